@@ -1,0 +1,43 @@
+/* main: the slabtap command line; dispatches to one subcommand.
+ * Owns nothing but the table below; every subcommand parses its own flags
+ * and must exit 2 with usage on a bad flag. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_command commands[] = {
+    {"proxy", "run the recording proxy in front of memcached", cli_proxy_main},
+    {"model", "memcached's slab ladder and item sizes, predicted", cli_model_main},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "slabtap %s: a memcached proxy that records what the slab allocator does\n\n"
+                 "usage: slabtap <command> [options]   (slabtap <command> --help for its options)\n\n"
+                 "commands:\n", SLABTAP_VERSION);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("slabtap %s\n", SLABTAP_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].main(argc - 1, argv + 1);
+    fprintf(stderr, "slabtap: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,34 @@
+/* metrics: every proxy counter declared once, with its help text.
+ * The X-macro is the only list: /metrics, the docs and the code use it.
+ * Counters are touched only on the event loop thread, never locked. */
+#ifndef SLABTAP_METRICS_H
+#define SLABTAP_METRICS_H
+
+#include <stdint.h>
+
+/* X(name, type, help) -- type is counter or gauge */
+#define SLABTAP_METRICS(X) \
+    X(connections_accepted, counter, "Client connections accepted") \
+    X(connections_open, gauge, "Client connections currently open") \
+    X(requests, counter, "Requests parsed from clients") \
+    X(requests_write, counter, "Write requests (set add replace append prepend cas ms)") \
+    X(requests_read, counter, "Read requests (get gets gat gats mg)") \
+    X(requests_other, counter, "Other requests (delete touch incr decr stats ...)") \
+    X(bytes_from_clients, counter, "Bytes read from clients and forwarded upstream") \
+    X(bytes_to_clients, counter, "Bytes read from memcached and forwarded to clients") \
+    X(writes_recorded, counter, "Rows handed to the recorder") \
+    X(rows_dropped, counter, "Rows dropped because the recorder queue was full (--on-full drop)") \
+    X(recorder_queue_depth, gauge, "Rows waiting in the recorder queue") \
+    X(recorder_stalls, counter, "Times the proxy paused reading because the recorder queue was full") \
+    X(upstream_errors, counter, "Upstream connect failures and disconnects") \
+    X(upstream_error_replies, counter, "SERVER_ERROR lines the proxy sent because memcached was unreachable") \
+    X(unpaired_responses, counter, "Responses that could not be paired with a request (connection closed)") \
+    X(protocol_errors, counter, "Client connections closed for input memcached itself would close on")
+
+struct metrics {
+#define METRIC_FIELD(name, type, help) uint64_t name;
+    SLABTAP_METRICS(METRIC_FIELD)
+#undef METRIC_FIELD
+};
+
+#endif

@@ -1,0 +1,225 @@
+/* store: the SQLite database. schema/schema.sql, embedded at build time, is
+ * the only definition of tables and views; this file applies it, upgrades
+ * older files and writes batches with prepared statements.
+ * Must never be used by two threads at once (the writer thread owns it). */
+#include "store.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "mc_parse.h"
+#include "recorder.h"
+
+extern const char slabtap_schema_sql[];
+
+int64_t store_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int exec(struct store *s, const char *sql, char *err, size_t errlen)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", s->path, msg ? msg : "sqlite error");
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int user_version(struct store *s)
+{
+    sqlite3_stmt *st;
+    int v = -1;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Upgrade steps, one per schema version, for files written by older
+ * slabtap builds. schema.sql itself only ever CREATEs IF NOT EXISTS, so a
+ * step only has to change what already exists. */
+static const char *const upgrade_steps[STORE_SCHEMA_VERSION + 1] = {
+    [0] = NULL, /* 0 -> 1: a fresh file; schema.sql creates everything */
+};
+
+static int store_upgrade(struct store *s, int from, char *err, size_t errlen)
+{
+    if (from > STORE_SCHEMA_VERSION) {
+        snprintf(err, errlen, "%s: schema version %d is newer than this slabtap (%d)",
+                 s->path, from, STORE_SCHEMA_VERSION);
+        return -1;
+    }
+    for (int v = from; v < STORE_SCHEMA_VERSION; v++)
+        if (upgrade_steps[v] && exec(s, upgrade_steps[v], err, errlen))
+            return -1;
+    return 0;
+}
+
+int store_open(struct store *s, const char *path, char *err, size_t errlen)
+{
+    int rc = -1;
+    memset(s, 0, sizeof *s);
+    snprintf(s->path, sizeof s->path, "%s", path);
+    if (sqlite3_open(path, &s->db) != SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", path, s->db ? sqlite3_errmsg(s->db) : "cannot open");
+        goto out;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    int from = user_version(s);
+    if (from < 0) {
+        snprintf(err, errlen, "%s: not a SQLite database (%s)", path, sqlite3_errmsg(s->db));
+        goto out;
+    }
+    if (store_upgrade(s, from, err, errlen))
+        goto out;
+    if (exec(s, slabtap_schema_sql, err, errlen))
+        goto out;
+    if (exec(s, "PRAGMA synchronous = NORMAL", err, errlen))
+        goto out;
+    if (sqlite3_prepare_v2(s->db,
+            "INSERT INTO sets (run_id, seq, conn_id, t_ns, cmd, key, key_hash, key_len,"
+            " value_len, flags, exptime, answer, latency_ns)"
+            " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)", -1, &s->ins_set, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+            "INSERT INTO get_counts (run_id, second, cmd, requests, keys, hits, misses, bytes_returned)"
+            " VALUES (?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT (run_id, second, cmd) DO UPDATE SET"
+            " requests = requests + excluded.requests, keys = keys + excluded.keys,"
+            " hits = hits + excluded.hits, misses = misses + excluded.misses,"
+            " bytes_returned = bytes_returned + excluded.bytes_returned", -1, &s->ins_gets, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(s->db));
+        goto out;
+    }
+    rc = 0;
+out:
+    if (rc)
+        store_close(s);
+    return rc;
+}
+
+void store_close(struct store *s)
+{
+    sqlite3_finalize(s->ins_set);
+    sqlite3_finalize(s->ins_gets);
+    s->ins_set = s->ins_gets = NULL;
+    if (s->db)
+        sqlite3_close(s->db);
+    s->db = NULL;
+}
+
+int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
+                        const char *options, const char *key_mode)
+{
+    sqlite3_stmt *st;
+    int64_t id = -1;
+    if (sqlite3_prepare_v2(s->db,
+            "INSERT INTO runs (name, started_ns, upstream, slabtap_version, options, key_mode)"
+            " VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, store_now_ns());
+    sqlite3_bind_text(st, 3, upstream, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, SLABTAP_VERSION, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, options, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 6, key_mode, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_DONE)
+        id = sqlite3_last_insert_rowid(s->db);
+    sqlite3_finalize(st);
+    return id;
+}
+
+int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped)
+{
+    sqlite3_stmt *st;
+    int rc = -1;
+    if (sqlite3_prepare_v2(s->db,
+            "UPDATE runs SET ended_ns = ?2, rows_recorded = ?3, rows_dropped = ?4 WHERE run_id = ?1",
+            -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, store_now_ns());
+    sqlite3_bind_int64(st, 3, (int64_t)recorded);
+    sqlite3_bind_int64(st, 4, (int64_t)dropped);
+    if (sqlite3_step(st) == SQLITE_DONE)
+        rc = 0;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int bind_write(sqlite3_stmt *st, int64_t run_id, const struct rec_row *r)
+{
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, (int64_t)r->seq);
+    sqlite3_bind_int64(st, 3, r->conn_id);
+    sqlite3_bind_int64(st, 4, r->t_ns);
+    sqlite3_bind_text(st, 5, mc_cmd_name((enum mc_cmd)r->cmd), -1, SQLITE_STATIC);
+    if (r->key_text_len >= 0)
+        sqlite3_bind_text(st, 6, r->key_text, r->key_text_len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 6);
+    sqlite3_bind_int64(st, 7, (int64_t)r->key_hash);
+    sqlite3_bind_int64(st, 8, r->key_len);
+    if (r->value_len >= 0)
+        sqlite3_bind_int64(st, 9, r->value_len);
+    else
+        sqlite3_bind_null(st, 9);
+    if (r->has_flags)
+        sqlite3_bind_int64(st, 10, r->flags);
+    else
+        sqlite3_bind_null(st, 10);
+    if (r->has_exptime)
+        sqlite3_bind_int64(st, 11, r->exptime);
+    else
+        sqlite3_bind_null(st, 11);
+    sqlite3_bind_text(st, 12, r->answer, -1, SQLITE_STATIC);
+    if (r->latency_ns >= 0)
+        sqlite3_bind_int64(st, 13, r->latency_ns);
+    else
+        sqlite3_bind_null(st, 13);
+    return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+}
+
+static int bind_gets(sqlite3_stmt *st, int64_t run_id, const struct rec_row *r)
+{
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, r->second);
+    sqlite3_bind_text(st, 3, mc_cmd_name((enum mc_cmd)r->cmd), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, (int64_t)r->requests);
+    sqlite3_bind_int64(st, 5, (int64_t)r->keys);
+    sqlite3_bind_int64(st, 6, (int64_t)r->hits);
+    sqlite3_bind_int64(st, 7, (int64_t)r->misses);
+    sqlite3_bind_int64(st, 8, (int64_t)r->bytes_returned);
+    return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+}
+
+int store_write_rows(struct store *s, int64_t run_id, const struct rec_row *rows, size_t n)
+{
+    char err[256];
+    int rc = 0;
+    if (exec(s, "BEGIN", err, sizeof err)) {
+        fprintf(stderr, "slabtap: store: %s\n", err);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int r = rows[i].kind == REC_ROW_GETS ? bind_gets(s->ins_gets, run_id, &rows[i])
+                                             : bind_write(s->ins_set, run_id, &rows[i]);
+        if (r) {
+            fprintf(stderr, "slabtap: store: insert failed: %s\n", sqlite3_errmsg(s->db));
+            rc = -1;
+        }
+    }
+    if (exec(s, "COMMIT", err, sizeof err)) {
+        fprintf(stderr, "slabtap: store: %s\n", err);
+        rc = -1;
+    }
+    return rc;
+}
