@@ -1,7 +1,6 @@
-/* cli_proxy: `slabtap proxy` -- flags, start-up, signals, orderly shutdown.
- * Owns the order things open and close in: store, recorder, proxy; and on
- * SIGINT/SIGTERM the reverse, so nothing recorded is lost.
- * Must never exit without closing the recorder once it has rows. */
+/* cli_proxy: `slabtap proxy` -- flags, signals, and the loop around app.
+ * Must never exit without app_finish once app_open succeeded: that is what
+ * writes the last rows. */
 #include <getopt.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -11,19 +10,16 @@
 
 #include "cli.h"
 #include "proxy.h"
-#include "recorder.h"
-#include "store.h"
+#include "app.h"
 
 #define DEFAULT_QUEUE_ROWS 65536
+#define DEFAULT_HTTP "127.0.0.1:11380"
 
 struct proxy_app {
     uv_loop_t loop;
     uv_signal_t sigint, sigterm;
-    struct store store;
-    struct recorder rec;
-    struct proxy px;
+    struct app app;
     bool stopping;
-    int exit_code;
 };
 
 static void proxy_usage(FILE *out)
@@ -33,7 +29,8 @@ static void proxy_usage(FILE *out)
         "\n"
         "Forwards memcached's text and meta protocols byte for byte and records\n"
         "every write (set add replace append prepend cas ms), delete, touch and\n"
-        "incr/decr into SQLite; reads are counted per second.\n"
+        "incr/decr into SQLite; reads are counted per second; memcached's stats\n"
+        "are polled on a side connection and kept as a time series.\n"
         "\n"
         "  --listen HOST:PORT   address for clients (default 127.0.0.1:11311)\n"
         "  --upstream HOST:PORT memcached to forward to (required)\n"
@@ -48,8 +45,13 @@ static void proxy_usage(FILE *out)
         "  --max-pending N      requests in flight per connection before reading\n"
         "                       that client pauses (default %d)\n"
         "  --drain-ms MS        on SIGINT/SIGTERM, wait this long for answers (default %d)\n"
+        "  --stats-interval MS  poll stats, stats slabs, stats items every MS\n"
+        "                       milliseconds (default %d, at least %d)\n"
+        "  --http HOST:PORT|off admin endpoint: /health /metrics /api/runs /api/slabs\n"
+        "                       POST /api/phase?name=N (default %s)\n"
         "  -h, --help           this text\n",
-        DEFAULT_QUEUE_ROWS, PROXY_DEFAULT_MAX_PENDING, PROXY_DEFAULT_DRAIN_MS);
+        DEFAULT_QUEUE_ROWS, PROXY_DEFAULT_MAX_PENDING, PROXY_DEFAULT_DRAIN_MS,
+        APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS, DEFAULT_HTTP);
 }
 
 /* HOST:PORT (IPv4 or [IPv6]:PORT) into a sockaddr. */
@@ -77,24 +79,24 @@ int cli_parse_addr(const char *text, struct sockaddr_storage *out)
     return uv_ip4_addr(host, (int)port, (struct sockaddr_in *)out) ? -1 : 0;
 }
 
-static void on_proxy_stopped(struct proxy *px)
+static void on_app_closed(struct app *a)
 {
-    struct proxy_app *app = (struct proxy_app *)((char *)px - offsetof(struct proxy_app, px));
-    uv_close((uv_handle_t *)&app->sigint, NULL);
-    uv_close((uv_handle_t *)&app->sigterm, NULL);
-    uv_stop(&app->loop);
+    struct proxy_app *pa = (struct proxy_app *)((char *)a - offsetof(struct proxy_app, app));
+    uv_close((uv_handle_t *)&pa->sigint, NULL);
+    uv_close((uv_handle_t *)&pa->sigterm, NULL);
+    uv_stop(&pa->loop);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
 {
-    struct proxy_app *app = h->data;
-    if (app->stopping) {
-        fprintf(stderr, "slabtap: second signal %d, still draining\n", signum);
+    struct proxy_app *pa = h->data;
+    if (pa->stopping) {
+        fprintf(stderr, "slabtap: signal %d again: still draining\n", signum);
         return;
     }
-    app->stopping = true;
+    pa->stopping = true;
     fprintf(stderr, "slabtap: signal %d: stopping (finishing in-flight requests)\n", signum);
-    proxy_close(&app->px, on_proxy_stopped);
+    app_close(&pa->app, on_app_closed);
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -122,48 +124,52 @@ int cli_proxy_main(int argc, char **argv)
         {"db", required_argument, NULL, 'd'},     {"run", required_argument, NULL, 'r'},
         {"keys", required_argument, NULL, 'k'},   {"queue", required_argument, NULL, 'q'},
         {"on-full", required_argument, NULL, 'f'}, {"max-pending", required_argument, NULL, 'p'},
-        {"drain-ms", required_argument, NULL, 'D'}, {"help", no_argument, NULL, 'h'},
+        {"drain-ms", required_argument, NULL, 'D'}, {"stats-interval", required_argument, NULL, 'S'},
+        {"http", required_argument, NULL, 'H'},   {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    struct proxy_app *app = calloc(1, sizeof *app);
-    struct proxy_config cfg;
-    const char *listen = "127.0.0.1:11311", *upstream = NULL, *db = NULL, *run = "proxy";
-    size_t queue = DEFAULT_QUEUE_ROWS, drain = PROXY_DEFAULT_DRAIN_MS;
-    enum rec_on_full on_full = REC_BLOCK;
-    char options[1024], err[512];
+    struct proxy_app *pa = calloc(1, sizeof *pa);
+    struct app_config cfg = {0};
+    const char *listen = "127.0.0.1:11311", *upstream = NULL, *http = DEFAULT_HTTP;
+    size_t drain = PROXY_DEFAULT_DRAIN_MS, interval = APP_DEFAULT_STATS_MS;
+    char options[1024];
     int c, rc = 2;
 
-    if (!app)
+    if (!pa)
         return 1;
-    proxy_config_defaults(&cfg);
+    proxy_config_defaults(&cfg.proxy);
+    cfg.run_name = "proxy";
+    cfg.queue_rows = DEFAULT_QUEUE_ROWS;
+    cfg.on_full = REC_BLOCK;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'l': listen = optarg; break;
         case 'u': upstream = optarg; break;
-        case 'd': db = optarg; break;
-        case 'r': run = optarg; break;
+        case 'd': cfg.db_path = optarg; break;
+        case 'r': cfg.run_name = optarg; break;
+        case 'H': http = optarg; break;
         case 'k':
-            if (keyfmt_parse_mode(optarg, &cfg.key_mode)) {
+            if (keyfmt_parse_mode(optarg, &cfg.proxy.key_mode)) {
                 fprintf(stderr, "slabtap proxy: --keys must be full, prefix or hash\n");
                 goto usage;
             }
             break;
         case 'q':
-            if (parse_size(optarg, &queue)) {
+            if (parse_size(optarg, &cfg.queue_rows)) {
                 fprintf(stderr, "slabtap proxy: --queue needs a positive number of rows\n");
                 goto usage;
             }
             break;
         case 'f':
-            if (!strcmp(optarg, "block")) on_full = REC_BLOCK;
-            else if (!strcmp(optarg, "drop")) on_full = REC_DROP;
+            if (!strcmp(optarg, "block")) cfg.on_full = REC_BLOCK;
+            else if (!strcmp(optarg, "drop")) cfg.on_full = REC_DROP;
             else {
                 fprintf(stderr, "slabtap proxy: --on-full must be block or drop\n");
                 goto usage;
             }
             break;
         case 'p':
-            if (parse_size(optarg, &cfg.max_pending)) {
+            if (parse_size(optarg, &cfg.proxy.max_pending)) {
                 fprintf(stderr, "slabtap proxy: --max-pending needs a positive number\n");
                 goto usage;
             }
@@ -171,6 +177,13 @@ int cli_proxy_main(int argc, char **argv)
         case 'D':
             if (parse_size(optarg, &drain)) {
                 fprintf(stderr, "slabtap proxy: --drain-ms needs a positive number\n");
+                goto usage;
+            }
+            break;
+        case 'S':
+            if (parse_size(optarg, &interval) || interval < POLLER_INTERVAL_MIN_MS) {
+                fprintf(stderr, "slabtap proxy: --stats-interval needs at least %d ms\n",
+                        POLLER_INTERVAL_MIN_MS);
                 goto usage;
             }
             break;
@@ -186,67 +199,53 @@ int cli_proxy_main(int argc, char **argv)
         fprintf(stderr, "slabtap proxy: unexpected argument '%s'\n", argv[optind]);
         goto usage;
     }
-    if (!upstream || !db) {
+    if (!upstream || !cfg.db_path) {
         fprintf(stderr, "slabtap proxy: --upstream and --db are required\n");
         goto usage;
     }
-    if (cli_parse_addr(listen, &cfg.listen_addr)) {
+    if (cli_parse_addr(listen, &cfg.proxy.listen_addr)) {
         fprintf(stderr, "slabtap proxy: bad --listen address '%s' (want HOST:PORT)\n", listen);
         goto usage;
     }
-    if (cli_parse_addr(upstream, &cfg.upstream_addr)) {
+    if (cli_parse_addr(upstream, &cfg.proxy.upstream_addr)) {
         fprintf(stderr, "slabtap proxy: bad --upstream address '%s' (want HOST:PORT)\n", upstream);
         goto usage;
     }
-    snprintf(cfg.upstream_text, sizeof cfg.upstream_text, "%s", upstream);
-    cfg.drain_timeout_ms = (unsigned)drain;
+    cfg.http_enabled = strcmp(http, "off") != 0;
+    if (cfg.http_enabled && cli_parse_addr(http, &cfg.http_addr)) {
+        fprintf(stderr, "slabtap proxy: bad --http address '%s' (want HOST:PORT or off)\n", http);
+        goto usage;
+    }
+    snprintf(cfg.proxy.upstream_text, sizeof cfg.proxy.upstream_text, "%s", upstream);
+    cfg.proxy.drain_timeout_ms = (unsigned)drain;
+    cfg.stats_interval_ms = (unsigned)interval;
     join_args(argc, argv, options, sizeof options);
+    cfg.options_text = options;
 
     rc = 1;
-    uv_loop_init(&app->loop);
-    if (store_open(&app->store, db, err, sizeof err)) {
-        fprintf(stderr, "slabtap proxy: %s\n", err);
+    uv_loop_init(&pa->loop);
+    if (app_open(&pa->app, &pa->loop, &cfg))
         goto out_loop;
-    }
-    int64_t run_id = store_run_begin(&app->store, run, upstream, options,
-                                     keyfmt_mode_name(cfg.key_mode));
-    if (run_id < 0) {
-        fprintf(stderr, "slabtap proxy: %s: cannot create the run row\n", db);
-        store_close(&app->store);
-        goto out_loop;
-    }
-    if (rec_open(&app->rec, &app->loop, &app->store, run_id, queue, on_full,
-                 proxy_update_reading, &app->px)) {
-        rec_close(&app->rec);
-        goto out_loop;
-    }
-    if (proxy_open(&app->px, &app->loop, &cfg, &app->rec)) {
-        uv_close((uv_handle_t *)&app->px.listener, NULL);
-        uv_close((uv_handle_t *)&app->px.drain_timer, NULL);
-        rec_close(&app->rec);
-        goto out_loop;
-    }
-    uv_signal_init(&app->loop, &app->sigint);
-    uv_signal_init(&app->loop, &app->sigterm);
-    app->sigint.data = app->sigterm.data = app;
-    uv_signal_start(&app->sigint, on_signal, SIGINT);
-    uv_signal_start(&app->sigterm, on_signal, SIGTERM);
-    fprintf(stderr, "slabtap: proxy %s -> %s, recording run %lld '%s' into %s\n",
-            listen, upstream, (long long)run_id, run, db);
-    uv_run(&app->loop, UV_RUN_DEFAULT);
+    uv_signal_init(&pa->loop, &pa->sigint);
+    uv_signal_init(&pa->loop, &pa->sigterm);
+    pa->sigint.data = pa->sigterm.data = pa;
+    uv_signal_start(&pa->sigint, on_signal, SIGINT);
+    uv_signal_start(&pa->sigterm, on_signal, SIGTERM);
+    fprintf(stderr, "slabtap: proxy %s -> %s, run %lld '%s' into %s, admin %s\n", listen,
+            upstream, (long long)pa->app.run_id, cfg.run_name, cfg.db_path, http);
+    uv_run(&pa->loop, UV_RUN_DEFAULT);
 
-    /* the loop is idle: flush every row, finish the run, close the file */
-    rc = rec_close(&app->rec) ? 1 : 0;
+    /* the loop is idle: write every row, finish the run, close the file */
+    rc = app_finish(&pa->app) ? 1 : 0;
     fprintf(stderr, "slabtap: stopped; %llu rows recorded, %llu dropped\n",
-            (unsigned long long)app->rec.written, (unsigned long long)app->rec.dropped);
+            (unsigned long long)pa->app.rec.written, (unsigned long long)pa->app.rec.dropped);
 out_loop:
-    uv_run(&app->loop, UV_RUN_DEFAULT); /* finish closing every handle */
-    pbuf_pool_free(&app->px.pool);
-    uv_loop_close(&app->loop);
+    if (uv_loop_close(&pa->loop))
+        fprintf(stderr, "slabtap: warning: handles left open at exit\n");
     goto out;
 usage:
     proxy_usage(stderr);
 out:
-    free(app);
+    free(pa);
     return rc;
 }

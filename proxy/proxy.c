@@ -156,6 +156,11 @@ static void record(struct conn *c, const struct pending_entry *e, const char *an
     row.has_exptime = r->is_write || r->cmd == MC_CMD_TOUCH;
     row.exptime = r->exptime;
     row.latency_ns = latency_ns;
+    if (px->ladder && r->value_len >= 0) {
+        struct slab_item_layout it;
+        if (slab_item_layout(px->ladder, r->key_len, r->flags, (uint64_t)r->value_len, &it) == SLAB_OK)
+            row.class_id = it.lru_class;
+    }
     if (answer_len >= sizeof row.answer)
         answer_len = sizeof row.answer - 1;
     memcpy(row.answer, answer, answer_len);
@@ -624,6 +629,7 @@ static void on_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 static void count_request(struct proxy *px, const struct mc_request *r)
 {
     px->m.requests++;
+    px->requests_by_cmd[r->cmd]++;
     if (r->is_write)
         px->m.requests_write++;
     else if (cmd_is_read(r->cmd))
@@ -766,8 +772,11 @@ static void conn_close(struct conn *c, bool graceful)
     struct proxy *px = c->px;
     if (c->closing)
         return;
-    conn_fail_pending(c, "no_answer");
+    /* closing first: the requests still waiting get their rows but no
+     * "upstream unavailable" line -- memcached is fine, and it would not
+     * answer a client it closes either */
     c->closing = true;
+    conn_fail_pending(c, "no_answer");
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -842,15 +851,17 @@ int proxy_open(struct proxy *px, uv_loop_t *loop, const struct proxy_config *cfg
 
 static void proxy_maybe_stopped(struct proxy *px)
 {
-    if (!px->stopping || px->conns || !px->on_stopped)
+    if (!px->stopping || px->conns || px->stopped)
         return;
+    px->stopped = true;
     /* every connection closed: the last reads are counted, hand them over */
     gets_flush(px);
     void (*cb)(struct proxy *) = px->on_stopped;
     px->on_stopped = NULL;
     uv_timer_stop(&px->drain_timer);
     uv_close((uv_handle_t *)&px->drain_timer, NULL);
-    cb(px);
+    if (cb)
+        cb(px);
 }
 
 static void on_drain_timeout(uv_timer_t *t)

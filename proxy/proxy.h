@@ -16,6 +16,7 @@
 #include "metrics.h"
 #include "pbuf.h"
 #include "recorder.h"
+#include "slab_model.h"
 
 struct conn;
 
@@ -53,10 +54,13 @@ struct proxy {
     uint32_t next_conn_id;
     uint64_t next_seq;
     bool stopping;
+    bool stopped;
     bool listener_open;
     void (*on_stopped)(struct proxy *px);
     int64_t get_second;
     struct proxy_get_counter gets[MC_CMD_COUNT];
+    uint64_t requests_by_cmd[MC_CMD_COUNT];
+    const struct slab_ladder *ladder; /* tags writes with a class; NULL: untagged */
     bool all_paused;           /* paused everything for the recorder */
     bool upstream_up;          /* at least one upstream answered lately */
 };

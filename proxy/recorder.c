@@ -14,6 +14,41 @@
  * proxy does not flap between paused and reading on every batch. */
 #define REC_RESUME_PCT 50
 
+void rec_job_free(struct rec_job *j)
+{
+    if (!j)
+        return;
+    for (size_t i = 0; i < j->nclasses; i++)
+        free(j->class_json[i]);
+    free(j->class_json);
+    free(j->class_ids);
+    free(j->text);
+    free(j->version);
+    free(j);
+}
+
+static void rec_commit(struct recorder *r, const struct rec_row *rows, size_t n, struct rec_job *jobs)
+{
+    int rc = store_begin(r->store);
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = store_put_row(r->store, r->run_id, &rows[i]);
+    for (struct rec_job *j = jobs; j && !rc; j = j->next)
+        rc = store_put_job(r->store, r->run_id, j);
+    if (store_commit(r->store, rc))
+        rc = -1;
+    while (jobs) {
+        struct rec_job *next = jobs->next;
+        rec_job_free(jobs);
+        jobs = next;
+    }
+    pthread_mutex_lock(&r->mu);
+    if (rc)
+        r->write_errors++;
+    else
+        r->written += n;
+    pthread_mutex_unlock(&r->mu);
+}
+
 static void *rec_writer(void *arg)
 {
     struct recorder *r = arg;
@@ -24,9 +59,9 @@ static void *rec_writer(void *arg)
     }
     pthread_mutex_lock(&r->mu);
     for (;;) {
-        while (r->count == 0 && !r->stop)
+        while (r->count == 0 && !r->jobs_head && !r->stop)
             pthread_cond_wait(&r->cv, &r->mu);
-        if (r->count == 0 && r->stop)
+        if (r->count == 0 && !r->jobs_head && r->stop)
             break;
         size_t n = 0;
         while (n < REC_BATCH_MAX && r->count > 0) {
@@ -34,16 +69,15 @@ static void *rec_writer(void *arg)
             r->head = (r->head + 1) % r->cap;
             r->count--;
         }
+        struct rec_job *jobs = r->jobs_head;
+        r->jobs_head = r->jobs_tail = NULL;
+        r->jobs_count = 0;
         bool wake = r->count * 100 <= r->cap * REC_RESUME_PCT;
         pthread_mutex_unlock(&r->mu);
         if (wake)
             uv_async_send(&r->wake);
-        int rc = store_write_rows(r->store, r->run_id, batch, n);
+        rec_commit(r, batch, n, jobs);
         pthread_mutex_lock(&r->mu);
-        if (rc)
-            r->write_errors++;
-        else
-            r->written += n;
     }
     pthread_mutex_unlock(&r->mu);
     free(batch);
@@ -159,6 +193,27 @@ void rec_push(struct recorder *r, const struct rec_row *row)
     r->pushed++;
 }
 
+void rec_push_job(struct recorder *r, struct rec_job *job)
+{
+    job->next = NULL;
+    pthread_mutex_lock(&r->mu);
+    bool room = r->jobs_count < REC_JOBS_MAX;
+    if (room) {
+        if (r->jobs_tail)
+            r->jobs_tail->next = job;
+        else
+            r->jobs_head = job;
+        r->jobs_tail = job;
+        r->jobs_count++;
+        pthread_cond_signal(&r->cv);
+    } else {
+        r->jobs_dropped++;
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!room)
+        rec_job_free(job);
+}
+
 bool rec_blocked(const struct recorder *r)
 {
     return r->blocked;
@@ -192,6 +247,11 @@ int rec_close(struct recorder *r)
         pthread_mutex_unlock(&r->mu);
         pthread_join(r->thread, NULL);
         r->thread_started = false;
+    }
+    while (r->jobs_head) { /* only left when the thread never started */
+        struct rec_job *j = r->jobs_head;
+        r->jobs_head = j->next;
+        rec_job_free(j);
     }
     if (r->store) {
         if (store_run_end(r->store, r->run_id, r->written, r->dropped))

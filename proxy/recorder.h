@@ -38,6 +38,7 @@ struct rec_row {
     int64_t value_len;       /* -1: none */
     int64_t exptime;
     int64_t latency_ns;      /* -1: no answer */
+    uint32_t class_id;       /* predicted slab class, 0: none */
     /* REC_ROW_GETS: counters for one second and command */
     int64_t second;
     uint64_t requests, keys, hits, misses, bytes_returned;
@@ -47,6 +48,28 @@ struct rec_row {
 
 enum rec_on_full { REC_BLOCK, REC_DROP };
 
+/* Rare, variable-size records (a stats sample, settings, a phase mark)
+ * travel as jobs: heap blobs handed over whole, written in the same
+ * transactions as rows. */
+enum rec_job_kind { REC_JOB_SAMPLE, REC_JOB_SETTINGS, REC_JOB_PHASE };
+
+#define REC_JOBS_MAX 4096 /* queued jobs beyond this are dropped and counted */
+
+struct rec_job {
+    struct rec_job *next;
+    enum rec_job_kind kind;
+    int64_t t_ns;
+    int64_t phase_id;        /* SAMPLE: phase active; PHASE: the new phase's id */
+    bool final;              /* SAMPLE: the snapshot taken at shutdown */
+    char *text;              /* SAMPLE: `stats` JSON; SETTINGS: settings JSON; PHASE: name */
+    char *version;           /* SETTINGS */
+    size_t nclasses;         /* SAMPLE: per-class JSON objects */
+    unsigned *class_ids;
+    char **class_json;
+};
+
+void rec_job_free(struct rec_job *j);
+
 struct recorder {
     /* shared with the writer thread, under mu */
     pthread_mutex_t mu;
@@ -54,6 +77,9 @@ struct recorder {
     struct rec_row *ring;
     size_t cap, head, count;
     bool stop;
+    struct rec_job *jobs_head, *jobs_tail;
+    size_t jobs_count;
+    uint64_t jobs_dropped;
     uint64_t written;        /* rows committed */
     uint64_t write_errors;
     /* loop thread only */
@@ -77,6 +103,8 @@ int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t r
              size_t cap, enum rec_on_full on_full, void (*on_unblock)(void *), void *ud);
 /* Loop thread. Never blocks on the writer. */
 void rec_push(struct recorder *r, const struct rec_row *row);
+/* Loop thread. Takes ownership of job (freed even when dropped). */
+void rec_push_job(struct recorder *r, struct rec_job *job);
 bool rec_blocked(const struct recorder *r);
 size_t rec_depth(struct recorder *r);
 /* Flushes the stash and the ring, stops the thread, finishes the run row,

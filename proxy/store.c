@@ -46,8 +46,10 @@ static int user_version(struct store *s)
 /* Upgrade steps, one per schema version, for files written by older
  * slabtap builds. schema.sql itself only ever CREATEs IF NOT EXISTS, so a
  * step only has to change what already exists. */
-static const char *const upgrade_steps[STORE_SCHEMA_VERSION + 1] = {
-    [0] = NULL, /* 0 -> 1: a fresh file; schema.sql creates everything */
+static const char *const upgrade_steps[STORE_SCHEMA_VERSION] = {
+    [0] = NULL, /* 0: a fresh file; schema.sql creates everything */
+    /* 1 -> 2: writes are tagged with the slab class the model predicts */
+    [1] = "ALTER TABLE sets ADD COLUMN class_id INTEGER;",
 };
 
 static int store_upgrade(struct store *s, int from, char *err, size_t errlen)
@@ -57,6 +59,8 @@ static int store_upgrade(struct store *s, int from, char *err, size_t errlen)
                  s->path, from, STORE_SCHEMA_VERSION);
         return -1;
     }
+    if (from == 0)
+        return 0;
     for (int v = from; v < STORE_SCHEMA_VERSION; v++)
         if (upgrade_steps[v] && exec(s, upgrade_steps[v], err, errlen))
             return -1;
@@ -86,8 +90,23 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
         goto out;
     if (sqlite3_prepare_v2(s->db,
             "INSERT INTO sets (run_id, seq, conn_id, t_ns, cmd, key, key_hash, key_len,"
-            " value_len, flags, exptime, answer, latency_ns)"
-            " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)", -1, &s->ins_set, NULL) != SQLITE_OK ||
+            " value_len, flags, exptime, answer, latency_ns, class_id)"
+            " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)", -1, &s->ins_set, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+            "INSERT INTO samples (run_id, t_ns, phase_id, final, stats) VALUES (?1,?2,?3,?4,?5)",
+            -1, &s->ins_sample, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+            "INSERT INTO sample_classes (sample_id, class_id, fields) VALUES (?1,?2,?3)",
+            -1, &s->ins_class, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+            "INSERT OR REPLACE INTO settings (run_id, t_ns, version, settings) VALUES (?1,?2,?3,?4)",
+            -1, &s->ins_settings, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+            "INSERT INTO phases (phase_id, run_id, name, started_ns) VALUES (?1,?2,?3,?4)",
+            -1, &s->ins_phase, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+            "UPDATE phases SET ended_ns = ?2 WHERE run_id = ?1 AND ended_ns IS NULL AND phase_id != ?3",
+            -1, &s->end_phase, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->db,
             "INSERT INTO get_counts (run_id, second, cmd, requests, keys, hits, misses, bytes_returned)"
             " VALUES (?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT (run_id, second, cmd) DO UPDATE SET"
@@ -106,9 +125,12 @@ out:
 
 void store_close(struct store *s)
 {
-    sqlite3_finalize(s->ins_set);
-    sqlite3_finalize(s->ins_gets);
-    s->ins_set = s->ins_gets = NULL;
+    sqlite3_stmt **stmts[] = {&s->ins_set, &s->ins_gets, &s->ins_sample, &s->ins_class,
+                              &s->ins_settings, &s->ins_phase, &s->end_phase};
+    for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
+        sqlite3_finalize(*stmts[i]);
+        *stmts[i] = NULL;
+    }
     if (s->db)
         sqlite3_close(s->db);
     s->db = NULL;
@@ -139,6 +161,11 @@ int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t d
 {
     sqlite3_stmt *st;
     int rc = -1;
+    sqlite3_reset(s->end_phase);
+    sqlite3_bind_int64(s->end_phase, 1, run_id);
+    sqlite3_bind_int64(s->end_phase, 2, store_now_ns());
+    sqlite3_bind_int64(s->end_phase, 3, -1);
+    sqlite3_step(s->end_phase);
     if (sqlite3_prepare_v2(s->db,
             "UPDATE runs SET ended_ns = ?2, rows_recorded = ?3, rows_dropped = ?4 WHERE run_id = ?1",
             -1, &st, NULL) != SQLITE_OK)
@@ -184,6 +211,10 @@ static int bind_write(sqlite3_stmt *st, int64_t run_id, const struct rec_row *r)
         sqlite3_bind_int64(st, 13, r->latency_ns);
     else
         sqlite3_bind_null(st, 13);
+    if (r->class_id > 0)
+        sqlite3_bind_int64(st, 14, r->class_id);
+    else
+        sqlite3_bind_null(st, 14);
     return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
 }
 
@@ -201,25 +232,112 @@ static int bind_gets(sqlite3_stmt *st, int64_t run_id, const struct rec_row *r)
     return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
 }
 
-int store_write_rows(struct store *s, int64_t run_id, const struct rec_row *rows, size_t n)
+int store_begin(struct store *s)
 {
-    char err[256];
-    int rc = 0;
+    char err[1536];
     if (exec(s, "BEGIN", err, sizeof err)) {
         fprintf(stderr, "slabtap: store: %s\n", err);
         return -1;
     }
-    for (size_t i = 0; i < n; i++) {
-        int r = rows[i].kind == REC_ROW_GETS ? bind_gets(s->ins_gets, run_id, &rows[i])
-                                             : bind_write(s->ins_set, run_id, &rows[i]);
-        if (r) {
-            fprintf(stderr, "slabtap: store: insert failed: %s\n", sqlite3_errmsg(s->db));
-            rc = -1;
-        }
-    }
-    if (exec(s, "COMMIT", err, sizeof err)) {
+    return 0;
+}
+
+int store_commit(struct store *s, int failed)
+{
+    char err[1536];
+    if (exec(s, failed ? "ROLLBACK" : "COMMIT", err, sizeof err)) {
         fprintf(stderr, "slabtap: store: %s\n", err);
-        rc = -1;
+        return -1;
     }
-    return rc;
+    return failed ? -1 : 0;
+}
+
+int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row)
+{
+    int r = row->kind == REC_ROW_GETS ? bind_gets(s->ins_gets, run_id, row)
+                                      : bind_write(s->ins_set, run_id, row);
+    if (r)
+        fprintf(stderr, "slabtap: store: insert failed: %s\n", sqlite3_errmsg(s->db));
+    return r;
+}
+
+static int step_done(struct store *s, sqlite3_stmt *st)
+{
+    if (sqlite3_step(st) == SQLITE_DONE)
+        return 0;
+    fprintf(stderr, "slabtap: store: %s\n", sqlite3_errmsg(s->db));
+    return -1;
+}
+
+static int put_sample(struct store *s, int64_t run_id, const struct rec_job *j)
+{
+    sqlite3_stmt *st = s->ins_sample;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, j->t_ns);
+    if (j->phase_id > 0)
+        sqlite3_bind_int64(st, 3, j->phase_id);
+    else
+        sqlite3_bind_null(st, 3);
+    sqlite3_bind_int(st, 4, j->final);
+    sqlite3_bind_text(st, 5, j->text, -1, SQLITE_STATIC);
+    if (step_done(s, st))
+        return -1;
+    int64_t sample_id = sqlite3_last_insert_rowid(s->db);
+    for (size_t i = 0; i < j->nclasses; i++) {
+        st = s->ins_class;
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, sample_id);
+        sqlite3_bind_int64(st, 2, j->class_ids[i]);
+        sqlite3_bind_text(st, 3, j->class_json[i], -1, SQLITE_STATIC);
+        if (step_done(s, st))
+            return -1;
+    }
+    return 0;
+}
+
+int store_put_job(struct store *s, int64_t run_id, const struct rec_job *j)
+{
+    sqlite3_stmt *st;
+    switch (j->kind) {
+    case REC_JOB_SAMPLE:
+        return put_sample(s, run_id, j);
+    case REC_JOB_SETTINGS:
+        st = s->ins_settings;
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_int64(st, 2, j->t_ns);
+        sqlite3_bind_text(st, 3, j->version, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, j->text, -1, SQLITE_STATIC);
+        return step_done(s, st);
+    case REC_JOB_PHASE:
+        st = s->end_phase;
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_int64(st, 2, j->t_ns);
+        sqlite3_bind_int64(st, 3, j->phase_id);
+        if (step_done(s, st))
+            return -1;
+        st = s->ins_phase;
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, j->phase_id);
+        sqlite3_bind_int64(st, 2, run_id);
+        sqlite3_bind_text(st, 3, j->text, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, j->t_ns);
+        return step_done(s, st);
+    }
+    return -1;
+}
+
+int64_t store_max_phase_id(struct store *s)
+{
+    sqlite3_stmt *st;
+    int64_t id = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT coalesce(max(phase_id), 0) FROM phases", -1, &st, NULL)
+        != SQLITE_OK)
+        return 0;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return id;
 }

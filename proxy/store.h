@@ -11,12 +11,13 @@
 
 struct rec_row;
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 struct store {
     sqlite3 *db;
     sqlite3_stmt *ins_set;
     sqlite3_stmt *ins_gets;
+    sqlite3_stmt *ins_sample, *ins_class, *ins_settings, *ins_phase, *end_phase;
     char path[1024];
 };
 
@@ -28,8 +29,15 @@ void store_close(struct store *s);
 int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
                         const char *options, const char *key_mode);
 int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped);
-/* Writes n rows in one transaction. Returns 0 or -1. */
-int store_write_rows(struct store *s, int64_t run_id, const struct rec_row *rows, size_t n);
+struct rec_job;
+/* A batch: store_begin, any number of store_put_*, store_commit (which
+ * rolls back instead when failed is non-zero). All return 0 or -1. */
+int store_begin(struct store *s);
+int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row);
+int store_put_job(struct store *s, int64_t run_id, const struct rec_job *job);
+int store_commit(struct store *s, int failed);
+/* Highest phase id in the file, so new phases continue from it. */
+int64_t store_max_phase_id(struct store *s);
 
 int64_t store_now_ns(void);
 

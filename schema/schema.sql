@@ -1,9 +1,12 @@
 -- slabtap schema: the single source of truth for every table and view.
--- Embedded into the binary at build time and applied by store_open().
--- The version lives in PRAGMA user_version; upgrade steps for files written
--- by older versions are in proxy/store.c (store_upgrade).
+-- Embedded into the binary at build time and applied by store_open() after
+-- the upgrade steps in proxy/store.c (store_upgrade) have brought an older
+-- file up to date. Tables are only ever CREATEd IF NOT EXISTS; views are
+-- dropped and recreated so they always match the binary that opened the file.
+-- The version lives in PRAGMA user_version (bumped at the end of this file).
 PRAGMA journal_mode = WAL;
 
+-- One row per proxy start (or experiment run).
 CREATE TABLE IF NOT EXISTS runs (
   run_id        INTEGER PRIMARY KEY,
   name          TEXT NOT NULL,
@@ -18,21 +21,23 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 
 -- One row per write (set add replace append prepend cas, ms) and per delete,
--- touch, incr/decr (value_len NULL for those).
+-- touch, incr/decr/ma (value_len NULL for those).
 CREATE TABLE IF NOT EXISTS sets (
   run_id     INTEGER NOT NULL REFERENCES runs(run_id),
-  seq        INTEGER NOT NULL,             -- order the proxy saw the request, per run
+  seq        INTEGER NOT NULL,             -- order the proxy read requests, per run
   conn_id    INTEGER NOT NULL,             -- client connection number, per run
   t_ns       INTEGER NOT NULL,             -- unix time the request was read, ns
   cmd        TEXT NOT NULL,                -- set add ... ms md delete touch incr decr ma
   key        TEXT,                         -- full key, or prefix, or NULL (per key_mode)
-  key_hash   INTEGER NOT NULL,             -- 64-bit FNV-1a of the whole key (signed)
-  key_len    INTEGER NOT NULL,
+  key_hash   INTEGER NOT NULL,             -- 64-bit FNV-1a of the key as sent (signed)
+  key_len    INTEGER NOT NULL,             -- as memcached stores it (base64 decoded)
   value_len  INTEGER,                      -- data block without \r\n
   flags      INTEGER,
   exptime    INTEGER,
-  answer     TEXT NOT NULL,                -- STORED NOT_STORED ... | noreply | quiet | upstream_error
+  answer     TEXT NOT NULL,                -- STORED NOT_STORED ... | noreply | quiet
+                                           -- | upstream_error | no_answer
   latency_ns INTEGER,                      -- last request byte forwarded -> first answer byte
+  class_id   INTEGER,                      -- slab class the model predicts (v2)
   PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 
@@ -49,4 +54,191 @@ CREATE TABLE IF NOT EXISTS get_counts (
   PRIMARY KEY (run_id, second, cmd)
 ) WITHOUT ROWID;
 
-PRAGMA user_version = 1;
+-- Phases of a run, marked over HTTP (POST /api/phase) or by the load
+-- generator. A phase lasts until the next one starts (ended_ns NULL: until
+-- the run ended).
+CREATE TABLE IF NOT EXISTS phases (
+  phase_id   INTEGER PRIMARY KEY,
+  run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+  name       TEXT NOT NULL,
+  started_ns INTEGER NOT NULL,
+  ended_ns   INTEGER
+);
+
+-- One row per stats poll: `stats` as a JSON object holding every field
+-- memcached sent (numbers as numbers, the rest as text), so the counters of
+-- a newer memcached are never lost.
+CREATE TABLE IF NOT EXISTS samples (
+  sample_id  INTEGER PRIMARY KEY,
+  run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+  t_ns       INTEGER NOT NULL,
+  phase_id   INTEGER,                      -- phase active when it was taken
+  final      INTEGER NOT NULL DEFAULT 0,   -- 1: the snapshot taken at shutdown
+  stats      TEXT NOT NULL                 -- JSON object: every `stats` field
+);
+CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t_ns);
+
+-- Per sample and slab class: `stats slabs` (<class>:<field>) merged with
+-- `stats items` (items:<class>:<field>) by class id, as one JSON object.
+CREATE TABLE IF NOT EXISTS sample_classes (
+  sample_id  INTEGER NOT NULL REFERENCES samples(sample_id),
+  class_id   INTEGER NOT NULL,
+  fields     TEXT NOT NULL,
+  PRIMARY KEY (sample_id, class_id)
+) WITHOUT ROWID;
+
+-- `stats settings` and `version`, at start and whenever they change.
+CREATE TABLE IF NOT EXISTS settings (
+  run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+  t_ns       INTEGER NOT NULL,
+  version    TEXT,
+  settings   TEXT NOT NULL,                -- JSON object: every `stats settings` field
+  PRIMARY KEY (run_id, t_ns)
+) WITHOUT ROWID;
+
+-- ---------------------------------------------------------------- views
+
+DROP VIEW IF EXISTS class_stats;
+CREATE VIEW class_stats AS
+SELECT s.run_id, s.sample_id, s.t_ns, s.phase_id, s.final, c.class_id,
+       json_extract(c.fields, '$.chunk_size')      AS chunk_size,
+       json_extract(c.fields, '$.chunks_per_page') AS chunks_per_page,
+       json_extract(c.fields, '$.total_pages')     AS total_pages,
+       json_extract(c.fields, '$.total_chunks')    AS total_chunks,
+       json_extract(c.fields, '$.used_chunks')     AS used_chunks,
+       json_extract(c.fields, '$.free_chunks')     AS free_chunks,
+       json_extract(c.fields, '$.mem_requested')   AS mem_requested,
+       json_extract(c.fields, '$.number')          AS number,
+       json_extract(c.fields, '$.evicted')         AS evicted,
+       json_extract(c.fields, '$.outofmemory')     AS outofmemory,
+       json_extract(c.fields, '$.reclaimed')       AS reclaimed,
+       json_extract(c.fields, '$.cmd_set')         AS cmd_set,
+       c.fields
+FROM samples s JOIN sample_classes c USING (sample_id);
+
+-- Rounding waste per run, sample and class: what memcached pinned
+-- (used_chunks * chunk_size) minus what the items asked for (mem_requested).
+DROP VIEW IF EXISTS slab_waste;
+CREATE VIEW slab_waste AS
+SELECT run_id, sample_id, t_ns, phase_id, final, class_id, chunk_size, used_chunks,
+       total_pages, mem_requested,
+       used_chunks * chunk_size                      AS allocated,
+       used_chunks * chunk_size - mem_requested      AS waste_bytes,
+       CASE WHEN used_chunks * chunk_size > 0
+            THEN round(100.0 * (used_chunks * chunk_size - mem_requested)
+                       / (used_chunks * chunk_size), 2) END AS waste_pct
+FROM class_stats
+WHERE chunk_size IS NOT NULL;
+
+-- The last sample of each run (the final one when the run ended cleanly).
+DROP VIEW IF EXISTS last_samples;
+CREATE VIEW last_samples AS
+SELECT s.* FROM samples s
+WHERE s.sample_id = (SELECT s2.sample_id FROM samples s2 WHERE s2.run_id = s.run_id
+                     ORDER BY s2.t_ns DESC, s2.sample_id DESC LIMIT 1);
+
+DROP VIEW IF EXISTS run_settings;
+CREATE VIEW run_settings AS
+SELECT st.run_id, st.version,
+       json_extract(st.settings, '$.growth_factor')   AS growth_factor,
+       json_extract(st.settings, '$.chunk_size')      AS chunk_size_min,
+       json_extract(st.settings, '$.item_size_max')   AS item_size_max,
+       json_extract(st.settings, '$.slab_chunk_max')  AS slab_chunk_max,
+       json_extract(st.settings, '$.maxbytes')        AS maxbytes,
+       json_extract(st.settings, '$.slab_automove')   AS slab_automove,
+       json_extract(st.settings, '$.cas_enabled')     AS cas_enabled,
+       st.settings
+FROM settings st
+WHERE st.t_ns = (SELECT max(t_ns) FROM settings s2 WHERE s2.run_id = st.run_id);
+
+DROP VIEW IF EXISTS run_summary;
+CREATE VIEW run_summary AS
+SELECT r.run_id, r.name, rs.version AS memcached_version,
+       rs.growth_factor, rs.chunk_size_min, rs.item_size_max, rs.maxbytes, rs.slab_automove,
+       rs.cas_enabled,
+       (SELECT count(*) FROM slab_waste w WHERE w.sample_id = ls.sample_id AND w.used_chunks > 0)
+         AS classes_in_use,
+       (SELECT sum(total_pages) FROM slab_waste w WHERE w.sample_id = ls.sample_id) AS pages,
+       (SELECT sum(allocated) FROM slab_waste w WHERE w.sample_id = ls.sample_id) AS allocated,
+       (SELECT sum(mem_requested) FROM slab_waste w WHERE w.sample_id = ls.sample_id) AS mem_requested,
+       (SELECT sum(waste_bytes) FROM slab_waste w WHERE w.sample_id = ls.sample_id) AS waste_bytes,
+       (SELECT round(100.0 * sum(waste_bytes) / nullif(sum(allocated), 0), 2)
+          FROM slab_waste w WHERE w.sample_id = ls.sample_id) AS waste_pct,
+       json_extract(ls.stats, '$.evictions') AS evictions,
+       json_extract(ls.stats, '$.curr_items') AS curr_items,
+       json_extract(ls.stats, '$.bytes') AS bytes,
+       (SELECT count(*) FROM sets s WHERE s.run_id = r.run_id) AS writes_recorded,
+       r.rows_dropped
+FROM runs r
+LEFT JOIN last_samples ls ON ls.run_id = r.run_id
+LEFT JOIN run_settings rs ON rs.run_id = r.run_id;
+
+-- Every recorded write with the phase it fell in.
+DROP VIEW IF EXISTS sets_phased;
+CREATE VIEW sets_phased AS
+SELECT s.*, p.phase_id, p.name AS phase
+FROM sets s
+LEFT JOIN phases p ON p.run_id = s.run_id AND s.t_ns >= p.started_ns
+                  AND (p.ended_ns IS NULL OR s.t_ns < p.ended_ns);
+
+-- Size histogram of recorded writes: power-of-two buckets of value_len.
+DROP VIEW IF EXISTS write_size_histogram;
+CREATE VIEW write_size_histogram AS
+SELECT run_id,
+       CASE
+            WHEN value_len >= 134217728 THEN 134217728
+            WHEN value_len >= 67108864 THEN 67108864
+            WHEN value_len >= 33554432 THEN 33554432
+            WHEN value_len >= 16777216 THEN 16777216
+            WHEN value_len >= 8388608 THEN 8388608
+            WHEN value_len >= 4194304 THEN 4194304
+            WHEN value_len >= 2097152 THEN 2097152
+            WHEN value_len >= 1048576 THEN 1048576
+            WHEN value_len >= 524288 THEN 524288
+            WHEN value_len >= 262144 THEN 262144
+            WHEN value_len >= 131072 THEN 131072
+            WHEN value_len >= 65536 THEN 65536
+            WHEN value_len >= 32768 THEN 32768
+            WHEN value_len >= 16384 THEN 16384
+            WHEN value_len >= 8192 THEN 8192
+            WHEN value_len >= 4096 THEN 4096
+            WHEN value_len >= 2048 THEN 2048
+            WHEN value_len >= 1024 THEN 1024
+            WHEN value_len >= 512 THEN 512
+            WHEN value_len >= 256 THEN 256
+            WHEN value_len >= 128 THEN 128
+            WHEN value_len >= 64 THEN 64
+            WHEN value_len >= 32 THEN 32
+            WHEN value_len >= 16 THEN 16
+            WHEN value_len >= 8 THEN 8
+            WHEN value_len >= 4 THEN 4
+            WHEN value_len >= 2 THEN 2
+            WHEN value_len >= 1 THEN 1
+            ELSE 0 END AS bucket_min,
+       count(*) AS writes,
+       sum(value_len) AS value_bytes,
+       min(value_len) AS min_len, max(value_len) AS max_len
+FROM sets
+WHERE value_len IS NOT NULL
+GROUP BY run_id, bucket_min;
+
+-- Per phase: global counters at the phase's first and last sample.
+DROP VIEW IF EXISTS phase_deltas;
+CREATE VIEW phase_deltas AS
+WITH bounds AS (
+  SELECT p.run_id, p.phase_id, p.name,
+         (SELECT sample_id FROM samples s WHERE s.run_id = p.run_id AND s.phase_id = p.phase_id
+          ORDER BY t_ns ASC LIMIT 1) AS first_id,
+         (SELECT sample_id FROM samples s WHERE s.run_id = p.run_id AND s.phase_id = p.phase_id
+          ORDER BY t_ns DESC LIMIT 1) AS last_id
+  FROM phases p)
+SELECT b.run_id, b.phase_id, b.name AS phase,
+       json_extract(l.stats, '$.evictions') - json_extract(f.stats, '$.evictions') AS evictions,
+       json_extract(l.stats, '$.cmd_set') - json_extract(f.stats, '$.cmd_set') AS cmd_set,
+       json_extract(l.stats, '$.bytes') - json_extract(f.stats, '$.bytes') AS bytes,
+       json_extract(l.stats, '$.curr_items') - json_extract(f.stats, '$.curr_items') AS curr_items,
+       json_extract(l.stats, '$.slabs_moved') - json_extract(f.stats, '$.slabs_moved') AS slabs_moved,
+       (l.t_ns - f.t_ns) / 1e9 AS seconds
+FROM bounds b JOIN samples f ON f.sample_id = b.first_id JOIN samples l ON l.sample_id = b.last_id;
+
+PRAGMA user_version = 2;
