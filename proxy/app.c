@@ -57,22 +57,11 @@ fail:
 static void app_ladder_from(struct app *a, const struct stats_sample *s)
 {
     struct slab_settings set;
-    int64_t v;
-    const char *t;
     char err[160];
     slab_settings_default(&set);
-    if (stats_sample_setting(s, "chunk_size", &v) && v > 0)
-        set.chunk_size_min = (uint32_t)v;
-    if ((t = stats_sample_setting_text(s, "growth_factor")))
-        set.growth_factor = strtod(t, NULL);
-    if (stats_sample_setting(s, "item_size_max", &v) && v > 0)
-        set.item_size_max = (uint32_t)v;
-    if (stats_sample_setting(s, "slab_chunk_max", &v) && v > 0)
-        set.slab_chunk_max = (uint32_t)v;
-    if (stats_sample_setting(s, "maxbytes", &v) && v > 0)
-        set.mem_limit = (uint64_t)v;
-    if ((t = stats_sample_setting_text(s, "cas_enabled")))
-        set.use_cas = strcmp(t, "no") != 0;
+    for (uint32_t i = 0; i < s->settings.n; i++)
+        slab_settings_apply_stat(&set, stats_kv_name(&s->settings, i),
+                                 stats_kv_value(&s->settings, i));
     if (slab_ladder_build(&set, &a->ladder, err, sizeof err) == SLAB_OK) {
         a->px.ladder = &a->ladder;
     } else {

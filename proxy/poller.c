@@ -134,12 +134,10 @@ static void poller_send_batch(struct poller *p)
     rc = uv_write(&p->write_req, (uv_stream_t *)&p->tcp, &buf, 1, poller_on_write);
     if (rc < 0) {
         poller_fail(p, POLLER_E_WRITE, rc);
-        goto out;
+    } else {
+        p->write_pending = true;
+        p->in_flight = true;
     }
-    p->write_pending = true;
-    p->in_flight = true;
-out:
-    return;
 }
 
 /* Sends if a batch is due and the pipe is free; never while the callback
@@ -189,47 +187,43 @@ static void poller_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(p->rbuf, sizeof p->rbuf);
 }
 
+/* A batch came back whole: deliver it, or count memcached's refusal. */
+static void poller_batch_done(struct poller *p, enum stats_parse_result r)
+{
+    p->in_flight = false;
+    if (r == STATS_PARSE_REFUSED) {
+        /* The stream is in step; keep the connection, try again next tick. */
+        p->counters.samples_refused++;
+        p->counters.errors[POLLER_E_REFUSED]++;
+        p->last_error = POLLER_E_REFUSED;
+        p->last_uv_error = 0;
+    } else {
+        poller_deliver(p);
+        poller_maybe_send(p, false); /* a poller_sample_now from the callback */
+    }
+}
+
 static void poller_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     struct poller *p = stream->data;
     enum stats_parse_result r;
     size_t used = 0;
 
-    if (p->state != POLLER_CONNECTED || nread == 0)
-        goto out;
-    if (nread < 0) {
+    if (p->state != POLLER_CONNECTED || nread == 0) {
+        /* closing, or libuv's "nothing this time" */
+    } else if (nread < 0) {
         poller_fail(p, nread == UV_EOF ? POLLER_E_EOF : POLLER_E_READ, (int)nread);
-        goto out;
-    }
-    if (!p->in_flight) {
+    } else if (!p->in_flight) {
         poller_fail(p, POLLER_E_UNSOLICITED, 0);
-        goto out;
+    } else {
+        r = stats_parse_batch_feed(&p->batch, buf->base, (size_t)nread, &used);
+        if (r == STATS_PARSE_ERROR)
+            poller_fail(p, POLLER_E_PROTOCOL, 0);
+        else if (r != STATS_PARSE_NEED_MORE && used < (size_t)nread)
+            poller_fail(p, POLLER_E_UNSOLICITED, 0); /* one batch at a time: out of step */
+        else if (r != STATS_PARSE_NEED_MORE)
+            poller_batch_done(p, r);
     }
-    r = stats_parse_batch_feed(&p->batch, buf->base, (size_t)nread, &used);
-    if (r == STATS_PARSE_NEED_MORE)
-        goto out;
-    if (r == STATS_PARSE_ERROR) {
-        poller_fail(p, POLLER_E_PROTOCOL, 0);
-        goto out;
-    }
-    if (used < (size_t)nread) {
-        /* One batch at a time, so anything after it is out of step. */
-        poller_fail(p, POLLER_E_UNSOLICITED, 0);
-        goto out;
-    }
-    p->in_flight = false;
-    if (r == STATS_PARSE_REFUSED) {
-        p->counters.samples_refused++;
-        p->counters.errors[POLLER_E_REFUSED]++;
-        p->last_error = POLLER_E_REFUSED;
-        p->last_uv_error = 0;
-        /* The stream is in step; keep the connection, try again next tick. */
-        goto out;
-    }
-    poller_deliver(p);
-    poller_maybe_send(p, false); /* a poller_sample_now from the callback */
-out:
-    return;
 }
 
 static void poller_on_write(uv_write_t *req, int status)
@@ -237,15 +231,13 @@ static void poller_on_write(uv_write_t *req, int status)
     struct poller *p = req->data;
 
     p->write_pending = false;
-    if (p->state != POLLER_CONNECTED)
-        goto out;
-    if (status < 0) {
-        poller_fail(p, POLLER_E_WRITE, status);
-        goto out;
+    /* After a failure or close the write is cancelled: already handled. */
+    if (p->state == POLLER_CONNECTED) {
+        if (status < 0)
+            poller_fail(p, POLLER_E_WRITE, status);
+        else
+            poller_maybe_send(p, false);
     }
-    poller_maybe_send(p, false);
-out:
-    return;
 }
 
 /* ---- connecting -------------------------------------------------------- */
@@ -257,30 +249,25 @@ static void poller_on_connect(uv_connect_t *req, int status)
 
     /* A closed or timed-out attempt reports UV_ECANCELED here; its failure
      * was already counted. */
-    if (p->state != POLLER_CONNECTING)
-        goto out;
-    if (status < 0) {
+    if (p->state != POLLER_CONNECTING) {
+        /* nothing */
+    } else if (status < 0) {
         poller_fail(p, POLLER_E_CONNECT, status);
-        goto out;
+    } else {
+        p->counters.connects++;
+        if (p->counters.connects > 1 || p->counters.connect_failures > 0)
+            p->counters.reconnects++;
+        p->connection++;
+        p->connected = true;
+        p->state = POLLER_CONNECTED;
+        p->fresh_connection = true;
+        p->in_flight = false;
+        rc = uv_read_start((uv_stream_t *)&p->tcp, poller_on_alloc, poller_on_read);
+        if (rc < 0)
+            poller_fail(p, POLLER_E_READ, rc);
+        else /* at once: after a reconnect the gap should be no longer than the outage */
+            poller_maybe_send(p, true);
     }
-    p->counters.connects++;
-    if (p->counters.connects > 1 || p->counters.connect_failures > 0)
-        p->counters.reconnects++;
-    p->connection++;
-    p->connected = true;
-    p->state = POLLER_CONNECTED;
-    p->fresh_connection = true;
-    p->in_flight = false;
-    rc = uv_read_start((uv_stream_t *)&p->tcp, poller_on_alloc, poller_on_read);
-    if (rc < 0) {
-        poller_fail(p, POLLER_E_READ, rc);
-        goto out;
-    }
-    /* Sample at once: after a reconnect the gap should be no longer than
-     * the outage. */
-    poller_maybe_send(p, true);
-out:
-    return;
 }
 
 static void poller_start_connect(struct poller *p)
@@ -297,19 +284,17 @@ static void poller_start_connect(struct poller *p)
         p->counters.errors[POLLER_E_SETUP]++;
         p->counters.connect_failures++;
         poller_schedule_reconnect(p);
-        goto out;
+    } else {
+        p->tcp.data = p;
+        p->tcp_open = true;
+        p->open_handles++;
+        (void)uv_tcp_nodelay(&p->tcp, 1); /* small pipelined requests; latency matters */
+        p->connect_req.data = p;
+        rc = uv_tcp_connect(&p->connect_req, &p->tcp, (const struct sockaddr *)&p->upstream,
+                            poller_on_connect);
+        if (rc < 0)
+            poller_fail(p, POLLER_E_CONNECT, rc);
     }
-    p->tcp.data = p;
-    p->tcp_open = true;
-    p->open_handles++;
-    (void)uv_tcp_nodelay(&p->tcp, 1); /* small pipelined requests; latency matters */
-    p->connect_req.data = p;
-    rc = uv_tcp_connect(&p->connect_req, &p->tcp, (const struct sockaddr *)&p->upstream,
-                        poller_on_connect);
-    if (rc < 0)
-        poller_fail(p, POLLER_E_CONNECT, rc);
-out:
-    return;
 }
 
 static void poller_on_backoff(uv_timer_t *t)
@@ -355,16 +340,14 @@ int poller_open(struct poller *p, uv_loop_t *loop, const struct sockaddr *upstre
                 unsigned interval_ms, poller_sample_cb cb, void *ud)
 {
     int rc = UV_EINVAL;
-    size_t alen;
+    size_t alen = 0;
 
     memset(p, 0, sizeof *p);
-    if (!loop || !upstream || !cb)
-        goto out;
-    if (upstream->sa_family == AF_INET)
+    if (upstream && upstream->sa_family == AF_INET)
         alen = sizeof(struct sockaddr_in);
-    else if (upstream->sa_family == AF_INET6)
+    else if (upstream && upstream->sa_family == AF_INET6)
         alen = sizeof(struct sockaddr_in6);
-    else
+    if (!loop || !cb || alen == 0)
         goto out;
     memcpy(&p->upstream, upstream, alen);
     p->loop = loop;
@@ -386,11 +369,9 @@ int poller_open(struct poller *p, uv_loop_t *loop, const struct sockaddr *upstre
     /* The first sample comes from the connect callback, not the first tick. */
     uv_timer_start(&p->tick, poller_on_tick, p->interval_ms, p->interval_ms);
     poller_start_connect(p);
-    rc = 0;
     goto out;
 fail_tick:
-    /* A timer that was initialised must be closed before p is reused;
-     * nothing was allocated yet, so nothing waits on the callback. */
+    /* Nothing was allocated yet, so nothing waits on the close callback. */
     uv_close((uv_handle_t *)&p->tick, NULL);
 out:
     return rc;
@@ -409,21 +390,19 @@ void poller_close(struct poller *p, void (*on_closed)(struct poller *))
 {
     /* A second close, or a close of a poller never opened, has nothing to
      * do; its on_closed would have no handle left to wait for. */
-    if (p->state == POLLER_IDLE || p->state == POLLER_CLOSING)
-        goto out;
-    if (p->in_flight)
-        p->counters.samples_discarded++;
-    p->in_flight = false;
-    p->connected = false;
-    p->want_now = false;
-    p->state = POLLER_CLOSING;
-    p->on_closed = on_closed;
-    uv_timer_stop(&p->tick);
-    uv_timer_stop(&p->backoff);
-    uv_close((uv_handle_t *)&p->tick, poller_on_timer_closed);
-    uv_close((uv_handle_t *)&p->backoff, poller_on_timer_closed);
-    /* While draining, tcp is already closing and its callback is pending. */
-    poller_close_tcp(p);
-out:
-    return;
+    if (p->state != POLLER_IDLE && p->state != POLLER_CLOSING) {
+        if (p->in_flight)
+            p->counters.samples_discarded++;
+        p->in_flight = false;
+        p->connected = false;
+        p->want_now = false;
+        p->state = POLLER_CLOSING;
+        p->on_closed = on_closed;
+        uv_timer_stop(&p->tick);
+        uv_timer_stop(&p->backoff);
+        uv_close((uv_handle_t *)&p->tick, poller_on_timer_closed);
+        uv_close((uv_handle_t *)&p->backoff, poller_on_timer_closed);
+        /* While draining, tcp is already closing and its callback is pending. */
+        poller_close_tcp(p);
+    }
 }

@@ -104,7 +104,7 @@ struct poller {
     enum poller_state state;
     enum poller_error last_error;
     int last_uv_error; /* libuv code of the last failure, 0 if none; see uv_strerror */
-    struct poller_counters counters; /* counters.reconnects: see above */
+    struct poller_counters counters; /* reconnects, disconnects, skips, ... */
 
     /* private */
     uv_loop_t *loop;

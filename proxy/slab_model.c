@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* memcached.h KEY_MAX_LENGTH: longer keys never reach the allocator. */
@@ -59,6 +60,27 @@ void slab_settings_default(struct slab_settings *s)
     s->slab_page_size = 1024u * 1024u;
     s->slab_chunk_max = s->slab_page_size / 2;
     s->use_cas = true;
+}
+
+void slab_settings_apply_stat(struct slab_settings *s, const char *name, const char *value)
+{
+    char *end;
+    double d = strtod(value, &end);
+    bool num = end != value && *end == '\0' && d > 0;
+    if (!strcmp(name, "cas_enabled"))
+        s->use_cas = strcmp(value, "no") != 0;
+    else if (!num)
+        return;
+    else if (!strcmp(name, "chunk_size"))
+        s->chunk_size_min = (uint32_t)d;
+    else if (!strcmp(name, "growth_factor"))
+        s->growth_factor = d;
+    else if (!strcmp(name, "item_size_max"))
+        s->item_size_max = (uint32_t)d;
+    else if (!strcmp(name, "slab_chunk_max"))
+        s->slab_chunk_max = (uint32_t)d;
+    else if (!strcmp(name, "maxbytes"))
+        s->mem_limit = (uint64_t)d;
 }
 
 /* Digits only, no sign, no blanks; into a uint64_t that cannot overflow

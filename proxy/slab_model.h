@@ -72,6 +72,12 @@ struct slab_settings {
 /* Fill *s with memcached 1.6.18's defaults. */
 void slab_settings_default(struct slab_settings *s);
 
+/* Applies one field of memcached's `stats settings` (chunk_size,
+ * growth_factor, item_size_max, slab_chunk_max, maxbytes, cas_enabled);
+ * other names are ignored. So a recorded run's ladder is rebuilt from what
+ * the live server reported, not from assumed flags. */
+void slab_settings_apply_stat(struct slab_settings *s, const char *name, const char *value);
+
 /* Parse -I's argument the way memcached does: a number with an optional
  * k/K/m/M suffix. Stricter than memcached's atoi: "1.5m" or "12x" are
  * SLAB_ERR_SYNTAX instead of being read as 1m / 12. */

@@ -75,12 +75,6 @@ bool stats_parse_class_name(const char *name, size_t name_len, unsigned long *cl
     return ok;
 }
 
-static bool line_starts(const char *line, size_t len, const char *word)
-{
-    size_t wl = strlen(word);
-    return len >= wl && !memcmp(line, word, wl) && (len == wl || line[wl] == ' ');
-}
-
 /* "STAT <name> <value>": the value is the rest of the line, spaces and
  * all, so a future value with a space is kept whole. */
 static enum stats_parse_error parse_stat_line(struct stats_parser *p, struct stats_parse_event *ev)
@@ -201,9 +195,7 @@ enum stats_parse_result stats_parse_next(struct stats_parser *p, const char *buf
 
 void stats_kv_list_init(struct stats_kv_list *l, uint32_t max_fields, uint32_t max_text)
 {
-    memset(l, 0, sizeof *l);
-    l->max_fields = max_fields;
-    l->max_text = max_text;
+    *l = (struct stats_kv_list){.max_fields = max_fields, .max_text = max_text};
 }
 
 void stats_kv_list_fini(struct stats_kv_list *l)
@@ -420,7 +412,7 @@ bool stats_sample_add(struct stats_sample *s, enum stats_reply from, const char 
 {
     struct stats_kv_list *l = NULL;
     struct stats_class *c = NULL;
-    unsigned long id;
+    unsigned long id = 0;
     const char *field;
     size_t field_len;
     bool ok;

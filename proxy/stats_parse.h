@@ -16,7 +16,7 @@
  *     STATS_CLASS_TEXT_MAX); fields beyond are counted in fields_dropped;
  *   - a sample: 3 global lists + STATS_CLASS_ID_LIMIT class lists, so at
  *     worst about 3 * (512*24 + 32 KiB) + 256 * (128*24 + 8 KiB) ~= 3 MiB;
- *     a real 1.6.18 sample with 63 classes is ~100 KiB.
+ *     a real 1.6.18 sample with 63 classes allocates ~200 KiB.
  */
 #ifndef SLABTAP_STATS_PARSE_H
 #define SLABTAP_STATS_PARSE_H
@@ -191,7 +191,8 @@ struct stats_sample {
     uint64_t connection; /* 1 for the first connection, +1 per reconnect */
     bool requested;      /* asked for with poller_sample_now (e.g. the final one) */
     bool settings_fresh; /* settings/version fetched in this very batch */
-    bool settings_changed; /* fresh settings differ from the previous fetch */
+    bool settings_changed; /* fresh settings differ from the previous fetch
+                              (false on the first fetch: nothing to differ from) */
 
     /* Filled by the batch. */
     bool has_settings; /* settings holds a complete `stats settings` */

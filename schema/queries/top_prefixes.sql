@@ -1,0 +1,32 @@
+-- Key prefixes by bytes written, with the chunk bytes those writes pinned
+-- (predicted class chunk size) and the rounding waste they carry. The prefix
+-- is the text before the first ':' '/' '.' or '|' (what --keys prefix keeps;
+-- with --keys full it is cut here; with --keys hash there is none).
+-- The run: `.parameter set @run NAME_OR_ID`, latest run when unset.
+WITH chosen AS (
+  SELECT run_id FROM runs
+  WHERE @run IS NULL OR run_id = @run OR name = @run
+  ORDER BY run_id DESC LIMIT 1),
+chunk AS (  -- chunk size per class from the run's last sample
+  SELECT w.class_id, w.chunk_size FROM slab_waste w JOIN chosen c USING (run_id)
+  WHERE w.sample_id = (SELECT max(sample_id) FROM samples s WHERE s.run_id = w.run_id)),
+w AS (
+  SELECT s.*,
+         CASE WHEN s.key IS NULL THEN '(hash only)'
+              WHEN s.key = '' THEN '(no prefix)'
+              ELSE coalesce(nullif(substr(s.key, 1, min(
+                     coalesce(nullif(instr(s.key, ':'), 0), 1 << 30),
+                     coalesce(nullif(instr(s.key, '/'), 0), 1 << 30),
+                     coalesce(nullif(instr(s.key, '.'), 0), 1 << 30),
+                     coalesce(nullif(instr(s.key, '|'), 0), 1 << 30)) - 1), s.key), '(no prefix)')
+         END AS prefix
+  FROM sets s JOIN chosen c USING (run_id)
+  WHERE s.value_len IS NOT NULL)
+SELECT prefix, count(*) AS writes, count(DISTINCT key_hash) AS distinct_keys,
+       sum(value_len) AS value_bytes, sum(chunk.chunk_size) AS chunk_bytes,
+       round(100.0 * (sum(chunk.chunk_size) - sum(48 + key_len + 1 + value_len + 2 + 8))
+             / nullif(sum(chunk.chunk_size), 0), 2) AS approx_waste_pct
+FROM w LEFT JOIN chunk USING (class_id)
+GROUP BY prefix
+ORDER BY value_bytes DESC
+LIMIT 20;

@@ -1,0 +1,443 @@
+/* test_poller: the poller against a REAL memcached that this test starts
+ * itself (fork/exec on a free port) and kills at the end, also when a check
+ * fails or the test crashes (PR_SET_PDEATHSIG). Owns nothing but the test;
+ * must never use a fixed port or leave a memcached running. Every wait is a
+ * uv timer with a deadline, so a hang becomes a failed check, not a stuck
+ * ctest. Exits non-zero on any failed check.
+ *
+ * Phases: samples arrive and are consistent (sum of per-class mem_requested
+ * == global bytes, version, settings); memcached frozen with SIGSTOP ->
+ * ticks are skipped, not queued; memcached killed -> disconnected, no
+ * samples; restarted on the same port -> samples resume, reconnects >= 1;
+ * poller_sample_now -> a requested sample; poller_close -> every handle
+ * closed. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "poller.h"
+
+static int failures;
+static int checks;
+
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        checks++;                                                                      \
+        if (!(cond)) {                                                                 \
+            failures++;                                                                \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+        }                                                                              \
+    } while (0)
+
+#define CHECK_INT(got, want)                                                           \
+    do {                                                                               \
+        long long g_ = (long long)(got), w_ = (long long)(want);                       \
+        checks++;                                                                      \
+        if (g_ != w_) {                                                                \
+            failures++;                                                                \
+            fprintf(stderr, "%s:%d: %s = %lld, want %lld\n", __FILE__, __LINE__, #got, \
+                    g_, w_);                                                           \
+        }                                                                              \
+    } while (0)
+
+/* ---- the memcached under test ----------------------------------------- */
+
+static pid_t mc_pid = -1;
+static int mc_port;
+
+static int free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int port = -1;
+
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &al) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+static int mc_connect(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)mc_port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {.tv_sec = 2};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void mc_stop(void)
+{
+    if (mc_pid > 0) {
+        kill(mc_pid, SIGKILL); /* kills a stopped process too */
+        waitpid(mc_pid, NULL, 0);
+        mc_pid = -1;
+    }
+}
+
+/* Starts memcached on mc_port and waits (<= 5 s) until it accepts. */
+static bool mc_start(void)
+{
+    char port[16];
+    pid_t parent = getpid();
+    pid_t pid;
+
+    snprintf(port, sizeof port, "%d", mc_port);
+    pid = fork();
+    if (pid < 0)
+        return false;
+    if (pid == 0) {
+        /* Dies with the test, whatever way the test dies. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        if (geteuid() == 0)
+            execlp("memcached", "memcached", "-p", port, "-l", "127.0.0.1", "-U", "0", "-u",
+                   "root", (char *)NULL);
+        else
+            execlp("memcached", "memcached", "-p", port, "-l", "127.0.0.1", "-U", "0",
+                   (char *)NULL);
+        _exit(127);
+    }
+    mc_pid = pid;
+    for (int i = 0; i < 500; i++) {
+        int fd = mc_connect();
+        if (fd >= 0) {
+            close(fd);
+            return true;
+        }
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            mc_pid = -1;
+            return false;
+        }
+        usleep(10000);
+    }
+    return false;
+}
+
+/* A blocking `set` on its own socket, never the poller's. */
+static bool mc_set(const char *key, unsigned flags, size_t value_len)
+{
+    char hdr[128], reply[64];
+    char *val = malloc(value_len + 2);
+    int fd = mc_connect();
+    bool ok = false;
+    size_t got = 0;
+
+    if (fd < 0 || !val)
+        goto out;
+    memset(val, 'v', value_len);
+    memcpy(val + value_len, "\r\n", 2);
+    int n = snprintf(hdr, sizeof hdr, "set %s %u 0 %zu\r\n", key, flags, value_len);
+    if (write(fd, hdr, (size_t)n) != n || write(fd, val, value_len + 2) != (ssize_t)(value_len + 2))
+        goto out;
+    while (got < 8) {
+        ssize_t r = read(fd, reply + got, sizeof reply - 1 - got);
+        if (r <= 0)
+            goto out;
+        got += (size_t)r;
+    }
+    ok = got == 8 && !memcmp(reply, "STORED\r\n", 8);
+out:
+    if (fd >= 0)
+        close(fd);
+    free(val);
+    return ok;
+}
+
+/* memcached 1.6's item size with CAS on (DESIGN.md): what one set adds to
+ * `bytes` and to its class's mem_requested. */
+static int64_t ntotal(size_t key_len, unsigned flags, size_t value_len)
+{
+    return (int64_t)(48 + key_len + 1 + (flags ? 4 : 0) + value_len + 2 + 8);
+}
+
+/* ---- the loop side ------------------------------------------------------ */
+
+struct ctx {
+    uv_loop_t loop;
+    struct poller poller;
+    uint64_t samples;            /* callbacks */
+    uint64_t last_seq;
+    int64_t last_t_ns;
+    uint64_t last_connection;
+    uint64_t samples_by_conn[4]; /* [connection] for 1..3 */
+    uint64_t settings_fetches;
+    uint64_t requested_seen;
+    uint64_t bad_sum, bad_version, bad_settings, bad_order, bad_rtt;
+    int64_t last_bytes, last_curr_items;
+    unsigned last_classes;
+    bool closed;
+    bool timed_out;
+};
+
+static void on_sample(void *ud, const struct stats_sample *s)
+{
+    struct ctx *c = ud;
+    int64_t bytes = -1, sum = 0, v, items = -1;
+
+    c->samples++;
+    if (s->seq != c->last_seq + 1 || s->t_ns < c->last_t_ns || s->connection < c->last_connection)
+        c->bad_order++;
+    c->last_seq = s->seq;
+    c->last_t_ns = s->t_ns;
+    c->last_connection = s->connection;
+    if (s->connection < 4)
+        c->samples_by_conn[s->connection]++;
+    if (s->rtt_ns == 0 || s->rtt_ns > 5000000000ull)
+        c->bad_rtt++;
+    /* The invariant the whole project rests on, per sample: the bytes
+     * memcached says it stores equal the sum of ntotal per class, which
+     * 1.6.18 reports only in `stats items`. */
+    for (unsigned id = 0; id <= s->max_class_id; id++)
+        if (stats_sample_get(s, id, "mem_requested", &v))
+            sum += v;
+    if (!stats_sample_global(s, "bytes", &bytes) || bytes != sum)
+        c->bad_sum++;
+    stats_sample_global(s, "curr_items", &items);
+    c->last_bytes = bytes;
+    c->last_curr_items = items;
+    c->last_classes = s->n_classes;
+    if (!s->has_version || strncmp(s->version, "1.", 2))
+        c->bad_version++;
+    const char *gf = stats_sample_setting_text(s, "growth_factor");
+    if (!s->has_settings || !gf || strcmp(gf, "1.25"))
+        c->bad_settings++;
+    if (s->settings_fresh)
+        c->settings_fetches++;
+    if (s->requested)
+        c->requested_seen++;
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+    struct ctx *c = t->data;
+    c->timed_out = true;
+    uv_stop(&c->loop);
+}
+
+typedef bool (*cond_fn)(struct ctx *c);
+static cond_fn run_cond;
+
+static void on_check(uv_timer_t *t)
+{
+    struct ctx *c = t->data;
+    if (run_cond && run_cond(c))
+        uv_stop(&c->loop);
+}
+
+/* Runs the loop until cond holds (checked every 5 ms) or timeout_ms pass;
+ * returns whether cond held. cond NULL: just run for timeout_ms. */
+static bool run_until(struct ctx *c, cond_fn cond, unsigned timeout_ms)
+{
+    uv_timer_t deadline, check;
+
+    c->timed_out = false;
+    run_cond = cond;
+    uv_timer_init(&c->loop, &deadline);
+    uv_timer_init(&c->loop, &check);
+    deadline.data = check.data = c;
+    uv_timer_start(&deadline, on_deadline, timeout_ms, 0);
+    uv_timer_start(&check, on_check, 5, 5);
+    uv_run(&c->loop, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&deadline, NULL);
+    uv_close((uv_handle_t *)&check, NULL);
+    uv_run(&c->loop, UV_RUN_NOWAIT); /* let the two closes finish */
+    run_cond = NULL;
+    return cond ? cond(c) : true;
+}
+
+static uint64_t want_samples;
+static bool enough_samples(struct ctx *c)
+{
+    return c->samples >= want_samples;
+}
+static bool in_flight(struct ctx *c)
+{
+    return c->poller.in_flight;
+}
+static bool is_disconnected(struct ctx *c)
+{
+    return !c->poller.connected;
+}
+static bool conn2_samples(struct ctx *c)
+{
+    return c->samples_by_conn[2] >= 3;
+}
+static bool got_requested(struct ctx *c)
+{
+    return c->requested_seen >= 1;
+}
+static bool is_closed(struct ctx *c)
+{
+    return c->closed;
+}
+static bool idle(struct ctx *c)
+{
+    return c->poller.connected && !c->poller.in_flight;
+}
+
+static void on_closed(struct poller *p)
+{
+    struct ctx *c = (struct ctx *)((char *)p - offsetof(struct ctx, poller));
+    c->closed = true;
+}
+
+/* Sets between batches only: a set racing a pipelined batch on another
+ * memcached thread would legitimately break bytes == sum(mem_requested). */
+static bool set_between_batches(struct ctx *c, const char *key, unsigned flags, size_t len)
+{
+    return run_until(c, idle, 2000) && mc_set(key, flags, len);
+}
+
+int main(void)
+{
+    static struct ctx c; /* the poller holds a sample table; keep it off the stack */
+    struct sockaddr_in up;
+    uint64_t n;
+
+    signal(SIGPIPE, SIG_IGN);
+    atexit(mc_stop);
+    mc_port = free_port();
+    CHECK(mc_port > 0);
+    if (!mc_start()) {
+        fprintf(stderr, "test_poller: cannot start memcached on port %d\n", mc_port);
+        return 1;
+    }
+    /* Three classes before the poller starts: 96, 304 (flags) and 1184 byte chunks. */
+    CHECK(mc_set("small", 0, 10));
+    CHECK(mc_set("medium", 5, 200));
+    CHECK(mc_set("large", 0, 1000));
+
+    CHECK(uv_loop_init(&c.loop) == 0);
+    uv_ip4_addr("127.0.0.1", mc_port, &up);
+    CHECK(poller_open(&c.poller, &c.loop, NULL, 50, on_sample, &c) == UV_EINVAL);
+    CHECK(poller_open(&c.poller, &c.loop, (struct sockaddr *)&up, 50, on_sample, &c) == 0);
+    CHECK_INT(c.poller.interval_ms, 50);
+
+    /* 1. samples arrive, consistent */
+    want_samples = 5;
+    CHECK(run_until(&c, enough_samples, 5000));
+    CHECK(c.poller.connected);
+    CHECK_INT(c.last_bytes, ntotal(5, 0, 10) + ntotal(6, 5, 200) + ntotal(5, 0, 1000));
+    CHECK_INT(c.last_curr_items, 3);
+    CHECK_INT(c.last_classes, 3);
+    CHECK(set_between_batches(&c, "medium2", 5, 200));
+    CHECK(set_between_batches(&c, "huge", 0, 100000));
+    want_samples = c.samples + 3;
+    CHECK(run_until(&c, enough_samples, 5000));
+    CHECK_INT(c.last_curr_items, 5);
+    CHECK_INT(c.last_classes, 4);
+    CHECK_INT(c.last_bytes, ntotal(5, 0, 10) + ntotal(6, 5, 200) + ntotal(5, 0, 1000) +
+                                ntotal(7, 5, 200) + ntotal(4, 0, 100000));
+    CHECK_INT(c.bad_sum, 0);
+    CHECK_INT(c.bad_version, 0);
+    CHECK_INT(c.bad_settings, 0);
+    CHECK_INT(c.bad_order, 0);
+    CHECK_INT(c.bad_rtt, 0);
+    CHECK(c.settings_fetches >= 1 && c.settings_fetches <= 2); /* not every tick */
+    CHECK_INT(c.poller.counters.reconnects, 0);
+    CHECK_INT(c.poller.counters.samples, c.samples);
+
+    /* 2. a frozen memcached: ticks are skipped, one request stays out */
+    CHECK(run_until(&c, idle, 2000));
+    n = c.samples;
+    uint64_t skipped = c.poller.counters.ticks_skipped;
+    kill(mc_pid, SIGSTOP);
+    run_until(&c, NULL, 400);
+    CHECK_INT(c.samples, n);
+    CHECK(c.poller.counters.ticks_skipped >= skipped + 4);
+    CHECK(c.poller.in_flight);
+    kill(mc_pid, SIGCONT);
+    want_samples = c.samples + 2;
+    CHECK(run_until(&c, enough_samples, 3000));
+    CHECK_INT(c.poller.counters.reconnects, 0); /* slow is not dead */
+
+    /* 3. memcached dies with a request outstanding: the sample in flight is
+     * discarded, the poller is disconnected, no samples, no crash */
+    CHECK(run_until(&c, idle, 2000));
+    n = c.samples;
+    kill(mc_pid, SIGSTOP);
+    CHECK(run_until(&c, in_flight, 1000));
+    mc_stop();
+    CHECK(run_until(&c, is_disconnected, 3000));
+    CHECK_INT(c.samples, n);
+    CHECK(c.poller.counters.samples_discarded >= 1);
+    run_until(&c, NULL, 500);
+    CHECK_INT(c.samples, n);
+    CHECK(!c.poller.connected);
+    CHECK(c.poller.counters.disconnects >= 1);
+    CHECK(c.poller.counters.connect_failures >= 2); /* it kept trying, with backoff */
+    CHECK(c.poller.counters.connect_failures <= 10); /* ... but not in a tight loop */
+    CHECK(c.poller.last_error == POLLER_E_CONNECT);
+    CHECK(c.poller.last_uv_error == UV_ECONNREFUSED);
+    fprintf(stderr, "test_poller: while down: %llu connect failures, last: %s (%s)\n",
+            (unsigned long long)c.poller.counters.connect_failures,
+            poller_error_str(c.poller.last_error), uv_strerror(c.poller.last_uv_error));
+
+    /* 4. memcached is back on the same port: samples resume */
+    if (!mc_start()) {
+        fprintf(stderr, "test_poller: cannot restart memcached on port %d\n", mc_port);
+        failures++;
+        goto close;
+    }
+    CHECK(run_until(&c, conn2_samples, 5000));
+    CHECK(c.poller.connected);
+    CHECK(c.poller.counters.reconnects >= 1);
+    CHECK_INT(c.last_connection, 2);
+    CHECK_INT(c.last_bytes, 0); /* a fresh memcached */
+    CHECK(set_between_batches(&c, "again", 0, 500));
+    want_samples = c.samples + 2;
+    CHECK(run_until(&c, enough_samples, 3000));
+    CHECK_INT(c.last_curr_items, 1);
+    CHECK_INT(c.last_bytes, ntotal(5, 0, 500));
+    CHECK_INT(c.bad_sum, 0);
+    CHECK_INT(c.bad_settings, 0);
+    CHECK_INT(c.bad_order, 0);
+
+    /* 5. an extra sample on request (the final one at shutdown) */
+    poller_sample_now(&c.poller);
+    CHECK(run_until(&c, got_requested, 2000));
+    CHECK_INT(c.requested_seen, 1);
+    CHECK_INT(c.poller.counters.requested, 1);
+
+close:
+    /* 6. close: every handle closed, the loop ends by itself */
+    poller_close(&c.poller, on_closed);
+    CHECK(run_until(&c, is_closed, 2000));
+    CHECK(c.poller.state == POLLER_IDLE);
+    CHECK_INT(uv_run(&c.loop, UV_RUN_NOWAIT), 0);
+    CHECK_INT(uv_loop_close(&c.loop), 0);
+    mc_stop();
+
+    fprintf(stderr, "test_poller: %llu samples, %llu ticks skipped, %llu reconnects, %llu discarded\n",
+            (unsigned long long)c.samples, (unsigned long long)c.poller.counters.ticks_skipped,
+            (unsigned long long)c.poller.counters.reconnects,
+            (unsigned long long)c.poller.counters.samples_discarded);
+    printf("test_poller: %d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
