@@ -186,7 +186,7 @@ static const struct {
     {"slabtap_class_chunk_size", "Chunk size of the slab class in bytes", "chunk_size"},
     {"slabtap_class_mem_requested_bytes", "Bytes the items of the class asked for (stats items mem_requested)", "mem_requested"},
     {"slabtap_class_waste_bytes", "used_chunks * chunk_size - mem_requested: rounding waste of the class", NULL},
-    {"slabtap_class_evicted", "Items evicted from the class (stats items evicted)", "evicted"},
+    {"slabtap_class_evicted_total", "Items evicted from the class (stats items evicted)", "evicted"},
 };
 
 static void metrics_classes(struct app *a, struct prom_writer *w)
@@ -265,7 +265,7 @@ static void route_runs(const struct admin_http_request *req, struct admin_http_r
     jsonb_printf(&b, ",\"rows_recorded\":%llu,\"rows_dropped\":%llu,\"phase_id\":%lld},"
                      "\"earlier\":%s}\n",
                  (unsigned long long)a->rec.written, (unsigned long long)a->rec.dropped,
-                 (long long)atomic_load(&a->phase_id), a->runs_before);
+                 (long long)atomic_load(&a->phase_id), a->runs_before ? a->runs_before : "[]");
     json_reply(resp, 200, &b);
 }
 
@@ -354,9 +354,7 @@ static void app_read_runs(struct app *a)
         sqlite3_finalize(st);
     }
     jsonb_raw(&b, "]");
-    snprintf(a->runs_before, sizeof a->runs_before, "%s",
-             !b.failed && b.len < sizeof a->runs_before ? b.data : "[]");
-    jsonb_free(&b);
+    a->runs_before = jsonb_take(&b);
 }
 
 int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
@@ -420,6 +418,8 @@ fail:
     rec_close(&a->rec);
     uv_run(loop, UV_RUN_DEFAULT);
     stats_sample_fini(&a->last);
+    free(a->runs_before);
+    a->runs_before = NULL;
     return -1;
 }
 
@@ -486,8 +486,12 @@ void app_close(struct app *a, void (*on_closed)(struct app *a))
 int app_finish(struct app *a)
 {
     int rc = rec_close(&a->rec);
-    uv_run(a->loop, UV_RUN_DEFAULT); /* the recorder's async handle closes */
+    /* one turn runs the close callback of the recorder's async handle;
+     * other handles on the loop (an experiment's memcached) stay alive */
+    uv_run(a->loop, UV_RUN_NOWAIT);
     pbuf_pool_free(&a->px.pool);
     stats_sample_fini(&a->last);
+    free(a->runs_before);
+    a->runs_before = NULL;
     return rc;
 }

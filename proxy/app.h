@@ -53,7 +53,7 @@ struct app {
     struct stats_sample last;      /* the latest sample, for /api/slabs and /metrics */
     bool have_last;
     struct slab_ladder ladder;     /* from `stats settings`, tags writes with a class */
-    char runs_before[8192];        /* JSON of earlier runs in the file, read at open */
+    char *runs_before;             /* JSON of earlier runs in the file, read at open */
     bool closing, final_done, poller_open, http_open;
     unsigned closing_handles;
     void (*on_closed)(struct app *a);

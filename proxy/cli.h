@@ -16,5 +16,7 @@ int cli_proxy_main(int argc, char **argv);
 struct sockaddr_storage;
 int cli_parse_addr(const char *text, struct sockaddr_storage *out);
 int cli_model_main(int argc, char **argv);
+int cli_experiment_main(int argc, char **argv);
+int cli_load_main(int argc, char **argv);
 
 #endif

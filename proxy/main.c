@@ -8,7 +8,9 @@
 
 static const struct cli_command commands[] = {
     {"proxy", "run the recording proxy in front of memcached", cli_proxy_main},
+    {"experiment", "run an experiment spec: memcached, proxy, workload, gates, CSVs", cli_experiment_main},
     {"model", "memcached's slab ladder and item sizes, predicted", cli_model_main},
+    {"load", "send a workload, a trace or a recorded run to memcached or the proxy", cli_load_main},
 };
 
 static void usage(FILE *out)

@@ -7,9 +7,8 @@
 #include "mc_parse.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <limits.h>
-#include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 static const char *const cmd_names[] = {
@@ -82,84 +81,123 @@ static bool tok_is(const struct token *t, const char *word)
     return t->s && t->len == wl && memcmp(t->s, word, wl) == 0;
 }
 
-/* memcached's safe_strto* read a NUL-terminated token; copy it so strtol
- * stops where memcached's would. Longer tokens cannot be valid numbers
- * except with absurd zero padding, which memcached accepts and we refuse. */
-#define NUM_TOKEN_MAX 64
+/* memcached's safe_strto* (util.c) run strtol / strtoul / strtoull (base 10,
+ * 64-bit long) on a NUL-terminated token. scan_num reproduces what those
+ * see, without copying: leading isspace, one sign, the digits, and success
+ * only when nothing but isspace follows the digits. Tokens never hold ' '
+ * but may hold \t \v \f \r, which strto* skip in front and memcached
+ * accepts behind ("1\t9" reads as 1). Any number of leading zeros is fine. */
+struct num_scan {
+    bool ok;        /* a conversion, and only isspace after it */
+    bool neg;
+    bool range;     /* magnitude above UINT64_MAX */
+    uint64_t mag;
+    bool has_minus; /* memcached's strchr(str, '-') over the whole token */
+};
 
-static bool tok_cstr(const struct token *t, size_t skip, char *buf)
+static struct num_scan scan_num(const struct token *t, size_t skip)
 {
-    if (!t->s || t->len < skip || t->len - skip >= NUM_TOKEN_MAX)
-        return false;
-    memcpy(buf, t->s + skip, t->len - skip);
-    buf[t->len - skip] = '\0';
-    return true;
+    struct num_scan n = {false, false, false, 0, false};
+    if (!t->s || t->len < skip)
+        return n;
+    const char *s = t->s + skip, *end = t->s + t->len;
+    n.has_minus = memchr(s, '-', (size_t)(end - s)) != NULL;
+    while (s < end && isspace((unsigned char)*s))
+        s++;
+    if (s < end && (*s == '+' || *s == '-')) {
+        n.neg = *s == '-';
+        s++;
+    }
+    const char *digits = s;
+    for (; s < end && *s >= '0' && *s <= '9'; s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (n.range || n.mag > (UINT64_MAX - d) / 10)
+            n.range = true;
+        else
+            n.mag = n.mag * 10 + d;
+    }
+    if (s == digits)
+        return n; /* no conversion: endptr == str */
+    n.ok = s == end || isspace((unsigned char)*s);
+    return n;
 }
 
-static bool end_ok(const char *str, const char *end)
-{
-    return isspace((unsigned char)*end) || (*end == '\0' && end != str);
-}
-
-static bool safe_u32(const struct token *t, size_t skip, uint32_t *out)
-{
-    char buf[NUM_TOKEN_MAX], *end;
-    if (!tok_cstr(t, skip, buf))
-        return false;
-    errno = 0;
-    unsigned long l = strtoul(buf, &end, 10);
-    if (errno == ERANGE || end == buf || !end_ok(buf, end))
-        return false;
-    if ((long)l < 0 && memchr(buf, '-', (size_t)(end - buf)))
-        return false;
-    *out = (uint32_t)l; /* memcached truncates the same way */
-    return true;
-}
-
+/* safe_strtoul / safe_strtoull: strtoul wraps a negative number; memcached
+ * refuses it only when the wrapped value looks negative as signed, so
+ * "-18446744073709551615" reads as 1, and a 32-bit flags value keeps the low
+ * 32 bits of what strtoul gave ("4294967296" reads as 0). */
 static bool safe_u64(const struct token *t, size_t skip, uint64_t *out)
 {
-    char buf[NUM_TOKEN_MAX], *end;
-    if (!tok_cstr(t, skip, buf))
+    struct num_scan n = scan_num(t, skip);
+    if (!n.ok || n.range)
         return false;
-    errno = 0;
-    unsigned long long l = strtoull(buf, &end, 10);
-    if (errno == ERANGE || end == buf || !end_ok(buf, end))
-        return false;
-    if ((long long)l < 0 && memchr(buf, '-', (size_t)(end - buf)))
+    uint64_t l = n.neg ? 0 - n.mag : n.mag;
+    if ((int64_t)l < 0 && n.has_minus)
         return false;
     *out = l;
     return true;
 }
 
-static bool safe_i32(const struct token *t, size_t skip, int32_t *out)
+static bool safe_u32(const struct token *t, size_t skip, uint32_t *out)
 {
-    char buf[NUM_TOKEN_MAX], *end;
-    if (!tok_cstr(t, skip, buf))
+    uint64_t l;
+    if (!safe_u64(t, skip, &l))
         return false;
-    errno = 0;
-    long l = strtol(buf, &end, 10);
-    if (errno == ERANGE || end == buf || !end_ok(buf, end) || l > INT_MAX || l < INT_MIN)
-        return false;
-    *out = (int32_t)l;
+    *out = (uint32_t)l;
     return true;
 }
 
-/* Decoded length of a base64 key, 0 when memcached's decoder would fail. */
+/* safe_strtol: strtol fails only outside the 64-bit long range, and memcached
+ * then stores the long into an int32_t, so "4294967297" reads as 1 and
+ * "2147483648" as INT32_MIN (memcached 1.6.18: "set k 0 0 4294967297" takes
+ * a 1-byte data block; "set k 0 2147483648 1" is STORED). */
+static bool safe_i32(const struct token *t, size_t skip, int32_t *out)
+{
+    struct num_scan n = scan_num(t, skip);
+    if (!n.ok || n.range || (n.neg ? n.mag > (uint64_t)INT64_MAX + 1 : n.mag > (uint64_t)INT64_MAX))
+        return false;
+    uint32_t low = (uint32_t)(n.neg ? 0 - n.mag : n.mag);
+    /* the two's complement wrap gcc gives (int32_t)(long), spelled portably */
+    *out = low <= (uint32_t)INT32_MAX ? (int32_t)low
+                                      : (int32_t)(low - (uint32_t)INT32_MAX - 1) + INT32_MIN;
+    return true;
+}
+
+static bool base64_char(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '+' || c == '/' || c == '=';
+}
+
+/* Decoded length of a base64 key, 0 when memcached's decoder fails. Like
+ * memcached's base64_decode: other bytes are skipped, the base64 bytes ('='
+ * included) must come in fours, and decoding stops after the first four
+ * holding a '=' (one '=' drops a byte, two drop two, more fail), so
+ * "Zm==Zm9v" decodes to the single byte "f". */
 static size_t base64_decoded_len(const char *s, size_t len)
 {
-    size_t count = 0, pad = 0;
+    size_t count = 0, out = 0;
+    unsigned block = 0, pad = 0;
+    for (size_t i = 0; i < len; i++)
+        count += base64_char((unsigned char)s[i]);
+    if (count == 0 || count % 4)
+        return 0;
     for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (isalnum(c) || c == '+' || c == '/')
-            count++;
-        else if (c == '=') {
-            count++;
-            pad++;
+        if (!base64_char((unsigned char)s[i]))
+            continue;
+        pad += s[i] == '=';
+        if (++block < 4)
+            continue;
+        block = 0;
+        out += 3;
+        if (pad) {
+            if (pad > 2)
+                return 0;
+            out -= pad;
+            break;
         }
     }
-    if (count == 0 || count % 4 || pad > 2)
-        return 0;
-    return count / 4 * 3 - pad;
+    return out;
 }
 
 static void set_key(struct mc_request *r, const struct token *t)
@@ -217,7 +255,7 @@ static void parse_stats(struct mc_request *r, const struct token *tok, size_t nt
 }
 
 static void parse_get(struct mc_request *r, const struct token *tok, size_t ntokens,
-                      const char *rest, enum mc_cmd cmd, bool touch)
+                      const char *rest, const char *end, enum mc_cmd cmd, bool touch)
 {
     int32_t exptime;
     r->cmd = cmd;
@@ -229,13 +267,13 @@ static void parse_get(struct mc_request *r, const struct token *tok, size_t ntok
         set_key(r, &tok[first]);
     r->nkeys = ntokens - 1 > first ? (uint32_t)(ntokens - 1 - first) : 0;
     /* keys past the tokenizer's window: count the remaining words */
-    for (const char *s = rest; s && *s; ) {
-        while (*s == ' ')
+    for (const char *s = rest; s && s < end; ) {
+        while (s < end && *s == ' ')
             s++;
-        if (!*s)
+        if (s == end)
             break;
         r->nkeys++;
-        while (*s && *s != ' ')
+        while (s < end && *s != ' ')
             s++;
     }
 }
@@ -247,26 +285,68 @@ static void parse_simple(struct mc_request *r, const struct token *tok, size_t n
     r->cmd = cmd;
     if (!want_tokens(ntokens, lo, hi))
         return; /* ERROR, one line */
-    r->noreply = last_is_noreply(tok, ntokens);
+    /* process_delete_command looks for noreply only past the key: `delete
+     * noreply` deletes the key "noreply" and is answered */
+    r->noreply = (cmd != MC_CMD_DELETE || ntokens > 3) && last_is_noreply(tok, ntokens);
     r->reply = r->noreply ? MC_REPLY_SILENT : MC_REPLY_LINE;
     if (keyed)
         set_key(r, &tok[1]);
+    int32_t e;
     if ((cmd == MC_CMD_TOUCH) && ntokens >= 4) {
-        int32_t e;
         if (safe_i32(&tok[2], 0, &e))
             r->exptime = e;
     }
+    /* process_flush_all_command reads a delay unless only noreply follows */
+    if (cmd == MC_CMD_FLUSH_ALL && ntokens != (r->noreply ? 3u : 2u) && safe_i32(&tok[1], 0, &e))
+        r->exptime = e;
+}
+
+/* A command whose handler calls set_noreply_maybe: a last token "noreply"
+ * suppresses every answer out_string() would send, errors included. */
+static void noreply_maybe(struct mc_request *r, const struct token *tok, size_t ntokens)
+{
+    r->noreply = last_is_noreply(tok, ntokens);
+    if (r->noreply)
+        r->reply = MC_REPLY_SILENT;
+}
+
+/* process_watch_command: noreply silences the ERROR that "noreply", never a
+ * watch name, brings; an unknown name gets ERROR and the connection goes on
+ * (memcached 1.6.18: "watch foo\r\nmn\r\n" answers ERROR, MN); otherwise
+ * OK and the log stream. */
+static void parse_watch(struct mc_request *r, const struct token *tok, size_t ntokens)
+{
+    static const char *const names[] = {
+        "rawcmds", "evictions", "fetchers", "mutations", "sysevents",
+        "connevents", "proxyreqs", "proxyevents", "proxyuser",
+    };
+    r->cmd = MC_CMD_WATCH;
+    noreply_maybe(r, tok, ntokens);
+    if (r->noreply)
+        return;
+    for (size_t i = 1; i + 1 < ntokens; i++) {
+        bool known = false;
+        for (size_t n = 0; n < sizeof names / sizeof names[0]; n++)
+            known = known || tok_is(&tok[i], names[n]);
+        if (!known)
+            return; /* ERROR, one line */
+    }
+    r->reply = MC_REPLY_STREAM;
 }
 
 /* --- meta commands ------------------------------------------------------- */
 
-#define META_MAX_TOKENS 20 /* memcached's MFLAG_MAX_OPT_LENGTH */
+#define META_MAX_TOKENS 20      /* memcached's MFLAG_MAX_OPT_LENGTH */
+#define META_OPAQUE_TOKEN_MAX 32 /* MFLAG_MAX_OPAQUE_LENGTH, the 'O' included */
 
-/* memcached's _meta_flag_preparse: false when the flags are refused. */
-static bool meta_flags(struct mc_request *r, const struct token *tok, size_t start)
+/* memcached's _meta_flag_preparse, plus the O length check each meta
+ * command makes afterwards: false when the flags are refused. *mode gets
+ * the M flag's character (0 when absent). */
+static bool meta_flags(struct mc_request *r, const struct token *tok, size_t start, char *mode)
 {
     bool seen[128] = {false};
     bool ok = true;
+    *mode = 0;
     for (size_t i = start; tok[i].len; i++) {
         unsigned char o = (unsigned char)tok[i].s[0];
         uint32_t u32;
@@ -287,6 +367,8 @@ static bool meta_flags(struct mc_request *r, const struct token *tok, size_t sta
                 ok = false;
             else if (o == 'T')
                 r->exptime = i32;
+            if (o == 'N')
+                r->vivify = true;
             break;
         case 'F':
             if (!safe_u32(&tok[i], 1, &u32))
@@ -302,10 +384,13 @@ static bool meta_flags(struct mc_request *r, const struct token *tok, size_t sta
             if (tok[i].len != 2)
                 ok = false;
             else
-                r->ms_mode = tok[i].s[1];
+                *mode = tok[i].s[1];
             break;
         case 'O':
-            if (tok[i].len - 1 <= MC_OPAQUE_MAX) {
+            /* memcached 1.6.18: "mg k O" + 32 bytes -> CLIENT_ERROR opaque
+             * token too long; "O" + 31 bytes is echoed */
+            if (tok[i].len <= META_OPAQUE_TOKEN_MAX) {
+                r->has_opaque = true;
                 r->opaque_len = (uint8_t)(tok[i].len - 1);
                 memcpy(r->opaque, tok[i].s + 1, r->opaque_len);
                 r->opaque[r->opaque_len] = '\0';
@@ -333,7 +418,18 @@ static void parse_meta(struct mc_request *r, const struct token *tok, size_t nto
     case 'd': r->cmd = MC_CMD_MD; break;
     case 'a': r->cmd = MC_CMD_MA; break;
     case 'n': r->cmd = MC_CMD_MN; return;
-    case 'e': r->cmd = MC_CMD_ME; return;
+    case 'e':
+        /* process_meta_command: one line (ME, EN or CLIENT_ERROR); a
+         * "b" right after the key decodes it */
+        r->cmd = MC_CMD_ME;
+        if (ntokens >= 3 && tok[1].len <= MC_KEY_MAX) {
+            set_key(r, &tok[1]);
+            if (ntokens >= 4 && tok_is(&tok[2], "b")) {
+                r->key_b64 = true;
+                r->key_len = (uint16_t)base64_decoded_len(r->key, r->key_len_raw);
+            }
+        }
+        return;
     default: r->cmd = MC_CMD_INVALID; return;
     }
     if (ntokens < 3) {
@@ -351,12 +447,16 @@ static void parse_meta(struct mc_request *r, const struct token *tok, size_t nto
             return;
         flags_from = 3;
     }
-    bool ok = meta_flags(r, tok, flags_from);
+    char mode;
+    bool ok = meta_flags(r, tok, flags_from, &mode);
     if (r->cmd == MC_CMD_MS) {
         r->value_len = vlen;
-        if (r->ms_mode && !strchr("EAPRS", r->ms_mode))
+        r->ms_mode = mode;
+        if (mode && !strchr("EAPRS", mode))
             ok = false;
         r->swallowed = !ok;
+    } else if (r->cmd == MC_CMD_MA && mode && !strchr("I+D-", mode)) {
+        ok = false; /* "CLIENT_ERROR invalid mode for ma M token", even with q */
     }
     /* errors are always sent; only a nominal answer is suppressed */
     if (ok && r->noreply)
@@ -371,7 +471,9 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
     const char *rest;
     size_t ntokens;
 
-    len = strnlen(line, len); /* memcached's line ends at a NUL byte */
+    const char *nul = memchr(line, '\0', len);
+    if (nul)
+        len = (size_t)(nul - line); /* memcached's line ends at a NUL byte */
     ntokens = tokenize(line, len, tok, &rest);
     r->cmd = MC_CMD_INVALID;
     r->reply = MC_REPLY_LINE;
@@ -385,13 +487,13 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
         if (ntokens < 3)
             return;
         if (tok_is(c, "gets"))
-            parse_get(r, tok, ntokens, rest, MC_CMD_GETS, false);
+            parse_get(r, tok, ntokens, rest, line + len, MC_CMD_GETS, false);
         else if (tok_is(c, "gat"))
-            parse_get(r, tok, ntokens, rest, MC_CMD_GAT, true);
+            parse_get(r, tok, ntokens, rest, line + len, MC_CMD_GAT, true);
         else if (tok_is(c, "gats"))
-            parse_get(r, tok, ntokens, rest, MC_CMD_GATS, true);
+            parse_get(r, tok, ntokens, rest, line + len, MC_CMD_GATS, true);
         else
-            parse_get(r, tok, ntokens, rest, MC_CMD_GET, false);
+            parse_get(r, tok, ntokens, rest, line + len, MC_CMD_GET, false);
     } else if (tok_is(c, "set") || tok_is(c, "add") || tok_is(c, "replace") ||
                tok_is(c, "append") || tok_is(c, "prepend")) {
         r->cmd = tok_is(c, "set") ? MC_CMD_SET : tok_is(c, "add") ? MC_CMD_ADD
@@ -423,14 +525,24 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
         r->cmd = MC_CMD_QUIT;
         r->reply = MC_REPLY_CLOSE;
     } else if (tok_is(c, "watch")) {
-        r->cmd = MC_CMD_WATCH;
-        r->reply = MC_REPLY_STREAM;
+        parse_watch(r, tok, ntokens);
     } else if (tok_is(c, "lru_crawler")) {
         r->cmd = MC_CMD_OTHER;
         if (ntokens == 4 && tok_is(&tok[1], "metadump"))
             r->reply = MC_REPLY_MULTI;
-    } else if (tok_is(c, "shutdown") || tok_is(c, "slabs") || tok_is(c, "lru") ||
-               tok_is(c, "misbehave") || tok_is(c, "debugtime") || tok_is(c, "extstore") ||
+    } else if (tok_is(c, "slabs")) {
+        /* only the automove branch reads noreply ("slabs automove 1 noreply"
+         * answers nothing; "slabs reassign 1 noreply" a CLIENT_ERROR) */
+        r->cmd = MC_CMD_OTHER;
+        if (ntokens >= 4 && tok_is(&tok[1], "automove"))
+            noreply_maybe(r, tok, ntokens);
+    } else if (tok_is(c, "lru") || tok_is(c, "extstore")) {
+        /* WANT_TOKENS_MIN(3), then set_noreply_maybe (Debian's memcached is
+         * built with extstore: "extstore noreply" answers nothing) */
+        r->cmd = MC_CMD_OTHER;
+        if (ntokens >= 3)
+            noreply_maybe(r, tok, ntokens);
+    } else if (tok_is(c, "shutdown") || tok_is(c, "misbehave") || tok_is(c, "debugtime") ||
                tok_is(c, "refresh_certs")) {
         r->cmd = MC_CMD_OTHER;
     }
@@ -449,11 +561,12 @@ bool mc_req_at_boundary(const struct mc_req_parser *p)
     return p->state == MC_REQ_LINE && p->line_len == 0 && p->bytes == 0;
 }
 
+/* Every field: flags, exptime, opaque and k of one request must not leak
+ * into the next (an "ms a 1 F5 T9 O1 k" then "ms b 1" was recorded with
+ * flags 5, exptime 9, and paired as if b had asked for O1 and k). */
 static void req_reset(struct mc_request *r)
 {
-    memset(r, 0, offsetof(struct mc_request, key));
-    r->key[0] = '\0';
-    r->opaque[0] = '\0';
+    memset(r, 0, sizeof *r);
     r->value_len = -1;
 }
 
@@ -461,19 +574,77 @@ static void req_reset(struct mc_request *r)
 static bool req_line_done(struct mc_req_parser *p)
 {
     size_t len = p->line_len;
-    if (len > MC_LINE_MAX)
-        len = MC_LINE_MAX;
     /* memcached strips a '\r' only from a line of two or more bytes */
-    if (len > 1 && p->line[len - 1] == '\r')
+    if (len > 1 && p->line_last == '\r')
         len--;
+    bool whole = len <= MC_LINE_MAX;
+    if (!whole)
+        len = MC_LINE_MAX; /* the first MC_LINE_MAX bytes, and a word count */
+    p->line[len] = '\0';
     req_reset(&p->req);
     parse_line(&p->req, p->line, len);
+    if (!whole && (p->req.cmd == MC_CMD_GET || p->req.cmd == MC_CMD_GETS ||
+                   p->req.cmd == MC_CMD_GAT || p->req.cmd == MC_CMD_GATS)) {
+        uint32_t extra = p->ov_words;
+        /* the stripped '\r' was counted as a word of its own */
+        if (!p->ov_nul && p->line_last == '\r' && p->ov_in_word && p->ov_word_len == 1)
+            extra--;
+        p->req.nkeys += extra;
+    }
     p->line_len = 0;
+    p->line_last = 0;
     if (p->req.value_len < 0)
         return false;
     p->data_left = (size_t)p->req.value_len + 2;
     p->data_tail[0] = p->data_tail[1] = 0;
     return true;
+}
+
+/* Counts the words (memcached's tokens) of a line's bytes past the
+ * MC_LINE_MAX kept, so a long multiget's nkeys counts all its keys. */
+static void req_overflow(struct mc_req_parser *p, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && !p->ov_nul; i++) {
+        if (s[i] == '\0') {
+            p->ov_nul = true; /* memcached's line ends at a NUL byte */
+        } else if (s[i] == ' ') {
+            p->ov_in_word = false;
+            p->ov_word_len = 0;
+        } else {
+            if (!p->ov_in_word) {
+                p->ov_in_word = true;
+                p->ov_words++;
+            }
+            if (p->ov_word_len < 2)
+                p->ov_word_len++;
+        }
+    }
+}
+
+/* Appends take bytes of the current line: the first MC_LINE_MAX are kept,
+ * the words of the rest are counted. */
+static void req_line_append(struct mc_req_parser *p, const char *s, size_t take)
+{
+    if (take == 0)
+        return;
+    size_t kept = 0;
+    if (p->line_len < MC_LINE_MAX) {
+        size_t room = MC_LINE_MAX - p->line_len;
+        kept = take < room ? take : room;
+        memcpy(p->line + p->line_len, s, kept);
+    }
+    if (kept < take) {
+        if (p->line_len <= MC_LINE_MAX) {
+            /* the line overflows now: carry the state at the cut over */
+            p->ov_words = 0;
+            p->ov_nul = memchr(p->line, '\0', MC_LINE_MAX) != NULL;
+            p->ov_in_word = p->line[MC_LINE_MAX - 1] != ' ';
+            p->ov_word_len = p->ov_in_word ? 2 : 0;
+        }
+        req_overflow(p, s + kept, take - kept);
+    }
+    p->line_len += take;
+    p->line_last = s[take - 1];
 }
 
 /* A line with no '\n' after MC_LINE_MAX bytes: memcached keeps reading only a
@@ -515,6 +686,16 @@ enum mc_result mc_req_parse(struct mc_req_parser *p, const char *buf, size_t len
     size_t pos = 0;
     enum mc_result res = MC_NEED_MORE;
 
+    if (!p->started && len > 0) {
+        p->started = true;
+        /* memcached picks the binary protocol for a connection whose first
+         * byte is 0x80 (PROTOCOL_BINARY_REQ); its answers are not lines */
+        if ((unsigned char)buf[0] == 0x80) {
+            p->state = MC_REQ_CLOSED;
+            *used = 0;
+            return MC_ERROR;
+        }
+    }
     while (pos < len) {
         if (p->state == MC_REQ_CLOSED) {
             pos = len; /* memcached reads nothing after quit or watch */
@@ -528,6 +709,13 @@ enum mc_result mc_req_parse(struct mc_req_parser *p, const char *buf, size_t len
             pos += n;
             if (p->data_left == 0) {
                 p->req.bad_data = !(p->data_tail[0] == '\r' && p->data_tail[1] == '\n');
+                if (p->req.bad_data && p->req.cmd == MC_CMD_MS) {
+                    /* complete_nread_ascii: "metaset mode always returns
+                     * errors" -- ms q gets CLIENT_ERROR bad data chunk (text
+                     * noreply stays silent) */
+                    p->req.noreply = false;
+                    p->req.reply = MC_REPLY_LINE;
+                }
                 res = req_complete(p, out);
                 break;
             }
@@ -535,11 +723,7 @@ enum mc_result mc_req_parse(struct mc_req_parser *p, const char *buf, size_t len
         }
         const char *nl = memchr(buf + pos, '\n', len - pos);
         size_t take = nl ? (size_t)(nl - (buf + pos)) : len - pos;
-        if (p->line_len < MC_LINE_MAX) {
-            size_t room = MC_LINE_MAX - p->line_len;
-            memcpy(p->line + p->line_len, buf + pos, take < room ? take : room);
-        }
-        p->line_len += take;
+        req_line_append(p, buf + pos, take);
         p->bytes += take + (nl ? 1 : 0);
         pos += take + (nl ? 1 : 0);
         if (!nl) {
@@ -710,9 +894,19 @@ bool mc_line_is_error(const struct mc_line *l)
            l->code == MC_CODE_SERVER_ERROR;
 }
 
+static bool line_starts(const struct mc_line *l, const char *word)
+{
+    size_t n = strlen(word);
+    return l->len >= n && !memcmp(l->text, word, n);
+}
+
 bool mc_line_ends_multi(const struct mc_line *l)
 {
-    return l->code == MC_CODE_END || mc_line_is_error(l);
+    /* lru_crawler metadump refuses with one line that is no error line
+     * (memcached 1.6.18: "lru_crawler metadump 99" -> BADCLASS invalid
+     * class id); no line of a get, stats or dump answer starts so */
+    return l->code == MC_CODE_END || mc_line_is_error(l) || line_starts(l, "BUSY ") ||
+           line_starts(l, "BADCLASS ") || line_starts(l, "NOTSTARTED ");
 }
 
 /* Finds the meta return flag starting with c ("O123", "kfoo"), if any. */
@@ -736,16 +930,20 @@ static bool meta_flag(const struct mc_line *l, char c, const char **val, size_t 
     return false;
 }
 
-static bool meta_flag_matches(const struct mc_line *l, char c, const char *want, size_t want_len,
-                              bool asked)
+/* memcached 1.6 echoes O and k on every meta status line of a request that
+ * asked for them, and never otherwise (1.6.18: "NS O2 kqb", "NF O5 knozz",
+ * "EN knox O9"). A base64 key is echoed re-encoded from the decoded bytes,
+ * so its text may differ from the one sent: only its presence counts. */
+static bool meta_echo_matches(const struct mc_line *l, char c, bool asked, const char *want,
+                              size_t want_len, bool compare)
 {
     const char *v;
     size_t vl;
     if (!meta_flag(l, c, &v, &vl))
-        return true; /* older versions omit it on some codes: positional */
+        return !asked;
     if (!asked)
         return false;
-    return vl == want_len && !memcmp(v, want, vl);
+    return !compare || (vl == want_len && !memcmp(v, want, vl));
 }
 
 bool mc_reply_is_mine(const struct mc_request *r, const struct mc_line *l)
@@ -753,25 +951,44 @@ bool mc_reply_is_mine(const struct mc_request *r, const struct mc_line *l)
     if (r->reply != MC_REPLY_SILENT)
         return true;
     if (r->cmd != MC_CMD_MS && r->cmd != MC_CMD_MG && r->cmd != MC_CMD_MD && r->cmd != MC_CMD_MA) {
-        /* text noreply: only out_errstring() answers get through */
-        return l->code == MC_CODE_SERVER_ERROR && l->len >= 26 &&
-               !memcmp(l->text, "SERVER_ERROR out of memory", 26);
+        /* text noreply: memcached 1.6's out_string() drops every answer,
+         * errors included, and out_of_memory() goes through it (1.6.18 -M:
+         * "set k 0 0 N noreply" past the memory limit answers nothing) */
+        return false;
     }
-    if (l->code == MC_CODE_CLIENT_ERROR || l->code == MC_CODE_SERVER_ERROR)
+    /* run-time failures are sent despite q: out of memory, too large for
+     * the cache, refcount overflow, ma on a non-numeric value. A line the
+     * parser accepted cannot bring a CLIENT_ERROR otherwise (an ms q data
+     * block without \r\n already made the request loud). */
+    if (l->code == MC_CODE_SERVER_ERROR)
         return true;
-    enum mc_code quiet = r->cmd == MC_CMD_MG ? MC_CODE_EN : MC_CODE_HD;
-    switch (l->code) {
-    case MC_CODE_HD: case MC_CODE_VA: case MC_CODE_EN: case MC_CODE_NF:
-    case MC_CODE_NS: case MC_CODE_EX:
+    if (l->code == MC_CODE_CLIENT_ERROR)
+        return r->cmd == MC_CMD_MA;
+    bool possible = false, needs_echo = false;
+    enum mc_code c = l->code;
+    switch (r->cmd) {
+    case MC_CMD_MS: /* HD suppressed */
+        possible = c == MC_CODE_NS || c == MC_CODE_EX || c == MC_CODE_NF;
         break;
-    default:
-        return false;
+    case MC_CMD_MG: /* EN suppressed; a hit answers (1.6.18: "mg k q" -> HD) */
+        possible = c == MC_CODE_HD || c == MC_CODE_VA;
+        break;
+    case MC_CMD_MD: /* HD suppressed, also when I marks the item stale */
+        possible = c == MC_CODE_NF || c == MC_CODE_EX;
+        break;
+    default: /* MA: an update's HD or VA suppressed (1.6.18: "ma n q v" answers
+                nothing); an item N created answers HD / VA despite q */
+        possible = c == MC_CODE_NF || c == MC_CODE_NS || c == MC_CODE_EX;
+        if (c == MC_CODE_HD || c == MC_CODE_VA) {
+            possible = r->vivify;
+            needs_echo = true; /* hit or miss is not known: want an echo */
+        }
+        break;
     }
-    if (l->code == quiet)
+    if (!possible)
         return false;
-    if (!meta_flag_matches(l, 'O', r->opaque, r->opaque_len, r->opaque_len > 0))
+    if (needs_echo && !r->has_opaque && !r->want_key)
         return false;
-    if (!meta_flag_matches(l, 'k', r->key, r->key_len_raw, r->want_key))
-        return false;
-    return true;
+    return meta_echo_matches(l, 'O', r->has_opaque, r->opaque, r->opaque_len, true) &&
+           meta_echo_matches(l, 'k', r->want_key, r->key, r->key_len_raw, !r->key_b64);
 }

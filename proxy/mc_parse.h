@@ -19,13 +19,17 @@
  * bytes unless it is a get/gets (try_read_command_ascii). */
 #define MC_LINE_MAX 2048
 #define MC_KEY_MAX 250
+/* memcached refuses an O token longer than 32 bytes, the 'O' included
+ * (MFLAG_MAX_OPAQUE_LENGTH): an opaque holds at most 31 bytes. */
 #define MC_OPAQUE_MAX 32
 #define MC_MAX_TOKENS 24  /* memcached's MAX_TOKENS, terminal token included */
 
 enum mc_result {
     MC_OK,        /* one complete request / response line in *out */
     MC_NEED_MORE, /* the buffer ended inside a request; everything consumed */
-    MC_ERROR      /* memcached would close the connection here */
+    MC_ERROR      /* memcached would close the connection here, or the
+                     connection speaks the binary protocol (its first byte
+                     is 0x80), which slabtap does not parse */
 };
 
 #define MC_CMDS(X) \
@@ -71,11 +75,15 @@ struct mc_request {
     char key[MC_KEY_MAX + 1];
     uint8_t opaque_len;
     char opaque[MC_OPAQUE_MAX + 1]; /* meta O flag, without the 'O' */
+    bool has_opaque;     /* an O flag was sent (its value may be empty) */
     bool want_key;       /* meta k flag: the answer echoes the key */
+    bool vivify;         /* meta N flag: mg/ma create the item on a miss */
     uint32_t flags;
-    int64_t exptime;     /* as sent; 0 when absent */
+    int64_t exptime;     /* as memcached reads it (a 32-bit truncation of the
+                            number sent, like its safe_strtol); 0 when absent.
+                            Also gat's and flush_all's delay. */
     int64_t value_len;   /* data block without \r\n; -1 when none */
-    uint32_t nkeys;      /* keys in a get-family request */
+    uint32_t nkeys;      /* keys in a get-family request (all of a long one) */
     size_t bytes;        /* bytes of the request on the wire */
 };
 
@@ -83,11 +91,18 @@ enum mc_req_state { MC_REQ_LINE, MC_REQ_DATA, MC_REQ_LONG_GET, MC_REQ_CLOSED };
 
 struct mc_req_parser {
     enum mc_req_state state;
+    bool started;          /* the connection's first byte has been seen */
+    char line_last;        /* last byte of the line so far */
     size_t line_len;
     size_t data_left;      /* bytes of the data block still to come */
     char data_tail[2];     /* last two bytes of the data block seen so far */
     size_t bytes;          /* bytes of the request in progress */
     struct mc_request req; /* the request whose data block is being skipped */
+    /* words past the MC_LINE_MAX bytes kept of a long line (a multiget) */
+    uint32_t ov_words;
+    uint8_t ov_word_len;   /* bytes of the current word, counted up to 2 */
+    bool ov_in_word;
+    bool ov_nul;           /* the line ended at a NUL byte, as memcached reads it */
     char line[MC_LINE_MAX + 1];
 };
 
@@ -150,9 +165,13 @@ enum mc_result mc_resp_parse(struct mc_resp_parser *p, const char *buf, size_t l
 bool mc_resp_at_boundary(const struct mc_resp_parser *p);
 
 /* Is line (the first line of an answer) one that request r, whose answer
- * may be suppressed, can have produced? Used to skip silent requests. */
+ * may be suppressed, can have produced? Used to skip silent requests.
+ * memcached 1.6: text noreply suppresses every answer; a meta q request
+ * answers only with the codes its command can send unsuppressed, echoing
+ * the O and k flags it asked for, or with an error it can get at run time. */
 bool mc_reply_is_mine(const struct mc_request *r, const struct mc_line *line);
-/* Does this line end a MC_REPLY_MULTI answer? */
+/* Does this line end a MC_REPLY_MULTI answer? (END, an error line, or one of
+ * lru_crawler metadump's one-line refusals BUSY / BADCLASS / NOTSTARTED) */
 bool mc_line_ends_multi(const struct mc_line *line);
 /* Is this line an error line (ERROR, CLIENT_ERROR, SERVER_ERROR)? */
 bool mc_line_is_error(const struct mc_line *line);

@@ -2,9 +2,8 @@
  * slab_model.
  * Owns: flag parsing for memcached's slab settings, the subcommand table,
  * and printing; all the arithmetic stays in slab_model.
- * Must never: compute a ladder or an item size itself, or pretend a
- * subcommand works when it does not (predict and advise need the SQLite
- * store and say so). Exit codes as in cli.h: 0 ok, 1 failure, 2 usage.
+ * Must never: compute a ladder or an item size itself (slab_model,
+ * model_replay and model_advise do). Exit codes: 0 ok, 1 failure, 2 usage.
  */
 #include <errno.h>
 #include <limits.h>
@@ -13,6 +12,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "experiment.h"
+#include "model_advise.h"
+#include "model_replay.h"
 #include "slab_model.h"
 
 enum parse_result { PARSE_OK, PARSE_HELP, PARSE_USAGE };
@@ -29,9 +31,9 @@ static int model_advise(int argc, char **argv);
 
 static const struct model_subcommand subcommands[] = {
     {"ladder", "print the chunk ladder, line for line as memcached -vv prints it", model_ladder},
-    {"predict", "predict stats slabs/items for a recorded run (not implemented yet)",
+    {"predict", "a recorded run's per-class counters, predicted beside memcached's own",
      model_predict},
-    {"advise", "search -f/-n/slab_sizes for a recorded size mix (not implemented yet)",
+    {"advise", "settings that waste less for a recorded run's sizes (--verify replays)",
      model_advise},
 };
 
@@ -211,29 +213,185 @@ static int model_ladder(int argc, char **argv)
     return 0;
 }
 
-/* predict/advise read recorded runs from the SQLite store, which is not
- * there yet: refuse plainly rather than print made-up numbers. */
-static int not_implemented(const char *name, int argc, char **argv)
+/* --db FILE [--run N] [--max-classes K] [--verify] [--memcached PATH] */
+struct run_opts {
+    const char *db, *run, *memcached;
+    long long max_classes;
+    bool verify;
+};
+
+static int parse_run_opts(int argc, char **argv, struct run_opts *o, bool advise)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: slabtap model %s ...\n\nnot implemented yet: needs the run store.\n",
-                   name);
-            return 0;
+    memset(o, 0, sizeof *o);
+    o->max_classes = SLAB_MODEL_MAX_CLASSES;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int missing = 0;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+            return PARSE_HELP;
+        if ((v = option_value(argc, argv, &i, "--db", &missing)))
+            o->db = v;
+        else if ((v = option_value(argc, argv, &i, "--run", &missing)))
+            o->run = v;
+        else if (advise && (v = option_value(argc, argv, &i, "--max-classes", &missing))) {
+            if (parse_long(v, 2, SLAB_MODEL_MAX_CLASSES, &o->max_classes)) {
+                fprintf(stderr, "slabtap model advise: --max-classes must be 2..%d\n",
+                        SLAB_MODEL_MAX_CLASSES);
+                return PARSE_USAGE;
+            }
+        } else if (advise && (v = option_value(argc, argv, &i, "--memcached", &missing)))
+            o->memcached = v;
+        else if (advise && !strcmp(argv[i], "--verify") && !missing)
+            o->verify = true;
+        else {
+            fprintf(stderr, "slabtap model: %s '%s'\n", missing ? "missing value for" : "unknown option",
+                    argv[i]);
+            return PARSE_USAGE;
         }
-    fprintf(stderr, "slabtap model %s: not implemented yet (needs the SQLite run store)\n",
-            name);
-    return 1;
+        if (missing) {
+            fprintf(stderr, "slabtap model: %s needs a value\n", argv[i]);
+            return PARSE_USAGE;
+        }
+    }
+    if (!o->db) {
+        fprintf(stderr, "slabtap model: --db FILE is required\n");
+        return PARSE_USAGE;
+    }
+    return PARSE_OK;
+}
+
+static int open_run(const struct run_opts *o, sqlite3 **db, struct replay_result *r)
+{
+    char err[256];
+    if (sqlite3_open_v2(o->db, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        fprintf(stderr, "slabtap model: %s: %s\n", o->db, sqlite3_errmsg(*db));
+        return -1;
+    }
+    int64_t id = model_replay_find_run(*db, o->run);
+    if (id < 0) {
+        fprintf(stderr, "slabtap model: %s: no run %s\n", o->db, o->run ? o->run : "at all");
+        return -1;
+    }
+    if (model_replay_run(*db, id, r, err, sizeof err)) {
+        fprintf(stderr, "slabtap model: %s: %s\n", o->db, err);
+        return -1;
+    }
+    return 0;
 }
 
 static int model_predict(int argc, char **argv)
 {
-    return not_implemented("predict", argc, argv);
+    struct run_opts o;
+    sqlite3 *db = NULL;
+    struct replay_result *r = calloc(1, sizeof *r);
+    int rc = 1;
+    enum parse_result pr = parse_run_opts(argc, argv, &o, false);
+    if (pr != PARSE_OK || !r) {
+        FILE *out = pr == PARSE_HELP ? stdout : stderr;
+        fprintf(out, "usage: slabtap model predict --db FILE [--run NAME_OR_ID]\n\n"
+                     "Replays the run's recorded writes through memcached's slab model (with the\n"
+                     "settings memcached reported for the run) and prints, per class, the\n"
+                     "predicted used_chunks, mem_requested and pages beside the run's last\n"
+                     "stats sample. Exit 1 when an exact prediction does not match.\n");
+        rc = pr == PARSE_HELP ? 0 : 2;
+        goto out;
+    }
+    if (open_run(&o, &db, r))
+        goto out;
+    model_replay_print(r, stdout);
+    rc = r->exact_expected && model_replay_mismatches(r) ? 1 : 0;
+out:
+    if (r)
+        model_replay_free(r);
+    free(r);
+    sqlite3_close(db);
+    return rc;
+}
+
+static void print_eval(const char *what, const char *flags, const struct advise_eval *e)
+{
+    printf("  %-26s %-34s waste %6.2f %%  (%llu of %llu bytes)  classes %u in ladder, %u used\n",
+           what, flags, e->waste_pct, (unsigned long long)e->waste,
+           (unsigned long long)e->allocated, e->classes_in_ladder, e->classes_used);
+}
+
+static void sizes_flag(const struct slab_settings *s, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "-o slab_sizes=");
+    for (uint32_t i = 0; i < s->n_slab_sizes && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%u", i ? "-" : "", s->slab_sizes[i]);
 }
 
 static int model_advise(int argc, char **argv)
 {
-    return not_implemented("advise", argc, argv);
+    struct run_opts o;
+    sqlite3 *db = NULL;
+    struct replay_result *r = calloc(1, sizeof *r);
+    struct slab_settings best, fitted;
+    struct advise_eval cur, beste, fite;
+    struct advise_cliff cliffs[8];
+    char flags[1024];
+    int rc = 1;
+    enum parse_result pr = parse_run_opts(argc, argv, &o, true);
+    if (pr != PARSE_OK || !r) {
+        FILE *out = pr == PARSE_HELP ? stdout : stderr;
+        fprintf(out, "usage: slabtap model advise --db FILE [--run NAME_OR_ID] [--max-classes K]\n"
+                     "                           [--verify [--memcached PATH]]\n\n"
+                     "For the items the run left in memcached: the waste under the run's own\n"
+                     "settings, under the best -f/-n, and under a slab_sizes ladder fitted to\n"
+                     "the sizes (at most K classes, default 63); warns about cliffs. --verify\n"
+                     "replays the run against memcacheds started with the advised flags and\n"
+                     "prints the measured waste beside the prediction.\n");
+        rc = pr == PARSE_HELP ? 0 : 2;
+        goto out;
+    }
+    if (open_run(&o, &db, r))
+        goto out;
+    if (r->live.n == 0) {
+        fprintf(stderr, "slabtap model advise: the run left no items to size\n");
+        goto out;
+    }
+    advise_evaluate(&r->ladder, &r->live, &cur);
+    if (advise_search_factor(&r->settings, &r->live, &best, &beste) ||
+        advise_fit_sizes(&r->settings, &r->live, (uint32_t)o.max_classes - 1, &fitted, &fite)) {
+        fprintf(stderr, "slabtap model advise: no valid ladder found\n");
+        goto out;
+    }
+    printf("run %lld '%s': %llu items, %u distinct sizes (memcached %s)\n", (long long)r->run_id,
+           r->run_name, (unsigned long long)r->live_items, (unsigned)r->live.n, r->version);
+    snprintf(flags, sizeof flags, "-n %u -f %.2f", r->settings.chunk_size_min, r->settings.growth_factor);
+    print_eval("the run's own settings", flags, &cur);
+    snprintf(flags, sizeof flags, "-n %u -f %.2f", best.chunk_size_min, best.growth_factor);
+    print_eval("best -f/-n", flags, &beste);
+    sizes_flag(&fitted, flags, sizeof flags);
+    print_eval("fitted slab_sizes", fitted.n_slab_sizes > 6 ? "(below)" : flags, &fite);
+    if (fitted.n_slab_sizes > 6)
+        printf("    %s\n", flags);
+    struct slab_ladder bl;
+    if (slab_ladder_build(&best, &bl, NULL, 0) == SLAB_OK) {
+        size_t nc = advise_cliffs(&bl, &r->live, cliffs, 8);
+        for (size_t i = 0; i < nc; i++)
+            printf("  cliff under -n %u -f %.2f: class %u (%u-byte chunks) takes items of %llu..%llu "
+                   "bytes; %llu of yours land there\n",
+                   best.chunk_size_min, best.growth_factor, cliffs[i].class_id, cliffs[i].chunk_size,
+                   (unsigned long long)cliffs[i].lo, (unsigned long long)cliffs[i].hi,
+                   (unsigned long long)cliffs[i].items);
+    }
+    size_t nc = advise_cliffs(&r->ladder, &r->live, cliffs, 8);
+    for (size_t i = 0; i < nc; i++)
+        printf("  cliff under the run's settings: class %u (%u-byte chunks) holds items of "
+               "%llu..%llu bytes (%llu items)\n", cliffs[i].class_id, cliffs[i].chunk_size,
+               (unsigned long long)cliffs[i].min_item, (unsigned long long)cliffs[i].max_item,
+               (unsigned long long)cliffs[i].items);
+    rc = 0;
+    if (o.verify)
+        rc = model_verify(o.db, r, &best, &beste, &fitted, &fite, o.memcached) ? 1 : 0;
+out:
+    if (r)
+        model_replay_free(r);
+    free(r);
+    sqlite3_close(db);
+    return rc;
 }
 
 int cli_model_main(int argc, char **argv)

@@ -270,7 +270,12 @@ static void conn_update_reading(struct conn *c)
     if (c->closing)
         return;
     bool rec_ok = !rec_blocked(px->rec);
-    bool want_client = rec_ok && !c->client_eof && !c->quit && !px->stopping &&
+    /* stopping: a client whose request was partly forwarded is read until
+     * that request is whole -- memcached sends nothing more on a connection
+     * while it waits for the rest of a data block, so the answers the drain
+     * waits for would never come */
+    bool want_client = rec_ok && !c->client_eof && !c->quit &&
+                       (!px->stopping || !mc_req_at_boundary(&c->rq)) &&
                        c->up != UP_CONNECTING && c->pend.count < px->cfg.max_pending &&
                        wq(&c->client) < px->cfg.write_backlog_max &&
                        (c->up != UP_READY || wq(&c->upstream) < px->cfg.write_backlog_max);
@@ -707,8 +712,8 @@ static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
         pos += used;
         if (r == MC_ERROR) {
             px->m.protocol_errors++;
-            px_log(px, "connection %u: request line over %d bytes; closing it as memcached does",
-                   c->id, MC_LINE_MAX);
+            px_log(px, "connection %u: input memcached closes the connection on (a request "
+                       "line over %d bytes, or the binary protocol); closing it", c->id, MC_LINE_MAX);
             conn_close(c, false);
             return;
         }
@@ -727,6 +732,11 @@ static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
                 fwd = c->up == UP_READY;
                 fwd_from = pos;
             }
+        }
+        if (px->stopping) {
+            n = pos; /* the request in progress at shutdown is whole: forward
+                        nothing after it (see conn_update_reading) */
+            break;
         }
     }
     if (fwd && !c->closing) {

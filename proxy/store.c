@@ -82,11 +82,17 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: not a SQLite database (%s)", path, sqlite3_errmsg(s->db));
         goto out;
     }
-    if (store_upgrade(s, from, err, errlen))
+    if (exec(s, "PRAGMA journal_mode = WAL", err, errlen) ||
+        exec(s, "PRAGMA synchronous = NORMAL", err, errlen) ||
+        exec(s, "BEGIN IMMEDIATE", err, errlen))
         goto out;
-    if (exec(s, slabtap_schema_sql, err, errlen))
+    /* upgrade and schema in one transaction: all of it or none */
+    if (store_upgrade(s, from, err, errlen) || exec(s, slabtap_schema_sql, err, errlen)) {
+        char ignored[64];
+        exec(s, "ROLLBACK", ignored, sizeof ignored);
         goto out;
-    if (exec(s, "PRAGMA synchronous = NORMAL", err, errlen))
+    }
+    if (exec(s, "COMMIT", err, errlen))
         goto out;
     if (sqlite3_prepare_v2(s->db,
             "INSERT INTO sets (run_id, seq, conn_id, t_ns, cmd, key, key_hash, key_len,"

@@ -4,7 +4,8 @@
 -- file up to date. Tables are only ever CREATEd IF NOT EXISTS; views are
 -- dropped and recreated so they always match the binary that opened the file.
 -- The version lives in PRAGMA user_version (bumped at the end of this file).
-PRAGMA journal_mode = WAL;
+-- store_open runs the upgrade steps and this file in one transaction, so a
+-- failed upgrade leaves the file as it was; WAL mode is set before that.
 
 -- One row per proxy start (or experiment run).
 CREATE TABLE IF NOT EXISTS runs (
@@ -96,6 +97,16 @@ CREATE TABLE IF NOT EXISTS settings (
   PRIMARY KEY (run_id, t_ns)
 ) WITHOUT ROWID;
 
+-- What the experiment runner (or any tool) knows about a run beyond the
+-- proxy: memcached's command line and version, the workload and its
+-- SHA-256 fingerprint, item counts.
+CREATE TABLE IF NOT EXISTS run_meta (
+  run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+  key        TEXT NOT NULL,
+  value      TEXT,
+  PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
+
 -- ---------------------------------------------------------------- views
 
 DROP VIEW IF EXISTS class_stats;
@@ -120,12 +131,16 @@ FROM samples s JOIN sample_classes c USING (sample_id);
 -- (used_chunks * chunk_size) minus what the items asked for (mem_requested).
 DROP VIEW IF EXISTS slab_waste;
 CREATE VIEW slab_waste AS
+-- A chunked item (larger than slab_chunk_max) is counted whole in the
+-- largest class's mem_requested while its header and tail chunks sit in
+-- smaller classes with no mem_requested: per class those show as negative
+-- and full waste, and only the sum over classes is the item's true waste.
 SELECT run_id, sample_id, t_ns, phase_id, final, class_id, chunk_size, used_chunks,
-       total_pages, mem_requested,
-       used_chunks * chunk_size                      AS allocated,
-       used_chunks * chunk_size - mem_requested      AS waste_bytes,
+       total_pages, coalesce(mem_requested, 0) AS mem_requested,
+       used_chunks * chunk_size                                  AS allocated,
+       used_chunks * chunk_size - coalesce(mem_requested, 0)     AS waste_bytes,
        CASE WHEN used_chunks * chunk_size > 0
-            THEN round(100.0 * (used_chunks * chunk_size - mem_requested)
+            THEN round(100.0 * (used_chunks * chunk_size - coalesce(mem_requested, 0))
                        / (used_chunks * chunk_size), 2) END AS waste_pct
 FROM class_stats
 WHERE chunk_size IS NOT NULL;
@@ -151,11 +166,30 @@ SELECT st.run_id, st.version,
 FROM settings st
 WHERE st.t_ns = (SELECT max(t_ns) FROM settings s2 WHERE s2.run_id = st.run_id);
 
+-- memcached's chunk ladder (slabs_init) rebuilt from each run's recorded
+-- `stats settings`: the same arithmetic as slab_model.c, in SQL, so
+-- queries can count classes. (-o slab_sizes ladders are not in the settings.)
+DROP VIEW IF EXISTS run_ladder;
+CREATE VIEW run_ladder AS
+WITH RECURSIVE st AS (
+  SELECT run_id, growth_factor AS f, chunk_size_min + 48 AS first, slab_chunk_max AS cmax
+  FROM run_settings),
+l(run_id, class_id, size) AS (
+  SELECT run_id, 1, first FROM st WHERE first < cmax / f
+  UNION ALL
+  SELECT l.run_id, l.class_id + 1, CAST(((l.size + 7) / 8 * 8) * st.f AS INTEGER)
+  FROM l JOIN st USING (run_id)
+  WHERE l.class_id < 62 AND CAST(((l.size + 7) / 8 * 8) * st.f AS INTEGER) < st.cmax / st.f)
+SELECT run_id, class_id, (size + 7) / 8 * 8 AS chunk_size FROM l
+UNION ALL
+SELECT st.run_id, (SELECT count(*) FROM l WHERE l.run_id = st.run_id) + 1, st.cmax FROM st;
+
 DROP VIEW IF EXISTS run_summary;
 CREATE VIEW run_summary AS
 SELECT r.run_id, r.name, rs.version AS memcached_version,
        rs.growth_factor, rs.chunk_size_min, rs.item_size_max, rs.maxbytes, rs.slab_automove,
        rs.cas_enabled,
+       (SELECT count(*) FROM run_ladder l WHERE l.run_id = r.run_id) AS classes_in_ladder,
        (SELECT count(*) FROM slab_waste w WHERE w.sample_id = ls.sample_id AND w.used_chunks > 0)
          AS classes_in_use,
        (SELECT sum(total_pages) FROM slab_waste w WHERE w.sample_id = ls.sample_id) AS pages,

@@ -1,0 +1,844 @@
+/* experiment: spec -> runs (memcached + proxy + workload) -> gates -> CSV.
+ * The proxy runs on this thread's loop, the load generator on a thread of
+ * its own with its own loop; they meet only over loopback TCP, the phase
+ * callback (app_mark_phase is thread-safe) and one uv_async at the end. */
+#include "experiment.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "cli.h"
+#include "load.h"
+#include "mcserver.h"
+#include "workload.h"
+
+struct exp_run {
+    char name[EXP_NAME_MAX];
+    char mc_args[EXP_ARGS_MAX];
+    char workload[EXP_PATH_MAX];
+    char same_plan_as[EXP_NAME_MAX];
+    bool gate_model;
+    unsigned line;
+};
+
+struct exp_export {
+    char file[EXP_PATH_MAX];
+    char query[EXP_PATH_MAX];
+    char run[EXP_NAME_MAX], a[EXP_NAME_MAX], b[EXP_NAME_MAX];
+    unsigned line;
+};
+
+struct exp_spec {
+    char path[EXP_PATH_MAX];
+    char dir[EXP_PATH_MAX];
+    struct exp_run runs[EXP_RUNS_MAX];
+    size_t nruns;
+    struct exp_export exports[EXP_EXPORTS_MAX];
+    size_t nexports;
+};
+
+struct exp_options {
+    const char *db;
+    const char *results;
+    const char *memcached;
+    const char *image;
+    bool docker;
+    unsigned stats_ms;
+};
+
+struct exp_outcome {
+    char name[EXP_NAME_MAX];
+    int64_t run_id;
+    struct load_result load;
+    char mc_cmdline[1024];
+    bool ok;
+};
+
+static atomic_bool exp_interrupted;
+
+/* --- spec parsing ----------------------------------------------------------- */
+
+/* Next word of a spec line: `key=value`, `key="value with blanks"` or a bare
+ * word; NULL at the end. */
+static char *spec_word(char **p)
+{
+    char *s = *p, *start;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (!*s || *s == '#')
+        return NULL;
+    start = s;
+    bool quoted = false;
+    char *w = s;
+    for (; *s; s++) {
+        if (*s == '"') {
+            quoted = !quoted;
+            continue;
+        }
+        if (!quoted && (*s == ' ' || *s == '\t'))
+            break;
+        *w++ = *s;
+    }
+    if (*s)
+        s++;
+    *w = '\0';
+    *p = s;
+    return start;
+}
+
+static int spec_error(const struct exp_spec *sp, unsigned line, const char *msg, const char *what)
+{
+    fprintf(stderr, "%s:%u: %s%s%s%s\n", sp->path, line, msg, what ? " '" : "", what ? what : "",
+            what ? "'" : "");
+    return -1;
+}
+
+static void spec_resolve(const struct exp_spec *sp, const char *rel, char *out, size_t len)
+{
+    size_t dl = rel[0] == '/' ? 0 : strlen(sp->dir) + 1, rl = strlen(rel);
+    if (dl + rl + 1 > len) {
+        out[0] = '\0'; /* too long: reported as a missing file */
+        return;
+    }
+    if (dl) {
+        memcpy(out, sp->dir, dl - 1);
+        out[dl - 1] = '/';
+    }
+    memcpy(out + dl, rel, rl + 1);
+}
+
+static int spec_run_line(struct exp_spec *sp, char *rest, unsigned line)
+{
+    struct exp_run *r;
+    char *w = spec_word(&rest);
+    if (!w)
+        return spec_error(sp, line, "run needs a name", NULL);
+    if (sp->nruns == EXP_RUNS_MAX)
+        return spec_error(sp, line, "too many runs", NULL);
+    r = &sp->runs[sp->nruns++];
+    memset(r, 0, sizeof *r);
+    r->line = line;
+    snprintf(r->name, sizeof r->name, "%s", w);
+    while ((w = spec_word(&rest))) {
+        if (!strncmp(w, "memcached=", 10))
+            snprintf(r->mc_args, sizeof r->mc_args, "%s", w + 10);
+        else if (!strncmp(w, "workload=", 9))
+            spec_resolve(sp, w + 9, r->workload, sizeof r->workload);
+        else if (!strcmp(w, "gate=model"))
+            r->gate_model = true;
+        else if (!strncmp(w, "same-plan-as=", 13))
+            snprintf(r->same_plan_as, sizeof r->same_plan_as, "%s", w + 13);
+        else
+            return spec_error(sp, line, "unknown run option", w);
+    }
+    if (!r->workload[0])
+        return spec_error(sp, line, "run needs workload=FILE", NULL);
+    return 0;
+}
+
+static int spec_export_line(struct exp_spec *sp, char *rest, unsigned line)
+{
+    struct exp_export *e;
+    char *w = spec_word(&rest);
+    if (!w)
+        return spec_error(sp, line, "export needs a file name", NULL);
+    if (sp->nexports == EXP_EXPORTS_MAX)
+        return spec_error(sp, line, "too many exports", NULL);
+    e = &sp->exports[sp->nexports++];
+    memset(e, 0, sizeof *e);
+    e->line = line;
+    snprintf(e->file, sizeof e->file, "%s", w);
+    while ((w = spec_word(&rest))) {
+        if (!strncmp(w, "query=", 6))
+            spec_resolve(sp, w + 6, e->query, sizeof e->query);
+        else if (!strncmp(w, "run=", 4))
+            snprintf(e->run, sizeof e->run, "%s", w + 4);
+        else if (!strncmp(w, "a=", 2))
+            snprintf(e->a, sizeof e->a, "%s", w + 2);
+        else if (!strncmp(w, "b=", 2))
+            snprintf(e->b, sizeof e->b, "%s", w + 2);
+        else
+            return spec_error(sp, line, "unknown export option", w);
+    }
+    if (!e->query[0])
+        return spec_error(sp, line, "export needs query=FILE.sql", NULL);
+    return 0;
+}
+
+static int spec_load(struct exp_spec *sp, const char *path)
+{
+    char line[EXP_LINE_MAX], dircopy[EXP_PATH_MAX];
+    unsigned lineno = 0;
+    int rc = 0;
+    FILE *f = fopen(path, "r");
+    memset(sp, 0, sizeof *sp);
+    snprintf(sp->path, sizeof sp->path, "%s", path);
+    snprintf(dircopy, sizeof dircopy, "%s", path);
+    snprintf(sp->dir, sizeof sp->dir, "%s", dirname(dircopy));
+    if (!f) {
+        fprintf(stderr, "%s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    while (!rc && fgets(line, sizeof line, f)) {
+        char *p = line, *w;
+        lineno++;
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!(w = spec_word(&p)))
+            continue;
+        if (!strcmp(w, "run"))
+            rc = spec_run_line(sp, p, lineno);
+        else if (!strcmp(w, "export"))
+            rc = spec_export_line(sp, p, lineno);
+        else
+            rc = spec_error(sp, lineno, "unknown directive (want run or export)", w);
+    }
+    fclose(f);
+    if (!rc && sp->nruns == 0)
+        rc = spec_error(sp, lineno, "no run in the spec", NULL);
+    for (size_t i = 0; !rc && i < sp->nruns; i++) {
+        const char *other = sp->runs[i].same_plan_as;
+        bool found = !other[0];
+        for (size_t j = 0; j < i && !found; j++)
+            found = !strcmp(sp->runs[j].name, other);
+        if (!found)
+            rc = spec_error(sp, sp->runs[i].line, "same-plan-as names no earlier run", other);
+    }
+    return rc;
+}
+
+/* --- one run ------------------------------------------------------------------ */
+
+struct exp_live {
+    uv_loop_t loop;
+    uv_async_t done;
+    uv_signal_t sigint, sigterm;
+    struct app app;
+    struct load_config lc;
+    struct load_result lr;
+    atomic_bool stop;
+    int load_rc;
+    bool closing;
+};
+
+static void exp_load_phase(void *ud, const char *name)
+{
+    struct exp_live *x = ud;
+    app_mark_phase(&x->app, name);
+}
+
+static void exp_load_thread(void *arg)
+{
+    struct exp_live *x = arg;
+    x->load_rc = load_run(&x->lc, &x->lr);
+    uv_async_send(&x->done);
+}
+
+static void exp_app_closed(struct app *a)
+{
+    struct exp_live *x = (struct exp_live *)((char *)a - offsetof(struct exp_live, app));
+    uv_close((uv_handle_t *)&x->done, NULL);
+    uv_close((uv_handle_t *)&x->sigint, NULL);
+    uv_close((uv_handle_t *)&x->sigterm, NULL);
+    uv_stop(&x->loop);
+}
+
+static void exp_on_done(uv_async_t *h)
+{
+    struct exp_live *x = h->data;
+    if (x->closing)
+        return;
+    x->closing = true;
+    app_close(&x->app, exp_app_closed);
+}
+
+static void exp_on_signal(uv_signal_t *h, int sig)
+{
+    struct exp_live *x = h->data;
+    fprintf(stderr, "\nslabtap experiment: signal %d: stopping the load, then everything\n", sig);
+    atomic_store(&exp_interrupted, true);
+    atomic_store(&x->stop, true);
+}
+
+static int read_file(const char *path, char **text, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    long n;
+    if (!f)
+        return -1;
+    if (fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+        fclose(f);
+        return -1;
+    }
+    *text = malloc((size_t)n + 1);
+    if (!*text || fread(*text, 1, (size_t)n, f) != (size_t)n) {
+        free(*text);
+        fclose(f);
+        return -1;
+    }
+    (*text)[n] = '\0';
+    *len = (size_t)n;
+    fclose(f);
+    return 0;
+}
+
+static void exp_app_config(struct app_config *cfg, const struct exp_options *o,
+                           const struct exp_run *r, int proxy_port, int mc_port, char *options,
+                           size_t olen)
+{
+    char addr[64];
+    memset(cfg, 0, sizeof *cfg);
+    proxy_config_defaults(&cfg->proxy);
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", proxy_port);
+    cli_parse_addr(addr, &cfg->proxy.listen_addr);
+    snprintf(cfg->proxy.upstream_text, sizeof cfg->proxy.upstream_text, "127.0.0.1:%d", mc_port);
+    cli_parse_addr(cfg->proxy.upstream_text, &cfg->proxy.upstream_addr);
+    cfg->db_path = o->db;
+    cfg->run_name = r->name;
+    snprintf(options, olen, "experiment run %s: memcached %s; workload %s", r->name, r->mc_args,
+             r->workload);
+    cfg->options_text = options;
+    cfg->queue_rows = 65536;
+    cfg->on_full = REC_BLOCK;
+    cfg->stats_interval_ms = o->stats_ms;
+}
+
+/* Starts the load thread and serves the proxy until both are done. */
+static int exp_serve(struct exp_live *x)
+{
+    uv_thread_t tid;
+    uv_async_init(&x->loop, &x->done, exp_on_done);
+    x->done.data = x;
+    uv_signal_init(&x->loop, &x->sigint);
+    uv_signal_init(&x->loop, &x->sigterm);
+    x->sigint.data = x->sigterm.data = x;
+    uv_signal_start(&x->sigint, exp_on_signal, SIGINT);
+    uv_signal_start(&x->sigterm, exp_on_signal, SIGTERM);
+    if (uv_thread_create(&tid, exp_load_thread, x)) {
+        fprintf(stderr, "slabtap experiment: cannot start the load thread\n");
+        x->load_rc = -1;
+        uv_async_send(&x->done);
+        uv_run(&x->loop, UV_RUN_DEFAULT);
+        return -1;
+    }
+    uv_run(&x->loop, UV_RUN_DEFAULT);
+    uv_thread_join(&tid);
+    return 0;
+}
+
+static int exp_run_one(const struct exp_options *o, const struct exp_run *r, struct exp_outcome *out)
+{
+    struct exp_live *x = calloc(1, sizeof *x);
+    struct workload *w = NULL;
+    struct workload_error werr;
+    struct mcserver mc;
+    char err[MCSERVER_ERR_MAX], options[1200], *text = NULL;
+    size_t tlen;
+    int rc = -1;
+    bool app_up = false;
+
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", r->name);
+    if (!x)
+        return -1;
+    uv_loop_init(&x->loop);
+    if (read_file(r->workload, &text, &tlen)) {
+        fprintf(stderr, "%s: %s\n", r->workload, strerror(errno));
+        goto out_loop;
+    }
+    if (workload_parse(r->workload, text, tlen, &w, &werr) != WORKLOAD_OK) {
+        fprintf(stderr, "%s\n", werr.msg);
+        goto out_loop;
+    }
+    if (mcserver_start(&mc, &x->loop, o->memcached, o->docker, o->image, r->mc_args, err, sizeof err)) {
+        fprintf(stderr, "slabtap experiment: run %s: %s\n", r->name, err);
+        goto out_loop;
+    }
+    snprintf(out->mc_cmdline, sizeof out->mc_cmdline, "%s", mc.argv_text);
+    struct app_config cfg;
+    int proxy_port = mcserver_free_port();
+    exp_app_config(&cfg, o, r, proxy_port, mc.port, options, sizeof options);
+    fprintf(stderr, "== run %s: %s\n", r->name, mc.argv_text);
+    if (app_open(&x->app, &x->loop, &cfg))
+        goto out_mc;
+    app_up = true;
+    out->run_id = x->app.run_id;
+    x->lc.target = cfg.proxy.listen_addr;
+    x->lc.source = LOAD_SRC_WORKLOAD;
+    x->lc.workload = w;
+    x->lc.on_phase = exp_load_phase;
+    x->lc.ud = x;
+    x->lc.progress = LOAD_PROGRESS_AUTO;
+    x->lc.stop = &x->stop;
+    exp_serve(x);
+    out->load = x->lr;
+    if (app_finish(&x->app)) {
+        fprintf(stderr, "slabtap experiment: run %s: rows could not be written\n", r->name);
+        goto out_mc;
+    }
+    app_up = false;
+    if (x->load_rc) {
+        fprintf(stderr, "slabtap experiment: run %s: load failed: %s: %s\n", r->name,
+                load_status_str(x->lr.status), x->lr.error);
+        goto out_mc;
+    }
+    rc = 0;
+out_mc:
+    if (app_up) {
+        app_close(&x->app, exp_app_closed);
+        uv_run(&x->loop, UV_RUN_DEFAULT);
+        app_finish(&x->app);
+    }
+    mcserver_stop(&mc);
+out_loop:
+    uv_run(&x->loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&x->loop))
+        fprintf(stderr, "slabtap experiment: warning: handles left open\n");
+    workload_free(w);
+    free(text);
+    free(x);
+    out->ok = rc == 0;
+    return rc;
+}
+
+/* --- metadata, gates, exports ---------------------------------------------------- */
+
+static void meta_put(sqlite3 *db, int64_t run_id, const char *key, const char *value)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO run_meta (run_id, key, value) VALUES (?1,?2,?3)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, value, -1, SQLITE_STATIC);
+    sqlite3_step(st);
+    sqlite3_finalize(st);
+}
+
+static uint64_t writes_sent(const struct load_result *l)
+{
+    uint64_t n = 0;
+    for (int c = 0; c < WORKLOAD_CMD_COUNT; c++)
+        if (workload_cmd_is_write((enum workload_cmd)c))
+            n += l->ops_by_cmd[c];
+    return n;
+}
+
+static void exp_write_meta(sqlite3 *db, const struct exp_spec *sp, const struct exp_run *r,
+                           const struct exp_outcome *o)
+{
+    char v[64];
+    meta_put(db, o->run_id, "experiment", sp->path);
+    meta_put(db, o->run_id, "memcached_command", o->mc_cmdline);
+    meta_put(db, o->run_id, "memcached_flags", r->mc_args);
+    meta_put(db, o->run_id, "memcached_version", o->load.server_version);
+    meta_put(db, o->run_id, "slabtap_version", SLABTAP_VERSION);
+    meta_put(db, o->run_id, "workload", r->workload);
+    meta_put(db, o->run_id, "workload_sha256", o->load.fingerprint);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)o->load.seed);
+    meta_put(db, o->run_id, "seed", v);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)o->load.ops);
+    meta_put(db, o->run_id, "ops_sent", v);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)writes_sent(&o->load));
+    meta_put(db, o->run_id, "writes_sent", v);
+    snprintf(v, sizeof v, "%u", o->load.connections);
+    meta_put(db, o->run_id, "connections", v);
+    snprintf(v, sizeof v, "%u", o->load.pipeline);
+    meta_put(db, o->run_id, "pipeline", v);
+    snprintf(v, sizeof v, "%.3f", o->load.elapsed_ns / 1e9);
+    meta_put(db, o->run_id, "load_seconds", v);
+}
+
+static int64_t count_rows(sqlite3 *db, int64_t run_id)
+{
+    sqlite3_stmt *st;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sets WHERE run_id = ?1 AND value_len IS NOT NULL",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+static int exp_gates(sqlite3 *db, const struct exp_spec *sp, const struct exp_run *r,
+                     const struct exp_outcome *o, const struct exp_outcome *all)
+{
+    int failed = 0;
+    int64_t rows = count_rows(db, o->run_id);
+    uint64_t sent = writes_sent(&o->load);
+    if (rows < 0 || (uint64_t)rows != sent) {
+        fprintf(stderr, "GATE FAILED %s: %lld writes recorded, %llu sent\n", r->name,
+                (long long)rows, (unsigned long long)sent);
+        failed++;
+    } else {
+        printf("gate ok   %-14s every write recorded: %lld rows = %llu writes sent\n", r->name,
+               (long long)rows, (unsigned long long)sent);
+    }
+    if (r->same_plan_as[0]) {
+        for (size_t i = 0; i < sp->nruns; i++) {
+            if (strcmp(sp->runs[i].name, r->same_plan_as))
+                continue;
+            if (strcmp(all[i].load.fingerprint, o->load.fingerprint)) {
+                fprintf(stderr, "GATE FAILED %s: workload fingerprint %.16s differs from %s's %.16s\n",
+                        r->name, o->load.fingerprint, r->same_plan_as, all[i].load.fingerprint);
+                failed++;
+            } else {
+                printf("gate ok   %-14s same workload as %s (sha256 %.16s...)\n", r->name,
+                       r->same_plan_as, o->load.fingerprint);
+            }
+        }
+    }
+    if (r->gate_model) {
+        struct replay_result *m = calloc(1, sizeof *m);
+        char err[256];
+        if (!m || model_replay_run(db, o->run_id, m, err, sizeof err)) {
+            fprintf(stderr, "GATE FAILED %s: model: %s\n", r->name, m ? err : "out of memory");
+            failed++;
+        } else if (!m->exact_expected || model_replay_mismatches(m)) {
+            fprintf(stderr, "GATE FAILED %s: memcached's counters differ from the slab model:\n",
+                    r->name);
+            model_replay_print(m, stderr);
+            failed++;
+        } else {
+            printf("gate ok   %-14s slab model predicts every class exactly (used_chunks, "
+                   "mem_requested, pages)\n", r->name);
+        }
+        if (m)
+            model_replay_free(m);
+        free(m);
+    }
+    return failed;
+}
+
+static void csv_field(FILE *f, const char *s)
+{
+    if (!s)
+        return;
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void bind_named(sqlite3_stmt *st, const char *name, const char *value)
+{
+    int i = sqlite3_bind_parameter_index(st, name);
+    if (i > 0 && value && value[0])
+        sqlite3_bind_text(st, i, value, -1, SQLITE_TRANSIENT);
+}
+
+/* Runs every statement of the query file; the rows of the last one that
+ * returns columns become the CSV. */
+static int exp_export_one(sqlite3 *db, const struct exp_options *o, const struct exp_export *e)
+{
+    char *sql = NULL, path[EXP_PATH_MAX * 2];
+    size_t len;
+    int rc = -1;
+    FILE *out = NULL;
+    if (read_file(e->query, &sql, &len)) {
+        fprintf(stderr, "%s: %s\n", e->query, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/%s", o->results, e->file);
+    const char *tail = sql;
+    while (tail && *tail) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(db, tail, -1, &st, &tail) != SQLITE_OK) {
+            fprintf(stderr, "%s: %s\n", e->query, sqlite3_errmsg(db));
+            goto out;
+        }
+        if (!st)
+            continue;
+        bind_named(st, "@run", e->run);
+        bind_named(st, "@a", e->a);
+        bind_named(st, "@b", e->b);
+        int ncol = sqlite3_column_count(st);
+        if (ncol > 0) {
+            if (out)
+                fclose(out);
+            if (!(out = fopen(path, "w"))) {
+                fprintf(stderr, "%s: %s\n", path, strerror(errno));
+                sqlite3_finalize(st);
+                goto out;
+            }
+            for (int c = 0; c < ncol; c++) {
+                if (c)
+                    fputc(',', out);
+                csv_field(out, sqlite3_column_name(st, c));
+            }
+            fputc('\n', out);
+        }
+        int step;
+        while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+            for (int c = 0; c < ncol; c++) {
+                if (c)
+                    fputc(',', out);
+                csv_field(out, (const char *)sqlite3_column_text(st, c));
+            }
+            fputc('\n', out);
+        }
+        sqlite3_finalize(st);
+        if (step != SQLITE_DONE) {
+            fprintf(stderr, "%s: %s\n", e->query, sqlite3_errmsg(db));
+            goto out;
+        }
+    }
+    rc = out ? 0 : -1;
+    if (rc)
+        fprintf(stderr, "%s: returns no rows to export\n", e->query);
+    else
+        printf("wrote %s (%s)\n", path, e->query);
+out:
+    if (out)
+        fclose(out);
+    free(sql);
+    return rc;
+}
+
+/* --- the command ------------------------------------------------------------------- */
+
+static void exp_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: slabtap experiment SPEC.exp [SPEC.exp ...] [options]\n\n"
+        "For each run of the spec: starts memcached with the run's flags on a free\n"
+        "loopback port, puts the recording proxy in front, sends the workload through\n"
+        "it, takes a final stats sample, checks the gates (every write recorded,\n"
+        "same-plan-as fingerprints, gate=model exactness), then writes the exports.\n\n"
+        "  --db FILE          database (default results/runs.db)\n"
+        "  --results DIR      where exports go (default results)\n"
+        "  --memcached PATH   memcached binary (default: memcached on PATH)\n"
+        "  --docker           run memcached with docker, image from docker/memcached.image\n"
+        "  --image REF        the image for --docker\n"
+        "  --stats-interval MS  stats poll interval (default 250)\n"
+        "  -h, --help         this text\n");
+}
+
+static int exp_default_image(char *out, size_t len, const char *argv0_dir)
+{
+    char path[EXP_PATH_MAX];
+    snprintf(path, sizeof path, "%s/docker/memcached.image", argv0_dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        f = fopen("docker/memcached.image", "r");
+    if (!f || !fgets(out, (int)len, f)) {
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    out[strcspn(out, "\r\n")] = '\0';
+    fclose(f);
+    return 0;
+}
+
+static int exp_run_spec(const struct exp_options *o, const char *path)
+{
+    struct exp_spec *sp = calloc(1, sizeof *sp);
+    struct exp_outcome *all = calloc(EXP_RUNS_MAX, sizeof *all);
+    sqlite3 *db = NULL;
+    int failed = 0;
+    if (!sp || !all || spec_load(sp, path)) {
+        failed = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < sp->nruns && !atomic_load(&exp_interrupted); i++)
+        if (exp_run_one(o, &sp->runs[i], &all[i]))
+            failed++;
+    if (failed || atomic_load(&exp_interrupted)) {
+        failed += !failed;
+        goto out;
+    }
+    if (sqlite3_open(o->db, &db) != SQLITE_OK) {
+        fprintf(stderr, "%s: %s\n", o->db, sqlite3_errmsg(db));
+        failed++;
+        goto out;
+    }
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    for (size_t i = 0; i < sp->nruns; i++)
+        exp_write_meta(db, sp, &sp->runs[i], &all[i]);
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    for (size_t i = 0; i < sp->nruns; i++)
+        failed += exp_gates(db, sp, &sp->runs[i], &all[i], all);
+    for (size_t i = 0; i < sp->nexports; i++)
+        failed += exp_export_one(db, o, &sp->exports[i]) != 0;
+out:
+    sqlite3_close(db);
+    free(sp);
+    free(all);
+    return failed;
+}
+
+int cli_experiment_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"db", required_argument, NULL, 'd'}, {"results", required_argument, NULL, 'r'},
+        {"memcached", required_argument, NULL, 'm'}, {"docker", no_argument, NULL, 'D'},
+        {"image", required_argument, NULL, 'i'}, {"stats-interval", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    struct exp_options o = {.db = "results/runs.db", .results = "results", .stats_ms = 250};
+    char image[256] = "";
+    int c, failed = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': o.db = optarg; break;
+        case 'r': o.results = optarg; break;
+        case 'm': o.memcached = optarg; break;
+        case 'D': o.docker = true; break;
+        case 'i': snprintf(image, sizeof image, "%s", optarg); break;
+        case 's': o.stats_ms = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 'h': exp_usage(stdout); return 0;
+        default: exp_usage(stderr); return 2;
+        }
+    }
+    if (optind >= argc || o.stats_ms < POLLER_INTERVAL_MIN_MS) {
+        fprintf(stderr, "slabtap experiment: %s\n", optind >= argc ? "need a spec file"
+                                                                  : "--stats-interval too small");
+        exp_usage(stderr);
+        return 2;
+    }
+    if (o.docker && !image[0] && exp_default_image(image, sizeof image, ".")) {
+        fprintf(stderr, "slabtap experiment: --docker needs docker/memcached.image or --image\n");
+        return 2;
+    }
+    o.image = image;
+    for (int i = optind; i < argc && !atomic_load(&exp_interrupted); i++)
+        failed += exp_run_spec(&o, argv[i]);
+    if (atomic_load(&exp_interrupted))
+        return 130;
+    return failed ? 1 : 0;
+}
+
+/* --- model advise --verify ------------------------------------------------------------ */
+
+void experiment_memcached_flags(const struct slab_settings *s, uint64_t mem_mb, char *out, size_t len)
+{
+    struct slab_settings d;
+    size_t n = 0;
+    slab_settings_default(&d);
+    n += (size_t)snprintf(out + n, len - n, "-m %llu", (unsigned long long)mem_mb);
+    if (s->n_slab_sizes) {
+        n += (size_t)snprintf(out + n, len - n, " -o slab_sizes=");
+        for (uint32_t i = 0; i < s->n_slab_sizes && n < len; i++)
+            n += (size_t)snprintf(out + n, len - n, "%s%u", i ? "-" : "", s->slab_sizes[i]);
+    } else {
+        n += (size_t)snprintf(out + n, len - n, " -n %u -f %.2f", s->chunk_size_min,
+                              s->growth_factor);
+    }
+    if (s->item_size_max != d.item_size_max && n < len)
+        n += (size_t)snprintf(out + n, len - n, " -I %u", s->item_size_max);
+    if (s->slab_chunk_max != s->slab_page_size / 2 && n < len)
+        n += (size_t)snprintf(out + n, len - n, " -o slab_chunk_max=%u", s->slab_chunk_max);
+    if (!s->use_cas && n < len)
+        snprintf(out + n, len - n, " -C");
+}
+
+/* Measured rounding waste of a live memcached: sum over classes. */
+static int measure_waste(int port, double *pct, uint64_t *waste, uint64_t *allocated)
+{
+    struct stats_sample *s = malloc(sizeof *s);
+    char err[256];
+    int rc = -1;
+    if (!s)
+        return -1;
+    stats_sample_init(s);
+    if (mcserver_stats(port, s, err, sizeof err) == 0) {
+        uint64_t alloc = 0, req = 0;
+        for (unsigned id = 0; id <= s->max_class_id; id++) {
+            int64_t chunk, used, r;
+            if (stats_sample_get(s, id, "chunk_size", &chunk) &&
+                stats_sample_get(s, id, "used_chunks", &used)) {
+                alloc += (uint64_t)(chunk * used);
+                if (stats_sample_get(s, id, "mem_requested", &r))
+                    req += (uint64_t)r;
+            }
+        }
+        *allocated = alloc;
+        *waste = alloc - req;
+        *pct = alloc ? 100.0 * (double)(alloc - req) / (double)alloc : 0;
+        rc = 0;
+    } else {
+        fprintf(stderr, "slabtap model advise --verify: %s\n", err);
+    }
+    stats_sample_fini(s);
+    free(s);
+    return rc;
+}
+
+static int verify_one(const char *label, const char *db_path, const struct replay_result *r,
+                      const struct slab_settings *s, const struct advise_eval *pred,
+                      const char *memcached)
+{
+    uv_loop_t loop;
+    struct mcserver mc;
+    struct load_result *lr = calloc(1, sizeof *lr);
+    struct load_config lc = {0};
+    char flags[EXP_ARGS_MAX * 2], err[MCSERVER_ERR_MAX];
+    double pct = 0;
+    uint64_t waste = 0, alloc = 0;
+    int rc = -1;
+    /* room for every item twice over, so nothing is evicted */
+    uint64_t mem_mb = pred->allocated / (1024 * 1024) * 2 + 64;
+    experiment_memcached_flags(s, mem_mb, flags, sizeof flags);
+    uv_loop_init(&loop);
+    if (!lr || mcserver_start(&mc, &loop, memcached, false, NULL, flags, err, sizeof err)) {
+        fprintf(stderr, "slabtap model advise --verify: %s\n", lr ? err : "out of memory");
+        goto out;
+    }
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", mc.port);
+    cli_parse_addr(target, &lc.target);
+    lc.source = LOAD_SRC_REPLAY_DB;
+    lc.path = db_path;
+    lc.replay_run = r->run_id;
+    lc.progress = LOAD_PROGRESS_OFF;
+    if (load_run(&lc, lr)) {
+        fprintf(stderr, "slabtap model advise --verify: replay: %s\n", lr->error);
+    } else if (measure_waste(mc.port, &pct, &waste, &alloc) == 0) {
+        double diff = pct - pred->waste_pct;
+        printf("  verify %-24s memcached %s: measured waste %6.2f %% (%llu of %llu bytes), "
+               "predicted %6.2f %%, difference %+.3f pp %s\n",
+               label, flags, pct, (unsigned long long)waste, (unsigned long long)alloc,
+               pred->waste_pct, diff, fabs(diff) <= 0.1 ? "ok" : "OUT OF TOLERANCE");
+        rc = fabs(diff) <= 0.1 ? 0 : -1;
+    }
+    mcserver_stop(&mc);
+out:
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    free(lr);
+    return rc;
+}
+
+int model_verify(const char *db_path, const struct replay_result *r,
+                 const struct slab_settings *best, const struct advise_eval *best_eval,
+                 const struct slab_settings *fitted, const struct advise_eval *fitted_eval,
+                 const char *memcached)
+{
+    struct advise_eval own;
+    int failed = 0;
+    advise_evaluate(&r->ladder, &r->live, &own);
+    printf("verifying by replaying run %lld against memcached with each setting:\n",
+           (long long)r->run_id);
+    failed += verify_one("the run's own settings", db_path, r, &r->settings, &own, memcached) != 0;
+    failed += verify_one("best -f/-n", db_path, r, best, best_eval, memcached) != 0;
+    failed += verify_one("fitted slab_sizes", db_path, r, fitted, fitted_eval, memcached) != 0;
+    return failed;
+}

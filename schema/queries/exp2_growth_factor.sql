@@ -1,0 +1,12 @@
+-- Experiment 2: the same worst-case items under two growth factors. One row
+-- per run: the factor, how many classes the ladder has, how many the items
+-- used, what they asked for and what memcached pinned, the waste.
+-- The runs: @a and @b (names or ids).
+SELECT r.name AS run, s.growth_factor, s.classes_in_ladder, s.classes_in_use,
+       s.curr_items AS items, s.mem_requested, s.allocated, s.waste_bytes, s.waste_pct,
+       s.bytes AS global_bytes
+FROM run_summary s JOIN runs r USING (run_id)
+WHERE r.run_id IN (
+  (SELECT run_id FROM runs WHERE run_id = @a OR name = @a ORDER BY run_id DESC LIMIT 1),
+  (SELECT run_id FROM runs WHERE run_id = @b OR name = @b ORDER BY run_id DESC LIMIT 1))
+ORDER BY s.growth_factor DESC;

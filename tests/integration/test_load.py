@@ -1,0 +1,413 @@
+#!/usr/bin/python3
+"""test_load: `slabtap load` against a real memcached.
+
+1. A small workload (phases, fill/over sizes from the live ladder, a
+   rewritten working set with noreply, gets, deletes) leaves exactly the
+   items it should: `stats` curr_items / total_items and `stats items`
+   number / mem_requested per class match what the plan implies, and the
+   summary's answers match too.
+2. The fingerprint: the same workload twice (and its --dry-run) gives the
+   same fingerprint; a one-byte change or another seed gives another.
+3. Errors: a bad workload exits 1 naming file:line before connecting; a bad
+   flag exits 2 with usage; --help exits 0; a closed port exits 1.
+4. Trace replays (tests/data/twitter_sample.csv, cachelib_sample.csv): the
+   answers and the items left equal a simulation of memcached's semantics
+   over the trace's keys (per-key order is kept, so this is exact).
+5. Recorded runs: a synthetic `sets` table (full, prefix-only and hash-only
+   keys, two runs) and a run recorded by `slabtap proxy --keys hash` replay
+   into a fresh memcached with the same items per slab class, byte for byte
+   of mem_requested.
+
+Needs memcached on PATH and $SLABTAP (default /tmp/bl/slabtap). Binds
+127.0.0.1 only; every wait is bounded.
+"""
+import csv
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import unittest
+
+os.environ.setdefault("SLABTAP", "/tmp/bl/slabtap")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mctest  # noqa: E402
+
+SLABTAP = os.environ["SLABTAP"]
+SRC = os.environ.get("SLABTAP_SRC") or os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(SRC, "tests", "data")
+TTL_MAX = 2592000
+
+
+def run_load(args, timeout=300):
+    """(rc, stdout, stderr) of `slabtap load ARGS`; fails on a sanitizer report."""
+    env = dict(os.environ)
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+    p = subprocess.run([SLABTAP, "load"] + list(args), stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=timeout, env=env)
+    out, err = p.stdout.decode(), p.stderr.decode()
+    bad = mctest.sanitizer_errors(err)
+    if bad:
+        raise AssertionError("sanitizer report from slabtap load:\n" + err[-6000:])
+    return p.returncode, out, err
+
+
+def summary(out):
+    """The `label: value` lines of the summary as a dict."""
+    d = {}
+    for line in out.splitlines():
+        m = re.match(r"^([a-z/ ]+):\s+(.*)$", line)
+        if m:
+            d[m.group(1)] = m.group(2)
+    return d
+
+
+def counts(text):
+    """'STORED 3, hit 2' -> {'STORED': 3, 'hit': 2}; 'none' -> {}."""
+    if text == "none":
+        return {}
+    return {k: int(v) for k, v in (part.rsplit(" ", 1) for part in text.split(", "))}
+
+
+def mc_stats(port, what=""):
+    cmd = ("stats %s" % what).strip().encode() + b"\r\n"
+    with mctest.connect(port) as s:
+        s.sendall(cmd)
+        data = mctest.recv_until(s, b"END\r\n", timeout=20).decode()
+    d = {}
+    for line in data.splitlines():
+        if line.startswith("STAT "):
+            _, k, v = line.split(" ", 2)
+            d[k] = v
+    return d
+
+
+def items_by_class(port):
+    """{class: (number, mem_requested)} from `stats items`."""
+    out = {}
+    for k, v in mc_stats(port, "items").items():
+        m = re.match(r"items:(\d+):(number|mem_requested)$", k)
+        if m:
+            cls = int(m.group(1))
+            num, req = out.get(cls, (0, 0))
+            out[cls] = (int(v), req) if m.group(2) == "number" else (num, int(v))
+    return out
+
+
+def ntotal(key_len, flags, value_len, cas=True):
+    return 48 + key_len + 1 + (4 if flags else 0) + value_len + 2 + (8 if cas else 0)
+
+
+def fnv1a64(b):
+    h = 0xcbf29ce484222325
+    for c in b:
+        h ^= c
+        h = (h * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def signed64(v):
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+class Sim:
+    """memcached's text-protocol semantics over key identities, as the
+    answers the load generator counts."""
+
+    def __init__(self):
+        self.live = {}  # identity -> (key_len, flags, value_len)
+        self.answers = {}
+
+    def _ans(self, a):
+        self.answers[a] = self.answers.get(a, 0) + 1
+
+    def op(self, cmd, ident, key_len, value_len=0, flags=0):
+        have = ident in self.live
+        if cmd in ("get", "gets"):
+            self._ans("hit" if have else "miss")
+        elif cmd == "set":
+            self.live[ident] = (key_len, flags, value_len)
+            self._ans("STORED")
+        elif cmd == "add" or cmd == "replace":
+            if have == (cmd == "replace"):
+                self.live[ident] = (key_len, flags, value_len)
+                self._ans("STORED")
+            else:
+                self._ans("NOT_STORED")
+        elif cmd in ("append", "prepend"):
+            if have:
+                kl, fl, vl = self.live[ident]
+                self.live[ident] = (kl, fl, vl + value_len)
+                self._ans("STORED")
+            else:
+                self._ans("NOT_STORED")
+        elif cmd == "delete":
+            self._ans("DELETED" if have else "NOT_FOUND")
+            self.live.pop(ident, None)
+        elif cmd == "touch":
+            self._ans("TOUCHED" if have else "NOT_FOUND")
+        elif cmd in ("incr", "decr"):
+            # the generator's values are letters: memcached refuses to count
+            self._ans("CLIENT_ERROR" if have else "NOT_FOUND")
+        else:
+            raise AssertionError("unknown command " + cmd)
+
+    def mem_requested(self):
+        return sum(ntotal(*v) for v in self.live.values())
+
+
+class LoadBase(unittest.TestCase):
+    def setUp(self):
+        self.w = mctest.Workdir(prefix="slabtap-load-")
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            p.kill_hard()
+        self.w.cleanup()
+
+    def memcached(self, extra=(), name="memcached"):
+        mc = mctest.Memcached(self.w.path, extra=list(extra), name=name)
+        self.procs.append(mc)
+        return mc
+
+    def write(self, name, text):
+        path = os.path.join(self.w.path, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def load_ok(self, args, timeout=300):
+        rc, out, err = run_load(args, timeout)
+        self.assertEqual(rc, 0, "slabtap load %s: rc %d\nstdout:\n%s\nstderr:\n%s"
+                         % (" ".join(args), rc, out, err[-3000:]))
+        return summary(out), err
+
+
+WORKLOAD = """\
+# integration workload: every item count below follows from these lines
+connections 3
+pipeline 16
+seed 9
+phase fill
+set 3000 key=it:{i} size=over(12)
+set 500 key=sm:{i} size=fill(3) flags=5
+phase rewrite
+repeat 3 {
+  set 200 key=ws:{i%100} size=uniform(100,400) noreply
+}
+get 50 key=it:{i}
+gets 5 key=nope:{i}
+delete 10 key=it:{i}
+"""
+
+
+class WorkloadRun(LoadBase):
+    def test_items_match_the_plan(self):
+        mc = self.memcached()
+        wl = self.write("it.wl", WORKLOAD)
+        s, err = self.load_ok(["--target", "127.0.0.1:%d" % mc.port, "--workload", wl])
+        self.assertEqual(int(s["ops"]), 3000 + 500 + 600 + 50 + 5 + 10)
+        self.assertEqual(counts(s["answers"]),
+                         {"STORED": 3500, "hit": 50, "miss": 5, "DELETED": 10})
+        self.assertEqual(s["writes answered"], "3500")
+        self.assertTrue(s["noreply"].startswith("600 confirmed"), s["noreply"])
+        self.assertEqual(s["errors"], "0")
+        self.assertEqual(s["phases"], "2")
+        self.assertIn("phase fill", err)
+        self.assertIn("phase rewrite", err)
+        st = mc_stats(mc.port)
+        self.assertEqual(int(st["curr_items"]), 2990 + 500 + 100)
+        self.assertEqual(int(st["total_items"]), 3000 + 500 + 600)
+        items = items_by_class(mc.port)
+        # over(12): 945 bytes, just past class 11's 944; fill(3): exactly 152
+        self.assertEqual(items[12], (2990, 2990 * 945))
+        self.assertEqual(items[3], (500, 500 * 152))
+        ws = sum(n for c, (n, _) in items.items() if c not in (3, 12))
+        self.assertEqual(ws, 100)
+
+    def test_ladder_comes_from_the_server(self):
+        # -f 1.08 -n 32: over(12) must land one byte past that ladder's class 11
+        mc = self.memcached(extra=["-f", "1.08", "-n", "32"])
+        wl = self.write("f108.wl", "set 100 key=k{i} size=over(12)\nset 100 key=j{i} size=fill(20)\n")
+        ladder = subprocess.run([SLABTAP, "model", "ladder", "-f", "1.08", "-n", "32"],
+                                capture_output=True, timeout=60).stdout.decode()
+        chunks = [int(m) for m in re.findall(r"chunk size\s+(\d+)", ladder)]
+        self.load_ok(["--target", "127.0.0.1:%d" % mc.port, "--workload", wl, "--quiet"])
+        items = items_by_class(mc.port)
+        self.assertEqual(items[12], (100, 100 * (chunks[10] + 1)))
+        self.assertEqual(items[20], (100, 100 * chunks[19]))
+
+
+class Fingerprints(LoadBase):
+    def fp(self, args):
+        s, _ = self.load_ok(args)
+        self.assertRegex(s["fingerprint"], r"^[0-9a-f]{64}$")
+        return s["fingerprint"]
+
+    def test_same_plan_same_fingerprint(self):
+        mc = self.memcached()
+        text = "set 2000 key=f:{rand:500} size=uniform(1,3000)\nget 100 key=f:{i}\n"
+        wl = self.write("fp.wl", text)
+        target = ["--target", "127.0.0.1:%d" % mc.port, "--quiet"]
+        a = self.fp(target + ["--workload", wl])
+        b = self.fp(target + ["--workload", wl, "--connections", "1", "--pipeline", "3"])
+        dry = self.fp(["--dry-run", "--workload", wl])
+        self.assertEqual(a, b)
+        self.assertEqual(a, dry)
+        self.assertNotEqual(a, self.fp(["--dry-run", "--workload", wl, "--seed", "1"]))
+        changed = self.write("fp2.wl", text.replace("3000", "3001"))
+        self.assertNotEqual(a, self.fp(target + ["--workload", changed]))
+
+    def test_dry_run_ladder_flags(self):
+        wl = self.write("d.wl", "set 10 key=d{i} size=fill(12)\n")
+        default = self.fp(["--dry-run", "--workload", wl])
+        self.assertEqual(default, self.fp(["--dry-run", "--workload", wl, "-f", "1.25"]))
+        self.assertNotEqual(default, self.fp(["--dry-run", "--workload", wl, "-f", "1.08"]))
+        self.assertNotEqual(default, self.fp(["--dry-run", "--workload", wl, "--no-cas"]))
+
+
+class Errors(LoadBase):
+    def test_bad_workload_names_file_and_line(self):
+        wl = self.write("bad.wl", "# a comment\nseed 3\nset 10 key=x{i} size=fil(12)\n")
+        # port 9 (discard) is never memcached: the parse must fail first
+        rc, out, err = run_load(["--target", "127.0.0.1:9", "--workload", wl])
+        self.assertEqual(rc, 1, err)
+        self.assertIn("%s:3: unknown size 'fil(12)'" % wl, err)
+
+    def test_usage(self):
+        rc, out, err = run_load(["--bogus"])
+        self.assertEqual(rc, 2)
+        self.assertIn("usage: slabtap load", err)
+        rc, out, err = run_load(["--help"])
+        self.assertEqual(rc, 0)
+        self.assertIn("usage: slabtap load", out)
+        rc, out, err = run_load(["--workload", "x.wl"])  # no --target
+        self.assertEqual(rc, 2)
+        rc, out, err = run_load(["--target", "127.0.0.1:1", "--workload", "a", "--twitter-trace", "b"])
+        self.assertEqual(rc, 2)
+
+    def test_closed_port(self):
+        wl = self.write("ok.wl", "set 1 key=a size=1\n")
+        rc, out, err = run_load(["--target", "127.0.0.1:%d" % mctest.free_port(), "--workload", wl])
+        self.assertEqual(rc, 1)
+        self.assertIn("cannot connect", err)
+
+    def test_bad_trace_line(self):
+        path = self.write("bad.csv", "1,k1,2,10,1,set,0\n2,k1,2,10,1,get,0\n3,k2,2,1,1,frob,0\n")
+        rc, out, err = run_load(["--dry-run", "--twitter-trace", path])
+        self.assertEqual(rc, 1)
+        self.assertIn("%s:3: unknown operation 'frob'" % path, err)
+
+
+def twitter_ops(path):
+    with open(path) as f:
+        for row in csv.reader(f):
+            if not row:
+                continue
+            key, ksize, vsize, op = ",".join(row[1:-5]), int(row[-5]), int(row[-4]), row[-2]
+            yield ("set" if op == "cas" else op), (key, ksize), ksize, vsize
+
+
+def cachelib_ops(path):
+    names = {"get": "get", "get_lease": "get", "set": "set", "set_lease": "set", "delete": "delete"}
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            ksize = min(int(row["key_size"]), 250)
+            for _ in range(int(row["op_count"])):
+                yield names[row["op"].lower()], (row["key"], ksize), ksize, int(row["size"] or 0)
+
+
+class TraceReplay(LoadBase):
+    def replay(self, flag, path, ops):
+        mc = self.memcached()
+        sim = Sim()
+        n = 0
+        for cmd, ident, klen, vlen in ops:
+            sim.op(cmd, ident, klen, vlen if cmd not in ("get", "gets", "delete", "incr", "decr") else 0)
+            n += 1
+        s, _ = self.load_ok(["--target", "127.0.0.1:%d" % mc.port, flag, path,
+                             "--connections", "3", "--pipeline", "4"])
+        self.assertEqual(int(s["ops"]), n)
+        self.assertEqual(counts(s["answers"]), sim.answers)
+        st = mc_stats(mc.port)
+        self.assertEqual(int(st["curr_items"]), len(sim.live))
+        self.assertEqual(sum(r for _, r in items_by_class(mc.port).values()), sim.mem_requested())
+        dry, _ = self.load_ok(["--dry-run", flag, path])
+        self.assertEqual(dry["fingerprint"], s["fingerprint"])
+
+    def test_twitter(self):
+        path = os.path.join(DATA, "twitter_sample.csv")
+        self.replay("--twitter-trace", path, list(twitter_ops(path)))
+
+    def test_cachelib(self):
+        path = os.path.join(DATA, "cachelib_sample.csv")
+        self.replay("--cachelib-trace", path, list(cachelib_ops(path)))
+
+
+SETS_DDL = """CREATE TABLE sets (run_id INTEGER NOT NULL, seq INTEGER NOT NULL,
+  conn_id INTEGER NOT NULL, t_ns INTEGER NOT NULL, cmd TEXT NOT NULL, key TEXT,
+  key_hash INTEGER NOT NULL, key_len INTEGER NOT NULL, value_len INTEGER, flags INTEGER,
+  exptime INTEGER, answer TEXT NOT NULL, latency_ns INTEGER, class_id INTEGER,
+  PRIMARY KEY (run_id, seq))"""
+
+
+class RecordedReplay(LoadBase):
+    def test_synthetic_sets_table(self):
+        db = os.path.join(self.w.path, "rec.db")
+        con = sqlite3.connect(db)
+        con.execute(SETS_DDL)
+        sim = Sim()
+        rows = []
+        for i in range(300):
+            key = "user:%05d:profile" % (i % 120)
+            kb = key.encode()
+            mode = i % 3  # 0 full key, 1 prefix only, 2 hash only
+            text = key if mode == 0 else ("user" if mode == 1 else None)
+            cmd = ["set", "set", "cas", "ms", "add", "delete", "md", "touch", "incr", "append"][i % 10]
+            vlen = None if cmd in ("delete", "md", "touch", "incr") else 50 + (i * 37) % 2000
+            flags = None if vlen is None else i % 3
+            answer = "noreply" if i % 11 == 0 and cmd == "set" else "STORED"
+            rows.append((2, i, 1, 0, cmd, text, signed64(fnv1a64(kb)), len(kb), vlen, flags, 0, answer))
+            sent = {"cas": "set", "ms": "set", "md": "delete"}.get(cmd, cmd)
+            before = dict(sim.answers)
+            sim.op(sent, kb, len(kb), vlen or 0, flags or 0)
+            if answer == "noreply":
+                sim.answers = before
+        rows.append((1, 0, 1, 0, "set", "other", 1, 5, 10, 0, 0, "STORED"))
+        rows.append((2, 999, 1, 0, "get", "x", 2, 1, None, None, None, "hit"))  # not replayable
+        con.executemany("INSERT INTO sets (run_id, seq, conn_id, t_ns, cmd, key, key_hash, key_len,"
+                        " value_len, flags, exptime, answer) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        con.commit()
+        con.close()
+        mc = self.memcached()
+        s, _ = self.load_ok(["--target", "127.0.0.1:%d" % mc.port, "--replay-db", db])
+        self.assertIn("run 2 (1 rows not replayable)", s["source"])
+        self.assertEqual(int(s["ops"]), 300)
+        self.assertEqual(counts(s["answers"]), sim.answers)
+        self.assertEqual(int(mc_stats(mc.port)["curr_items"]), len(sim.live))
+        self.assertEqual(sum(r for _, r in items_by_class(mc.port).values()), sim.mem_requested())
+        s1, _ = self.load_ok(["--dry-run", "--replay-db", db, "--replay-run", "1"])
+        self.assertEqual(s1["ops"], "1")
+
+    def test_run_recorded_by_the_proxy(self):
+        a = self.memcached(name="mc-a")
+        px = mctest.Proxy(self.w.path, a.port, keys="hash", extra=["--http", "off"])
+        self.procs.append(px)
+        wl = self.write("rec.wl", "seed 4\nset 2000 key=r:{i} size=uniform(10,5000) flags=3\n"
+                        "set 500 key=r:{rand:3000} size=choice(60,900,20000) noreply\n"
+                        "delete 100 key=r:{i}\nappend 50 key=r:{i%300} size=7\n")
+        self.load_ok(["--target", "127.0.0.1:%d" % px.port, "--workload", wl, "--quiet"])
+        px.assert_clean_exit(self, px.stop())
+        want = items_by_class(a.port)
+        b = self.memcached(name="mc-b")
+        s, _ = self.load_ok(["--target", "127.0.0.1:%d" % b.port, "--replay-db", px.db])
+        self.assertEqual(int(s["ops"]), 2650)
+        self.assertEqual(items_by_class(b.port), want)
+        self.assertEqual(mc_stats(b.port)["curr_items"], mc_stats(a.port)["curr_items"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
