@@ -1,37 +1,58 @@
 #!/usr/bin/env bash
-# The main job. Until the experiment runner lands this is a demo: it builds
-# slabtap, starts its own memcached on a free loopback port, puts the proxy
-# in front, sends a small load through it and prints what was recorded.
+# The main job: the three experiments of the reference harness, through the
+# recording proxy, each run against a memcached this script's runner starts
+# itself (the memcached on PATH; MEMCACHED=/path/to/memcached for another,
+# SLABTAP_DOCKER=1 for the digest-pinned image in docker/). Writes results/:
+# the CSVs and summary.txt, every figure produced by a query in
+# schema/queries over results/runs.db.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS=(build-essential cmake pkg-config libuv1-dev libhttp-parser-dev libsqlite3-dev sqlite3 memcached python3 python3-pymemcache)
+
+PKGS=(build-essential cmake pkg-config libuv1-dev libhttp-parser-dev libsqlite3-dev sqlite3 memcached)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
+  echo "experiments/run.sh: installing ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
-mkdir -p results
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-MC_PORT=$(free_port); PX_PORT=$(free_port)
-USER_FLAG=(); [ "$(id -u)" -eq 0 ] && USER_FLAG=(-u root)
-memcached "${USER_FLAG[@]}" -l 127.0.0.1 -p "$MC_PORT" -U 0 -m 64 & MC=$!
-trap 'kill $MC ${PX:-} 2>/dev/null || true' EXIT
-rm -f results/demo.db
-build/slabtap proxy --listen 127.0.0.1:$PX_PORT --upstream 127.0.0.1:$MC_PORT --db results/demo.db --run demo & PX=$!
-sleep 0.5
-/usr/bin/python3 - "$PX_PORT" <<'PY'
-import sys
-from pymemcache.client.base import Client
-c = Client(("127.0.0.1", int(sys.argv[1])))
-for i in range(10000):
-    c.set(f"demo:{i}", b"x" * (i % 2000), noreply=False)
-print("sent 10000 sets through the proxy")
-PY
-kill -TERM $PX; wait $PX
-sqlite3 -header -column results/demo.db "select cmd, answer, count(*) writes, sum(value_len) bytes from sets group by 1,2"
+
+RESULTS=${RESULTS_DIR:-results}
+mkdir -p "$RESULTS"
+rm -f "$RESULTS/runs.db" "$RESULTS/runs.db-wal" "$RESULTS/runs.db-shm"
+RUNNER=(build/slabtap experiment --db "$RESULTS/runs.db" --results "$RESULTS")
+[ -n "${MEMCACHED:-}" ] && RUNNER+=(--memcached "$MEMCACHED")
+[ -n "${SLABTAP_DOCKER:-}" ] && RUNNER+=(--docker)
+
+{
+  echo "slabtap $(build/slabtap --version | cut -d' ' -f2) -- memcached slab experiments through the recording proxy"
+  echo "memcached: ${MEMCACHED:-$(command -v memcached)} ($(${MEMCACHED:-memcached} -V))"
+  echo "started: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(nproc) cores"
+  echo
+  start=$(date +%s)
+  "${RUNNER[@]}" experiments/exp1_rounding.exp experiments/exp2_growth_factor.exp \
+                 experiments/exp3_calcification.exp 2>&1 | grep -v '^slabtap load: .*ETA'
+  sqlite3 -header -csv "$RESULTS/runs.db" < schema/queries/run_metadata.sql > "$RESULTS/run_metadata.csv"
+  echo "wrote $RESULTS/run_metadata.csv (schema/queries/run_metadata.sql)"
+  echo
+  echo "== results (schema/queries/headline.sql)"
+  sqlite3 -header -column "$RESULTS/runs.db" < schema/queries/headline.sql
+  echo
+  echo "== exp1 worst case, per class (schema/queries/exp_waste.sql)"
+  cat "$RESULTS/exp1_worst_case.csv"
+  echo
+  echo "== exp2 growth factor (schema/queries/exp2_growth_factor.sql)"
+  cat "$RESULTS/exp2_growth_factor.csv"
+  echo
+  echo "== exp3 calcification (schema/queries/exp3_calcification.sql)"
+  cat "$RESULTS/exp3_calcification.csv"
+  echo
+  echo "all three experiments in $(( $(date +%s) - start )) s; query them: sqlite3 $RESULTS/runs.db"
+} 2>&1 | tee "$RESULTS/summary.txt"
+exit "${PIPESTATUS[0]}"

@@ -351,7 +351,8 @@ void model_replay_print(const struct replay_result *r, FILE *out)
                      "items memcached held that the run did not write %lld; %d classes differ\n",
                 (long long)r->evictions, (long long)r->slabs_moved, (long long)r->reclaimed,
                 (unsigned long long)r->ttl_writes, (unsigned long long)r->untracked,
-                (long long)r->rows_dropped, (long long)r->foreign_items, diff);
+                (long long)r->rows_dropped, (long long)(r->foreign_items > 0 ? r->foreign_items : 0),
+                diff);
     } else if (diff == 0) {
         fprintf(out, "verdict: EXACT -- every class matches memcached's own counters\n");
     } else {

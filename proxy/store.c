@@ -88,7 +88,7 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
         goto out;
     /* upgrade and schema in one transaction: all of it or none */
     if (store_upgrade(s, from, err, errlen) || exec(s, slabtap_schema_sql, err, errlen)) {
-        char ignored[64];
+        char ignored[1536];
         exec(s, "ROLLBACK", ignored, sizeof ignored);
         goto out;
     }

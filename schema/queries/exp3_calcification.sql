@@ -30,8 +30,8 @@ SELECT r.name AS run, rs.slab_automove AS automove, b.name AS phase,
        sm.class_id AS small_class, lg.class_id AS large_class,
        json_extract(e.stats, '$.evictions') - coalesce(json_extract(f.stats, '$.evictions'), 0)
          AS global_evictions,
-       (SELECT total_pages FROM class_stats c WHERE c.sample_id = b.end_id AND c.class_id = lg.class_id)
-         AS large_class_pages,
+       coalesce((SELECT total_pages FROM class_stats c WHERE c.sample_id = b.end_id
+                 AND c.class_id = lg.class_id), 0) AS large_class_pages,
        (SELECT free_chunks FROM class_stats c WHERE c.sample_id = b.end_id AND c.class_id = sm.class_id)
          AS small_class_free_chunks,
        coalesce((SELECT evicted FROM class_stats c WHERE c.sample_id = b.end_id AND c.class_id = lg.class_id), 0)

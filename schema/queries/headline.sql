@@ -11,10 +11,10 @@ big AS (    -- exp3: the class the last phase's writes went to, at the run's end
   WHERE cs.class_id = (SELECT s.class_id FROM sets s WHERE s.run_id = l.run_id AND s.class_id IS NOT NULL
                        ORDER BY s.seq DESC LIMIT 1))
 SELECT '1 rounding waste' AS experiment,
-       printf('same %,d items, chunk %d: %.1f %% of allocated wasted (just over the boundary) vs %.1f %% (snug fit); %.1f MB thrown away',
+       printf('same %,d items, chunk %d: %.1f %% of allocated wasted (just over the boundary) vs %.1f %% (snug fit); %.1f MB thrown away for identical data',
               w.curr_items, (SELECT max(chunk_size) FROM slab_waste WHERE sample_id =
                  (SELECT max(sample_id) FROM samples WHERE run_id = w.run_id) AND used_chunks > 0),
-              w.waste_pct, b.waste_pct, w.waste_bytes / 1048576.0) AS headline
+              w.waste_pct, b.waste_pct, w.waste_bytes / 1e6) AS headline
 FROM latest w, latest b WHERE w.run = 'exp1_worst' AND b.run = 'exp1_best'
 UNION ALL
 SELECT '2 growth factor',
