@@ -2,6 +2,7 @@
  * Must never exit without app_finish once app_open succeeded: that is what
  * writes the last rows. */
 #include <getopt.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,11 +55,14 @@ static void proxy_usage(FILE *out)
         APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS, DEFAULT_HTTP);
 }
 
-/* HOST:PORT (IPv4 or [IPv6]:PORT) into a sockaddr. */
+/* HOST:PORT into a sockaddr: IPv4, [IPv6], or a name resolved once, here
+ * at start-up (getaddrinfo blocks; the loop is not running yet), so
+ * `--upstream memcached:11211` works inside docker compose. */
 int cli_parse_addr(const char *text, struct sockaddr_storage *out)
 {
     char host[256];
     const char *colon = strrchr(text, ':');
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
     if (!colon || colon == text || strlen(colon + 1) == 0)
         return -1;
     size_t hl = (size_t)(colon - text);
@@ -74,9 +78,13 @@ int cli_parse_addr(const char *text, struct sockaddr_storage *out)
         host[hl - 1] = '\0';
         return uv_ip6_addr(host + 1, (int)port, (struct sockaddr_in6 *)out) ? -1 : 0;
     }
-    if (!strcmp(host, "localhost"))
-        strcpy(host, "127.0.0.1");
-    return uv_ip4_addr(host, (int)port, (struct sockaddr_in *)out) ? -1 : 0;
+    if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)out) == 0)
+        return 0;
+    if (getaddrinfo(host, colon + 1, &hints, &res) || !res)
+        return -1;
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
 }
 
 static void on_app_closed(struct app *a)
