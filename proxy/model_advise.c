@@ -80,15 +80,19 @@ static uint64_t item_allocated(const struct slab_ladder *l, uint64_t ntotal, uin
         return *cls ? l->cls[*cls].chunk_size : 0;
     }
     /* memcached's chunked layout: a header item of the key and suffix plus
-     * two 48-byte headers (approximated from ntotal), then data chunks of at
-     * most slab_chunk_max each carrying a 48-byte chunk header. */
-    uint64_t data = ntotal - SLAB_MODEL_ITEM_HEADER;
+     * two 48-byte headers, then the value (with its \r\n) in data chunks of
+     * at most slab_chunk_max each carrying a 48-byte chunk header. Only
+     * ntotal is known, so key + 1 + suffix + CAS is taken as 16 bytes, in
+     * the header and in the value alike. */
+    const uint64_t keypart = 16;
+    uint64_t data = ntotal - SLAB_MODEL_ITEM_HEADER - keypart;
     uint64_t per = l->slab_chunk_max - SLAB_MODEL_CHUNK_HEADER;
     uint64_t full = data / per, rest = data % per;
     uint64_t bytes = (uint64_t)l->slab_chunk_max * full;
     if (rest)
         bytes += l->cls[slab_ladder_class_for(l, rest + SLAB_MODEL_CHUNK_HEADER)].chunk_size;
-    bytes += l->cls[slab_ladder_class_for(l, 2 * SLAB_MODEL_ITEM_HEADER + 16)].chunk_size;
+    bytes += l->cls[slab_ladder_class_for(l, SLAB_MODEL_ITEM_HEADER + SLAB_MODEL_CHUNK_HEADER +
+                                                 keypart)].chunk_size;
     *cls = l->n_classes;
     return bytes;
 }
@@ -132,6 +136,12 @@ int advise_search_factor(const struct slab_settings *base, const struct advise_h
 {
     struct slab_ladder l;
     bool found = false;
+    /* the base itself, so the answer is never worse than what runs now */
+    if (!base->n_slab_sizes && slab_ladder_build(base, &l, NULL, 0) == SLAB_OK) {
+        *best = *base;
+        advise_evaluate(&l, h, best_eval);
+        found = true;
+    }
     for (uint32_t n = 8; n <= 512; n += 8) {
         for (int f100 = 101; f100 <= 200; f100++) {
             struct slab_settings s = *base;
@@ -203,30 +213,46 @@ static size_t fit_buckets(const struct advise_hist *h, uint64_t max_size, uint64
     return out;
 }
 
-/* dp[k][j]: least allocated bytes covering buckets 0..j with k classes, the
- * last ending at j. Classes must grow by more than 8 bytes (memcached). */
-static int fit_dp(const struct bucket *b, size_t m, uint32_t kmax, uint64_t *tops, uint32_t *nk)
+/* dp[k][j][s]: least allocated bytes covering buckets 0..j with k classes,
+ * the last ending at j, whose raw slab size can be as low as top - s
+ * (s = 0..7). memcached checks each raw size to be more than 8 above the
+ * previous one and only then rounds it up to 8, so raw 97-112 gives chunks
+ * 104 and 112: neighbouring 8-byte slots are allowed while that slack
+ * lasts, wider steps always are. The buckets after the last class go to
+ * the slab_chunk_max class memcached adds anyway. */
+#define FIT_SLACK SLAB_MODEL_CHUNK_ALIGN
+
+static int fit_dp(const struct bucket *b, size_t m, uint32_t kmax, uint64_t min_size,
+                  uint64_t chunk_max, uint64_t *tops, uint32_t *nk)
 {
+    size_t cells = (size_t)(kmax + 1) * m * FIT_SLACK;
     uint64_t *cnt = calloc(m + 1, sizeof *cnt);
-    uint64_t *dp = malloc((size_t)(kmax + 1) * m * sizeof *dp);
-    uint32_t *from = malloc((size_t)(kmax + 1) * m * sizeof *from);
+    uint64_t *dp = malloc(cells * sizeof *dp);
+    uint32_t *from = malloc(cells * sizeof *from);
+    uint8_t *from_s = malloc(cells * sizeof *from_s);
     int rc = -1;
     const uint64_t INF = UINT64_MAX;
-    if (!cnt || !dp || !from)
+#define AT(k, j, s) ((((size_t)(k)) * m + (j)) * FIT_SLACK + (s))
+    if (!cnt || !dp || !from || !from_s)
         goto out;
     for (size_t i = 0; i < m; i++)
         cnt[i + 1] = cnt[i] + b[i].count;
-    for (size_t i = 0; i < (size_t)(kmax + 1) * m; i++)
+    for (size_t i = 0; i < cells; i++)
         dp[i] = INF;
-    for (size_t j = 0; j < m; j++)
-        dp[1 * m + j] = cnt[j + 1] * b[j].top;
+    for (size_t j = 0; j < m; j++) {
+        /* the first raw size must not go below -n */
+        uint64_t slack = b[j].top - min_size < FIT_SLACK - 1 ? b[j].top - min_size : FIT_SLACK - 1;
+        for (uint64_t s = 0; s <= slack; s++)
+            dp[AT(1, j, s)] = cnt[j + 1] * b[j].top;
+    }
     for (uint32_t k = 2; k <= kmax; k++) {
         for (size_t j = k - 1; j < m; j++) {
             uint64_t best = INF;
             uint32_t arg = 0;
+            /* a step of 16 bytes or more: full slack again */
             for (size_t i = k - 2; i < j; i++) {
-                uint64_t prev = dp[(k - 1) * m + i];
-                if (prev == INF || b[j].top <= b[i].top + SLAB_MODEL_CHUNK_ALIGN)
+                uint64_t prev = dp[AT(k - 1, i, 0)];
+                if (prev == INF || b[j].top < b[i].top + 2 * SLAB_MODEL_CHUNK_ALIGN)
                     continue;
                 uint64_t c = prev + (cnt[j + 1] - cnt[i + 1]) * b[j].top;
                 if (c < best) {
@@ -234,26 +260,62 @@ static int fit_dp(const struct bucket *b, size_t m, uint32_t kmax, uint64_t *top
                     arg = (uint32_t)i;
                 }
             }
-            dp[k * m + j] = best;
-            from[k * m + j] = arg;
+            for (size_t s = 0; s < FIT_SLACK; s++) {
+                dp[AT(k, j, s)] = best;
+                from[AT(k, j, s)] = arg;
+                from_s[AT(k, j, s)] = 0;
+            }
+            /* a step of 8 bytes from the slot just below uses one byte of slack */
+            if (b[j].top != b[j - 1].top + SLAB_MODEL_CHUNK_ALIGN)
+                continue;
+            for (size_t s = 0; s + 1 < FIT_SLACK; s++) {
+                uint64_t prev = dp[AT(k - 1, j - 1, s + 1)];
+                if (prev == INF)
+                    continue;
+                uint64_t c = prev + b[j].count * b[j].top;
+                if (c < dp[AT(k, j, s)]) {
+                    dp[AT(k, j, s)] = c;
+                    from[AT(k, j, s)] = (uint32_t)(j - 1);
+                    from_s[AT(k, j, s)] = (uint8_t)(s + 1);
+                }
+            }
         }
     }
-    uint32_t bestk = 1;
-    for (uint32_t k = 1; k <= kmax; k++)
-        if (dp[k * m + m - 1] < dp[bestk * m + m - 1])
-            bestk = k;
-    size_t j = m - 1;
+    uint64_t best = INF;
+    uint32_t bestk = 0;
+    size_t bestj = 0;
+    for (uint32_t k = 1; k <= kmax; k++) {
+        for (size_t j = k - 1; j < m; j++) {
+            uint64_t d = dp[AT(k, j, 0)];
+            if (d == INF)
+                continue;
+            uint64_t c = d + (cnt[m] - cnt[j + 1]) * chunk_max;
+            if (c < best) {
+                best = c;
+                bestk = k;
+                bestj = j;
+            }
+        }
+    }
+    if (!bestk)
+        goto out;
+    size_t j = bestj, s = 0;
     for (uint32_t k = bestk; k >= 1; k--) {
         tops[k - 1] = b[j].top;
-        if (k > 1)
-            j = from[k * m + j];
+        if (k > 1) {
+            size_t nj = from[AT(k, j, s)];
+            s = from_s[AT(k, j, s)];
+            j = nj;
+        }
     }
+#undef AT
     *nk = bestk;
     rc = 0;
 out:
     free(cnt);
     free(dp);
     free(from);
+    free(from_s);
     return rc;
 }
 
@@ -272,12 +334,23 @@ int advise_fit_sizes(const struct slab_settings *base, const struct advise_hist 
         max_sizes = SLAB_MODEL_MAX_CUSTOM_SIZES;
     size_t m = fit_buckets(h, base->slab_chunk_max, base->chunk_size_min, b);
     *fitted = *base;
-    if (m == 0 || max_sizes == 0 || fit_dp(b, m, max_sizes < m ? max_sizes : (uint32_t)m, tops, &nk))
+    if (m == 0 || max_sizes == 0 ||
+        fit_dp(b, m, max_sizes < m ? max_sizes : (uint32_t)m, base->chunk_size_min,
+               base->slab_chunk_max, tops, &nk))
         goto out;
     fitted->n_slab_sizes = 0;
     for (uint32_t i = 0; i < nk; i++)
         if (tops[i] < base->slab_chunk_max)
             fitted->slab_sizes[fitted->n_slab_sizes++] = (uint32_t)tops[i];
+    /* only slab_chunk_max-sized items: one class of -n, which none uses
+     * (no sizes at all would mean the growth factor's ladder) */
+    if (fitted->n_slab_sizes == 0)
+        fitted->slab_sizes[fitted->n_slab_sizes++] = base->chunk_size_min;
+    /* a chunk 8 above the previous: lower the previous raw size within its
+     * 8-byte slot, as the DP allowed, so memcached's check passes */
+    for (uint32_t i = fitted->n_slab_sizes - 1; i-- > 0;)
+        if (fitted->slab_sizes[i] + SLAB_MODEL_CHUNK_ALIGN >= fitted->slab_sizes[i + 1])
+            fitted->slab_sizes[i] = fitted->slab_sizes[i + 1] - SLAB_MODEL_CHUNK_ALIGN - 1;
     if (slab_ladder_build(fitted, &l, NULL, 0) != SLAB_OK)
         goto out;
     advise_evaluate(&l, h, fitted_eval);
