@@ -604,6 +604,7 @@ static void conn_connect_upstream(struct conn *c)
 static void conn_after_read(struct conn *c)
 {
     struct proxy *px = c->px;
+    rec_flush(px->rec);
     if (rec_blocked(px->rec)) {
         if (!px->all_paused) {
             px->all_paused = true;

@@ -118,13 +118,19 @@ static void rec_on_wake(uv_async_t *h)
     }
 }
 
+static void rec_on_check(uv_check_t *h)
+{
+    rec_flush(h->data);
+}
+
 int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id,
              size_t cap, enum rec_on_full on_full, void (*on_unblock)(void *), void *ud)
 {
     memset(r, 0, sizeof *r);
     r->cap = cap < 16 ? 16 : cap;
     r->ring = malloc(sizeof *r->ring * r->cap);
-    if (!r->ring) {
+    r->stage = malloc(sizeof *r->stage * REC_STAGE_ROWS);
+    if (!r->ring || !r->stage) {
         fprintf(stderr, "slabtap: recorder: cannot allocate a queue of %zu rows\n", r->cap);
         return -1;
     }
@@ -137,6 +143,10 @@ int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t r
     r->run_id = run_id;
     uv_async_init(loop, &r->wake, rec_on_wake);
     r->wake.data = r;
+    uv_check_init(loop, &r->flusher);
+    r->flusher.data = r;
+    uv_check_start(&r->flusher, rec_on_check);
+    uv_unref((uv_handle_t *)&r->flusher); /* never what keeps the loop alive */
     if (pthread_create(&r->thread, NULL, rec_writer, r)) {
         fprintf(stderr, "slabtap: recorder: cannot start the writer thread\n");
         return -1;
@@ -162,35 +172,44 @@ static void rec_stash(struct recorder *r, const struct rec_row *row)
     r->stash[r->stash_count++] = *row;
 }
 
+void rec_flush(struct recorder *r)
+{
+    size_t moved = 0, n = r->stage_count;
+    if (!n)
+        return;
+    pthread_mutex_lock(&r->mu);
+    while (moved < n && r->count < r->cap) {
+        r->ring[(r->head + r->count) % r->cap] = r->stage[moved++];
+        r->count++;
+    }
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    r->pushed += moved;
+    r->stage_count = 0;
+    if (moved == n)
+        return;
+    if (r->on_full == REC_DROP) {
+        r->dropped += n - moved;
+        return;
+    }
+    r->blocked = true;
+    r->stalls++;
+    for (size_t i = moved; i < n; i++) {
+        rec_stash(r, &r->stage[i]);
+        r->pushed++;
+    }
+}
+
 void rec_push(struct recorder *r, const struct rec_row *row)
 {
-    bool full;
     if (r->blocked) {
         rec_stash(r, row);
         r->pushed++;
         return;
     }
-    pthread_mutex_lock(&r->mu);
-    full = r->count == r->cap;
-    if (!full) {
-        r->ring[(r->head + r->count) % r->cap] = *row;
-        r->count++;
-        if (r->count == 1 || r->count % 256 == 0)
-            pthread_cond_signal(&r->cv);
-    }
-    pthread_mutex_unlock(&r->mu);
-    if (!full) {
-        r->pushed++;
-        return;
-    }
-    if (r->on_full == REC_DROP) {
-        r->dropped++;
-        return;
-    }
-    r->blocked = true;
-    r->stalls++;
-    rec_stash(r, row);
-    r->pushed++;
+    r->stage[r->stage_count++] = *row;
+    if (r->stage_count == REC_STAGE_ROWS)
+        rec_flush(r);
 }
 
 void rec_push_job(struct recorder *r, struct rec_job *job)
@@ -224,12 +243,14 @@ size_t rec_depth(struct recorder *r)
     pthread_mutex_lock(&r->mu);
     size_t n = r->count;
     pthread_mutex_unlock(&r->mu);
-    return n + r->stash_count;
+    return n + r->stash_count + r->stage_count;
 }
 
 int rec_close(struct recorder *r)
 {
     int rc = 0;
+    if (r->stage)
+        rec_flush(r);
     if (r->thread_started) {
         /* the loop is idle now: waiting here is allowed */
         while (r->stash_count) {
@@ -261,9 +282,13 @@ int rec_close(struct recorder *r)
     }
     if (r->write_errors)
         rc = -1;
-    if (!uv_is_closing((uv_handle_t *)&r->wake))
+    if (r->wake.loop && !uv_is_closing((uv_handle_t *)&r->wake))
         uv_close((uv_handle_t *)&r->wake, NULL);
+    if (r->flusher.loop && !uv_is_closing((uv_handle_t *)&r->flusher))
+        uv_close((uv_handle_t *)&r->flusher, NULL);
     free(r->ring);
+    free(r->stage);
+    r->stage = NULL;
     free(r->stash);
     r->ring = r->stash = NULL;
     pthread_mutex_destroy(&r->mu);

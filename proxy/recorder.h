@@ -54,6 +54,9 @@ enum rec_on_full { REC_BLOCK, REC_DROP };
 enum rec_job_kind { REC_JOB_SAMPLE, REC_JOB_SETTINGS, REC_JOB_PHASE };
 
 #define REC_JOBS_MAX 4096 /* queued jobs beyond this are dropped and counted */
+/* Rows are staged on the loop thread and moved into the ring under one lock
+ * per batch (at the latest once per loop iteration), not one per row. */
+#define REC_STAGE_ROWS 512
 
 struct rec_job {
     struct rec_job *next;
@@ -84,6 +87,9 @@ struct recorder {
     uint64_t write_errors;
     /* loop thread only */
     enum rec_on_full on_full;
+    struct rec_row *stage;   /* REC_STAGE_ROWS rows waiting for rec_flush */
+    size_t stage_count;
+    uv_check_t flusher;      /* flushes the stage after every loop iteration */
     struct rec_row *stash;   /* rows that did not fit while blocked */
     size_t stash_count, stash_cap;
     bool blocked;
@@ -101,8 +107,12 @@ struct recorder {
  * on and closes it in rec_close. Returns 0 or -1 (message on stderr). */
 int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id,
              size_t cap, enum rec_on_full on_full, void (*on_unblock)(void *), void *ud);
-/* Loop thread. Never blocks on the writer. */
+/* Loop thread. Never blocks on the writer: stages the row. */
 void rec_push(struct recorder *r, const struct rec_row *row);
+/* Moves staged rows into the ring (one lock); sets rec_blocked() when the
+ * ring is full in block mode. Called by the flusher and by the proxy after
+ * each read so a full queue pauses reading at once. */
+void rec_flush(struct recorder *r);
 /* Loop thread. Takes ownership of job (freed even when dropped). */
 void rec_push_job(struct recorder *r, struct rec_job *job);
 bool rec_blocked(const struct recorder *r);
