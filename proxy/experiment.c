@@ -8,10 +8,12 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <math.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "app.h"
 #include "cli.h"
@@ -62,6 +64,8 @@ struct exp_outcome {
 };
 
 static atomic_bool exp_interrupted;
+
+static int read_file(const char *path, char **text, size_t *len);
 
 /* --- spec parsing ----------------------------------------------------------- */
 
@@ -172,6 +176,27 @@ static int spec_export_line(struct exp_spec *sp, char *rest, unsigned line)
     return 0;
 }
 
+/* A run's workload must exist and parse before any run starts; ladder errors
+ * (fill/over) can only show once its memcached answers `stats settings`. */
+static int spec_check_workload(const struct exp_spec *sp, const struct exp_run *r)
+{
+    struct workload *w = NULL;
+    struct workload_error werr;
+    char *text = NULL, msg[256];
+    size_t tlen;
+    if (read_file(r->workload, &text, &tlen)) {
+        snprintf(msg, sizeof msg, "cannot read workload %s: %s", r->workload, strerror(errno));
+        return spec_error(sp, r->line, msg, NULL);
+    }
+    int rc = workload_parse(r->workload, text, tlen, &w, &werr) == WORKLOAD_OK ? 0 : -1;
+    if (rc)
+        fprintf(stderr, "%s\n%s:%u: run %s: the workload above does not parse\n", werr.msg,
+                sp->path, r->line, r->name);
+    workload_free(w);
+    free(text);
+    return rc;
+}
+
 static int spec_load(struct exp_spec *sp, const char *path)
 {
     char line[EXP_LINE_MAX], dircopy[EXP_PATH_MAX];
@@ -210,6 +235,8 @@ static int spec_load(struct exp_spec *sp, const char *path)
         if (!found)
             rc = spec_error(sp, sp->runs[i].line, "same-plan-as names no earlier run", other);
     }
+    for (size_t i = 0; !rc && i < sp->nruns; i++)
+        rc = spec_check_workload(sp, &sp->runs[i]);
     return rc;
 }
 
@@ -244,8 +271,6 @@ static void exp_app_closed(struct app *a)
 {
     struct exp_live *x = (struct exp_live *)((char *)a - offsetof(struct exp_live, app));
     uv_close((uv_handle_t *)&x->done, NULL);
-    uv_close((uv_handle_t *)&x->sigint, NULL);
-    uv_close((uv_handle_t *)&x->sigterm, NULL);
     uv_stop(&x->loop);
 }
 
@@ -315,11 +340,6 @@ static int exp_serve(struct exp_live *x)
     uv_thread_t tid;
     uv_async_init(&x->loop, &x->done, exp_on_done);
     x->done.data = x;
-    uv_signal_init(&x->loop, &x->sigint);
-    uv_signal_init(&x->loop, &x->sigterm);
-    x->sigint.data = x->sigterm.data = x;
-    uv_signal_start(&x->sigint, exp_on_signal, SIGINT);
-    uv_signal_start(&x->sigterm, exp_on_signal, SIGTERM);
     if (uv_thread_create(&tid, exp_load_thread, x)) {
         fprintf(stderr, "slabtap experiment: cannot start the load thread\n");
         x->load_rc = -1;
@@ -348,6 +368,13 @@ static int exp_run_one(const struct exp_options *o, const struct exp_run *r, str
     if (!x)
         return -1;
     uv_loop_init(&x->loop);
+    /* from before memcached starts until it is stopped: a signal anywhere in
+     * between stops the run instead of killing us with memcached left behind */
+    uv_signal_init(&x->loop, &x->sigint);
+    uv_signal_init(&x->loop, &x->sigterm);
+    x->sigint.data = x->sigterm.data = x;
+    uv_signal_start(&x->sigint, exp_on_signal, SIGINT);
+    uv_signal_start(&x->sigterm, exp_on_signal, SIGTERM);
     if (read_file(r->workload, &text, &tlen)) {
         fprintf(stderr, "%s: %s\n", r->workload, strerror(errno));
         goto out_loop;
@@ -361,6 +388,9 @@ static int exp_run_one(const struct exp_options *o, const struct exp_run *r, str
         goto out_loop;
     }
     snprintf(out->mc_cmdline, sizeof out->mc_cmdline, "%s", mc.argv_text);
+    uv_run(&x->loop, UV_RUN_NOWAIT); /* a signal that came during the start */
+    if (atomic_load(&exp_interrupted))
+        goto out_mc;
     struct app_config cfg;
     int proxy_port = mcserver_free_port();
     exp_app_config(&cfg, o, r, proxy_port, mc.port, options, sizeof options);
@@ -378,11 +408,11 @@ static int exp_run_one(const struct exp_options *o, const struct exp_run *r, str
     x->lc.stop = &x->stop;
     exp_serve(x);
     out->load = x->lr;
+    app_up = false; /* closed by exp_serve; finished once, whatever it returns */
     if (app_finish(&x->app)) {
         fprintf(stderr, "slabtap experiment: run %s: rows could not be written\n", r->name);
         goto out_mc;
     }
-    app_up = false;
     if (x->load_rc) {
         fprintf(stderr, "slabtap experiment: run %s: load failed: %s: %s\n", r->name,
                 load_status_str(x->lr.status), x->lr.error);
@@ -397,6 +427,8 @@ out_mc:
     }
     mcserver_stop(&mc);
 out_loop:
+    uv_close((uv_handle_t *)&x->sigint, NULL);
+    uv_close((uv_handle_t *)&x->sigterm, NULL);
     uv_run(&x->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&x->loop))
         fprintf(stderr, "slabtap experiment: warning: handles left open\n");
@@ -631,10 +663,13 @@ static void exp_usage(FILE *f)
         "  -h, --help         this text\n");
 }
 
-static int exp_default_image(char *out, size_t len, const char *argv0_dir)
+/* docker/memcached.image of the repository the spec lives in (specs sit in
+ * experiments/), else of the current directory. */
+static int exp_default_image(char *out, size_t len, const char *spec)
 {
-    char path[EXP_PATH_MAX];
-    snprintf(path, sizeof path, "%s/docker/memcached.image", argv0_dir);
+    char path[EXP_PATH_MAX], copy[EXP_PATH_MAX];
+    snprintf(copy, sizeof copy, "%s", spec);
+    snprintf(path, sizeof path, "%.400s/../docker/memcached.image", dirname(copy));
     FILE *f = fopen(path, "r");
     if (!f)
         f = fopen("docker/memcached.image", "r");
@@ -676,6 +711,8 @@ static int exp_run_spec(const struct exp_options *o, const char *path)
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     for (size_t i = 0; i < sp->nruns; i++)
         failed += exp_gates(db, sp, &sp->runs[i], &all[i], all);
+    if (sp->nexports)
+        mkdir(o->results, 0777); /* when it cannot be made, every export says why */
     for (size_t i = 0; i < sp->nexports; i++)
         failed += exp_export_one(db, o, &sp->exports[i]) != 0;
 out:
@@ -714,11 +751,14 @@ int cli_experiment_main(int argc, char **argv)
         exp_usage(stderr);
         return 2;
     }
-    if (o.docker && !image[0] && exp_default_image(image, sizeof image, ".")) {
+    if (o.docker && !image[0] && exp_default_image(image, sizeof image, argv[optind])) {
         fprintf(stderr, "slabtap experiment: --docker needs docker/memcached.image or --image\n");
         return 2;
     }
     o.image = image;
+    /* load_run and the proxy write with write(2): a client or memcached that
+     * closes on us (the load stopping on Ctrl-C) must be EPIPE, not death */
+    signal(SIGPIPE, SIG_IGN);
     for (int i = optind; i < argc && !atomic_load(&exp_interrupted); i++)
         failed += exp_run_spec(&o, argv[i]);
     if (atomic_load(&exp_interrupted))
@@ -834,6 +874,7 @@ int model_verify(const char *db_path, const struct replay_result *r,
 {
     struct advise_eval own;
     int failed = 0;
+    signal(SIGPIPE, SIG_IGN); /* load_run needs it (load.h) */
     advise_evaluate(&r->ladder, &r->live, &own);
     printf("verifying by replaying run %lld against memcached with each setting:\n",
            (long long)r->run_id);

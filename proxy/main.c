@@ -1,6 +1,7 @@
 /* main: the slabtap command line; dispatches to one subcommand.
  * Owns nothing but the table below; every subcommand parses its own flags
  * and must exit 2 with usage on a bad flag. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,6 +25,9 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    /* a client that resets its connection must cost that connection, not
+     * the process: writes to it fail with EPIPE instead */
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         usage(stderr);
         return 2;

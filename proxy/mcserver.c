@@ -160,7 +160,11 @@ int mcserver_start(struct mcserver *m, uv_loop_t *loop, const char *binary, bool
     int e = uv_spawn(loop, &m->proc, &opt);
     if (e) {
         snprintf(err, errlen, "cannot start %s: %s", argv[0], uv_strerror(e));
-        m->closed = true;
+        /* the handle is initialised even when the spawn fails: close it, or
+         * the loop stays busy and cannot be closed */
+        uv_close((uv_handle_t *)&m->proc, on_close_cb);
+        while (!m->closed)
+            uv_run(loop, UV_RUN_ONCE);
         goto out;
     }
     m->spawned = true;
@@ -205,8 +209,9 @@ void mcserver_stop(struct mcserver *m)
     if (m->docker && m->container[0]) {
         char cmd[128];
         snprintf(cmd, sizeof cmd, "docker rm -f %s >/dev/null 2>&1", m->container);
-        if (system(cmd) != 0)
-            fprintf(stderr, "slabtap: could not remove container %s\n", m->container);
+        /* -f: gone already (or never created) is fine */
+        if (system(cmd) == -1)
+            fprintf(stderr, "slabtap: could not run docker rm for %s\n", m->container);
     }
     uv_close((uv_handle_t *)&m->proc, on_close_cb);
     while (!m->closed)

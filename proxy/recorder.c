@@ -42,10 +42,13 @@ static void rec_commit(struct recorder *r, const struct rec_row *rows, size_t n,
         jobs = next;
     }
     pthread_mutex_lock(&r->mu);
+    size_t writes = 0; /* runs.rows_recorded counts writes, not read counters */
+    for (size_t i = 0; i < n; i++)
+        writes += rows[i].kind == REC_ROW_WRITE;
     if (rc)
         r->write_errors++;
     else
-        r->written += n;
+        r->written += writes;
     pthread_mutex_unlock(&r->mu);
 }
 

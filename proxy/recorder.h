@@ -83,7 +83,7 @@ struct recorder {
     struct rec_job *jobs_head, *jobs_tail;
     size_t jobs_count;
     uint64_t jobs_dropped;
-    uint64_t written;        /* rows committed */
+    uint64_t written;        /* write rows committed (runs.rows_recorded) */
     uint64_t write_errors;
     /* loop thread only */
     enum rec_on_full on_full;
