@@ -17,7 +17,7 @@ CREATE TABLE IF NOT EXISTS runs (
   slabtap_version TEXT NOT NULL,
   options       TEXT NOT NULL,             -- the proxy's command line options
   key_mode      TEXT NOT NULL,             -- full | prefix | hash
-  rows_recorded INTEGER NOT NULL DEFAULT 0,
+  rows_recorded INTEGER NOT NULL DEFAULT 0,   -- rows written to `sets`
   rows_dropped  INTEGER NOT NULL DEFAULT 0
 );
 
