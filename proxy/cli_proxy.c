@@ -125,7 +125,12 @@ static void join_args(int argc, char **argv, char *out, size_t cap)
         len += (size_t)snprintf(out + len, cap - len, "%s%s", i > 1 ? " " : "", argv[i]);
 }
 
-int cli_proxy_main(int argc, char **argv)
+enum args_result { ARGS_OK, ARGS_HELP, ARGS_USAGE };
+
+/* Flags into cfg; listen/http point into argv. */
+static enum args_result proxy_parse_args(int argc, char **argv, struct app_config *cfg,
+                                         const char **listen, const char **http,
+                                         char *options, size_t options_len)
 {
     static const struct option opts[] = {
         {"listen", required_argument, NULL, 'l'}, {"upstream", required_argument, NULL, 'u'},
@@ -135,101 +140,116 @@ int cli_proxy_main(int argc, char **argv)
         {"drain-ms", required_argument, NULL, 'D'}, {"stats-interval", required_argument, NULL, 'S'},
         {"http", required_argument, NULL, 'H'},   {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    struct proxy_app *pa = calloc(1, sizeof *pa);
-    struct app_config cfg = {0};
-    const char *listen = "127.0.0.1:11311", *upstream = NULL, *http = DEFAULT_HTTP;
+    const char *upstream = NULL;
     size_t drain = PROXY_DEFAULT_DRAIN_MS, interval = APP_DEFAULT_STATS_MS;
-    char options[1024];
-    int c, rc = 2;
+    int c;
 
-    if (!pa)
-        return 1;
-    proxy_config_defaults(&cfg.proxy);
-    cfg.run_name = "proxy";
-    cfg.queue_rows = DEFAULT_QUEUE_ROWS;
-    cfg.on_full = REC_BLOCK;
+    proxy_config_defaults(&cfg->proxy);
+    cfg->run_name = "proxy";
+    cfg->queue_rows = DEFAULT_QUEUE_ROWS;
+    cfg->on_full = REC_BLOCK;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'l': listen = optarg; break;
+        case 'l': *listen = optarg; break;
         case 'u': upstream = optarg; break;
-        case 'd': cfg.db_path = optarg; break;
-        case 'r': cfg.run_name = optarg; break;
-        case 'H': http = optarg; break;
+        case 'd': cfg->db_path = optarg; break;
+        case 'r': cfg->run_name = optarg; break;
+        case 'H': *http = optarg; break;
         case 'k':
-            if (keyfmt_parse_mode(optarg, &cfg.proxy.key_mode)) {
+            if (keyfmt_parse_mode(optarg, &cfg->proxy.key_mode)) {
                 fprintf(stderr, "slabtap proxy: --keys must be full, prefix or hash\n");
-                goto usage;
+                return ARGS_USAGE;
             }
             break;
         case 'q':
-            if (parse_size(optarg, &cfg.queue_rows)) {
+            if (parse_size(optarg, &cfg->queue_rows)) {
                 fprintf(stderr, "slabtap proxy: --queue needs a positive number of rows\n");
-                goto usage;
+                return ARGS_USAGE;
             }
             break;
         case 'f':
-            if (!strcmp(optarg, "block")) cfg.on_full = REC_BLOCK;
-            else if (!strcmp(optarg, "drop")) cfg.on_full = REC_DROP;
+            if (!strcmp(optarg, "block")) cfg->on_full = REC_BLOCK;
+            else if (!strcmp(optarg, "drop")) cfg->on_full = REC_DROP;
             else {
                 fprintf(stderr, "slabtap proxy: --on-full must be block or drop\n");
-                goto usage;
+                return ARGS_USAGE;
             }
             break;
         case 'p':
-            if (parse_size(optarg, &cfg.proxy.max_pending)) {
+            if (parse_size(optarg, &cfg->proxy.max_pending)) {
                 fprintf(stderr, "slabtap proxy: --max-pending needs a positive number\n");
-                goto usage;
+                return ARGS_USAGE;
             }
             break;
         case 'D':
             if (parse_size(optarg, &drain)) {
                 fprintf(stderr, "slabtap proxy: --drain-ms needs a positive number\n");
-                goto usage;
+                return ARGS_USAGE;
             }
             break;
         case 'S':
             if (parse_size(optarg, &interval) || interval < POLLER_INTERVAL_MIN_MS) {
                 fprintf(stderr, "slabtap proxy: --stats-interval needs at least %d ms\n",
                         POLLER_INTERVAL_MIN_MS);
-                goto usage;
+                return ARGS_USAGE;
             }
             break;
         case 'h':
-            proxy_usage(stdout);
-            rc = 0;
-            goto out;
+            return ARGS_HELP;
         default:
-            goto usage;
+            return ARGS_USAGE;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "slabtap proxy: unexpected argument '%s'\n", argv[optind]);
-        goto usage;
+        return ARGS_USAGE;
     }
-    if (!upstream || !cfg.db_path) {
+    if (!upstream || !cfg->db_path) {
         fprintf(stderr, "slabtap proxy: --upstream and --db are required\n");
-        goto usage;
+        return ARGS_USAGE;
     }
-    if (cli_parse_addr(listen, &cfg.proxy.listen_addr)) {
-        fprintf(stderr, "slabtap proxy: bad --listen address '%s' (want HOST:PORT)\n", listen);
-        goto usage;
+    if (cli_parse_addr(*listen, &cfg->proxy.listen_addr)) {
+        fprintf(stderr, "slabtap proxy: bad --listen address '%s' (want HOST:PORT)\n", *listen);
+        return ARGS_USAGE;
     }
-    if (cli_parse_addr(upstream, &cfg.proxy.upstream_addr)) {
+    if (cli_parse_addr(upstream, &cfg->proxy.upstream_addr)) {
         fprintf(stderr, "slabtap proxy: bad --upstream address '%s' (want HOST:PORT)\n", upstream);
-        goto usage;
+        return ARGS_USAGE;
     }
-    cfg.http_enabled = strcmp(http, "off") != 0;
-    if (cfg.http_enabled && cli_parse_addr(http, &cfg.http_addr)) {
-        fprintf(stderr, "slabtap proxy: bad --http address '%s' (want HOST:PORT or off)\n", http);
-        goto usage;
+    cfg->http_enabled = strcmp(*http, "off") != 0;
+    if (cfg->http_enabled && cli_parse_addr(*http, &cfg->http_addr)) {
+        fprintf(stderr, "slabtap proxy: bad --http address '%s' (want HOST:PORT or off)\n", *http);
+        return ARGS_USAGE;
     }
-    snprintf(cfg.proxy.upstream_text, sizeof cfg.proxy.upstream_text, "%s", upstream);
-    cfg.proxy.drain_timeout_ms = (unsigned)drain;
-    cfg.stats_interval_ms = (unsigned)interval;
-    join_args(argc, argv, options, sizeof options);
-    cfg.options_text = options;
+    snprintf(cfg->proxy.upstream_text, sizeof cfg->proxy.upstream_text, "%s", upstream);
+    cfg->proxy.drain_timeout_ms = (unsigned)drain;
+    cfg->stats_interval_ms = (unsigned)interval;
+    join_args(argc, argv, options, options_len);
+    cfg->options_text = options;
+    return ARGS_OK;
+}
 
+int cli_proxy_main(int argc, char **argv)
+{
+    struct proxy_app *pa = calloc(1, sizeof *pa);
+    struct app_config cfg = {0};
+    const char *listen = "127.0.0.1:11311", *http = DEFAULT_HTTP;
+    char options[1024];
+    int rc = 2;
+
+    if (!pa)
+        return 1;
+    switch (proxy_parse_args(argc, argv, &cfg, &listen, &http, options, sizeof options)) {
+    case ARGS_HELP:
+        proxy_usage(stdout);
+        rc = 0;
+        goto out;
+    case ARGS_USAGE:
+        goto usage;
+    case ARGS_OK:
+        break;
+    }
     rc = 1;
     uv_loop_init(&pa->loop);
     if (app_open(&pa->app, &pa->loop, &cfg))
@@ -240,7 +260,7 @@ int cli_proxy_main(int argc, char **argv)
     uv_signal_start(&pa->sigint, on_signal, SIGINT);
     uv_signal_start(&pa->sigterm, on_signal, SIGTERM);
     fprintf(stderr, "slabtap: proxy %s -> %s, run %lld '%s' into %s, admin %s\n", listen,
-            upstream, (long long)pa->app.run_id, cfg.run_name, cfg.db_path, http);
+            cfg.proxy.upstream_text, (long long)pa->app.run_id, cfg.run_name, cfg.db_path, http);
     uv_run(&pa->loop, UV_RUN_DEFAULT);
 
     /* the loop is idle: write every row, finish the run, close the file */

@@ -13,19 +13,8 @@
 #include "load.h"
 #include "replay.h"
 #include "stats_parse.h"
+#include "check.h"
 
-static int tests_run, tests_failed;
-
-#define CHECK(cond, ...)                                        \
-    do {                                                        \
-        tests_run++;                                            \
-        if (!(cond)) {                                          \
-            tests_failed++;                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);         \
-            printf(__VA_ARGS__);                                \
-            printf("\n");                                       \
-        }                                                       \
-    } while (0)
 
 static int cmp_str(const void *a, const void *b)
 {

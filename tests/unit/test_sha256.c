@@ -6,19 +6,8 @@
 #include <string.h>
 
 #include "sha256.h"
+#include "check.h"
 
-static int tests_run, tests_failed;
-
-#define CHECK(cond, ...)                                        \
-    do {                                                        \
-        tests_run++;                                            \
-        if (!(cond)) {                                          \
-            tests_failed++;                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);         \
-            printf(__VA_ARGS__);                                \
-            printf("\n");                                       \
-        }                                                       \
-    } while (0)
 
 static void hex_of(const void *data, size_t len, char hex[SHA256_HEX_LEN + 1])
 {

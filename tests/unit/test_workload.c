@@ -11,19 +11,8 @@
 #include "sha256.h"
 #include "slab_model.h"
 #include "workload.h"
+#include "check.h"
 
-static int tests_run, tests_failed;
-
-#define CHECK(cond, ...)                                        \
-    do {                                                        \
-        tests_run++;                                            \
-        if (!(cond)) {                                          \
-            tests_failed++;                                     \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);         \
-            printf(__VA_ARGS__);                                \
-            printf("\n");                                       \
-        }                                                       \
-    } while (0)
 
 static struct slab_ladder ladder_default;
 
