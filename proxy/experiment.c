@@ -361,7 +361,6 @@ static int exp_run_one(const struct exp_options *o, const struct exp_run *r, str
     char err[MCSERVER_ERR_MAX], options[1200], *text = NULL;
     size_t tlen;
     int rc = -1;
-    bool app_up = false;
 
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", r->name);
@@ -397,7 +396,6 @@ static int exp_run_one(const struct exp_options *o, const struct exp_run *r, str
     fprintf(stderr, "== run %s: %s\n", r->name, mc.argv_text);
     if (app_open(&x->app, &x->loop, &cfg))
         goto out_mc;
-    app_up = true;
     out->run_id = x->app.run_id;
     x->lc.target = cfg.proxy.listen_addr;
     x->lc.source = LOAD_SRC_WORKLOAD;
@@ -408,7 +406,7 @@ static int exp_run_one(const struct exp_options *o, const struct exp_run *r, str
     x->lc.stop = &x->stop;
     exp_serve(x);
     out->load = x->lr;
-    app_up = false; /* closed by exp_serve; finished once, whatever it returns */
+    /* exp_serve returns once the app has closed: finish it exactly once */
     if (app_finish(&x->app)) {
         fprintf(stderr, "slabtap experiment: run %s: rows could not be written\n", r->name);
         goto out_mc;
@@ -420,11 +418,6 @@ static int exp_run_one(const struct exp_options *o, const struct exp_run *r, str
     }
     rc = 0;
 out_mc:
-    if (app_up) {
-        app_close(&x->app, exp_app_closed);
-        uv_run(&x->loop, UV_RUN_DEFAULT);
-        app_finish(&x->app);
-    }
     mcserver_stop(&mc);
 out_loop:
     uv_close((uv_handle_t *)&x->sigint, NULL);
