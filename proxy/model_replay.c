@@ -130,7 +130,22 @@ static void unlink_old(struct replay_result *r, struct live_map *m, struct live_
 }
 
 /* One recorded row applied to the model. */
-static void apply_row(struct replay_result *r, struct live_map *m, const char *cmd,
+/* ms with a mode is the text command of that mode; unlinking on refusal
+ * stays ms's own rule (any mode). */
+static const char *ms_as(const char *cmd, char mode)
+{
+    if (strcmp(cmd, "ms"))
+        return cmd;
+    switch (mode) {
+    case 'E': return "add";
+    case 'A': return "append";
+    case 'P': return "prepend";
+    case 'R': return "replace";
+    default: return "ms";
+    }
+}
+
+static void apply_row(struct replay_result *r, struct live_map *m, const char *cmd, char ms_mode,
                       uint64_t hash, uint32_t key_len, int64_t value_len, uint32_t flags,
                       const char *answer)
 {
@@ -155,7 +170,8 @@ static void apply_row(struct replay_result *r, struct live_map *m, const char *c
         r->assumed++;
         stored = true;
     }
-    bool append = !strcmp(cmd, "append") || !strcmp(cmd, "prepend");
+    const char *as = ms_as(cmd, ms_mode);
+    bool append = !strcmp(as, "append") || !strcmp(as, "prepend");
     /* a refused set also unlinks the key's old item (process_update_command);
      * so does a refused ms, whatever its mode (process_mset_command) */
     bool unlinks = !strcmp(cmd, "set") || !strcmp(cmd, "ms");
@@ -206,7 +222,12 @@ static int replay_writes(sqlite3 *db, struct replay_result *r, struct live_map *
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db,
             "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
-            " coalesce(exptime, 0) FROM sets WHERE run_id = ?1 ORDER BY seq", -1, &st, NULL)
+            " coalesce(exptime, 0), ms_mode FROM sets WHERE run_id = ?1 ORDER BY seq", -1, &st, NULL)
+        != SQLITE_OK &&
+        /* before schema v3 there is no ms_mode: every ms was a set */
+        sqlite3_prepare_v2(db,
+            "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
+            " coalesce(exptime, 0), NULL FROM sets WHERE run_id = ?1 ORDER BY seq", -1, &st, NULL)
         != SQLITE_OK)
         return -1;
     sqlite3_bind_int64(st, 1, r->run_id);
@@ -214,7 +235,8 @@ static int replay_writes(sqlite3 *db, struct replay_result *r, struct live_map *
         int64_t vlen = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
         if (sqlite3_column_int64(st, 6) != 0)
             r->ttl_writes++;
-        apply_row(r, m, (const char *)sqlite3_column_text(st, 0),
+        const char *mode = (const char *)sqlite3_column_text(st, 7);
+        apply_row(r, m, (const char *)sqlite3_column_text(st, 0), mode ? mode[0] : 0,
                   (uint64_t)sqlite3_column_int64(st, 1), (uint32_t)sqlite3_column_int64(st, 2),
                   vlen, (uint32_t)sqlite3_column_int64(st, 4),
                   (const char *)sqlite3_column_text(st, 5));

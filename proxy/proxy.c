@@ -156,6 +156,7 @@ static void record(struct conn *c, const struct pending_entry *e, const char *an
     row.has_exptime = r->is_write || r->cmd == MC_CMD_TOUCH;
     row.exptime = r->exptime;
     row.latency_ns = latency_ns;
+    row.ms_mode = r->cmd == MC_CMD_MS ? r->ms_mode : 0;
     if (px->ladder && r->value_len >= 0) {
         struct slab_item_layout it;
         if (slab_item_layout(px->ladder, r->key_len, r->flags, (uint64_t)r->value_len, &it) == SLAB_OK)
@@ -678,12 +679,26 @@ static bool conn_request(struct conn *c, const struct mc_request *r, uint64_t no
     return true;
 }
 
-static void conn_inject_barrier(struct conn *c)
+static bool is_meta_write_or_read(enum mc_cmd cmd)
+{
+    return cmd == MC_CMD_MS || cmd == MC_CMD_MG || cmd == MC_CMD_MD || cmd == MC_CMD_MA;
+}
+
+/* A meta-quiet request's answer, when one comes, looks like a following
+ * request's (ms q then ms: both may answer NS). A barrier between them
+ * tells the two apart; none is needed before the client's own mn. */
+static bool conn_needs_split(struct conn *c, const struct mc_request *next)
 {
     struct pending_entry *t = pending_tail(&c->pend);
-    if (!t || t->barrier || t->req.reply != MC_REPLY_SILENT || c->quit ||
-        !mc_req_at_boundary(&c->rq))
-        return;
+    return t && !t->barrier && t->req.reply == MC_REPLY_SILENT &&
+           is_meta_write_or_read(t->req.cmd) && !c->quit &&
+           (!next || (next->reply != MC_REPLY_SILENT && next->cmd != MC_CMD_MN));
+}
+
+/* Sends slabtap's own `mn` at the current position of the upstream stream
+ * (the caller guarantees a request boundary); its MN is swallowed. */
+static void conn_push_barrier(struct conn *c)
+{
     struct pending_entry *e = pending_push(&c->pend);
     if (!e)
         return;
@@ -696,6 +711,25 @@ static void conn_inject_barrier(struct conn *c)
     conn_write_inline(c, &c->upstream, "mn\r\n", 4);
 }
 
+static void conn_inject_barrier(struct conn *c)
+{
+    struct pending_entry *t = pending_tail(&c->pend);
+    if (!t || t->barrier || t->req.reply != MC_REPLY_SILENT || c->quit ||
+        !mc_req_at_boundary(&c->rq))
+        return;
+    conn_push_barrier(c);
+}
+
+/* Forwards what came before the request starting at `at`, then a barrier. */
+static size_t conn_split_at(struct conn *c, struct seg_writer *sw, size_t fwd_from, size_t at)
+{
+    seg_add(sw, fwd_from, at - fwd_from);
+    seg_flush(sw);
+    if (!c->closing)
+        conn_push_barrier(c);
+    return at;
+}
+
 static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
 {
     struct proxy *px = c->px;
@@ -705,10 +739,16 @@ static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
     bool fwd = c->up == UP_READY && !c->discard_current;
     size_t fwd_from = 0, pos = 0;
 
+    /* where the request being parsed began in b; SIZE_MAX: in an earlier
+     * buffer, already forwarded, too late to put a barrier before it */
+    size_t req_begin = mc_req_at_boundary(&c->rq) ? 0 : SIZE_MAX;
+
     px->m.bytes_from_clients += n;
     while (pos < n && !c->closing) {
         struct mc_request req;
         size_t used;
+        if (mc_req_at_boundary(&c->rq))
+            req_begin = pos;
         enum mc_result r = mc_req_parse(&c->rq, b->data + pos, n - pos, &used, &req);
         pos += used;
         if (r == MC_ERROR) {
@@ -722,6 +762,8 @@ static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
             break;
         count_request(px, &req);
         if (fwd) {
+            if (req_begin != SIZE_MAX && conn_needs_split(c, &req))
+                fwd_from = conn_split_at(c, &sw, fwd_from, req_begin);
             if (!conn_request(c, &req, now, wall)) {
                 conn_close(c, false);
                 return;
@@ -740,6 +782,11 @@ static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
             break;
         }
     }
+    /* a request still arriving after a quiet one: split before it now, as
+     * its first bytes are in this buffer */
+    if (fwd && !c->closing && !mc_req_at_boundary(&c->rq) && req_begin != SIZE_MAX &&
+        req_begin < n && conn_needs_split(c, NULL))
+        fwd_from = conn_split_at(c, &sw, fwd_from, req_begin);
     if (fwd && !c->closing) {
         seg_add(&sw, fwd_from, n - fwd_from);
         seg_flush(&sw);

@@ -39,6 +39,7 @@ struct rec_row {
     int64_t exptime;
     int64_t latency_ns;      /* -1: no answer */
     uint32_t class_id;       /* predicted slab class, 0: none */
+    char ms_mode;            /* ms M<mode>, 0: none */
     /* REC_ROW_GETS: counters for one second and command */
     int64_t second;
     uint64_t requests, keys, hits, misses, bytes_returned;

@@ -315,6 +315,19 @@ bool replay_db_cmd(const char *cmd, enum workload_cmd *out)
            *out != WORKLOAD_CMD_GETS;
 }
 
+bool replay_db_cmd_mode(const char *cmd, char ms_mode, enum workload_cmd *out)
+{
+    static const char modes[] = "EAPR";
+    static const enum workload_cmd as[] = {WORKLOAD_CMD_ADD, WORKLOAD_CMD_APPEND,
+                                           WORKLOAD_CMD_PREPEND, WORKLOAD_CMD_REPLACE};
+    const char *m = ms_mode ? strchr(modes, ms_mode) : NULL;
+    if (cmd && !strcmp(cmd, "ms") && m) {
+        *out = as[m - modes];
+        return true;
+    }
+    return replay_db_cmd(cmd, out);
+}
+
 static enum replay_status replay_db_prepare(struct replay *r, int64_t run_id, char *err,
                                             size_t errlen)
 {
@@ -340,10 +353,15 @@ static enum replay_status replay_db_prepare(struct replay *r, int64_t run_id, ch
     r->total = (uint64_t)sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     r->run_id = run_id;
-    what = "SELECT cmd, key, key_hash, key_len, value_len, flags, exptime, answer, seq "
+    what = "SELECT cmd, key, key_hash, key_len, value_len, flags, exptime, answer, seq, ms_mode "
            "FROM sets WHERE run_id = ?1 ORDER BY seq";
-    if (sqlite3_prepare_v2(r->db, what, -1, &r->cursor, NULL) != SQLITE_OK)
-        goto fail;
+    if (sqlite3_prepare_v2(r->db, what, -1, &r->cursor, NULL) != SQLITE_OK) {
+        /* a file from before schema v3 has no ms_mode: every ms was a set */
+        what = "SELECT cmd, key, key_hash, key_len, value_len, flags, exptime, answer, seq, NULL "
+               "FROM sets WHERE run_id = ?1 ORDER BY seq";
+        if (sqlite3_prepare_v2(r->db, what, -1, &r->cursor, NULL) != SQLITE_OK)
+            goto fail;
+    }
     sqlite3_bind_int64(r->cursor, 1, run_id);
     return REPLAY_OK;
 fail:
@@ -359,7 +377,8 @@ static enum replay_status replay_db_row(struct replay *r, struct workload_op *op
     sqlite3_stmt *c = r->cursor;
     enum workload_cmd cmd;
     const char *name = (const char *)sqlite3_column_text(c, 0);
-    if (!replay_db_cmd(name, &cmd))
+    const char *mode = (const char *)sqlite3_column_text(c, 9);
+    if (!replay_db_cmd_mode(name, mode ? mode[0] : 0, &cmd))
         return REPLAY_SKIP;
     const char *key = (const char *)sqlite3_column_text(c, 1);
     size_t key_text_len = key ? (size_t)sqlite3_column_bytes(c, 1) : 0;

@@ -80,6 +80,9 @@ void replay_key_make(uint64_t hash, const char *prefix, size_t prefix_len, uint3
 /* A recorded command name -> what is sent (cas and ms as set, md as
  * delete, ma as incr); false for commands that cannot be replayed. */
 bool replay_db_cmd(const char *cmd, enum workload_cmd *out);
+/* The same with the ms mode recorded beside it (schema v3): ms ME is an
+ * add, MA an append, MP a prepend, MR a replace, MS or none a set. */
+bool replay_db_cmd_mode(const char *cmd, char ms_mode, enum workload_cmd *out);
 
 /* One Twitter trace row (line without its newline; modified in place). */
 enum replay_status replay_twitter_parse(char *line, struct workload_op *op, char *why,

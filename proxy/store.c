@@ -50,6 +50,8 @@ static const char *const upgrade_steps[STORE_SCHEMA_VERSION] = {
     [0] = NULL, /* 0: a fresh file; schema.sql creates everything */
     /* 1 -> 2: writes are tagged with the slab class the model predicts */
     [1] = "ALTER TABLE sets ADD COLUMN class_id INTEGER;",
+    /* 2 -> 3: ms keeps its mode (add, append, prepend, replace, set) */
+    [2] = "ALTER TABLE sets ADD COLUMN ms_mode TEXT;",
 };
 
 static int store_upgrade(struct store *s, int from, char *err, size_t errlen)
@@ -96,8 +98,8 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
         goto out;
     if (sqlite3_prepare_v2(s->db,
             "INSERT INTO sets (run_id, seq, conn_id, t_ns, cmd, key, key_hash, key_len,"
-            " value_len, flags, exptime, answer, latency_ns, class_id)"
-            " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)", -1, &s->ins_set, NULL) != SQLITE_OK ||
+            " value_len, flags, exptime, answer, latency_ns, class_id, ms_mode)"
+            " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)", -1, &s->ins_set, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->db,
             "INSERT INTO samples (run_id, t_ns, phase_id, final, stats) VALUES (?1,?2,?3,?4,?5)",
             -1, &s->ins_sample, NULL) != SQLITE_OK ||
@@ -221,6 +223,10 @@ static int bind_write(sqlite3_stmt *st, int64_t run_id, const struct rec_row *r)
         sqlite3_bind_int64(st, 14, r->class_id);
     else
         sqlite3_bind_null(st, 14);
+    if (r->ms_mode)
+        sqlite3_bind_text(st, 15, &r->ms_mode, 1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 15);
     return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
 }
 

@@ -11,7 +11,7 @@
 
 struct rec_row;
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 struct store {
     sqlite3 *db;

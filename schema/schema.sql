@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS sets (
                                            -- | upstream_error | no_answer
   latency_ns INTEGER,                      -- last request byte forwarded -> first answer byte
   class_id   INTEGER,                      -- slab class the model predicts (v2)
+  ms_mode    TEXT,                         -- ms M<mode> flag: E A P R S; NULL otherwise (v3)
   PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 
@@ -275,4 +276,4 @@ SELECT b.run_id, b.phase_id, b.name AS phase,
        (l.t_ns - f.t_ns) / 1e9 AS seconds
 FROM bounds b JOIN samples f ON f.sample_id = b.first_id JOIN samples l ON l.sample_id = b.last_id;
 
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;

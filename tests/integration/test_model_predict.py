@@ -278,6 +278,15 @@ def build_plan(chunks, scm, cas):
     p.raw(b"ms meta-c 5 q\r\nmmmmm\r\n")
     p.raw(b"md meta-c q\r\n")
     p.raw(b"md meta-missing\r\n")
+    # ms modes (recorded in sets.ms_mode): append, prepend, add (refused on
+    # an existing key, stored on a new one), replace (refused on a missing
+    # key, stored on an existing one)
+    p.raw(b"ms meta-a 300 MA\r\n%s\r\n" % (b"a" * 300))
+    p.raw(b"ms meta-a 40 MP q\r\n%s\r\n" % (b"p" * 40))
+    p.raw(b"ms meta-a 9 ME\r\n%s\r\n" % (b"e" * 9))
+    p.raw(b"ms meta-d 900 ME\r\n%s\r\n" % (b"e" * 900))
+    p.raw(b"ms meta-none 50 MR\r\n%s\r\n" % (b"r" * 50))
+    p.raw(b"ms meta-d 3000 MR\r\n%s\r\n" % (b"r" * 3000))
     p.flush()
     # 10. a seeded random mix over 600 keys: sets (one in 40 chunked),
     #     noreply sets, deletes and appends onto items known to be small

@@ -4,8 +4,9 @@ queries.
 
 - upgrade: a v1 file (runs, sets without class_id, get_counts;
   user_version 1) with rows in it is opened by the proxy: afterwards
-  user_version is 2, the old rows are intact, the new run's writes carry
-  class_id, and the upgraded file opens again.
+  user_version is 3 (v1 -> v2 adds class_id, v2 -> v3 ms_mode), the old
+  rows are intact, the new run's writes carry class_id, and the upgraded
+  file opens again.
 - refusal: user_version 99 (newer than this slabtap) and a file that is not
   SQLite are refused with a clear message and exit 1, and left untouched.
 - schema/queries/*.sql: each runs without error (sqlite3 -bail) against a
@@ -220,14 +221,15 @@ class Schema(unittest.TestCase):
         send_sets(px.port, [(b"new:1", b"abc"), (b"new:22", b"x" * 500), (b"new:333", b"y" * 5000)])
         self.stop(px)
 
-        self.assertEqual(user_version(db), 2)
+        self.assertEqual(user_version(db), 3)
         self.assertIn("class_id", columns(db, "sets"))
+        self.assertIn("ms_mode", columns(db, "sets"))
         for t in ("phases", "samples", "sample_classes", "settings"):
             self.assertTrue(columns(db, t), "table %s missing after the upgrade" % t)
         # the old rows, column for column
         self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id = 1"), [V1_RUN])
         old = rows(db, "SELECT * FROM sets WHERE run_id = 1 ORDER BY seq")
-        self.assertEqual(old, [dict(r, class_id=None) for r in V1_SETS])
+        self.assertEqual(old, [dict(r, class_id=None, ms_mode=None) for r in V1_SETS])
         self.assertEqual(rows(db, "SELECT * FROM get_counts WHERE run_id = 1"), [V1_GETS])
         # the new run, tagged
         new_runs = rows(db, "SELECT run_id, name, ended_ns, rows_recorded FROM runs WHERE run_id != 1")
@@ -254,7 +256,7 @@ class Schema(unittest.TestCase):
         px = self.proxy(mc.port, db, "proxy-up2")
         send_sets(px.port, [(b"again", b"z")])
         self.stop(px)
-        self.assertEqual(user_version(db), 2)
+        self.assertEqual(user_version(db), 3)
         self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id = 1"), [V1_RUN])
         self.assertEqual(mctest.db_scalar(db, "SELECT count(*) FROM runs"), 3)
         self.assertEqual(mctest.db_scalar(db, "SELECT class_id FROM sets WHERE run_id = 3"), 1)
@@ -315,7 +317,7 @@ class Schema(unittest.TestCase):
         mc = self.mc(name="mc-blocked")
         px = self.proxy(mc.port, db, "proxy-blocked")
         self.stop(px)
-        self.assertEqual(user_version(db), 2)
+        self.assertEqual(user_version(db), 3)
 
     # ---- shipped queries ------------------------------------------------------------
 
