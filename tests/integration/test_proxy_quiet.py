@@ -1,0 +1,79 @@
+"""Meta-quiet requests followed by ordinary ones: every answer is recorded on
+the request that caused it.
+
+memcached suppresses only the nominal answer of a meta request with q (HD
+for ms/md/ma, EN for mg); its failures (NS, EX, NF) still come. `ms k q`
+followed by `ms k ME` can both answer NS, so without help a proxy cannot
+tell whose NS arrived. slabtap puts an `mn` of its own between them and
+swallows the MN. Checked here: the client sees exactly memcached's bytes,
+and the rows name the right answers -- whole batches, batches sent byte by
+byte, and the split falling in every place.
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mctest  # noqa: E402
+
+
+def ms(key, value, flags=b""):
+    return b"ms %s %d%s\r\n%s\r\n" % (key, len(value), (b" " + flags) if flags else b"", value)
+
+
+# (payload, expected answers per recorded write, in seq order)
+CASES = [
+    # quiet set succeeds silently, then an add on the same key is refused:
+    # the NS is the add's, not the quiet set's
+    (ms(b"q1", b"aa", b"q") + ms(b"q1", b"bb", b"ME") + b"mn\r\n",
+     ["quiet", "NS"]),
+    # quiet add refused (its own NS), then a plain set succeeds
+    (ms(b"q1", b"cc", b"q ME") + ms(b"q2", b"dd") + b"mn\r\n",
+     ["NS", "HD"]),
+    # quiet replace of a missing key (NS), quiet set (silent), replace ok
+    (ms(b"missing", b"ee", b"q MR") + ms(b"q3", b"ff", b"q") + ms(b"q3", b"gg", b"MR")
+     + b"mn\r\n",
+     ["NS", "quiet", "HD"]),
+    # quiet delete of a missing key (NF) then a delete that works
+    (b"md nope q\r\n" + b"md q3\r\n" + b"mn\r\n",
+     ["NF", "HD"]),
+]
+
+
+class QuietThenLoud(unittest.TestCase):
+    def setUp(self):
+        self.wd = mctest.Workdir()
+        self.mc = mctest.Memcached(self.wd.path)
+        self.direct = mctest.Memcached(self.wd.path, name="direct")
+
+    def tearDown(self):
+        for p in (getattr(self, "px", None), self.mc, self.direct):
+            if p is not None:
+                p.kill_hard()
+        self.wd.cleanup()
+
+    def run_cases(self, chunk):
+        self.px = mctest.Proxy(self.wd.path, self.mc.port, name="proxy-%s" % chunk)
+        expected = []
+        for payload, answers in CASES:
+            want = mctest.exchange(self.direct.port, payload)
+            got = mctest.exchange(self.px.port, payload, chunk=chunk)
+            self.assertEqual(got, want, "client bytes differ for %r" % payload)
+            expected += answers
+        rc = self.px.stop()
+        self.px.assert_clean_exit(self, rc)
+        rows = mctest.db_rows(self.px.db, "SELECT cmd, key, answer FROM sets ORDER BY seq")
+        self.assertEqual([r["answer"] for r in rows], expected, rows)
+
+    def test_whole_batches(self):
+        self.run_cases(None)
+
+    def test_byte_by_byte(self):
+        self.run_cases(1)
+
+    def test_odd_pieces(self):
+        self.run_cases(7)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
