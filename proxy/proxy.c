@@ -684,15 +684,16 @@ static bool is_meta_write_or_read(enum mc_cmd cmd)
     return cmd == MC_CMD_MS || cmd == MC_CMD_MG || cmd == MC_CMD_MD || cmd == MC_CMD_MA;
 }
 
-/* A meta-quiet request's answer, when one comes, looks like a following
- * request's (ms q then ms: both may answer NS). A barrier between them
- * tells the two apart; none is needed before the client's own mn. */
+/* A meta-quiet request's answer, when one comes, looks like the next
+ * request's (ms q then ms, or ms q then ms q: both may answer NS). With O
+ * or k the answer names its request; without, a barrier between them tells
+ * the two apart. None is needed before the client's own mn. */
 static bool conn_needs_split(struct conn *c, const struct mc_request *next)
 {
     struct pending_entry *t = pending_tail(&c->pend);
     return t && !t->barrier && t->req.reply == MC_REPLY_SILENT &&
-           is_meta_write_or_read(t->req.cmd) && !c->quit &&
-           (!next || (next->reply != MC_REPLY_SILENT && next->cmd != MC_CMD_MN));
+           is_meta_write_or_read(t->req.cmd) && !t->req.has_opaque && !t->req.want_key &&
+           !c->quit && (!next || next->cmd != MC_CMD_MN);
 }
 
 /* Sends slabtap's own `mn` at the current position of the upstream stream

@@ -37,6 +37,14 @@ CASES = [
     # quiet delete of a missing key (NF) then a delete that works
     (b"md nope q\r\n" + b"md q3\r\n" + b"mn\r\n",
      ["NF", "HD"]),
+    # two quiet requests: the first silent, the second refused -- the NS
+    # is the second's
+    (ms(b"q4", b"hh", b"q ME") + ms(b"q4", b"ii", b"q ME") + b"mn\r\n",
+     ["quiet", "NS"]),
+    # with an opaque the answer names its request: no barrier needed
+    (ms(b"q5", b"jj", b"q ME O5") + ms(b"q5", b"kk", b"q ME O6") + ms(b"q5", b"ll", b"ME")
+     + b"mn\r\n",
+     ["quiet", "NS O6", "NS"]),
 ]
 
 
