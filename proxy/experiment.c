@@ -65,6 +65,25 @@ struct exp_outcome {
 
 static atomic_bool exp_interrupted;
 
+/* Between runs (gates, exports) no loop watches signals, and libuv puts the
+ * default action back when a run's watchers close: this handler, installed
+ * again after every run, turns Ctrl-C into a clean exit 130 there too. */
+static void exp_note_signal(int sig)
+{
+    (void)sig;
+    atomic_store(&exp_interrupted, true);
+}
+
+static void exp_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = exp_note_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 static int read_file(const char *path, char **text, size_t *len);
 
 /* --- spec parsing ----------------------------------------------------------- */
@@ -686,9 +705,11 @@ static int exp_run_spec(const struct exp_options *o, const char *path)
         failed = 1;
         goto out;
     }
-    for (size_t i = 0; i < sp->nruns && !atomic_load(&exp_interrupted); i++)
+    for (size_t i = 0; i < sp->nruns && !atomic_load(&exp_interrupted); i++) {
         if (exp_run_one(o, &sp->runs[i], &all[i]))
             failed++;
+        exp_catch_signals();
+    }
     if (failed || atomic_load(&exp_interrupted)) {
         failed += !failed;
         goto out;
@@ -752,6 +773,7 @@ int cli_experiment_main(int argc, char **argv)
     /* load_run and the proxy write with write(2): a client or memcached that
      * closes on us (the load stopping on Ctrl-C) must be EPIPE, not death */
     signal(SIGPIPE, SIG_IGN);
+    exp_catch_signals();
     for (int i = optind; i < argc && !atomic_load(&exp_interrupted); i++)
         failed += exp_run_spec(&o, argv[i]);
     if (atomic_load(&exp_interrupted))

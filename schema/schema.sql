@@ -38,7 +38,9 @@ CREATE TABLE IF NOT EXISTS sets (
   answer     TEXT NOT NULL,                -- STORED NOT_STORED ... | noreply | quiet
                                            -- | upstream_error | no_answer
   latency_ns INTEGER,                      -- last request byte forwarded -> first answer byte
-  class_id   INTEGER,                      -- slab class the model predicts (v2)
+  class_id   INTEGER,                      -- slab class the model predicts for the item
+                                           -- this write alone makes (v2; for append and
+                                           -- prepend: the appended piece's)
   ms_mode    TEXT,                         -- ms M<mode> flag: E A P R S; NULL otherwise (v3)
   PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
