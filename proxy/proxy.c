@@ -271,13 +271,15 @@ static void conn_update_reading(struct conn *c)
     if (c->closing)
         return;
     bool rec_ok = !rec_blocked(px->rec);
-    /* stopping: a client whose request was partly forwarded is read until
-     * that request is whole -- memcached sends nothing more on a connection
-     * while it waits for the rest of a data block, so the answers the drain
-     * waits for would never come */
+    /* a client whose request was partly forwarded is read until that
+     * request is whole, when stopping or at the pending bound: memcached
+     * holds back answers while it waits for the rest of a data block, so
+     * the answers that would let us go on might never come */
+    bool mid_request = !mc_req_at_boundary(&c->rq);
     bool want_client = rec_ok && !c->client_eof && !c->quit &&
-                       (!px->stopping || !mc_req_at_boundary(&c->rq)) &&
-                       c->up != UP_CONNECTING && c->pend.count < px->cfg.max_pending &&
+                       (!px->stopping || mid_request) &&
+                       c->up != UP_CONNECTING &&
+                       (c->pend.count < px->cfg.max_pending || mid_request) &&
                        wq(&c->client) < px->cfg.write_backlog_max &&
                        (c->up != UP_READY || wq(&c->upstream) < px->cfg.write_backlog_max);
     bool want_up = rec_ok && c->up == UP_READY && wq(&c->client) < px->cfg.write_backlog_max;
