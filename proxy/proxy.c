@@ -430,7 +430,7 @@ static size_t conn_hold_partial(struct conn *c, struct pbuf *b, size_t n, size_t
 {
     if (c->held_len) {
         /* the line began in an earlier buffer, held: all of b continues it */
-        if (c->held_len + n <= 3 && memcmp(b->data, "MN\r" + c->held_len, n) == 0) {
+        if (c->held_len + n <= 3 && memcmp(b->data, &"MN\r"[c->held_len], n) == 0) {
             memcpy(c->held + c->held_len, b->data, n);
             c->held_len += n;
             return n;
