@@ -789,10 +789,9 @@ void experiment_memcached_flags(const struct slab_settings *s, uint64_t mem_mb, 
     size_t n = 0;
     slab_settings_default(&d);
     n += (size_t)snprintf(out + n, len - n, "-m %llu", (unsigned long long)mem_mb);
-    if (s->n_slab_sizes) {
-        n += (size_t)snprintf(out + n, len - n, " -o slab_sizes=");
-        for (uint32_t i = 0; i < s->n_slab_sizes && n < len; i++)
-            n += (size_t)snprintf(out + n, len - n, "%s%u", i ? "-" : "", s->slab_sizes[i]);
+    if (s->n_slab_sizes && n + 1 < len) {
+        out[n++] = ' ';
+        n += slab_sizes_flag(s, out + n, len - n);
     } else {
         n += (size_t)snprintf(out + n, len - n, " -n %u -f %.2f", s->chunk_size_min,
                               s->growth_factor);

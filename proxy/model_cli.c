@@ -315,13 +315,6 @@ static void print_eval(const char *what, const char *flags, const struct advise_
            (unsigned long long)e->allocated, e->classes_in_ladder, e->classes_used);
 }
 
-static void sizes_flag(const struct slab_settings *s, char *buf, size_t len)
-{
-    size_t n = (size_t)snprintf(buf, len, "-o slab_sizes=");
-    for (uint32_t i = 0; i < s->n_slab_sizes && n < len; i++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%u", i ? "-" : "", s->slab_sizes[i]);
-}
-
 static int model_advise(int argc, char **argv)
 {
     struct run_opts o;
@@ -363,7 +356,7 @@ static int model_advise(int argc, char **argv)
     print_eval("the run's own settings", flags, &cur);
     snprintf(flags, sizeof flags, "-n %u -f %.2f", best.chunk_size_min, best.growth_factor);
     print_eval("best -f/-n", flags, &beste);
-    sizes_flag(&fitted, flags, sizeof flags);
+    slab_sizes_flag(&fitted, flags, sizeof flags);
     print_eval("fitted slab_sizes", fitted.n_slab_sizes > 6 ? "(below)" : flags, &fite);
     if (fitted.n_slab_sizes > 6)
         printf("    %s\n", flags);

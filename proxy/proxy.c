@@ -311,7 +311,8 @@ void proxy_update_reading(void *arg)
 
 static void count_read(struct conn *c, const struct pending_entry *e, const struct mc_line *l)
 {
-    struct proxy_get_counter *g = gets_counter(c->px, e->req.cmd, store_now_ns());
+    /* the second the request was read in: no clock read per answer */
+    struct proxy_get_counter *g = gets_counter(c->px, e->req.cmd, e->t_wall_ns);
     g->requests++;
     if (e->req.cmd == MC_CMD_MG) {
         bool hit = l && (l->code == MC_CODE_HD || l->code == MC_CODE_VA);

@@ -83,6 +83,21 @@ void slab_settings_apply_stat(struct slab_settings *s, const char *name, const c
         s->mem_limit = (uint64_t)d;
 }
 
+size_t slab_sizes_flag(const struct slab_settings *s, char *out, size_t len)
+{
+    size_t n = 0;
+    if (len == 0)
+        return 0;
+    out[0] = '\0';
+    for (uint32_t i = 0; i < s->n_slab_sizes && n < len; i++) {
+        int w = snprintf(out + n, len - n, "%s%u", i ? "-" : "-o slab_sizes=", s->slab_sizes[i]);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+    return n < len ? n : len - 1;
+}
+
 /* Digits only, no sign, no blanks; into a uint64_t that cannot overflow
  * for the <= 19 digits we accept. */
 static enum slab_status parse_digits(const char *p, size_t n, uint64_t *out)

@@ -78,6 +78,10 @@ void slab_settings_default(struct slab_settings *s);
  * the live server reported, not from assumed flags. */
 void slab_settings_apply_stat(struct slab_settings *s, const char *name, const char *value);
 
+/* memcached's flag for s's custom ladder, "-o slab_sizes=A-B-C", into out
+ * (NUL terminated, cut at len); "" when s has none. Returns the length. */
+size_t slab_sizes_flag(const struct slab_settings *s, char *out, size_t len);
+
 /* Parse -I's argument the way memcached does: a number with an optional
  * k/K/m/M suffix. Stricter than memcached's atoi: "1.5m" or "12x" are
  * SLAB_ERR_SYNTAX instead of being read as 1m / 12. */

@@ -376,3 +376,33 @@ def db_scalar(path, sql, args=()):
         return con.execute(sql, args).fetchone()[0]
     finally:
         con.close()
+
+
+# --- shared by the tests that run slabtap commands and read memcached ------------
+
+def run_slabtap(args, timeout=300):
+    """(rc, stdout, stderr) of `slabtap ARGS`; fails on a sanitizer report."""
+    env = dict(os.environ)
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+    p = subprocess.run([SLABTAP] + list(args), stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=timeout, env=env)
+    out, err = p.stdout.decode(), p.stderr.decode()
+    bad = sanitizer_errors(err)
+    if bad:
+        raise AssertionError("sanitizer report from slabtap %s:\n%s" % (args[0], err[-6000:]))
+    return p.returncode, out, err
+
+
+def mc_stats(port, what="", timeout=20):
+    """{name: value} of memcached's `stats [what]`, read directly."""
+    cmd = ("stats %s" % what).strip().encode() + b"\r\n"
+    with connect(port, timeout=timeout) as s:
+        s.sendall(cmd)
+        data = recv_until(s, b"END\r\n", timeout=timeout).decode()
+    d = {}
+    for line in data.splitlines():
+        if line.startswith("STAT "):
+            _, k, v = line.split(" ", 2)
+            d[k] = v
+    return d

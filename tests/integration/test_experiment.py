@@ -131,16 +131,7 @@ def used_ports(err):
 
 
 def mc_stats(port):
-    with socket.create_connection((HOST, port), timeout=2) as s:
-        s.settimeout(2)
-        s.sendall(b"stats\r\n")
-        data = mctest.recv_until(s, b"END\r\n", timeout=2)
-    out = {}
-    for line in data.decode().split("\r\n"):
-        parts = line.split(" ")
-        if len(parts) == 3 and parts[0] == "STAT":
-            out[parts[1]] = parts[2]
-    return out
+    return mctest.mc_stats(port, timeout=2)
 
 
 class Runner:

@@ -71,17 +71,7 @@ def counts(text):
     return {k: int(v) for k, v in (part.rsplit(" ", 1) for part in text.split(", "))}
 
 
-def mc_stats(port, what=""):
-    cmd = ("stats %s" % what).strip().encode() + b"\r\n"
-    with mctest.connect(port) as s:
-        s.sendall(cmd)
-        data = mctest.recv_until(s, b"END\r\n", timeout=20).decode()
-    d = {}
-    for line in data.splitlines():
-        if line.startswith("STAT "):
-            _, k, v = line.split(" ", 2)
-            d[k] = v
-    return d
+mc_stats = mctest.mc_stats
 
 
 def items_by_class(port):

@@ -49,30 +49,10 @@ VERIFY = re.compile(r"^  verify (the run's own settings|best -f/-n|fitted slab_s
                     r"predicted\s+([\d.]+) %, difference ([+-][\d.]+) pp (.*)$")
 
 
-def run_slabtap(args, timeout=300):
-    """(rc, stdout, stderr) of `slabtap ARGS`; fails on a sanitizer report."""
-    env = dict(os.environ)
-    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
-    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
-    p = subprocess.run([SLABTAP] + list(args), stdin=subprocess.DEVNULL,
-                       capture_output=True, timeout=timeout, env=env)
-    out, err = p.stdout.decode(), p.stderr.decode()
-    bad = mctest.sanitizer_errors(err)
-    if bad:
-        raise AssertionError("sanitizer report from slabtap %s:\n%s" % (args[0], err[-6000:]))
-    return p.returncode, out, err
+run_slabtap = mctest.run_slabtap
 
 
-def mc_stats(port, what):
-    with mctest.connect(port) as s:
-        s.sendall(("stats %s\r\n" % what).encode())
-        data = mctest.recv_until(s, b"END\r\n", timeout=20).decode()
-    d = {}
-    for line in data.splitlines():
-        if line.startswith("STAT "):
-            _, k, v = line.split(" ", 2)
-            d[k] = v
-    return d
+mc_stats = mctest.mc_stats
 
 
 def measured_waste(port):

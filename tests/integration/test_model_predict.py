@@ -61,18 +61,7 @@ SLABTAP = os.environ["SLABTAP"]
 ITEM_SIZE_MAX = 1024 * 1024
 
 
-def run_slabtap(args, timeout=120):
-    """(rc, stdout, stderr) of `slabtap ARGS`; fails on a sanitizer report."""
-    env = dict(os.environ)
-    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
-    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
-    p = subprocess.run([SLABTAP] + list(args), stdin=subprocess.DEVNULL,
-                       capture_output=True, timeout=timeout, env=env)
-    out, err = p.stdout.decode(), p.stderr.decode()
-    bad = mctest.sanitizer_errors(err)
-    if bad:
-        raise AssertionError("sanitizer report from slabtap %s:\n%s" % (args[0], err[-6000:]))
-    return p.returncode, out, err
+run_slabtap = mctest.run_slabtap
 
 
 def ladder(flags):
@@ -88,16 +77,7 @@ def ntotal(key_len, flags, value_len, cas):
     return 48 + key_len + 1 + (4 if flags else 0) + value_len + 2 + (8 if cas else 0)
 
 
-def mc_stats(port, what):
-    with mctest.connect(port) as s:
-        s.sendall(("stats %s\r\n" % what).encode())
-        data = mctest.recv_until(s, b"END\r\n", timeout=20).decode()
-    d = {}
-    for line in data.splitlines():
-        if line.startswith("STAT "):
-            _, k, v = line.split(" ", 2)
-            d[k] = v
-    return d
+mc_stats = mctest.mc_stats
 
 
 def observed_classes(port):

@@ -23,21 +23,7 @@
 #include "model_advise.h"
 #include "slab_model.h"
 
-struct tally {
-    int run;
-    int failed;
-};
-
-#define CHECK(t, cond, ...)                                                       \
-    do {                                                                          \
-        (t)->run++;                                                               \
-        if (!(cond)) {                                                            \
-            (t)->failed++;                                                        \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                           \
-            printf(__VA_ARGS__);                                                  \
-            printf("\n");                                                         \
-        }                                                                         \
-    } while (0)
+#include "check.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -73,12 +59,12 @@ static void test_evaluate(struct tally *t)
     static const uint64_t worst[][2] = {{945, 10}};
     hist_of(&h, worst, N(worst));
     advise_evaluate(&l, &h, &e);
-    CHECK(t, e.items == 10 && e.requested == 9450 && e.allocated == 11840 && e.waste == 2390,
+    TALLY_CHECK(t, e.items == 10 && e.requested == 9450 && e.allocated == 11840 && e.waste == 2390,
           "10 x 945: items %" PRIu64 " requested %" PRIu64 " allocated %" PRIu64 " waste %" PRIu64,
           e.items, e.requested, e.allocated, e.waste);
-    CHECK(t, e.waste_pct > 20.185 && e.waste_pct < 20.186, "10 x 945: waste %.4f %% (2390/11840)",
+    TALLY_CHECK(t, e.waste_pct > 20.185 && e.waste_pct < 20.186, "10 x 945: waste %.4f %% (2390/11840)",
           e.waste_pct);
-    CHECK(t, e.classes_in_ladder == 39 && e.classes_used == 1 && e.chunked_items == 0 &&
+    TALLY_CHECK(t, e.classes_in_ladder == 39 && e.classes_used == 1 && e.chunked_items == 0 &&
                  e.refused_items == 0,
           "10 x 945: classes %u/%u chunked %" PRIu64 " refused %" PRIu64, e.classes_in_ladder,
           e.classes_used, e.chunked_items, e.refused_items);
@@ -88,7 +74,7 @@ static void test_evaluate(struct tally *t)
     static const uint64_t exact[][2] = {{96, 3}, {944, 2}, {524288, 1}};
     hist_of(&h, exact, N(exact));
     advise_evaluate(&l, &h, &e);
-    CHECK(t, e.allocated == 3 * 96 + 2 * 944 + 524288 && e.waste == 0 && e.classes_used == 3,
+    TALLY_CHECK(t, e.allocated == 3 * 96 + 2 * 944 + 524288 && e.waste == 0 && e.classes_used == 3,
           "exact fits: allocated %" PRIu64 " waste %" PRIu64 " used %u", e.allocated, e.waste,
           e.classes_used);
     advise_hist_free(&h);
@@ -104,19 +90,19 @@ static void test_evaluate(struct tally *t)
     advise_evaluate(&l, &h, &e);
     uint64_t req = 10 + 5 * 96 + 3 * 97 + 7 * 600 + 2 * 601 + 4 * 394841ull;
     uint64_t alloc = 96 + 5 * 96 + 3 * 120 + 7 * 600 + 2 * 752 + 4 * 524288ull;
-    CHECK(t, e.items == 22 && e.requested == req && e.allocated == alloc &&
+    TALLY_CHECK(t, e.items == 22 && e.requested == req && e.allocated == alloc &&
                  e.waste == alloc - req && e.refused_items == 2 && e.classes_used == 5,
           "mix: items %" PRIu64 " requested %" PRIu64 "/%" PRIu64 " allocated %" PRIu64
           "/%" PRIu64 " refused %" PRIu64 " used %u",
           e.items, e.requested, req, e.allocated, alloc, e.refused_items, e.classes_used);
-    CHECK(t, h.n == 7 && h.ntotal[0] == 10 && h.ntotal[2] == 97 && h.count[2] == 3,
+    TALLY_CHECK(t, h.n == 7 && h.ntotal[0] == 10 && h.ntotal[2] == 97 && h.count[2] == 3,
           "sorted histogram: n %zu, [2] = %" PRIu64 " x %" PRIu64, h.n, h.ntotal[2], h.count[2]);
     advise_hist_free(&h);
 
     /* an empty histogram */
     advise_hist_init(&h);
     advise_evaluate(&l, &h, &e);
-    CHECK(t, e.items == 0 && e.allocated == 0 && e.waste_pct == 0, "empty histogram");
+    TALLY_CHECK(t, e.items == 0 && e.allocated == 0 && e.waste_pct == 0, "empty histogram");
     advise_hist_free(&h);
 }
 
@@ -141,9 +127,9 @@ static void test_evaluate_chunked(struct tally *t)
     static const uint64_t big[][2] = {{600066, 3}, {945, 1}};
     hist_of(&h, big, N(big));
     advise_evaluate(&l, &h, &e);
-    CHECK(t, e.items == 4 && e.chunked_items == 3, "chunked: items %" PRIu64 " chunked %" PRIu64,
+    TALLY_CHECK(t, e.items == 4 && e.chunked_items == 3, "chunked: items %" PRIu64 " chunked %" PRIu64,
           e.items, e.chunked_items);
-    CHECK(t, e.requested == 3 * 600066ull + 945 && e.allocated == 3 * 607200ull + 1184,
+    TALLY_CHECK(t, e.requested == 3 * 600066ull + 945 && e.allocated == 3 * 607200ull + 1184,
           "chunked: requested %" PRIu64 " allocated %" PRIu64 " (want %llu)", e.requested,
           e.allocated, 3 * 607200ull + 1184);
     advise_hist_free(&h);
@@ -171,14 +157,14 @@ static void test_evaluate_chunked(struct tally *t)
             advise_evaluate(&l, &h, &e);
             if (e.allocated != want || e.chunked_items != 1) {
                 bad++;
-                CHECK(t, 0, "scm %u, value %" PRIu64 " (ntotal %" PRIu64 "): advise allocates %"
+                TALLY_CHECK(t, 0, "scm %u, value %" PRIu64 " (ntotal %" PRIu64 "): advise allocates %"
                       PRIu64 ", memcached %" PRIu64 " (hdr %u, %" PRIu64 " x %u, tail %u)",
                       scms[k], v, it.ntotal, e.allocated, want, l.cls[it.hdr_class].chunk_size,
                       it.full_chunks, scms[k], it.tail_class ? l.cls[it.tail_class].chunk_size : 0);
             }
             advise_hist_free(&h);
         }
-        CHECK(t, bad == 0, "scm %u: chunked allocations differ", scms[k]);
+        TALLY_CHECK(t, bad == 0, "scm %u: chunked allocations differ", scms[k]);
     }
 }
 
@@ -290,20 +276,20 @@ static void check_fit(struct tally *t, const char *what, const uint64_t *sz, con
     brute_rec(&b, r, 0, (int)max_sizes, cand ? 0 : b.lo);
 
     int rc = advise_fit_sizes(&base, &h, max_sizes, &fitted, &fe);
-    CHECK(t, rc == 0, "%s, max %u: advise_fit_sizes failed", what, max_sizes);
+    TALLY_CHECK(t, rc == 0, "%s, max %u: advise_fit_sizes failed", what, max_sizes);
     if (rc == 0) {
         char err[200] = "";
-        CHECK(t, slab_settings_validate(&fitted, err, sizeof err) == SLAB_OK,
+        TALLY_CHECK(t, slab_settings_validate(&fitted, err, sizeof err) == SLAB_OK,
               "%s, max %u: fitted ladder refused: %s", what, max_sizes, err);
-        CHECK(t, fitted.n_slab_sizes >= 1 && fitted.n_slab_sizes <= max_sizes,
+        TALLY_CHECK(t, fitted.n_slab_sizes >= 1 && fitted.n_slab_sizes <= max_sizes,
               "%s, max %u: %u sizes", what, max_sizes, fitted.n_slab_sizes);
         uint64_t own = brute_alloc(sz, cnt, n, fitted.slab_sizes, (int)fitted.n_slab_sizes,
                                    base.slab_chunk_max);
-        CHECK(t, own == fe.allocated, "%s, max %u: fit reports %" PRIu64 " allocated, its ladder "
+        TALLY_CHECK(t, own == fe.allocated, "%s, max %u: fit reports %" PRIu64 " allocated, its ladder "
               "allocates %" PRIu64, what, max_sizes, fe.allocated, own);
         if (slab_ladder_build(&fitted, &l, NULL, 0) == SLAB_OK) {
             advise_evaluate(&l, &h, &ce);
-            CHECK(t, ce.allocated == fe.allocated && ce.waste == fe.waste,
+            TALLY_CHECK(t, ce.allocated == fe.allocated && ce.waste == fe.waste,
                   "%s: fitted_eval differs from advise_evaluate", what);
         }
         if (fe.allocated != b.best) {
@@ -315,7 +301,7 @@ static void check_fit(struct tally *t, const char *what, const uint64_t *sz, con
             o = 0;
             for (int i = 0; i < b.best_k; i++)
                 o += (size_t)snprintf(bs + o, sizeof bs - o, "%s%u", i ? "-" : "", b.best_r[i]);
-            CHECK(t, 0, "%s, max %u: fit allocates %" PRIu64 " (slab_sizes=%s), brute force %"
+            TALLY_CHECK(t, 0, "%s, max %u: fit allocates %" PRIu64 " (slab_sizes=%s), brute force %"
                   PRIu64 " (slab_sizes=%s, %" PRIu64 " ladders tried)",
                   what, max_sizes, fe.allocated, fs, b.best, bs, b.tried);
         } else {
@@ -406,14 +392,14 @@ static void test_fit_large(struct tally *t)
     advise_hist_sort(&h);
     advise_evaluate(&l, &h, &de);
     int rc = advise_fit_sizes(&base, &h, 62, &fitted, &fe);
-    CHECK(t, rc == 0 && slab_settings_validate(&fitted, NULL, 0) == SLAB_OK,
+    TALLY_CHECK(t, rc == 0 && slab_settings_validate(&fitted, NULL, 0) == SLAB_OK,
           "large histogram: fit failed or invalid");
-    CHECK(t, rc == 0 && fitted.n_slab_sizes <= 62 && fe.waste < de.waste,
+    TALLY_CHECK(t, rc == 0 && fitted.n_slab_sizes <= 62 && fe.waste < de.waste,
           "large histogram: fitted waste %" PRIu64 " not below the default's %" PRIu64, fe.waste,
           de.waste);
     /* max_sizes caps the ladder */
     rc = advise_fit_sizes(&base, &h, 3, &fitted, &fe);
-    CHECK(t, rc == 0 && fitted.n_slab_sizes <= 3 && fitted.n_slab_sizes >= 1,
+    TALLY_CHECK(t, rc == 0 && fitted.n_slab_sizes <= 3 && fitted.n_slab_sizes >= 1,
           "large histogram, max 3: %u sizes", fitted.n_slab_sizes);
     advise_hist_free(&h);
 }
@@ -429,21 +415,21 @@ static void check_search(struct tally *t, const char *what, const struct slab_se
     build(&l, base);
     advise_evaluate(&l, h, &e0);
     int rc = advise_search_factor(base, h, &best, &be);
-    CHECK(t, rc == 0, "%s: search failed", what);
+    TALLY_CHECK(t, rc == 0, "%s: search failed", what);
     if (rc)
         return;
     char err[200] = "";
-    CHECK(t, slab_settings_validate(&best, err, sizeof err) == SLAB_OK && best.n_slab_sizes == 0,
+    TALLY_CHECK(t, slab_settings_validate(&best, err, sizeof err) == SLAB_OK && best.n_slab_sizes == 0,
           "%s: best -n %u -f %.2f refused: %s", what, best.chunk_size_min, best.growth_factor, err);
-    CHECK(t, best.slab_chunk_max == base->slab_chunk_max && best.item_size_max == base->item_size_max &&
+    TALLY_CHECK(t, best.slab_chunk_max == base->slab_chunk_max && best.item_size_max == base->item_size_max &&
                  best.use_cas == base->use_cas,
           "%s: search changed settings it does not search", what);
-    CHECK(t, be.waste <= e0.waste, "%s: best -n %u -f %.2f wastes %" PRIu64 ", more than the base "
+    TALLY_CHECK(t, be.waste <= e0.waste, "%s: best -n %u -f %.2f wastes %" PRIu64 ", more than the base "
           "-n %u -f %.3f (%" PRIu64 ")", what, best.chunk_size_min, best.growth_factor, be.waste,
           base->chunk_size_min, base->growth_factor, e0.waste);
     if (slab_ladder_build(&best, &bl, NULL, 0) == SLAB_OK) {
         advise_evaluate(&bl, h, &e1);
-        CHECK(t, e1.allocated == be.allocated && e1.waste == be.waste,
+        TALLY_CHECK(t, e1.allocated == be.allocated && e1.waste == be.waste,
               "%s: best_eval differs from advise_evaluate", what);
     }
 }
@@ -461,7 +447,7 @@ static void test_search_factor(struct tally *t)
     check_search(t, "945", &base, &h);
     struct slab_settings best;
     advise_search_factor(&base, &h, &best, &be);
-    CHECK(t, be.waste < 2390 * 2000, "945: best wastes %" PRIu64, be.waste);
+    TALLY_CHECK(t, be.waste < 2390 * 2000, "945: best wastes %" PRIu64, be.waste);
     advise_hist_free(&h);
 
     /* bimodal */
@@ -507,14 +493,14 @@ static void test_cliffs(struct tally *t)
     slab_settings_default(&s);
     s.growth_factor = 1.08;
     build(&l, &s);
-    CHECK(t, l.n_classes == 63 && l.cls[62].chunk_size == 13800 && l.cls[63].chunk_size == 524288,
+    TALLY_CHECK(t, l.n_classes == 63 && l.cls[62].chunk_size == 13800 && l.cls[63].chunk_size == 524288,
           "-f 1.08 ladder: %u classes", l.n_classes);
     static const uint64_t items[][2] = {{20000, 500}, {945, 100}, {13800, 3}};
     hist_of(&h, items, N(items));
     size_t n = advise_cliffs(&l, &h, c, N(c));
-    CHECK(t, n == 1, "-f 1.08, 20,000-byte items: %zu cliffs", n);
+    TALLY_CHECK(t, n == 1, "-f 1.08, 20,000-byte items: %zu cliffs", n);
     if (n >= 1)
-        CHECK(t, c[0].class_id == 63 && c[0].chunk_size == 524288 && c[0].lo == 13801 &&
+        TALLY_CHECK(t, c[0].class_id == 63 && c[0].chunk_size == 524288 && c[0].lo == 13801 &&
                      c[0].hi == 524288 && c[0].min_item == 20000 && c[0].max_item == 20000 &&
                      c[0].items == 500,
               "cliff: class %u chunk %u range %" PRIu64 "..%" PRIu64 " items %" PRIu64 "..%" PRIu64
@@ -528,7 +514,7 @@ static void test_cliffs(struct tally *t)
     build(&l, &s);
     hist_of(&h, items, N(items));
     n = advise_cliffs(&l, &h, c, N(c));
-    CHECK(t, n == 0, "default ladder, 20,000-byte items: %zu cliffs", n);
+    TALLY_CHECK(t, n == 0, "default ladder, 20,000-byte items: %zu cliffs", n);
     advise_hist_free(&h);
 
     /* an item just above the 13,800 chunk of -f 1.08 is the worst case */
@@ -537,7 +523,7 @@ static void test_cliffs(struct tally *t)
     static const uint64_t edge[][2] = {{13801, 1}, {524288, 1}};
     hist_of(&h, edge, N(edge));
     n = advise_cliffs(&l, &h, c, N(c));
-    CHECK(t, n == 1 && c[0].min_item == 13801 && c[0].max_item == 524288 && c[0].items == 2,
+    TALLY_CHECK(t, n == 1 && c[0].min_item == 13801 && c[0].max_item == 524288 && c[0].items == 2,
           "13,801 and 524,288: %zu cliffs", n);
     advise_hist_free(&h);
 }

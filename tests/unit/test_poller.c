@@ -29,28 +29,7 @@
 
 #include "poller.h"
 
-static int failures;
-static int checks;
-
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        checks++;                                                                      \
-        if (!(cond)) {                                                                 \
-            failures++;                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-        }                                                                              \
-    } while (0)
-
-#define CHECK_INT(got, want)                                                           \
-    do {                                                                               \
-        long long g_ = (long long)(got), w_ = (long long)(want);                       \
-        checks++;                                                                      \
-        if (g_ != w_) {                                                                \
-            failures++;                                                                \
-            fprintf(stderr, "%s:%d: %s = %lld, want %lld\n", __FILE__, __LINE__, #got, \
-                    g_, w_);                                                           \
-        }                                                                              \
-    } while (0)
+#include "check.h"
 
 /* ---- the memcached under test ----------------------------------------- */
 
@@ -323,33 +302,33 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     atexit(mc_stop);
     mc_port = free_port();
-    CHECK(mc_port > 0);
+    CHECK_TRUE(mc_port > 0);
     if (!mc_start()) {
         fprintf(stderr, "test_poller: cannot start memcached on port %d\n", mc_port);
         return 1;
     }
     /* Three classes before the poller starts: 96, 304 (flags) and 1184 byte chunks. */
-    CHECK(mc_set("small", 0, 10));
-    CHECK(mc_set("medium", 5, 200));
-    CHECK(mc_set("large", 0, 1000));
+    CHECK_TRUE(mc_set("small", 0, 10));
+    CHECK_TRUE(mc_set("medium", 5, 200));
+    CHECK_TRUE(mc_set("large", 0, 1000));
 
-    CHECK(uv_loop_init(&c.loop) == 0);
+    CHECK_TRUE(uv_loop_init(&c.loop) == 0);
     uv_ip4_addr("127.0.0.1", mc_port, &up);
-    CHECK(poller_open(&c.poller, &c.loop, NULL, 50, on_sample, &c) == UV_EINVAL);
-    CHECK(poller_open(&c.poller, &c.loop, (struct sockaddr *)&up, 50, on_sample, &c) == 0);
+    CHECK_TRUE(poller_open(&c.poller, &c.loop, NULL, 50, on_sample, &c) == UV_EINVAL);
+    CHECK_TRUE(poller_open(&c.poller, &c.loop, (struct sockaddr *)&up, 50, on_sample, &c) == 0);
     CHECK_INT(c.poller.interval_ms, 50);
 
     /* 1. samples arrive, consistent */
     want_samples = 5;
-    CHECK(run_until(&c, enough_samples, 5000));
-    CHECK(c.poller.connected);
+    CHECK_TRUE(run_until(&c, enough_samples, 5000));
+    CHECK_TRUE(c.poller.connected);
     CHECK_INT(c.last_bytes, ntotal(5, 0, 10) + ntotal(6, 5, 200) + ntotal(5, 0, 1000));
     CHECK_INT(c.last_curr_items, 3);
     CHECK_INT(c.last_classes, 3);
-    CHECK(set_between_batches(&c, "medium2", 5, 200));
-    CHECK(set_between_batches(&c, "huge", 0, 100000));
+    CHECK_TRUE(set_between_batches(&c, "medium2", 5, 200));
+    CHECK_TRUE(set_between_batches(&c, "huge", 0, 100000));
     want_samples = c.samples + 3;
-    CHECK(run_until(&c, enough_samples, 5000));
+    CHECK_TRUE(run_until(&c, enough_samples, 5000));
     CHECK_INT(c.last_curr_items, 5);
     CHECK_INT(c.last_classes, 4);
     CHECK_INT(c.last_bytes, ntotal(5, 0, 10) + ntotal(6, 5, 200) + ntotal(5, 0, 1000) +
@@ -359,42 +338,42 @@ int main(void)
     CHECK_INT(c.bad_settings, 0);
     CHECK_INT(c.bad_order, 0);
     CHECK_INT(c.bad_rtt, 0);
-    CHECK(c.settings_fetches >= 1 && c.settings_fetches <= 2); /* not every tick */
+    CHECK_TRUE(c.settings_fetches >= 1 && c.settings_fetches <= 2); /* not every tick */
     CHECK_INT(c.poller.counters.reconnects, 0);
     CHECK_INT(c.poller.counters.samples, c.samples);
 
     /* 2. a frozen memcached: ticks are skipped, one request stays out */
-    CHECK(run_until(&c, idle, 2000));
+    CHECK_TRUE(run_until(&c, idle, 2000));
     n = c.samples;
     uint64_t skipped = c.poller.counters.ticks_skipped;
     kill(mc_pid, SIGSTOP);
     run_until(&c, NULL, 400);
     CHECK_INT(c.samples, n);
-    CHECK(c.poller.counters.ticks_skipped >= skipped + 4);
-    CHECK(c.poller.in_flight);
+    CHECK_TRUE(c.poller.counters.ticks_skipped >= skipped + 4);
+    CHECK_TRUE(c.poller.in_flight);
     kill(mc_pid, SIGCONT);
     want_samples = c.samples + 2;
-    CHECK(run_until(&c, enough_samples, 3000));
+    CHECK_TRUE(run_until(&c, enough_samples, 3000));
     CHECK_INT(c.poller.counters.reconnects, 0); /* slow is not dead */
 
     /* 3. memcached dies with a request outstanding: the sample in flight is
      * discarded, the poller is disconnected, no samples, no crash */
-    CHECK(run_until(&c, idle, 2000));
+    CHECK_TRUE(run_until(&c, idle, 2000));
     n = c.samples;
     kill(mc_pid, SIGSTOP);
-    CHECK(run_until(&c, in_flight, 1000));
+    CHECK_TRUE(run_until(&c, in_flight, 1000));
     mc_stop();
-    CHECK(run_until(&c, is_disconnected, 3000));
+    CHECK_TRUE(run_until(&c, is_disconnected, 3000));
     CHECK_INT(c.samples, n);
-    CHECK(c.poller.counters.samples_discarded >= 1);
+    CHECK_TRUE(c.poller.counters.samples_discarded >= 1);
     run_until(&c, NULL, 500);
     CHECK_INT(c.samples, n);
-    CHECK(!c.poller.connected);
-    CHECK(c.poller.counters.disconnects >= 1);
-    CHECK(c.poller.counters.connect_failures >= 2); /* it kept trying, with backoff */
-    CHECK(c.poller.counters.connect_failures <= 10); /* ... but not in a tight loop */
-    CHECK(c.poller.last_error == POLLER_E_CONNECT);
-    CHECK(c.poller.last_uv_error == UV_ECONNREFUSED);
+    CHECK_TRUE(!c.poller.connected);
+    CHECK_TRUE(c.poller.counters.disconnects >= 1);
+    CHECK_TRUE(c.poller.counters.connect_failures >= 2); /* it kept trying, with backoff */
+    CHECK_TRUE(c.poller.counters.connect_failures <= 10); /* ... but not in a tight loop */
+    CHECK_TRUE(c.poller.last_error == POLLER_E_CONNECT);
+    CHECK_TRUE(c.poller.last_uv_error == UV_ECONNREFUSED);
     fprintf(stderr, "test_poller: while down: %llu connect failures, last: %s (%s)\n",
             (unsigned long long)c.poller.counters.connect_failures,
             poller_error_str(c.poller.last_error), uv_strerror(c.poller.last_uv_error));
@@ -402,17 +381,17 @@ int main(void)
     /* 4. memcached is back on the same port: samples resume */
     if (!mc_start()) {
         fprintf(stderr, "test_poller: cannot restart memcached on port %d\n", mc_port);
-        failures++;
+        tests_failed++;
         goto close;
     }
-    CHECK(run_until(&c, conn2_samples, 5000));
-    CHECK(c.poller.connected);
-    CHECK(c.poller.counters.reconnects >= 1);
+    CHECK_TRUE(run_until(&c, conn2_samples, 5000));
+    CHECK_TRUE(c.poller.connected);
+    CHECK_TRUE(c.poller.counters.reconnects >= 1);
     CHECK_INT(c.last_connection, 2);
     CHECK_INT(c.last_bytes, 0); /* a fresh memcached */
-    CHECK(set_between_batches(&c, "again", 0, 500));
+    CHECK_TRUE(set_between_batches(&c, "again", 0, 500));
     want_samples = c.samples + 2;
-    CHECK(run_until(&c, enough_samples, 3000));
+    CHECK_TRUE(run_until(&c, enough_samples, 3000));
     CHECK_INT(c.last_curr_items, 1);
     CHECK_INT(c.last_bytes, ntotal(5, 0, 500));
     CHECK_INT(c.bad_sum, 0);
@@ -421,15 +400,15 @@ int main(void)
 
     /* 5. an extra sample on request (the final one at shutdown) */
     poller_sample_now(&c.poller);
-    CHECK(run_until(&c, got_requested, 2000));
+    CHECK_TRUE(run_until(&c, got_requested, 2000));
     CHECK_INT(c.requested_seen, 1);
     CHECK_INT(c.poller.counters.requested, 1);
 
 close:
     /* 6. close: every handle closed, the loop ends by itself */
     poller_close(&c.poller, on_closed);
-    CHECK(run_until(&c, is_closed, 2000));
-    CHECK(c.poller.state == POLLER_IDLE);
+    CHECK_TRUE(run_until(&c, is_closed, 2000));
+    CHECK_TRUE(c.poller.state == POLLER_IDLE);
     CHECK_INT(uv_run(&c.loop, UV_RUN_NOWAIT), 0);
     CHECK_INT(uv_loop_close(&c.loop), 0);
     mc_stop();
@@ -438,6 +417,6 @@ close:
             (unsigned long long)c.samples, (unsigned long long)c.poller.counters.ticks_skipped,
             (unsigned long long)c.poller.counters.reconnects,
             (unsigned long long)c.poller.counters.samples_discarded);
-    printf("test_poller: %d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    printf("test_poller: %d checks, %d failed\n", tests_run, tests_failed);
+    return tests_failed ? 1 : 0;
 }

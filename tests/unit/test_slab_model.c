@@ -10,21 +10,7 @@
 
 #include "slab_model.h"
 
-struct tally {
-    int run;
-    int failed;
-};
-
-#define CHECK(t, cond, ...)                                                       \
-    do {                                                                          \
-        (t)->run++;                                                               \
-        if (!(cond)) {                                                            \
-            (t)->failed++;                                                        \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                           \
-            printf(__VA_ARGS__);                                                  \
-            printf("\n");                                                         \
-        }                                                                         \
-    } while (0)
+#include "check.h"
 
 /* ---- ladders: `memcached -u nobody -vv -p 0 -U 0 <flags>`, stderr ---- */
 
@@ -219,14 +205,14 @@ static void check_ladder_case(struct tally *t, const struct ladder_case *c)
     enum slab_status st = settings_for(c, &s);
     if (st == SLAB_OK)
         st = slab_ladder_build(&s, &l, err, sizeof err);
-    CHECK(t, st == SLAB_OK, "[%s] build: %s %s", c->flags, slab_status_str(st), err);
+    TALLY_CHECK(t, st == SLAB_OK, "[%s] build: %s %s", c->flags, slab_status_str(st), err);
     if (st != SLAB_OK)
         return;
-    CHECK(t, l.n_classes == c->count, "[%s] %u classes, memcached had %u", c->flags,
+    TALLY_CHECK(t, l.n_classes == c->count, "[%s] %u classes, memcached had %u", c->flags,
           l.n_classes, c->count);
     for (uint32_t i = 0; i < c->count && i < l.n_classes; i++) {
         const struct slab_class *k = &l.cls[i + 1];
-        CHECK(t, k->chunk_size == c->expect[i].chunk_size && k->perslab == c->expect[i].perslab,
+        TALLY_CHECK(t, k->chunk_size == c->expect[i].chunk_size && k->perslab == c->expect[i].perslab,
               "[%s] class %u: chunk %u perslab %u, memcached %u/%u", c->flags, i + 1,
               k->chunk_size, k->perslab, c->expect[i].chunk_size, c->expect[i].perslab);
     }
@@ -244,19 +230,19 @@ static void test_ladder_text(struct tally *t)
     struct slab_ladder l;
     char text[8192];
     slab_settings_default(&s);
-    CHECK(t, slab_ladder_build(&s, &l, NULL, 0) == SLAB_OK, "default ladder builds");
+    TALLY_CHECK(t, slab_ladder_build(&s, &l, NULL, 0) == SLAB_OK, "default ladder builds");
     size_t n = slab_ladder_format(&l, text, sizeof text);
-    CHECK(t, n == strlen(ladder_default_text) && !strcmp(text, ladder_default_text),
+    TALLY_CHECK(t, n == strlen(ladder_default_text) && !strcmp(text, ladder_default_text),
           "default ladder text differs from memcached -vv:\n%s", text);
     /* a short buffer gets whole lines only, and the full length back */
     char small[100];
     n = slab_ladder_format(&l, small, sizeof small);
-    CHECK(t, n == strlen(ladder_default_text), "format returns needed length, got %zu", n);
-    CHECK(t, !strcmp(small, "slab class   1: chunk size        96 perslab   10922\n"),
+    TALLY_CHECK(t, n == strlen(ladder_default_text), "format returns needed length, got %zu", n);
+    TALLY_CHECK(t, !strcmp(small, "slab class   1: chunk size        96 perslab   10922\n"),
           "short buffer holds exactly the first line, got '%s'", small);
     char line[SLAB_MODEL_LINE_MAX];
-    CHECK(t, slab_ladder_format_line(&l, 40, line, sizeof line) == -1, "class 40 of 39 refused");
-    CHECK(t, slab_ladder_format_line(&l, 0, line, sizeof line) == -1, "class 0 refused");
+    TALLY_CHECK(t, slab_ladder_format_line(&l, 40, line, sizeof line) == -1, "class 40 of 39 refused");
+    TALLY_CHECK(t, slab_ladder_format_line(&l, 0, line, sizeof line) == -1, "class 0 refused");
 }
 
 /* ---- settings memcached refuses at start-up (exit 64 or 1) ---- */
@@ -302,7 +288,7 @@ static void test_refusals(struct tally *t)
         char err[200] = "";
         slab_settings_default(&s);
         if (c->item_max)
-            CHECK(t, slab_parse_size(c->item_max, &s.item_size_max) == SLAB_OK, "[%s] parse",
+            TALLY_CHECK(t, slab_parse_size(c->item_max, &s.item_size_max) == SLAB_OK, "[%s] parse",
                   c->flags);
         if (c->n)
             s.chunk_size_min = c->n;
@@ -311,10 +297,10 @@ static void test_refusals(struct tally *t)
         if (c->chunk_max)
             s.slab_chunk_max = c->chunk_max;
         if (c->sizes)
-            CHECK(t, slab_parse_slab_sizes(c->sizes, &s, NULL, 0) == SLAB_OK, "[%s] parse",
+            TALLY_CHECK(t, slab_parse_slab_sizes(c->sizes, &s, NULL, 0) == SLAB_OK, "[%s] parse",
                   c->flags);
         enum slab_status st = slab_ladder_build(&s, &l, err, sizeof err);
-        CHECK(t, st == SLAB_ERR_SETTINGS && !strcmp(err, c->message),
+        TALLY_CHECK(t, st == SLAB_ERR_SETTINGS && !strcmp(err, c->message),
               "[%s] got %s '%s', memcached said '%s'", c->flags, slab_status_str(st), err,
               c->message);
     }
@@ -323,14 +309,14 @@ static void test_refusals(struct tally *t)
     char err[200] = "";
     slab_settings_default(&s);
     s.chunk_size_min = 0;
-    CHECK(t, slab_settings_validate(&s, err, sizeof err) == SLAB_ERR_SETTINGS &&
+    TALLY_CHECK(t, slab_settings_validate(&s, err, sizeof err) == SLAB_ERR_SETTINGS &&
                  !strcmp(err, "Chunk size must be greater than 0"),
           "-n 0 refused, got '%s'", err);
     /* 63 sizes: memcached "too many slab classes specified" */
     char sizes_63[sizeof sizes_62 + 8];
     snprintf(sizes_63, sizeof sizes_63, "%s-720", sizes_62);
     slab_settings_default(&s);
-    CHECK(t, slab_parse_slab_sizes(sizes_63, &s, err, sizeof err) == SLAB_ERR_SETTINGS &&
+    TALLY_CHECK(t, slab_parse_slab_sizes(sizes_63, &s, err, sizeof err) == SLAB_ERR_SETTINGS &&
                  !strcmp(err, "too many slab classes specified"),
           "63 slab sizes refused, got '%s'", err);
 }
@@ -344,7 +330,7 @@ static void test_odd_ladders(struct tally *t)
     slab_settings_default(&s);
     s.chunk_size_min = 10;
     slab_parse_slab_sizes("40-100", &s, NULL, 0);
-    CHECK(t, slab_ladder_build(&s, &l, NULL, 0) == SLAB_OK && l.n_classes == 3 &&
+    TALLY_CHECK(t, slab_ladder_build(&s, &l, NULL, 0) == SLAB_OK && l.n_classes == 3 &&
                  l.cls[1].chunk_size == 40 && l.cls[1].perslab == 26214 &&
                  l.cls[2].chunk_size == 104 && l.cls[2].perslab == 10082 &&
                  l.cls[3].chunk_size == 524288 && l.cls[3].perslab == 2,
@@ -352,14 +338,14 @@ static void test_odd_ladders(struct tally *t)
     /* -o slab_sizes=100-109: 109 > 100 + 8 is allowed, then aligned to 112 */
     slab_settings_default(&s);
     slab_parse_slab_sizes("100-109", &s, NULL, 0);
-    CHECK(t, slab_ladder_build(&s, &l, NULL, 0) == SLAB_OK && l.n_classes == 3 &&
+    TALLY_CHECK(t, slab_ladder_build(&s, &l, NULL, 0) == SLAB_OK && l.n_classes == 3 &&
                  l.cls[1].chunk_size == 104 && l.cls[2].chunk_size == 112 &&
                  l.cls[2].perslab == 9362,
           "slab_sizes=100-109");
     /* -o slab_chunk_max=1048576: 42 classes, 41 = 771184, 42 = 1 MiB */
     slab_settings_default(&s);
     s.slab_chunk_max = 1048576;
-    CHECK(t, slab_ladder_build(&s, &l, NULL, 0) == SLAB_OK && l.n_classes == 42 &&
+    TALLY_CHECK(t, slab_ladder_build(&s, &l, NULL, 0) == SLAB_OK && l.n_classes == 42 &&
                  l.cls[41].chunk_size == 771184 && l.cls[41].perslab == 1 &&
                  l.cls[42].chunk_size == 1048576 && l.cls[42].perslab == 1,
           "slab_chunk_max=1048576 gives 42 classes ending 771184, 1048576");
@@ -380,7 +366,7 @@ static void test_parse_size(struct tally *t)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint32_t v = 0;
         enum slab_status st = slab_parse_size(cases[i].text, &v);
-        CHECK(t, st == cases[i].st && (st != SLAB_OK || v == cases[i].value),
+        TALLY_CHECK(t, st == cases[i].st && (st != SLAB_OK || v == cases[i].value),
               "parse_size('%s') = %s %u", cases[i].text, slab_status_str(st), v);
     }
 }
@@ -453,19 +439,19 @@ static void test_items(struct tally *t)
         const struct item_case *c = &item_cases[i];
         struct slab_ladder l;
         struct slab_item_layout it;
-        CHECK(t, build(&l, c->cas, c->item_max), "[%s] ladder", c->what);
+        TALLY_CHECK(t, build(&l, c->cas, c->item_max), "[%s] ladder", c->what);
         enum slab_status st = slab_item_layout(&l, c->key_len, c->flags, c->value_len, &it);
-        CHECK(t, st == c->st, "[%s] status %s", c->what, slab_status_str(st));
-        CHECK(t, it.ntotal == c->ntotal, "[%s] ntotal %" PRIu64 " want %" PRIu64, c->what,
+        TALLY_CHECK(t, st == c->st, "[%s] status %s", c->what, slab_status_str(st));
+        TALLY_CHECK(t, it.ntotal == c->ntotal, "[%s] ntotal %" PRIu64 " want %" PRIu64, c->what,
               it.ntotal, c->ntotal);
-        CHECK(t, slab_item_ntotal(c->cas, c->key_len, c->flags, c->value_len) == c->ntotal,
+        TALLY_CHECK(t, slab_item_ntotal(c->cas, c->key_len, c->flags, c->value_len) == c->ntotal,
               "[%s] slab_item_ntotal", c->what);
         if (st != SLAB_OK)
             continue;
-        CHECK(t, it.lru_class == c->lru_class && it.chunked == c->chunked,
+        TALLY_CHECK(t, it.lru_class == c->lru_class && it.chunked == c->chunked,
               "[%s] class %u chunked %d, want %u %d", c->what, it.lru_class, it.chunked,
               c->lru_class, c->chunked);
-        CHECK(t, it.hdr_class == c->hdr_class && it.full_chunks == c->full_chunks &&
+        TALLY_CHECK(t, it.hdr_class == c->hdr_class && it.full_chunks == c->full_chunks &&
                      it.full_class == c->full_class && it.tail_class == c->tail_class,
               "[%s] hdr %u full %" PRIu64 "x%u tail %u, want hdr %u full %" PRIu64 "x%u tail %u",
               c->what, it.hdr_class, it.full_chunks, it.full_class, it.tail_class, c->hdr_class,
@@ -485,7 +471,7 @@ static void check_counters(struct tally *t, const char *what, const struct slab_
 {
     for (size_t i = 0; i < n; i++) {
         const struct slab_class_counters *k = &c->cls[e[i].id];
-        CHECK(t, k->used_chunks == e[i].used && k->total_pages == e[i].pages &&
+        TALLY_CHECK(t, k->used_chunks == e[i].used && k->total_pages == e[i].pages &&
                      k->total_chunks == e[i].total_chunks && k->number == e[i].number &&
                      k->mem_requested == e[i].mem_requested,
               "[%s] class %u: used %" PRIu64 " pages %" PRIu64 " chunks %" PRIu64
@@ -502,7 +488,7 @@ static void add_item(struct tally *t, struct slab_counters *c, const struct slab
     enum slab_status st = slab_item_layout(l, key_len, flags, value_len, &it);
     if (st == SLAB_ERR_TOO_LARGE)
         return; /* memcached answered SERVER_ERROR object too large for cache */
-    CHECK(t, st == SLAB_OK && slab_counters_add(c, l, &it) == SLAB_OK, "add k%u v%" PRIu64,
+    TALLY_CHECK(t, st == SLAB_OK && slab_counters_add(c, l, &it) == SLAB_OK, "add k%u v%" PRIu64,
           key_len, value_len);
 }
 
@@ -541,7 +527,7 @@ static void test_counters_mixed(struct tally *t)
     struct slab_ladder l3;
     slab_settings_default(&s);
     s.slab_chunk_max = 16384;
-    CHECK(t, slab_ladder_build(&s, &l3, NULL, 0) == SLAB_OK, "scm 16384 ladder");
+    TALLY_CHECK(t, slab_ladder_build(&s, &l3, NULL, 0) == SLAB_OK, "scm 16384 ladder");
     slab_counters_init(&c);
     add_item(t, &c, &l3, 1, 0, 100000);
     add_item(t, &c, &l3, 5, 3, 16300);
@@ -579,11 +565,11 @@ static void test_counters_pages(struct tally *t)
     static const struct expect_counters full[] = {{1, 10922, 1, 10922, 10922, 10922 * 89}};
     check_counters(t, "10922 distinct", &c, full, 1);
     slab_counters_add(&c, &l, &it);
-    CHECK(t, slab_counters_remove(&c, &l, &it) == SLAB_OK, "overwrite remove");
+    TALLY_CHECK(t, slab_counters_remove(&c, &l, &it) == SLAB_OK, "overwrite remove");
     static const struct expect_counters over[] = {{1, 10922, 2, 21844, 10922, 10922 * 89}};
     check_counters(t, "overwrite one", &c, over, 1);
     slab_counters_add(&c, &l, &it);
-    CHECK(t, slab_counters_remove(&c, &l, &it) == SLAB_OK, "delete");
+    TALLY_CHECK(t, slab_counters_remove(&c, &l, &it) == SLAB_OK, "delete");
     check_counters(t, "one more, one deleted", &c, over, 1);
 }
 
@@ -596,14 +582,14 @@ static void test_counters_underflow(struct tally *t)
     slab_counters_init(&c);
     slab_item_layout(&l, 10, 0, 20, &small);
     slab_item_layout(&l, 1, 0, 600000, &big);
-    CHECK(t, slab_counters_remove(&c, &l, &small) == SLAB_ERR_UNDERFLOW, "remove from empty");
+    TALLY_CHECK(t, slab_counters_remove(&c, &l, &small) == SLAB_ERR_UNDERFLOW, "remove from empty");
     slab_counters_add(&c, &l, &small);
     before = c;
-    CHECK(t, slab_counters_remove(&c, &l, &big) == SLAB_ERR_UNDERFLOW, "remove unknown big");
-    CHECK(t, !memcmp(&c, &before, sizeof c), "failed remove changes nothing");
+    TALLY_CHECK(t, slab_counters_remove(&c, &l, &big) == SLAB_ERR_UNDERFLOW, "remove unknown big");
+    TALLY_CHECK(t, !memcmp(&c, &before, sizeof c), "failed remove changes nothing");
     slab_counters_add(&c, &l, &big);
-    CHECK(t, slab_counters_remove(&c, &l, &big) == SLAB_OK, "remove big");
-    CHECK(t, c.cls[31].used_chunks == 0 && c.cls[31].total_pages == 1 &&
+    TALLY_CHECK(t, slab_counters_remove(&c, &l, &big) == SLAB_OK, "remove big");
+    TALLY_CHECK(t, c.cls[31].used_chunks == 0 && c.cls[31].total_pages == 1 &&
                  c.cls[39].mem_requested == 0 && c.cls[2].used_chunks == 0,
           "big removed, its pages kept");
 }
@@ -612,13 +598,13 @@ static void test_class_for(struct tally *t)
 {
     struct slab_ladder l;
     build(&l, true, "1m");
-    CHECK(t, slab_ladder_class_for(&l, 0) == 0, "size 0");
-    CHECK(t, slab_ladder_class_for(&l, 1) == 1, "size 1");
-    CHECK(t, slab_ladder_class_for(&l, 96) == 1 && slab_ladder_class_for(&l, 97) == 2, "96/97");
-    CHECK(t, slab_ladder_class_for(&l, 524288) == 39, "524288");
-    CHECK(t, slab_ladder_class_for(&l, 524289) == 39, "above the largest class, within -I");
-    CHECK(t, slab_ladder_class_for(&l, 1048576) == 39, "= -I");
-    CHECK(t, slab_ladder_class_for(&l, 1048577) == 0, "above -I");
+    TALLY_CHECK(t, slab_ladder_class_for(&l, 0) == 0, "size 0");
+    TALLY_CHECK(t, slab_ladder_class_for(&l, 1) == 1, "size 1");
+    TALLY_CHECK(t, slab_ladder_class_for(&l, 96) == 1 && slab_ladder_class_for(&l, 97) == 2, "96/97");
+    TALLY_CHECK(t, slab_ladder_class_for(&l, 524288) == 39, "524288");
+    TALLY_CHECK(t, slab_ladder_class_for(&l, 524289) == 39, "above the largest class, within -I");
+    TALLY_CHECK(t, slab_ladder_class_for(&l, 1048576) == 39, "= -I");
+    TALLY_CHECK(t, slab_ladder_class_for(&l, 1048577) == 0, "above -I");
 }
 
 int main(void)

@@ -16,39 +16,7 @@
 
 #include "stats_parse.h"
 
-static int failures;
-static int checks;
-
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        checks++;                                                                      \
-        if (!(cond)) {                                                                 \
-            failures++;                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-        }                                                                              \
-    } while (0)
-
-#define CHECK_INT(got, want)                                                           \
-    do {                                                                               \
-        long long g_ = (long long)(got), w_ = (long long)(want);                       \
-        checks++;                                                                      \
-        if (g_ != w_) {                                                                \
-            failures++;                                                                \
-            fprintf(stderr, "%s:%d: %s = %lld, want %lld\n", __FILE__, __LINE__, #got, \
-                    g_, w_);                                                           \
-        }                                                                              \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                           \
-    do {                                                                               \
-        const char *g_ = (got), *w_ = (want);                                          \
-        checks++;                                                                      \
-        if (!g_ || strcmp(g_, w_)) {                                                   \
-            failures++;                                                                \
-            fprintf(stderr, "%s:%d: %s = \"%s\", want \"%s\"\n", __FILE__, __LINE__,   \
-                    #got, g_ ? g_ : "(null)", w_);                                     \
-        }                                                                              \
-    } while (0)
+#include "check.h"
 
 /* ---- captured from memcached 1.6.18 (memcached -p PORT -l 127.0.0.1 -U 0) ----
  * How: a python3 socket script started memcached on a free port, sent
@@ -631,13 +599,13 @@ static enum stats_parse_result feed_lines(struct stats_parser *p, const char *bu
         r = stats_parse_next(p, buf + off, len - off, &used, &ev);
         if (r == STATS_PARSE_ERROR)
             break;
-        CHECK(used > 0 && used <= len - off);
+        CHECK_TRUE(used > 0 && used <= len - off);
         off += used;
         if (r == STATS_PARSE_NEED_MORE) {
-            CHECK(off == len);
+            CHECK_TRUE(off == len);
             break;
         }
-        CHECK(ev.name[ev.name_len] == '\0' && ev.value[ev.value_len] == '\0');
+        CHECK_TRUE(ev.name[ev.name_len] == '\0' && ev.value[ev.value_len] == '\0');
         text_event(out, &ev);
         r = STATS_PARSE_NEED_MORE;
     }
@@ -711,9 +679,9 @@ static void test_roundtrip_every_split(const char *name, const char *data, size_
     struct text whole = {0};
 
     stats_parse_init(&p);
-    CHECK(feed_lines(&p, rb.data, rb.len, &whole) == STATS_PARSE_NEED_MORE);
-    CHECK(whole.len == len && !memcmp(whole.s, data, len));
-    CHECK(p.len == 0 && !p.in_block);
+    CHECK_TRUE(feed_lines(&p, rb.data, rb.len, &whole) == STATS_PARSE_NEED_MORE);
+    CHECK_TRUE(whole.len == len && !memcmp(whole.s, data, len));
+    CHECK_TRUE(p.len == 0 && !p.in_block);
 
     for (size_t cut = 0; cut <= len; cut++) {
         struct text t = {0};
@@ -723,19 +691,19 @@ static void test_roundtrip_every_split(const char *name, const char *data, size_
         if (r1 != STATS_PARSE_NEED_MORE || r2 != STATS_PARSE_NEED_MORE || t.len != len ||
             memcmp(t.s, data, len)) {
             fprintf(stderr, "%s: split at %zu differs\n", name, cut);
-            failures++;
+            tests_failed++;
             free(t.s);
             break;
         }
         free(t.s);
     }
-    checks++;
+    tests_run++;
 
     struct text bytewise = {0};
     stats_parse_init(&p);
     for (size_t i = 0; i < len; i++)
-        CHECK(feed_lines(&p, rb.data + i, 1, &bytewise) == STATS_PARSE_NEED_MORE);
-    CHECK(bytewise.len == len && !memcmp(bytewise.s, data, len));
+        CHECK_TRUE(feed_lines(&p, rb.data + i, 1, &bytewise) == STATS_PARSE_NEED_MORE);
+    CHECK_TRUE(bytewise.len == len && !memcmp(bytewise.s, data, len));
     free(bytewise.s);
     free(whole.s);
     ro_close(&rb);
@@ -781,7 +749,7 @@ static void test_line_events(void)
         struct stats_parse_event ev;
         size_t used;
         enum stats_parse_result r = stats_parse_next(&p, rb.data + off, rb.len - off, &used, &ev);
-        CHECK(r == STATS_PARSE_OK);
+        CHECK_TRUE(r == STATS_PARSE_OK);
         if (r != STATS_PARSE_OK || n >= sizeof want / sizeof want[0])
             break;
         off += used;
@@ -838,10 +806,10 @@ static void test_line_errors(void)
 
     /* The text table covers every code. */
     for (int e = 0; e < STATS_PARSE_E_COUNT; e++)
-        CHECK(stats_parse_error_str((enum stats_parse_error)e) != NULL);
+        CHECK_TRUE(stats_parse_error_str((enum stats_parse_error)e) != NULL);
     CHECK_STR(stats_parse_error_str(STATS_PARSE_E_LINE_TOO_LONG),
               "line longer than STATS_PARSE_LINE_MAX");
-    CHECK(stats_parse_error_str((enum stats_parse_error)999) != NULL);
+    CHECK_TRUE(stats_parse_error_str((enum stats_parse_error)999) != NULL);
 }
 
 /* A line of exactly STATS_PARSE_LINE_MAX bytes (CRLF included) parses; one
@@ -870,19 +838,19 @@ static void test_line_bound(void)
                 r = feed_lines(&p, rb.data, len, &t);
             }
             if (extra) {
-                CHECK(r == STATS_PARSE_ERROR);
+                CHECK_TRUE(r == STATS_PARSE_ERROR);
                 CHECK_INT(p.error, STATS_PARSE_E_LINE_TOO_LONG);
                 /* sticky */
                 struct stats_parse_event ev;
                 size_t used = 99;
-                CHECK(stats_parse_next(&p, "END\r\n", 5, &used, &ev) == STATS_PARSE_ERROR);
+                CHECK_TRUE(stats_parse_next(&p, "END\r\n", 5, &used, &ev) == STATS_PARSE_ERROR);
                 CHECK_INT(used, 0);
                 stats_parse_reset(&p);
-                CHECK(stats_parse_next(&p, "END\r\n", 5, &used, &ev) == STATS_PARSE_OK);
-                CHECK(ev.kind == STATS_EV_END);
+                CHECK_TRUE(stats_parse_next(&p, "END\r\n", 5, &used, &ev) == STATS_PARSE_OK);
+                CHECK_TRUE(ev.kind == STATS_EV_END);
             } else {
-                CHECK(r == STATS_PARSE_NEED_MORE);
-                CHECK(t.len == len && !memcmp(t.s, line, len));
+                CHECK_TRUE(r == STATS_PARSE_NEED_MORE);
+                CHECK_TRUE(t.len == len && !memcmp(t.s, line, len));
             }
             free(t.s);
         }
@@ -970,7 +938,7 @@ static void test_class_name(void)
         CHECK_INT(ok, cases[i].ok);
         if (ok && cases[i].ok) {
             CHECK_INT(id, cases[i].id);
-            CHECK(fl == strlen(cases[i].field) && !memcmp(field, cases[i].field, fl));
+            CHECK_TRUE(fl == strlen(cases[i].field) && !memcmp(field, cases[i].field, fl));
         }
     }
 }
@@ -1018,12 +986,12 @@ static void test_merge_captured(void)
     strcat(both, cap_items);
     struct ro_buf rb = ro_open(both, len);
     stats_sample_init(&s);
-    CHECK(run_batch(&s, STATS_R_SLABS | STATS_R_ITEMS, rb.data, rb.len, NULL, 0, &taken) ==
+    CHECK_TRUE(run_batch(&s, STATS_R_SLABS | STATS_R_ITEMS, rb.data, rb.len, NULL, 0, &taken) ==
           STATS_PARSE_OK);
     CHECK_INT(taken, len);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         v = -999;
-        CHECK(stats_sample_get(&s, want[i].cls, want[i].field, &v));
+        CHECK_TRUE(stats_sample_get(&s, want[i].cls, want[i].field, &v));
         if (v != want[i].v)
             fprintf(stderr, "class %u %s\n", want[i].cls, want[i].field);
         CHECK_INT(v, want[i].v);
@@ -1043,13 +1011,13 @@ static void test_merge_captured(void)
         }
     }
     /* Global fields of stats slabs stay global, not in any class. */
-    CHECK(stats_sample_global(&s, "active_slabs", &v) && v == 3);
-    CHECK(stats_sample_global(&s, "total_malloced", &v) && v == 3145728);
+    CHECK_TRUE(stats_sample_global(&s, "active_slabs", &v) && v == 3);
+    CHECK_TRUE(stats_sample_global(&s, "total_malloced", &v) && v == 3145728);
     CHECK_INT(s.slab_globals.n, 2);
-    CHECK(!stats_sample_get(&s, 1, "active_slabs", &v));
-    CHECK(!stats_sample_get(&s, 2, "chunk_size", &v));
-    CHECK(!stats_sample_get(&s, 1, "no_such_field", &v));
-    CHECK(!stats_sample_get(&s, 100000, "chunk_size", &v));
+    CHECK_TRUE(!stats_sample_get(&s, 1, "active_slabs", &v));
+    CHECK_TRUE(!stats_sample_get(&s, 2, "chunk_size", &v));
+    CHECK_TRUE(!stats_sample_get(&s, 1, "no_such_field", &v));
+    CHECK_TRUE(!stats_sample_get(&s, 100000, "chunk_size", &v));
     CHECK_INT(sample_fields(&s), 47 + 84);
     CHECK_INT(s.fields_dropped, 0);
     /* used = total - free, the invariant the slab model relies on */
@@ -1057,7 +1025,7 @@ static void test_merge_captured(void)
         int64_t tot, fr, used;
         if (!stats_sample_class(&s, c))
             continue;
-        CHECK(stats_sample_get(&s, c, "total_chunks", &tot) &&
+        CHECK_TRUE(stats_sample_get(&s, c, "total_chunks", &tot) &&
               stats_sample_get(&s, c, "free_chunks", &fr) &&
               stats_sample_get(&s, c, "used_chunks", &used) && used == tot - fr);
     }
@@ -1076,12 +1044,12 @@ static void test_empty_server(void)
 
     snprintf(both, sizeof both, "%s%s", cap_empty_slabs, cap_empty_items);
     stats_sample_init(&s);
-    CHECK(run_batch(&s, STATS_R_SLABS | STATS_R_ITEMS, both, len, NULL, 0, &taken) ==
+    CHECK_TRUE(run_batch(&s, STATS_R_SLABS | STATS_R_ITEMS, both, len, NULL, 0, &taken) ==
           STATS_PARSE_OK);
     CHECK_INT(s.n_classes, 0);
     CHECK_INT(s.max_class_id, 0);
-    CHECK(stats_sample_global(&s, "active_slabs", &v) && v == 0);
-    CHECK(stats_sample_class(&s, 0) == NULL);
+    CHECK_TRUE(stats_sample_global(&s, "active_slabs", &v) && v == 0);
+    CHECK_TRUE(stats_sample_class(&s, 0) == NULL);
     stats_sample_fini(&s);
 }
 
@@ -1097,67 +1065,67 @@ static void test_batch_captured(void)
 
     stats_sample_init(&ref);
     stats_sample_init(&s);
-    CHECK(run_batch(&ref, STATS_R_ALL, rb.data, len, NULL, 0, &taken) == STATS_PARSE_OK);
+    CHECK_TRUE(run_batch(&ref, STATS_R_ALL, rb.data, len, NULL, 0, &taken) == STATS_PARSE_OK);
     CHECK_INT(taken, len);
     CHECK_INT(sample_fields(&ref), count_substr(cap_batch, len, "STAT "));
     CHECK_INT(ref.fields_dropped, 0);
-    CHECK(ref.has_version);
+    CHECK_TRUE(ref.has_version);
     CHECK_STR(ref.version, "1.6.18");
     CHECK_STR(stats_sample_global_text(&ref, "version"), "1.6.18");
     CHECK_STR(stats_sample_global_text(&ref, "libevent"), "2.1.12-stable");
     CHECK_STR(stats_sample_global_text(&ref, "rusage_user"), "0.010650");
-    CHECK(!stats_sample_global(&ref, "rusage_user", &v));
-    CHECK(ref.has_settings);
+    CHECK_TRUE(!stats_sample_global(&ref, "rusage_user", &v));
+    CHECK_TRUE(ref.has_settings);
     CHECK_STR(stats_sample_setting_text(&ref, "growth_factor"), "1.25");
     CHECK_STR(stats_sample_setting_text(&ref, "stat_key_prefix"), ":");
     CHECK_STR(stats_sample_setting_text(&ref, "ssl_chain_cert"), "(null)");
-    CHECK(stats_sample_setting(&ref, "chunk_size", &v) && v == 48);
-    CHECK(stats_sample_setting(&ref, "slab_chunk_max", &v) && v == 524288);
-    CHECK(stats_sample_setting(&ref, "item_size_max", &v) && v == 1048576);
-    CHECK(stats_sample_global(&ref, "bytes", &bytes));
+    CHECK_TRUE(stats_sample_setting(&ref, "chunk_size", &v) && v == 48);
+    CHECK_TRUE(stats_sample_setting(&ref, "slab_chunk_max", &v) && v == 524288);
+    CHECK_TRUE(stats_sample_setting(&ref, "item_size_max", &v) && v == 1048576);
+    CHECK_TRUE(stats_sample_global(&ref, "bytes", &bytes));
     CHECK_INT(bytes, 1805);
     for (unsigned c = 0; c <= ref.max_class_id; c++)
         if (stats_sample_get(&ref, c, "mem_requested", &v))
             sum += v;
     CHECK_INT(sum, bytes);
-    CHECK(stats_sample_global(&ref, "curr_items", &v) && v == 6);
+    CHECK_TRUE(stats_sample_global(&ref, "curr_items", &v) && v == 6);
     /* `stats` and `stats settings` both have fields the other lacks */
-    CHECK(stats_kv_find(&ref.stats, "maxbytes") == NULL);
-    CHECK(stats_kv_find(&ref.settings, "limit_maxbytes") == NULL);
+    CHECK_TRUE(stats_kv_find(&ref.stats, "maxbytes") == NULL);
+    CHECK_TRUE(stats_kv_find(&ref.settings, "limit_maxbytes") == NULL);
 
     for (size_t cut = 1; cut < len; cut++) {
         enum stats_parse_result r = run_batch(&s, STATS_R_ALL, rb.data, len, &cut, 1, &taken);
         if (r != STATS_PARSE_OK || taken != len || !sample_equal(&s, &ref)) {
             fprintf(stderr, "batch split at %zu differs (r=%d)\n", cut, (int)r);
-            failures++;
+            tests_failed++;
             break;
         }
     }
-    checks++;
+    tests_run++;
 
     size_t *cuts = malloc(len * sizeof *cuts);
     for (size_t i = 0; i + 1 < len; i++)
         cuts[i] = i + 1;
-    CHECK(run_batch(&s, STATS_R_ALL, rb.data, len, cuts, len - 1, &taken) == STATS_PARSE_OK);
+    CHECK_TRUE(run_batch(&s, STATS_R_ALL, rb.data, len, cuts, len - 1, &taken) == STATS_PARSE_OK);
     CHECK_INT(taken, len);
-    CHECK(sample_equal(&s, &ref));
+    CHECK_TRUE(sample_equal(&s, &ref));
     free(cuts);
 
     /* A copy is equal, and independent of the original. */
     struct stats_sample cp;
     stats_sample_init(&cp);
-    CHECK(stats_sample_copy(&cp, &ref) == 0);
-    CHECK(sample_equal(&cp, &ref));
+    CHECK_TRUE(stats_sample_copy(&cp, &ref) == 0);
+    CHECK_TRUE(sample_equal(&cp, &ref));
     stats_sample_clear(&ref, STATS_R_ALL);
-    CHECK(stats_sample_get(&cp, 12, "mem_requested", &v) && v == 1062);
-    CHECK(!stats_sample_get(&ref, 12, "mem_requested", &v));
+    CHECK_TRUE(stats_sample_get(&cp, 12, "mem_requested", &v) && v == 1062);
+    CHECK_TRUE(!stats_sample_get(&ref, 12, "mem_requested", &v));
     stats_sample_fini(&cp);
 
     /* Extra bytes after the last expected reply are left to the caller. */
     char *more = malloc(len + 6);
     memcpy(more, cap_batch, len);
     memcpy(more + len, "END\r\n", 5);
-    CHECK(run_batch(&s, STATS_R_ALL, more, len + 5, NULL, 0, &taken) == STATS_PARSE_OK);
+    CHECK_TRUE(run_batch(&s, STATS_R_ALL, more, len + 5, NULL, 0, &taken) == STATS_PARSE_OK);
     CHECK_INT(taken, len);
     free(more);
 
@@ -1191,28 +1159,28 @@ static void test_unknown_fields(void)
     int64_t v;
 
     stats_sample_init(&s);
-    CHECK(run_batch(&s, STATS_R_REQUIRED, in, sizeof in - 1, NULL, 0, &taken) == STATS_PARSE_OK);
-    CHECK(stats_sample_global(&s, "brand_new_counter", &v) && v == 42);
+    CHECK_TRUE(run_batch(&s, STATS_R_REQUIRED, in, sizeof in - 1, NULL, 0, &taken) == STATS_PARSE_OK);
+    CHECK_TRUE(stats_sample_global(&s, "brand_new_counter", &v) && v == 42);
     CHECK_STR(stats_sample_global_text(&s, "brand_new_text"), "hello world");
-    CHECK(!stats_sample_global(&s, "brand_new_text", &v));
-    CHECK(stats_sample_get(&s, 1, "future_slab_field", &v) && v == 9);
+    CHECK_TRUE(!stats_sample_global(&s, "brand_new_text", &v));
+    CHECK_TRUE(stats_sample_get(&s, 1, "future_slab_field", &v) && v == 9);
     CHECK_STR(stats_sample_get_text(&s, 1, "future_item_field"), "abc");
-    CHECK(stats_sample_get(&s, 1, "mem_requested", &v) && v == 71);
-    CHECK(stats_sample_get(&s, 255, "chunk_size", &v) && v == 524288);
-    CHECK(stats_sample_get(&s, 7, "number", &v) && v == 1);
+    CHECK_TRUE(stats_sample_get(&s, 1, "mem_requested", &v) && v == 71);
+    CHECK_TRUE(stats_sample_get(&s, 255, "chunk_size", &v) && v == 524288);
+    CHECK_TRUE(stats_sample_get(&s, 7, "number", &v) && v == 1);
     CHECK_INT(s.classes[7].sources, STATS_R_ITEMS);
     CHECK_INT(s.classes[1].sources, STATS_R_SLABS | STATS_R_ITEMS);
-    CHECK(stats_sample_global(&s, "300:chunk_size", &v) && v == 1);
-    CHECK(stats_sample_global(&s, "future_global", &v) && v == 5);
-    CHECK(stats_sample_global(&s, "items:future_items_global", &v) && v == 3);
+    CHECK_TRUE(stats_sample_global(&s, "300:chunk_size", &v) && v == 1);
+    CHECK_TRUE(stats_sample_global(&s, "future_global", &v) && v == 5);
+    CHECK_TRUE(stats_sample_global(&s, "items:future_items_global", &v) && v == 3);
     /* an unprefixed name inside `stats items` is not a class field */
-    CHECK(stats_sample_global(&s, "1:not_items_prefixed", &v) && v == 4);
-    CHECK(!stats_sample_get(&s, 1, "not_items_prefixed", &v));
+    CHECK_TRUE(stats_sample_global(&s, "1:not_items_prefixed", &v) && v == 4);
+    CHECK_TRUE(!stats_sample_get(&s, 1, "not_items_prefixed", &v));
     CHECK_INT(s.n_classes, 3);
     CHECK_INT(s.max_class_id, 255);
     CHECK_INT(sample_fields(&s), 12);
     CHECK_INT(s.fields_dropped, 0);
-    CHECK(!s.has_settings && !s.has_version);
+    CHECK_TRUE(!s.has_settings && !s.has_version);
     stats_sample_fini(&s);
 }
 
@@ -1231,12 +1199,12 @@ static void test_error_replies(void)
     text_adds(&t, cap_slabs);
     text_adds(&t, cap_items);
     stats_parse_batch_begin(&b, &s, STATS_R_REQUIRED);
-    CHECK(stats_parse_batch_feed(&b, t.s, t.len, &used) == STATS_PARSE_REFUSED);
+    CHECK_TRUE(stats_parse_batch_feed(&b, t.s, t.len, &used) == STATS_PARSE_REFUSED);
     CHECK_INT(used, t.len);
     CHECK_INT(b.refused, STATS_R_GENERAL);
     CHECK_INT(b.error, STATS_PARSE_E_ERROR_REPLY);
     CHECK_STR(b.refusal, "ERROR");
-    CHECK(stats_sample_get(&s, 12, "mem_requested", &v) && v == 1062);
+    CHECK_TRUE(stats_sample_get(&s, 12, "mem_requested", &v) && v == 1062);
 
     /* settings refused (the real CLIENT_ERROR line): still OK, no settings */
     t.len = 0;
@@ -1246,39 +1214,39 @@ static void test_error_replies(void)
     text_adds(&t, cap_client_error);
     text_adds(&t, "VERSION 1.6.18\r\n");
     stats_parse_batch_begin(&b, &s, STATS_R_ALL);
-    CHECK(stats_parse_batch_feed(&b, t.s, t.len, &used) == STATS_PARSE_OK);
+    CHECK_TRUE(stats_parse_batch_feed(&b, t.s, t.len, &used) == STATS_PARSE_OK);
     CHECK_INT(used, t.len);
     CHECK_INT(b.refused, STATS_R_SETTINGS);
     CHECK_STR(b.refusal, "CLIENT_ERROR usage: stats detail on|off|dump");
-    CHECK(!s.has_settings);
-    CHECK(stats_sample_setting_text(&s, "growth_factor") == NULL);
-    CHECK(s.has_version);
+    CHECK_TRUE(!s.has_settings);
+    CHECK_TRUE(stats_sample_setting_text(&s, "growth_factor") == NULL);
+    CHECK_TRUE(s.has_version);
 
     /* SERVER_ERROR for items */
     t.len = 0;
     text_adds(&t, "END\r\nEND\r\nSERVER_ERROR out of memory\r\n");
     stats_parse_batch_begin(&b, &s, STATS_R_REQUIRED);
-    CHECK(stats_parse_batch_feed(&b, t.s, t.len, &used) == STATS_PARSE_REFUSED);
+    CHECK_TRUE(stats_parse_batch_feed(&b, t.s, t.len, &used) == STATS_PARSE_REFUSED);
     CHECK_INT(b.refused, STATS_R_ITEMS);
     CHECK_STR(b.refusal, "SERVER_ERROR out of memory");
 
     /* out of step: a VERSION where a stats block was due, a STAT where
      * VERSION was due */
     stats_parse_batch_begin(&b, &s, STATS_R_REQUIRED);
-    CHECK(stats_parse_batch_feed(&b, "VERSION 1.6.18\r\n", 16, &used) == STATS_PARSE_ERROR);
+    CHECK_TRUE(stats_parse_batch_feed(&b, "VERSION 1.6.18\r\n", 16, &used) == STATS_PARSE_ERROR);
     CHECK_INT(b.error, STATS_PARSE_E_UNEXPECTED);
-    CHECK(stats_parse_batch_feed(&b, "END\r\n", 5, &used) == STATS_PARSE_ERROR);
+    CHECK_TRUE(stats_parse_batch_feed(&b, "END\r\n", 5, &used) == STATS_PARSE_ERROR);
     stats_parse_batch_begin(&b, &s, STATS_R_VERSION);
-    CHECK(stats_parse_batch_feed(&b, "STAT a 1\r\n", 10, &used) == STATS_PARSE_ERROR);
+    CHECK_TRUE(stats_parse_batch_feed(&b, "STAT a 1\r\n", 10, &used) == STATS_PARSE_ERROR);
     CHECK_INT(b.error, STATS_PARSE_E_UNEXPECTED);
     stats_parse_batch_begin(&b, &s, STATS_R_VERSION);
-    CHECK(stats_parse_batch_feed(&b, "END\r\n", 5, &used) == STATS_PARSE_ERROR);
+    CHECK_TRUE(stats_parse_batch_feed(&b, "END\r\n", 5, &used) == STATS_PARSE_ERROR);
     /* a broken line inside a batch */
     stats_parse_batch_begin(&b, &s, STATS_R_REQUIRED);
-    CHECK(stats_parse_batch_feed(&b, "STAT a 1\r\nGARBAGE\r\n", 19, &used) == STATS_PARSE_ERROR);
+    CHECK_TRUE(stats_parse_batch_feed(&b, "STAT a 1\r\nGARBAGE\r\n", 19, &used) == STATS_PARSE_ERROR);
     CHECK_INT(b.error, STATS_PARSE_E_UNKNOWN_LINE);
     stats_parse_batch_begin(&b, &s, 0);
-    CHECK(stats_parse_batch_feed(&b, "END\r\n", 5, &used) == STATS_PARSE_ERROR);
+    CHECK_TRUE(stats_parse_batch_feed(&b, "END\r\n", 5, &used) == STATS_PARSE_ERROR);
     CHECK_INT(b.error, STATS_PARSE_E_BAD_BATCH);
 
     free(t.s);
@@ -1300,9 +1268,9 @@ static void test_bounds(void)
     }
     CHECK_INT(s.classes[3].kv.n, STATS_CLASS_FIELDS_MAX);
     CHECK_INT(s.fields_dropped, 10);
-    CHECK(stats_sample_get_text(&s, 3, "f0") != NULL);
-    CHECK(stats_sample_get_text(&s, 3, "f127") != NULL);
-    CHECK(stats_sample_get_text(&s, 3, "f128") == NULL);
+    CHECK_TRUE(stats_sample_get_text(&s, 3, "f0") != NULL);
+    CHECK_TRUE(stats_sample_get_text(&s, 3, "f127") != NULL);
+    CHECK_TRUE(stats_sample_get_text(&s, 3, "f128") == NULL);
     stats_sample_fini(&s);
 }
 
@@ -1325,6 +1293,6 @@ int main(void)
     test_unknown_fields();
     test_error_replies();
     test_bounds();
-    printf("test_stats_parse: %d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    printf("test_stats_parse: %d checks, %d failed\n", tests_run, tests_failed);
+    return tests_failed ? 1 : 0;
 }
