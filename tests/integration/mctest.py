@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import tempfile
 import time
+import unittest
 
 SLABTAP = os.environ.get("SLABTAP", "/tmp/bm/slabtap")
 HOST = "127.0.0.1"
@@ -406,3 +407,23 @@ def mc_stats(port, what="", timeout=20):
             _, k, v = line.split(" ", 2)
             d[k] = v
     return d
+
+
+class ServerTestCase(unittest.TestCase):
+    """A test case that starts real servers in its own work directory and
+    kills whatever it started when the test ends, passed or not."""
+    workdir_prefix = "slabtap-it-"
+
+    def setUp(self):
+        self.w = Workdir(prefix=self.workdir_prefix)
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            p.kill_hard()
+        self.w.cleanup()
+
+    def mc(self, **kw):
+        p = Memcached(self.w.path, **kw)
+        self.procs.append(p)
+        return p

@@ -52,20 +52,7 @@ def until_served(s, timeout=20):
         time.sleep(0.05)
 
 
-class Failures(unittest.TestCase):
-    def setUp(self):
-        self.w = mctest.Workdir()
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:
-            p.kill_hard()
-        self.w.cleanup()
-
-    def mc(self, **kw):
-        p = mctest.Memcached(self.w.path, **kw)
-        self.procs.append(p)
-        return p
+class Failures(mctest.ServerTestCase):
 
     def proxy(self, upstream_port, **kw):
         p = mctest.Proxy(self.w.path, upstream_port, **kw)

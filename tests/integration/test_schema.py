@@ -180,20 +180,8 @@ def http_post(port, path):
         c.close()
 
 
-class Schema(unittest.TestCase):
-    def setUp(self):
-        self.w = mctest.Workdir(prefix="slabtap-schema-")
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:
-            p.kill_hard()
-        self.w.cleanup()
-
-    def mc(self, **kw):
-        p = mctest.Memcached(self.w.path, **kw)
-        self.procs.append(p)
-        return p
+class Schema(mctest.ServerTestCase):
+    workdir_prefix = "slabtap-schema-"
 
     def proxy(self, upstream_port, db, name, keys="full", extra=(), http=None):
         admin = "%s:%d" % (HOST, http) if http else "off"

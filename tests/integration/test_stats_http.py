@@ -290,20 +290,8 @@ def metric(fams, name, **labels):
 
 # --- the tests ------------------------------------------------------------------
 
-class StatsHttp(unittest.TestCase):
-    def setUp(self):
-        self.w = mctest.Workdir(prefix="slabtap-statshttp-")
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:
-            p.kill_hard()
-        self.w.cleanup()
-
-    def mc(self, **kw):
-        p = mctest.Memcached(self.w.path, **kw)
-        self.procs.append(p)
-        return p
+class StatsHttp(mctest.ServerTestCase):
+    workdir_prefix = "slabtap-statshttp-"
 
     def proxy(self, upstream_port, interval=100, http=True, name="proxy", extra=(), db=None):
         """A proxy with its own admin port (px.http_port; None when off)."""
