@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mc_parse.h"
+#include "protocol/mc_parse.h"
 
 #define MAX_REQS 4096
 

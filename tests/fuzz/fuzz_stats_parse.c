@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "stats_parse.h"
+#include "protocol/stats_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

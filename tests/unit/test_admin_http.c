@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "admin_http.h"
-#include "prom.h"
+#include "server/admin_http.h"
+#include "server/prom.h"
 
 #define TEST_DEADLINE_MS 300      /* the server's per-connection deadline here */
 #define TEST_RUN_LIMIT_MS 60000   /* the whole run, enforced by a uv timer */

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mc_parse.h"
+#include "protocol/mc_parse.h"
 
 /* RQ() / RL() give value_len / data_len a default of -1 that a row may
  * override: that override is the point. */

@@ -20,8 +20,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model_advise.h"
-#include "slab_model.h"
+#include "model/advise.h"
+#include "model/slab_model.h"
 
 #include "check.h"
 

@@ -27,7 +27,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "poller.h"
+#include "server/poller.h"
 
 #include "check.h"
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "prom.h"
+#include "server/prom.h"
 
 #define TEST_OUT_MAX 4096
 

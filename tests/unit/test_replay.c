@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "keyfmt.h"
-#include "load.h"
-#include "replay.h"
-#include "stats_parse.h"
+#include "core/keyfmt.h"
+#include "load/load.h"
+#include "load/replay.h"
+#include "protocol/stats_parse.h"
 #include "check.h"
 
 

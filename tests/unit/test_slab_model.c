@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "slab_model.h"
+#include "model/slab_model.h"
 
 #include "check.h"
 

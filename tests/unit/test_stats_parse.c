@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "stats_parse.h"
+#include "protocol/stats_parse.h"
 
 #include "check.h"
 

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sha256.h"
-#include "slab_model.h"
-#include "workload.h"
+#include "core/sha256.h"
+#include "model/slab_model.h"
+#include "load/workload.h"
 #include "check.h"
 
 

@@ -1,0 +1,444 @@
+/* model_cli: `slabtap model <subcommand>`, the command line face of
+ * slab_model.
+ * Owns: flag parsing for memcached's slab settings, the subcommand table,
+ * and printing; all the arithmetic stays in slab_model.
+ * Must never: compute a ladder or an item size itself (slab_model,
+ * model_replay and model_advise do). Exit codes: 0 ok, 1 failure, 2 usage.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "load/verify.h"
+#include "model/advise.h"
+#include "model/predict.h"
+#include "model/slab_model.h"
+
+enum parse_result { PARSE_OK, PARSE_HELP, PARSE_USAGE };
+
+struct model_subcommand {
+    const char *name;
+    const char *help;
+    int (*run)(int argc, char **argv);
+};
+
+static int model_ladder(int argc, char **argv);
+static int model_predict(int argc, char **argv);
+static int model_advise(int argc, char **argv);
+
+static const struct model_subcommand subcommands[] = {
+    {"ladder", "print the chunk ladder, line for line as memcached -vv prints it", model_ladder},
+    {"predict", "a recorded run's per-class counters, predicted beside memcached's own",
+     model_predict},
+    {"advise", "settings that waste less for a recorded run's sizes (--verify replays)",
+     model_advise},
+};
+
+static const char settings_usage[] =
+    "memcached settings (same meaning and defaults as memcached 1.6.18):\n"
+    "  -n BYTES               minimum space for key+value+flags (-n, default 48)\n"
+    "  -f FACTOR              chunk size growth factor (-f, default 1.25)\n"
+    "  -I SIZE                max item size, k/m suffix allowed (-I, default 1m)\n"
+    "  -m MEGABYTES           memory limit; only checked against -I (-m, default 64)\n"
+    "  --slab-chunk-max BYTES largest chunk, in BYTES as 1.6.18 reads\n"
+    "                         -o slab_chunk_max (default 524288)\n"
+    "  --slab-sizes A-B-C     explicit class sizes (-o slab_sizes=A-B-C)\n"
+    "  --no-cas, -C           CAS off: items are 8 bytes smaller (-C)\n";
+
+static void usage_model(FILE *out)
+{
+    fprintf(out, "usage: slabtap model <subcommand> [options]\n\n"
+                 "memcached's slab ladder and item sizes, predicted without a server.\n\n"
+                 "subcommands:\n");
+    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+        fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].help);
+    fprintf(out, "\nslabtap model <subcommand> --help for its options.\n");
+}
+
+static void usage_ladder(FILE *out)
+{
+    fprintf(out, "usage: slabtap model ladder [options]\n\n"
+                 "Prints the slab classes memcached would create, in the exact format of\n"
+                 "the `slab class ...` lines `memcached -vv` writes to stderr at start-up.\n\n"
+                 "%s  -h, --help             this text\n", settings_usage);
+}
+
+/* "--name=value", "--name value", "-nvalue" or "-n value": the value of
+ * option `name` at argv[*i], advancing *i past it. NULL if argv[*i] is not
+ * this option; *missing set if it is but has no value. */
+static const char *option_value(int argc, char **argv, int *i, const char *name, int *missing)
+{
+    const char *arg = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0)
+        return NULL;
+    if (arg[n] == '=' && name[1] == '-')
+        return arg + n + 1;
+    if (arg[n] != '\0') {
+        /* "-n48" is fine; "--slab-sizesX" is another option */
+        return name[1] == '-' ? NULL : arg + n;
+    }
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static int parse_long(const char *text, long long min, long long max, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_factor(const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* One settings flag with its value; -1 on a bad value (message printed). */
+static int apply_setting(const char *opt, const char *val, struct slab_settings *s)
+{
+    long long v;
+    char err[160] = "";
+    if (!strcmp(opt, "-n")) {
+        if (parse_long(val, 1, INT_MAX, &v))
+            goto bad;
+        s->chunk_size_min = (uint32_t)v;
+    } else if (!strcmp(opt, "-f")) {
+        if (parse_factor(val, &s->growth_factor))
+            goto bad;
+    } else if (!strcmp(opt, "-I")) {
+        if (slab_parse_size(val, &s->item_size_max) != SLAB_OK)
+            goto bad;
+    } else if (!strcmp(opt, "-m")) {
+        if (parse_long(val, 0, 1LL << 30, &v))
+            goto bad;
+        s->mem_limit = (uint64_t)v * 1024 * 1024;
+    } else if (!strcmp(opt, "--slab-chunk-max")) {
+        if (parse_long(val, 1, UINT32_MAX, &v))
+            goto bad;
+        s->slab_chunk_max = (uint32_t)v;
+    } else if (!strcmp(opt, "--slab-sizes")) {
+        if (slab_parse_slab_sizes(val, s, err, sizeof err) != SLAB_OK)
+            goto bad;
+    }
+    return 0;
+bad:
+    fprintf(stderr, "slabtap model: bad value '%s' for %s%s%s\n", val, opt, *err ? ": " : "",
+            err);
+    return -1;
+}
+
+/* The memcached settings flags shared by every model subcommand. */
+static enum parse_result parse_settings(int argc, char **argv, struct slab_settings *s)
+{
+    static const char *const valued[] = {"-n", "-f", "-I", "-m", "--slab-chunk-max",
+                                         "--slab-sizes"};
+    slab_settings_default(s);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help"))
+            return PARSE_HELP;
+        if (!strcmp(arg, "--no-cas") || !strcmp(arg, "-C")) {
+            s->use_cas = false;
+            continue;
+        }
+        const char *val = NULL;
+        int missing = 0;
+        size_t k;
+        for (k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            if ((val = option_value(argc, argv, &i, valued[k], &missing)) || missing)
+                break;
+        if (missing) {
+            fprintf(stderr, "slabtap model: %s needs a value\n", arg);
+            return PARSE_USAGE;
+        }
+        if (!val) {
+            fprintf(stderr, "slabtap model: unknown option '%s'\n", arg);
+            return PARSE_USAGE;
+        }
+        if (apply_setting(valued[k], val, s))
+            return PARSE_USAGE;
+    }
+    return PARSE_OK;
+}
+
+static int model_ladder(int argc, char **argv)
+{
+    struct slab_settings s;
+    switch (parse_settings(argc, argv, &s)) {
+    case PARSE_HELP:
+        usage_ladder(stdout);
+        return 0;
+    case PARSE_USAGE:
+        fputc('\n', stderr);
+        usage_ladder(stderr);
+        return 2;
+    case PARSE_OK:
+        break;
+    }
+    struct slab_ladder ladder;
+    char err[200] = "";
+    enum slab_status st = slab_ladder_build(&s, &ladder, err, sizeof err);
+    if (st != SLAB_OK) {
+        /* memcached refuses to start on these (exit 64, EX_USAGE) */
+        fprintf(stderr, "slabtap model ladder: %s\n", *err ? err : slab_status_str(st));
+        return 2;
+    }
+    char text[(SLAB_MODEL_MAX_CLASSES + 1) * SLAB_MODEL_LINE_MAX];
+    size_t n = slab_ladder_format(&ladder, text, sizeof text);
+    if (n >= sizeof text) {
+        fprintf(stderr, "slabtap model ladder: internal error: ladder text too long\n");
+        return 1;
+    }
+    if (fwrite(text, 1, n, stdout) != n || fflush(stdout) != 0) {
+        fprintf(stderr, "slabtap model ladder: write failed: %s\n", strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* --db FILE [--run N] [--max-classes K] [--verify] [--memcached PATH] */
+struct run_opts {
+    const char *db, *run, *memcached;
+    long long max_classes;
+    bool verify;
+};
+
+static int parse_run_opts(int argc, char **argv, struct run_opts *o, bool advise)
+{
+    memset(o, 0, sizeof *o);
+    o->max_classes = SLAB_MODEL_MAX_CLASSES;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int missing = 0;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+            return PARSE_HELP;
+        if ((v = option_value(argc, argv, &i, "--db", &missing)))
+            o->db = v;
+        else if ((v = option_value(argc, argv, &i, "--run", &missing)))
+            o->run = v;
+        else if (advise && (v = option_value(argc, argv, &i, "--max-classes", &missing))) {
+            if (parse_long(v, 2, SLAB_MODEL_MAX_CLASSES, &o->max_classes)) {
+                fprintf(stderr, "slabtap model advise: --max-classes must be 2..%d\n",
+                        SLAB_MODEL_MAX_CLASSES);
+                return PARSE_USAGE;
+            }
+        } else if (advise && (v = option_value(argc, argv, &i, "--memcached", &missing)))
+            o->memcached = v;
+        else if (advise && !strcmp(argv[i], "--verify") && !missing)
+            o->verify = true;
+        else {
+            fprintf(stderr, "slabtap model: %s '%s'\n", missing ? "missing value for" : "unknown option",
+                    argv[i]);
+            return PARSE_USAGE;
+        }
+        if (missing) {
+            fprintf(stderr, "slabtap model: %s needs a value\n", argv[i]);
+            return PARSE_USAGE;
+        }
+    }
+    if (!o->db) {
+        fprintf(stderr, "slabtap model: --db FILE is required\n");
+        return PARSE_USAGE;
+    }
+    return PARSE_OK;
+}
+
+static int open_run(const struct run_opts *o, sqlite3 **db, struct replay_result *r)
+{
+    char err[256];
+    if (sqlite3_open_v2(o->db, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        fprintf(stderr, "slabtap model: %s: %s\n", o->db, sqlite3_errmsg(*db));
+        return -1;
+    }
+    int64_t id = model_replay_find_run(*db, o->run);
+    if (id < 0) {
+        fprintf(stderr, "slabtap model: %s: no run %s\n", o->db, o->run ? o->run : "at all");
+        return -1;
+    }
+    if (model_replay_run(*db, id, r, err, sizeof err)) {
+        fprintf(stderr, "slabtap model: %s: %s\n", o->db, err);
+        return -1;
+    }
+    return 0;
+}
+
+static int model_predict(int argc, char **argv)
+{
+    struct run_opts o;
+    sqlite3 *db = NULL;
+    struct replay_result *r = calloc(1, sizeof *r);
+    int rc = 1;
+    enum parse_result pr = parse_run_opts(argc, argv, &o, false);
+    if (pr != PARSE_OK || !r) {
+        FILE *out = pr == PARSE_HELP ? stdout : stderr;
+        fprintf(out, "usage: slabtap model predict --db FILE [--run NAME_OR_ID]\n\n"
+                     "Replays the run's recorded writes through memcached's slab model (with the\n"
+                     "settings memcached reported for the run) and prints, per class, the\n"
+                     "predicted used_chunks, mem_requested and pages beside the run's last\n"
+                     "stats sample. Exit 1 when an exact prediction does not match.\n");
+        rc = pr == PARSE_HELP ? 0 : 2;
+        goto out;
+    }
+    if (open_run(&o, &db, r))
+        goto out;
+    model_replay_print(r, stdout);
+    rc = r->exact_expected && model_replay_mismatches(r) ? 1 : 0;
+out:
+    if (r)
+        model_replay_free(r);
+    free(r);
+    sqlite3_close(db);
+    return rc;
+}
+
+static void print_eval(const char *what, const char *flags, const struct advise_eval *e)
+{
+    printf("  %-26s %-34s waste %6.2f %%  (%llu of %llu bytes)  classes %u in ladder, %u used\n",
+           what, flags, e->waste_pct, (unsigned long long)e->waste,
+           (unsigned long long)e->allocated, e->classes_in_ladder, e->classes_used);
+}
+
+static int model_verify_one(const struct run_opts *o, const char *label,
+                            const struct replay_result *r, const struct slab_settings *s,
+                            const struct advise_eval *pred)
+{
+    struct verify_result v;
+    int rc = verify_settings(o->db, r, s, pred, o->memcached, &v);
+    if (!v.measured) {
+        fprintf(stderr, "slabtap model advise --verify: %s: %s\n", label, v.error);
+        return -1;
+    }
+    printf("  verify %-24s memcached %s: measured waste %6.2f %% (%llu of %llu bytes), "
+           "predicted %6.2f %%, difference %+.3f pp %s\n",
+           label, v.flags, v.measured_pct, (unsigned long long)v.waste,
+           (unsigned long long)v.allocated, v.predicted_pct, v.measured_pct - v.predicted_pct,
+           v.ok ? "ok" : "OUT OF TOLERANCE");
+    return rc;
+}
+
+/* Replays the run against memcacheds with its own, the best and the fitted
+ * settings; the number of checks that failed. */
+static int model_verify_all(const struct run_opts *o, const struct replay_result *r,
+                            const struct slab_settings *best, const struct advise_eval *best_eval,
+                            const struct slab_settings *fitted,
+                            const struct advise_eval *fitted_eval)
+{
+    struct advise_eval own;
+    int failed = 0;
+    signal(SIGPIPE, SIG_IGN); /* load_run needs it (load.h) */
+    advise_evaluate(&r->ladder, &r->live, &own);
+    printf("verifying by replaying run %lld against memcached with each setting:\n",
+           (long long)r->run_id);
+    failed += model_verify_one(o, "the run's own settings", r, &r->settings, &own) != 0;
+    failed += model_verify_one(o, "best -f/-n", r, best, best_eval) != 0;
+    failed += model_verify_one(o, "fitted slab_sizes", r, fitted, fitted_eval) != 0;
+    return failed;
+}
+
+static int model_advise(int argc, char **argv)
+{
+    struct run_opts o;
+    sqlite3 *db = NULL;
+    struct replay_result *r = calloc(1, sizeof *r);
+    struct slab_settings best, fitted;
+    struct advise_eval cur, beste, fite;
+    struct advise_cliff cliffs[8];
+    char flags[1024];
+    int rc = 1;
+    enum parse_result pr = parse_run_opts(argc, argv, &o, true);
+    if (pr != PARSE_OK || !r) {
+        FILE *out = pr == PARSE_HELP ? stdout : stderr;
+        fprintf(out, "usage: slabtap model advise --db FILE [--run NAME_OR_ID] [--max-classes K]\n"
+                     "                           [--verify [--memcached PATH]]\n\n"
+                     "For the items the run left in memcached: the waste under the run's own\n"
+                     "settings, under the best -f/-n, and under a slab_sizes ladder fitted to\n"
+                     "the sizes (at most K classes, default 63); warns about cliffs. --verify\n"
+                     "replays the run against memcacheds started with the advised flags and\n"
+                     "prints the measured waste beside the prediction.\n");
+        rc = pr == PARSE_HELP ? 0 : 2;
+        goto out;
+    }
+    if (open_run(&o, &db, r))
+        goto out;
+    if (r->live.n == 0) {
+        fprintf(stderr, "slabtap model advise: the run left no items to size\n");
+        goto out;
+    }
+    advise_evaluate(&r->ladder, &r->live, &cur);
+    if (advise_search_factor(&r->settings, &r->live, &best, &beste) ||
+        advise_fit_sizes(&r->settings, &r->live, (uint32_t)o.max_classes - 1, &fitted, &fite)) {
+        fprintf(stderr, "slabtap model advise: no valid ladder found\n");
+        goto out;
+    }
+    printf("run %lld '%s': %llu items, %u distinct sizes (memcached %s)\n", (long long)r->run_id,
+           r->run_name, (unsigned long long)r->live_items, (unsigned)r->live.n, r->version);
+    snprintf(flags, sizeof flags, "-n %u -f %.2f", r->settings.chunk_size_min, r->settings.growth_factor);
+    print_eval("the run's own settings", flags, &cur);
+    snprintf(flags, sizeof flags, "-n %u -f %.2f", best.chunk_size_min, best.growth_factor);
+    print_eval("best -f/-n", flags, &beste);
+    slab_sizes_flag(&fitted, flags, sizeof flags);
+    print_eval("fitted slab_sizes", fitted.n_slab_sizes > 6 ? "(below)" : flags, &fite);
+    if (fitted.n_slab_sizes > 6)
+        printf("    %s\n", flags);
+    struct slab_ladder bl;
+    if (slab_ladder_build(&best, &bl, NULL, 0) == SLAB_OK) {
+        size_t nc = advise_cliffs(&bl, &r->live, cliffs, 8);
+        for (size_t i = 0; i < nc; i++)
+            printf("  cliff under -n %u -f %.2f: class %u (%u-byte chunks) takes items of %llu..%llu "
+                   "bytes; %llu of yours land there\n",
+                   best.chunk_size_min, best.growth_factor, cliffs[i].class_id, cliffs[i].chunk_size,
+                   (unsigned long long)cliffs[i].lo, (unsigned long long)cliffs[i].hi,
+                   (unsigned long long)cliffs[i].items);
+    }
+    size_t nc = advise_cliffs(&r->ladder, &r->live, cliffs, 8);
+    for (size_t i = 0; i < nc; i++)
+        printf("  cliff under the run's settings: class %u (%u-byte chunks) holds items of "
+               "%llu..%llu bytes (%llu items)\n", cliffs[i].class_id, cliffs[i].chunk_size,
+               (unsigned long long)cliffs[i].min_item, (unsigned long long)cliffs[i].max_item,
+               (unsigned long long)cliffs[i].items);
+    rc = 0;
+    if (o.verify)
+        rc = model_verify_all(&o, r, &best, &beste, &fitted, &fite) ? 1 : 0;
+out:
+    if (r)
+        model_replay_free(r);
+    free(r);
+    sqlite3_close(db);
+    return rc;
+}
+
+int cli_model_main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage_model(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage_model(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+        if (!strcmp(argv[1], subcommands[i].name))
+            return subcommands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "slabtap model: unknown subcommand '%s'\n\n", argv[1]);
+    usage_model(stderr);
+    return 2;
+}

@@ -1,0 +1,680 @@
+/* experiment: spec -> runs (memcached + proxy + workload) -> gates -> CSV.
+ * The proxy runs on this thread's loop, the load generator on a thread of
+ * its own with its own loop; they meet only over loopback TCP, the phase
+ * callback (app_mark_phase is thread-safe) and one uv_async at the end. */
+#include "experiment/experiment.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <math.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "server/app.h"
+#include "core/addr.h"
+#include "core/fileio.h"
+#include "load/load.h"
+#include "load/mcserver.h"
+#include "load/workload.h"
+#include "model/predict.h"
+
+struct exp_run {
+    char name[EXP_NAME_MAX];
+    char mc_args[EXP_ARGS_MAX];
+    char workload[EXP_PATH_MAX];
+    char same_plan_as[EXP_NAME_MAX];
+    bool gate_model;
+    unsigned line;
+};
+
+struct exp_export {
+    char file[EXP_PATH_MAX];
+    char query[EXP_PATH_MAX];
+    char run[EXP_NAME_MAX], a[EXP_NAME_MAX], b[EXP_NAME_MAX];
+    unsigned line;
+};
+
+struct exp_spec {
+    char path[EXP_PATH_MAX];
+    char dir[EXP_PATH_MAX];
+    struct exp_run runs[EXP_RUNS_MAX];
+    size_t nruns;
+    struct exp_export exports[EXP_EXPORTS_MAX];
+    size_t nexports;
+};
+
+struct exp_outcome {
+    char name[EXP_NAME_MAX];
+    int64_t run_id;
+    struct load_result load;
+    char mc_cmdline[1024];
+    bool ok;
+};
+
+static atomic_bool exp_interrupted;
+
+/* Between runs (gates, exports) no loop watches signals, and libuv puts the
+ * default action back when a run's watchers close: this handler, installed
+ * again after every run, turns Ctrl-C into a clean exit 130 there too. */
+static void exp_note_signal(int sig)
+{
+    (void)sig;
+    atomic_store(&exp_interrupted, true);
+}
+
+static void exp_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = exp_note_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+
+/* --- spec parsing ----------------------------------------------------------- */
+
+/* Next word of a spec line: `key=value`, `key="value with blanks"` or a bare
+ * word; NULL at the end. */
+static char *spec_word(char **p)
+{
+    char *s = *p, *start;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (!*s || *s == '#')
+        return NULL;
+    start = s;
+    bool quoted = false;
+    char *w = s;
+    for (; *s; s++) {
+        if (*s == '"') {
+            quoted = !quoted;
+            continue;
+        }
+        if (!quoted && (*s == ' ' || *s == '\t'))
+            break;
+        *w++ = *s;
+    }
+    if (*s)
+        s++;
+    *w = '\0';
+    *p = s;
+    return start;
+}
+
+static int spec_error(const struct exp_spec *sp, unsigned line, const char *msg, const char *what)
+{
+    fprintf(stderr, "%s:%u: %s%s%s%s\n", sp->path, line, msg, what ? " '" : "", what ? what : "",
+            what ? "'" : "");
+    return -1;
+}
+
+static void spec_resolve(const struct exp_spec *sp, const char *rel, char *out, size_t len)
+{
+    size_t dl = rel[0] == '/' ? 0 : strlen(sp->dir) + 1, rl = strlen(rel);
+    if (dl + rl + 1 > len) {
+        out[0] = '\0'; /* too long: reported as a missing file */
+        return;
+    }
+    if (dl) {
+        memcpy(out, sp->dir, dl - 1);
+        out[dl - 1] = '/';
+    }
+    memcpy(out + dl, rel, rl + 1);
+}
+
+static int spec_run_line(struct exp_spec *sp, char *rest, unsigned line)
+{
+    struct exp_run *r;
+    char *w = spec_word(&rest);
+    if (!w)
+        return spec_error(sp, line, "run needs a name", NULL);
+    if (sp->nruns == EXP_RUNS_MAX)
+        return spec_error(sp, line, "too many runs", NULL);
+    r = &sp->runs[sp->nruns++];
+    memset(r, 0, sizeof *r);
+    r->line = line;
+    snprintf(r->name, sizeof r->name, "%s", w);
+    while ((w = spec_word(&rest))) {
+        if (!strncmp(w, "memcached=", 10))
+            snprintf(r->mc_args, sizeof r->mc_args, "%s", w + 10);
+        else if (!strncmp(w, "workload=", 9))
+            spec_resolve(sp, w + 9, r->workload, sizeof r->workload);
+        else if (!strcmp(w, "gate=model"))
+            r->gate_model = true;
+        else if (!strncmp(w, "same-plan-as=", 13))
+            snprintf(r->same_plan_as, sizeof r->same_plan_as, "%s", w + 13);
+        else
+            return spec_error(sp, line, "unknown run option", w);
+    }
+    if (!r->workload[0])
+        return spec_error(sp, line, "run needs workload=FILE", NULL);
+    return 0;
+}
+
+static int spec_export_line(struct exp_spec *sp, char *rest, unsigned line)
+{
+    struct exp_export *e;
+    char *w = spec_word(&rest);
+    if (!w)
+        return spec_error(sp, line, "export needs a file name", NULL);
+    if (sp->nexports == EXP_EXPORTS_MAX)
+        return spec_error(sp, line, "too many exports", NULL);
+    e = &sp->exports[sp->nexports++];
+    memset(e, 0, sizeof *e);
+    e->line = line;
+    snprintf(e->file, sizeof e->file, "%s", w);
+    while ((w = spec_word(&rest))) {
+        if (!strncmp(w, "query=", 6))
+            spec_resolve(sp, w + 6, e->query, sizeof e->query);
+        else if (!strncmp(w, "run=", 4))
+            snprintf(e->run, sizeof e->run, "%s", w + 4);
+        else if (!strncmp(w, "a=", 2))
+            snprintf(e->a, sizeof e->a, "%s", w + 2);
+        else if (!strncmp(w, "b=", 2))
+            snprintf(e->b, sizeof e->b, "%s", w + 2);
+        else
+            return spec_error(sp, line, "unknown export option", w);
+    }
+    if (!e->query[0])
+        return spec_error(sp, line, "export needs query=FILE.sql", NULL);
+    return 0;
+}
+
+/* A run's workload must exist and parse before any run starts; ladder errors
+ * (fill/over) can only show once its memcached answers `stats settings`. */
+static int spec_check_workload(const struct exp_spec *sp, const struct exp_run *r)
+{
+    struct workload *w = NULL;
+    struct workload_error werr;
+    char *text = NULL, msg[256], ferr[128];
+    size_t tlen;
+    if (!(text = fileio_read(r->workload, FILEIO_DEFAULT_MAX, &tlen, ferr, sizeof ferr))) {
+        snprintf(msg, sizeof msg, "cannot read workload %s: %s", r->workload, ferr);
+        return spec_error(sp, r->line, msg, NULL);
+    }
+    int rc = workload_parse(r->workload, text, tlen, &w, &werr) == WORKLOAD_OK ? 0 : -1;
+    if (rc)
+        fprintf(stderr, "%s\n%s:%u: run %s: the workload above does not parse\n", werr.msg,
+                sp->path, r->line, r->name);
+    workload_free(w);
+    free(text);
+    return rc;
+}
+
+static int spec_load(struct exp_spec *sp, const char *path)
+{
+    char line[EXP_LINE_MAX], dircopy[EXP_PATH_MAX];
+    unsigned lineno = 0;
+    int rc = 0;
+    FILE *f = fopen(path, "r");
+    memset(sp, 0, sizeof *sp);
+    snprintf(sp->path, sizeof sp->path, "%s", path);
+    snprintf(dircopy, sizeof dircopy, "%s", path);
+    snprintf(sp->dir, sizeof sp->dir, "%s", dirname(dircopy));
+    if (!f) {
+        fprintf(stderr, "%s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    while (!rc && fgets(line, sizeof line, f)) {
+        char *p = line, *w;
+        lineno++;
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!(w = spec_word(&p)))
+            continue;
+        if (!strcmp(w, "run"))
+            rc = spec_run_line(sp, p, lineno);
+        else if (!strcmp(w, "export"))
+            rc = spec_export_line(sp, p, lineno);
+        else
+            rc = spec_error(sp, lineno, "unknown directive (want run or export)", w);
+    }
+    fclose(f);
+    if (!rc && sp->nruns == 0)
+        rc = spec_error(sp, lineno, "no run in the spec", NULL);
+    for (size_t i = 0; !rc && i < sp->nruns; i++) {
+        const char *other = sp->runs[i].same_plan_as;
+        bool found = !other[0];
+        for (size_t j = 0; j < i && !found; j++)
+            found = !strcmp(sp->runs[j].name, other);
+        if (!found)
+            rc = spec_error(sp, sp->runs[i].line, "same-plan-as names no earlier run", other);
+    }
+    for (size_t i = 0; !rc && i < sp->nruns; i++)
+        rc = spec_check_workload(sp, &sp->runs[i]);
+    return rc;
+}
+
+/* --- one run ------------------------------------------------------------------ */
+
+struct exp_live {
+    uv_loop_t loop;
+    uv_async_t done;
+    uv_signal_t sigint, sigterm;
+    struct app app;
+    struct load_config lc;
+    struct load_result lr;
+    atomic_bool stop;
+    int load_rc;
+    bool closing;
+};
+
+static void exp_load_phase(void *ud, const char *name)
+{
+    struct exp_live *x = ud;
+    app_mark_phase(&x->app, name);
+}
+
+static void exp_load_thread(void *arg)
+{
+    struct exp_live *x = arg;
+    x->load_rc = load_run(&x->lc, &x->lr);
+    uv_async_send(&x->done);
+}
+
+static void exp_app_closed(struct app *a)
+{
+    struct exp_live *x = (struct exp_live *)((char *)a - offsetof(struct exp_live, app));
+    uv_close((uv_handle_t *)&x->done, NULL);
+    uv_stop(&x->loop);
+}
+
+static void exp_on_done(uv_async_t *h)
+{
+    struct exp_live *x = h->data;
+    if (x->closing)
+        return;
+    x->closing = true;
+    app_close(&x->app, exp_app_closed);
+}
+
+static void exp_on_signal(uv_signal_t *h, int sig)
+{
+    struct exp_live *x = h->data;
+    fprintf(stderr, "\nslabtap experiment: signal %d: stopping the load, then everything\n", sig);
+    atomic_store(&exp_interrupted, true);
+    atomic_store(&x->stop, true);
+}
+
+static void exp_app_config(struct app_config *cfg, const struct experiment_options *o,
+                           const struct exp_run *r, int proxy_port, int mc_port, char *options,
+                           size_t olen)
+{
+    char addr[64];
+    memset(cfg, 0, sizeof *cfg);
+    proxy_config_defaults(&cfg->proxy);
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", proxy_port);
+    addr_parse(addr, &cfg->proxy.listen_addr);
+    snprintf(cfg->proxy.upstream_text, sizeof cfg->proxy.upstream_text, "127.0.0.1:%d", mc_port);
+    addr_parse(cfg->proxy.upstream_text, &cfg->proxy.upstream_addr);
+    cfg->db_path = o->db;
+    cfg->run_name = r->name;
+    snprintf(options, olen, "experiment run %s: memcached %s; workload %s", r->name, r->mc_args,
+             r->workload);
+    cfg->options_text = options;
+    cfg->queue_rows = 65536;
+    cfg->on_full = REC_BLOCK;
+    cfg->stats_interval_ms = o->stats_ms;
+}
+
+/* Starts the load thread and serves the proxy until both are done. */
+static int exp_serve(struct exp_live *x)
+{
+    uv_thread_t tid;
+    uv_async_init(&x->loop, &x->done, exp_on_done);
+    x->done.data = x;
+    if (uv_thread_create(&tid, exp_load_thread, x)) {
+        fprintf(stderr, "slabtap experiment: cannot start the load thread\n");
+        x->load_rc = -1;
+        uv_async_send(&x->done);
+        uv_run(&x->loop, UV_RUN_DEFAULT);
+        return -1;
+    }
+    uv_run(&x->loop, UV_RUN_DEFAULT);
+    uv_thread_join(&tid);
+    return 0;
+}
+
+static int exp_run_one(const struct experiment_options *o, const struct exp_run *r, struct exp_outcome *out)
+{
+    struct exp_live *x = calloc(1, sizeof *x);
+    struct workload *w = NULL;
+    struct workload_error werr;
+    struct mcserver mc;
+    char err[MCSERVER_ERR_MAX], options[1200], *text = NULL;
+    char ferr[128];
+    size_t tlen;
+    int rc = -1;
+
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", r->name);
+    if (!x)
+        return -1;
+    uv_loop_init(&x->loop);
+    /* from before memcached starts until it is stopped: a signal anywhere in
+     * between stops the run instead of killing us with memcached left behind */
+    uv_signal_init(&x->loop, &x->sigint);
+    uv_signal_init(&x->loop, &x->sigterm);
+    x->sigint.data = x->sigterm.data = x;
+    uv_signal_start(&x->sigint, exp_on_signal, SIGINT);
+    uv_signal_start(&x->sigterm, exp_on_signal, SIGTERM);
+    if (!(text = fileio_read(r->workload, FILEIO_DEFAULT_MAX, &tlen, ferr, sizeof ferr))) {
+        fprintf(stderr, "%s: %s\n", r->workload, ferr);
+        goto out_loop;
+    }
+    if (workload_parse(r->workload, text, tlen, &w, &werr) != WORKLOAD_OK) {
+        fprintf(stderr, "%s\n", werr.msg);
+        goto out_loop;
+    }
+    if (mcserver_start(&mc, &x->loop, o->memcached, o->docker, o->image, r->mc_args, err, sizeof err)) {
+        fprintf(stderr, "slabtap experiment: run %s: %s\n", r->name, err);
+        goto out_loop;
+    }
+    snprintf(out->mc_cmdline, sizeof out->mc_cmdline, "%s", mc.argv_text);
+    uv_run(&x->loop, UV_RUN_NOWAIT); /* a signal that came during the start */
+    if (atomic_load(&exp_interrupted))
+        goto out_mc;
+    struct app_config cfg;
+    int proxy_port = mcserver_free_port();
+    exp_app_config(&cfg, o, r, proxy_port, mc.port, options, sizeof options);
+    fprintf(stderr, "== run %s: %s\n", r->name, mc.argv_text);
+    if (app_open(&x->app, &x->loop, &cfg))
+        goto out_mc;
+    out->run_id = x->app.run_id;
+    x->lc.target = cfg.proxy.listen_addr;
+    x->lc.source = LOAD_SRC_WORKLOAD;
+    x->lc.workload = w;
+    x->lc.on_phase = exp_load_phase;
+    x->lc.ud = x;
+    x->lc.progress = LOAD_PROGRESS_AUTO;
+    x->lc.stop = &x->stop;
+    exp_serve(x);
+    out->load = x->lr;
+    /* exp_serve returns once the app has closed: finish it exactly once */
+    if (app_finish(&x->app)) {
+        fprintf(stderr, "slabtap experiment: run %s: rows could not be written\n", r->name);
+        goto out_mc;
+    }
+    if (x->load_rc) {
+        fprintf(stderr, "slabtap experiment: run %s: load failed: %s: %s\n", r->name,
+                load_status_str(x->lr.status), x->lr.error);
+        goto out_mc;
+    }
+    rc = 0;
+out_mc:
+    mcserver_stop(&mc);
+out_loop:
+    uv_close((uv_handle_t *)&x->sigint, NULL);
+    uv_close((uv_handle_t *)&x->sigterm, NULL);
+    uv_run(&x->loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&x->loop))
+        fprintf(stderr, "slabtap experiment: warning: handles left open\n");
+    workload_free(w);
+    free(text);
+    free(x);
+    out->ok = rc == 0;
+    return rc;
+}
+
+/* --- metadata, gates, exports ---------------------------------------------------- */
+
+static void meta_put(sqlite3 *db, int64_t run_id, const char *key, const char *value)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO run_meta (run_id, key, value) VALUES (?1,?2,?3)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, value, -1, SQLITE_STATIC);
+    sqlite3_step(st);
+    sqlite3_finalize(st);
+}
+
+static uint64_t writes_sent(const struct load_result *l)
+{
+    uint64_t n = 0;
+    for (int c = 0; c < WORKLOAD_CMD_COUNT; c++)
+        if (workload_cmd_is_write((enum workload_cmd)c))
+            n += l->ops_by_cmd[c];
+    return n;
+}
+
+static void exp_write_meta(sqlite3 *db, const struct exp_spec *sp, const struct exp_run *r,
+                           const struct exp_outcome *o)
+{
+    char v[64];
+    meta_put(db, o->run_id, "experiment", sp->path);
+    meta_put(db, o->run_id, "memcached_command", o->mc_cmdline);
+    meta_put(db, o->run_id, "memcached_flags", r->mc_args);
+    meta_put(db, o->run_id, "memcached_version", o->load.server_version);
+    meta_put(db, o->run_id, "slabtap_version", SLABTAP_VERSION);
+    meta_put(db, o->run_id, "workload", r->workload);
+    meta_put(db, o->run_id, "workload_sha256", o->load.fingerprint);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)o->load.seed);
+    meta_put(db, o->run_id, "seed", v);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)o->load.ops);
+    meta_put(db, o->run_id, "ops_sent", v);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)writes_sent(&o->load));
+    meta_put(db, o->run_id, "writes_sent", v);
+    snprintf(v, sizeof v, "%u", o->load.connections);
+    meta_put(db, o->run_id, "connections", v);
+    snprintf(v, sizeof v, "%u", o->load.pipeline);
+    meta_put(db, o->run_id, "pipeline", v);
+    snprintf(v, sizeof v, "%.3f", o->load.elapsed_ns / 1e9);
+    meta_put(db, o->run_id, "load_seconds", v);
+}
+
+static int64_t count_rows(sqlite3 *db, int64_t run_id)
+{
+    sqlite3_stmt *st;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sets WHERE run_id = ?1 AND value_len IS NOT NULL",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+static int exp_gates(sqlite3 *db, const struct exp_spec *sp, const struct exp_run *r,
+                     const struct exp_outcome *o, const struct exp_outcome *all)
+{
+    int failed = 0;
+    int64_t rows = count_rows(db, o->run_id);
+    uint64_t sent = writes_sent(&o->load);
+    if (rows < 0 || (uint64_t)rows != sent) {
+        fprintf(stderr, "GATE FAILED %s: %lld writes recorded, %llu sent\n", r->name,
+                (long long)rows, (unsigned long long)sent);
+        failed++;
+    } else {
+        printf("gate ok   %-14s every write recorded: %lld rows = %llu writes sent\n", r->name,
+               (long long)rows, (unsigned long long)sent);
+    }
+    if (r->same_plan_as[0]) {
+        for (size_t i = 0; i < sp->nruns; i++) {
+            if (strcmp(sp->runs[i].name, r->same_plan_as))
+                continue;
+            if (strcmp(all[i].load.fingerprint, o->load.fingerprint)) {
+                fprintf(stderr, "GATE FAILED %s: workload fingerprint %.16s differs from %s's %.16s\n",
+                        r->name, o->load.fingerprint, r->same_plan_as, all[i].load.fingerprint);
+                failed++;
+            } else {
+                printf("gate ok   %-14s same workload as %s (sha256 %.16s...)\n", r->name,
+                       r->same_plan_as, o->load.fingerprint);
+            }
+        }
+    }
+    if (r->gate_model) {
+        struct replay_result *m = calloc(1, sizeof *m);
+        char err[256];
+        if (!m || model_replay_run(db, o->run_id, m, err, sizeof err)) {
+            fprintf(stderr, "GATE FAILED %s: model: %s\n", r->name, m ? err : "out of memory");
+            failed++;
+        } else if (!m->exact_expected || model_replay_mismatches(m)) {
+            fprintf(stderr, "GATE FAILED %s: memcached's counters differ from the slab model:\n",
+                    r->name);
+            model_replay_print(m, stderr);
+            failed++;
+        } else {
+            printf("gate ok   %-14s slab model predicts every class exactly (used_chunks, "
+                   "mem_requested, pages)\n", r->name);
+        }
+        if (m)
+            model_replay_free(m);
+        free(m);
+    }
+    return failed;
+}
+
+static void csv_field(FILE *f, const char *s)
+{
+    if (!s)
+        return;
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void bind_named(sqlite3_stmt *st, const char *name, const char *value)
+{
+    int i = sqlite3_bind_parameter_index(st, name);
+    if (i > 0 && value && value[0])
+        sqlite3_bind_text(st, i, value, -1, SQLITE_TRANSIENT);
+}
+
+/* Runs every statement of the query file; the rows of the last one that
+ * returns columns become the CSV. */
+static int exp_export_one(sqlite3 *db, const struct experiment_options *o, const struct exp_export *e)
+{
+    char *sql = NULL, path[EXP_PATH_MAX * 2];
+    size_t len;
+    int rc = -1;
+    FILE *out = NULL;
+    char ferr[128];
+    if (!(sql = fileio_read(e->query, FILEIO_DEFAULT_MAX, &len, ferr, sizeof ferr))) {
+        fprintf(stderr, "%s: %s\n", e->query, ferr);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/%s", o->results, e->file);
+    const char *tail = sql;
+    while (tail && *tail) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(db, tail, -1, &st, &tail) != SQLITE_OK) {
+            fprintf(stderr, "%s: %s\n", e->query, sqlite3_errmsg(db));
+            goto out;
+        }
+        if (!st)
+            continue;
+        bind_named(st, "@run", e->run);
+        bind_named(st, "@a", e->a);
+        bind_named(st, "@b", e->b);
+        int ncol = sqlite3_column_count(st);
+        if (ncol > 0) {
+            if (out)
+                fclose(out);
+            if (!(out = fopen(path, "w"))) {
+                fprintf(stderr, "%s: %s\n", path, strerror(errno));
+                sqlite3_finalize(st);
+                goto out;
+            }
+            for (int c = 0; c < ncol; c++) {
+                if (c)
+                    fputc(',', out);
+                csv_field(out, sqlite3_column_name(st, c));
+            }
+            fputc('\n', out);
+        }
+        int step;
+        while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+            for (int c = 0; c < ncol; c++) {
+                if (c)
+                    fputc(',', out);
+                csv_field(out, (const char *)sqlite3_column_text(st, c));
+            }
+            fputc('\n', out);
+        }
+        sqlite3_finalize(st);
+        if (step != SQLITE_DONE) {
+            fprintf(stderr, "%s: %s\n", e->query, sqlite3_errmsg(db));
+            goto out;
+        }
+    }
+    rc = out ? 0 : -1;
+    if (rc)
+        fprintf(stderr, "%s: returns no rows to export\n", e->query);
+    else
+        printf("wrote %s (%s)\n", path, e->query);
+out:
+    if (out)
+        fclose(out);
+    free(sql);
+    return rc;
+}
+
+bool experiment_interrupted(void)
+{
+    return atomic_load(&exp_interrupted);
+}
+
+void experiment_catch_signals(void)
+{
+    exp_catch_signals();
+}
+
+int experiment_run_spec(const struct experiment_options *o, const char *path)
+{
+    struct exp_spec *sp = calloc(1, sizeof *sp);
+    struct exp_outcome *all = calloc(EXP_RUNS_MAX, sizeof *all);
+    sqlite3 *db = NULL;
+    int failed = 0;
+    if (!sp || !all || spec_load(sp, path)) {
+        failed = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < sp->nruns && !atomic_load(&exp_interrupted); i++) {
+        if (exp_run_one(o, &sp->runs[i], &all[i]))
+            failed++;
+        exp_catch_signals();
+    }
+    if (failed || atomic_load(&exp_interrupted)) {
+        failed += !failed;
+        goto out;
+    }
+    if (sqlite3_open(o->db, &db) != SQLITE_OK) {
+        fprintf(stderr, "%s: %s\n", o->db, sqlite3_errmsg(db));
+        failed++;
+        goto out;
+    }
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    for (size_t i = 0; i < sp->nruns; i++)
+        exp_write_meta(db, sp, &sp->runs[i], &all[i]);
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    for (size_t i = 0; i < sp->nruns; i++)
+        failed += exp_gates(db, sp, &sp->runs[i], &all[i], all);
+    if (sp->nexports)
+        mkdir(o->results, 0777); /* when it cannot be made, every export says why */
+    for (size_t i = 0; i < sp->nexports; i++)
+        failed += exp_export_one(db, o, &sp->exports[i]) != 0;
+out:
+    sqlite3_close(db);
+    free(sp);
+    free(all);
+    return failed;
+}

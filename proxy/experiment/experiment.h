@@ -1,0 +1,41 @@
+/* experiment: `slabtap experiment SPEC` -- runs an experiment spec: for
+ * each run its own memcached with the run's flags, the recording proxy in
+ * front of it, the workload through the proxy on a second thread, a final
+ * stats sample; then the verification gates and the CSV exports, each
+ * produced by a SQL file over the database.
+ *
+ * Owns the spec format (experiments/README.md, "Experiment specs") and the
+ * whole lifecycle of what it starts. Must never leave a memcached or a
+ * proxy behind (done, error or Ctrl-C), and never format a result number
+ * in C: every figure in results/ comes out of a query. */
+#ifndef SLABTAP_EXPERIMENT_H
+#define SLABTAP_EXPERIMENT_H
+
+#include <stdbool.h>
+
+#define EXP_RUNS_MAX 16
+#define EXP_EXPORTS_MAX 32
+#define EXP_NAME_MAX 64
+#define EXP_PATH_MAX 512
+#define EXP_ARGS_MAX 512
+#define EXP_LINE_MAX 1024
+
+struct experiment_options {
+    const char *db;          /* the database every run records into */
+    const char *results;     /* where exports go */
+    const char *memcached;   /* binary; NULL: memcached on PATH */
+    const char *image;       /* with docker */
+    bool docker;
+    unsigned stats_ms;       /* the proxy's stats poll interval */
+};
+
+/* Runs every run of the spec at path, then the gates and the exports.
+ * Returns the number of failures (0: all gates held). */
+int experiment_run_spec(const struct experiment_options *o, const char *path);
+/* SIGINT/SIGTERM seen: stop between runs (exit 130). */
+bool experiment_interrupted(void);
+/* Installs (again) the handler that turns Ctrl-C between runs into
+ * experiment_interrupted(). */
+void experiment_catch_signals(void);
+
+#endif

@@ -1,0 +1,154 @@
+/* load: the load generator's engine -- a libuv client that sends an
+ * operation plan (a workload file, a recorded run, a cache trace) to
+ * memcached or to the proxy over N pipelined text-protocol connections,
+ * and counts the answers.
+ *
+ * Owns: its own uv_loop (load_run may run on any thread, e.g. next to a
+ * proxy on the main loop), the connections, the wire format of requests,
+ * pairing answers with requests, the plan fingerprint, phase barriers and
+ * the progress line.
+ * Must never: allocate per operation (values are slices of one shared
+ * pattern buffer; request lines go into fixed per-connection arenas), keep
+ * more than `pipeline` requests (plus one `mn` fence) in flight on a
+ * connection, or touch global state other than stderr (the progress line).
+ *
+ * Ordering: an op's key picks its connection, so memcached sees each key's
+ * ops in plan order; up to LOAD_DEFER_MAX ops per connection wait for a
+ * full window without stalling the others.
+ *
+ * libuv writes with write(2): a process calling load_run must ignore
+ * SIGPIPE (slabtap's commands do), or a server closing on it kills it.
+ *
+ * Phases: when the plan reaches a phase mark, no later op is sent until
+ * every earlier op has been answered on every connection (noreply ops are
+ * confirmed by an `mn` no-op behind them); then on_phase runs, on the
+ * load thread, and sending resumes. So a phase's ops are exactly those
+ * between its mark and the next.
+ */
+#ifndef SLABTAP_LOAD_H
+#define SLABTAP_LOAD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "core/sha256.h"
+#include "model/slab_model.h"
+#include "protocol/stats_parse.h"
+#include "load/workload.h"
+
+#define LOAD_CONNECTIONS_MAX WORKLOAD_CONNECTIONS_MAX
+#define LOAD_PIPELINE_MAX WORKLOAD_PIPELINE_MAX
+/* Ops waiting for their connection's window, per connection: the key
+ * picks the connection, so without this one full window would stall the
+ * plan while the others sit idle. */
+#define LOAD_DEFER_MAX 64
+#define LOAD_DEFAULT_CONNECTIONS 4
+#define LOAD_DEFAULT_PIPELINE 64
+#define LOAD_ERR_MAX 384
+#define LOAD_VERSION_MAX STATS_VERSION_MAX
+#define LOAD_CONNECT_TIMEOUT_MS 10000
+#define LOAD_PROGRESS_TTY_MS 250   /* at most 4 refreshes a second on a terminal */
+#define LOAD_PROGRESS_PIPE_MS 5000 /* one plain line per 5 s otherwise */
+
+enum load_source_kind {
+    LOAD_SRC_WORKLOAD,  /* cfg.workload */
+    LOAD_SRC_REPLAY_DB, /* cfg.path: a slabtap database, run cfg.replay_run */
+    LOAD_SRC_TWITTER,   /* cfg.path: twitter/cache-trace CSV */
+    LOAD_SRC_CACHELIB,  /* cfg.path: CacheLib kvcache trace CSV */
+};
+
+enum load_progress { LOAD_PROGRESS_AUTO, LOAD_PROGRESS_OFF };
+
+/* What an answer was. X(id, text) */
+#define LOAD_ANSWERS(X) \
+    X(STORED, "STORED") X(NOT_STORED, "NOT_STORED") X(EXISTS, "EXISTS") \
+    X(NOT_FOUND, "NOT_FOUND") X(DELETED, "DELETED") X(TOUCHED, "TOUCHED") \
+    X(NUMBER, "NUMBER") X(HIT, "hit") X(MISS, "miss") X(SERVER_ERROR, "SERVER_ERROR") \
+    X(CLIENT_ERROR, "CLIENT_ERROR") X(ERROR, "ERROR") X(OTHER, "other")
+
+enum load_answer {
+#define LOAD_ANSWER_ENUM(id, text) LOAD_ANS_##id,
+    LOAD_ANSWERS(LOAD_ANSWER_ENUM)
+#undef LOAD_ANSWER_ENUM
+    LOAD_ANS_COUNT
+};
+
+const char *load_answer_name(enum load_answer a);
+
+#define LOAD_STATUSES(X) \
+    X(LOAD_OK, "ok") \
+    X(LOAD_E_ARG, "bad configuration") \
+    X(LOAD_E_SOURCE, "the operation source failed") \
+    X(LOAD_E_CONNECT, "cannot connect") \
+    X(LOAD_E_SETTINGS, "cannot read the server's slab settings") \
+    X(LOAD_E_PROTOCOL, "unexpected answer") \
+    X(LOAD_E_IO, "connection lost") \
+    X(LOAD_E_STOPPED, "stopped") \
+    X(LOAD_E_MEMORY, "out of memory")
+
+enum load_status {
+#define LOAD_STATUS_ENUM(id, text) id,
+    LOAD_STATUSES(LOAD_STATUS_ENUM)
+#undef LOAD_STATUS_ENUM
+    LOAD_STATUS_COUNT
+};
+
+const char *load_status_str(enum load_status st);
+
+struct load_config {
+    struct sockaddr_storage target;     /* unused by load_plan_digest */
+    enum load_source_kind source;
+    const struct workload *workload;    /* LOAD_SRC_WORKLOAD */
+    const char *path;                   /* the other sources */
+    int64_t replay_run;                 /* LOAD_SRC_REPLAY_DB; 0: the newest run */
+    /* NULL: load_run builds it from the target's `stats settings`;
+     * load_plan_digest needs it when the workload uses fill/over. */
+    const struct slab_ladder *ladder;
+    unsigned connections;               /* 0: the workload's, else the default */
+    unsigned pipeline;                  /* 0: the workload's, else the default */
+    bool seed_set;                      /* else the workload's seed, else 0 */
+    uint64_t seed;
+    void (*on_phase)(void *ud, const char *name); /* may be NULL */
+    void *ud;
+    enum load_progress progress;
+    atomic_bool *stop;                  /* optional: set true to stop early */
+};
+
+struct load_result {
+    enum load_status status;
+    char error[LOAD_ERR_MAX];           /* why, when status != LOAD_OK */
+    uint64_t ops;                       /* ops sent */
+    uint64_t ops_by_cmd[WORKLOAD_CMD_COUNT];
+    uint64_t answers[LOAD_ANS_COUNT];
+    uint64_t writes_answered;           /* answers to set/add/replace/append/prepend */
+    uint64_t silent;                    /* noreply ops, confirmed by a later answer */
+    uint64_t errors;                    /* ERROR / CLIENT_ERROR / SERVER_ERROR answers */
+    uint64_t fences;                    /* `mn` no-ops sent behind noreply ops */
+    uint64_t phases;
+    uint64_t skipped;                   /* recorded rows with no replay */
+    uint64_t elapsed_ns;                /* first op sent -> last answer */
+    unsigned connections, pipeline;     /* what was used */
+    uint64_t seed;
+    int64_t replay_run;                 /* LOAD_SRC_REPLAY_DB: the run replayed */
+    char server_version[LOAD_VERSION_MAX];
+    char fingerprint[SHA256_HEX_LEN + 1]; /* sha256 of the plan's canonical lines */
+};
+
+/* Runs the whole plan against cfg->target on a private loop; blocks until
+ * done. 0 when every op was sent and answered (answers that are errors
+ * are counted, not failures), -1 otherwise with out->status and
+ * out->error set; the counters hold what happened until then. */
+int load_run(const struct load_config *cfg, struct load_result *out);
+
+/* The plan alone: ops and fingerprint, without connecting (--dry-run). */
+int load_plan_digest(const struct load_config *cfg, struct load_result *out);
+
+/* memcached's `stats settings` (growth_factor, chunk_size, item_size_max,
+ * slab_chunk_max, cas_enabled, maxbytes) as slab settings; 0, or -1 with
+ * err set when a field is missing or malformed. */
+int load_settings_from_stats(const struct stats_sample *s, struct slab_settings *out,
+                             char *err, size_t errlen);
+
+#endif

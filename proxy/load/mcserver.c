@@ -1,0 +1,259 @@
+/* mcserver: start, wait for and stop a memcached of our own. The waits are
+ * blocking on purpose: they happen before the proxy's loop has anything to
+ * serve, or after it has stopped. */
+#include "load/mcserver.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+int mcserver_free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int port = 0, fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return 0;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static int connect_port(int port, int timeout_ms)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static bool answers_version(int port)
+{
+    char buf[128];
+    int fd = connect_port(port, 500);
+    bool ok = false;
+    if (fd < 0)
+        return false;
+    if (write(fd, "version\r\n", 9) == 9) {
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        ok = n > 8 && !memcmp(buf, "VERSION ", 8);
+    }
+    close(fd);
+    return ok;
+}
+
+static void on_exit_cb(uv_process_t *p, int64_t status, int sig)
+{
+    struct mcserver *m = p->data;
+    m->exited = true;
+    m->exit_status = status;
+    m->term_signal = sig;
+}
+
+static void on_close_cb(uv_handle_t *h)
+{
+    struct mcserver *m = h->data;
+    m->closed = true;
+}
+
+/* Splits args on blanks into argv[from..]; returns the new count or -1. */
+static int split_args(char *args, char **argv, int from)
+{
+    int n = from;
+    for (char *tok = strtok(args, " \t"); tok; tok = strtok(NULL, " \t")) {
+        if (n >= MCSERVER_ARGS_MAX - 12)
+            return -1;
+        argv[n++] = tok;
+    }
+    return n;
+}
+
+static int build_argv(struct mcserver *m, const char *binary, bool docker, const char *image,
+                      char *args, char **argv, char *port, char *publish)
+{
+    int n = 0;
+    snprintf(port, 16, "%d", m->port);
+    if (docker) {
+        snprintf(m->container, sizeof m->container, "slabtap-mc-%d-%d", (int)getpid(), m->port);
+        snprintf(publish, 64, "127.0.0.1:%d:11211", m->port);
+        argv[n++] = "docker";
+        argv[n++] = "run";
+        argv[n++] = "--rm";
+        argv[n++] = "--name";
+        argv[n++] = m->container;
+        argv[n++] = "-p";
+        argv[n++] = publish;
+        argv[n++] = (char *)image;
+        argv[n++] = "memcached";
+        if ((n = split_args(args, argv, n)) < 0)
+            return -1;
+    } else {
+        argv[n++] = (char *)(binary ? binary : "memcached");
+        if ((n = split_args(args, argv, n)) < 0)
+            return -1;
+        argv[n++] = "-p";
+        argv[n++] = port;
+        argv[n++] = "-l";
+        argv[n++] = "127.0.0.1";
+        argv[n++] = "-U";
+        argv[n++] = "0";
+        if (geteuid() == 0) { /* memcached refuses to run as root without -u */
+            argv[n++] = "-u";
+            argv[n++] = "root";
+        }
+    }
+    argv[n] = NULL;
+    size_t len = 0;
+    m->argv_text[0] = '\0';
+    for (int i = 0; i < n && len < sizeof m->argv_text; i++)
+        len += (size_t)snprintf(m->argv_text + len, sizeof m->argv_text - len, "%s%s",
+                                i ? " " : "", argv[i]);
+    return n;
+}
+
+int mcserver_start(struct mcserver *m, uv_loop_t *loop, const char *binary, bool docker,
+                   const char *image, const char *args, char *err, size_t errlen)
+{
+    char *argv[MCSERVER_ARGS_MAX], port[16], publish[64];
+    char *copy = strdup(args ? args : "");
+    uv_process_options_t opt = {0};
+    uv_stdio_container_t stdio[3];
+    int rc = -1;
+
+    memset(m, 0, sizeof *m);
+    m->loop = loop;
+    m->docker = docker;
+    m->port = mcserver_free_port();
+    if (!copy || !m->port || build_argv(m, binary, docker, image, copy, argv, port, publish) < 0) {
+        snprintf(err, errlen, "cannot prepare memcached's command line (too many arguments?)");
+        goto out;
+    }
+    stdio[0].flags = UV_IGNORE;
+    stdio[1].flags = UV_INHERIT_FD;
+    stdio[1].data.fd = 2; /* memcached's own messages go to our stderr */
+    stdio[2].flags = UV_INHERIT_FD;
+    stdio[2].data.fd = 2;
+    opt.file = argv[0];
+    opt.args = argv;
+    opt.exit_cb = on_exit_cb;
+    opt.stdio = stdio;
+    opt.stdio_count = 3;
+    m->proc.data = m;
+    int e = uv_spawn(loop, &m->proc, &opt);
+    if (e) {
+        snprintf(err, errlen, "cannot start %s: %s", argv[0], uv_strerror(e));
+        /* the handle is initialised even when the spawn fails: close it, or
+         * the loop stays busy and cannot be closed */
+        uv_close((uv_handle_t *)&m->proc, on_close_cb);
+        while (!m->closed)
+            uv_run(loop, UV_RUN_ONCE);
+        goto out;
+    }
+    m->spawned = true;
+    for (int waited = 0; waited < MCSERVER_READY_MS; waited += 20) {
+        uv_run(loop, UV_RUN_NOWAIT);
+        if (m->exited) {
+            snprintf(err, errlen, "%s exited with status %lld before answering (flags: %s)",
+                     argv[0], (long long)m->exit_status, args ? args : "");
+            goto out;
+        }
+        if (answers_version(m->port)) {
+            rc = 0;
+            goto out;
+        }
+        usleep(20 * 1000);
+    }
+    snprintf(err, errlen, "%s did not answer on 127.0.0.1:%d within %d ms", argv[0], m->port,
+             MCSERVER_READY_MS);
+out:
+    if (rc && m->spawned)
+        mcserver_stop(m);
+    free(copy);
+    return rc;
+}
+
+void mcserver_stop(struct mcserver *m)
+{
+    if (!m->spawned)
+        return;
+    if (!m->exited)
+        uv_process_kill(&m->proc, SIGTERM);
+    for (int waited = 0; !m->exited && waited < MCSERVER_STOP_MS; waited += 10) {
+        uv_run(m->loop, UV_RUN_NOWAIT);
+        if (!m->exited)
+            usleep(10 * 1000);
+    }
+    if (!m->exited) {
+        uv_process_kill(&m->proc, SIGKILL);
+        while (!m->exited)
+            uv_run(m->loop, UV_RUN_ONCE);
+    }
+    if (m->docker && m->container[0]) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "docker rm -f %s >/dev/null 2>&1", m->container);
+        /* -f: gone already (or never created) is fine */
+        if (system(cmd) == -1)
+            fprintf(stderr, "slabtap: could not run docker rm for %s\n", m->container);
+    }
+    uv_close((uv_handle_t *)&m->proc, on_close_cb);
+    while (!m->closed)
+        uv_run(m->loop, UV_RUN_ONCE);
+    m->spawned = false;
+}
+
+int mcserver_stats(int port, struct stats_sample *s, char *err, size_t errlen)
+{
+    struct stats_parse_batch *b = malloc(sizeof *b);
+    char cmd[STATS_BATCH_CMD_MAX], buf[16384];
+    int rc = -1, fd = connect_port(port, 5000);
+    if (!b || fd < 0) {
+        snprintf(err, errlen, "cannot connect to 127.0.0.1:%d", port);
+        goto out;
+    }
+    size_t len = stats_parse_batch_command(STATS_R_ALL, cmd, sizeof cmd);
+    stats_parse_batch_begin(b, s, STATS_R_ALL);
+    if (write(fd, cmd, len) != (ssize_t)len) {
+        snprintf(err, errlen, "write to memcached failed: %s", strerror(errno));
+        goto out;
+    }
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        size_t used;
+        if (n <= 0) {
+            snprintf(err, errlen, "memcached closed or timed out during stats");
+            goto out;
+        }
+        enum stats_parse_result r = stats_parse_batch_feed(b, buf, (size_t)n, &used);
+        if (r == STATS_PARSE_OK) {
+            rc = 0;
+            break;
+        }
+        if (r != STATS_PARSE_NEED_MORE) {
+            snprintf(err, errlen, "bad stats reply: %s", stats_parse_error_str(b->error));
+            break;
+        }
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    free(b);
+    return rc;
+}

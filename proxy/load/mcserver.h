@@ -1,0 +1,47 @@
+/* mcserver: a memcached that slabtap starts itself -- the binary on PATH,
+ * another binary, or a digest-pinned Docker image -- on a free loopback
+ * port, and stops again on every path out (done, error, Ctrl-C).
+ *
+ * Owns the child process (uv_spawn) and the blocking helpers the experiment
+ * runner needs around it: a free port, waiting until memcached answers, one
+ * stats snapshot. Must never leave a memcached running after
+ * mcserver_stop, and never bind anything but 127.0.0.1. */
+#ifndef SLABTAP_MCSERVER_H
+#define SLABTAP_MCSERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "protocol/stats_parse.h"
+
+#define MCSERVER_ARGS_MAX 48
+#define MCSERVER_READY_MS 10000
+#define MCSERVER_STOP_MS 5000
+#define MCSERVER_ERR_MAX 512
+
+struct mcserver {
+    uv_loop_t *loop;
+    uv_process_t proc;
+    bool spawned, exited, closed, docker;
+    int64_t exit_status;
+    int term_signal;
+    int port;
+    char container[64];
+    char argv_text[1024];     /* the command line, for run metadata */
+};
+
+/* A loopback port nothing listens on right now (0 on failure). */
+int mcserver_free_port(void);
+/* Starts `binary ARGS -p PORT -l 127.0.0.1 -U 0` (plus `-u root` when run
+ * as root), or with docker=true `docker run --rm -p 127.0.0.1:PORT:11211
+ * IMAGE ARGS`, and waits until it answers `version`. 0, or -1 with err. */
+int mcserver_start(struct mcserver *m, uv_loop_t *loop, const char *binary, bool docker,
+                   const char *image, const char *args, char *err, size_t errlen);
+/* SIGTERM, then SIGKILL after MCSERVER_STOP_MS; waits for the exit. */
+void mcserver_stop(struct mcserver *m);
+/* One blocking `stats` + `stats slabs` + `stats items` + `stats settings` +
+ * `version` round trip into s (initialised by the caller). 0 or -1. */
+int mcserver_stats(int port, struct stats_sample *s, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,571 @@
+/* replay: recorded runs and public cache traces as operation sources.
+ * Reads files (stdio, SQLite read-only) but never the network; one row in
+ * memory at a time. */
+#include "load/replay.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "core/keyfmt.h"
+
+static const char *const replay_status_text[REPLAY_STATUS_COUNT] = {
+#define REPLAY_STATUS_ROW(id, text) text,
+    REPLAY_STATUSES(REPLAY_STATUS_ROW)
+#undef REPLAY_STATUS_ROW
+};
+
+const char *replay_status_str(enum replay_status st)
+{
+    return (unsigned)st < REPLAY_STATUS_COUNT ? replay_status_text[st] : "?";
+}
+
+struct replay {
+    enum replay_kind kind;
+    char path[WORKLOAD_FILE_MAX];
+    FILE *f;
+    uint64_t line;                 /* CSV line last read, 1-based */
+    sqlite3 *db;
+    sqlite3_stmt *cursor;
+    int64_t run_id;
+    struct replay_cachelib_cols cols;
+    struct workload_op pending;    /* a CacheLib row still repeating */
+    uint64_t pending_left;
+    uint64_t total, skipped;
+    char buf[REPLAY_LINE_MAX + 1];
+};
+
+static enum replay_status replay_why(char *why, size_t n, enum replay_status st, const char *fmt,
+                                     ...) __attribute__((format(printf, 4, 5)));
+
+static enum replay_status replay_why(char *why, size_t n, enum replay_status st, const char *fmt,
+                                     ...)
+{
+    if (why && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, n, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+/* ---- keys ----------------------------------------------------------------- */
+
+bool replay_key_usable(const char *key, size_t len)
+{
+    if (!key || len == 0 || len > WORKLOAD_KEY_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)key[i] <= 0x20 || (unsigned char)key[i] >= 0x7f)
+            return false;
+    return true;
+}
+
+void replay_key_make(uint64_t hash, const char *prefix, size_t prefix_len, uint32_t key_len,
+                     char *out)
+{
+    static const char digits[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    char enc[REPLAY_HASH_DIGITS];
+    for (int i = 0; i < REPLAY_HASH_DIGITS; i++) {
+        enc[i] = digits[hash & 63];
+        hash >>= 6;
+    }
+    /* the prefix keeps keys groupable by namespace, but never at the cost
+     * of hash digits: those are what keep distinct keys distinct */
+    if (!replay_key_usable(prefix, prefix_len) || prefix_len + REPLAY_HASH_DIGITS > key_len)
+        prefix_len = 0;
+    uint32_t len = 0;
+    memcpy(out, prefix, prefix_len);
+    len += (uint32_t)prefix_len;
+    for (int i = 0; i < REPLAY_HASH_DIGITS && len < key_len; i++)
+        out[len++] = enc[i];
+    while (len < key_len)
+        out[len++] = '.';
+    out[len] = '\0';
+}
+
+/* op->key from a source key: as is when usable at the wanted length, else
+ * regenerated from its hash. */
+static void replay_set_key(struct workload_op *op, const char *key, size_t len, uint64_t hash,
+                           uint32_t key_len)
+{
+    if (len == key_len && replay_key_usable(key, len)) {
+        memcpy(op->key, key, len);
+        op->key[len] = '\0';
+    } else {
+        char prefix[WORKLOAD_KEY_MAX + 1];
+        int plen = keyfmt_text(KEYFMT_PREFIX, key, len, prefix, sizeof prefix);
+        replay_key_make(hash, prefix, plen > 0 ? (size_t)plen : 0, key_len, op->key);
+    }
+    op->key_len = (uint16_t)key_len;
+}
+
+/* ---- CSV fields ------------------------------------------------------------ */
+
+struct replay_field {
+    char *s;
+    size_t len;
+};
+
+/* Splits at ',' (the traces never quote); false over REPLAY_FIELDS_MAX. */
+static bool replay_split(char *line, struct replay_field *f, int *n)
+{
+    *n = 0;
+    for (char *p = line;;) {
+        char *comma = strchr(p, ',');
+        if (*n == REPLAY_FIELDS_MAX)
+            return false;
+        f[*n].s = p;
+        f[*n].len = comma ? (size_t)(comma - p) : strlen(p);
+        (*n)++;
+        if (!comma)
+            return true;
+        *comma = '\0';
+        p = comma + 1;
+    }
+}
+
+static bool replay_u64(const struct replay_field *f, uint64_t max, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (f->len == 0 || f->len > 20)
+        return false;
+    for (size_t i = 0; i < f->len; i++) {
+        if (f->s[i] < '0' || f->s[i] > '9' || v > (UINT64_MAX - (uint64_t)(f->s[i] - '0')) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(f->s[i] - '0');
+    }
+    if (v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* A TTL field: empty or negative means none; above 30 days is capped. */
+static bool replay_ttl(const struct replay_field *f, int64_t *out)
+{
+    uint64_t v = 0;
+    *out = 0;
+    if (f->len == 0 || (f->s[0] == '-' && f->len > 1))
+        return true;
+    if (!replay_u64(f, UINT64_MAX, &v))
+        return false;
+    *out = v > REPLAY_TTL_MAX ? REPLAY_TTL_MAX : (int64_t)v;
+    return true;
+}
+
+/* ---- Twitter --------------------------------------------------------------- */
+
+/* twitter/cache-trace's operation names -> what is sent; cas as set. */
+static bool replay_twitter_cmd(const struct replay_field *f, enum workload_cmd *out)
+{
+    if (f->len == 3 && !memcmp(f->s, "cas", 3)) {
+        *out = WORKLOAD_CMD_SET;
+        return true;
+    }
+    return workload_cmd_parse(f->s, f->len, out) && *out != WORKLOAD_CMD_TOUCH;
+}
+
+/* The common tail of every trace row: sizes, TTL and the key. */
+static enum replay_status replay_fill_op(struct workload_op *op, enum workload_cmd cmd,
+                                         const struct replay_field *key, uint64_t key_size,
+                                         uint64_t value_size, int64_t ttl)
+{
+    memset(op, 0, sizeof *op);
+    op->cmd = cmd;
+    if (workload_cmd_is_write(cmd)) {
+        op->value_len = value_size;
+        op->ttl = ttl;
+    } else if (cmd == WORKLOAD_CMD_INCR || cmd == WORKLOAD_CMD_DECR) {
+        op->value_len = 1;
+    }
+    replay_set_key(op, key->s, key->len, keyfmt_hash(key->s, key->len), (uint32_t)key_size);
+    return REPLAY_OK;
+}
+
+enum replay_status replay_twitter_parse(char *line, struct workload_op *op, char *why,
+                                        size_t whylen)
+{
+    struct replay_field f[REPLAY_FIELDS_MAX];
+    int n;
+    if (line[0] == '\0' || line[0] == '#' || !strncmp(line, "timestamp,", 10))
+        return REPLAY_SKIP;
+    if (!replay_split(line, f, &n) || n < 7)
+        return replay_why(why, whylen, REPLAY_E_FORMAT,
+                          "want 7 fields: timestamp,key,key size,value size,client id,operation,TTL");
+    /* an anonymized key holding commas spans fields 1 .. n-6 */
+    struct replay_field key = {f[1].s, (size_t)(f[n - 5].s - 1 - f[1].s)};
+    for (char *p = key.s; p < key.s + key.len; p++)
+        if (*p == '\0')
+            *p = ',';
+    const struct replay_field *ks = &f[n - 5], *vs = &f[n - 4], *opf = &f[n - 2], *ttlf = &f[n - 1];
+    uint64_t key_size, value_size;
+    int64_t ttl;
+    enum workload_cmd cmd;
+    if (!replay_u64(ks, WORKLOAD_KEY_MAX, &key_size) || key_size == 0)
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad key size '%.*s' (1..250)", (int)ks->len, ks->s);
+    if (!replay_u64(vs, WORKLOAD_VALUE_MAX, &value_size))
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad value size '%.*s'", (int)vs->len, vs->s);
+    if (!replay_twitter_cmd(opf, &cmd))
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "unknown operation '%.*s'", (int)opf->len, opf->s);
+    if (!replay_ttl(ttlf, &ttl))
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad TTL '%.*s'", (int)ttlf->len, ttlf->s);
+    return replay_fill_op(op, cmd, &key, key_size, value_size, ttl);
+}
+
+/* ---- CacheLib ---------------------------------------------------------------- */
+
+enum replay_status replay_cachelib_header(char *line, struct replay_cachelib_cols *cols,
+                                          char *why, size_t whylen)
+{
+    struct replay_field f[REPLAY_FIELDS_MAX];
+    int n;
+    static const char *const names[] = {"key", "key_size", "op", "op_count", "size", "ttl"};
+    int *slots[] = {&cols->key, &cols->key_size, &cols->op, &cols->op_count, &cols->size, &cols->ttl};
+    for (size_t k = 0; k < 6; k++)
+        *slots[k] = -1;
+    if (!replay_split(line, f, &n))
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "more than %d columns", REPLAY_FIELDS_MAX);
+    cols->n_fields = n;
+    for (int i = 0; i < n; i++)
+        for (size_t k = 0; k < 6; k++)
+            if (strlen(names[k]) == f[i].len && !memcmp(names[k], f[i].s, f[i].len))
+                *slots[k] = i;
+    if (cols->key < 0 || cols->op < 0 || cols->size < 0)
+        return replay_why(why, whylen, REPLAY_E_FORMAT,
+                          "header must name the columns key, op and size (got '%s')", line);
+    return REPLAY_OK;
+}
+
+/* CacheLib kvcache op names (any case) -> what is sent. */
+static bool replay_cachelib_cmd(const struct replay_field *f, enum workload_cmd *out)
+{
+    static const struct {
+        const char *name;
+        enum workload_cmd cmd;
+    } map[] = {{"get", WORKLOAD_CMD_GET}, {"get_lease", WORKLOAD_CMD_GET},
+               {"set", WORKLOAD_CMD_SET}, {"set_lease", WORKLOAD_CMD_SET},
+               {"delete", WORKLOAD_CMD_DELETE}};
+    for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
+        if (strlen(map[k].name) == f->len && !strncasecmp(map[k].name, f->s, f->len)) {
+            *out = map[k].cmd;
+            return true;
+        }
+    return false;
+}
+
+enum replay_status replay_cachelib_parse(char *line, const struct replay_cachelib_cols *cols,
+                                         struct workload_op *op, uint64_t *count, char *why,
+                                         size_t whylen)
+{
+    struct replay_field f[REPLAY_FIELDS_MAX];
+    int n;
+    if (line[0] == '\0')
+        return REPLAY_SKIP;
+    if (!replay_split(line, f, &n) || n != cols->n_fields)
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "want %d fields as in the header",
+                          cols->n_fields);
+    const struct replay_field *key = &f[cols->key], *opf = &f[cols->op], *size = &f[cols->size];
+    uint64_t key_size = key->len, value_size = 0;
+    int64_t ttl = 0;
+    enum workload_cmd cmd;
+    *count = 1;
+    if (!replay_cachelib_cmd(opf, &cmd))
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "unknown op '%.*s'", (int)opf->len, opf->s);
+    if (cols->key_size >= 0 && (!replay_u64(&f[cols->key_size], UINT64_MAX, &key_size) || key_size == 0))
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad key_size '%s'", f[cols->key_size].s);
+    /* CacheLib itself truncates keys it cannot hold; memcached's limit is 250 */
+    if (key_size > WORKLOAD_KEY_MAX)
+        key_size = WORKLOAD_KEY_MAX;
+    if ((size->len || cmd == WORKLOAD_CMD_SET) && !replay_u64(size, WORKLOAD_VALUE_MAX, &value_size))
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad size '%.*s'", (int)size->len, size->s);
+    if (cols->op_count >= 0 &&
+        (!replay_u64(&f[cols->op_count], REPLAY_OP_COUNT_MAX, count) || *count == 0))
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad op_count '%s' (1..%u)",
+                          f[cols->op_count].s, REPLAY_OP_COUNT_MAX);
+    if (cols->ttl >= 0 && !replay_ttl(&f[cols->ttl], &ttl))
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad ttl '%s'", f[cols->ttl].s);
+    if (key->len == 0)
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "empty key");
+    return replay_fill_op(op, cmd, key, key_size, value_size, ttl);
+}
+
+/* ---- recorded runs ------------------------------------------------------------ */
+
+bool replay_db_cmd(const char *cmd, enum workload_cmd *out)
+{
+    static const struct {
+        const char *name;
+        enum workload_cmd cmd;
+    } alias[] = {{"cas", WORKLOAD_CMD_SET}, {"ms", WORKLOAD_CMD_SET},
+                 {"md", WORKLOAD_CMD_DELETE}, {"ma", WORKLOAD_CMD_INCR}};
+    if (!cmd)
+        return false;
+    for (size_t k = 0; k < sizeof alias / sizeof alias[0]; k++)
+        if (!strcmp(cmd, alias[k].name)) {
+            *out = alias[k].cmd;
+            return true;
+        }
+    return workload_cmd_parse(cmd, strlen(cmd), out) && *out != WORKLOAD_CMD_GET &&
+           *out != WORKLOAD_CMD_GETS;
+}
+
+bool replay_db_cmd_mode(const char *cmd, char ms_mode, enum workload_cmd *out)
+{
+    static const char modes[] = "EAPR";
+    static const enum workload_cmd as[] = {WORKLOAD_CMD_ADD, WORKLOAD_CMD_APPEND,
+                                           WORKLOAD_CMD_PREPEND, WORKLOAD_CMD_REPLACE};
+    const char *m = ms_mode ? strchr(modes, ms_mode) : NULL;
+    if (cmd && !strcmp(cmd, "ms") && m) {
+        *out = as[m - modes];
+        return true;
+    }
+    return replay_db_cmd(cmd, out);
+}
+
+static enum replay_status replay_db_prepare(struct replay *r, int64_t run_id, char *err,
+                                            size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    enum replay_status rc = REPLAY_E_DB;
+    const char *what = "SELECT max(run_id) FROM sets";
+    if (sqlite3_prepare_v2(r->db, what, -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    if (run_id == 0 && sqlite3_step(st) == SQLITE_ROW)
+        run_id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+    what = "SELECT count(*) FROM sets WHERE run_id = ?1";
+    if (sqlite3_prepare_v2(r->db, what, -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int64(st, 0) == 0) {
+        replay_why(err, errlen, REPLAY_E_FORMAT, "%s: no recorded writes for run %lld", r->path,
+                   (long long)run_id);
+        sqlite3_finalize(st);
+        return REPLAY_E_FORMAT;
+    }
+    r->total = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    r->run_id = run_id;
+    what = "SELECT cmd, key, key_hash, key_len, value_len, flags, exptime, answer, seq, ms_mode "
+           "FROM sets WHERE run_id = ?1 ORDER BY seq";
+    if (sqlite3_prepare_v2(r->db, what, -1, &r->cursor, NULL) != SQLITE_OK) {
+        /* a file from before schema v3 has no ms_mode: every ms was a set */
+        what = "SELECT cmd, key, key_hash, key_len, value_len, flags, exptime, answer, seq, NULL "
+               "FROM sets WHERE run_id = ?1 ORDER BY seq";
+        if (sqlite3_prepare_v2(r->db, what, -1, &r->cursor, NULL) != SQLITE_OK)
+            goto fail;
+    }
+    sqlite3_bind_int64(r->cursor, 1, run_id);
+    return REPLAY_OK;
+fail:
+    rc = replay_why(err, errlen, REPLAY_E_DB, "%s: %s (is it a slabtap database?)", r->path,
+                    sqlite3_errmsg(r->db));
+    return rc;
+}
+
+/* One `sets` row into op; REPLAY_SKIP for a command with no replay. */
+static enum replay_status replay_db_row(struct replay *r, struct workload_op *op, char *err,
+                                        size_t errlen)
+{
+    sqlite3_stmt *c = r->cursor;
+    enum workload_cmd cmd;
+    const char *name = (const char *)sqlite3_column_text(c, 0);
+    const char *mode = (const char *)sqlite3_column_text(c, 9);
+    if (!replay_db_cmd_mode(name, mode ? mode[0] : 0, &cmd))
+        return REPLAY_SKIP;
+    const char *key = (const char *)sqlite3_column_text(c, 1);
+    size_t key_text_len = key ? (size_t)sqlite3_column_bytes(c, 1) : 0;
+    int64_t key_len = sqlite3_column_int64(c, 3), value_len = sqlite3_column_int64(c, 4);
+    int64_t flags = sqlite3_column_int64(c, 5), exptime = sqlite3_column_int64(c, 6);
+    const char *answer = (const char *)sqlite3_column_text(c, 7);
+    if (key_len < 1 || key_len > WORKLOAD_KEY_MAX || value_len < 0 ||
+        (uint64_t)value_len > WORKLOAD_VALUE_MAX || flags < 0 || flags > UINT32_MAX)
+        return replay_why(err, errlen, REPLAY_E_FORMAT, "%s: run %lld seq %lld: bad key_len, "
+                          "value_len or flags", r->path, (long long)r->run_id,
+                          (long long)sqlite3_column_int64(c, 8));
+    memset(op, 0, sizeof *op);
+    op->cmd = cmd;
+    if (workload_cmd_is_write(cmd)) {
+        op->value_len = (uint64_t)value_len;
+        op->flags = (uint32_t)flags;
+    }
+    if (workload_cmd_is_write(cmd) || cmd == WORKLOAD_CMD_TOUCH)
+        op->ttl = exptime < WORKLOAD_TTL_MIN || exptime > WORKLOAD_TTL_MAX ? 0 : exptime;
+    if (cmd == WORKLOAD_CMD_INCR || cmd == WORKLOAD_CMD_DECR)
+        op->value_len = 1;
+    op->noreply = answer && (!strcmp(answer, "noreply") || !strcmp(answer, "quiet"));
+    uint64_t hash = (uint64_t)sqlite3_column_int64(c, 2);
+    /* a full key is used only if it is the key the hash was taken of */
+    if (key && (int64_t)key_text_len == key_len && keyfmt_hash(key, key_text_len) != hash)
+        key_text_len = 0;
+    if (key && (int64_t)key_text_len == key_len && replay_key_usable(key, key_text_len)) {
+        memcpy(op->key, key, key_text_len);
+        op->key[key_text_len] = '\0';
+        op->key_len = (uint16_t)key_len;
+    } else {
+        replay_key_make(hash, key ? key : "", key_text_len, (uint32_t)key_len, op->key);
+        op->key_len = (uint16_t)key_len;
+    }
+    return REPLAY_OK;
+}
+
+/* ---- the source --------------------------------------------------------------- */
+
+static enum replay_status replay_open_csv(struct replay *r, char *err, size_t errlen)
+{
+    r->f = fopen(r->path, "r");
+    if (!r->f)
+        return replay_why(err, errlen, REPLAY_E_OPEN, "%s: cannot open", r->path);
+    return REPLAY_OK;
+}
+
+enum replay_status replay_open(struct replay **out, enum replay_kind kind, const char *path,
+                               int64_t run_id, char *err, size_t errlen)
+{
+    enum replay_status rc;
+    if (!out || !path || run_id < 0)
+        return replay_why(err, errlen, REPLAY_E_ARG, "bad argument");
+    *out = NULL;
+    struct replay *r = calloc(1, sizeof *r);
+    if (!r)
+        return replay_why(err, errlen, REPLAY_E_MEMORY, "out of memory");
+    r->kind = kind;
+    snprintf(r->path, sizeof r->path, "%s", path);
+    if (kind != REPLAY_DB) {
+        rc = replay_open_csv(r, err, errlen);
+    } else if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        rc = replay_why(err, errlen, REPLAY_E_OPEN, "%s: cannot open: %s", path,
+                        r->db ? sqlite3_errmsg(r->db) : "out of memory");
+    } else {
+        sqlite3_busy_timeout(r->db, 5000);
+        rc = replay_db_prepare(r, run_id, err, errlen);
+    }
+    if (rc != REPLAY_OK) {
+        replay_close(r);
+        return rc;
+    }
+    *out = r;
+    return REPLAY_OK;
+}
+
+void replay_close(struct replay *r)
+{
+    if (!r)
+        return;
+    if (r->cursor)
+        sqlite3_finalize(r->cursor);
+    if (r->db)
+        sqlite3_close(r->db);
+    if (r->f)
+        fclose(r->f);
+    free(r);
+}
+
+uint64_t replay_total(const struct replay *r)
+{
+    return r ? r->total : 0;
+}
+
+uint64_t replay_skipped(const struct replay *r)
+{
+    return r ? r->skipped : 0;
+}
+
+int64_t replay_run_id(const struct replay *r)
+{
+    return r ? r->run_id : 0;
+}
+
+/* The next CSV line into r->buf without its line end; false at EOF. */
+static enum workload_next replay_read_line(struct replay *r, char *err, size_t errlen)
+{
+    if (!fgets(r->buf, sizeof r->buf, r->f)) {
+        if (ferror(r->f)) {
+            replay_why(err, errlen, REPLAY_E_OPEN, "%s: read error", r->path);
+            return WORKLOAD_NEXT_ERROR;
+        }
+        return WORKLOAD_NEXT_END;
+    }
+    r->line++;
+    size_t len = strlen(r->buf);
+    if (len && r->buf[len - 1] == '\n')
+        r->buf[--len] = '\0';
+    else if (!feof(r->f)) {
+        replay_why(err, errlen, REPLAY_E_FORMAT, "%s:%llu: line longer than %d bytes", r->path,
+                   (unsigned long long)r->line, REPLAY_LINE_MAX - 1);
+        return WORKLOAD_NEXT_ERROR;
+    }
+    if (len && r->buf[len - 1] == '\r')
+        r->buf[--len] = '\0';
+    return WORKLOAD_NEXT_ITEM;
+}
+
+/* One CSV row into *op (with its repeat count); SKIP rows are read past. */
+static enum workload_next replay_next_csv(struct replay *r, struct workload_op *op,
+                                          uint64_t *count, char *err, size_t errlen)
+{
+    char why[REPLAY_ERR_MAX] = "";
+    for (;;) {
+        enum workload_next nx = replay_read_line(r, err, errlen);
+        if (nx != WORKLOAD_NEXT_ITEM)
+            return nx;
+        enum replay_status st;
+        bool header = r->kind == REPLAY_CACHELIB && r->cols.n_fields == 0;
+        *count = 1;
+        if (r->kind == REPLAY_TWITTER)
+            st = replay_twitter_parse(r->buf, op, why, sizeof why);
+        else if (header)
+            st = r->buf[0] ? replay_cachelib_header(r->buf, &r->cols, why, sizeof why) : REPLAY_SKIP;
+        else
+            st = replay_cachelib_parse(r->buf, &r->cols, op, count, why, sizeof why);
+        if (st == REPLAY_OK && !header)
+            return WORKLOAD_NEXT_ITEM;
+        if (st != REPLAY_OK && st != REPLAY_SKIP) {
+            replay_why(err, errlen, st, "%s:%llu: %s", r->path, (unsigned long long)r->line, why);
+            return WORKLOAD_NEXT_ERROR;
+        }
+    }
+}
+
+enum workload_next replay_next(struct replay *r, struct workload_item *it, char *err,
+                               size_t errlen)
+{
+    it->kind = WORKLOAD_ITEM_OP;
+    if (r->pending_left) {
+        r->pending_left--;
+        it->op = r->pending;
+        return WORKLOAD_NEXT_ITEM;
+    }
+    if (r->kind != REPLAY_DB) {
+        uint64_t count = 1;
+        memset(&it->op, 0, sizeof it->op);
+        enum workload_next nx = replay_next_csv(r, &it->op, &count, err, errlen);
+        if (nx == WORKLOAD_NEXT_ITEM && count > 1) {
+            r->pending = it->op;
+            r->pending_left = count - 1;
+        }
+        return nx;
+    }
+    for (;;) {
+        int rc = sqlite3_step(r->cursor);
+        if (rc == SQLITE_DONE)
+            return WORKLOAD_NEXT_END;
+        if (rc != SQLITE_ROW) {
+            replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, sqlite3_errmsg(r->db));
+            return WORKLOAD_NEXT_ERROR;
+        }
+        enum replay_status st = replay_db_row(r, &it->op, err, errlen);
+        if (st == REPLAY_OK)
+            return WORKLOAD_NEXT_ITEM;
+        if (st != REPLAY_SKIP)
+            return WORKLOAD_NEXT_ERROR;
+        r->skipped++;
+    }
+}

@@ -1,0 +1,382 @@
+/* model_advise: waste of a size histogram under candidate ladders, the -f/-n
+ * search, the fitted slab_sizes ladder and cliff detection. Pure. */
+#include "model/advise.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void advise_hist_init(struct advise_hist *h)
+{
+    memset(h, 0, sizeof *h);
+}
+
+void advise_hist_free(struct advise_hist *h)
+{
+    free(h->ntotal);
+    free(h->count);
+    advise_hist_init(h);
+}
+
+int advise_hist_add(struct advise_hist *h, uint64_t ntotal, uint64_t count)
+{
+    if (h->n == h->cap) {
+        size_t ncap = h->cap ? h->cap * 2 : 256;
+        uint64_t *a = realloc(h->ntotal, ncap * sizeof *a);
+        if (!a)
+            return -1;
+        h->ntotal = a;
+        uint64_t *b = realloc(h->count, ncap * sizeof *b);
+        if (!b)
+            return -1;
+        h->count = b;
+        h->cap = ncap;
+    }
+    h->ntotal[h->n] = ntotal;
+    h->count[h->n] = count;
+    h->n++;
+    return 0;
+}
+
+struct pair {
+    uint64_t size, count;
+};
+
+static int pair_cmp(const void *a, const void *b)
+{
+    const struct pair *x = a, *y = b;
+    return x->size < y->size ? -1 : x->size > y->size;
+}
+
+void advise_hist_sort(struct advise_hist *h)
+{
+    struct pair *p = malloc((h->n ? h->n : 1) * sizeof *p);
+    if (!p)
+        return;
+    for (size_t i = 0; i < h->n; i++)
+        p[i] = (struct pair){h->ntotal[i], h->count[i]};
+    qsort(p, h->n, sizeof *p, pair_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < h->n; i++) {
+        if (m && p[m - 1].size == p[i].size)
+            p[m - 1].count += p[i].count;
+        else
+            p[m++] = p[i];
+    }
+    for (size_t i = 0; i < m; i++) {
+        h->ntotal[i] = p[i].size;
+        h->count[i] = p[i].count;
+    }
+    h->n = m;
+    free(p);
+}
+
+/* Bytes of chunks one item of size ntotal occupies under l. */
+static uint64_t item_allocated(const struct slab_ladder *l, uint64_t ntotal, uint32_t *cls,
+                               bool *chunked)
+{
+    *chunked = ntotal > l->slab_chunk_max;
+    if (!*chunked) {
+        *cls = slab_ladder_class_for(l, ntotal);
+        return *cls ? l->cls[*cls].chunk_size : 0;
+    }
+    /* memcached's chunked layout: a header item of the key and suffix plus
+     * two 48-byte headers, then the value (with its \r\n) in data chunks of
+     * at most slab_chunk_max each carrying a 48-byte chunk header. Only
+     * ntotal is known, so key + 1 + suffix + CAS is taken as 16 bytes, in
+     * the header and in the value alike. */
+    const uint64_t keypart = 16;
+    uint64_t data = ntotal - SLAB_MODEL_ITEM_HEADER - keypart;
+    uint64_t per = l->slab_chunk_max - SLAB_MODEL_CHUNK_HEADER;
+    uint64_t full = data / per, rest = data % per;
+    uint64_t bytes = (uint64_t)l->slab_chunk_max * full;
+    if (rest)
+        bytes += l->cls[slab_ladder_class_for(l, rest + SLAB_MODEL_CHUNK_HEADER)].chunk_size;
+    bytes += l->cls[slab_ladder_class_for(l, SLAB_MODEL_ITEM_HEADER + SLAB_MODEL_CHUNK_HEADER +
+                                                 keypart)].chunk_size;
+    *cls = l->n_classes;
+    return bytes;
+}
+
+void advise_evaluate(const struct slab_ladder *l, const struct advise_hist *h,
+                     struct advise_eval *out)
+{
+    bool used[SLAB_MODEL_MAX_CLASSES + 1] = {false};
+    memset(out, 0, sizeof *out);
+    out->classes_in_ladder = l->n_classes;
+    for (size_t i = 0; i < h->n; i++) {
+        uint32_t cls;
+        bool chunked;
+        if (h->ntotal[i] > l->item_size_max) {
+            out->refused_items += h->count[i];
+            continue;
+        }
+        uint64_t a = item_allocated(l, h->ntotal[i], &cls, &chunked);
+        out->items += h->count[i];
+        out->requested += h->ntotal[i] * h->count[i];
+        out->allocated += a * h->count[i];
+        out->chunked_items += chunked ? h->count[i] : 0;
+        if (cls && !used[cls]) {
+            used[cls] = true;
+            out->classes_used++;
+        }
+    }
+    out->waste = out->allocated - out->requested;
+    out->waste_pct = out->allocated ? 100.0 * (double)out->waste / (double)out->allocated : 0;
+}
+
+static bool better(const struct advise_eval *a, const struct advise_eval *b)
+{
+    if (a->waste != b->waste)
+        return a->waste < b->waste;
+    return a->classes_in_ladder < b->classes_in_ladder;
+}
+
+int advise_search_factor(const struct slab_settings *base, const struct advise_hist *h,
+                         struct slab_settings *best, struct advise_eval *best_eval)
+{
+    struct slab_ladder l;
+    bool found = false;
+    /* the base itself, so the answer is never worse than what runs now */
+    if (!base->n_slab_sizes && slab_ladder_build(base, &l, NULL, 0) == SLAB_OK) {
+        *best = *base;
+        advise_evaluate(&l, h, best_eval);
+        found = true;
+    }
+    for (uint32_t n = 8; n <= 512; n += 8) {
+        for (int f100 = 101; f100 <= 200; f100++) {
+            struct slab_settings s = *base;
+            struct advise_eval e;
+            s.n_slab_sizes = 0;
+            s.chunk_size_min = n;
+            s.growth_factor = f100 / 100.0;
+            if (slab_ladder_build(&s, &l, NULL, 0) != SLAB_OK)
+                continue;
+            advise_evaluate(&l, h, &e);
+            if (!found || better(&e, best_eval)) {
+                *best = s;
+                *best_eval = e;
+                found = true;
+            }
+        }
+    }
+    return found ? 0 : -1;
+}
+
+/* --- fitted ladder ----------------------------------------------------------- */
+
+struct bucket {
+    uint64_t top;     /* chunk size if this bucket ends a class (8-aligned) */
+    uint64_t count;   /* items */
+    uint64_t bytes;   /* sum of their ntotal */
+};
+
+static uint64_t align8(uint64_t v)
+{
+    return (v + SLAB_MODEL_CHUNK_ALIGN - 1) & ~(uint64_t)(SLAB_MODEL_CHUNK_ALIGN - 1);
+}
+
+/* 8-byte buckets of the items that fit a chunk, merged down to at most
+ * ADVISE_FIT_BUCKETS by item count so the DP stays quadratic in a bound. */
+static size_t fit_buckets(const struct advise_hist *h, uint64_t max_size, uint64_t min_size,
+                          struct bucket *b)
+{
+    size_t m = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < h->n; i++) {
+        if (h->ntotal[i] > max_size)
+            break;
+        uint64_t top = align8(h->ntotal[i] < min_size ? min_size : h->ntotal[i]);
+        if (m && b[m - 1].top == top) {
+            b[m - 1].count += h->count[i];
+            b[m - 1].bytes += h->ntotal[i] * h->count[i];
+        } else if (m < h->n) {
+            b[m++] = (struct bucket){top, h->count[i], h->ntotal[i] * h->count[i]};
+        }
+        total += h->count[i];
+    }
+    if (m <= ADVISE_FIT_BUCKETS)
+        return m;
+    /* merge neighbours so each group holds about total/ADVISE_FIT_BUCKETS items */
+    uint64_t per = total / ADVISE_FIT_BUCKETS + 1, acc = 0;
+    size_t out = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (out && acc < per) {
+            b[out - 1].top = b[i].top;
+            b[out - 1].count += b[i].count;
+            b[out - 1].bytes += b[i].bytes;
+            acc += b[i].count;
+        } else {
+            b[out++] = b[i];
+            acc = b[i].count;
+        }
+    }
+    return out;
+}
+
+/* dp[k][j][s]: least allocated bytes covering buckets 0..j with k classes,
+ * the last ending at j, whose raw slab size can be as low as top - s
+ * (s = 0..7). memcached checks each raw size to be more than 8 above the
+ * previous one and only then rounds it up to 8, so raw 97-112 gives chunks
+ * 104 and 112: neighbouring 8-byte slots are allowed while that slack
+ * lasts, wider steps always are. The buckets after the last class go to
+ * the slab_chunk_max class memcached adds anyway. */
+#define FIT_SLACK SLAB_MODEL_CHUNK_ALIGN
+
+static int fit_dp(const struct bucket *b, size_t m, uint32_t kmax, uint64_t min_size,
+                  uint64_t chunk_max, uint64_t *tops, uint32_t *nk)
+{
+    size_t cells = (size_t)(kmax + 1) * m * FIT_SLACK;
+    uint64_t *cnt = calloc(m + 1, sizeof *cnt);
+    uint64_t *dp = malloc(cells * sizeof *dp);
+    uint32_t *from = malloc(cells * sizeof *from);
+    uint8_t *from_s = malloc(cells * sizeof *from_s);
+    int rc = -1;
+    const uint64_t INF = UINT64_MAX;
+#define AT(k, j, s) ((((size_t)(k)) * m + (j)) * FIT_SLACK + (s))
+    if (!cnt || !dp || !from || !from_s)
+        goto out;
+    for (size_t i = 0; i < m; i++)
+        cnt[i + 1] = cnt[i] + b[i].count;
+    for (size_t i = 0; i < cells; i++)
+        dp[i] = INF;
+    for (size_t j = 0; j < m; j++) {
+        /* the first raw size must not go below -n */
+        uint64_t slack = b[j].top - min_size < FIT_SLACK - 1 ? b[j].top - min_size : FIT_SLACK - 1;
+        for (uint64_t s = 0; s <= slack; s++)
+            dp[AT(1, j, s)] = cnt[j + 1] * b[j].top;
+    }
+    for (uint32_t k = 2; k <= kmax; k++) {
+        for (size_t j = k - 1; j < m; j++) {
+            uint64_t best = INF;
+            uint32_t arg = 0;
+            /* a step of 16 bytes or more: full slack again */
+            for (size_t i = k - 2; i < j; i++) {
+                uint64_t prev = dp[AT(k - 1, i, 0)];
+                if (prev == INF || b[j].top < b[i].top + 2 * SLAB_MODEL_CHUNK_ALIGN)
+                    continue;
+                uint64_t c = prev + (cnt[j + 1] - cnt[i + 1]) * b[j].top;
+                if (c < best) {
+                    best = c;
+                    arg = (uint32_t)i;
+                }
+            }
+            for (size_t s = 0; s < FIT_SLACK; s++) {
+                dp[AT(k, j, s)] = best;
+                from[AT(k, j, s)] = arg;
+                from_s[AT(k, j, s)] = 0;
+            }
+            /* a step of 8 bytes from the slot just below uses one byte of slack */
+            if (b[j].top != b[j - 1].top + SLAB_MODEL_CHUNK_ALIGN)
+                continue;
+            for (size_t s = 0; s + 1 < FIT_SLACK; s++) {
+                uint64_t prev = dp[AT(k - 1, j - 1, s + 1)];
+                if (prev == INF)
+                    continue;
+                uint64_t c = prev + b[j].count * b[j].top;
+                if (c < dp[AT(k, j, s)]) {
+                    dp[AT(k, j, s)] = c;
+                    from[AT(k, j, s)] = (uint32_t)(j - 1);
+                    from_s[AT(k, j, s)] = (uint8_t)(s + 1);
+                }
+            }
+        }
+    }
+    uint64_t best = INF;
+    uint32_t bestk = 0;
+    size_t bestj = 0;
+    for (uint32_t k = 1; k <= kmax; k++) {
+        for (size_t j = k - 1; j < m; j++) {
+            uint64_t d = dp[AT(k, j, 0)];
+            if (d == INF)
+                continue;
+            uint64_t c = d + (cnt[m] - cnt[j + 1]) * chunk_max;
+            if (c < best) {
+                best = c;
+                bestk = k;
+                bestj = j;
+            }
+        }
+    }
+    if (!bestk)
+        goto out;
+    size_t j = bestj, s = 0;
+    for (uint32_t k = bestk; k >= 1; k--) {
+        tops[k - 1] = b[j].top;
+        if (k > 1) {
+            size_t nj = from[AT(k, j, s)];
+            s = from_s[AT(k, j, s)];
+            j = nj;
+        }
+    }
+#undef AT
+    *nk = bestk;
+    rc = 0;
+out:
+    free(cnt);
+    free(dp);
+    free(from);
+    free(from_s);
+    return rc;
+}
+
+int advise_fit_sizes(const struct slab_settings *base, const struct advise_hist *h,
+                     uint32_t max_sizes, struct slab_settings *fitted,
+                     struct advise_eval *fitted_eval)
+{
+    struct bucket *b = malloc((h->n ? h->n : 1) * sizeof *b);
+    uint64_t tops[SLAB_MODEL_MAX_CUSTOM_SIZES];
+    uint32_t nk = 0;
+    struct slab_ladder l;
+    int rc = -1;
+    if (!b)
+        return -1;
+    if (max_sizes > SLAB_MODEL_MAX_CUSTOM_SIZES)
+        max_sizes = SLAB_MODEL_MAX_CUSTOM_SIZES;
+    size_t m = fit_buckets(h, base->slab_chunk_max, base->chunk_size_min, b);
+    *fitted = *base;
+    if (m == 0 || max_sizes == 0 ||
+        fit_dp(b, m, max_sizes < m ? max_sizes : (uint32_t)m, base->chunk_size_min,
+               base->slab_chunk_max, tops, &nk))
+        goto out;
+    fitted->n_slab_sizes = 0;
+    for (uint32_t i = 0; i < nk; i++)
+        if (tops[i] < base->slab_chunk_max)
+            fitted->slab_sizes[fitted->n_slab_sizes++] = (uint32_t)tops[i];
+    /* only slab_chunk_max-sized items: one class of -n, which none uses
+     * (no sizes at all would mean the growth factor's ladder) */
+    if (fitted->n_slab_sizes == 0)
+        fitted->slab_sizes[fitted->n_slab_sizes++] = base->chunk_size_min;
+    /* a chunk 8 above the previous: lower the previous raw size within its
+     * 8-byte slot, as the DP allowed, so memcached's check passes */
+    for (uint32_t i = fitted->n_slab_sizes - 1; i-- > 0;)
+        if (fitted->slab_sizes[i] + SLAB_MODEL_CHUNK_ALIGN >= fitted->slab_sizes[i + 1])
+            fitted->slab_sizes[i] = fitted->slab_sizes[i + 1] - SLAB_MODEL_CHUNK_ALIGN - 1;
+    if (slab_ladder_build(fitted, &l, NULL, 0) != SLAB_OK)
+        goto out;
+    advise_evaluate(&l, h, fitted_eval);
+    rc = 0;
+out:
+    free(b);
+    return rc;
+}
+
+size_t advise_cliffs(const struct slab_ladder *l, const struct advise_hist *h,
+                     struct advise_cliff *out, size_t max)
+{
+    size_t n = 0;
+    for (uint32_t c = 1; c <= l->n_classes && n < max; c++) {
+        uint64_t lo = c > 1 ? l->cls[c - 1].chunk_size + 1 : 1, hi = l->cls[c].chunk_size;
+        struct advise_cliff cl = {c, l->cls[c].chunk_size, 0, 0, lo, hi, 0};
+        for (size_t i = 0; i < h->n; i++) {
+            if (h->ntotal[i] < lo || h->ntotal[i] > hi)
+                continue;
+            if (!cl.items)
+                cl.min_item = h->ntotal[i];
+            cl.max_item = h->ntotal[i];
+            cl.items += h->count[i];
+        }
+        if (cl.items && cl.chunk_size > 2 * cl.min_item)
+            out[n++] = cl;
+    }
+    return n;
+}

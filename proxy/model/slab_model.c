@@ -1,0 +1,510 @@
+/* slab_model: memcached 1.6's slab ladder, item sizes and predicted
+ * per-class counters, as pure arithmetic (see slab_model.h for the scope).
+ * Owns: the rules copied (as behaviour, not code) from memcached 1.6.18's
+ * slabs.c slabs_init/slabs_clsid, items.c item_make_header/do_item_alloc/
+ * do_item_alloc_chunk and memcached.c's start-up checks.
+ * Must never: do I/O, allocate memory, keep state between calls, or
+ * "improve" on memcached: where memcached truncates, so do we.
+ */
+#include "model/slab_model.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* memcached.h KEY_MAX_LENGTH: longer keys never reach the allocator. */
+#define SLAB_MODEL_KEY_MAX 250u
+
+const char *slab_status_str(enum slab_status st)
+{
+    switch (st) {
+    case SLAB_OK: return "ok";
+    case SLAB_ERR_ARG: return "bad argument";
+    case SLAB_ERR_SYNTAX: return "not a number";
+    case SLAB_ERR_SETTINGS: return "memcached would refuse these settings";
+    case SLAB_ERR_TOO_LARGE: return "object too large for cache";
+    case SLAB_ERR_UNDERFLOW: return "removing more than was added";
+    case SLAB_ERR_SPACE: return "buffer too small";
+    }
+    return "unknown status";
+}
+
+/* snprintf into an optional caller buffer; returns st so call sites stay
+ * one line. */
+static enum slab_status fail(enum slab_status st, char *err, size_t errlen, const char *fmt,
+                             ...) __attribute__((format(printf, 4, 5)));
+
+static enum slab_status fail(enum slab_status st, char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+void slab_settings_default(struct slab_settings *s)
+{
+    if (!s)
+        return;
+    memset(s, 0, sizeof *s);
+    /* memcached.c settings_init() */
+    s->chunk_size_min = 48;
+    s->growth_factor = 1.25;
+    s->item_size_max = 1024u * 1024u;
+    s->mem_limit = 64ull * 1024 * 1024;
+    s->slab_page_size = 1024u * 1024u;
+    s->slab_chunk_max = s->slab_page_size / 2;
+    s->use_cas = true;
+}
+
+void slab_settings_apply_stat(struct slab_settings *s, const char *name, const char *value)
+{
+    char *end;
+    double d = strtod(value, &end);
+    bool num = end != value && *end == '\0' && d > 0;
+    if (!strcmp(name, "cas_enabled"))
+        s->use_cas = strcmp(value, "no") != 0;
+    else if (!num)
+        return;
+    else if (!strcmp(name, "chunk_size"))
+        s->chunk_size_min = (uint32_t)d;
+    else if (!strcmp(name, "growth_factor"))
+        s->growth_factor = d;
+    else if (!strcmp(name, "item_size_max"))
+        s->item_size_max = (uint32_t)d;
+    else if (!strcmp(name, "slab_chunk_max"))
+        s->slab_chunk_max = (uint32_t)d;
+    else if (!strcmp(name, "maxbytes"))
+        s->mem_limit = (uint64_t)d;
+}
+
+size_t slab_sizes_flag(const struct slab_settings *s, char *out, size_t len)
+{
+    size_t n = 0;
+    if (len == 0)
+        return 0;
+    out[0] = '\0';
+    for (uint32_t i = 0; i < s->n_slab_sizes && n < len; i++) {
+        int w = snprintf(out + n, len - n, "%s%u", i ? "-" : "-o slab_sizes=", s->slab_sizes[i]);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+    return n < len ? n : len - 1;
+}
+
+/* Digits only, no sign, no blanks; into a uint64_t that cannot overflow
+ * for the <= 19 digits we accept. */
+static enum slab_status parse_digits(const char *p, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (n == 0 || n > 19)
+        return n == 0 ? SLAB_ERR_SYNTAX : SLAB_ERR_ARG;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return SLAB_ERR_SYNTAX;
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    *out = v;
+    return SLAB_OK;
+}
+
+enum slab_status slab_parse_size(const char *text, uint32_t *out)
+{
+    if (!text || !out)
+        return SLAB_ERR_ARG;
+    size_t n = strlen(text);
+    uint64_t mult = 1;
+    if (n > 0) {
+        char unit = text[n - 1];
+        if (unit == 'k' || unit == 'K')
+            mult = 1024;
+        else if (unit == 'm' || unit == 'M')
+            mult = 1024 * 1024;
+        if (mult != 1)
+            n--;
+    }
+    uint64_t v;
+    enum slab_status st = parse_digits(text, n, &v);
+    if (st != SLAB_OK)
+        return st;
+    if (v > UINT32_MAX / mult)
+        return SLAB_ERR_ARG;
+    *out = (uint32_t)(v * mult);
+    return SLAB_OK;
+}
+
+enum slab_status slab_parse_slab_sizes(const char *text, struct slab_settings *s, char *err,
+                                       size_t errlen)
+{
+    if (!text || !s)
+        return SLAB_ERR_ARG;
+    if (*text == '\0')
+        return fail(SLAB_ERR_SYNTAX, err, errlen, "slab_sizes is empty");
+    uint32_t count = 0;
+    const char *p = text;
+    for (;;) {
+        const char *dash = strchr(p, '-');
+        size_t n = dash ? (size_t)(dash - p) : strlen(p);
+        uint64_t v;
+        if (parse_digits(p, n, &v) != SLAB_OK || v > UINT32_MAX)
+            return fail(SLAB_ERR_SYNTAX, err, errlen, "slab size '%.*s' is not a number",
+                        (int)n, p);
+        /* memcached.c _parse_slab_sizes: the 63rd size is refused. */
+        if (count >= SLAB_MODEL_MAX_CUSTOM_SIZES)
+            return fail(SLAB_ERR_SETTINGS, err, errlen, "too many slab classes specified");
+        s->slab_sizes[count++] = (uint32_t)v;
+        if (!dash)
+            break;
+        p = dash + 1;
+    }
+    s->n_slab_sizes = count;
+    return SLAB_OK;
+}
+
+/* memcached.c main(): -f, -n and -I checks, in its order and wording. */
+static enum slab_status validate_basic(const struct slab_settings *s, char *err, size_t errlen)
+{
+    if (!(s->growth_factor > 1.0)) /* also refuses NaN, which memcached lets through */
+        return fail(SLAB_ERR_SETTINGS, err, errlen, "Factor must be greater than 1");
+    if (s->chunk_size_min == 0)
+        return fail(SLAB_ERR_SETTINGS, err, errlen, "Chunk size must be greater than 0");
+    if (s->chunk_size_min > INT_MAX)
+        return fail(SLAB_ERR_ARG, err, errlen, "Chunk size does not fit memcached's int");
+    if (s->item_size_max < SLAB_MODEL_ITEM_SIZE_MAX_MIN)
+        return fail(SLAB_ERR_SETTINGS, err, errlen,
+                    "Item max size cannot be less than 1024 bytes.");
+    if (s->item_size_max > s->mem_limit / 2)
+        return fail(SLAB_ERR_SETTINGS, err, errlen,
+                    "Cannot set item size limit higher than 1/2 of memory max.");
+    if (s->item_size_max > SLAB_MODEL_ITEM_SIZE_MAX_MAX)
+        return fail(SLAB_ERR_SETTINGS, err, errlen,
+                    "Cannot set item size limit higher than a gigabyte.");
+    return SLAB_OK;
+}
+
+/* memcached.c main(): slab_chunk_max against -I and the page size. */
+static enum slab_status validate_chunk_max(const struct slab_settings *s, char *err,
+                                           size_t errlen)
+{
+    uint32_t scm = s->slab_chunk_max, ism = s->item_size_max;
+    /* memcached divides by it unchecked; we refuse instead of crashing */
+    if (scm == 0 || s->slab_page_size == 0)
+        return fail(SLAB_ERR_SETTINGS, err, errlen, "slab_chunk_max must be greater than 0");
+    if (scm > ism)
+        return fail(SLAB_ERR_SETTINGS, err, errlen,
+                    "slab_chunk_max (bytes: %u) cannot be larger than -I (item_size_max %u)",
+                    scm, ism);
+    if (ism % scm != 0)
+        return fail(SLAB_ERR_SETTINGS, err, errlen,
+                    "-I (item_size_max: %u) must be evenly divisible by slab_chunk_max (bytes: %u)",
+                    ism, scm);
+    if (s->slab_page_size % scm != 0)
+        return fail(SLAB_ERR_SETTINGS, err, errlen,
+                    "slab_chunk_max (bytes: %u) must divide evenly into %u (slab_page_size)",
+                    scm, s->slab_page_size);
+    return SLAB_OK;
+}
+
+/* memcached.c _parse_slab_sizes: range and strictly-growing checks. Note
+ * the lower bound is -n itself, not 48 + -n. */
+static enum slab_status validate_slab_sizes(const struct slab_settings *s, char *err,
+                                            size_t errlen)
+{
+    uint32_t last = 0;
+    if (s->n_slab_sizes > SLAB_MODEL_MAX_CUSTOM_SIZES)
+        return fail(SLAB_ERR_SETTINGS, err, errlen, "too many slab classes specified");
+    for (uint32_t i = 0; i < s->n_slab_sizes; i++) {
+        uint32_t size = s->slab_sizes[i];
+        if (size < s->chunk_size_min || size > s->slab_chunk_max)
+            return fail(SLAB_ERR_SETTINGS, err, errlen, "slab size %u is out of valid range",
+                        size);
+        if (last >= size)
+            return fail(SLAB_ERR_SETTINGS, err, errlen,
+                        "slab size %u cannot be lower than or equal to a previous class size",
+                        size);
+        if (size <= last + SLAB_MODEL_CHUNK_ALIGN)
+            return fail(SLAB_ERR_SETTINGS, err, errlen,
+                        "slab size %u must be at least %d bytes larger than previous class",
+                        size, SLAB_MODEL_CHUNK_ALIGN);
+        last = size;
+    }
+    return SLAB_OK;
+}
+
+enum slab_status slab_settings_validate(const struct slab_settings *s, char *err, size_t errlen)
+{
+    if (!s)
+        return SLAB_ERR_ARG;
+    enum slab_status st = validate_basic(s, err, errlen);
+    if (st == SLAB_OK)
+        st = validate_chunk_max(s, err, errlen);
+    if (st == SLAB_OK)
+        st = validate_slab_sizes(s, err, errlen);
+    return st;
+}
+
+static uint32_t align_up(uint32_t size)
+{
+    uint32_t rem = size % SLAB_MODEL_CHUNK_ALIGN;
+    return rem ? size + (SLAB_MODEL_CHUNK_ALIGN - rem) : size;
+}
+
+/* The growth-factor loop of slabs_init. The stop test runs before the
+ * alignment and compares in double, and the next size is truncated to an
+ * unsigned int: both decide which class sizes exist, so they are kept. */
+static uint32_t ladder_from_factor(const struct slab_settings *s, struct slab_ladder *l)
+{
+    uint32_t size = (uint32_t)(SLAB_MODEL_ITEM_HEADER + (uint64_t)s->chunk_size_min);
+    double stop = (double)s->slab_chunk_max / s->growth_factor;
+    uint32_t id = 0;
+    while (++id < SLAB_MODEL_MAX_CLASSES) {
+        if ((double)size >= stop)
+            break;
+        size = align_up(size);
+        l->cls[id].chunk_size = size;
+        l->cls[id].perslab = s->slab_page_size / size;
+        size = (uint32_t)((double)size * s->growth_factor);
+    }
+    return id;
+}
+
+/* The slab_sizes branch of slabs_init: the given sizes, aligned. */
+static uint32_t ladder_from_sizes(const struct slab_settings *s, struct slab_ladder *l)
+{
+    uint32_t id = 0;
+    while (++id < SLAB_MODEL_MAX_CLASSES && id <= s->n_slab_sizes) {
+        uint32_t size = align_up(s->slab_sizes[id - 1]);
+        l->cls[id].chunk_size = size;
+        l->cls[id].perslab = s->slab_page_size / size;
+    }
+    return id;
+}
+
+enum slab_status slab_ladder_build(const struct slab_settings *s, struct slab_ladder *out,
+                                   char *err, size_t errlen)
+{
+    if (!s || !out)
+        return SLAB_ERR_ARG;
+    enum slab_status st = slab_settings_validate(s, err, errlen);
+    if (st != SLAB_OK)
+        return st;
+    memset(out, 0, sizeof *out);
+    uint32_t last = s->n_slab_sizes ? ladder_from_sizes(s, out) : ladder_from_factor(s, out);
+    /* the last class is always slab_chunk_max, whatever came before */
+    out->cls[last].chunk_size = s->slab_chunk_max;
+    out->cls[last].perslab = s->slab_page_size / s->slab_chunk_max;
+    out->n_classes = last;
+    out->item_size_max = s->item_size_max;
+    out->slab_chunk_max = s->slab_chunk_max;
+    out->slab_page_size = s->slab_page_size;
+    out->use_cas = s->use_cas;
+    return SLAB_OK;
+}
+
+uint32_t slab_ladder_class_for(const struct slab_ladder *l, uint64_t size)
+{
+    if (!l || size == 0 || size > l->item_size_max || l->n_classes == 0)
+        return 0;
+    for (uint32_t id = 1; id <= l->n_classes; id++)
+        if (size <= l->cls[id].chunk_size)
+            return id;
+    return l->n_classes;
+}
+
+int slab_ladder_format_line(const struct slab_ladder *l, uint32_t id, char *buf, size_t len)
+{
+    if (!l || id == 0 || id > l->n_classes || (!buf && len))
+        return -1;
+    /* slabs.c slabs_init, settings.verbose > 1 */
+    return snprintf(buf, len, "slab class %3d: chunk size %9u perslab %7u\n", (int)id,
+                    l->cls[id].chunk_size, l->cls[id].perslab);
+}
+
+size_t slab_ladder_format(const struct slab_ladder *l, char *buf, size_t len)
+{
+    size_t total = 0, written = 0;
+    if (!l)
+        return 0;
+    for (uint32_t id = 1; id <= l->n_classes; id++) {
+        char line[SLAB_MODEL_LINE_MAX];
+        int n = slab_ladder_format_line(l, id, line, sizeof line);
+        if (n < 0 || (size_t)n >= sizeof line)
+            return 0;
+        /* copy whole lines only, so a short buffer never ends mid-line */
+        if (buf && written == total && written + (size_t)n < len) {
+            memcpy(buf + written, line, (size_t)n);
+            written += (size_t)n;
+        }
+        total += (size_t)n;
+    }
+    if (buf && len)
+        buf[written] = '\0';
+    return total;
+}
+
+uint64_t slab_item_ntotal(bool use_cas, uint32_t key_len, uint32_t flags, uint64_t value_len)
+{
+    /* item_make_header(nkey + 1, ...) + nbytes (value + "\r\n") + CAS */
+    uint64_t ntotal = SLAB_MODEL_ITEM_HEADER + (uint64_t)key_len + 1 + value_len + 2;
+    if (flags != 0)
+        ntotal += sizeof(uint32_t);
+    if (use_cas)
+        ntotal += sizeof(uint64_t);
+    return ntotal;
+}
+
+/* do_item_alloc's header for a chunked item: key, suffix and CAS like a
+ * small item, plus one item_chunk, but none of the value. */
+static uint32_t chunked_header_size(bool use_cas, uint32_t key_len, uint32_t flags)
+{
+    uint32_t htotal = key_len + 1 + SLAB_MODEL_ITEM_HEADER + SLAB_MODEL_CHUNK_HEADER;
+    if (flags != 0)
+        htotal += sizeof(uint32_t);
+    if (use_cas)
+        htotal += sizeof(uint64_t);
+    return htotal;
+}
+
+/* read_into_chunked_item + do_item_alloc_chunk (text protocol): each new
+ * chunk asks for min(bytes left + 48, slab_chunk_max) and holds that minus
+ * the 48-byte chunk header, so every chunk but the last is slab_chunk_max
+ * and the last is sized to the remainder. */
+static enum slab_status layout_chunks(const struct slab_ladder *l, uint64_t nbytes,
+                                      struct slab_item_layout *out)
+{
+    uint32_t cap = l->slab_chunk_max - SLAB_MODEL_CHUNK_HEADER;
+    out->full_chunks = nbytes / cap;
+    out->full_class = out->full_chunks ? slab_ladder_class_for(l, l->slab_chunk_max) : 0;
+    uint64_t rest = nbytes % cap;
+    out->tail_size = rest ? (uint32_t)(rest + SLAB_MODEL_CHUNK_HEADER) : 0;
+    out->tail_class = rest ? slab_ladder_class_for(l, out->tail_size) : 0;
+    return SLAB_OK;
+}
+
+enum slab_status slab_item_layout(const struct slab_ladder *l, uint32_t key_len, uint32_t flags,
+                                  uint64_t value_len, struct slab_item_layout *out)
+{
+    if (!l || !out || l->n_classes == 0 || key_len > SLAB_MODEL_KEY_MAX)
+        return SLAB_ERR_ARG;
+    memset(out, 0, sizeof *out);
+    out->ntotal = slab_item_ntotal(l->use_cas, key_len, flags, value_len);
+    out->lru_class = slab_ladder_class_for(l, out->ntotal);
+    if (out->lru_class == 0)
+        return SLAB_ERR_TOO_LARGE;
+    if (out->ntotal <= l->slab_chunk_max)
+        return SLAB_OK;
+    out->chunked = true;
+    out->hdr_size = chunked_header_size(l->use_cas, key_len, flags);
+    /* Below these, memcached itself would assert or loop forever; no real
+     * configuration gets here (slab_chunk_max is at least 1 KiB in practice). */
+    if (l->slab_chunk_max <= SLAB_MODEL_CHUNK_HEADER || out->hdr_size > l->slab_chunk_max)
+        return SLAB_ERR_SETTINGS;
+    out->hdr_class = slab_ladder_class_for(l, out->hdr_size);
+    return layout_chunks(l, value_len + 2, out);
+}
+
+void slab_counters_init(struct slab_counters *c)
+{
+    if (c)
+        memset(c, 0, sizeof *c);
+}
+
+/* Chunks the item takes, per class: need[id]. Returns false if the layout
+ * names a class the ladder does not have. */
+static bool chunks_by_class(const struct slab_ladder *l, const struct slab_item_layout *it,
+                            uint64_t need[SLAB_MODEL_MAX_CLASSES + 1])
+{
+    memset(need, 0, sizeof(uint64_t) * (SLAB_MODEL_MAX_CLASSES + 1));
+    if (it->lru_class == 0 || it->lru_class > l->n_classes)
+        return false;
+    if (!it->chunked) {
+        need[it->lru_class] = 1;
+        return true;
+    }
+    if (it->hdr_class == 0 || it->hdr_class > l->n_classes || it->full_class > l->n_classes ||
+        it->tail_class > l->n_classes || (it->full_chunks && !it->full_class))
+        return false;
+    need[it->hdr_class] += 1;
+    need[it->full_class] += it->full_chunks; /* class 0 (none) is ignored */
+    if (it->tail_class)
+        need[it->tail_class] += 1;
+    return true;
+}
+
+/* Pages are only ever added: a class holds as many as its busiest moment
+ * needed (no eviction, no slab moves). */
+static void update_pages(struct slab_class_counters *k, uint32_t perslab)
+{
+    if (k->used_chunks > k->peak_used_chunks)
+        k->peak_used_chunks = k->used_chunks;
+    if (perslab == 0)
+        return;
+    k->total_pages = (k->peak_used_chunks + perslab - 1) / perslab;
+    k->total_chunks = k->total_pages * perslab;
+}
+
+enum slab_status slab_counters_add(struct slab_counters *c, const struct slab_ladder *l,
+                                   const struct slab_item_layout *it)
+{
+    uint64_t need[SLAB_MODEL_MAX_CLASSES + 1];
+    if (!c || !l || !it || !chunks_by_class(l, it, need))
+        return SLAB_ERR_ARG;
+    for (uint32_t id = 1; id <= l->n_classes; id++) {
+        if (!need[id])
+            continue;
+        c->cls[id].used_chunks += need[id];
+        update_pages(&c->cls[id], l->cls[id].perslab);
+    }
+    c->cls[it->lru_class].number += 1;
+    c->cls[it->lru_class].mem_requested += it->ntotal;
+    return SLAB_OK;
+}
+
+enum slab_status slab_counters_remove(struct slab_counters *c, const struct slab_ladder *l,
+                                      const struct slab_item_layout *it)
+{
+    uint64_t need[SLAB_MODEL_MAX_CLASSES + 1];
+    if (!c || !l || !it || !chunks_by_class(l, it, need))
+        return SLAB_ERR_ARG;
+    /* check everything first so a bad remove changes nothing */
+    struct slab_class_counters *lru = &c->cls[it->lru_class];
+    if (lru->number < 1 || lru->mem_requested < it->ntotal)
+        return SLAB_ERR_UNDERFLOW;
+    for (uint32_t id = 1; id <= l->n_classes; id++)
+        if (c->cls[id].used_chunks < need[id])
+            return SLAB_ERR_UNDERFLOW;
+    for (uint32_t id = 1; id <= l->n_classes; id++)
+        c->cls[id].used_chunks -= need[id];
+    lru->number -= 1;
+    lru->mem_requested -= it->ntotal;
+    return SLAB_OK;
+}
+
+size_t slab_settings_flags(const struct slab_settings *s, uint64_t mem_mb, char *out,
+                           size_t len)
+{
+    struct slab_settings d;
+    size_t n = 0;
+    slab_settings_default(&d);
+    n += (size_t)snprintf(out + n, len - n, "-m %llu", (unsigned long long)mem_mb);
+    if (s->n_slab_sizes && n + 1 < len) {
+        out[n++] = ' ';
+        n += slab_sizes_flag(s, out + n, len - n);
+    } else {
+        n += (size_t)snprintf(out + n, len - n, " -n %u -f %.2f", s->chunk_size_min,
+                              s->growth_factor);
+    }
+    if (s->item_size_max != d.item_size_max && n < len)
+        n += (size_t)snprintf(out + n, len - n, " -I %u", s->item_size_max);
+    if (s->slab_chunk_max != s->slab_page_size / 2 && n < len)
+        n += (size_t)snprintf(out + n, len - n, " -o slab_chunk_max=%u", s->slab_chunk_max);
+    if (!s->use_cas && n < len)
+        n += (size_t)snprintf(out + n, len - n, " -C");
+    return n;
+}

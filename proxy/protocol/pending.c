@@ -1,0 +1,79 @@
+/* pending: in-order queue of forwarded requests and the pairing rule.
+ * Pure: no I/O; the ring grows by doubling and is reused, never per request. */
+#include "protocol/pending.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PENDING_INITIAL 64
+
+void pending_init(struct pending *q)
+{
+    memset(q, 0, sizeof *q);
+}
+
+void pending_free(struct pending *q)
+{
+    free(q->ring);
+    memset(q, 0, sizeof *q);
+}
+
+static int pending_grow(struct pending *q)
+{
+    size_t ncap = q->cap ? q->cap * 2 : PENDING_INITIAL;
+    struct pending_entry *n = malloc(ncap * sizeof *n);
+    if (!n)
+        return -1;
+    for (size_t i = 0; i < q->count; i++)
+        n[i] = q->ring[(q->head + i) % q->cap];
+    free(q->ring);
+    q->ring = n;
+    q->cap = ncap;
+    q->head = 0;
+    return 0;
+}
+
+struct pending_entry *pending_push(struct pending *q)
+{
+    if (q->count == q->cap && pending_grow(q))
+        return NULL;
+    struct pending_entry *e = &q->ring[(q->head + q->count) % q->cap];
+    q->count++;
+    e->seq = 0;
+    e->t_sent = 0;
+    e->t_wall_ns = 0;
+    e->barrier = false;
+    return e;
+}
+
+struct pending_entry *pending_head(struct pending *q)
+{
+    return q->count ? &q->ring[q->head] : NULL;
+}
+
+struct pending_entry *pending_tail(struct pending *q)
+{
+    return q->count ? &q->ring[(q->head + q->count - 1) % q->cap] : NULL;
+}
+
+void pending_pop(struct pending *q)
+{
+    if (!q->count)
+        return;
+    q->head = (q->head + 1) % q->cap;
+    q->count--;
+}
+
+struct pending_entry *pending_owner(struct pending *q, const struct mc_line *line,
+                                    void (*on_silent)(void *ud, struct pending_entry *e),
+                                    void *ud)
+{
+    struct pending_entry *e;
+    while ((e = pending_head(q)) != NULL) {
+        if (e->barrier || mc_reply_is_mine(&e->req, line))
+            return e;
+        on_silent(ud, e);
+        pending_pop(q);
+    }
+    return NULL;
+}

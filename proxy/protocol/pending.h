@@ -1,0 +1,45 @@
+/* pending: one connection's in-order queue of requests forwarded to
+ * memcached and not yet answered, and the rule that pairs an answer's first
+ * line with its request.
+ *
+ * Owns the ring of entries (grown by doubling, so no malloc per request).
+ * Must never do I/O; the proxy decides what to do with popped entries. */
+#ifndef SLABTAP_PENDING_H
+#define SLABTAP_PENDING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol/mc_parse.h"
+
+struct pending_entry {
+    struct mc_request req;
+    uint64_t seq;          /* 0 when the request is not recorded */
+    uint64_t t_sent;       /* uv_hrtime when its last byte was forwarded */
+    int64_t t_wall_ns;     /* unix time it was read */
+    bool barrier;          /* an "mn" slabtap injected: its MN is swallowed */
+};
+
+struct pending {
+    struct pending_entry *ring;
+    size_t cap, head, count;
+};
+
+void pending_init(struct pending *q);
+void pending_free(struct pending *q);
+/* A slot at the tail, or NULL when memory ran out. */
+struct pending_entry *pending_push(struct pending *q);
+struct pending_entry *pending_head(struct pending *q);
+struct pending_entry *pending_tail(struct pending *q);
+void pending_pop(struct pending *q);
+
+/* Pops, through on_silent, every request at the head whose answer was
+ * suppressed (noreply, meta q) and which cannot have produced line, and
+ * returns the entry line answers -- NULL when none can (the answer is
+ * unpaired). */
+struct pending_entry *pending_owner(struct pending *q, const struct mc_line *line,
+                                    void (*on_silent)(void *ud, struct pending_entry *e),
+                                    void *ud);
+
+#endif

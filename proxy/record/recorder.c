@@ -1,0 +1,300 @@
+/* recorder: bounded queue from the event loop to one SQLite writer thread.
+ * The loop thread copies rows in under a short lock and never waits for the
+ * writer; the writer copies a batch out, unlocks, then commits it. */
+#include "record/recorder.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record/store.h"
+
+#define REC_BATCH_MAX 4096
+/* Reading resumes once the ring is at most this full (percent), so the
+ * proxy does not flap between paused and reading on every batch. */
+#define REC_RESUME_PCT 50
+
+void rec_job_free(struct rec_job *j)
+{
+    if (!j)
+        return;
+    for (size_t i = 0; i < j->nclasses; i++)
+        free(j->class_json[i]);
+    free(j->class_json);
+    free(j->class_ids);
+    free(j->text);
+    free(j->version);
+    free(j);
+}
+
+static void rec_commit(struct recorder *r, const struct rec_row *rows, size_t n, struct rec_job *jobs)
+{
+    int rc = store_begin(r->store);
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = store_put_row(r->store, r->run_id, &rows[i]);
+    for (struct rec_job *j = jobs; j && !rc; j = j->next)
+        rc = store_put_job(r->store, r->run_id, j);
+    if (store_commit(r->store, rc))
+        rc = -1;
+    while (jobs) {
+        struct rec_job *next = jobs->next;
+        rec_job_free(jobs);
+        jobs = next;
+    }
+    pthread_mutex_lock(&r->mu);
+    size_t writes = 0; /* runs.rows_recorded counts writes, not read counters */
+    for (size_t i = 0; i < n; i++)
+        writes += rows[i].kind == REC_ROW_WRITE;
+    if (rc)
+        r->write_errors++;
+    else
+        r->written += writes;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void *rec_writer(void *arg)
+{
+    struct recorder *r = arg;
+    struct rec_row *batch = malloc(sizeof *batch * REC_BATCH_MAX);
+    if (!batch) {
+        fprintf(stderr, "slabtap: recorder: out of memory\n");
+        return NULL;
+    }
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (r->count == 0 && !r->jobs_head && !r->stop)
+            pthread_cond_wait(&r->cv, &r->mu);
+        if (r->count == 0 && !r->jobs_head && r->stop)
+            break;
+        size_t n = 0;
+        while (n < REC_BATCH_MAX && r->count > 0) {
+            batch[n++] = r->ring[r->head];
+            r->head = (r->head + 1) % r->cap;
+            r->count--;
+        }
+        struct rec_job *jobs = r->jobs_head;
+        r->jobs_head = r->jobs_tail = NULL;
+        r->jobs_count = 0;
+        bool wake = r->count * 100 <= r->cap * REC_RESUME_PCT;
+        pthread_mutex_unlock(&r->mu);
+        if (wake)
+            uv_async_send(&r->wake);
+        rec_commit(r, batch, n, jobs);
+        pthread_mutex_lock(&r->mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+    free(batch);
+    return NULL;
+}
+
+/* Moves stashed rows into the ring; true when the stash is empty. */
+static bool rec_unstash(struct recorder *r)
+{
+    size_t moved = 0;
+    pthread_mutex_lock(&r->mu);
+    while (moved < r->stash_count && r->count < r->cap) {
+        r->ring[(r->head + r->count) % r->cap] = r->stash[moved++];
+        r->count++;
+    }
+    if (moved)
+        pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    memmove(r->stash, r->stash + moved, (r->stash_count - moved) * sizeof *r->stash);
+    r->stash_count -= moved;
+    return r->stash_count == 0;
+}
+
+static void rec_on_wake(uv_async_t *h)
+{
+    struct recorder *r = h->data;
+    if (!r->blocked)
+        return;
+    if (!rec_unstash(r))
+        return;
+    pthread_mutex_lock(&r->mu);
+    bool low = r->count * 100 <= r->cap * REC_RESUME_PCT;
+    pthread_mutex_unlock(&r->mu);
+    if (low) {
+        r->blocked = false;
+        if (r->on_unblock)
+            r->on_unblock(r->ud);
+    }
+}
+
+static void rec_on_check(uv_check_t *h)
+{
+    rec_flush(h->data);
+}
+
+int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id,
+             size_t cap, enum rec_on_full on_full, void (*on_unblock)(void *), void *ud)
+{
+    memset(r, 0, sizeof *r);
+    r->cap = cap < 16 ? 16 : cap;
+    r->ring = malloc(sizeof *r->ring * r->cap);
+    r->stage = malloc(sizeof *r->stage * REC_STAGE_ROWS);
+    if (!r->ring || !r->stage) {
+        fprintf(stderr, "slabtap: recorder: cannot allocate a queue of %zu rows\n", r->cap);
+        return -1;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    r->on_full = on_full;
+    r->on_unblock = on_unblock;
+    r->ud = ud;
+    r->store = store;
+    r->run_id = run_id;
+    uv_async_init(loop, &r->wake, rec_on_wake);
+    r->wake.data = r;
+    uv_check_init(loop, &r->flusher);
+    r->flusher.data = r;
+    uv_check_start(&r->flusher, rec_on_check);
+    uv_unref((uv_handle_t *)&r->flusher); /* never what keeps the loop alive */
+    if (pthread_create(&r->thread, NULL, rec_writer, r)) {
+        fprintf(stderr, "slabtap: recorder: cannot start the writer thread\n");
+        return -1;
+    }
+    r->thread_started = true;
+    return 0;
+}
+
+static void rec_stash(struct recorder *r, const struct rec_row *row)
+{
+    if (r->stash_count == r->stash_cap) {
+        /* bounded by what one read callback can produce before the proxy
+         * pauses every connection; grows once, then is reused */
+        size_t ncap = r->stash_cap ? r->stash_cap * 2 : 1024;
+        struct rec_row *n = realloc(r->stash, ncap * sizeof *n);
+        if (!n) {
+            r->dropped++;
+            return;
+        }
+        r->stash = n;
+        r->stash_cap = ncap;
+    }
+    r->stash[r->stash_count++] = *row;
+}
+
+void rec_flush(struct recorder *r)
+{
+    size_t moved = 0, n = r->stage_count;
+    if (!n)
+        return;
+    pthread_mutex_lock(&r->mu);
+    while (moved < n && r->count < r->cap) {
+        r->ring[(r->head + r->count) % r->cap] = r->stage[moved++];
+        r->count++;
+    }
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    r->pushed += moved;
+    r->stage_count = 0;
+    if (moved == n)
+        return;
+    if (r->on_full == REC_DROP) {
+        r->dropped += n - moved;
+        return;
+    }
+    r->blocked = true;
+    r->stalls++;
+    for (size_t i = moved; i < n; i++) {
+        rec_stash(r, &r->stage[i]);
+        r->pushed++;
+    }
+}
+
+void rec_push(struct recorder *r, const struct rec_row *row)
+{
+    if (r->blocked) {
+        rec_stash(r, row);
+        r->pushed++;
+        return;
+    }
+    r->stage[r->stage_count++] = *row;
+    if (r->stage_count == REC_STAGE_ROWS)
+        rec_flush(r);
+}
+
+void rec_push_job(struct recorder *r, struct rec_job *job)
+{
+    job->next = NULL;
+    pthread_mutex_lock(&r->mu);
+    bool room = r->jobs_count < REC_JOBS_MAX;
+    if (room) {
+        if (r->jobs_tail)
+            r->jobs_tail->next = job;
+        else
+            r->jobs_head = job;
+        r->jobs_tail = job;
+        r->jobs_count++;
+        pthread_cond_signal(&r->cv);
+    } else {
+        r->jobs_dropped++;
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!room)
+        rec_job_free(job);
+}
+
+bool rec_blocked(const struct recorder *r)
+{
+    return r->blocked;
+}
+
+size_t rec_depth(struct recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    size_t n = r->count;
+    pthread_mutex_unlock(&r->mu);
+    return n + r->stash_count + r->stage_count;
+}
+
+int rec_close(struct recorder *r)
+{
+    int rc = 0;
+    if (r->stage)
+        rec_flush(r);
+    if (r->thread_started) {
+        /* the loop is idle now: waiting here is allowed */
+        while (r->stash_count) {
+            rec_unstash(r);
+            if (r->stash_count) {
+                pthread_mutex_lock(&r->mu);
+                pthread_cond_signal(&r->cv);
+                pthread_mutex_unlock(&r->mu);
+                uv_sleep(1);
+            }
+        }
+        pthread_mutex_lock(&r->mu);
+        r->stop = true;
+        pthread_cond_signal(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        pthread_join(r->thread, NULL);
+        r->thread_started = false;
+    }
+    while (r->jobs_head) { /* only left when the thread never started */
+        struct rec_job *j = r->jobs_head;
+        r->jobs_head = j->next;
+        rec_job_free(j);
+    }
+    if (r->store) {
+        if (store_run_end(r->store, r->run_id, r->written, r->dropped))
+            rc = -1;
+        store_close(r->store);
+        r->store = NULL;
+    }
+    if (r->write_errors)
+        rc = -1;
+    if (r->wake.loop && !uv_is_closing((uv_handle_t *)&r->wake))
+        uv_close((uv_handle_t *)&r->wake, NULL);
+    if (r->flusher.loop && !uv_is_closing((uv_handle_t *)&r->flusher))
+        uv_close((uv_handle_t *)&r->flusher, NULL);
+    free(r->ring);
+    free(r->stage);
+    r->stage = NULL;
+    free(r->stash);
+    r->ring = r->stash = NULL;
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    return rc;
+}

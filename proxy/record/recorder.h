@@ -1,0 +1,125 @@
+/* recorder: the bounded queue between the event loop and the one thread
+ * that writes rows to SQLite.
+ *
+ * Owns the writer thread, the ring of rows and the overflow stash.
+ * Must never make the loop thread wait on SQLite or on the writer: rec_push
+ * only takes a short lock to copy a row. In block mode a full ring sends
+ * rows to the stash and sets rec_blocked() so the proxy stops reading until
+ * the writer has drained (the writer wakes the loop through uv_async);
+ * in drop mode rows are dropped and counted. */
+#ifndef SLABTAP_RECORDER_H
+#define SLABTAP_RECORDER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "protocol/mc_parse.h"
+
+struct store;
+
+enum rec_row_kind { REC_ROW_WRITE, REC_ROW_GETS };
+
+/* One recorded write, or one per-second read counter. Fixed size: the ring
+ * is preallocated and rows are copied, never pointed to. */
+struct rec_row {
+    uint8_t kind;            /* enum rec_row_kind */
+    uint8_t cmd;             /* enum mc_cmd */
+    int16_t key_text_len;    /* -1: no text kept (hash mode) */
+    uint16_t key_len;
+    uint32_t conn_id;
+    uint32_t flags;
+    bool has_flags;
+    bool has_exptime;
+    uint64_t seq;
+    int64_t t_ns;            /* unix time, ns */
+    uint64_t key_hash;
+    int64_t value_len;       /* -1: none */
+    int64_t exptime;
+    int64_t latency_ns;      /* -1: no answer */
+    uint32_t class_id;       /* predicted slab class, 0: none */
+    char ms_mode;            /* ms M<mode>, 0: none */
+    /* REC_ROW_GETS: counters for one second and command */
+    int64_t second;
+    uint64_t requests, keys, hits, misses, bytes_returned;
+    char answer[48];
+    char key_text[MC_KEY_MAX + 1];
+};
+
+enum rec_on_full { REC_BLOCK, REC_DROP };
+
+/* Rare, variable-size records (a stats sample, settings, a phase mark)
+ * travel as jobs: heap blobs handed over whole, written in the same
+ * transactions as rows. */
+enum rec_job_kind { REC_JOB_SAMPLE, REC_JOB_SETTINGS, REC_JOB_PHASE };
+
+#define REC_JOBS_MAX 4096 /* queued jobs beyond this are dropped and counted */
+/* Rows are staged on the loop thread and moved into the ring under one lock
+ * per batch (at the latest once per loop iteration), not one per row. */
+#define REC_STAGE_ROWS 512
+
+struct rec_job {
+    struct rec_job *next;
+    enum rec_job_kind kind;
+    int64_t t_ns;
+    int64_t phase_id;        /* SAMPLE: phase active; PHASE: the new phase's id */
+    bool final;              /* SAMPLE: the snapshot taken at shutdown */
+    char *text;              /* SAMPLE: `stats` JSON; SETTINGS: settings JSON; PHASE: name */
+    char *version;           /* SETTINGS */
+    size_t nclasses;         /* SAMPLE: per-class JSON objects */
+    unsigned *class_ids;
+    char **class_json;
+};
+
+void rec_job_free(struct rec_job *j);
+
+struct recorder {
+    /* shared with the writer thread, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct rec_row *ring;
+    size_t cap, head, count;
+    bool stop;
+    struct rec_job *jobs_head, *jobs_tail;
+    size_t jobs_count;
+    uint64_t jobs_dropped;
+    uint64_t written;        /* write rows committed (runs.rows_recorded) */
+    uint64_t write_errors;
+    /* loop thread only */
+    enum rec_on_full on_full;
+    struct rec_row *stage;   /* REC_STAGE_ROWS rows waiting for rec_flush */
+    size_t stage_count;
+    uv_check_t flusher;      /* flushes the stage after every loop iteration */
+    struct rec_row *stash;   /* rows that did not fit while blocked */
+    size_t stash_count, stash_cap;
+    bool blocked;
+    uint64_t pushed, dropped, stalls;
+    uv_async_t wake;         /* writer -> loop: space freed */
+    void (*on_unblock)(void *ud);
+    void *ud;
+    pthread_t thread;
+    bool thread_started;
+    struct store *store;
+    int64_t run_id;
+};
+
+/* cap = --queue ROWS. The store must be open; the recorder owns it from now
+ * on and closes it in rec_close. Returns 0 or -1 (message on stderr). */
+int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id,
+             size_t cap, enum rec_on_full on_full, void (*on_unblock)(void *), void *ud);
+/* Loop thread. Never blocks on the writer: stages the row. */
+void rec_push(struct recorder *r, const struct rec_row *row);
+/* Moves staged rows into the ring (one lock); sets rec_blocked() when the
+ * ring is full in block mode. Called by the flusher and by the proxy after
+ * each read so a full queue pauses reading at once. */
+void rec_flush(struct recorder *r);
+/* Loop thread. Takes ownership of job (freed even when dropped). */
+void rec_push_job(struct recorder *r, struct rec_job *job);
+bool rec_blocked(const struct recorder *r);
+size_t rec_depth(struct recorder *r);
+/* Flushes the stash and the ring, stops the thread, finishes the run row,
+ * closes the store. Blocks: call once, at shutdown, after the loop is idle. */
+int rec_close(struct recorder *r);
+
+#endif

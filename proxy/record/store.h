@@ -1,0 +1,42 @@
+/* store: the SQLite database -- schema, upgrades, prepared statements,
+ * batched transactions.
+ * Must never be called from the event loop thread once the recorder owns
+ * it (only the writer thread touches the connection after rec_open). */
+#ifndef SLABTAP_STORE_H
+#define SLABTAP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sqlite3.h>
+
+struct rec_row;
+
+#define STORE_SCHEMA_VERSION 3
+
+struct store {
+    sqlite3 *db;
+    sqlite3_stmt *ins_set;
+    sqlite3_stmt *ins_gets;
+    sqlite3_stmt *ins_sample, *ins_class, *ins_settings, *ins_phase, *end_phase;
+    char path[1024];
+};
+
+/* Opens (creating if needed) the database at path, applies schema.sql and
+ * upgrades older files. Returns 0, or -1 with a message in err. */
+int store_open(struct store *s, const char *path, char *err, size_t errlen);
+void store_close(struct store *s);
+
+int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
+                        const char *options, const char *key_mode);
+int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped);
+struct rec_job;
+/* A batch: store_begin, any number of store_put_*, store_commit (which
+ * rolls back instead when failed is non-zero). All return 0 or -1. */
+int store_begin(struct store *s);
+int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row);
+int store_put_job(struct store *s, int64_t run_id, const struct rec_job *job);
+int store_commit(struct store *s, int failed);
+/* Highest phase id in the file, so new phases continue from it. */
+int64_t store_max_phase_id(struct store *s);
+
+#endif

@@ -1,0 +1,499 @@
+/* app: store + recorder + proxy + poller + admin HTTP, started and stopped
+ * in the one order that loses nothing. Loop thread only, except
+ * app_mark_phase (atomics plus the recorder's locked job queue). */
+#include "server/app.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonb.h"
+#include "protocol/stats_json.h"
+#include "server/prom.h"
+#include "core/clock.h"
+
+/* --- samples -> database ------------------------------------------------- */
+
+static struct rec_job *job_new(enum rec_job_kind kind, int64_t t_ns)
+{
+    struct rec_job *j = calloc(1, sizeof *j);
+    if (j) {
+        j->kind = kind;
+        j->t_ns = t_ns;
+    }
+    return j;
+}
+
+static struct rec_job *sample_job(struct app *a, const struct stats_sample *s)
+{
+    struct rec_job *j = job_new(REC_JOB_SAMPLE, s->t_ns);
+    struct jsonb b;
+    if (!j)
+        return NULL;
+    j->phase_id = atomic_load(&a->phase_id);
+    j->final = s->requested;
+    jsonb_init(&b);
+    stats_json_object(&b, &s->stats);
+    j->text = jsonb_take(&b);
+    j->class_ids = calloc(s->n_classes ? s->n_classes : 1, sizeof *j->class_ids);
+    j->class_json = calloc(s->n_classes ? s->n_classes : 1, sizeof *j->class_json);
+    if (!j->text || !j->class_ids || !j->class_json)
+        goto fail;
+    for (unsigned id = 0; id <= s->max_class_id; id++) {
+        const struct stats_kv_list *kv = stats_sample_class(s, id);
+        if (!kv || j->nclasses == s->n_classes)
+            continue;
+        stats_json_object(&b, kv);
+        j->class_json[j->nclasses] = jsonb_take(&b);
+        if (!j->class_json[j->nclasses])
+            goto fail;
+        j->class_ids[j->nclasses++] = id;
+    }
+    return j;
+fail:
+    rec_job_free(j);
+    return NULL;
+}
+
+/* The run's settings decide the ladder each write is tagged with. */
+static void app_ladder_from(struct app *a, const struct stats_sample *s)
+{
+    struct slab_settings set;
+    char err[160];
+    slab_settings_default(&set);
+    for (uint32_t i = 0; i < s->settings.n; i++)
+        slab_settings_apply_stat(&set, stats_kv_name(&s->settings, i),
+                                 stats_kv_value(&s->settings, i));
+    if (slab_ladder_build(&set, &a->ladder, err, sizeof err) == SLAB_OK) {
+        a->px.ladder = &a->ladder;
+    } else {
+        a->px.ladder = NULL;
+        fprintf(stderr, "slabtap: memcached's settings give no ladder (%s); writes stay untagged\n", err);
+    }
+}
+
+static void settings_job(struct app *a, const struct stats_sample *s)
+{
+    struct rec_job *j = job_new(REC_JOB_SETTINGS, s->t_ns);
+    struct jsonb b;
+    if (!j)
+        return;
+    jsonb_init(&b);
+    stats_json_object(&b, &s->settings);
+    j->text = jsonb_take(&b);
+    j->version = strdup(s->has_version ? s->version : "");
+    if (!j->text || !j->version) {
+        rec_job_free(j);
+        return;
+    }
+    rec_push_job(&a->rec, j);
+}
+
+static void app_final_done(struct app *a);
+
+static void on_sample(void *ud, const struct stats_sample *s)
+{
+    struct app *a = ud;
+    struct rec_job *j;
+    if (s->has_settings && (s->settings_changed || !a->px.ladder)) {
+        settings_job(a, s);
+        app_ladder_from(a, s);
+    }
+    if ((j = sample_job(a, s)))
+        rec_push_job(&a->rec, j);
+    if (stats_sample_copy(&a->last, s) == 0)
+        a->have_last = true;
+    if (a->closing && s->requested)
+        app_final_done(a);
+}
+
+/* --- phases ------------------------------------------------------------------ */
+
+int64_t app_mark_phase(struct app *a, const char *name)
+{
+    int64_t id = atomic_fetch_add(&a->next_phase_id, 1);
+    struct rec_job *j = job_new(REC_JOB_PHASE, clock_wall_ns());
+    if (!j)
+        return -1;
+    j->phase_id = id;
+    j->text = strndup(name, APP_PHASE_NAME_MAX);
+    if (!j->text) {
+        rec_job_free(j);
+        return -1;
+    }
+    atomic_store(&a->phase_id, id);
+    rec_push_job(&a->rec, j);
+    return id;
+}
+
+/* --- admin HTTP routes ------------------------------------------------------- */
+
+static void json_reply(struct admin_http_response *resp, int status, struct jsonb *b)
+{
+    if (b->failed)
+        admin_http_respond(resp, 500, "text/plain", "out of memory\n", 14);
+    else
+        admin_http_respond(resp, status, "application/json", b->data, b->len);
+    jsonb_free(b);
+}
+
+static void route_health(const struct admin_http_request *req, struct admin_http_response *resp)
+{
+    struct app *a = req->ud;
+    struct jsonb b;
+    jsonb_init(&b);
+    jsonb_printf(&b, "{\"status\":\"%s\",\"run_id\":%lld,\"upstream\":{\"address\":",
+                 a->poller.connected ? "ok" : "upstream_unreachable", (long long)a->run_id);
+    jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
+    jsonb_printf(&b, ",\"reachable\":%s,\"last_error\":\"%s\",\"reconnects\":%llu},",
+                 a->poller.connected ? "true" : "false", poller_error_str(a->poller.last_error),
+                 (unsigned long long)a->poller.counters.reconnects);
+    jsonb_printf(&b, "\"recorder\":{\"queue_depth\":%zu,\"queue_bound\":%zu,\"blocked\":%s,"
+                     "\"on_full\":\"%s\",\"rows_recorded\":%llu,\"rows_dropped\":%llu,"
+                     "\"write_errors\":%llu},",
+                 rec_depth(&a->rec), a->rec.cap, rec_blocked(&a->rec) ? "true" : "false",
+                 a->rec.on_full == REC_DROP ? "drop" : "block",
+                 (unsigned long long)a->rec.written, (unsigned long long)a->rec.dropped,
+                 (unsigned long long)a->rec.write_errors);
+    jsonb_printf(&b, "\"connections\":%llu,\"samples\":%llu}\n",
+                 (unsigned long long)a->px.m.connections_open,
+                 (unsigned long long)a->poller.counters.samples);
+    json_reply(resp, 200, &b);
+}
+
+static const struct {
+    const char *name, *help;
+    enum prom_type type;
+} proxy_metrics[] = {
+#define METRIC_ROW(name, type, help) {#name, help, PROM_##type},
+#define PROM_counter PROM_COUNTER
+#define PROM_gauge PROM_GAUGE
+    SLABTAP_METRICS(METRIC_ROW)
+#undef METRIC_ROW
+};
+
+static uint64_t metric_value(const struct app *a, size_t i)
+{
+    const uint64_t *v = (const uint64_t *)&a->px.m;
+    return v[i];
+}
+
+/* Per-class gauges from the last sample: (metric, help, field or NULL for
+ * the computed waste). */
+static const struct {
+    const char *name, *help, *field;
+} class_gauges[] = {
+    {"slabtap_class_total_pages", "Pages (1 MB) the slab class holds, from the last stats sample", "total_pages"},
+    {"slabtap_class_used_chunks", "Chunks in use in the slab class, from the last stats sample", "used_chunks"},
+    {"slabtap_class_chunk_size", "Chunk size of the slab class in bytes", "chunk_size"},
+    {"slabtap_class_mem_requested_bytes", "Bytes the items of the class asked for (stats items mem_requested)", "mem_requested"},
+    {"slabtap_class_waste_bytes", "used_chunks * chunk_size - mem_requested: rounding waste of the class", NULL},
+    {"slabtap_class_evicted_total", "Items evicted from the class (stats items evicted)", "evicted"},
+};
+
+static void metrics_classes(struct app *a, struct prom_writer *w)
+{
+    for (size_t g = 0; g < sizeof class_gauges / sizeof class_gauges[0]; g++) {
+        prom_declare(w, class_gauges[g].name,
+                     strcmp(class_gauges[g].field ? class_gauges[g].field : "", "evicted") ? PROM_GAUGE
+                                                                                            : PROM_COUNTER,
+                     class_gauges[g].help);
+        for (unsigned id = 0; a->have_last && id <= a->last.max_class_id; id++) {
+            int64_t v, chunk, used, req;
+            char label[16];
+            if (!stats_sample_class(&a->last, id))
+                continue;
+            if (class_gauges[g].field) {
+                if (!stats_sample_get(&a->last, id, class_gauges[g].field, &v))
+                    continue;
+            } else {
+                if (!stats_sample_get(&a->last, id, "chunk_size", &chunk) ||
+                    !stats_sample_get(&a->last, id, "used_chunks", &used))
+                    continue;
+                if (!stats_sample_get(&a->last, id, "mem_requested", &req))
+                    req = 0;
+                v = chunk * used - req;
+            }
+            snprintf(label, sizeof label, "%u", id);
+            struct prom_label l = {"class", label};
+            prom_sample_i64(w, &l, 1, v);
+        }
+    }
+}
+
+static void route_metrics(const struct admin_http_request *req, struct admin_http_response *resp)
+{
+    struct app *a = req->ud;
+    struct prom_writer w;
+    char name[PROM_NAME_MAX + 1];
+    admin_http_set_status(resp, 200, PROM_CONTENT_TYPE);
+    prom_writer_init(&w, admin_http_body_sink, resp);
+    a->px.m.recorder_queue_depth = rec_depth(&a->rec);
+    a->px.m.rows_dropped = a->rec.dropped;
+    a->px.m.recorder_stalls = a->rec.stalls;
+    for (size_t i = 0; i < sizeof proxy_metrics / sizeof proxy_metrics[0]; i++) {
+        snprintf(name, sizeof name, "slabtap_%s%s", proxy_metrics[i].name,
+                 proxy_metrics[i].type == PROM_COUNTER ? "_total" : "");
+        prom_declare(&w, name, proxy_metrics[i].type, proxy_metrics[i].help);
+        prom_sample_u64(&w, NULL, 0, metric_value(a, i));
+    }
+    prom_declare(&w, "slabtap_requests_by_command_total", PROM_COUNTER,
+                 "Requests parsed from clients, by command");
+    for (int c = 0; c < MC_CMD_COUNT; c++) {
+        if (!a->px.requests_by_cmd[c])
+            continue;
+        struct prom_label l = {"command", mc_cmd_name((enum mc_cmd)c)};
+        prom_sample_u64(&w, &l, 1, a->px.requests_by_cmd[c]);
+    }
+    prom_declare(&w, "slabtap_upstream_up", PROM_GAUGE,
+                 "1 when the stats connection to memcached is up");
+    prom_sample_u64(&w, NULL, 0, a->poller.connected);
+    prom_declare(&w, "slabtap_stats_samples_total", PROM_COUNTER, "Stats samples taken");
+    prom_sample_u64(&w, NULL, 0, a->poller.counters.samples);
+    metrics_classes(a, &w);
+    if (prom_writer_finish(&w) != PROM_OK)
+        admin_http_respond(resp, 500, "text/plain", "metrics failed\n", 15);
+}
+
+static void route_runs(const struct admin_http_request *req, struct admin_http_response *resp)
+{
+    struct app *a = req->ud;
+    struct jsonb b;
+    jsonb_init(&b);
+    jsonb_printf(&b, "{\"current\":{\"run_id\":%lld,\"name\":", (long long)a->run_id);
+    jsonb_string(&b, a->cfg.run_name, strlen(a->cfg.run_name));
+    jsonb_printf(&b, ",\"started_ns\":%lld,\"upstream\":", (long long)a->started_ns);
+    jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
+    jsonb_printf(&b, ",\"rows_recorded\":%llu,\"rows_dropped\":%llu,\"phase_id\":%lld},"
+                     "\"earlier\":%s}\n",
+                 (unsigned long long)a->rec.written, (unsigned long long)a->rec.dropped,
+                 (long long)atomic_load(&a->phase_id), a->runs_before ? a->runs_before : "[]");
+    json_reply(resp, 200, &b);
+}
+
+static void route_slabs(const struct admin_http_request *req, struct admin_http_response *resp)
+{
+    struct app *a = req->ud;
+    struct jsonb b;
+    jsonb_init(&b);
+    if (!a->have_last) {
+        jsonb_raw(&b, "{\"error\":\"no stats sample yet\"}\n");
+        json_reply(resp, 503, &b);
+        return;
+    }
+    jsonb_printf(&b, "{\"run_id\":%lld,\"t_ns\":%lld,\"classes\":[", (long long)a->run_id,
+                 (long long)a->last.t_ns);
+    bool first = true;
+    for (unsigned id = 0; id <= a->last.max_class_id; id++) {
+        const struct stats_kv_list *kv = stats_sample_class(&a->last, id);
+        int64_t chunk, used, reqd;
+        if (!kv)
+            continue;
+        jsonb_printf(&b, "%s{\"class_id\":%u", first ? "" : ",", id);
+        first = false;
+        if (stats_sample_get(&a->last, id, "chunk_size", &chunk) &&
+            stats_sample_get(&a->last, id, "used_chunks", &used)) {
+            if (!stats_sample_get(&a->last, id, "mem_requested", &reqd))
+                reqd = 0;
+            jsonb_printf(&b, ",\"allocated\":%lld,\"waste_bytes\":%lld",
+                         (long long)(chunk * used), (long long)(chunk * used - reqd));
+        }
+        jsonb_raw(&b, ",\"fields\":");
+        stats_json_object(&b, kv);
+        jsonb_raw(&b, "}");
+    }
+    jsonb_raw(&b, "]}\n");
+    json_reply(resp, 200, &b);
+}
+
+static void route_phase(const struct admin_http_request *req, struct admin_http_response *resp)
+{
+    struct app *a = req->ud;
+    char name[APP_PHASE_NAME_MAX + 1];
+    struct jsonb b;
+    int n = admin_http_query_param(req, "name", name, sizeof name);
+    jsonb_init(&b);
+    if (n <= 0) {
+        jsonb_raw(&b, "{\"error\":\"need ?name=PHASE (1 to 128 bytes)\"}\n");
+        json_reply(resp, 400, &b);
+        return;
+    }
+    int64_t id = app_mark_phase(a, name);
+    jsonb_printf(&b, "{\"phase_id\":%lld,\"name\":", (long long)id);
+    jsonb_string(&b, name, (size_t)n);
+    jsonb_raw(&b, "}\n");
+    json_reply(resp, id > 0 ? 200 : 500, &b);
+}
+
+static const struct admin_http_route app_routes[] = {
+    {"GET", "/health", route_health},
+    {"GET", "/metrics", route_metrics},
+    {"GET", "/api/runs", route_runs},
+    {"GET", "/api/slabs", route_slabs},
+    {"POST", "/api/phase", route_phase},
+};
+
+/* --- lifecycle ------------------------------------------------------------- */
+
+/* Earlier runs of the file, read once before the writer thread owns it, so
+ * /api/runs never reads SQLite on the loop. */
+static void app_read_runs(struct app *a)
+{
+    sqlite3_stmt *st;
+    struct jsonb b;
+    jsonb_init(&b);
+    jsonb_raw(&b, "[");
+    if (sqlite3_prepare_v2(a->store.db,
+            "SELECT json_object('run_id', run_id, 'name', name, 'started_ns', started_ns,"
+            " 'ended_ns', ended_ns, 'upstream', upstream, 'rows_recorded', rows_recorded,"
+            " 'rows_dropped', rows_dropped) FROM runs ORDER BY run_id DESC LIMIT 20",
+            -1, &st, NULL) == SQLITE_OK) {
+        for (int i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
+            if (i)
+                jsonb_raw(&b, ",");
+            jsonb_raw(&b, (const char *)sqlite3_column_text(st, 0));
+        }
+        sqlite3_finalize(st);
+    }
+    jsonb_raw(&b, "]");
+    a->runs_before = jsonb_take(&b);
+}
+
+int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
+{
+    char err[1536];
+    memset(a, 0, sizeof *a);
+    a->loop = loop;
+    a->cfg = *cfg;
+    stats_sample_init(&a->last);
+    if (store_open(&a->store, cfg->db_path, err, sizeof err)) {
+        fprintf(stderr, "slabtap: %s\n", err);
+        return -1;
+    }
+    app_read_runs(a);
+    a->run_id = store_run_begin(&a->store, cfg->run_name, cfg->proxy.upstream_text,
+                                cfg->options_text ? cfg->options_text : "",
+                                keyfmt_mode_name(cfg->proxy.key_mode));
+    a->started_ns = clock_wall_ns();
+    atomic_store(&a->next_phase_id, store_max_phase_id(&a->store) + 1);
+    if (a->run_id < 0) {
+        fprintf(stderr, "slabtap: %s: cannot create the run row\n", cfg->db_path);
+        store_close(&a->store);
+        return -1;
+    }
+    if (rec_open(&a->rec, loop, &a->store, a->run_id, cfg->queue_rows, cfg->on_full,
+                 proxy_update_reading, &a->px)) {
+        rec_close(&a->rec);
+        return -1;
+    }
+    if (proxy_open(&a->px, loop, &cfg->proxy, &a->rec))
+        goto fail;
+    if (poller_open(&a->poller, loop, (const struct sockaddr *)&cfg->proxy.upstream_addr,
+                    cfg->stats_interval_ms, on_sample, a)) {
+        fprintf(stderr, "slabtap: cannot start the stats poller\n");
+        goto fail;
+    }
+    a->poller_open = true;
+    if (cfg->http_enabled) {
+        int rc = admin_http_open(&a->http, loop, (const struct sockaddr *)&cfg->http_addr,
+                                 app_routes, sizeof app_routes / sizeof app_routes[0], a);
+        a->http_open = true;
+        if (rc != ADMIN_HTTP_OK) {
+            fprintf(stderr, "slabtap: admin HTTP endpoint: %s (%s)\n",
+                    admin_http_strerror((enum admin_http_err)rc),
+                    a->http.uv_err ? uv_strerror(a->http.uv_err) : "");
+            goto fail;
+        }
+    }
+    uv_timer_init(loop, &a->final_timer);
+    a->final_timer.data = a;
+    a->closing_handles = 1;
+    return 0;
+fail:
+    /* tear down what started, synchronously enough for the caller to exit */
+    if (a->http_open)
+        admin_http_close(&a->http, NULL);
+    if (a->poller_open)
+        poller_close(&a->poller, NULL);
+    proxy_close(&a->px, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+    rec_close(&a->rec);
+    uv_run(loop, UV_RUN_DEFAULT);
+    stats_sample_fini(&a->last);
+    free(a->runs_before);
+    a->runs_before = NULL;
+    return -1;
+}
+
+static void app_component_closed(struct app *a)
+{
+    if (--a->closing_handles == 0 && a->on_closed)
+        a->on_closed(a);
+}
+
+static void on_poller_closed(struct poller *p)
+{
+    app_component_closed((struct app *)((char *)p - offsetof(struct app, poller)));
+}
+
+static void on_http_closed(struct admin_http *h)
+{
+    app_component_closed((struct app *)((char *)h - offsetof(struct app, http)));
+}
+
+static void on_final_timer_closed(uv_handle_t *h)
+{
+    app_component_closed(h->data);
+}
+
+static void app_final_done(struct app *a)
+{
+    if (a->final_done)
+        return;
+    a->final_done = true;
+    uv_timer_stop(&a->final_timer);
+    a->closing_handles = 1 + a->poller_open + a->http_open;
+    uv_close((uv_handle_t *)&a->final_timer, on_final_timer_closed);
+    if (a->poller_open)
+        poller_close(&a->poller, on_poller_closed);
+    if (a->http_open)
+        admin_http_close(&a->http, on_http_closed);
+}
+
+static void on_final_timeout(uv_timer_t *t)
+{
+    struct app *a = t->data;
+    fprintf(stderr, "slabtap: no final stats sample within %d ms (memcached unreachable?)\n",
+            APP_FINAL_SAMPLE_WAIT_MS);
+    app_final_done(a);
+}
+
+static void on_proxy_stopped(struct proxy *px)
+{
+    struct app *a = (struct app *)((char *)px - offsetof(struct app, px));
+    /* every forwarded request is answered: the final sample sees them all */
+    poller_sample_now(&a->poller);
+    uv_timer_start(&a->final_timer, on_final_timeout, APP_FINAL_SAMPLE_WAIT_MS, 0);
+}
+
+void app_close(struct app *a, void (*on_closed)(struct app *a))
+{
+    if (a->closing)
+        return;
+    a->closing = true;
+    a->on_closed = on_closed;
+    proxy_close(&a->px, on_proxy_stopped);
+}
+
+int app_finish(struct app *a)
+{
+    int rc = rec_close(&a->rec);
+    /* one turn runs the close callback of the recorder's async handle;
+     * other handles on the loop (an experiment's memcached) stay alive */
+    uv_run(a->loop, UV_RUN_NOWAIT);
+    pbuf_pool_free(&a->px.pool);
+    stats_sample_fini(&a->last);
+    free(a->runs_before);
+    a->runs_before = NULL;
+    return rc;
+}

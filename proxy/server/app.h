@@ -1,0 +1,74 @@
+/* app: one recording proxy, assembled -- store, recorder, proxy, stats
+ * poller and admin HTTP endpoint -- with the order they start and stop in.
+ * Used by `slabtap proxy` and by the experiment runner.
+ *
+ * Owns the run: its row, its phases, the last stats sample, the ladder the
+ * writes are tagged with. Must never touch SQLite from the loop thread once
+ * the recorder runs, and never stop without a final sample and every row. */
+#ifndef SLABTAP_APP_H
+#define SLABTAP_APP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "server/admin_http.h"
+#include "server/poller.h"
+#include "server/proxy.h"
+#include "record/recorder.h"
+#include "model/slab_model.h"
+#include "protocol/stats_parse.h"
+#include "record/store.h"
+
+#define APP_DEFAULT_STATS_MS 1000
+#define APP_FINAL_SAMPLE_WAIT_MS 3000
+#define APP_PHASE_NAME_MAX 128
+
+struct app_config {
+    struct proxy_config proxy;
+    const char *db_path;
+    const char *run_name;
+    const char *options_text;    /* recorded in runs.options */
+    size_t queue_rows;
+    enum rec_on_full on_full;
+    bool http_enabled;
+    struct sockaddr_storage http_addr;
+    unsigned stats_interval_ms;
+};
+
+struct app {
+    uv_loop_t *loop;
+    struct app_config cfg;
+    struct store store;
+    struct recorder rec;
+    struct proxy px;
+    struct poller poller;
+    struct admin_http http;
+    uv_timer_t final_timer;
+    int64_t run_id;
+    int64_t started_ns;
+    _Atomic int64_t next_phase_id;
+    _Atomic int64_t phase_id;      /* current phase, 0 before the first */
+    struct stats_sample last;      /* the latest sample, for /api/slabs and /metrics */
+    bool have_last;
+    struct slab_ladder ladder;     /* from `stats settings`, tags writes with a class */
+    char *runs_before;             /* JSON of earlier runs in the file, read at open */
+    bool closing, final_done, poller_open, http_open;
+    unsigned closing_handles;
+    void (*on_closed)(struct app *a);
+};
+
+/* Opens the database, starts the run and every component. 0, or -1 with a
+ * message on stderr (and nothing left running). */
+int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg);
+/* Starts a phase now; safe from any thread (the load generator's). */
+int64_t app_mark_phase(struct app *a, const char *name);
+/* Drains the proxy, takes the final stats sample, closes the poller and the
+ * HTTP endpoint, then calls on_closed on the loop thread. */
+void app_close(struct app *a, void (*on_closed)(struct app *a));
+/* After the loop has stopped: writes every queued row, ends the run, closes
+ * the database. 0, or -1 if a row could not be written. */
+int app_finish(struct app *a);
+
+#endif
