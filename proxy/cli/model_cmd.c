@@ -16,6 +16,7 @@
 #include "load/verify.h"
 #include "model/advise.h"
 #include "model/predict.h"
+#include "record/runs.h"
 #include "model/slab_model.h"
 
 enum parse_result { PARSE_OK, PARSE_HELP, PARSE_USAGE };
@@ -261,19 +262,19 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o, bool advise
     return PARSE_OK;
 }
 
-static int open_run(const struct run_opts *o, sqlite3 **db, struct replay_result *r)
+static int open_run(const struct run_opts *o, sqlite3 **db, struct prediction *r)
 {
     char err[256];
     if (sqlite3_open_v2(o->db, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         fprintf(stderr, "slabtap model: %s: %s\n", o->db, sqlite3_errmsg(*db));
         return -1;
     }
-    int64_t id = model_replay_find_run(*db, o->run);
+    int64_t id = runs_find(*db, o->run);
     if (id < 0) {
         fprintf(stderr, "slabtap model: %s: no run %s\n", o->db, o->run ? o->run : "at all");
         return -1;
     }
-    if (model_replay_run(*db, id, r, err, sizeof err)) {
+    if (runs_read_prediction(*db, id, r, err, sizeof err)) {
         fprintf(stderr, "slabtap model: %s: %s\n", o->db, err);
         return -1;
     }
@@ -284,7 +285,7 @@ static int model_predict(int argc, char **argv)
 {
     struct run_opts o;
     sqlite3 *db = NULL;
-    struct replay_result *r = calloc(1, sizeof *r);
+    struct prediction *r = calloc(1, sizeof *r);
     int rc = 1;
     enum parse_result pr = parse_run_opts(argc, argv, &o, false);
     if (pr != PARSE_OK || !r) {
@@ -299,11 +300,11 @@ static int model_predict(int argc, char **argv)
     }
     if (open_run(&o, &db, r))
         goto out;
-    model_replay_print(r, stdout);
-    rc = r->exact_expected && model_replay_mismatches(r) ? 1 : 0;
+    predict_print(r, stdout);
+    rc = r->exact_expected && predict_mismatches(r) ? 1 : 0;
 out:
     if (r)
-        model_replay_free(r);
+        predict_free(r);
     free(r);
     sqlite3_close(db);
     return rc;
@@ -317,7 +318,7 @@ static void print_eval(const char *what, const char *flags, const struct advise_
 }
 
 static int model_verify_one(const struct run_opts *o, const char *label,
-                            const struct replay_result *r, const struct slab_settings *s,
+                            const struct prediction *r, const struct slab_settings *s,
                             const struct advise_eval *pred)
 {
     struct verify_result v;
@@ -336,7 +337,7 @@ static int model_verify_one(const struct run_opts *o, const char *label,
 
 /* Replays the run against memcacheds with its own, the best and the fitted
  * settings; the number of checks that failed. */
-static int model_verify_all(const struct run_opts *o, const struct replay_result *r,
+static int model_verify_all(const struct run_opts *o, const struct prediction *r,
                             const struct slab_settings *best, const struct advise_eval *best_eval,
                             const struct slab_settings *fitted,
                             const struct advise_eval *fitted_eval)
@@ -357,7 +358,7 @@ static int model_advise(int argc, char **argv)
 {
     struct run_opts o;
     sqlite3 *db = NULL;
-    struct replay_result *r = calloc(1, sizeof *r);
+    struct prediction *r = calloc(1, sizeof *r);
     struct slab_settings best, fitted;
     struct advise_eval cur, beste, fite;
     struct advise_cliff cliffs[8];
@@ -419,7 +420,7 @@ static int model_advise(int argc, char **argv)
         rc = model_verify_all(&o, r, &best, &beste, &fitted, &fite) ? 1 : 0;
 out:
     if (r)
-        model_replay_free(r);
+        predict_free(r);
     free(r);
     sqlite3_close(db);
     return rc;

@@ -22,6 +22,7 @@
 #include "load/mcserver.h"
 #include "load/workload.h"
 #include "model/predict.h"
+#include "record/runs.h"
 
 struct exp_run {
     char name[EXP_NAME_MAX];
@@ -514,22 +515,22 @@ static int exp_gates(sqlite3 *db, const struct exp_spec *sp, const struct exp_ru
         }
     }
     if (r->gate_model) {
-        struct replay_result *m = calloc(1, sizeof *m);
+        struct prediction *m = calloc(1, sizeof *m);
         char err[256];
-        if (!m || model_replay_run(db, o->run_id, m, err, sizeof err)) {
+        if (!m || runs_read_prediction(db, o->run_id, m, err, sizeof err)) {
             fprintf(stderr, "GATE FAILED %s: model: %s\n", r->name, m ? err : "out of memory");
             failed++;
-        } else if (!m->exact_expected || model_replay_mismatches(m)) {
+        } else if (!m->exact_expected || predict_mismatches(m)) {
             fprintf(stderr, "GATE FAILED %s: memcached's counters differ from the slab model:\n",
                     r->name);
-            model_replay_print(m, stderr);
+            predict_print(m, stderr);
             failed++;
         } else {
             printf("gate ok   %-14s slab model predicts every class exactly (used_chunks, "
                    "mem_requested, pages)\n", r->name);
         }
         if (m)
-            model_replay_free(m);
+            predict_free(m);
         free(m);
     }
     return failed;

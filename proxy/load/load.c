@@ -53,38 +53,6 @@ const char *load_status_str(enum load_status st)
     return (unsigned)st < LOAD_STATUS_COUNT ? load_status_text[st] : "?";
 }
 
-/* ---- settings from the live server ---------------------------------------- */
-
-int load_settings_from_stats(const struct stats_sample *s, struct slab_settings *out,
-                             char *err, size_t errlen)
-{
-    int64_t chunk = 0, isize = 0, scm = 0, maxbytes = 0;
-    slab_settings_default(out);
-    const char *gf = s->has_settings ? stats_sample_setting_text(s, "growth_factor") : NULL;
-    char *end = NULL;
-    double factor = gf ? strtod(gf, &end) : 0;
-    if (!s->has_settings || !gf || end == gf || *end ||
-        !stats_sample_setting(s, "chunk_size", &chunk) ||
-        !stats_sample_setting(s, "item_size_max", &isize) || chunk <= 0 || isize <= 0 ||
-        chunk > INT32_MAX || isize > UINT32_MAX) {
-        snprintf(err, errlen, "`stats settings` lacks growth_factor, chunk_size or item_size_max");
-        return -1;
-    }
-    out->growth_factor = factor;
-    out->chunk_size_min = (uint32_t)chunk;
-    out->item_size_max = (uint32_t)isize;
-    /* slab_chunk_max is printed in bytes by 1.6 (the -o option changed
-     * unit in 1.6.24, the internal value did not); older servers lack it */
-    if (stats_sample_setting(s, "slab_chunk_max", &scm) && scm > 0 && scm <= UINT32_MAX)
-        out->slab_chunk_max = (uint32_t)scm;
-    if (stats_sample_setting(s, "maxbytes", &maxbytes) && maxbytes > 0)
-        out->mem_limit = (uint64_t)maxbytes;
-    const char *cas = stats_sample_setting_text(s, "cas_enabled");
-    if (cas)
-        out->use_cas = strcmp(cas, "no") != 0;
-    return 0;
-}
-
 /* ---- operation sources ------------------------------------------------------ */
 
 struct load_source {
@@ -906,7 +874,7 @@ static void load_probe_done(struct load_engine *e)
         snprintf(e->res->server_version, sizeof e->res->server_version, "%s", e->sample->version);
     if (!ladder && load_needs_ladder(e)) {
         struct slab_settings s;
-        if (load_settings_from_stats(e->sample, &s, err, sizeof err) ||
+        if (slab_settings_from_stats(&s, stats_sample_setting_lookup, e->sample, err, sizeof err) ||
             slab_ladder_build(&s, &e->ladder, err, sizeof err) != SLAB_OK) {
             load_fail(e, LOAD_E_SETTINGS, "the server's slab settings: %s", err);
             return;

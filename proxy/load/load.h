@@ -145,10 +145,4 @@ int load_run(const struct load_config *cfg, struct load_result *out);
 /* The plan alone: ops and fingerprint, without connecting (--dry-run). */
 int load_plan_digest(const struct load_config *cfg, struct load_result *out);
 
-/* memcached's `stats settings` (growth_factor, chunk_size, item_size_max,
- * slab_chunk_max, cas_enabled, maxbytes) as slab settings; 0, or -1 with
- * err set when a field is missing or malformed. */
-int load_settings_from_stats(const struct stats_sample *s, struct slab_settings *out,
-                             char *err, size_t errlen);
-
 #endif

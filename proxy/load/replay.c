@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "core/keyfmt.h"
+#include "record/runs.h"
 
 static const char *const replay_status_text[REPLAY_STATUS_COUNT] = {
 #define REPLAY_STATUS_ROW(id, text) text,
@@ -333,14 +334,9 @@ static enum replay_status replay_db_prepare(struct replay *r, int64_t run_id, ch
 {
     sqlite3_stmt *st = NULL;
     enum replay_status rc = REPLAY_E_DB;
-    const char *what = "SELECT max(run_id) FROM sets";
-    if (sqlite3_prepare_v2(r->db, what, -1, &st, NULL) != SQLITE_OK)
-        goto fail;
-    if (run_id == 0 && sqlite3_step(st) == SQLITE_ROW)
-        run_id = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    st = NULL;
-    what = "SELECT count(*) FROM sets WHERE run_id = ?1";
+    const char *what = "SELECT count(*) FROM sets WHERE run_id = ?1";
+    if (run_id == 0) /* the latest run, by the one rule (record/runs.h) */
+        run_id = runs_latest(r->db);
     if (sqlite3_prepare_v2(r->db, what, -1, &st, NULL) != SQLITE_OK)
         goto fail;
     sqlite3_bind_int64(st, 1, run_id);

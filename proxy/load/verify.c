@@ -49,7 +49,7 @@ static int measure_waste(int port, double *pct, uint64_t *waste, uint64_t *alloc
     return rc;
 }
 
-int verify_settings(const char *db_path, const struct replay_result *r,
+int verify_settings(const char *db_path, const struct prediction *r,
                     const struct slab_settings *s, const struct advise_eval *pred,
                     const char *memcached, struct verify_result *out)
 {

@@ -30,7 +30,7 @@ struct verify_result {
 /* Starts memcached (binary memcached, NULL: on PATH) with s's flags and
  * memory for every item twice over, replays run r from db_path into it,
  * measures. Returns 0 when measured and within tolerance, else -1. */
-int verify_settings(const char *db_path, const struct replay_result *r,
+int verify_settings(const char *db_path, const struct prediction *r,
                     const struct slab_settings *s, const struct advise_eval *pred,
                     const char *memcached, struct verify_result *out);
 

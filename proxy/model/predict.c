@@ -1,5 +1,6 @@
-/* model_replay: recorded writes through the slab model, beside memcached's
- * own last sample. Reads the database; never writes it. */
+/* predict: recorded writes through the slab model, beside memcached's own
+ * last sample. Pure: the rows come from the caller (record/runs.c reads
+ * them from a database). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,60 +69,13 @@ static void live_remove(struct live_map *m, struct live_item *it)
     }
 }
 
-int64_t model_replay_find_run(sqlite3 *db, const char *name_or_id)
-{
-    sqlite3_stmt *st;
-    int64_t id = -1;
-    if (sqlite3_prepare_v2(db,
-            "SELECT run_id FROM runs WHERE ?1 IS NULL OR CAST(run_id AS TEXT) = ?1 OR name = ?1"
-            " ORDER BY run_id DESC LIMIT 1", -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    if (name_or_id)
-        sqlite3_bind_text(st, 1, name_or_id, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        id = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return id;
-}
-
-static int read_settings(sqlite3 *db, struct replay_result *r, char *err, size_t errlen)
-{
-    sqlite3_stmt *st;
-    int found = 0;
-    slab_settings_default(&r->settings);
-    if (sqlite3_prepare_v2(db,
-            "SELECT j.key, j.value, s.version FROM settings s, json_each(s.settings) j"
-            " WHERE s.run_id = ?1 AND s.t_ns = (SELECT max(t_ns) FROM settings WHERE run_id = ?1)",
-            -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "%s", sqlite3_errmsg(db));
-        return -1;
-    }
-    sqlite3_bind_int64(st, 1, r->run_id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *k = (const char *)sqlite3_column_text(st, 0);
-        const char *v = (const char *)sqlite3_column_text(st, 1);
-        const char *ver = (const char *)sqlite3_column_text(st, 2);
-        if (k && v)
-            slab_settings_apply_stat(&r->settings, k, v);
-        if (ver)
-            snprintf(r->version, sizeof r->version, "%s", ver);
-        found++;
-    }
-    sqlite3_finalize(st);
-    if (!found) {
-        snprintf(err, errlen, "run %lld has no recorded `stats settings`", (long long)r->run_id);
-        return -1;
-    }
-    return slab_ladder_build(&r->settings, &r->ladder, err, errlen) == SLAB_OK ? 0 : -1;
-}
-
 static bool answer_is(const char *a, const char *w)
 {
     return a && !strncmp(a, w, strlen(w));
 }
 
 /* The key's old item leaves memcached (delete, refused set). */
-static void unlink_old(struct replay_result *r, struct live_map *m, struct live_item *old)
+static void unlink_old(struct prediction *r, struct live_map *m, struct live_item *old)
 {
     struct slab_item_layout ol;
     if (slab_item_layout(&r->ladder, old->key_len, old->flags, old->value_len, &ol) == SLAB_OK)
@@ -145,7 +99,7 @@ static const char *ms_as(const char *cmd, char mode)
     }
 }
 
-static void apply_row(struct replay_result *r, struct live_map *m, const char *cmd, char ms_mode,
+static void apply_row(struct prediction *r, struct live_map *m, const char *cmd, char ms_mode,
                       uint64_t hash, uint32_t key_len, int64_t value_len, uint32_t flags,
                       const char *answer)
 {
@@ -217,130 +171,19 @@ static void apply_row(struct replay_result *r, struct live_map *m, const char *c
     r->applied++;
 }
 
-static int replay_writes(sqlite3 *db, struct replay_result *r, struct live_map *m)
+void predict_free(struct prediction *r)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
-            "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
-            " coalesce(exptime, 0), ms_mode FROM sets WHERE run_id = ?1 ORDER BY seq", -1, &st, NULL)
-        != SQLITE_OK &&
-        /* before schema v3 there is no ms_mode: every ms was a set */
-        sqlite3_prepare_v2(db,
-            "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
-            " coalesce(exptime, 0), NULL FROM sets WHERE run_id = ?1 ORDER BY seq", -1, &st, NULL)
-        != SQLITE_OK)
-        return -1;
-    sqlite3_bind_int64(st, 1, r->run_id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t vlen = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
-        if (sqlite3_column_int64(st, 6) != 0)
-            r->ttl_writes++;
-        const char *mode = (const char *)sqlite3_column_text(st, 7);
-        apply_row(r, m, (const char *)sqlite3_column_text(st, 0), mode ? mode[0] : 0,
-                  (uint64_t)sqlite3_column_int64(st, 1), (uint32_t)sqlite3_column_int64(st, 2),
-                  vlen, (uint32_t)sqlite3_column_int64(st, 4),
-                  (const char *)sqlite3_column_text(st, 5));
-    }
-    sqlite3_finalize(st);
-    return 0;
-}
-
-static void read_observed(sqlite3 *db, struct replay_result *r)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
-            "SELECT class_id, chunk_size, used_chunks, mem_requested, total_pages, number, evicted"
-            " FROM class_stats WHERE sample_id = (SELECT max(sample_id) FROM samples WHERE run_id = ?1)",
-            -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, r->run_id);
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            int64_t c = sqlite3_column_int64(st, 0);
-            if (c < 1 || c > SLAB_MODEL_MAX_CLASSES)
-                continue;
-            struct replay_observed *o = &r->observed[c];
-            o->present = true;
-            o->chunk_size = sqlite3_column_int64(st, 1);
-            o->used_chunks = sqlite3_column_int64(st, 2);
-            o->mem_requested = sqlite3_column_int64(st, 3);
-            o->total_pages = sqlite3_column_int64(st, 4);
-            o->number = sqlite3_column_int64(st, 5);
-            o->evicted = sqlite3_column_int64(st, 6);
-            r->have_sample = true;
-        }
-        sqlite3_finalize(st);
-    }
-    if (sqlite3_prepare_v2(db,
-            "SELECT coalesce(json_extract(stats, '$.evictions'), 0),"
-            " coalesce(json_extract(stats, '$.slabs_moved'), 0),"
-            " coalesce(json_extract(stats, '$.reclaimed'), 0) + coalesce(json_extract(stats, '$.expired_unfetched'), 0),"
-            " coalesce(json_extract(stats, '$.curr_items'), 0),"
-            " (SELECT rows_dropped FROM runs WHERE run_id = ?1)"
-            " FROM samples WHERE sample_id = (SELECT max(sample_id) FROM samples WHERE run_id = ?1)",
-            -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, r->run_id);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            r->evictions = sqlite3_column_int64(st, 0);
-            r->slabs_moved = sqlite3_column_int64(st, 1);
-            r->reclaimed = sqlite3_column_int64(st, 2);
-            r->foreign_items = sqlite3_column_int64(st, 3) - (int64_t)r->live_items;
-            r->rows_dropped = sqlite3_column_int64(st, 4);
-        }
-        sqlite3_finalize(st);
-    }
-}
-
-int model_replay_run(sqlite3 *db, int64_t run_id, struct replay_result *r, char *err, size_t errlen)
-{
-    struct live_map m = {0};
-    int rc = -1;
-    memset(r, 0, sizeof *r);
-    advise_hist_init(&r->live);
-    slab_counters_init(&r->predicted);
-    r->run_id = run_id;
-    if (run_id < 0) {
-        snprintf(err, errlen, "no such run");
-        goto out;
-    }
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT name FROM runs WHERE run_id = ?1", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, run_id);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            snprintf(r->run_name, sizeof r->run_name, "%s", (const char *)sqlite3_column_text(st, 0));
-        sqlite3_finalize(st);
-    }
-    if (read_settings(db, r, err, errlen))
-        goto out;
-    if (replay_writes(db, r, &m)) {
-        snprintf(err, errlen, "%s", sqlite3_errmsg(db));
-        goto out;
-    }
-    for (size_t i = 0; i < m.cap; i++) {
-        if (!m.slots[i].used)
-            continue;
-        r->live_items++;
-        advise_hist_add(&r->live, slab_item_ntotal(r->ladder.use_cas, m.slots[i].key_len,
-                                                   m.slots[i].flags, m.slots[i].value_len), 1);
-    }
-    advise_hist_sort(&r->live);
-    read_observed(db, r);
-    r->exact_expected = r->have_sample && r->evictions == 0 && r->slabs_moved == 0 &&
-                        r->reclaimed == 0 && r->ttl_writes == 0 && r->untracked == 0 &&
-                        r->rows_dropped == 0 && r->foreign_items == 0;
-    rc = 0;
-out:
-    free(m.slots);
-    return rc;
-}
-
-void model_replay_free(struct replay_result *r)
-{
+    if (r->keys)
+        free(r->keys->slots);
+    free(r->keys);
+    r->keys = NULL;
     advise_hist_free(&r->live);
 }
 
-static bool class_matches(const struct replay_result *r, uint32_t c)
+static bool class_matches(const struct prediction *r, uint32_t c)
 {
     const struct slab_class_counters *p = &r->predicted.cls[c];
-    const struct replay_observed *o = &r->observed[c];
+    const struct predict_observed *o = &r->observed[c];
     if (!o->present)
         return p->used_chunks == 0 && p->mem_requested == 0 && p->total_pages == 0;
     return (int64_t)p->used_chunks == o->used_chunks &&
@@ -348,7 +191,7 @@ static bool class_matches(const struct replay_result *r, uint32_t c)
            (int64_t)p->total_pages == o->total_pages;
 }
 
-int model_replay_mismatches(const struct replay_result *r)
+int predict_mismatches(const struct prediction *r)
 {
     int n = 0;
     for (uint32_t c = 1; c <= r->ladder.n_classes; c++)
@@ -356,7 +199,7 @@ int model_replay_mismatches(const struct replay_result *r)
     return n;
 }
 
-void model_replay_print(const struct replay_result *r, FILE *out)
+void predict_print(const struct prediction *r, FILE *out)
 {
     fprintf(out, "run %lld '%s', memcached %s, -n %u -f %.2f -I %u, slab_chunk_max %u, CAS %s\n",
             (long long)r->run_id, r->run_name, r->version[0] ? r->version : "?",
@@ -366,7 +209,7 @@ void model_replay_print(const struct replay_result *r, FILE *out)
             "used pred", "used obs", "requested pred", "requested obs", "pages", "obs", "");
     for (uint32_t c = 1; c <= r->ladder.n_classes; c++) {
         const struct slab_class_counters *p = &r->predicted.cls[c];
-        const struct replay_observed *o = &r->observed[c];
+        const struct predict_observed *o = &r->observed[c];
         if (!p->used_chunks && !p->total_pages && !o->present)
             continue;
         fprintf(out, "%5u %9u | %12llu %12lld | %14llu %14lld | %6llu %6lld | %s\n", c,
@@ -380,7 +223,7 @@ void model_replay_print(const struct replay_result *r, FILE *out)
             (unsigned long long)r->rows, (unsigned long long)r->applied,
             (unsigned long long)r->assumed, (unsigned long long)r->failed,
             (unsigned long long)r->deletes, (unsigned long long)r->live_items);
-    int diff = model_replay_mismatches(r);
+    int diff = predict_mismatches(r);
     if (!r->have_sample) {
         fprintf(out, "verdict: NO SAMPLE -- the run has no stats sample to compare with\n");
     } else if (!r->exact_expected) {
@@ -398,4 +241,57 @@ void model_replay_print(const struct replay_result *r, FILE *out)
     } else {
         fprintf(out, "verdict: MISMATCH -- %d classes differ from memcached's counters\n", diff);
     }
+}
+
+int predict_begin(struct prediction *r, int64_t run_id, const struct slab_settings *s,
+                  char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    advise_hist_init(&r->live);
+    slab_counters_init(&r->predicted);
+    r->run_id = run_id;
+    r->settings = *s;
+    r->keys = calloc(1, sizeof *r->keys);
+    if (!r->keys) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return slab_ladder_build(&r->settings, &r->ladder, err, errlen) == SLAB_OK ? 0 : -1;
+}
+
+void predict_apply(struct prediction *r, const struct predict_write *w)
+{
+    if (w->has_ttl)
+        r->ttl_writes++;
+    apply_row(r, r->keys, w->cmd, w->ms_mode, w->key_hash, w->key_len, w->value_len, w->flags,
+              w->answer);
+}
+
+void predict_observe(struct prediction *r, uint32_t class_id, const struct predict_observed *o)
+{
+    if (class_id < 1 || class_id > SLAB_MODEL_MAX_CLASSES)
+        return;
+    r->observed[class_id] = *o;
+    r->observed[class_id].present = true;
+    r->have_sample = true;
+}
+
+int predict_end(struct prediction *r)
+{
+    struct live_map *m = r->keys;
+    for (size_t i = 0; m && i < m->cap; i++) {
+        if (!m->slots[i].used)
+            continue;
+        r->live_items++;
+        if (advise_hist_add(&r->live, slab_item_ntotal(r->ladder.use_cas, m->slots[i].key_len,
+                                                       m->slots[i].flags,
+                                                       m->slots[i].value_len), 1))
+            return -1;
+    }
+    advise_hist_sort(&r->live);
+    r->foreign_items = r->observed_curr_items - (int64_t)r->live_items;
+    r->exact_expected = r->have_sample && r->evictions == 0 && r->slabs_moved == 0 &&
+                        r->reclaimed == 0 && r->ttl_writes == 0 && r->untracked == 0 &&
+                        r->rows_dropped == 0 && r->foreign_items == 0;
+    return 0;
 }

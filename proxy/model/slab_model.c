@@ -62,25 +62,49 @@ void slab_settings_default(struct slab_settings *s)
     s->use_cas = true;
 }
 
-void slab_settings_apply_stat(struct slab_settings *s, const char *name, const char *value)
+/* One converter for every reader of `stats settings` (the live server in
+ * the proxy and the load generator, a recorded run in predict): strict on
+ * the three fields that decide the ladder, tolerant of the optional ones. */
+enum slab_status slab_settings_from_stats(struct slab_settings *out,
+                                          slab_stat_lookup_fn lookup, void *ctx,
+                                          char *err, size_t errlen)
 {
+    static const char *const required[] = {"growth_factor", "chunk_size", "item_size_max"};
+    double v[3];
+    const char *text;
     char *end;
-    double d = strtod(value, &end);
-    bool num = end != value && *end == '\0' && d > 0;
-    if (!strcmp(name, "cas_enabled"))
-        s->use_cas = strcmp(value, "no") != 0;
-    else if (!num)
-        return;
-    else if (!strcmp(name, "chunk_size"))
-        s->chunk_size_min = (uint32_t)d;
-    else if (!strcmp(name, "growth_factor"))
-        s->growth_factor = d;
-    else if (!strcmp(name, "item_size_max"))
-        s->item_size_max = (uint32_t)d;
-    else if (!strcmp(name, "slab_chunk_max"))
-        s->slab_chunk_max = (uint32_t)d;
-    else if (!strcmp(name, "maxbytes"))
-        s->mem_limit = (uint64_t)d;
+    slab_settings_default(out);
+    for (size_t i = 0; i < 3; i++) {
+        text = lookup(ctx, required[i]);
+        v[i] = text ? strtod(text, &end) : 0;
+        if (!text || end == text || *end || !(v[i] > 0) || v[i] > (double)UINT32_MAX ||
+            (i > 0 && v[i] != (double)(uint64_t)v[i])) {
+            if (err && errlen && text)
+                snprintf(err, errlen, "`stats settings` has a bad %s: \"%.40s\"", required[i],
+                         text);
+            else if (err && errlen)
+                snprintf(err, errlen, "`stats settings` lacks %s", required[i]);
+            return SLAB_ERR_SETTINGS;
+        }
+    }
+    out->growth_factor = v[0];
+    out->chunk_size_min = (uint32_t)v[1];
+    out->item_size_max = (uint32_t)v[2];
+    /* slab_chunk_max is printed in bytes by 1.6 (the -o option changed
+     * unit in 1.6.24, the internal value did not); older servers lack it */
+    if ((text = lookup(ctx, "slab_chunk_max"))) {
+        unsigned long long n = strtoull(text, &end, 10);
+        if (end != text && !*end && n > 0 && n <= UINT32_MAX)
+            out->slab_chunk_max = (uint32_t)n;
+    }
+    if ((text = lookup(ctx, "maxbytes"))) {
+        unsigned long long n = strtoull(text, &end, 10);
+        if (end != text && !*end && n > 0)
+            out->mem_limit = (uint64_t)n;
+    }
+    if ((text = lookup(ctx, "cas_enabled")))
+        out->use_cas = strcmp(text, "no") != 0;
+    return SLAB_OK;
 }
 
 size_t slab_sizes_flag(const struct slab_settings *s, char *out, size_t len)

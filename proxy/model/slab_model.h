@@ -72,11 +72,20 @@ struct slab_settings {
 /* Fill *s with memcached 1.6.18's defaults. */
 void slab_settings_default(struct slab_settings *s);
 
-/* Applies one field of memcached's `stats settings` (chunk_size,
- * growth_factor, item_size_max, slab_chunk_max, maxbytes, cas_enabled);
- * other names are ignored. So a recorded run's ladder is rebuilt from what
- * the live server reported, not from assumed flags. */
-void slab_settings_apply_stat(struct slab_settings *s, const char *name, const char *value);
+/* Looks up one field of memcached's `stats settings` by name; NULL when
+ * the server did not report it. */
+typedef const char *(*slab_stat_lookup_fn)(void *ctx, const char *name);
+
+/* The settings a server reports in `stats settings` (growth_factor,
+ * chunk_size, item_size_max required; slab_chunk_max, maxbytes,
+ * cas_enabled when present), over memcached's defaults, so a ladder is
+ * rebuilt from what the live server said, not from assumed flags. The one
+ * converter: the proxy, the load generator and predict all use it.
+ * SLAB_ERR_SETTINGS with a message when a required field is missing or not
+ * a positive number. (slab_sizes is not reported by memcached.) */
+enum slab_status slab_settings_from_stats(struct slab_settings *out,
+                                          slab_stat_lookup_fn lookup, void *ctx,
+                                          char *err, size_t errlen);
 
 /* memcached's flag for s's custom ladder, "-o slab_sizes=A-B-C", into out
  * (NUL terminated, cut at len); "" when s has none. Returns the length. */

@@ -664,3 +664,9 @@ enum stats_parse_result stats_parse_batch_feed(struct stats_parse_batch *b, cons
     *consumed = off;
     return rc;
 }
+
+const char *stats_sample_setting_lookup(void *sample, const char *name)
+{
+    const struct stats_sample *s = sample;
+    return s->has_settings ? stats_sample_setting_text(s, name) : NULL;
+}

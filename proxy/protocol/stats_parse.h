@@ -236,6 +236,9 @@ const char *stats_sample_get_text(const struct stats_sample *s, unsigned class_i
                                   const char *field);
 const char *stats_sample_global_text(const struct stats_sample *s, const char *name);
 const char *stats_sample_setting_text(const struct stats_sample *s, const char *name);
+/* The same in the shape of a lookup callback (ctx is the sample), for
+ * slab_settings_from_stats. */
+const char *stats_sample_setting_lookup(void *sample, const char *name);
 
 /* ---- a pipelined batch ---------------------------------------------- */
 

@@ -60,11 +60,9 @@ static void app_ladder_from(struct app *a, const struct stats_sample *s)
 {
     struct slab_settings set;
     char err[160];
-    slab_settings_default(&set);
-    for (uint32_t i = 0; i < s->settings.n; i++)
-        slab_settings_apply_stat(&set, stats_kv_name(&s->settings, i),
-                                 stats_kv_value(&s->settings, i));
-    if (slab_ladder_build(&set, &a->ladder, err, sizeof err) == SLAB_OK) {
+    if (slab_settings_from_stats(&set, stats_sample_setting_lookup, (void *)s, err,
+                                 sizeof err) == SLAB_OK &&
+        slab_ladder_build(&set, &a->ladder, err, sizeof err) == SLAB_OK) {
         a->px.ladder = &a->ladder;
     } else {
         a->px.ladder = NULL;

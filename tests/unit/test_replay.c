@@ -1,7 +1,7 @@
 /* test_replay: the replay sources' pure parts -- key regeneration, the
  * recorded-command mapping, Twitter and CacheLib rows -- plus reading a
  * small CSV through replay_open/replay_next (errors name file:line), and
- * load_settings_from_stats on a `stats settings` reply as memcached 1.6.18
+ * slab_settings_from_stats on a `stats settings` reply as memcached 1.6.18
  * sends it. Prints every failing case; exits 1 if any. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -245,7 +245,7 @@ static void test_settings_from_stats(void)
     stats_parse_batch_begin(&b, s, STATS_R_SETTINGS | STATS_R_VERSION);
     size_t used = 0;
     CHECK(stats_parse_batch_feed(&b, reply, sizeof reply - 1, &used) == STATS_PARSE_OK, "feed");
-    CHECK(load_settings_from_stats(s, &set, err, sizeof err) == 0, "settings: %s", err);
+    CHECK(slab_settings_from_stats(&set, stats_sample_setting_lookup, s, err, sizeof err) == SLAB_OK, "settings: %s", err);
     CHECK(set.growth_factor == 1.08 && set.chunk_size_min == 32 && !set.use_cas &&
               set.item_size_max == 2097152 && set.slab_chunk_max == 524288 &&
               set.mem_limit == 67108864, "settings %g %u %d %u %u", set.growth_factor,
@@ -257,8 +257,9 @@ static void test_settings_from_stats(void)
     stats_parse_batch_begin(&b, s, STATS_R_SETTINGS);
     static const char refused[] = "ERROR\r\n";
     stats_parse_batch_feed(&b, refused, sizeof refused - 1, &used);
-    CHECK(load_settings_from_stats(s, &set, err, sizeof err) == -1 &&
-              !strcmp(err, "`stats settings` lacks growth_factor, chunk_size or item_size_max"),
+    CHECK(slab_settings_from_stats(&set, stats_sample_setting_lookup, s, err, sizeof err) ==
+                  SLAB_ERR_SETTINGS &&
+              !strcmp(err, "`stats settings` lacks growth_factor"),
           "refused settings: %s", err);
     stats_sample_fini(s);
     free(s);
