@@ -1,8 +1,21 @@
 /* cli: the entry points of slabtap's subcommands, one per module that owns
  * a command. Each takes argv with argv[0] = the subcommand name and returns
- * the process exit status (0 ok, 1 failure, 2 usage). */
+ * the process exit status (0 ok, 1 failure, 2 usage).
+ *
+ * Every subcommand parses its flags with core/opt.h's table parser and
+ * answers the same way: -h/--help prints its usage to stdout (exit 0); a
+ * mistake prints "slabtap COMMAND: MESSAGE", a blank line and the usage to
+ * stderr (exit 2). The rows every command shares are defined here once. */
 #ifndef SLABTAP_CLI_H
 #define SLABTAP_CLI_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/log.h"
+#include "core/opt.h"
+#include "model/slab_model.h"
 
 struct cli_command {
     const char *name;
@@ -15,5 +28,38 @@ int cli_proxy_main(int argc, char **argv);
 int cli_model_main(int argc, char **argv);
 int cli_experiment_main(int argc, char **argv);
 int cli_load_main(int argc, char **argv);
+
+/* -v/--verbose and -q/--quiet: two table rows writing an int log level
+ * (start it at log_get_level(); log_set_level() it after parsing). seen
+ * (may be NULL) is set when -q/--quiet is given. */
+#define CLI_OPTS_VERBOSITY(level, quiet_seen)                                            \
+    {"verbose", 'v', OPT_SET, .dest = (level), .set_value = LOG_LEVEL_DEBUG},                     \
+    {"quiet", 'q', OPT_SET, .dest = (level), .set_value = LOG_LEVEL_WARN, .seen = (quiet_seen)}
+
+/* memcached's ladder flags, the same bounds in `model` and `load --dry-run`:
+ * -n -f -I -m --slab-chunk-max --no-cas/-C. Start with
+ * cli_ladder_flags_init, parse into the fields with CLI_OPTS_LADDER, then
+ * cli_ladder_flags_apply puts them into s. given: any of them was given. */
+struct cli_ladder_flags {
+    struct slab_settings s;
+    uint64_t chunk_size_min, item_size_max, mem_mb, slab_chunk_max;
+    bool no_cas, given;
+};
+
+/* -m: memcached refuses 0 (the -I check: 1024 > 0 / 2), so 1..2^30 MB. */
+#define CLI_OPTS_LADDER(f)                                                                 \
+    {NULL, 'n', OPT_UINT, .dest = &(f)->chunk_size_min, .min = 1, .max = INT_MAX,                 \
+     .seen = &(f)->given},                                                                \
+    {NULL, 'f', OPT_DOUBLE, .dest = &(f)->s.growth_factor, .seen = &(f)->given},                  \
+    {NULL, 'I', OPT_SIZE, .dest = &(f)->item_size_max, .max = UINT32_MAX, .seen = &(f)->given},   \
+    {NULL, 'm', OPT_UINT, .dest = &(f)->mem_mb, .min = 1, .max = 1ull << 30, .seen = &(f)->given}, \
+    {"slab-chunk-max", 0, OPT_UINT, .dest = &(f)->slab_chunk_max, .min = 1, .max = UINT32_MAX,    \
+     .seen = &(f)->given},                                                                \
+    {"no-cas", 'C', OPT_FLAG, .dest = &(f)->no_cas, .seen = &(f)->given}
+
+/* memcached 1.6.18's defaults, in s and in the fields the rows write. */
+void cli_ladder_flags_init(struct cli_ladder_flags *f);
+/* The parsed fields into f->s, then f->s into *out. */
+void cli_ladder_flags_apply(struct cli_ladder_flags *f, struct slab_settings *out);
 
 #endif

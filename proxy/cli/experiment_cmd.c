@@ -1,14 +1,17 @@
 /* experiment_cmd: `slabtap experiment SPEC...` -- flags and the default
  * Docker image; the runs themselves are experiment/experiment.c's. */
-#include <getopt.h>
 #include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/log.h"
+#include "core/opt.h"
 #include "experiment/experiment.h"
 #include "server/poller.h"
 
@@ -25,8 +28,10 @@ static void exp_usage(FILE *f)
         "  --memcached PATH   memcached binary (default: memcached on PATH)\n"
         "  --docker           run memcached with docker, image from docker/memcached.image\n"
         "  --image REF        the image for --docker\n"
-        "  --stats-interval MS  stats poll interval (default 250)\n"
-        "  -h, --help         this text\n");
+        "  --stats-interval MS  stats poll interval (default 250, at least %d)\n"
+        "  -v, --verbose      debug log lines too\n"
+        "  -q, --quiet        warnings and errors only\n"
+        "  -h, --help         this text\n", POLLER_INTERVAL_MIN_MS);
 }
 
 /* docker/memcached.image of the repository the spec lives in (specs sit in
@@ -49,48 +54,63 @@ static int exp_default_image(char *out, size_t len, const char *spec)
     return 0;
 }
 
+/* Flags into o and image; the spec files are argv[*first..argc-1]. */
+static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_options *o,
+                                      char *image, size_t image_len, int *first, char *err,
+                                      size_t errlen)
+{
+    const char *image_arg = NULL;
+    uint64_t stats_ms = o->stats_ms;
+    int level = (int)log_get_level();
+    const struct opt_spec table[] = {
+        {"db", 0, OPT_STRING, .dest = &o->db},
+        {"results", 0, OPT_STRING, .dest = &o->results},
+        {"memcached", 0, OPT_STRING, .dest = &o->memcached},
+        {"docker", 0, OPT_FLAG, .dest = &o->docker},
+        {"image", 0, OPT_STRING, .dest = &image_arg},
+        {"stats-interval", 0, OPT_UINT, .dest = &stats_ms, .min = POLLER_INTERVAL_MIN_MS,
+         .max = UINT_MAX},
+        CLI_OPTS_VERBOSITY(&level, NULL),
+    };
+    enum opt_result r = opt_parse("experiment", table, sizeof table / sizeof table[0], argc,
+                                  argv, first, err, errlen);
+    if (r != OPT_OK)
+        return r;
+    log_set_level((enum log_level)level);
+    o->stats_ms = (unsigned)stats_ms;
+    if (*first >= argc)
+        return opt_error(err, errlen, "experiment", "need a spec file");
+    snprintf(image, image_len, "%s", image_arg ? image_arg : "");
+    if (o->docker && !image[0] && exp_default_image(image, image_len, argv[*first]))
+        return opt_error(err, errlen, "experiment",
+                         "--docker needs docker/memcached.image or --image");
+    return OPT_OK;
+}
+
 int cli_experiment_main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"db", required_argument, NULL, 'd'}, {"results", required_argument, NULL, 'r'},
-        {"memcached", required_argument, NULL, 'm'}, {"docker", no_argument, NULL, 'D'},
-        {"image", required_argument, NULL, 'i'}, {"stats-interval", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     struct experiment_options o = {.db = "results/runs.db", .results = "results", .stats_ms = 250};
-    char image[256] = "";
-    int c, failed = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd': o.db = optarg; break;
-        case 'r': o.results = optarg; break;
-        case 'm': o.memcached = optarg; break;
-        case 'D': o.docker = true; break;
-        case 'i': snprintf(image, sizeof image, "%s", optarg); break;
-        case 's': o.stats_ms = (unsigned)strtoul(optarg, NULL, 10); break;
-        case 'h': exp_usage(stdout); return 0;
-        default: exp_usage(stderr); return 2;
-        }
-    }
-    if (optind >= argc || o.stats_ms < POLLER_INTERVAL_MIN_MS) {
-        fprintf(stderr, "slabtap experiment: %s\n", optind >= argc ? "need a spec file"
-                                                                  : "--stats-interval too small");
+    char image[256] = "", err[512];
+    int first = argc, failed = 0;
+    switch (exp_parse_args(argc, argv, &o, image, sizeof image, &first, err, sizeof err)) {
+    case OPT_HELP:
+        exp_usage(stdout);
+        return 0;
+    case OPT_ERROR:
+        fprintf(stderr, "%s\n\n", err);
         exp_usage(stderr);
         return 2;
-    }
-    if (o.docker && !image[0] && exp_default_image(image, sizeof image, argv[optind])) {
-        fprintf(stderr, "slabtap experiment: --docker needs docker/memcached.image or --image\n");
-        return 2;
+    case OPT_OK:
+        break;
     }
     o.image = image;
     /* load_run and the proxy write with write(2): a client or memcached that
      * closes on us (the load stopping on Ctrl-C) must be EPIPE, not death */
     signal(SIGPIPE, SIG_IGN);
     experiment_catch_signals();
-    for (int i = optind; i < argc && !experiment_interrupted(); i++)
+    for (int i = first; i < argc && !experiment_interrupted(); i++)
         failed += experiment_run_spec(&o, argv[i]);
     if (experiment_interrupted())
         return 130;
     return failed ? 1 : 0;
 }
-

@@ -5,7 +5,6 @@
  * Must never: plan, send or count anything itself (load.c and workload.c
  * do), or exit with a status other than cli.h's 0 ok / 1 failure / 2 usage.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -18,6 +17,8 @@
 #include "cli/cli.h"
 #include "core/addr.h"
 #include "core/fileio.h"
+#include "core/log.h"
+#include "core/opt.h"
 #include "load/load.h"
 #include "model/slab_model.h"
 #include "load/workload.h"
@@ -28,13 +29,13 @@ static atomic_bool load_cli_stop;
 
 struct load_cli_args {
     const char *target, *workload, *replay_db, *twitter, *cachelib;
-    long long replay_run, connections, pipeline;
-    unsigned long long seed;
-    bool seed_set, dry_run, quiet, ladder_flags;
-    struct slab_settings settings; /* --dry-run's ladder */
+    int64_t replay_run;
+    uint64_t connections, pipeline, seed;
+    bool seed_set, dry_run, quiet;
+    int level;
+    struct cli_ladder_flags ladder; /* --dry-run's ladder flags */
+    struct slab_settings settings;  /* ... applied */
 };
-
-enum load_cli_parse { LOAD_CLI_OK, LOAD_CLI_HELP, LOAD_CLI_USAGE };
 
 static void load_cli_usage(FILE *out)
 {
@@ -60,7 +61,8 @@ static void load_cli_usage(FILE *out)
         "                         (default: the workload's, else %d)\n"
         "  --seed S               random seed (default: the workload's, else 0)\n"
         "  --dry-run              print op count and fingerprint; connect to nothing\n"
-        "  --quiet                no progress line on stderr\n"
+        "  -v, --verbose          debug log lines too\n"
+        "  -q, --quiet            no progress line on stderr; warnings and errors only\n"
         "  -h, --help             this text\n"
         "\n"
         "ladder flags, for --dry-run only (a live run reads `stats settings`):\n"
@@ -70,155 +72,70 @@ static void load_cli_usage(FILE *out)
         LOAD_DEFAULT_PIPELINE);
 }
 
-static int load_cli_number(const char *text, long long min, long long max, long long *out)
+static enum opt_result load_cli_parse_flags(int argc, char **argv, struct load_cli_args *a,
+                                           char *err, size_t errlen)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* --name VALUE / --name=VALUE / -x VALUE / -xVALUE; NULL if argv[*i] is
- * not this option, *missing when it is but the value is absent. */
-static const char *load_cli_value(int argc, char **argv, int *i, const char *name, bool *missing)
-{
-    const char *arg = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n))
-        return NULL;
-    if (arg[n] == '=' && name[1] == '-')
-        return arg + n + 1;
-    if (arg[n])
-        return name[1] == '-' ? NULL : arg + n;
-    if (*i + 1 >= argc) {
-        *missing = true;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-/* A memcached ladder flag into a->settings; -1 on a bad value. */
-static int load_cli_ladder_flag(struct load_cli_args *a, const char *opt, const char *val)
-{
-    long long v;
-    struct slab_settings *s = &a->settings;
-    char *end;
-    a->ladder_flags = true;
-    if (!strcmp(opt, "-f")) {
-        s->growth_factor = strtod(val, &end);
-        return end == val || *end ? -1 : 0;
-    }
-    if (!strcmp(opt, "-I"))
-        return slab_parse_size(val, &s->item_size_max) == SLAB_OK ? 0 : -1;
-    if (!strcmp(opt, "-n") && !load_cli_number(val, 1, INT_MAX, &v))
-        s->chunk_size_min = (uint32_t)v;
-    else if (!strcmp(opt, "-m") && !load_cli_number(val, 1, 1LL << 30, &v))
-        s->mem_limit = (uint64_t)v * 1024 * 1024;
-    else if (!strcmp(opt, "--slab-chunk-max") && !load_cli_number(val, 1, UINT32_MAX, &v))
-        s->slab_chunk_max = (uint32_t)v;
-    else
-        return -1;
-    return 0;
-}
-
-/* One valued option; -1 on a bad value. */
-static int load_cli_apply(struct load_cli_args *a, const char *opt, const char *val)
-{
-    const char **paths[] = {&a->target, &a->workload, &a->replay_db, &a->twitter, &a->cachelib};
-    static const char *const path_opts[] = {"--target", "--workload", "--replay-db",
-                                            "--twitter-trace", "--cachelib-trace"};
-    for (size_t k = 0; k < sizeof path_opts / sizeof path_opts[0]; k++)
-        if (!strcmp(opt, path_opts[k])) {
-            *paths[k] = val;
-            return 0;
-        }
-    if (!strcmp(opt, "--replay-run"))
-        return load_cli_number(val, 1, INT64_MAX, &a->replay_run);
-    if (!strcmp(opt, "--connections"))
-        return load_cli_number(val, 1, LOAD_CONNECTIONS_MAX, &a->connections);
-    if (!strcmp(opt, "--pipeline"))
-        return load_cli_number(val, 1, LOAD_PIPELINE_MAX, &a->pipeline);
-    if (!strcmp(opt, "--seed")) {
-        char *end;
-        errno = 0;
-        a->seed = strtoull(val, &end, 10);
-        a->seed_set = true;
-        return errno || end == val || *end || val[0] == '-' ? -1 : 0;
-    }
-    return load_cli_ladder_flag(a, opt, val);
-}
-
-static enum load_cli_parse load_cli_parse_flags(int argc, char **argv, struct load_cli_args *a)
-{
-    static const char *const valued[] = {
-        "--target", "--workload", "--replay-db", "--replay-run", "--twitter-trace",
-        "--cachelib-trace", "--connections", "--pipeline", "--seed", "--slab-chunk-max",
-        "-n", "-f", "-I", "-m"};
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *val = NULL;
-        bool missing = false;
-        size_t k;
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help"))
-            return LOAD_CLI_HELP;
-        if (!strcmp(arg, "--dry-run")) {
-            a->dry_run = true;
-            continue;
-        }
-        if (!strcmp(arg, "--quiet")) {
-            a->quiet = true;
-            continue;
-        }
-        if (!strcmp(arg, "--no-cas") || !strcmp(arg, "-C")) {
-            a->settings.use_cas = false;
-            a->ladder_flags = true;
-            continue;
-        }
-        for (k = 0; k < sizeof valued / sizeof valued[0]; k++)
-            if ((val = load_cli_value(argc, argv, &i, valued[k], &missing)) || missing)
-                break;
-        if (missing || !val) {
-            fprintf(stderr, missing ? "slabtap load: %s needs a value\n"
-                                    : "slabtap load: unknown option '%s'\n", arg);
-            return LOAD_CLI_USAGE;
-        }
-        if (load_cli_apply(a, valued[k], val)) {
-            fprintf(stderr, "slabtap load: bad value '%s' for %s\n", val, valued[k]);
-            return LOAD_CLI_USAGE;
-        }
-    }
-    return LOAD_CLI_OK;
+    const struct opt_spec table[] = {
+        {"target", 0, OPT_STRING, .dest = &a->target},
+        {"workload", 0, OPT_STRING, .dest = &a->workload},
+        {"replay-db", 0, OPT_STRING, .dest = &a->replay_db},
+        {"replay-run", 0, OPT_INT, .dest = &a->replay_run, .smin = 1, .smax = INT64_MAX},
+        {"twitter-trace", 0, OPT_STRING, .dest = &a->twitter},
+        {"cachelib-trace", 0, OPT_STRING, .dest = &a->cachelib},
+        {"connections", 0, OPT_UINT, .dest = &a->connections, .min = 1,
+         .max = LOAD_CONNECTIONS_MAX},
+        {"pipeline", 0, OPT_UINT, .dest = &a->pipeline, .min = 1, .max = LOAD_PIPELINE_MAX},
+        {"seed", 0, OPT_UINT, .dest = &a->seed, .seen = &a->seed_set},
+        {"dry-run", 0, OPT_FLAG, .dest = &a->dry_run},
+        CLI_OPTS_LADDER(&a->ladder),
+        CLI_OPTS_VERBOSITY(&a->level, &a->quiet),
+    };
+    enum opt_result r = opt_parse("load", table, sizeof table / sizeof table[0], argc, argv,
+                                  NULL, err, errlen);
+    if (r != OPT_OK)
+        return r;
+    log_set_level((enum log_level)a->level);
+    cli_ladder_flags_apply(&a->ladder, &a->settings);
+    return OPT_OK;
 }
 
 /* Cross-flag rules: one source, a target unless dry, ladder flags only dry. */
-static int load_cli_check(const struct load_cli_args *a, struct load_config *cfg)
+static enum opt_result load_cli_check(const struct load_cli_args *a, struct load_config *cfg,
+                                      char *err, size_t errlen)
 {
     int sources = !!a->workload + !!a->replay_db + !!a->twitter + !!a->cachelib;
-    if (sources != 1) {
-        fprintf(stderr, "slabtap load: give exactly one of --workload, --replay-db, "
-                        "--twitter-trace, --cachelib-trace\n");
-        return -1;
-    }
-    if (a->replay_run && !a->replay_db) {
-        fprintf(stderr, "slabtap load: --replay-run needs --replay-db\n");
-        return -1;
-    }
-    if (a->ladder_flags && !a->dry_run) {
-        fprintf(stderr, "slabtap load: -n -f -I -m --slab-chunk-max --no-cas only apply to "
-                        "--dry-run; a live run reads them from the server\n");
-        return -1;
-    }
-    if (!a->dry_run && !a->target) {
-        fprintf(stderr, "slabtap load: --target HOST:PORT is required (or --dry-run)\n");
-        return -1;
-    }
-    if (a->target && addr_parse(a->target, &cfg->target)) {
-        fprintf(stderr, "slabtap load: bad --target address '%s' (want HOST:PORT)\n", a->target);
-        return -1;
-    }
-    return 0;
+    if (sources != 1)
+        return opt_error(err, errlen, "load", "give exactly one of --workload, --replay-db, "
+                                              "--twitter-trace, --cachelib-trace");
+    if (a->replay_run && !a->replay_db)
+        return opt_error(err, errlen, "load", "--replay-run needs --replay-db");
+    if (a->ladder.given && !a->dry_run)
+        return opt_error(err, errlen, "load", "-n -f -I -m --slab-chunk-max --no-cas only "
+                         "apply to --dry-run; a live run reads them from the server");
+    if (!a->dry_run && !a->target)
+        return opt_error(err, errlen, "load", "--target HOST:PORT is required (or --dry-run)");
+    if (a->target && addr_parse(a->target, &cfg->target))
+        return opt_error(err, errlen, "load", "bad --target address '%s' (want HOST:PORT)",
+                         a->target);
+    return OPT_OK;
+}
+
+/* Defaults, the table, the cross-flag rules, --dry-run's ladder. */
+static enum opt_result load_cli_args(int argc, char **argv, struct load_cli_args *a,
+                                     struct load_config *cfg, struct slab_ladder *ladder,
+                                     char *err, size_t errlen)
+{
+    char why[256] = "";
+    memset(a, 0, sizeof *a);
+    a->level = (int)log_get_level();
+    cli_ladder_flags_init(&a->ladder);
+    enum opt_result r = load_cli_parse_flags(argc, argv, a, err, errlen);
+    if (r == OPT_OK)
+        r = load_cli_check(a, cfg, err, errlen);
+    if (r == OPT_OK && a->dry_run &&
+        slab_ladder_build(&a->settings, ladder, why, sizeof why) != SLAB_OK)
+        r = opt_error(err, errlen, "load", "memcached would refuse these settings: %s", why);
+    return r;
 }
 
 static void load_cli_on_phase(void *ud, const char *name)
@@ -331,25 +248,17 @@ int cli_load_main(int argc, char **argv)
     struct load_result res;
     struct workload *w = NULL;
     struct slab_ladder ladder;
-    char err[256] = "";
+    char err[512] = "";
     int rc = 1;
-    memset(&a, 0, sizeof a);
     memset(&cfg, 0, sizeof cfg);
-    slab_settings_default(&a.settings);
-    switch (load_cli_parse_flags(argc, argv, &a)) {
-    case LOAD_CLI_HELP:
+    switch (load_cli_args(argc, argv, &a, &cfg, &ladder, err, sizeof err)) {
+    case OPT_HELP:
         load_cli_usage(stdout);
         return 0;
-    case LOAD_CLI_USAGE:
+    case OPT_ERROR:
         goto usage;
-    case LOAD_CLI_OK:
+    case OPT_OK:
         break;
-    }
-    if (load_cli_check(&a, &cfg))
-        goto usage;
-    if (a.dry_run && slab_ladder_build(&a.settings, &ladder, err, sizeof err) != SLAB_OK) {
-        fprintf(stderr, "slabtap load: memcached would refuse these settings: %s\n", err);
-        goto usage;
     }
     if (load_cli_source(&a, &cfg, &w))
         goto out;
@@ -370,7 +279,7 @@ int cli_load_main(int argc, char **argv)
     rc = ok == 0 ? 0 : 1;
     goto out;
 usage:
-    fputc('\n', stderr);
+    fprintf(stderr, "%s\n\n", err);
     load_cli_usage(stderr);
     rc = 2;
 out:

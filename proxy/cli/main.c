@@ -1,6 +1,7 @@
 /* main: the slabtap command line; dispatches to one subcommand.
  * Owns nothing but the table below; every subcommand parses its own flags
- * and must exit 2 with usage on a bad flag. */
+ * with core/opt.h's table parser and must exit 2 with usage on a bad flag
+ * (cli.h). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>

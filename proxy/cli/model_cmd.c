@@ -1,25 +1,26 @@
 /* model_cli: `slabtap model <subcommand>`, the command line face of
  * slab_model.
- * Owns: flag parsing for memcached's slab settings, the subcommand table,
- * and printing; all the arithmetic stays in slab_model.
+ * Owns: flag parsing for memcached's slab settings (cli_ladder_flags_*,
+ * which `load --dry-run` shares through cli.h), the subcommand table, and
+ * printing; all the arithmetic stays in slab_model.
  * Must never: compute a ladder or an item size itself (slab_model,
  * model_replay and model_advise do). Exit codes: 0 ok, 1 failure, 2 usage.
  */
 #include <errno.h>
 #include <signal.h>
-#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/log.h"
+#include "core/opt.h"
 #include "load/verify.h"
 #include "model/advise.h"
 #include "model/predict.h"
 #include "record/runs.h"
 #include "model/slab_model.h"
-
-enum parse_result { PARSE_OK, PARSE_HELP, PARSE_USAGE };
 
 struct model_subcommand {
     const char *name;
@@ -57,7 +58,9 @@ static void usage_model(FILE *out)
                  "subcommands:\n");
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].help);
-    fprintf(out, "\nslabtap model <subcommand> --help for its options.\n");
+    fprintf(out, "\nslabtap model <subcommand> --help for its options; every subcommand\n"
+                 "takes -v/--verbose (debug log lines too) and -q/--quiet (warnings and\n"
+                 "errors only).\n");
 }
 
 static void usage_ladder(FILE *out)
@@ -65,133 +68,73 @@ static void usage_ladder(FILE *out)
     fprintf(out, "usage: slabtap model ladder [options]\n\n"
                  "Prints the slab classes memcached would create, in the exact format of\n"
                  "the `slab class ...` lines `memcached -vv` writes to stderr at start-up.\n\n"
-                 "%s  -h, --help             this text\n", settings_usage);
+                 "%s  -v, --verbose          debug log lines too\n"
+                 "  -q, --quiet            warnings and errors only\n"
+                 "  -h, --help             this text\n", settings_usage);
 }
 
-/* "--name=value", "--name value", "-nvalue" or "-n value": the value of
- * option `name` at argv[*i], advancing *i past it. NULL if argv[*i] is not
- * this option; *missing set if it is but has no value. */
-static const char *option_value(int argc, char **argv, int *i, const char *name, int *missing)
+void cli_ladder_flags_init(struct cli_ladder_flags *f)
 {
-    const char *arg = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0)
-        return NULL;
-    if (arg[n] == '=' && name[1] == '-')
-        return arg + n + 1;
-    if (arg[n] != '\0') {
-        /* "-n48" is fine; "--slab-sizesX" is another option */
-        return name[1] == '-' ? NULL : arg + n;
-    }
-    if (*i + 1 >= argc) {
-        *missing = 1;
-        return NULL;
-    }
-    return argv[++*i];
+    memset(f, 0, sizeof *f);
+    slab_settings_default(&f->s);
+    f->chunk_size_min = f->s.chunk_size_min;
+    f->item_size_max = f->s.item_size_max;
+    f->mem_mb = f->s.mem_limit / (1024 * 1024);
+    f->slab_chunk_max = f->s.slab_chunk_max;
 }
 
-static int parse_long(const char *text, long long min, long long max, long long *out)
+void cli_ladder_flags_apply(struct cli_ladder_flags *f, struct slab_settings *out)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
+    /* CLI_OPTS_LADDER bounds each field to what its slab_settings member holds */
+    f->s.chunk_size_min = (uint32_t)f->chunk_size_min;
+    f->s.item_size_max = (uint32_t)f->item_size_max;
+    f->s.mem_limit = f->mem_mb * 1024 * 1024;
+    f->s.slab_chunk_max = (uint32_t)f->slab_chunk_max;
+    if (f->no_cas)
+        f->s.use_cas = false;
+    *out = f->s;
 }
 
-static int parse_factor(const char *text, double *out)
+/* --slab-sizes A-B-C into the settings (range checks come with the ladder). */
+static int model_slab_sizes(void *dest, const char *value, char *err, size_t errlen)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || *end)
-        return -1;
-    *out = v;
-    return 0;
+    return slab_parse_slab_sizes(value, dest, err, errlen) == SLAB_OK ? 0 : -1;
 }
 
-/* One settings flag with its value; -1 on a bad value (message printed). */
-static int apply_setting(const char *opt, const char *val, struct slab_settings *s)
+/* The memcached settings flags of `model ladder` into *s. */
+static enum opt_result parse_settings(int argc, char **argv, struct slab_settings *s, char *err,
+                                      size_t errlen)
 {
-    long long v;
-    char err[160] = "";
-    if (!strcmp(opt, "-n")) {
-        if (parse_long(val, 1, INT_MAX, &v))
-            goto bad;
-        s->chunk_size_min = (uint32_t)v;
-    } else if (!strcmp(opt, "-f")) {
-        if (parse_factor(val, &s->growth_factor))
-            goto bad;
-    } else if (!strcmp(opt, "-I")) {
-        if (slab_parse_size(val, &s->item_size_max) != SLAB_OK)
-            goto bad;
-    } else if (!strcmp(opt, "-m")) {
-        if (parse_long(val, 0, 1LL << 30, &v))
-            goto bad;
-        s->mem_limit = (uint64_t)v * 1024 * 1024;
-    } else if (!strcmp(opt, "--slab-chunk-max")) {
-        if (parse_long(val, 1, UINT32_MAX, &v))
-            goto bad;
-        s->slab_chunk_max = (uint32_t)v;
-    } else if (!strcmp(opt, "--slab-sizes")) {
-        if (slab_parse_slab_sizes(val, s, err, sizeof err) != SLAB_OK)
-            goto bad;
-    }
-    return 0;
-bad:
-    fprintf(stderr, "slabtap model: bad value '%s' for %s%s%s\n", val, opt, *err ? ": " : "",
-            err);
-    return -1;
-}
-
-/* The memcached settings flags shared by every model subcommand. */
-static enum parse_result parse_settings(int argc, char **argv, struct slab_settings *s)
-{
-    static const char *const valued[] = {"-n", "-f", "-I", "-m", "--slab-chunk-max",
-                                         "--slab-sizes"};
-    slab_settings_default(s);
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help"))
-            return PARSE_HELP;
-        if (!strcmp(arg, "--no-cas") || !strcmp(arg, "-C")) {
-            s->use_cas = false;
-            continue;
-        }
-        const char *val = NULL;
-        int missing = 0;
-        size_t k;
-        for (k = 0; k < sizeof valued / sizeof valued[0]; k++)
-            if ((val = option_value(argc, argv, &i, valued[k], &missing)) || missing)
-                break;
-        if (missing) {
-            fprintf(stderr, "slabtap model: %s needs a value\n", arg);
-            return PARSE_USAGE;
-        }
-        if (!val) {
-            fprintf(stderr, "slabtap model: unknown option '%s'\n", arg);
-            return PARSE_USAGE;
-        }
-        if (apply_setting(valued[k], val, s))
-            return PARSE_USAGE;
-    }
-    return PARSE_OK;
+    struct cli_ladder_flags f;
+    int level = (int)log_get_level();
+    cli_ladder_flags_init(&f);
+    const struct opt_spec table[] = {
+        CLI_OPTS_LADDER(&f),
+        {"slab-sizes", 0, OPT_CALL, .dest = &f.s, .call = model_slab_sizes},
+        CLI_OPTS_VERBOSITY(&level, NULL),
+    };
+    enum opt_result r = opt_parse("model ladder", table, sizeof table / sizeof table[0], argc,
+                                  argv, NULL, err, errlen);
+    if (r != OPT_OK)
+        return r;
+    log_set_level((enum log_level)level);
+    cli_ladder_flags_apply(&f, s);
+    return OPT_OK;
 }
 
 static int model_ladder(int argc, char **argv)
 {
     struct slab_settings s;
-    switch (parse_settings(argc, argv, &s)) {
-    case PARSE_HELP:
+    char perr[512];
+    switch (parse_settings(argc, argv, &s, perr, sizeof perr)) {
+    case OPT_HELP:
         usage_ladder(stdout);
         return 0;
-    case PARSE_USAGE:
-        fputc('\n', stderr);
+    case OPT_ERROR:
+        fprintf(stderr, "%s\n\n", perr);
         usage_ladder(stderr);
         return 2;
-    case PARSE_OK:
+    case OPT_OK:
         break;
     }
     struct slab_ladder ladder;
@@ -222,44 +165,83 @@ struct run_opts {
     bool verify;
 };
 
-static int parse_run_opts(int argc, char **argv, struct run_opts *o, bool advise)
+/* predict's and advise's flags (advise adds --max-classes, --verify,
+ * --memcached). */
+static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o, bool advise,
+                                      char *err, size_t errlen)
 {
+    const char *command = advise ? "model advise" : "model predict";
+    int level = (int)log_get_level();
+    uint64_t max_classes = SLAB_MODEL_MAX_CLASSES;
     memset(o, 0, sizeof *o);
-    o->max_classes = SLAB_MODEL_MAX_CLASSES;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int missing = 0;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
-            return PARSE_HELP;
-        if ((v = option_value(argc, argv, &i, "--db", &missing)))
-            o->db = v;
-        else if ((v = option_value(argc, argv, &i, "--run", &missing)))
-            o->run = v;
-        else if (advise && (v = option_value(argc, argv, &i, "--max-classes", &missing))) {
-            if (parse_long(v, 2, SLAB_MODEL_MAX_CLASSES, &o->max_classes)) {
-                fprintf(stderr, "slabtap model advise: --max-classes must be 2..%d\n",
-                        SLAB_MODEL_MAX_CLASSES);
-                return PARSE_USAGE;
-            }
-        } else if (advise && (v = option_value(argc, argv, &i, "--memcached", &missing)))
-            o->memcached = v;
-        else if (advise && !strcmp(argv[i], "--verify") && !missing)
-            o->verify = true;
-        else {
-            fprintf(stderr, "slabtap model: %s '%s'\n", missing ? "missing value for" : "unknown option",
-                    argv[i]);
-            return PARSE_USAGE;
-        }
-        if (missing) {
-            fprintf(stderr, "slabtap model: %s needs a value\n", argv[i]);
-            return PARSE_USAGE;
-        }
+    const struct opt_spec table[] = {
+        {"db", 0, OPT_STRING, .dest = &o->db},
+        {"run", 0, OPT_STRING, .dest = &o->run},
+        CLI_OPTS_VERBOSITY(&level, NULL),
+        /* advise only, from here */
+        {"max-classes", 0, OPT_UINT, .dest = &max_classes, .min = 2,
+         .max = SLAB_MODEL_MAX_CLASSES},
+        {"verify", 0, OPT_FLAG, .dest = &o->verify},
+        {"memcached", 0, OPT_STRING, .dest = &o->memcached},
+    };
+    size_t n = sizeof table / sizeof table[0] - (advise ? 0 : 3);
+    enum opt_result r = opt_parse(command, table, n, argc, argv, NULL, err, errlen);
+    if (r != OPT_OK)
+        return r;
+    log_set_level((enum log_level)level);
+    o->max_classes = (long long)max_classes;
+    if (!o->db)
+        return opt_error(err, errlen, command, "--db FILE is required");
+    return OPT_OK;
+}
+
+static void usage_predict(FILE *out)
+{
+    fprintf(out, "usage: slabtap model predict --db FILE [--run NAME_OR_ID] [-v|-q]\n\n"
+                 "Replays the run's recorded writes through memcached's slab model (with the\n"
+                 "settings memcached reported for the run) and prints, per class, the\n"
+                 "predicted used_chunks, mem_requested and pages beside the run's last\n"
+                 "stats sample. Exit 1 when an exact prediction does not match.\n\n"
+                 "  -v, --verbose  debug log lines too\n"
+                 "  -q, --quiet    warnings and errors only\n"
+                 "  -h, --help     this text\n");
+}
+
+static void usage_advise(FILE *out)
+{
+    fprintf(out, "usage: slabtap model advise --db FILE [--run NAME_OR_ID] [--max-classes K]\n"
+                 "                           [--verify [--memcached PATH]] [-v|-q]\n\n"
+                 "For the items the run left in memcached: the waste under the run's own\n"
+                 "settings, under the best -f/-n, and under a slab_sizes ladder fitted to\n"
+                 "the sizes (at most K classes, 2..%d, default %d); warns about cliffs.\n"
+                 "--verify replays the run against memcacheds started with the advised\n"
+                 "flags and prints the measured waste beside the prediction.\n\n"
+                 "  -v, --verbose  debug log lines too\n"
+                 "  -q, --quiet    warnings and errors only\n"
+                 "  -h, --help     this text\n",
+            SLAB_MODEL_MAX_CLASSES, SLAB_MODEL_MAX_CLASSES);
+}
+
+/* The flags of predict (advise false) or advise: true to go on; false
+ * with the exit status in *rc (help 0, usage 2) once usage is printed. */
+static bool run_opts_or_usage(int argc, char **argv, struct run_opts *o, bool advise, int *rc)
+{
+    char err[512];
+    void (*usage)(FILE *) = advise ? usage_advise : usage_predict;
+    switch (parse_run_opts(argc, argv, o, advise, err, sizeof err)) {
+    case OPT_HELP:
+        usage(stdout);
+        *rc = 0;
+        return false;
+    case OPT_ERROR:
+        fprintf(stderr, "%s\n\n", err);
+        usage(stderr);
+        *rc = 2;
+        return false;
+    case OPT_OK:
+        break;
     }
-    if (!o->db) {
-        fprintf(stderr, "slabtap model: --db FILE is required\n");
-        return PARSE_USAGE;
-    }
-    return PARSE_OK;
+    return true;
 }
 
 static int open_run(const struct run_opts *o, sqlite3 **db, struct prediction *r)
@@ -287,17 +269,8 @@ static int model_predict(int argc, char **argv)
     sqlite3 *db = NULL;
     struct prediction *r = calloc(1, sizeof *r);
     int rc = 1;
-    enum parse_result pr = parse_run_opts(argc, argv, &o, false);
-    if (pr != PARSE_OK || !r) {
-        FILE *out = pr == PARSE_HELP ? stdout : stderr;
-        fprintf(out, "usage: slabtap model predict --db FILE [--run NAME_OR_ID]\n\n"
-                     "Replays the run's recorded writes through memcached's slab model (with the\n"
-                     "settings memcached reported for the run) and prints, per class, the\n"
-                     "predicted used_chunks, mem_requested and pages beside the run's last\n"
-                     "stats sample. Exit 1 when an exact prediction does not match.\n");
-        rc = pr == PARSE_HELP ? 0 : 2;
+    if (!run_opts_or_usage(argc, argv, &o, false, &rc) || !r)
         goto out;
-    }
     if (open_run(&o, &db, r))
         goto out;
     predict_print(r, stdout);
@@ -364,19 +337,8 @@ static int model_advise(int argc, char **argv)
     struct advise_cliff cliffs[8];
     char flags[1024];
     int rc = 1;
-    enum parse_result pr = parse_run_opts(argc, argv, &o, true);
-    if (pr != PARSE_OK || !r) {
-        FILE *out = pr == PARSE_HELP ? stdout : stderr;
-        fprintf(out, "usage: slabtap model advise --db FILE [--run NAME_OR_ID] [--max-classes K]\n"
-                     "                           [--verify [--memcached PATH]]\n\n"
-                     "For the items the run left in memcached: the waste under the run's own\n"
-                     "settings, under the best -f/-n, and under a slab_sizes ladder fitted to\n"
-                     "the sizes (at most K classes, default 63); warns about cliffs. --verify\n"
-                     "replays the run against memcacheds started with the advised flags and\n"
-                     "prints the measured waste beside the prediction.\n");
-        rc = pr == PARSE_HELP ? 0 : 2;
+    if (!run_opts_or_usage(argc, argv, &o, true, &rc) || !r)
         goto out;
-    }
     if (open_run(&o, &db, r))
         goto out;
     if (r->live.n == 0) {

@@ -1,7 +1,7 @@
 /* cli_proxy: `slabtap proxy` -- flags, signals, and the loop around app.
  * Must never exit without app_finish once app_open succeeded: that is what
  * writes the last rows. */
-#include <getopt.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -11,6 +11,8 @@
 
 #include "cli/cli.h"
 #include "core/addr.h"
+#include "core/log.h"
+#include "core/opt.h"
 #include "server/proxy.h"
 #include "server/app.h"
 
@@ -47,13 +49,23 @@ static void proxy_usage(FILE *out)
         "  --max-pending N      requests in flight per connection before reading\n"
         "                       that client pauses (default %d)\n"
         "  --drain-ms MS        on SIGINT/SIGTERM, wait this long for answers (default %d)\n"
+        "  --upstream-conns N|per-client\n"
+        "                       memcached connections the clients share (default %d,\n"
+        "                       at most %d); per-client: one for each client\n"
+        "  --max-request SIZE   largest request assembled for a shared connection\n"
+        "                       (default %uk; a bigger one moves its client to a\n"
+        "                       connection of its own)\n"
+        "  --max-assembly SIZE  bytes of partial requests held at once (default %um)\n"
         "  --stats-interval MS  poll stats, stats slabs, stats items every MS\n"
         "                       milliseconds (default %d, at least %d)\n"
         "  --http HOST:PORT|off admin endpoint: /health /metrics /api/runs /api/slabs\n"
         "                       POST /api/phase?name=N (default %s)\n"
+        "  -v, --verbose        debug log lines too\n"
+        "  -q, --quiet          warnings and errors only\n"
         "  -h, --help           this text\n",
         DEFAULT_QUEUE_ROWS, PROXY_DEFAULT_MAX_PENDING, PROXY_DEFAULT_DRAIN_MS,
-        APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS, DEFAULT_HTTP);
+        PROXY_DEFAULT_UPSTREAM_CONNS, PROXY_UPSTREAM_CONNS_MAX, PROXY_DEFAULT_MAX_REQUEST / 1024,
+        PROXY_DEFAULT_MAX_ASSEMBLY / (1024 * 1024), APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS, DEFAULT_HTTP);
 }
 
 static void on_app_closed(struct app *a)
@@ -76,16 +88,6 @@ static void on_signal(uv_signal_t *h, int signum)
     app_close(&pa->app, on_app_closed);
 }
 
-static int parse_size(const char *s, size_t *out)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end || end == s || v == 0)
-        return -1;
-    *out = (size_t)v;
-    return 0;
-}
-
 static void join_args(int argc, char **argv, char *out, size_t cap)
 {
     size_t len = 0;
@@ -94,129 +96,135 @@ static void join_args(int argc, char **argv, char *out, size_t cap)
         len += (size_t)snprintf(out + len, cap - len, "%s%s", i > 1 ? " " : "", argv[i]);
 }
 
-enum args_result { ARGS_OK, ARGS_HELP, ARGS_USAGE };
-
-/* Flags into cfg; listen/http point into argv. */
-static enum args_result proxy_parse_args(int argc, char **argv, struct app_config *cfg,
-                                         const char **listen, const char **http,
-                                         char *options, size_t options_len)
+/* --upstream-conns: a number of pooled connections, or per-client (0). */
+static int parse_upstream_conns(void *dest, const char *value, char *err, size_t errlen)
 {
-    static const struct option opts[] = {
-        {"listen", required_argument, NULL, 'l'}, {"upstream", required_argument, NULL, 'u'},
-        {"db", required_argument, NULL, 'd'},     {"run", required_argument, NULL, 'r'},
-        {"keys", required_argument, NULL, 'k'},   {"queue", required_argument, NULL, 'q'},
-        {"on-full", required_argument, NULL, 'f'}, {"max-pending", required_argument, NULL, 'p'},
-        {"drain-ms", required_argument, NULL, 'D'}, {"stats-interval", required_argument, NULL, 'S'},
-        {"http", required_argument, NULL, 'H'},   {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *upstream = NULL;
-    size_t drain = PROXY_DEFAULT_DRAIN_MS, interval = APP_DEFAULT_STATS_MS;
-    int c;
+    unsigned *out = dest;
+    char *end;
+    unsigned long n;
+    if (!strcmp(value, "per-client")) {
+        *out = 0;
+        return 0;
+    }
+    n = value[0] >= '0' && value[0] <= '9' ? strtoul(value, &end, 10) : 0;
+    if (!n || *end || n > PROXY_UPSTREAM_CONNS_MAX) {
+        snprintf(err, errlen, "\"%s\" is not per-client or a number from 1 to %d", value,
+                 PROXY_UPSTREAM_CONNS_MAX);
+        return -1;
+    }
+    *out = (unsigned)n;
+    return 0;
+}
 
+/* What the table writes before it goes into app_config. */
+struct proxy_args {
+    const char *listen, *upstream, *http;
+    uint64_t queue, max_pending, drain, interval, max_request, max_assembly;
+    int keys, on_full, level;
+};
+
+/* Required flags and addresses, after the table; err set on a mistake. */
+static enum opt_result proxy_check_args(const struct proxy_args *a, struct app_config *cfg,
+                                        char *err, size_t errlen)
+{
+    if (!a->upstream || !cfg->db_path)
+        return opt_error(err, errlen, "proxy", "--upstream and --db are required");
+    if (addr_parse(a->listen, &cfg->proxy.listen_addr))
+        return opt_error(err, errlen, "proxy", "bad --listen address '%s' (want HOST:PORT)",
+                         a->listen);
+    if (addr_parse(a->upstream, &cfg->proxy.upstream_addr))
+        return opt_error(err, errlen, "proxy", "bad --upstream address '%s' (want HOST:PORT)",
+                         a->upstream);
+    cfg->http_enabled = strcmp(a->http, "off") != 0;
+    if (cfg->http_enabled && addr_parse(a->http, &cfg->http_addr))
+        return opt_error(err, errlen, "proxy",
+                         "bad --http address '%s' (want HOST:PORT or off)", a->http);
+    return OPT_OK;
+}
+
+/* Flags into cfg and a; the strings point into argv. */
+static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config *cfg,
+                                        struct proxy_args *a, char *err, size_t errlen)
+{
+    static const struct opt_word keys[] = {
+        {"full", KEYFMT_FULL}, {"prefix", KEYFMT_PREFIX}, {"hash", KEYFMT_HASH}, {NULL, 0}};
+    static const struct opt_word on_full[] = {{"block", REC_BLOCK}, {"drop", REC_DROP}, {NULL, 0}};
+    const struct opt_spec table[] = {
+        {"listen", 0, OPT_STRING, .dest = &a->listen},
+        {"upstream", 0, OPT_STRING, .dest = &a->upstream},
+        {"db", 0, OPT_STRING, .dest = &cfg->db_path},
+        {"run", 0, OPT_STRING, .dest = &cfg->run_name},
+        {"keys", 0, OPT_ENUM, .dest = &a->keys, .words = keys},
+        {"queue", 0, OPT_UINT, .dest = &a->queue, .min = 1, .max = SIZE_MAX},
+        {"on-full", 0, OPT_ENUM, .dest = &a->on_full, .words = on_full},
+        {"max-pending", 0, OPT_UINT, .dest = &a->max_pending, .min = 1, .max = SIZE_MAX},
+        {"drain-ms", 0, OPT_UINT, .dest = &a->drain, .min = 1, .max = UINT_MAX},
+        {"stats-interval", 0, OPT_UINT, .dest = &a->interval, .min = POLLER_INTERVAL_MIN_MS,
+         .max = UINT_MAX},
+        {"http", 0, OPT_STRING, .dest = &a->http},
+        {"upstream-conns", 0, OPT_CALL, .dest = &cfg->proxy.upstream_conns,
+         .call = parse_upstream_conns},
+        {"max-request", 0, OPT_SIZE, .dest = &a->max_request, .min = 1024, .max = 1u << 30},
+        {"max-assembly", 0, OPT_SIZE, .dest = &a->max_assembly, .min = 1024, .max = SIZE_MAX},
+        CLI_OPTS_VERBOSITY(&a->level, NULL),
+    };
+    enum opt_result r = opt_parse("proxy", table, sizeof table / sizeof table[0], argc, argv,
+                                  NULL, err, errlen);
+    if (r != OPT_OK)
+        return r;
+    log_set_level((enum log_level)a->level);
+    cfg->proxy.key_mode = (enum keyfmt_mode)a->keys;
+    cfg->on_full = (enum rec_on_full)a->on_full;
+    cfg->queue_rows = (size_t)a->queue;
+    cfg->proxy.max_pending = (size_t)a->max_pending;
+    cfg->proxy.drain_timeout_ms = (unsigned)a->drain;
+    cfg->stats_interval_ms = (unsigned)a->interval;
+    cfg->proxy.max_request = (size_t)a->max_request;
+    cfg->proxy.max_assembly = (size_t)a->max_assembly;
+    return proxy_check_args(a, cfg, err, errlen);
+}
+
+/* Defaults, the table, the checks; options is the command line as recorded. */
+static enum opt_result proxy_read_args(int argc, char **argv, struct app_config *cfg,
+                                       struct proxy_args *a, char *options, size_t options_len,
+                                       char *err, size_t errlen)
+{
     proxy_config_defaults(&cfg->proxy);
     cfg->run_name = "proxy";
-    cfg->queue_rows = DEFAULT_QUEUE_ROWS;
-    cfg->on_full = REC_BLOCK;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'l': *listen = optarg; break;
-        case 'u': upstream = optarg; break;
-        case 'd': cfg->db_path = optarg; break;
-        case 'r': cfg->run_name = optarg; break;
-        case 'H': *http = optarg; break;
-        case 'k':
-            if (keyfmt_parse_mode(optarg, &cfg->proxy.key_mode)) {
-                fprintf(stderr, "slabtap proxy: --keys must be full, prefix or hash\n");
-                return ARGS_USAGE;
-            }
-            break;
-        case 'q':
-            if (parse_size(optarg, &cfg->queue_rows)) {
-                fprintf(stderr, "slabtap proxy: --queue needs a positive number of rows\n");
-                return ARGS_USAGE;
-            }
-            break;
-        case 'f':
-            if (!strcmp(optarg, "block")) cfg->on_full = REC_BLOCK;
-            else if (!strcmp(optarg, "drop")) cfg->on_full = REC_DROP;
-            else {
-                fprintf(stderr, "slabtap proxy: --on-full must be block or drop\n");
-                return ARGS_USAGE;
-            }
-            break;
-        case 'p':
-            if (parse_size(optarg, &cfg->proxy.max_pending)) {
-                fprintf(stderr, "slabtap proxy: --max-pending needs a positive number\n");
-                return ARGS_USAGE;
-            }
-            break;
-        case 'D':
-            if (parse_size(optarg, &drain)) {
-                fprintf(stderr, "slabtap proxy: --drain-ms needs a positive number\n");
-                return ARGS_USAGE;
-            }
-            break;
-        case 'S':
-            if (parse_size(optarg, &interval) || interval < POLLER_INTERVAL_MIN_MS) {
-                fprintf(stderr, "slabtap proxy: --stats-interval needs at least %d ms\n",
-                        POLLER_INTERVAL_MIN_MS);
-                return ARGS_USAGE;
-            }
-            break;
-        case 'h':
-            return ARGS_HELP;
-        default:
-            return ARGS_USAGE;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "slabtap proxy: unexpected argument '%s'\n", argv[optind]);
-        return ARGS_USAGE;
-    }
-    if (!upstream || !cfg->db_path) {
-        fprintf(stderr, "slabtap proxy: --upstream and --db are required\n");
-        return ARGS_USAGE;
-    }
-    if (addr_parse(*listen, &cfg->proxy.listen_addr)) {
-        fprintf(stderr, "slabtap proxy: bad --listen address '%s' (want HOST:PORT)\n", *listen);
-        return ARGS_USAGE;
-    }
-    if (addr_parse(upstream, &cfg->proxy.upstream_addr)) {
-        fprintf(stderr, "slabtap proxy: bad --upstream address '%s' (want HOST:PORT)\n", upstream);
-        return ARGS_USAGE;
-    }
-    cfg->http_enabled = strcmp(*http, "off") != 0;
-    if (cfg->http_enabled && addr_parse(*http, &cfg->http_addr)) {
-        fprintf(stderr, "slabtap proxy: bad --http address '%s' (want HOST:PORT or off)\n", *http);
-        return ARGS_USAGE;
-    }
-    snprintf(cfg->proxy.upstream_text, sizeof cfg->proxy.upstream_text, "%s", upstream);
-    cfg->proxy.drain_timeout_ms = (unsigned)drain;
-    cfg->stats_interval_ms = (unsigned)interval;
+    *a = (struct proxy_args){.listen = "127.0.0.1:11311", .http = DEFAULT_HTTP,
+                             .queue = DEFAULT_QUEUE_ROWS, .keys = (int)cfg->proxy.key_mode,
+                             .on_full = REC_BLOCK, .level = (int)log_get_level(),
+                             .max_pending = cfg->proxy.max_pending,
+                             .drain = PROXY_DEFAULT_DRAIN_MS, .interval = APP_DEFAULT_STATS_MS,
+                             .max_request = cfg->proxy.max_request,
+                             .max_assembly = cfg->proxy.max_assembly};
+    enum opt_result r = proxy_parse_args(argc, argv, cfg, a, err, errlen);
+    if (r != OPT_OK)
+        return r;
+    snprintf(cfg->proxy.upstream_text, sizeof cfg->proxy.upstream_text, "%s", a->upstream);
     join_args(argc, argv, options, options_len);
     cfg->options_text = options;
-    return ARGS_OK;
+    return OPT_OK;
 }
 
 int cli_proxy_main(int argc, char **argv)
 {
     struct proxy_app *pa = calloc(1, sizeof *pa);
     struct app_config cfg = {0};
-    const char *listen = "127.0.0.1:11311", *http = DEFAULT_HTTP;
-    char options[1024];
+    struct proxy_args a;
+    char options[1024], err[512];
     int rc = 2;
 
     if (!pa)
         return 1;
-    switch (proxy_parse_args(argc, argv, &cfg, &listen, &http, options, sizeof options)) {
-    case ARGS_HELP:
+    switch (proxy_read_args(argc, argv, &cfg, &a, options, sizeof options, err, sizeof err)) {
+    case OPT_HELP:
         proxy_usage(stdout);
         rc = 0;
         goto out;
-    case ARGS_USAGE:
+    case OPT_ERROR:
         goto usage;
-    case ARGS_OK:
+    case OPT_OK:
         break;
     }
     rc = 1;
@@ -228,8 +236,8 @@ int cli_proxy_main(int argc, char **argv)
     pa->sigint.data = pa->sigterm.data = pa;
     uv_signal_start(&pa->sigint, on_signal, SIGINT);
     uv_signal_start(&pa->sigterm, on_signal, SIGTERM);
-    fprintf(stderr, "slabtap: proxy %s -> %s, run %lld '%s' into %s, admin %s\n", listen,
-            cfg.proxy.upstream_text, (long long)pa->app.run_id, cfg.run_name, cfg.db_path, http);
+    fprintf(stderr, "slabtap: proxy %s -> %s, run %lld '%s' into %s, admin %s\n", a.listen,
+            cfg.proxy.upstream_text, (long long)pa->app.run_id, cfg.run_name, cfg.db_path, a.http);
     uv_run(&pa->loop, UV_RUN_DEFAULT);
 
     /* the loop is idle: write every row, finish the run, close the file */
@@ -241,6 +249,7 @@ out_loop:
         fprintf(stderr, "slabtap: warning: handles left open at exit\n");
     goto out;
 usage:
+    fprintf(stderr, "%s\n\n", err);
     proxy_usage(stderr);
 out:
     free(pa);

@@ -18,6 +18,9 @@ static const char *const log_level_text[] = {
 static atomic_int log_level = LOG_LEVEL_INFO;
 static atomic_int log_fd = -1;
 
+typedef uint64_t (*log_clock_fn)(void);
+static _Atomic log_clock_fn log_mono_clock = NULL;
+
 const char *log_level_name(enum log_level level)
 {
     return (unsigned)level < LOG_LEVEL__COUNT ? log_level_text[level] : "?";
@@ -38,28 +41,58 @@ void log_set_fd(int fd)
     atomic_store(&log_fd, fd);
 }
 
-static void log_vwrite(enum log_level level, const char *peer, const char *suffix,
-                       const char *fmt, va_list ap)
+void log_set_mono_clock(uint64_t (*now_ns)(void))
 {
-    char line[LOG_LINE_MAX];
+    atomic_store(&log_mono_clock, now_ns);
+}
+
+static uint64_t log_mono_now(void)
+{
+    log_clock_fn fn = atomic_load(&log_mono_clock);
+    return fn ? fn() : clock_mono_ns();
+}
+
+/* "2026-11-30T16:40:01.123Z slabtap WARN [peer] "; returns its length
+ * (which may exceed cap, as snprintf's would). */
+static size_t log_prefix(char *line, size_t cap, enum log_level level, const char *peer)
+{
     struct tm tm;
     int64_t now = clock_wall_ns();
     time_t sec = (time_t)(now / 1000000000);
     size_t n;
     gmtime_r(&sec, &tm);
-    n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
-    n += (size_t)snprintf(line + n, sizeof line - n, ".%03dZ slabtap %s ",
+    n = strftime(line, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    n += (size_t)snprintf(line + n, cap - n, ".%03dZ slabtap %s ",
                           (int)(now / 1000000 % 1000), log_level_name(level));
-    if (peer && n < sizeof line)
-        n += (size_t)snprintf(line + n, sizeof line - n, "[%s] ", peer);
+    if (peer && n < cap)
+        n += (size_t)snprintf(line + n, cap - n, "[%s] ", peer);
+    return n;
+}
+
+/* A peer's bytes quoted in a message must not start a line of their own
+ * (a forged log line) or move the cursor: every control byte but tab
+ * becomes '?'. */
+static void log_sanitize(char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f)
+            s[i] = '?';
+}
+
+static void log_vwrite(enum log_level level, const char *peer, const char *suffix,
+                       const char *fmt, va_list ap)
+{
+    char line[LOG_LINE_MAX];
+    size_t n = log_prefix(line, sizeof line, level, peer);
     if (n < sizeof line) {
         int w = vsnprintf(line + n, sizeof line - n, fmt, ap);
         n += w > 0 ? (size_t)w : 0;
     }
     if (suffix && n < sizeof line)
         n += (size_t)snprintf(line + n, sizeof line - n, "%s", suffix);
-    if (n >= sizeof line - 1) /* cut: keep the newline */
-        n = sizeof line - 2;
+    if (n > sizeof line - 1) /* cut: the last byte stays for the newline */
+        n = sizeof line - 1;
+    log_sanitize(line, n);
     line[n++] = '\n';
     int fd = atomic_load(&log_fd);
     ssize_t rc = write(fd >= 0 ? fd : STDERR_FILENO, line, n);
@@ -81,9 +114,10 @@ int log_throttled(struct log_throttle *t, enum log_level level, const char *peer
 {
     char suffix[96] = "";
     va_list ap;
-    uint64_t now = clock_mono_ns();
+    uint64_t now;
     if ((int)level > atomic_load(&log_level))
         return 0;
+    now = log_mono_now();
     if (t->last_ns && now - t->last_ns < LOG_THROTTLE_NS) {
         t->suppressed++;
         return 0;

@@ -10,7 +10,10 @@
  *
  * Line format:
  *   2026-11-30T16:40:01.123Z slabtap WARN [127.0.0.1:50412] message
- * (the bracketed peer only when there is one). */
+ * (the bracketed peer only when there is one). A line is at most
+ * LOG_LINE_MAX bytes, newline included: a longer one is cut and still ends
+ * in \n. Control bytes in the text (a peer's bytes quoted in a message)
+ * are written as '?', so one line is always one message. */
 #ifndef SLABTAP_CORE_LOG_H
 #define SLABTAP_CORE_LOG_H
 
@@ -50,9 +53,10 @@ void log_write(enum log_level level, const char *peer, const char *fmt, ...)
 #define log_debug(...) log_write(LOG_LEVEL_DEBUG, NULL, __VA_ARGS__)
 
 /* A throttle for one reason: at most one line per LOG_THROTTLE_NS; the
- * lines held back are counted and reported ("... (37 more like this in the
- * last 1.0 s)") with the next line that passes. One per reason, owned by
- * whoever logs it; not thread-safe (use one per thread). */
+ * lines held back are counted and reported ("... (37 more like this held
+ * back in the last 1.3 s)") with the next line that passes. One per reason,
+ * owned by whoever logs it, zero-initialised; not thread-safe (use one per
+ * thread). */
 #define LOG_THROTTLE_NS 1000000000ull
 
 struct log_throttle {
@@ -60,8 +64,14 @@ struct log_throttle {
     uint64_t suppressed;   /* lines held back since */
 };
 
-/* Returns 1 when the line was written, 0 when it was held back. */
+/* Returns 1 when the line was written, 0 when it was held back (or its
+ * level is filtered out; such lines are not counted either). */
 int log_throttled(struct log_throttle *t, enum log_level level, const char *peer,
                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Tests only: the monotonic clock the throttle reads, so a test can step
+ * time instead of sleeping; NULL restores clock_mono_ns. Set it before any
+ * other thread logs. */
+void log_set_mono_clock(uint64_t (*now_ns)(void));
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct pbuf *pbuf_get(struct pbuf_pool *pool)
 {
@@ -10,13 +11,31 @@ struct pbuf *pbuf_get(struct pbuf_pool *pool)
     if (b) {
         pool->free_bufs = b->next_free;
     } else {
-        b = malloc(sizeof *b);
+        b = malloc(sizeof *b + PBUF_SIZE);
         if (!b)
             return NULL;
+        b->cap = PBUF_SIZE;
         pool->bufs_allocated++;
     }
     b->next_free = NULL;
     b->refs = 1;
+    b->len = 0;
+    return b;
+}
+
+struct pbuf *pbuf_get_size(struct pbuf_pool *pool, size_t cap)
+{
+    struct pbuf *b;
+    if (cap <= PBUF_SIZE)
+        return pbuf_get(pool);
+    b = malloc(sizeof *b + cap);
+    if (!b)
+        return NULL;
+    b->next_free = NULL;
+    b->refs = 1;
+    b->cap = cap;
+    b->len = 0;
+    pool->big_bytes += cap;
     return b;
 }
 
@@ -29,6 +48,11 @@ void pbuf_unref(struct pbuf_pool *pool, struct pbuf *b)
 {
     if (!b || --b->refs)
         return;
+    if (b->cap != PBUF_SIZE) {
+        pool->big_bytes -= b->cap;
+        free(b);
+        return;
+    }
     b->next_free = pool->free_bufs;
     pool->free_bufs = b;
 }
@@ -38,7 +62,7 @@ struct pbuf *pbuf_from_base(char *base)
     return (struct pbuf *)(base - offsetof(struct pbuf, data));
 }
 
-struct pwrite *pwrite_get(struct pbuf_pool *pool, struct pbuf *buf)
+struct pwrite *pwrite_get(struct pbuf_pool *pool)
 {
     struct pwrite *w = pool->free_writes;
     if (w) {
@@ -50,10 +74,8 @@ struct pwrite *pwrite_get(struct pbuf_pool *pool, struct pbuf *buf)
         pool->writes_allocated++;
     }
     w->next_free = NULL;
-    w->buf = buf;
-    if (buf)
-        pbuf_ref(buf);
     w->nsegs = 0;
+    w->first = 0;
     w->bytes = 0;
     w->owner = NULL;
     return w;
@@ -61,10 +83,69 @@ struct pwrite *pwrite_get(struct pbuf_pool *pool, struct pbuf *buf)
 
 void pwrite_put(struct pbuf_pool *pool, struct pwrite *w)
 {
-    pbuf_unref(pool, w->buf);
-    w->buf = NULL;
+    for (unsigned i = 0; i < w->nsegs; i++)
+        pbuf_unref(pool, w->bufs[i]);
+    w->nsegs = 0;
     w->next_free = pool->free_writes;
     pool->free_writes = w;
+}
+
+bool pwrite_add(struct pwrite *w, struct pbuf *b, size_t off, size_t len)
+{
+    if (len == 0)
+        return true;
+    if (w->nsegs) {
+        uv_buf_t *last = &w->segs[w->nsegs - 1];
+        if (w->bufs[w->nsegs - 1] == b && last->base + last->len == b->data + off) {
+            last->len += len;
+            w->bytes += len;
+            return true;
+        }
+    }
+    if (w->nsegs == PWRITE_SEGS)
+        return false;
+    pbuf_ref(b);
+    w->bufs[w->nsegs] = b;
+    w->segs[w->nsegs++] = uv_buf_init(b->data + off, (unsigned)len);
+    w->bytes += len;
+    return true;
+}
+
+/* Skips the first n bytes of w's slices (sent by uv_try_write). */
+static void pwrite_advance(struct pwrite *w, size_t n)
+{
+    while (n && w->first < w->nsegs) {
+        uv_buf_t *s = &w->segs[w->first];
+        if (n < s->len) {
+            s->base += n;
+            s->len -= n;
+            return;
+        }
+        n -= s->len;
+        w->first++;
+    }
+}
+
+int pwrite_send(struct pbuf_pool *pool, uv_stream_t *stream, struct pwrite *w, uv_write_cb cb)
+{
+    int n = uv_try_write(stream, w->segs, w->nsegs);
+    int rc;
+    if (n >= 0 && (size_t)n == w->bytes) {
+        pwrite_put(pool, w);
+        return 1;
+    }
+    if (n > 0)
+        pwrite_advance(w, (size_t)n);
+    else if (n != UV_EAGAIN && n != UV_ENOSYS) {
+        pwrite_put(pool, w);
+        return n;
+    }
+    rc = uv_write(&w->req, stream, w->segs + w->first, w->nsegs - w->first, cb);
+    if (rc) {
+        pwrite_put(pool, w);
+        return rc;
+    }
+    return 0;
 }
 
 void pbuf_pool_free(struct pbuf_pool *pool)

@@ -1,48 +1,77 @@
-/* pbuf: reference-counted read buffers and write requests, recycled through
+/* pbuf: reference-counted byte buffers and write requests, recycled through
  * free lists so the hot path never mallocs per request.
+ *
  * A buffer read from one socket is written to the other as it is: never
- * copied, never modified. Must never be touched off the loop thread. */
+ * copied, never modified; a write holds a reference on every buffer it
+ * sends slices of, so one write can carry the requests of many clients
+ * (an upstream batch) or the answers of many reads. Read buffers are
+ * PBUF_SIZE bytes and recycled; a larger buffer (a request assembled across
+ * reads, up to the item size limit) is allocated to size and freed when its
+ * last reference goes.
+ *
+ * Owns the free lists. Must never be touched off the loop thread, and never
+ * free a buffer a write still references. */
 #ifndef SLABTAP_PBUF_H
 #define SLABTAP_PBUF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <uv.h>
 
 #define PBUF_SIZE (64 * 1024)
-#define PWRITE_SEGS 8
-#define PWRITE_INLINE 64
+/* Slices per write: one writev. An upstream batch of many small requests
+ * fills several writes of this many slices. */
+#define PWRITE_SEGS 64
 
 struct pbuf {
     struct pbuf *next_free;
     unsigned refs;
-    char data[PBUF_SIZE];
+    size_t cap;                 /* PBUF_SIZE for pooled buffers */
+    size_t len;                 /* bytes filled, for buffers built by copying */
+    char data[];
 };
 
-/* One uv_write: up to PWRITE_SEGS slices of one pbuf, or inline bytes. */
+/* One uv_write of up to PWRITE_SEGS slices, each holding a reference on the
+ * buffer it points into. */
 struct pwrite {
     uv_write_t req;
     struct pwrite *next_free;
-    struct pbuf *buf;           /* NULL for inline / static data */
     uv_buf_t segs[PWRITE_SEGS];
+    struct pbuf *bufs[PWRITE_SEGS];
     unsigned nsegs;
+    unsigned first;             /* segs before this one were sent by try_write */
     size_t bytes;
     void *owner;
-    char inline_data[PWRITE_INLINE];
 };
 
 struct pbuf_pool {
     struct pbuf *free_bufs;
     struct pwrite *free_writes;
     size_t bufs_allocated, writes_allocated;
+    size_t big_bytes;           /* bytes held in buffers larger than PBUF_SIZE */
 };
 
+/* A PBUF_SIZE buffer (refs 1), or NULL when memory ran out. */
 struct pbuf *pbuf_get(struct pbuf_pool *pool);
+/* A buffer of at least cap bytes (refs 1); pooled when cap <= PBUF_SIZE. */
+struct pbuf *pbuf_get_size(struct pbuf_pool *pool, size_t cap);
 void pbuf_ref(struct pbuf *b);
 void pbuf_unref(struct pbuf_pool *pool, struct pbuf *b);
 struct pbuf *pbuf_from_base(char *base);
 
-struct pwrite *pwrite_get(struct pbuf_pool *pool, struct pbuf *buf);
+struct pwrite *pwrite_get(struct pbuf_pool *pool);
+/* Drops the references of every slice and recycles w. */
 void pwrite_put(struct pbuf_pool *pool, struct pwrite *w);
+/* Appends the slice b->data[off, off + len) (taking a reference), merged
+ * with the previous slice when they touch. false when w is full. */
+bool pwrite_add(struct pwrite *w, struct pbuf *b, size_t off, size_t len);
+
+/* Sends w on stream: first uv_try_write (a write that completes at once
+ * costs no epoll_ctl and no callback), then uv_write for what is left.
+ * Returns 1 when everything went out now (w has been recycled; cb is not
+ * called), 0 when queued (cb runs later with w's req), or a libuv error
+ * (w recycled). */
+int pwrite_send(struct pbuf_pool *pool, uv_stream_t *stream, struct pwrite *w, uv_write_cb cb);
 
 void pbuf_pool_free(struct pbuf_pool *pool);
 

@@ -9,45 +9,24 @@
 #include <libgen.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "server/app.h"
 #include "core/addr.h"
 #include "core/fileio.h"
+#include "core/log.h"
+#include "experiment/export.h"
+#include "experiment/spec.h"
 #include "load/load.h"
 #include "load/mcserver.h"
 #include "load/workload.h"
 #include "model/predict.h"
 #include "record/runs.h"
-
-struct exp_run {
-    char name[EXP_NAME_MAX];
-    char mc_args[EXP_ARGS_MAX];
-    char workload[EXP_PATH_MAX];
-    char same_plan_as[EXP_NAME_MAX];
-    bool gate_model;
-    unsigned line;
-};
-
-struct exp_export {
-    char file[EXP_PATH_MAX];
-    char query[EXP_PATH_MAX];
-    char run[EXP_NAME_MAX], a[EXP_NAME_MAX], b[EXP_NAME_MAX];
-    unsigned line;
-};
-
-struct exp_spec {
-    char path[EXP_PATH_MAX];
-    char dir[EXP_PATH_MAX];
-    struct exp_run runs[EXP_RUNS_MAX];
-    size_t nruns;
-    struct exp_export exports[EXP_EXPORTS_MAX];
-    size_t nexports;
-};
+#include "server/app.h"
 
 struct exp_outcome {
     char name[EXP_NAME_MAX];
@@ -58,6 +37,21 @@ struct exp_outcome {
 };
 
 static atomic_bool exp_interrupted;
+
+/* The runner's report -- runs starting, gates, exports, the errors of the
+ * spec and workloads it was given -- is its output, like a compiler's:
+ * plain lines ("FILE:LINE: message", "GATE FAILED ..."), no log prefix.
+ * Diagnostics of slabtap itself go through the logger. */
+static void exp_report(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void exp_report(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    fflush(f);
+}
 
 /* Between runs (gates, exports) no loop watches signals, and libuv puts the
  * default action back when a run's watchers close: this handler, installed
@@ -78,179 +72,6 @@ static void exp_catch_signals(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-
-/* --- spec parsing ----------------------------------------------------------- */
-
-/* Next word of a spec line: `key=value`, `key="value with blanks"` or a bare
- * word; NULL at the end. */
-static char *spec_word(char **p)
-{
-    char *s = *p, *start;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    if (!*s || *s == '#')
-        return NULL;
-    start = s;
-    bool quoted = false;
-    char *w = s;
-    for (; *s; s++) {
-        if (*s == '"') {
-            quoted = !quoted;
-            continue;
-        }
-        if (!quoted && (*s == ' ' || *s == '\t'))
-            break;
-        *w++ = *s;
-    }
-    if (*s)
-        s++;
-    *w = '\0';
-    *p = s;
-    return start;
-}
-
-static int spec_error(const struct exp_spec *sp, unsigned line, const char *msg, const char *what)
-{
-    fprintf(stderr, "%s:%u: %s%s%s%s\n", sp->path, line, msg, what ? " '" : "", what ? what : "",
-            what ? "'" : "");
-    return -1;
-}
-
-static void spec_resolve(const struct exp_spec *sp, const char *rel, char *out, size_t len)
-{
-    size_t dl = rel[0] == '/' ? 0 : strlen(sp->dir) + 1, rl = strlen(rel);
-    if (dl + rl + 1 > len) {
-        out[0] = '\0'; /* too long: reported as a missing file */
-        return;
-    }
-    if (dl) {
-        memcpy(out, sp->dir, dl - 1);
-        out[dl - 1] = '/';
-    }
-    memcpy(out + dl, rel, rl + 1);
-}
-
-static int spec_run_line(struct exp_spec *sp, char *rest, unsigned line)
-{
-    struct exp_run *r;
-    char *w = spec_word(&rest);
-    if (!w)
-        return spec_error(sp, line, "run needs a name", NULL);
-    if (sp->nruns == EXP_RUNS_MAX)
-        return spec_error(sp, line, "too many runs", NULL);
-    r = &sp->runs[sp->nruns++];
-    memset(r, 0, sizeof *r);
-    r->line = line;
-    snprintf(r->name, sizeof r->name, "%s", w);
-    while ((w = spec_word(&rest))) {
-        if (!strncmp(w, "memcached=", 10))
-            snprintf(r->mc_args, sizeof r->mc_args, "%s", w + 10);
-        else if (!strncmp(w, "workload=", 9))
-            spec_resolve(sp, w + 9, r->workload, sizeof r->workload);
-        else if (!strcmp(w, "gate=model"))
-            r->gate_model = true;
-        else if (!strncmp(w, "same-plan-as=", 13))
-            snprintf(r->same_plan_as, sizeof r->same_plan_as, "%s", w + 13);
-        else
-            return spec_error(sp, line, "unknown run option", w);
-    }
-    if (!r->workload[0])
-        return spec_error(sp, line, "run needs workload=FILE", NULL);
-    return 0;
-}
-
-static int spec_export_line(struct exp_spec *sp, char *rest, unsigned line)
-{
-    struct exp_export *e;
-    char *w = spec_word(&rest);
-    if (!w)
-        return spec_error(sp, line, "export needs a file name", NULL);
-    if (sp->nexports == EXP_EXPORTS_MAX)
-        return spec_error(sp, line, "too many exports", NULL);
-    e = &sp->exports[sp->nexports++];
-    memset(e, 0, sizeof *e);
-    e->line = line;
-    snprintf(e->file, sizeof e->file, "%s", w);
-    while ((w = spec_word(&rest))) {
-        if (!strncmp(w, "query=", 6))
-            spec_resolve(sp, w + 6, e->query, sizeof e->query);
-        else if (!strncmp(w, "run=", 4))
-            snprintf(e->run, sizeof e->run, "%s", w + 4);
-        else if (!strncmp(w, "a=", 2))
-            snprintf(e->a, sizeof e->a, "%s", w + 2);
-        else if (!strncmp(w, "b=", 2))
-            snprintf(e->b, sizeof e->b, "%s", w + 2);
-        else
-            return spec_error(sp, line, "unknown export option", w);
-    }
-    if (!e->query[0])
-        return spec_error(sp, line, "export needs query=FILE.sql", NULL);
-    return 0;
-}
-
-/* A run's workload must exist and parse before any run starts; ladder errors
- * (fill/over) can only show once its memcached answers `stats settings`. */
-static int spec_check_workload(const struct exp_spec *sp, const struct exp_run *r)
-{
-    struct workload *w = NULL;
-    struct workload_error werr;
-    char *text = NULL, msg[256], ferr[128];
-    size_t tlen;
-    if (!(text = fileio_read(r->workload, FILEIO_DEFAULT_MAX, &tlen, ferr, sizeof ferr))) {
-        snprintf(msg, sizeof msg, "cannot read workload %s: %s", r->workload, ferr);
-        return spec_error(sp, r->line, msg, NULL);
-    }
-    int rc = workload_parse(r->workload, text, tlen, &w, &werr) == WORKLOAD_OK ? 0 : -1;
-    if (rc)
-        fprintf(stderr, "%s\n%s:%u: run %s: the workload above does not parse\n", werr.msg,
-                sp->path, r->line, r->name);
-    workload_free(w);
-    free(text);
-    return rc;
-}
-
-static int spec_load(struct exp_spec *sp, const char *path)
-{
-    char line[EXP_LINE_MAX], dircopy[EXP_PATH_MAX];
-    unsigned lineno = 0;
-    int rc = 0;
-    FILE *f = fopen(path, "r");
-    memset(sp, 0, sizeof *sp);
-    snprintf(sp->path, sizeof sp->path, "%s", path);
-    snprintf(dircopy, sizeof dircopy, "%s", path);
-    snprintf(sp->dir, sizeof sp->dir, "%s", dirname(dircopy));
-    if (!f) {
-        fprintf(stderr, "%s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    while (!rc && fgets(line, sizeof line, f)) {
-        char *p = line, *w;
-        lineno++;
-        line[strcspn(line, "\r\n")] = '\0';
-        if (!(w = spec_word(&p)))
-            continue;
-        if (!strcmp(w, "run"))
-            rc = spec_run_line(sp, p, lineno);
-        else if (!strcmp(w, "export"))
-            rc = spec_export_line(sp, p, lineno);
-        else
-            rc = spec_error(sp, lineno, "unknown directive (want run or export)", w);
-    }
-    fclose(f);
-    if (!rc && sp->nruns == 0)
-        rc = spec_error(sp, lineno, "no run in the spec", NULL);
-    for (size_t i = 0; !rc && i < sp->nruns; i++) {
-        const char *other = sp->runs[i].same_plan_as;
-        bool found = !other[0];
-        for (size_t j = 0; j < i && !found; j++)
-            found = !strcmp(sp->runs[j].name, other);
-        if (!found)
-            rc = spec_error(sp, sp->runs[i].line, "same-plan-as names no earlier run", other);
-    }
-    for (size_t i = 0; !rc && i < sp->nruns; i++)
-        rc = spec_check_workload(sp, &sp->runs[i]);
-    return rc;
-}
 
 /* --- one run ------------------------------------------------------------------ */
 
@@ -298,7 +119,7 @@ static void exp_on_done(uv_async_t *h)
 static void exp_on_signal(uv_signal_t *h, int sig)
 {
     struct exp_live *x = h->data;
-    fprintf(stderr, "\nslabtap experiment: signal %d: stopping the load, then everything\n", sig);
+    log_warn("signal %d: stopping the load, then everything", sig);
     atomic_store(&exp_interrupted, true);
     atomic_store(&x->stop, true);
 }
@@ -331,7 +152,7 @@ static int exp_serve(struct exp_live *x)
     uv_async_init(&x->loop, &x->done, exp_on_done);
     x->done.data = x;
     if (uv_thread_create(&tid, exp_load_thread, x)) {
-        fprintf(stderr, "slabtap experiment: cannot start the load thread\n");
+        log_error("cannot start the load thread");
         x->load_rc = -1;
         uv_async_send(&x->done);
         uv_run(&x->loop, UV_RUN_DEFAULT);
@@ -366,15 +187,15 @@ static int exp_run_one(const struct experiment_options *o, const struct exp_run 
     uv_signal_start(&x->sigint, exp_on_signal, SIGINT);
     uv_signal_start(&x->sigterm, exp_on_signal, SIGTERM);
     if (!(text = fileio_read(r->workload, FILEIO_DEFAULT_MAX, &tlen, ferr, sizeof ferr))) {
-        fprintf(stderr, "%s: %s\n", r->workload, ferr);
+        exp_report(stderr, "%s: %s", r->workload, ferr);
         goto out_loop;
     }
     if (workload_parse(r->workload, text, tlen, &w, &werr) != WORKLOAD_OK) {
-        fprintf(stderr, "%s\n", werr.msg);
+        exp_report(stderr, "%s", werr.msg);
         goto out_loop;
     }
     if (mcserver_start(&mc, &x->loop, o->memcached, o->docker, o->image, r->mc_args, err, sizeof err)) {
-        fprintf(stderr, "slabtap experiment: run %s: %s\n", r->name, err);
+        exp_report(stderr, "run %s: %s", r->name, err);
         goto out_loop;
     }
     snprintf(out->mc_cmdline, sizeof out->mc_cmdline, "%s", mc.argv_text);
@@ -382,13 +203,15 @@ static int exp_run_one(const struct experiment_options *o, const struct exp_run 
     if (atomic_load(&exp_interrupted))
         goto out_mc;
     struct app_config cfg;
-    int proxy_port = mcserver_free_port();
-    exp_app_config(&cfg, o, r, proxy_port, mc.port, options, sizeof options);
-    fprintf(stderr, "== run %s: %s\n", r->name, mc.argv_text);
+    /* port 0: the kernel picks a free one, read back below */
+    exp_app_config(&cfg, o, r, 0, mc.port, options, sizeof options);
+    exp_report(stderr, "== run %s: %s", r->name, mc.argv_text);
     if (app_open(&x->app, &x->loop, &cfg))
         goto out_mc;
     out->run_id = x->app.run_id;
-    x->lc.target = cfg.proxy.listen_addr;
+    int namelen = (int)sizeof x->lc.target;
+    if (uv_tcp_getsockname(&x->app.px.listener, (struct sockaddr *)&x->lc.target, &namelen))
+        x->lc.target = cfg.proxy.listen_addr;
     x->lc.source = LOAD_SRC_WORKLOAD;
     x->lc.workload = w;
     x->lc.on_phase = exp_load_phase;
@@ -399,11 +222,11 @@ static int exp_run_one(const struct experiment_options *o, const struct exp_run 
     out->load = x->lr;
     /* exp_serve returns once the app has closed: finish it exactly once */
     if (app_finish(&x->app)) {
-        fprintf(stderr, "slabtap experiment: run %s: rows could not be written\n", r->name);
+        exp_report(stderr, "run %s: rows could not be written", r->name);
         goto out_mc;
     }
     if (x->load_rc) {
-        fprintf(stderr, "slabtap experiment: run %s: load failed: %s: %s\n", r->name,
+        exp_report(stderr, "run %s: load failed: %s: %s", r->name,
                 load_status_str(x->lr.status), x->lr.error);
         goto out_mc;
     }
@@ -415,7 +238,7 @@ out_loop:
     uv_close((uv_handle_t *)&x->sigterm, NULL);
     uv_run(&x->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&x->loop))
-        fprintf(stderr, "slabtap experiment: warning: handles left open\n");
+        log_warn("experiment: handles left open");
     workload_free(w);
     free(text);
     free(x);
@@ -493,11 +316,11 @@ static int exp_gates(sqlite3 *db, const struct exp_spec *sp, const struct exp_ru
     int64_t rows = count_rows(db, o->run_id);
     uint64_t sent = writes_sent(&o->load);
     if (rows < 0 || (uint64_t)rows != sent) {
-        fprintf(stderr, "GATE FAILED %s: %lld writes recorded, %llu sent\n", r->name,
+        exp_report(stderr, "GATE FAILED %s: %lld writes recorded, %llu sent", r->name,
                 (long long)rows, (unsigned long long)sent);
         failed++;
     } else {
-        printf("gate ok   %-14s every write recorded: %lld rows = %llu writes sent\n", r->name,
+        exp_report(stdout, "gate ok   %-14s every write recorded: %lld rows = %llu writes sent", r->name,
                (long long)rows, (unsigned long long)sent);
     }
     if (r->same_plan_as[0]) {
@@ -505,11 +328,11 @@ static int exp_gates(sqlite3 *db, const struct exp_spec *sp, const struct exp_ru
             if (strcmp(sp->runs[i].name, r->same_plan_as))
                 continue;
             if (strcmp(all[i].load.fingerprint, o->load.fingerprint)) {
-                fprintf(stderr, "GATE FAILED %s: workload fingerprint %.16s differs from %s's %.16s\n",
+                exp_report(stderr, "GATE FAILED %s: workload fingerprint %.16s differs from %s's %.16s",
                         r->name, o->load.fingerprint, r->same_plan_as, all[i].load.fingerprint);
                 failed++;
             } else {
-                printf("gate ok   %-14s same workload as %s (sha256 %.16s...)\n", r->name,
+                exp_report(stdout, "gate ok   %-14s same workload as %s (sha256 %.16s...)", r->name,
                        r->same_plan_as, o->load.fingerprint);
             }
         }
@@ -518,115 +341,22 @@ static int exp_gates(sqlite3 *db, const struct exp_spec *sp, const struct exp_ru
         struct prediction *m = calloc(1, sizeof *m);
         char err[256];
         if (!m || runs_read_prediction(db, o->run_id, m, err, sizeof err)) {
-            fprintf(stderr, "GATE FAILED %s: model: %s\n", r->name, m ? err : "out of memory");
+            exp_report(stderr, "GATE FAILED %s: model: %s", r->name, m ? err : "out of memory");
             failed++;
         } else if (!m->exact_expected || predict_mismatches(m)) {
-            fprintf(stderr, "GATE FAILED %s: memcached's counters differ from the slab model:\n",
+            exp_report(stderr, "GATE FAILED %s: memcached's counters differ from the slab model:",
                     r->name);
             predict_print(m, stderr);
             failed++;
         } else {
-            printf("gate ok   %-14s slab model predicts every class exactly (used_chunks, "
-                   "mem_requested, pages)\n", r->name);
+            exp_report(stdout, "gate ok   %-14s slab model predicts every class exactly (used_chunks, "
+                   "mem_requested, pages)", r->name);
         }
         if (m)
             predict_free(m);
         free(m);
     }
     return failed;
-}
-
-static void csv_field(FILE *f, const char *s)
-{
-    if (!s)
-        return;
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void bind_named(sqlite3_stmt *st, const char *name, const char *value)
-{
-    int i = sqlite3_bind_parameter_index(st, name);
-    if (i > 0 && value && value[0])
-        sqlite3_bind_text(st, i, value, -1, SQLITE_TRANSIENT);
-}
-
-/* Runs every statement of the query file; the rows of the last one that
- * returns columns become the CSV. */
-static int exp_export_one(sqlite3 *db, const struct experiment_options *o, const struct exp_export *e)
-{
-    char *sql = NULL, path[EXP_PATH_MAX * 2];
-    size_t len;
-    int rc = -1;
-    FILE *out = NULL;
-    char ferr[128];
-    if (!(sql = fileio_read(e->query, FILEIO_DEFAULT_MAX, &len, ferr, sizeof ferr))) {
-        fprintf(stderr, "%s: %s\n", e->query, ferr);
-        return -1;
-    }
-    snprintf(path, sizeof path, "%s/%s", o->results, e->file);
-    const char *tail = sql;
-    while (tail && *tail) {
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(db, tail, -1, &st, &tail) != SQLITE_OK) {
-            fprintf(stderr, "%s: %s\n", e->query, sqlite3_errmsg(db));
-            goto out;
-        }
-        if (!st)
-            continue;
-        bind_named(st, "@run", e->run);
-        bind_named(st, "@a", e->a);
-        bind_named(st, "@b", e->b);
-        int ncol = sqlite3_column_count(st);
-        if (ncol > 0) {
-            if (out)
-                fclose(out);
-            if (!(out = fopen(path, "w"))) {
-                fprintf(stderr, "%s: %s\n", path, strerror(errno));
-                sqlite3_finalize(st);
-                goto out;
-            }
-            for (int c = 0; c < ncol; c++) {
-                if (c)
-                    fputc(',', out);
-                csv_field(out, sqlite3_column_name(st, c));
-            }
-            fputc('\n', out);
-        }
-        int step;
-        while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-            for (int c = 0; c < ncol; c++) {
-                if (c)
-                    fputc(',', out);
-                csv_field(out, (const char *)sqlite3_column_text(st, c));
-            }
-            fputc('\n', out);
-        }
-        sqlite3_finalize(st);
-        if (step != SQLITE_DONE) {
-            fprintf(stderr, "%s: %s\n", e->query, sqlite3_errmsg(db));
-            goto out;
-        }
-    }
-    rc = out ? 0 : -1;
-    if (rc)
-        fprintf(stderr, "%s: returns no rows to export\n", e->query);
-    else
-        printf("wrote %s (%s)\n", path, e->query);
-out:
-    if (out)
-        fclose(out);
-    free(sql);
-    return rc;
 }
 
 bool experiment_interrupted(void)
@@ -646,6 +376,7 @@ int experiment_run_spec(const struct experiment_options *o, const char *path)
     sqlite3 *db = NULL;
     int failed = 0;
     if (!sp || !all || spec_load(sp, path)) {
+        exp_report(stderr, "%s", sp ? sp->error : "out of memory");
         failed = 1;
         goto out;
     }
@@ -659,7 +390,7 @@ int experiment_run_spec(const struct experiment_options *o, const char *path)
         goto out;
     }
     if (sqlite3_open(o->db, &db) != SQLITE_OK) {
-        fprintf(stderr, "%s: %s\n", o->db, sqlite3_errmsg(db));
+        log_error("%s: %s", o->db, sqlite3_errmsg(db));
         failed++;
         goto out;
     }
@@ -671,8 +402,12 @@ int experiment_run_spec(const struct experiment_options *o, const char *path)
         failed += exp_gates(db, sp, &sp->runs[i], &all[i], all);
     if (sp->nexports)
         mkdir(o->results, 0777); /* when it cannot be made, every export says why */
-    for (size_t i = 0; i < sp->nexports; i++)
-        failed += exp_export_one(db, o, &sp->exports[i]) != 0;
+    for (size_t i = 0; i < sp->nexports; i++) {
+        char msg[EXP_LINE_MAX * 2];
+        int bad = export_csv(db, o->results, &sp->exports[i], msg, sizeof msg) != 0;
+        exp_report(bad ? stderr : stdout, "%s", msg);
+        failed += bad;
+    }
 out:
     sqlite3_close(db);
     free(sp);

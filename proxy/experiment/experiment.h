@@ -13,13 +13,6 @@
 
 #include <stdbool.h>
 
-#define EXP_RUNS_MAX 16
-#define EXP_EXPORTS_MAX 32
-#define EXP_NAME_MAX 64
-#define EXP_PATH_MAX 512
-#define EXP_ARGS_MAX 512
-#define EXP_LINE_MAX 1024
-
 struct experiment_options {
     const char *db;          /* the database every run records into */
     const char *results;     /* where exports go */

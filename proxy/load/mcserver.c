@@ -14,6 +14,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "core/log.h"
+
 int mcserver_free_port(void)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -129,8 +131,9 @@ static int build_argv(struct mcserver *m, const char *binary, bool docker, const
     return n;
 }
 
-int mcserver_start(struct mcserver *m, uv_loop_t *loop, const char *binary, bool docker,
-                   const char *image, const char *args, char *err, size_t errlen)
+static int mcserver_start_once(struct mcserver *m, uv_loop_t *loop, const char *binary,
+                               bool docker, const char *image, const char *args, char *err,
+                               size_t errlen)
 {
     char *argv[MCSERVER_ARGS_MAX], port[16], publish[64];
     char *copy = strdup(args ? args : "");
@@ -190,6 +193,28 @@ out:
     return rc;
 }
 
+/* The port came from binding port 0 and closing it again, so another
+ * process may take it before memcached binds: memcached then exits with
+ * EX_OSERR ("failed to listen on TCP port"), docker run with 125. Either
+ * way, try again on a new port. */
+static bool mcserver_lost_port(const struct mcserver *m)
+{
+    return m->exited && (m->exit_status == MCSERVER_EXIT_LISTEN_FAILED ||
+                         (m->docker && m->exit_status == MCSERVER_EXIT_DOCKER_FAILED));
+}
+
+int mcserver_start(struct mcserver *m, uv_loop_t *loop, const char *binary, bool docker,
+                   const char *image, const char *args, char *err, size_t errlen)
+{
+    int rc = -1;
+    for (int attempt = 0; attempt < MCSERVER_PORT_TRIES; attempt++) {
+        rc = mcserver_start_once(m, loop, binary, docker, image, args, err, errlen);
+        if (rc == 0 || !mcserver_lost_port(m))
+            break;
+    }
+    return rc;
+}
+
 void mcserver_stop(struct mcserver *m)
 {
     if (!m->spawned)
@@ -211,7 +236,7 @@ void mcserver_stop(struct mcserver *m)
         snprintf(cmd, sizeof cmd, "docker rm -f %s >/dev/null 2>&1", m->container);
         /* -f: gone already (or never created) is fine */
         if (system(cmd) == -1)
-            fprintf(stderr, "slabtap: could not run docker rm for %s\n", m->container);
+            log_warn("could not run docker rm for %s", m->container);
     }
     uv_close((uv_handle_t *)&m->proc, on_close_cb);
     while (!m->closed)

@@ -19,6 +19,11 @@
 #define MCSERVER_READY_MS 10000
 #define MCSERVER_STOP_MS 5000
 #define MCSERVER_ERR_MAX 512
+/* Tries on a fresh port when the one picked was taken meanwhile. */
+#define MCSERVER_PORT_TRIES 5
+/* sysexits.h EX_OSERR: memcached's exit when it cannot listen */
+#define MCSERVER_EXIT_LISTEN_FAILED 71
+#define MCSERVER_EXIT_DOCKER_FAILED 125
 
 struct mcserver {
     uv_loop_t *loop;
@@ -31,11 +36,14 @@ struct mcserver {
     char argv_text[1024];     /* the command line, for run metadata */
 };
 
-/* A loopback port nothing listens on right now (0 on failure). */
+/* A loopback port nothing listens on right now (0 on failure). Only a
+ * hint: mcserver_start retries on a new one when it was taken meanwhile. */
 int mcserver_free_port(void);
 /* Starts `binary ARGS -p PORT -l 127.0.0.1 -U 0` (plus `-u root` when run
  * as root), or with docker=true `docker run --rm -p 127.0.0.1:PORT:11211
- * IMAGE ARGS`, and waits until it answers `version`. 0, or -1 with err. */
+ * IMAGE ARGS`, and waits until it answers `version`; when memcached could
+ * not listen on the port, again on a new port (MCSERVER_PORT_TRIES in
+ * all). 0, or -1 with err. */
 int mcserver_start(struct mcserver *m, uv_loop_t *loop, const char *binary, bool docker,
                    const char *image, const char *args, char *err, size_t errlen);
 /* SIGTERM, then SIGKILL after MCSERVER_STOP_MS; waits for the exit. */

@@ -250,8 +250,10 @@ static void parse_stats(struct mc_request *r, const struct token *tok, size_t nt
         return;
     if (tok_is(&tok[1], "reset"))
         r->reply = MC_REPLY_LINE;
-    else if (tok_is(&tok[1], "detail"))
-        r->reply = (ntokens >= 4 && tok_is(&tok[2], "dump")) ? MC_REPLY_MULTI : MC_REPLY_LINE;
+    else if (tok_is(&tok[1], "detail")) {
+        r->exclusive = ntokens >= 4 && tok_is(&tok[2], "dump");
+        r->reply = r->exclusive ? MC_REPLY_MULTI : MC_REPLY_LINE;
+    }
 }
 
 static void parse_get(struct mc_request *r, const struct token *tok, size_t ntokens,
@@ -321,6 +323,7 @@ static void parse_watch(struct mc_request *r, const struct token *tok, size_t nt
         "connevents", "proxyreqs", "proxyevents", "proxyuser",
     };
     r->cmd = MC_CMD_WATCH;
+    r->exclusive = true;
     noreply_maybe(r, tok, ntokens);
     if (r->noreply)
         return;
@@ -528,8 +531,10 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
         parse_watch(r, tok, ntokens);
     } else if (tok_is(c, "lru_crawler")) {
         r->cmd = MC_CMD_OTHER;
-        if (ntokens == 4 && tok_is(&tok[1], "metadump"))
+        if (ntokens == 4 && tok_is(&tok[1], "metadump")) {
             r->reply = MC_REPLY_MULTI;
+            r->exclusive = true;
+        }
     } else if (tok_is(c, "slabs")) {
         /* only the automove branch reads noreply ("slabs automove 1 noreply"
          * answers nothing; "slabs reassign 1 noreply" a CLIENT_ERROR) */

@@ -68,6 +68,9 @@ struct mc_request {
     bool noreply;        /* text "noreply" or meta "q" */
     bool bad_data;       /* the data block did not end in \r\n */
     bool swallowed;      /* memcached refuses it but reads its data block */
+    bool exclusive;      /* cannot share a connection with other clients:
+                            watch (a stream without end), lru_crawler
+                            metadump and stats detail dump (long dumps) */
     char ms_mode;        /* ms M<mode> flag, 0 when absent */
     uint8_t key_len_raw; /* key bytes as sent (base64 text when key_b64) */
     bool key_b64;

@@ -43,6 +43,8 @@ struct pending_entry *pending_push(struct pending *q)
     e->t_sent = 0;
     e->t_wall_ns = 0;
     e->barrier = false;
+    e->owner = NULL;
+    e->conn_id = 0;
     return e;
 }
 
@@ -54,6 +56,11 @@ struct pending_entry *pending_head(struct pending *q)
 struct pending_entry *pending_tail(struct pending *q)
 {
     return q->count ? &q->ring[(q->head + q->count - 1) % q->cap] : NULL;
+}
+
+struct pending_entry *pending_at(struct pending *q, size_t i)
+{
+    return i < q->count ? &q->ring[(q->head + i) % q->cap] : NULL;
 }
 
 void pending_pop(struct pending *q)

@@ -1,6 +1,6 @@
-/* pending: one connection's in-order queue of requests forwarded to
- * memcached and not yet answered, and the rule that pairs an answer's first
- * line with its request.
+/* pending: one upstream connection's in-order queue of requests forwarded
+ * to memcached and not yet answered (from one client or many), and the rule
+ * that pairs an answer's first line with its request.
  *
  * Owns the ring of entries (grown by doubling, so no malloc per request).
  * Must never do I/O; the proxy decides what to do with popped entries. */
@@ -19,6 +19,9 @@ struct pending_entry {
     uint64_t t_sent;       /* uv_hrtime when its last byte was forwarded */
     int64_t t_wall_ns;     /* unix time it was read */
     bool barrier;          /* an "mn" slabtap injected: its MN is swallowed */
+    void *owner;           /* whom the answer goes to (the proxy's client);
+                              NULL: nobody, the answer is read and dropped */
+    uint32_t conn_id;      /* the client's number, for its row */
 };
 
 struct pending {
@@ -32,6 +35,8 @@ void pending_free(struct pending *q);
 struct pending_entry *pending_push(struct pending *q);
 struct pending_entry *pending_head(struct pending *q);
 struct pending_entry *pending_tail(struct pending *q);
+/* The i-th entry from the head (i < count). */
+struct pending_entry *pending_at(struct pending *q, size_t i);
 void pending_pop(struct pending *q);
 
 /* Pops, through on_silent, every request at the head whose answer was

@@ -3,16 +3,25 @@
  * writer; the writer copies a batch out, unlocks, then commits it. */
 #include "record/recorder.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "core/log.h"
 #include "record/store.h"
 
 #define REC_BATCH_MAX 4096
 /* Reading resumes once the ring is at most this full (percent), so the
  * proxy does not flap between paused and reading on every batch. */
 #define REC_RESUME_PCT 50
+/* The loop wakes the writer only once this many rows wait (or a job, or
+ * the end); otherwise the writer looks again after REC_LINGER_MS. One
+ * futex wake and one transaction per thousands of rows, not per loop
+ * iteration, and a row waits at most REC_LINGER_MS plus a commit. */
+#define REC_WAKE_ROWS 2048
+#define REC_LINGER_MS 20
 
 void rec_job_free(struct rec_job *j)
 {
@@ -27,15 +36,24 @@ void rec_job_free(struct rec_job *j)
     free(j);
 }
 
+/* Writer thread: nobody to return a failed batch to, so it is logged here,
+ * at most once a second (a full disk fails every batch). */
 static void rec_commit(struct recorder *r, const struct rec_row *rows, size_t n, struct rec_job *jobs)
 {
-    int rc = store_begin(r->store);
+    char err[1536] = "";
+    size_t njobs = 0;
+    int rc = store_begin(r->store, err, sizeof err);
     for (size_t i = 0; i < n && !rc; i++)
-        rc = store_put_row(r->store, r->run_id, &rows[i]);
-    for (struct rec_job *j = jobs; j && !rc; j = j->next)
-        rc = store_put_job(r->store, r->run_id, j);
-    if (store_commit(r->store, rc))
+        rc = store_put_row(r->store, r->run_id, &rows[i], err, sizeof err);
+    for (struct rec_job *j = jobs; j; j = j->next, njobs++)
+        if (!rc)
+            rc = store_put_job(r->store, r->run_id, j, err, sizeof err);
+    if (store_commit(r->store, rc, err, sizeof err))
         rc = -1;
+    if (rc)
+        log_throttled(&r->write_throttle, LOG_LEVEL_ERROR, NULL,
+                      "recorder: a batch of %zu rows and %zu jobs was not written: %s", n,
+                      njobs, err);
     while (jobs) {
         struct rec_job *next = jobs->next;
         rec_job_free(jobs);
@@ -52,18 +70,42 @@ static void rec_commit(struct recorder *r, const struct rec_row *rows, size_t n,
     pthread_mutex_unlock(&r->mu);
 }
 
+static size_t rec_wake_rows(const struct recorder *r)
+{
+    return r->cap / 4 < REC_WAKE_ROWS ? (r->cap / 4 ? r->cap / 4 : 1) : REC_WAKE_ROWS;
+}
+
+/* Under mu: until there is a batch worth writing, a job, the end, or rows
+ * that have waited REC_LINGER_MS. */
+static void rec_writer_wait(struct recorder *r)
+{
+    struct timespec until;
+    bool lingering = false;
+    while (!r->stop && !r->jobs_head && r->count < rec_wake_rows(r) && !r->loop_blocked) {
+        r->writer_idle = true;
+        if (r->count == 0) {
+            lingering = false;
+            pthread_cond_wait(&r->cv, &r->mu);
+        } else if (!lingering) {
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += REC_LINGER_MS * 1000000L;
+            until.tv_sec += until.tv_nsec / 1000000000L;
+            until.tv_nsec %= 1000000000L;
+            lingering = true;
+        } else if (pthread_cond_timedwait(&r->cv, &r->mu, &until) == ETIMEDOUT) {
+            break;
+        }
+    }
+    r->writer_idle = false;
+}
+
 static void *rec_writer(void *arg)
 {
     struct recorder *r = arg;
-    struct rec_row *batch = malloc(sizeof *batch * REC_BATCH_MAX);
-    if (!batch) {
-        fprintf(stderr, "slabtap: recorder: out of memory\n");
-        return NULL;
-    }
+    struct rec_row *batch = r->batch;
     pthread_mutex_lock(&r->mu);
     for (;;) {
-        while (r->count == 0 && !r->jobs_head && !r->stop)
-            pthread_cond_wait(&r->cv, &r->mu);
+        rec_writer_wait(r);
         if (r->count == 0 && !r->jobs_head && r->stop)
             break;
         size_t n = 0;
@@ -75,7 +117,7 @@ static void *rec_writer(void *arg)
         struct rec_job *jobs = r->jobs_head;
         r->jobs_head = r->jobs_tail = NULL;
         r->jobs_count = 0;
-        bool wake = r->count * 100 <= r->cap * REC_RESUME_PCT;
+        bool wake = r->loop_blocked && r->count * 100 <= r->cap * REC_RESUME_PCT;
         pthread_mutex_unlock(&r->mu);
         if (wake)
             uv_async_send(&r->wake);
@@ -83,7 +125,6 @@ static void *rec_writer(void *arg)
         pthread_mutex_lock(&r->mu);
     }
     pthread_mutex_unlock(&r->mu);
-    free(batch);
     return NULL;
 }
 
@@ -115,6 +156,9 @@ static void rec_on_wake(uv_async_t *h)
     bool low = r->count * 100 <= r->cap * REC_RESUME_PCT;
     pthread_mutex_unlock(&r->mu);
     if (low) {
+        pthread_mutex_lock(&r->mu);
+        r->loop_blocked = false;
+        pthread_mutex_unlock(&r->mu);
         r->blocked = false;
         if (r->on_unblock)
             r->on_unblock(r->ud);
@@ -127,23 +171,28 @@ static void rec_on_check(uv_check_t *h)
 }
 
 int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id,
-             size_t cap, enum rec_on_full on_full, void (*on_unblock)(void *), void *ud)
+             size_t cap, enum rec_on_full on_full, void (*on_unblock)(void *), void *ud,
+             char *err, size_t errlen)
 {
+    int rc = -1;
     memset(r, 0, sizeof *r);
+    /* everything rec_close tears down exists from here on, failed or not */
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    r->store = store;
+    r->run_id = run_id;
     r->cap = cap < 16 ? 16 : cap;
     r->ring = malloc(sizeof *r->ring * r->cap);
     r->stage = malloc(sizeof *r->stage * REC_STAGE_ROWS);
-    if (!r->ring || !r->stage) {
-        fprintf(stderr, "slabtap: recorder: cannot allocate a queue of %zu rows\n", r->cap);
-        return -1;
+    /* the writer's batch too, so the thread itself cannot fail */
+    r->batch = malloc(sizeof *r->batch * REC_BATCH_MAX);
+    if (!r->ring || !r->stage || !r->batch) {
+        snprintf(err, errlen, "cannot allocate a queue of %zu rows", r->cap);
+        goto out;
     }
-    pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
     r->on_full = on_full;
     r->on_unblock = on_unblock;
     r->ud = ud;
-    r->store = store;
-    r->run_id = run_id;
     uv_async_init(loop, &r->wake, rec_on_wake);
     r->wake.data = r;
     uv_check_init(loop, &r->flusher);
@@ -151,11 +200,13 @@ int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t r
     uv_check_start(&r->flusher, rec_on_check);
     uv_unref((uv_handle_t *)&r->flusher); /* never what keeps the loop alive */
     if (pthread_create(&r->thread, NULL, rec_writer, r)) {
-        fprintf(stderr, "slabtap: recorder: cannot start the writer thread\n");
-        return -1;
+        snprintf(err, errlen, "cannot start the writer thread");
+        goto out;
     }
     r->thread_started = true;
-    return 0;
+    rc = 0;
+out:
+    return rc;
 }
 
 static void rec_stash(struct recorder *r, const struct rec_row *row)
@@ -167,6 +218,9 @@ static void rec_stash(struct recorder *r, const struct rec_row *row)
         struct rec_row *n = realloc(r->stash, ncap * sizeof *n);
         if (!n) {
             r->dropped++;
+            log_throttled(&r->stash_throttle, LOG_LEVEL_ERROR, NULL,
+                          "recorder: out of memory for %zu stashed rows; a row was dropped",
+                          ncap);
             return;
         }
         r->stash = n;
@@ -185,7 +239,11 @@ void rec_flush(struct recorder *r)
         r->ring[(r->head + r->count) % r->cap] = r->stage[moved++];
         r->count++;
     }
-    pthread_cond_signal(&r->cv);
+    bool full = moved < n && r->on_full == REC_BLOCK;
+    if (full)
+        r->loop_blocked = true;
+    if (r->writer_idle && (r->count >= rec_wake_rows(r) || full))
+        pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
     r->pushed += moved;
     r->stage_count = 0;
@@ -249,7 +307,7 @@ size_t rec_depth(struct recorder *r)
     return n + r->stash_count + r->stage_count;
 }
 
-int rec_close(struct recorder *r)
+int rec_close(struct recorder *r, char *err, size_t errlen)
 {
     int rc = 0;
     if (r->stage)
@@ -277,21 +335,26 @@ int rec_close(struct recorder *r)
         r->jobs_head = j->next;
         rec_job_free(j);
     }
+    if (r->write_errors) {
+        snprintf(err, errlen, "%llu batch(es) could not be written (logged as they failed)",
+                 (unsigned long long)r->write_errors);
+        rc = -1;
+    }
     if (r->store) {
-        if (store_run_end(r->store, r->run_id, r->written, r->dropped))
+        if (store_run_end(r->store, r->run_id, r->written, r->dropped, err, errlen))
             rc = -1;
         store_close(r->store);
         r->store = NULL;
     }
-    if (r->write_errors)
-        rc = -1;
     if (r->wake.loop && !uv_is_closing((uv_handle_t *)&r->wake))
         uv_close((uv_handle_t *)&r->wake, NULL);
     if (r->flusher.loop && !uv_is_closing((uv_handle_t *)&r->flusher))
         uv_close((uv_handle_t *)&r->flusher, NULL);
     free(r->ring);
     free(r->stage);
+    free(r->batch);
     r->stage = NULL;
+    r->batch = NULL;
     free(r->stash);
     r->ring = r->stash = NULL;
     pthread_mutex_destroy(&r->mu);

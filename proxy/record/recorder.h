@@ -6,7 +6,9 @@
  * only takes a short lock to copy a row. In block mode a full ring sends
  * rows to the stash and sets rec_blocked() so the proxy stops reading until
  * the writer has drained (the writer wakes the loop through uv_async);
- * in drop mode rows are dropped and counted. */
+ * in drop mode rows are dropped and counted. Must never print what it can
+ * return: only a batch the writer thread could not write (it has no caller)
+ * and a row lost to a failed allocation are logged, throttled. */
 #ifndef SLABTAP_RECORDER_H
 #define SLABTAP_RECORDER_H
 
@@ -15,6 +17,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "core/log.h"
 #include "protocol/mc_parse.h"
 
 struct store;
@@ -81,11 +84,16 @@ struct recorder {
     struct rec_row *ring;
     size_t cap, head, count;
     bool stop;
+    bool writer_idle;        /* the writer waits for rows: wake it for a batch */
+    bool loop_blocked;       /* the loop waits for room: tell it when there is */
     struct rec_job *jobs_head, *jobs_tail;
     size_t jobs_count;
     uint64_t jobs_dropped;
     uint64_t written;        /* write rows committed (runs.rows_recorded) */
     uint64_t write_errors;
+    /* writer thread only */
+    struct rec_row *batch;   /* REC_BATCH_MAX rows copied out of the ring */
+    struct log_throttle write_throttle;
     /* loop thread only */
     enum rec_on_full on_full;
     struct rec_row *stage;   /* REC_STAGE_ROWS rows waiting for rec_flush */
@@ -95,6 +103,7 @@ struct recorder {
     size_t stash_count, stash_cap;
     bool blocked;
     uint64_t pushed, dropped, stalls;
+    struct log_throttle stash_throttle;
     uv_async_t wake;         /* writer -> loop: space freed */
     void (*on_unblock)(void *ud);
     void *ud;
@@ -105,9 +114,11 @@ struct recorder {
 };
 
 /* cap = --queue ROWS. The store must be open; the recorder owns it from now
- * on and closes it in rec_close. Returns 0 or -1 (message on stderr). */
+ * on and closes it in rec_close, which must be called whatever this
+ * returns. Returns 0, or -1 with the reason in err (errlen bytes). */
 int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id,
-             size_t cap, enum rec_on_full on_full, void (*on_unblock)(void *), void *ud);
+             size_t cap, enum rec_on_full on_full, void (*on_unblock)(void *), void *ud,
+             char *err, size_t errlen);
 /* Loop thread. Never blocks on the writer: stages the row. */
 void rec_push(struct recorder *r, const struct rec_row *row);
 /* Moves staged rows into the ring (one lock); sets rec_blocked() when the
@@ -119,7 +130,9 @@ void rec_push_job(struct recorder *r, struct rec_job *job);
 bool rec_blocked(const struct recorder *r);
 size_t rec_depth(struct recorder *r);
 /* Flushes the stash and the ring, stops the thread, finishes the run row,
- * closes the store. Blocks: call once, at shutdown, after the loop is idle. */
-int rec_close(struct recorder *r);
+ * closes the store. Blocks: call once, at shutdown, after the loop is idle.
+ * 0, or -1 with the reason in err when a batch or the run row could not be
+ * written. */
+int rec_close(struct recorder *r, char *err, size_t errlen);
 
 #endif

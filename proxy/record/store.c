@@ -1,9 +1,11 @@
 /* store: the SQLite database. schema/schema.sql, embedded at build time, is
  * the only definition of tables and views; this file applies it, upgrades
  * older files and writes batches with prepared statements.
- * Must never be used by two threads at once (the writer thread owns it). */
+ * Must never be used by two threads at once (the writer thread owns it),
+ * nor print: every failure comes back as -1 with its reason in err. */
 #include "record/store.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -159,25 +161,38 @@ int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
     return id;
 }
 
-int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped)
+/* SQLite's reason for the last failure on s, with the file it concerns. */
+static int store_fail(struct store *s, const char *what, char *err, size_t errlen)
 {
-    sqlite3_stmt *st;
-    int rc = -1;
+    snprintf(err, errlen, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+    return -1;
+}
+
+int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped,
+                  char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = 0;
     sqlite3_reset(s->end_phase);
     sqlite3_bind_int64(s->end_phase, 1, run_id);
     sqlite3_bind_int64(s->end_phase, 2, clock_wall_ns());
     sqlite3_bind_int64(s->end_phase, 3, -1);
-    sqlite3_step(s->end_phase);
+    /* a phase left open must not keep the counts from the run row */
+    if (sqlite3_step(s->end_phase) != SQLITE_DONE)
+        rc = store_fail(s, "ending the last phase", err, errlen);
     if (sqlite3_prepare_v2(s->db,
             "UPDATE runs SET ended_ns = ?2, rows_recorded = ?3, rows_dropped = ?4 WHERE run_id = ?1",
-            -1, &st, NULL) != SQLITE_OK)
-        return -1;
+            -1, &st, NULL) != SQLITE_OK) {
+        rc = store_fail(s, "ending the run", err, errlen);
+        goto out;
+    }
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, clock_wall_ns());
     sqlite3_bind_int64(st, 3, (int64_t)recorded);
     sqlite3_bind_int64(st, 4, (int64_t)dropped);
-    if (sqlite3_step(st) == SQLITE_DONE)
-        rc = 0;
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = store_fail(s, "ending the run", err, errlen);
+out:
     sqlite3_finalize(st);
     return rc;
 }
@@ -238,44 +253,37 @@ static int bind_gets(sqlite3_stmt *st, int64_t run_id, const struct rec_row *r)
     return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
 }
 
-int store_begin(struct store *s)
+int store_begin(struct store *s, char *err, size_t errlen)
 {
-    char err[1536];
-    if (exec(s, "BEGIN", err, sizeof err)) {
-        fprintf(stderr, "slabtap: store: %s\n", err);
-        return -1;
-    }
-    return 0;
+    return exec(s, "BEGIN", err, errlen);
 }
 
-int store_commit(struct store *s, int failed)
+int store_commit(struct store *s, int failed, char *err, size_t errlen)
 {
-    char err[1536];
-    if (exec(s, failed ? "ROLLBACK" : "COMMIT", err, sizeof err)) {
-        fprintf(stderr, "slabtap: store: %s\n", err);
+    if (exec(s, failed ? "ROLLBACK" : "COMMIT", err, errlen))
         return -1;
-    }
     return failed ? -1 : 0;
 }
 
-int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row)
+int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row, char *err,
+                  size_t errlen)
 {
-    int r = row->kind == REC_ROW_GETS ? bind_gets(s->ins_gets, run_id, row)
-                                      : bind_write(s->ins_set, run_id, row);
-    if (r)
-        fprintf(stderr, "slabtap: store: insert failed: %s\n", sqlite3_errmsg(s->db));
-    return r;
+    bool gets = row->kind == REC_ROW_GETS;
+    if (gets ? bind_gets(s->ins_gets, run_id, row) : bind_write(s->ins_set, run_id, row))
+        return store_fail(s, gets ? "inserting read counts" : "inserting a write", err, errlen);
+    return 0;
 }
 
-static int step_done(struct store *s, sqlite3_stmt *st)
+static int step_done(struct store *s, sqlite3_stmt *st, const char *what, char *err,
+                     size_t errlen)
 {
     if (sqlite3_step(st) == SQLITE_DONE)
         return 0;
-    fprintf(stderr, "slabtap: store: %s\n", sqlite3_errmsg(s->db));
-    return -1;
+    return store_fail(s, what, err, errlen);
 }
 
-static int put_sample(struct store *s, int64_t run_id, const struct rec_job *j)
+static int put_sample(struct store *s, int64_t run_id, const struct rec_job *j, char *err,
+                      size_t errlen)
 {
     sqlite3_stmt *st = s->ins_sample;
     sqlite3_reset(st);
@@ -287,7 +295,7 @@ static int put_sample(struct store *s, int64_t run_id, const struct rec_job *j)
         sqlite3_bind_null(st, 3);
     sqlite3_bind_int(st, 4, j->final);
     sqlite3_bind_text(st, 5, j->text, -1, SQLITE_STATIC);
-    if (step_done(s, st))
+    if (step_done(s, st, "inserting a stats sample", err, errlen))
         return -1;
     int64_t sample_id = sqlite3_last_insert_rowid(s->db);
     for (size_t i = 0; i < j->nclasses; i++) {
@@ -296,18 +304,19 @@ static int put_sample(struct store *s, int64_t run_id, const struct rec_job *j)
         sqlite3_bind_int64(st, 1, sample_id);
         sqlite3_bind_int64(st, 2, j->class_ids[i]);
         sqlite3_bind_text(st, 3, j->class_json[i], -1, SQLITE_STATIC);
-        if (step_done(s, st))
+        if (step_done(s, st, "inserting a sample's class", err, errlen))
             return -1;
     }
     return 0;
 }
 
-int store_put_job(struct store *s, int64_t run_id, const struct rec_job *j)
+int store_put_job(struct store *s, int64_t run_id, const struct rec_job *j, char *err,
+                  size_t errlen)
 {
     sqlite3_stmt *st;
     switch (j->kind) {
     case REC_JOB_SAMPLE:
-        return put_sample(s, run_id, j);
+        return put_sample(s, run_id, j, err, errlen);
     case REC_JOB_SETTINGS:
         st = s->ins_settings;
         sqlite3_reset(st);
@@ -315,14 +324,14 @@ int store_put_job(struct store *s, int64_t run_id, const struct rec_job *j)
         sqlite3_bind_int64(st, 2, j->t_ns);
         sqlite3_bind_text(st, 3, j->version, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 4, j->text, -1, SQLITE_STATIC);
-        return step_done(s, st);
+        return step_done(s, st, "inserting settings", err, errlen);
     case REC_JOB_PHASE:
         st = s->end_phase;
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, run_id);
         sqlite3_bind_int64(st, 2, j->t_ns);
         sqlite3_bind_int64(st, 3, j->phase_id);
-        if (step_done(s, st))
+        if (step_done(s, st, "ending a phase", err, errlen))
             return -1;
         st = s->ins_phase;
         sqlite3_reset(st);
@@ -330,8 +339,9 @@ int store_put_job(struct store *s, int64_t run_id, const struct rec_job *j)
         sqlite3_bind_int64(st, 2, run_id);
         sqlite3_bind_text(st, 3, j->text, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 4, j->t_ns);
-        return step_done(s, st);
+        return step_done(s, st, "inserting a phase", err, errlen);
     }
+    snprintf(err, errlen, "%s: unknown job kind %d", s->path, (int)j->kind);
     return -1;
 }
 

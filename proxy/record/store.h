@@ -1,7 +1,9 @@
 /* store: the SQLite database -- schema, upgrades, prepared statements,
  * batched transactions.
  * Must never be called from the event loop thread once the recorder owns
- * it (only the writer thread touches the connection after rec_open). */
+ * it (only the writer thread touches the connection after rec_open), nor
+ * print: a failure returns -1 with its reason in the caller's err buffer
+ * (errlen bytes, NUL-terminated), for the caller to log. */
 #ifndef SLABTAP_STORE_H
 #define SLABTAP_STORE_H
 
@@ -28,14 +30,21 @@ void store_close(struct store *s);
 
 int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
                         const char *options, const char *key_mode);
-int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped);
+/* Ends the run's last phase and writes its end time and row counts. 0, or
+ * -1 with the reason in err. */
+int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped,
+                  char *err, size_t errlen);
 struct rec_job;
 /* A batch: store_begin, any number of store_put_*, store_commit (which
- * rolls back instead when failed is non-zero). All return 0 or -1. */
-int store_begin(struct store *s);
-int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row);
-int store_put_job(struct store *s, int64_t run_id, const struct rec_job *job);
-int store_commit(struct store *s, int failed);
+ * rolls back instead when failed is non-zero, and then returns -1 with err
+ * untouched unless the rollback itself failed). All return 0, or -1 with
+ * the reason in err. */
+int store_begin(struct store *s, char *err, size_t errlen);
+int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row, char *err,
+                  size_t errlen);
+int store_put_job(struct store *s, int64_t run_id, const struct rec_job *job, char *err,
+                  size_t errlen);
+int store_commit(struct store *s, int failed, char *err, size_t errlen);
 /* Highest phase id in the file, so new phases continue from it. */
 int64_t store_max_phase_id(struct store *s);
 

@@ -7,10 +7,13 @@
 
 #include <http_parser.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "core/addr.h"
 
 #define ADMIN_HTTP_BACKLOG 64
 /* status line + the headers we write; the longest is ~420 bytes with a
@@ -62,6 +65,7 @@ struct admin_http_conn {
     size_t body_len, body_cap;
     char rbuf[ADMIN_HTTP_READ_CHUNK];
     size_t roff, rlen;         /* rbuf[roff..rlen) not parsed yet (while paused) */
+    char peer[ADDR_TEXT_MAX];  /* the client's address, formatted at accept */
     unsigned handles;          /* open libuv handles; the conn is freed at 0 */
     unsigned writes;           /* uv_write requests in flight */
     int reading, paused, finishing, closing, read_eof, shut;
@@ -100,6 +104,15 @@ const char *admin_http_strerror(enum admin_http_err err)
 
 static void admin_http_conn_feed(struct admin_http_conn *c);
 static void admin_http_accept_one(struct admin_http *s);
+
+/* Once per accepted handle, so every line about it names the client. */
+static void admin_http_peer_text(uv_tcp_t *h, char *out, size_t len)
+{
+    struct sockaddr_storage ss;
+    int sl = sizeof ss;
+    bool ok = uv_tcp_getpeername(h, (struct sockaddr *)&ss, &sl) == 0;
+    addr_format(ok ? (const struct sockaddr *)&ss : NULL, out, len);
+}
 
 /* ---- lifecycle: server ---------------------------------------------------- */
 
@@ -149,11 +162,20 @@ static void admin_http_reject(struct admin_http *s)
             free(h);
         s->accept_pending = 1;
     } else {
+        char peer[ADDR_TEXT_MAX] = "?";
         s->spare_busy |= h == &s->spare;
         h->data = s;
         s->rejecting++;
         s->stats.rejected++;
-        uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)h);
+        if (uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)h) == 0)
+            admin_http_peer_text(h, peer, sizeof peer);
+        if (s->nconns >= s->max_connections)
+            log_throttled(&s->throttle.rejected, LOG_LEVEL_WARN, peer,
+                          "admin: %zu connections open (the limit); refusing this one",
+                          s->nconns);
+        else
+            log_throttled(&s->throttle.internal, LOG_LEVEL_ERROR, peer,
+                          "admin: out of memory for a connection; refusing it");
         uv_close((uv_handle_t *)h, admin_http_on_reject_closed);
     }
 }
@@ -172,10 +194,13 @@ static void admin_http_on_connection(uv_stream_t *listener, int status)
 {
     struct admin_http *s = listener->data;
 
-    if (status < 0)
+    if (status < 0) {
         s->stats.accept_errors++;
-    else
+        log_throttled(&s->throttle.accept, LOG_LEVEL_ERROR, NULL, "admin: accept failed: %s",
+                      uv_strerror(status));
+    } else {
         admin_http_accept_one(s);
+    }
 }
 
 int admin_http_open(struct admin_http *s, uv_loop_t *loop, const struct sockaddr *addr,
@@ -263,11 +288,34 @@ static void admin_http_conn_close(struct admin_http_conn *c)
     }
 }
 
+/* What the deadline cut off: NULL for a keep-alive connection idle between
+ * requests or one waiting for the client's FIN after its last answer --
+ * both normal -- else what the client failed to do in time. */
+static const char *admin_http_stuck(const struct admin_http_conn *c)
+{
+    if (c->writes > 0)
+        return "did not take its response";
+    if (c->finishing)
+        return NULL;
+    if (c->phase != ADMIN_HTTP_PHASE_HEAD || c->head_bytes > 0)
+        return "did not send a whole request";
+    return NULL;
+}
+
 static void admin_http_on_timer(uv_timer_t *t)
 {
     struct admin_http_conn *c = t->data;
+    struct admin_http *s = c->server;
+    const char *stuck = admin_http_stuck(c);
 
-    c->server->stats.timeouts++;
+    s->stats.timeouts++;
+    if (stuck)
+        log_throttled(&s->throttle.timeout, LOG_LEVEL_WARN, c->peer,
+                      "admin: client %s within %llu ms; closing", stuck,
+                      (unsigned long long)s->deadline_ms);
+    else
+        log_write(LOG_LEVEL_DEBUG, c->peer, "admin: connection idle for %llu ms; closing",
+                  (unsigned long long)s->deadline_ms);
     admin_http_conn_close(c);
 }
 
@@ -389,6 +437,7 @@ static void admin_http_accept_one(struct admin_http *s)
         if (uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)&c->tcp) != 0) {
             admin_http_conn_close(c);
         } else {
+            admin_http_peer_text(&c->tcp, c->peer, sizeof c->peer);
             s->stats.accepted++;
             admin_http_conn_arm(c);
             admin_http_conn_read_start(c);
@@ -444,6 +493,9 @@ static void admin_http_conn_write(struct admin_http_conn *c, struct admin_http_w
         queued = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
         if (queued > ADMIN_HTTP_MAX_PENDING_WRITE_BYTES) {
             c->server->stats.write_overflows++;
+            log_throttled(&c->server->throttle.overflow, LOG_LEVEL_WARN, c->peer,
+                          "admin: %zu response bytes not taken (bound %d); closing", queued,
+                          ADMIN_HTTP_MAX_PENDING_WRITE_BYTES);
             admin_http_conn_close(c);
         } else if (queued > ADMIN_HTTP_WRITE_HIGH_WATER && !c->finishing) {
             c->paused = 1;
@@ -516,12 +568,33 @@ static void admin_http_response_text(struct admin_http_response *resp, int statu
     admin_http_respond(resp, status, ADMIN_HTTP_DEFAULT_CONTENT_TYPE, text, strlen(text));
 }
 
+/* One line per reason and second: a hostile local client can send bad
+ * requests as fast as it likes. */
+static void admin_http_log_fail(struct admin_http_conn *c, int status)
+{
+    struct admin_http *s = c->server;
+
+    if (status == 413)
+        log_throttled(&s->throttle.too_large, LOG_LEVEL_WARN, c->peer,
+                      "admin: request over the bounds (head %d bytes, %d headers, body %d "
+                      "bytes); answered 413, closing", ADMIN_HTTP_MAX_HEAD_BYTES,
+                      ADMIN_HTTP_MAX_HEADERS, ADMIN_HTTP_MAX_BODY_BYTES);
+    else if (status == 400)
+        log_throttled(&s->throttle.bad_request, LOG_LEVEL_WARN, c->peer,
+                      "admin: malformed request (%s); answered 400, closing",
+                      http_errno_description(HTTP_PARSER_ERRNO(&c->parser)));
+    else
+        log_throttled(&s->throttle.internal, LOG_LEVEL_ERROR, c->peer,
+                      "admin: out of memory for a request body; answered %d, closing", status);
+}
+
 /* Answers a request the parser refused, then closes: after a framing error
  * the rest of the stream cannot be trusted. */
 static void admin_http_conn_fail(struct admin_http_conn *c, int status)
 {
     struct admin_http_response resp;
 
+    admin_http_log_fail(c, status);
     if (status == 413)
         c->server->stats.too_large++;
     else
@@ -611,6 +684,29 @@ static int admin_http_request_init(struct admin_http_conn *c, struct admin_http_
     return rc;
 }
 
+/* A handler that gives no answer, or a broken one, is slabtap's fault, not
+ * the client's: the client gets a 500 and the log an error. */
+static void admin_http_call(struct admin_http *s, const struct admin_http_conn *c,
+                            const struct admin_http_route *route,
+                            const struct admin_http_request *req,
+                            struct admin_http_response *resp)
+{
+    const char *why = NULL;
+    char body[64];
+
+    route->handler(req, resp);
+    if (!resp->answered)
+        why = "handler gave no answer";
+    else if (resp->broken)
+        why = "handler answer too large or invalid";
+    if (why) {
+        log_throttled(&s->throttle.internal, LOG_LEVEL_ERROR, c->peer,
+                      "admin: %s %s: %s; answered 500", route->method, route->path, why);
+        snprintf(body, sizeof body, "%s\n", why);
+        admin_http_response_text(resp, 500, body);
+    }
+}
+
 /* Answers one complete request; the parser is paused on it. */
 static void admin_http_dispatch(struct admin_http_conn *c)
 {
@@ -625,16 +721,14 @@ static void admin_http_dispatch(struct admin_http_conn *c)
     admin_http_response_init(&resp);
     if (admin_http_request_init(c, &req) != 0) {
         s->stats.bad_requests++;
+        log_throttled(&s->throttle.bad_request, LOG_LEVEL_WARN, c->peer,
+                      "admin: request target is not a URL; answered 400, closing");
         admin_http_response_text(&resp, 400, "bad request target\n");
         keep_alive = 0;
     } else if ((route = admin_http_route_find(s, req.method, req.path, allow,
                                               sizeof allow)) != NULL) {
         allow[0] = '\0';
-        route->handler(&req, &resp);
-        if (!resp.answered)
-            admin_http_response_text(&resp, 500, "handler gave no answer\n");
-        else if (resp.broken)
-            admin_http_response_text(&resp, 500, "handler answer too large or invalid\n");
+        admin_http_call(s, c, route, &req, &resp);
     } else if (allow[0] != '\0') {
         admin_http_response_text(&resp, 405, "method not allowed\n");
     } else {

@@ -28,6 +28,12 @@
  *   - connections: max_connections at once (server-wide); extra ones are
  *     accepted and closed at once, so the backlog never fills.
  * Worst case memory: max_connections * (~25 KiB + body + one response).
+ *
+ * Logs (core/log.h) what a client did wrong with its address as the peer --
+ * 400, 413, a request or response stuck past the deadline, a refusal over
+ * the cap, a response it would not take -- at most one line a second per
+ * reason with the count held back; a keep-alive connection expiring idle
+ * is only a debug line. open's failures are returned, not logged.
  */
 #ifndef SLABTAP_ADMIN_HTTP_H
 #define SLABTAP_ADMIN_HTTP_H
@@ -35,6 +41,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
+
+#include "core/log.h"
 
 #define ADMIN_HTTP_MAX_HEAD_BYTES (8 * 1024)
 #define ADMIN_HTTP_MAX_HEADERS 64
@@ -134,6 +142,10 @@ struct admin_http {
     int closing;
     int closed;
     void (*on_closed)(struct admin_http *s);
+    struct {
+        struct log_throttle accept, rejected, bad_request, too_large, timeout, overflow,
+            internal;
+    } throttle;
 };
 
 /* Starts listening on addr. Returns ADMIN_HTTP_OK or an enum admin_http_err

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/jsonb.h"
+#include "core/log.h"
 #include "protocol/stats_json.h"
 #include "server/prom.h"
 #include "core/clock.h"
@@ -66,7 +67,7 @@ static void app_ladder_from(struct app *a, const struct stats_sample *s)
         a->px.ladder = &a->ladder;
     } else {
         a->px.ladder = NULL;
-        fprintf(stderr, "slabtap: memcached's settings give no ladder (%s); writes stay untagged\n", err);
+        log_warn("memcached's settings give no ladder (%s); writes stay untagged", err);
     }
 }
 
@@ -357,16 +358,45 @@ static void app_read_runs(struct app *a)
     a->runs_before = jsonb_take(&b);
 }
 
+/* Proxy, poller and admin endpoint, in that order; each failure logged. */
+static int app_start(struct app *a, const struct app_config *cfg, char *err, size_t errlen)
+{
+    int rc = proxy_open(&a->px, a->loop, &cfg->proxy, &a->rec, err, errlen);
+    if (rc) {
+        log_error("%s", err);
+        return -1;
+    }
+    rc = poller_open(&a->poller, a->loop, (const struct sockaddr *)&cfg->proxy.upstream_addr,
+                     cfg->stats_interval_ms, on_sample, a);
+    if (rc) {
+        log_error("cannot start the stats poller: %s", uv_strerror(rc));
+        return -1;
+    }
+    a->poller_open = true;
+    if (!cfg->http_enabled)
+        return 0;
+    rc = admin_http_open(&a->http, a->loop, (const struct sockaddr *)&cfg->http_addr,
+                         app_routes, sizeof app_routes / sizeof app_routes[0], a);
+    a->http_open = true;
+    if (rc != ADMIN_HTTP_OK) {
+        log_error("admin HTTP endpoint: %s (%s)", admin_http_strerror((enum admin_http_err)rc),
+                  a->http.uv_err ? uv_strerror(a->http.uv_err) : "");
+        return -1;
+    }
+    return 0;
+}
+
 int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
 {
     char err[1536];
+    int rc = -1;
     memset(a, 0, sizeof *a);
     a->loop = loop;
     a->cfg = *cfg;
     stats_sample_init(&a->last);
     if (store_open(&a->store, cfg->db_path, err, sizeof err)) {
-        fprintf(stderr, "slabtap: %s\n", err);
-        return -1;
+        log_error("%s", err);
+        goto out;
     }
     app_read_runs(a);
     a->run_id = store_run_begin(&a->store, cfg->run_name, cfg->proxy.upstream_text,
@@ -375,39 +405,23 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     a->started_ns = clock_wall_ns();
     atomic_store(&a->next_phase_id, store_max_phase_id(&a->store) + 1);
     if (a->run_id < 0) {
-        fprintf(stderr, "slabtap: %s: cannot create the run row\n", cfg->db_path);
+        log_error("%s: cannot create the run row", cfg->db_path);
         store_close(&a->store);
-        return -1;
+        goto out;
     }
     if (rec_open(&a->rec, loop, &a->store, a->run_id, cfg->queue_rows, cfg->on_full,
-                 proxy_update_reading, &a->px)) {
-        rec_close(&a->rec);
-        return -1;
+                 proxy_update_reading, &a->px, err, sizeof err)) {
+        log_error("recorder: %s", err);
+        goto close_rec;
     }
-    if (proxy_open(&a->px, loop, &cfg->proxy, &a->rec))
-        goto fail;
-    if (poller_open(&a->poller, loop, (const struct sockaddr *)&cfg->proxy.upstream_addr,
-                    cfg->stats_interval_ms, on_sample, a)) {
-        fprintf(stderr, "slabtap: cannot start the stats poller\n");
-        goto fail;
-    }
-    a->poller_open = true;
-    if (cfg->http_enabled) {
-        int rc = admin_http_open(&a->http, loop, (const struct sockaddr *)&cfg->http_addr,
-                                 app_routes, sizeof app_routes / sizeof app_routes[0], a);
-        a->http_open = true;
-        if (rc != ADMIN_HTTP_OK) {
-            fprintf(stderr, "slabtap: admin HTTP endpoint: %s (%s)\n",
-                    admin_http_strerror((enum admin_http_err)rc),
-                    a->http.uv_err ? uv_strerror(a->http.uv_err) : "");
-            goto fail;
-        }
-    }
+    if (app_start(a, cfg, err, sizeof err))
+        goto stop;
     uv_timer_init(loop, &a->final_timer);
     a->final_timer.data = a;
     a->closing_handles = 1;
-    return 0;
-fail:
+    rc = 0;
+    goto out;
+stop:
     /* tear down what started, synchronously enough for the caller to exit */
     if (a->http_open)
         admin_http_close(&a->http, NULL);
@@ -415,12 +429,21 @@ fail:
         poller_close(&a->poller, NULL);
     proxy_close(&a->px, NULL);
     uv_run(loop, UV_RUN_NOWAIT);
-    rec_close(&a->rec);
+    rec_close(&a->rec, err, sizeof err); /* why the start failed is logged above */
     uv_run(loop, UV_RUN_DEFAULT);
-    stats_sample_fini(&a->last);
-    free(a->runs_before);
-    a->runs_before = NULL;
-    return -1;
+    goto out;
+close_rec:
+    /* ends the run row; one turn runs the close callbacks of the recorder's
+     * handles and leaves the caller's (an experiment's memcached) alone */
+    rec_close(&a->rec, err, sizeof err);
+    uv_run(loop, UV_RUN_NOWAIT);
+out:
+    if (rc) {
+        stats_sample_fini(&a->last);
+        free(a->runs_before);
+        a->runs_before = NULL;
+    }
+    return rc;
 }
 
 static void app_component_closed(struct app *a)
@@ -461,8 +484,8 @@ static void app_final_done(struct app *a)
 static void on_final_timeout(uv_timer_t *t)
 {
     struct app *a = t->data;
-    fprintf(stderr, "slabtap: no final stats sample within %d ms (memcached unreachable?)\n",
-            APP_FINAL_SAMPLE_WAIT_MS);
+    log_warn("no final stats sample within %d ms (memcached unreachable?)",
+             APP_FINAL_SAMPLE_WAIT_MS);
     app_final_done(a);
 }
 
@@ -485,7 +508,10 @@ void app_close(struct app *a, void (*on_closed)(struct app *a))
 
 int app_finish(struct app *a)
 {
-    int rc = rec_close(&a->rec);
+    char err[256];
+    int rc = rec_close(&a->rec, err, sizeof err);
+    if (rc)
+        log_error("recorder: %s", err);
     /* one turn runs the close callback of the recorder's async handle;
      * other handles on the loop (an experiment's memcached) stay alive */
     uv_run(a->loop, UV_RUN_NOWAIT);

@@ -3,8 +3,9 @@
  * Used by `slabtap proxy` and by the experiment runner.
  *
  * Owns the run: its row, its phases, the last stats sample, the ladder the
- * writes are tagged with. Must never touch SQLite from the loop thread once
- * the recorder runs, and never stop without a final sample and every row. */
+ * writes are tagged with, and logging what its components return as errors.
+ * Must never touch SQLite from the loop thread once the recorder runs, and
+ * never stop without a final sample and every row. */
 #ifndef SLABTAP_APP_H
 #define SLABTAP_APP_H
 
@@ -59,8 +60,8 @@ struct app {
     void (*on_closed)(struct app *a);
 };
 
-/* Opens the database, starts the run and every component. 0, or -1 with a
- * message on stderr (and nothing left running). */
+/* Opens the database, starts the run and every component. 0, or -1 with
+ * the reason logged (core/log.h) and nothing left running. */
 int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg);
 /* Starts a phase now; safe from any thread (the load generator's). */
 int64_t app_mark_phase(struct app *a, const char *name);
@@ -68,7 +69,7 @@ int64_t app_mark_phase(struct app *a, const char *name);
  * HTTP endpoint, then calls on_closed on the loop thread. */
 void app_close(struct app *a, void (*on_closed)(struct app *a));
 /* After the loop has stopped: writes every queued row, ends the run, closes
- * the database. 0, or -1 if a row could not be written. */
+ * the database. 0, or -1 if a row could not be written (logged). */
 int app_finish(struct app *a);
 
 #endif

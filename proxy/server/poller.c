@@ -4,6 +4,7 @@
  * touch a client's connection, or free memory outside a close callback. */
 #include "server/poller.h"
 #include "core/clock.h"
+#include "core/log.h"
 
 #include <string.h>
 #include <time.h>
@@ -26,6 +27,34 @@ static void poller_on_write(uv_write_t *req, int status);
 static uint64_t poller_ms_since(uint64_t then_ns)
 {
     return (uv_hrtime() - then_ns) / 1000000;
+}
+
+/* ---- logging ----------------------------------------------------------- */
+
+/* A memcached down for an hour fails a poll every backoff: one line when
+ * the failing starts, one when it ends, and the count in between. */
+static void poller_note_failure(struct poller *p, enum poller_error why, int uv_err)
+{
+    p->failed_polls++;
+    if (p->failing)
+        return;
+    p->failing = true;
+    p->failing_since_ns = uv_hrtime();
+    log_write(LOG_LEVEL_WARN, p->peer, "stats polling failing: %s%s%s%s; retrying",
+              poller_error_str(why), uv_err ? " (" : "", uv_err ? uv_strerror(uv_err) : "",
+              uv_err ? ")" : "");
+}
+
+static void poller_note_success(struct poller *p)
+{
+    if (!p->failing)
+        return;
+    log_write(LOG_LEVEL_INFO, p->peer,
+              "stats polling recovered after %.1f s down; %llu poll(s) failed meanwhile",
+              (double)(uv_hrtime() - p->failing_since_ns) / 1e9,
+              (unsigned long long)p->failed_polls);
+    p->failing = false;
+    p->failed_polls = 0;
 }
 
 /* ---- closing ----------------------------------------------------------- */
@@ -91,6 +120,7 @@ static void poller_fail(struct poller *p, enum poller_error why, int uv_err)
     p->last_error = why;
     p->last_uv_error = uv_err;
     p->counters.errors[why]++;
+    poller_note_failure(p, why, uv_err);
     if (p->in_flight)
         p->counters.samples_discarded++;
     p->in_flight = false;
@@ -165,6 +195,7 @@ static void poller_deliver(struct poller *p)
     }
     p->fresh_connection = false;
     p->backoff_ms = POLLER_BACKOFF_MIN_MS;
+    poller_note_success(p);
     p->in_callback = true;
     p->on_sample(p->ud, s);
     p->in_callback = false;
@@ -190,6 +221,7 @@ static void poller_batch_done(struct poller *p, enum stats_parse_result r)
         p->counters.errors[POLLER_E_REFUSED]++;
         p->last_error = POLLER_E_REFUSED;
         p->last_uv_error = 0;
+        poller_note_failure(p, POLLER_E_REFUSED, 0);
     } else {
         poller_deliver(p);
         poller_maybe_send(p, false); /* a poller_sample_now from the callback */
@@ -276,6 +308,7 @@ static void poller_start_connect(struct poller *p)
         p->last_uv_error = rc;
         p->counters.errors[POLLER_E_SETUP]++;
         p->counters.connect_failures++;
+        poller_note_failure(p, POLLER_E_SETUP, rc);
         poller_schedule_reconnect(p);
     } else {
         p->tcp.data = p;
@@ -343,6 +376,7 @@ int poller_open(struct poller *p, uv_loop_t *loop, const struct sockaddr *upstre
     if (!loop || !cb || alen == 0)
         goto out;
     memcpy(&p->upstream, upstream, alen);
+    addr_format((const struct sockaddr *)&p->upstream, p->peer, sizeof p->peer);
     p->loop = loop;
     p->interval_ms = interval_ms < POLLER_INTERVAL_MIN_MS ? POLLER_INTERVAL_MIN_MS : interval_ms;
     p->backoff_ms = POLLER_BACKOFF_MIN_MS;

@@ -7,8 +7,11 @@
  * read buffer and the sample being filled. Must never: deliver a sample
  * that is half of one (a sample in flight when the connection dies is
  * discarded), queue samples behind a slow memcached (a tick with a sample
- * outstanding is skipped and counted), block the loop, or free memory
- * anywhere but a close callback.
+ * outstanding is skipped and counted), block the loop, free memory
+ * anywhere but a close callback, or log a line per failed poll: it logs one
+ * warning (with the reason) when polling starts failing and one info line
+ * when a sample arrives again, saying how long it was down and how many
+ * polls failed, both with memcached's address as the peer.
  *
  * Runs on one libuv loop thread; every function must be called from it.
  *
@@ -33,6 +36,7 @@
 #include <sys/socket.h>
 #include <uv.h>
 
+#include "core/addr.h"
 #include "protocol/stats_parse.h"
 
 #define POLLER_INTERVAL_MIN_MS 50
@@ -138,6 +142,10 @@ struct poller {
     struct stats_kv_list prev_settings; /* last fetched, to detect a change */
     bool have_prev_settings;
     bool in_callback; /* on_sample running: the sample must not be touched */
+    char peer[ADDR_TEXT_MAX]; /* upstream as text, for log lines */
+    bool failing;             /* polls fail since failing_since_ns (logged once) */
+    uint64_t failing_since_ns;
+    uint64_t failed_polls;    /* failures since polling started failing */
     char rbuf[POLLER_READ_BUF];
 };
 

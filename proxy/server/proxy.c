@@ -1,71 +1,28 @@
-/* proxy: libuv client/upstream pairs, in-order pairing, backpressure.
+/* proxy: client connections -- parsing their requests, sending each to its
+ * upstream (server/upstream.c), answering for memcached only when it cannot
+ * be reached, recording, backpressure, shutdown.
  *
- * Every client connection gets its own memcached connection, so quit,
- * verbosity, noreply and errors behave exactly as they do direct. Bytes read
- * on one side are written to the other from the same buffer; the parsers
- * only look. The one thing slabtap adds on the wire is an "mn" after a batch
- * that ends in noreply/quiet requests: its MN answer is swallowed, and it
- * tells the proxy that every silent request before it is done.
- * Must never block the loop, copy a value, or free a conn outside its last
- * close callback. */
+ * A client shares a pooled upstream with others (the default) or has one of
+ * its own (--upstream-conns per-client, and from its first watch, lru_crawler
+ * metadump, stats detail dump or binary request on). On a shared upstream
+ * only whole requests go out: a request split across reads is assembled in
+ * a buffer of its own first, bounded per request (max_request) and in all
+ * (max_assembly); a client whose request does not fit moves to a private
+ * upstream, where bytes pass as they come. quit on a shared upstream is
+ * answered here (memcached would close the connection: we close the
+ * client's). Bytes are forwarded as slices of the buffers they were read
+ * into, never modified. The one thing slabtap adds on the wire is an "mn"
+ * after a batch that ends in noreply/quiet requests (its MN is swallowed).
+ * Must never block the loop, or free a client outside its last close
+ * callback. Messages name the peer they are about in brackets. */
 #include "server/proxy.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/pending.h"
-#include "record/store.h"
 #include "core/clock.h"
-
-enum up_state { UP_CONNECTING, UP_READY, UP_DOWN };
-
-struct conn {
-    struct proxy *px;
-    struct conn *prev, *next;
-    uint32_t id;
-    uv_tcp_t client;
-    uv_tcp_t upstream;
-    uv_timer_t retry;
-    uv_connect_t connect_req;
-    uv_shutdown_t up_shutdown;
-    uv_shutdown_t client_shutdown;
-    enum up_state up;
-    unsigned open_handles;
-    bool up_handle_open;
-    bool client_reading, up_reading;
-    bool client_eof;      /* the client half-closed */
-    bool closing;
-    bool quit;            /* quit or watch forwarded: read no more */
-    bool stream;          /* watch: upstream bytes pass unparsed */
-    bool discard_current; /* the request in progress began on a lost upstream */
-    bool in_multi;
-    unsigned backoff_ms;
-    size_t loud;          /* pending entries that will get an answer */
-    size_t barriers;      /* injected mn not yet answered */
-    uint64_t line_t0, unit_t0;
-    uint32_t unit_hits;
-    uint64_t unit_bytes;
-    size_t held_len;      /* a partial "MN\r\n" held back from the client */
-    char held[4];
-    struct mc_req_parser rq;
-    struct mc_resp_parser rs;
-    struct pending pend;
-};
-
-static const char upstream_error_line[] = "SERVER_ERROR slabtap: upstream memcached unavailable\r\n";
-
-static void px_log(struct proxy *px, const char *fmt, ...)
-{
-    va_list ap;
-    (void)px;
-    fprintf(stderr, "slabtap: ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
+#include "server/conn.h"
 
 void proxy_config_defaults(struct proxy_config *cfg)
 {
@@ -76,11 +33,24 @@ void proxy_config_defaults(struct proxy_config *cfg)
     cfg->drain_timeout_ms = PROXY_DEFAULT_DRAIN_MS;
     cfg->backoff_min_ms = 50;
     cfg->backoff_max_ms = 2000;
+    cfg->upstream_conns = PROXY_DEFAULT_UPSTREAM_CONNS;
+    cfg->max_request = PROXY_DEFAULT_MAX_REQUEST;
+    cfg->max_assembly = PROXY_DEFAULT_MAX_ASSEMBLY;
 }
 
-static void conn_close(struct conn *c, bool graceful);
-static void conn_update_reading(struct conn *c);
-static void proxy_maybe_stopped(struct proxy *px);
+static size_t wq(uv_tcp_t *t)
+{
+    return uv_stream_get_write_queue_size((uv_stream_t *)t);
+}
+
+/* No buffer for a write: the stream cannot stay in step, so the
+ * connection goes. Every connection may hit this at once: throttled. */
+static void conn_nomem(struct conn *c)
+{
+    log_throttled(&c->px->throttle.nomem, LOG_LEVEL_ERROR, c->peer,
+                  "connection %u: no buffer (out of memory); closing it", c->id);
+    conn_close(c, false);
+}
 
 /* --- recording ------------------------------------------------------------ */
 
@@ -96,7 +66,7 @@ static bool cmd_is_recorded(enum mc_cmd cmd)
     }
 }
 
-static bool cmd_is_read(enum mc_cmd cmd)
+bool proxy_cmd_is_read(enum mc_cmd cmd)
 {
     return cmd == MC_CMD_GET || cmd == MC_CMD_GETS || cmd == MC_CMD_GAT ||
            cmd == MC_CMD_GATS || cmd == MC_CMD_MG;
@@ -133,19 +103,41 @@ static struct proxy_get_counter *gets_counter(struct proxy *px, enum mc_cmd cmd,
     return &px->gets[cmd];
 }
 
-static void record(struct conn *c, const struct pending_entry *e, const char *answer,
-                   size_t answer_len, int64_t latency_ns)
+void proxy_count_read(struct proxy *px, const struct pending_entry *e, const struct mc_line *l,
+                      uint32_t hits, uint64_t bytes)
 {
-    struct proxy *px = c->px;
+    /* the second the request was read in: no clock read per answer */
+    struct proxy_get_counter *g = gets_counter(px, e->req.cmd, e->t_wall_ns);
+    g->requests++;
+    if (e->req.cmd == MC_CMD_MG) {
+        bool hit = l && (l->code == MC_CODE_HD || l->code == MC_CODE_VA);
+        g->keys++;
+        g->hits += hit;
+        g->misses += !hit;
+        g->bytes += (l && l->code == MC_CODE_VA && l->data_len > 0) ? (uint64_t)l->data_len : 0;
+        return;
+    }
+    g->keys += e->req.nkeys;
+    g->hits += hits;
+    g->misses += e->req.nkeys > hits ? e->req.nkeys - hits : 0;
+    g->bytes += bytes;
+}
+
+/* answer_len SIZE_MAX: answer is a NUL-terminated label of slabtap's own. */
+void proxy_record(struct proxy *px, const struct pending_entry *e, const char *answer,
+                  size_t answer_len, int64_t latency_ns)
+{
     const struct mc_request *r = &e->req;
     struct rec_row row;
     if (!e->seq)
         return;
+    if (answer_len == SIZE_MAX)
+        answer_len = strlen(answer);
     memset(&row, 0, offsetof(struct rec_row, answer));
     row.kind = REC_ROW_WRITE;
     row.cmd = (uint8_t)r->cmd;
     row.seq = e->seq;
-    row.conn_id = c->id;
+    row.conn_id = e->conn_id;
     row.t_ns = e->t_wall_ns;
     row.key_hash = keyfmt_hash(r->key, r->key_len_raw);
     row.key_len = r->key_len;
@@ -171,88 +163,134 @@ static void record(struct conn *c, const struct pending_entry *e, const char *an
     px->m.writes_recorded++;
 }
 
-static void record_text(struct conn *c, const struct pending_entry *e, const char *answer)
+/* --- answers to clients ------------------------------------------------------ */
+
+static void conn_touch(struct conn *c)
 {
-    record(c, e, answer, strlen(answer), -1);
+    if (c->on_reply_list)
+        return;
+    c->on_reply_list = true;
+    c->reply_next = c->px->replying;
+    c->px->replying = c;
 }
 
-/* --- writes ----------------------------------------------------------------- */
+static void conn_untouch(struct conn *c)
+{
+    struct conn **p = &c->px->replying;
+    while (*p && *p != c)
+        p = &(*p)->reply_next;
+    if (*p)
+        *p = c->reply_next;
+    c->on_reply_list = false;
+}
 
-static void on_write_done(uv_write_t *req, int status)
+static void on_client_write_done(uv_write_t *req, int status)
 {
     struct pwrite *w = (struct pwrite *)req;
     struct conn *c = w->owner;
     (void)status; /* a failed write shows up as a read error on that socket */
     pwrite_put(&c->px->pool, w);
-    if (!c->closing)
-        conn_update_reading(c);
+    if (c->closing)
+        return;
+    conn_update_reading(c);
+    if (c->up && !c->up->shared)
+        upconn_update_reading(c->up);
 }
 
-static int conn_write(struct conn *c, uv_tcp_t *to, struct pwrite *w)
+/* A shared upstream cannot wait for a client that does not read: past
+ * PROXY_SLOW_CLIENT_FACTOR x the backlog bound it is disconnected. */
+static void conn_check_backlog(struct conn *c)
 {
-    w->owner = c;
-    int rc = uv_write(&w->req, (uv_stream_t *)to, w->segs, w->nsegs, on_write_done);
-    if (rc) {
-        pwrite_put(&c->px->pool, w);
-        return rc;
-    }
-    if (to == &c->client)
-        c->px->m.bytes_to_clients += w->bytes;
-    return 0;
-}
-
-static void conn_write_inline(struct conn *c, uv_tcp_t *to, const char *data, size_t len)
-{
-    struct pwrite *w = pwrite_get(&c->px->pool, NULL);
-    if (!w || len > PWRITE_INLINE) {
-        if (w)
-            pwrite_put(&c->px->pool, w);
+    struct proxy *px = c->px;
+    size_t q = wq(&c->client);
+    if (c->up && c->up->shared && q > PROXY_SLOW_CLIENT_FACTOR * px->cfg.write_backlog_max) {
+        px->m.slow_clients_closed++;
+        log_throttled(&px->throttle.slow_client, LOG_LEVEL_WARN, c->peer,
+                      "connection %u: %zu bytes of answers unread; closing it", c->id, q);
         conn_close(c, false);
-        return;
+    } else if (q >= px->cfg.write_backlog_max) {
+        conn_update_reading(c);
+        if (c->up && !c->up->shared)
+            upconn_update_reading(c->up);
     }
-    memcpy(w->inline_data, data, len);
-    w->segs[0] = uv_buf_init(w->inline_data, (unsigned)len);
-    w->nsegs = 1;
-    w->bytes = len;
-    conn_write(c, to, w);
 }
 
-/* Collects slices of one read buffer into as few uv_writes as possible. */
-struct seg_writer {
+/* Sends what was collected for c: 1 sent now, 0 queued, < 0 failed. */
+static int conn_reply_write(struct conn *c)
+{
+    struct pwrite *w = c->reply;
+    c->reply = NULL;
+    if (!w)
+        return 1;
+    w->owner = c;
+    c->px->m.bytes_to_clients += w->bytes;
+    return pwrite_send(&c->px->pool, (uv_stream_t *)&c->client, w, on_client_write_done);
+}
+
+static void conn_reply_send(struct conn *c)
+{
+    int rc = conn_reply_write(c);
+    if (rc < 0)
+        conn_close(c, false);
+    else if (rc == 0)
+        conn_check_backlog(c);
+}
+
+void conn_reply(struct conn *c, struct pbuf *b, size_t off, size_t len)
+{
+    if (c->closing || len == 0)
+        return;
+    conn_touch(c);
+    if (c->reply && !pwrite_add(c->reply, b, off, len))
+        conn_reply_send(c);
+    if (c->closing)
+        return;
+    if (!c->reply) {
+        if (!(c->reply = pwrite_get(&c->px->pool))) {
+            conn_nomem(c);
+            return;
+        }
+        pwrite_add(c->reply, b, off, len);
+    }
+}
+
+void conn_reply_copy(struct conn *c, const char *data, size_t len)
+{
+    struct pbuf *b = pbuf_get_size(&c->px->pool, len);
+    if (!b) {
+        conn_nomem(c);
+        return;
+    }
+    memcpy(b->data, data, len);
+    conn_reply(c, b, 0, len);
+    pbuf_unref(&c->px->pool, b);
+}
+
+static void conn_check_done(struct conn *c);
+
+void conn_reply_flush_all(struct proxy *px)
+{
     struct conn *c;
-    uv_tcp_t *to;
-    struct pbuf *buf;
-    struct pwrite *w;
-};
-
-static void seg_flush(struct seg_writer *sw)
-{
-    if (sw->w && sw->w->nsegs)
-        conn_write(sw->c, sw->to, sw->w);
-    else if (sw->w)
-        pwrite_put(&sw->c->px->pool, sw->w);
-    sw->w = NULL;
-}
-
-static void seg_add(struct seg_writer *sw, size_t off, size_t len)
-{
-    if (len == 0 || sw->c->closing)
-        return;
-    if (sw->w && sw->w->nsegs == PWRITE_SEGS)
-        seg_flush(sw);
-    if (!sw->w && !(sw->w = pwrite_get(&sw->c->px->pool, sw->buf))) {
-        conn_close(sw->c, false);
-        return;
+    while ((c = px->replying) != NULL) {
+        px->replying = c->reply_next;
+        c->on_reply_list = false;
+        if (c->closing) {
+            if (c->reply)
+                pwrite_put(&px->pool, c->reply);
+            c->reply = NULL;
+            continue;
+        }
+        conn_reply_send(c);
+        if (!c->closing)
+            conn_check_done(c);
     }
-    sw->w->segs[sw->w->nsegs++] = uv_buf_init(sw->buf->data + off, (unsigned)len);
-    sw->w->bytes += len;
 }
 
 /* --- reading control ---------------------------------------------------------- */
 
-static size_t wq(uv_tcp_t *t)
+static bool conn_mid_request(const struct conn *c)
 {
-    return uv_stream_get_write_queue_size((uv_stream_t *)t);
+    return !c->raw && !mc_req_at_boundary(&c->rq);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -264,40 +302,30 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 }
 
 static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
-static void on_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
-static void conn_update_reading(struct conn *c)
+void conn_update_reading(struct conn *c)
 {
     struct proxy *px = c->px;
+    struct upconn *up = c->up;
     if (c->closing)
         return;
-    bool rec_ok = !rec_blocked(px->rec);
-    /* a client whose request was partly forwarded is read until that
-     * request is whole, when stopping or at the pending bound: memcached
-     * holds back answers while it waits for the rest of a data block, so
-     * the answers that would let us go on might never come */
-    bool mid_request = !mc_req_at_boundary(&c->rq);
-    bool want_client = rec_ok && !c->client_eof && !c->quit &&
-                       (!px->stopping || mid_request) &&
-                       c->up != UP_CONNECTING &&
-                       (c->pend.count < px->cfg.max_pending || mid_request) &&
-                       wq(&c->client) < px->cfg.write_backlog_max &&
-                       (c->up != UP_READY || wq(&c->upstream) < px->cfg.write_backlog_max);
-    bool want_up = rec_ok && c->up == UP_READY && wq(&c->client) < px->cfg.write_backlog_max;
-    if (want_client != c->client_reading) {
-        if (want_client)
-            uv_read_start((uv_stream_t *)&c->client, on_alloc, on_client_read);
-        else
-            uv_read_stop((uv_stream_t *)&c->client);
-        c->client_reading = want_client;
-    }
-    if (want_up != c->up_reading) {
-        if (want_up)
-            uv_read_start((uv_stream_t *)&c->upstream, on_alloc, on_up_read);
-        else
-            uv_read_stop((uv_stream_t *)&c->upstream);
-        c->up_reading = want_up;
-    }
+    /* a client whose request is partly read is read until it is whole,
+     * when stopping or at the pending bound: on a private upstream,
+     * memcached holds back answers while it waits for the rest of a data
+     * block, so the answers that would let us go on might never come */
+    bool mid = conn_mid_request(c);
+    bool want = !rec_blocked(px->rec) && !c->client_eof && !c->quit && !c->moving && up &&
+                (!px->stopping || mid) && up->state != UP_CONNECTING &&
+                (c->inflight < px->cfg.max_pending || mid) &&
+                wq(&c->client) < px->cfg.write_backlog_max &&
+                (up->state != UP_READY || wq(&up->tcp) < px->cfg.write_backlog_max);
+    if (want == c->client_reading)
+        return;
+    if (want)
+        uv_read_start((uv_stream_t *)&c->client, on_alloc, on_client_read);
+    else
+        uv_read_stop((uv_stream_t *)&c->client);
+    c->client_reading = want;
 }
 
 void proxy_update_reading(void *arg)
@@ -306,333 +334,19 @@ void proxy_update_reading(void *arg)
     px->all_paused = rec_blocked(px->rec);
     for (struct conn *c = px->conns; c; c = c->next)
         conn_update_reading(c);
-}
-
-/* --- answers ------------------------------------------------------------------- */
-
-static void count_read(struct conn *c, const struct pending_entry *e, const struct mc_line *l)
-{
-    /* the second the request was read in: no clock read per answer */
-    struct proxy_get_counter *g = gets_counter(c->px, e->req.cmd, e->t_wall_ns);
-    g->requests++;
-    if (e->req.cmd == MC_CMD_MG) {
-        bool hit = l && (l->code == MC_CODE_HD || l->code == MC_CODE_VA);
-        g->keys++;
-        g->hits += hit;
-        g->misses += !hit;
-        g->bytes += (l && l->code == MC_CODE_VA && l->data_len > 0) ? (uint64_t)l->data_len : 0;
-        return;
-    }
-    g->keys += e->req.nkeys;
-    g->hits += c->unit_hits;
-    g->misses += e->req.nkeys > c->unit_hits ? e->req.nkeys - c->unit_hits : 0;
-    g->bytes += c->unit_bytes;
-}
-
-static void entry_done(struct conn *c, struct pending_entry *e)
-{
-    if (e->req.reply != MC_REPLY_SILENT || e->barrier)
-        c->loud--;
-    if (e->barrier)
-        c->barriers--;
-    pending_pop(&c->pend);
-}
-
-/* The answer to e is complete; line is its first (or, for a multi, last). */
-static void conn_answered(struct conn *c, struct pending_entry *e, const struct mc_line *l)
-{
-    int64_t latency = c->unit_t0 >= e->t_sent ? (int64_t)(c->unit_t0 - e->t_sent) : 0;
-    if (cmd_is_read(e->req.cmd))
-        count_read(c, e, l);
-    record(c, e, l->text, l->len, latency);
-    entry_done(c, e);
-}
-
-static const char *silent_label(const struct mc_request *r)
-{
-    return mc_cmd_name(r->cmd)[0] == 'm' ? "quiet" : "noreply";
-}
-
-static void on_silent(void *ud, struct pending_entry *e)
-{
-    struct conn *c = ud;
-    if (e->req.cmd == MC_CMD_MG) {
-        c->unit_hits = 0;
-        count_read(c, e, NULL); /* a quiet mg is silent only on a miss */
-    }
-    record_text(c, e, silent_label(&e->req)); /* pending_owner pops it */
-}
-
-static void count_value(struct conn *c, const struct mc_line *l)
-{
-    if (l->code == MC_CODE_VALUE) {
-        c->unit_hits++;
-        c->unit_bytes += l->data_len > 0 ? (uint64_t)l->data_len : 0;
-    }
-}
-
-/* Handles one complete answer line; returns true when its bytes are
- * slabtap's own (a barrier's MN) and must not reach the client. */
-static bool conn_answer_line(struct conn *c, const struct mc_line *l)
-{
-    struct pending_entry *e;
-    if (c->in_multi) {
-        e = pending_head(&c->pend);
-        count_value(c, l);
-        if (mc_line_ends_multi(l)) {
-            c->in_multi = false;
-            conn_answered(c, e, l);
-        }
-        return false;
-    }
-    e = pending_owner(&c->pend, l, on_silent, c);
-    if (!e) {
-        c->px->m.unpaired_responses++;
-        px_log(c->px, "connection %u: answer '%.60s' pairs with no request; closing it", c->id, l->text);
-        conn_close(c, false);
-        return false;
-    }
-    if (e->barrier) {
-        bool ok = l->code == MC_CODE_MN || l->code == MC_CODE_ERROR;
-        entry_done(c, e);
-        if (!ok) {
-            c->px->m.unpaired_responses++;
-            px_log(c->px, "connection %u: expected MN, got '%.60s'; closing it", c->id, l->text);
-            conn_close(c, false);
-        }
-        return true;
-    }
-    c->unit_t0 = c->line_t0;
-    c->unit_hits = 0;
-    c->unit_bytes = 0;
-    if (e->req.reply == MC_REPLY_STREAM) {
-        c->stream = true;
-        entry_done(c, e);
-        return false;
-    }
-    count_value(c, l);
-    if (e->req.reply == MC_REPLY_MULTI && !mc_line_ends_multi(l)) {
-        c->in_multi = true;
-        return false;
-    }
-    conn_answered(c, e, l);
-    return false;
-}
-
-static bool held_prefix_ok(const char *s, size_t n)
-{
-    return n > 0 && n <= 3 && !memcmp(s, "MN\r", n);
-}
-
-/* The buffer ended inside a line. If that line may be a barrier's MN, keep
- * its bytes (at most 3) back from the client until the line is complete.
- * Returns where the next slice to forward starts. */
-static size_t conn_hold_partial(struct conn *c, struct pbuf *b, size_t n, size_t line_begin,
-                                size_t seg_start, struct seg_writer *sw)
-{
-    if (c->held_len) {
-        /* the line began in an earlier buffer, held: all of b continues it */
-        if (c->held_len + n <= 3 && memcmp(b->data, &"MN\r"[c->held_len], n) == 0) {
-            memcpy(c->held + c->held_len, b->data, n);
-            c->held_len += n;
-            return n;
-        }
-        conn_write_inline(c, &c->client, c->held, c->held_len);
-        c->held_len = 0;
-        return seg_start;
-    }
-    if (line_begin == SIZE_MAX || !c->barriers || c->rs.state != MC_RESP_LINE)
-        return seg_start;
-    size_t part = n - line_begin;
-    if (!held_prefix_ok(b->data + line_begin, part))
-        return seg_start;
-    memcpy(c->held, b->data + line_begin, part);
-    c->held_len = part;
-    seg_add(sw, seg_start, line_begin - seg_start);
-    return n;
-}
-
-static void conn_upstream_data(struct conn *c, struct pbuf *b, size_t n)
-{
-    uint64_t now = uv_hrtime();
-    struct seg_writer sw = {c, &c->client, b, NULL};
-    size_t pos = 0, seg_start = 0;
-
-    while (pos < n && !c->stream && !c->closing) {
-        size_t line_begin = SIZE_MAX;
-        if (mc_resp_at_boundary(&c->rs)) {
-            c->line_t0 = now;
-            line_begin = pos;
-        }
-        struct mc_line line;
-        size_t used;
-        enum mc_result r = mc_resp_parse(&c->rs, b->data + pos, n - pos, &used, &line);
-        pos += used;
-        if (r == MC_ERROR) {
-            px_log(c->px, "connection %u: malformed answer from memcached; closing it", c->id);
-            conn_close(c, false);
-            break;
-        }
-        if (r == MC_NEED_MORE) {
-            seg_start = conn_hold_partial(c, b, n, line_begin, seg_start, &sw);
-            break;
-        }
-        size_t here = line.bytes - c->held_len; /* bytes of the line in this buffer */
-        if (conn_answer_line(c, &line)) {
-            seg_add(&sw, seg_start, pos - here - seg_start);
-            seg_start = pos;
-        } else if (c->held_len && !c->closing) {
-            conn_write_inline(c, &c->client, c->held, c->held_len);
-        }
-        c->held_len = 0;
-    }
-    if (!c->closing)
-        seg_add(&sw, seg_start, n - seg_start);
-    seg_flush(&sw);
-}
-
-/* --- upstream lifecycle ------------------------------------------------------- */
-
-static void on_handle_closed(uv_handle_t *h)
-{
-    struct conn *c = h->data;
-    if (h == (uv_handle_t *)&c->upstream)
-        c->up_handle_open = false;
-    if (--c->open_handles)
-        return;
-    struct proxy *px = c->px;
-    pending_free(&c->pend);
-    free(c);
-    proxy_maybe_stopped(px);
-}
-
-static void conn_close_upstream(struct conn *c)
-{
-    if (c->up_handle_open && !uv_is_closing((uv_handle_t *)&c->upstream))
-        uv_close((uv_handle_t *)&c->upstream, on_handle_closed);
-    c->up_reading = false;
-}
-
-/* Every forwarded request still waiting gets memcached's kind of answer for
- * a broken server, in order, and its row. */
-static void conn_fail_pending(struct conn *c, const char *answer)
-{
-    struct pending_entry *e;
-    while ((e = pending_head(&c->pend)) != NULL) {
-        if (!e->barrier && e->req.reply != MC_REPLY_SILENT && e->req.reply != MC_REPLY_CLOSE &&
-            !c->closing && !c->client_eof) {
-            conn_write_inline(c, &c->client, upstream_error_line, sizeof upstream_error_line - 1);
-            c->px->m.upstream_error_replies++;
-        }
-        if (!e->barrier)
-            record_text(c, e, e->req.reply == MC_REPLY_SILENT && !strcmp(answer, "no_answer")
-                                  ? silent_label(&e->req) : answer);
-        entry_done(c, e);
-    }
-    c->in_multi = false;
-    c->held_len = 0;
-    c->barriers = 0;
-    c->loud = 0;
-}
-
-static void conn_connect_upstream(struct conn *c);
-
-static void on_retry(uv_timer_t *t)
-{
-    struct conn *c = t->data;
-    if (!c->closing && !c->up_handle_open)
-        conn_connect_upstream(c);
-    else if (!c->closing)
-        uv_timer_start(&c->retry, on_retry, 10, 0); /* old handle still closing */
-}
-
-static void conn_upstream_down(struct conn *c, const char *why)
-{
-    struct proxy *px = c->px;
-    bool expected = c->quit || c->client_eof;
-    conn_close_upstream(c);
-    c->up = UP_DOWN;
-    mc_resp_init(&c->rs);
-    if (!expected) {
-        px->m.upstream_errors++;
-        px_log(px, "connection %u: upstream %s: %s", c->id, px->cfg.upstream_text, why);
-    }
-    if (expected || px->stopping) {
-        conn_fail_pending(c, "no_answer");
-        conn_close(c, true);
-        return;
-    }
-    conn_fail_pending(c, "upstream_error");
-    uv_timer_start(&c->retry, on_retry, c->backoff_ms, 0);
-    c->backoff_ms = c->backoff_ms * 2 > px->cfg.backoff_max_ms ? px->cfg.backoff_max_ms
-                                                               : c->backoff_ms * 2;
-    conn_update_reading(c);
-}
-
-static void on_up_connect(uv_connect_t *req, int status)
-{
-    struct conn *c = req->data;
-    if (c->closing)
-        return;
-    if (status < 0) {
-        c->px->upstream_up = false;
-        conn_upstream_down(c, uv_strerror(status));
-        return;
-    }
-    c->px->upstream_up = true;
-    c->up = UP_READY;
-    c->backoff_ms = c->px->cfg.backoff_min_ms;
-    c->discard_current = !mc_req_at_boundary(&c->rq);
-    mc_resp_init(&c->rs);
-    conn_update_reading(c);
-}
-
-static void conn_connect_upstream(struct conn *c)
-{
-    uv_tcp_init(c->px->loop, &c->upstream);
-    c->upstream.data = c;
-    c->up_handle_open = true;
-    c->open_handles++;
-    c->up = UP_CONNECTING;
-    c->connect_req.data = c;
-    uv_tcp_nodelay(&c->upstream, 1);
-    int rc = uv_tcp_connect(&c->connect_req, &c->upstream,
-                            (const struct sockaddr *)&c->px->cfg.upstream_addr, on_up_connect);
-    if (rc)
-        conn_upstream_down(c, uv_strerror(rc));
-    else
-        conn_update_reading(c);
+    for (struct upconn *up = px->ups; up; up = up->next)
+        upconn_update_reading(up);
 }
 
 /* A full recorder must pause every connection at once, not each at its
  * next read, so the overflow stash stays bounded. */
-static void conn_after_read(struct conn *c)
+void proxy_after_read(struct proxy *px)
 {
-    struct proxy *px = c->px;
     rec_flush(px->rec);
-    if (rec_blocked(px->rec)) {
-        if (!px->all_paused) {
-            px->all_paused = true;
-            proxy_update_reading(px);
-        }
-    } else if (!c->closing) {
-        conn_update_reading(c);
+    if (rec_blocked(px->rec) && !px->all_paused) {
+        px->all_paused = true;
+        proxy_update_reading(px);
     }
-}
-
-static void on_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-    struct conn *c = s->data;
-    struct pbuf *b = buf->base ? pbuf_from_base(buf->base) : NULL;
-    if (nread > 0 && !c->closing)
-        conn_upstream_data(c, b, (size_t)nread);
-    else if (nread < 0 && !c->closing)
-        conn_upstream_down(c, nread == UV_EOF ? "closed the connection" : uv_strerror((int)nread));
-    if (b)
-        pbuf_unref(&c->px->pool, b);
-    if (!c->closing && c->px->stopping && c->loud == 0)
-        conn_close(c, true);
-    conn_after_read(c);
 }
 
 /* --- requests ------------------------------------------------------------------- */
@@ -643,7 +357,7 @@ static void count_request(struct proxy *px, const struct mc_request *r)
     px->requests_by_cmd[r->cmd]++;
     if (r->is_write)
         px->m.requests_write++;
-    else if (cmd_is_read(r->cmd))
+    else if (proxy_cmd_is_read(r->cmd))
         px->m.requests_read++;
     else
         px->m.requests_other++;
@@ -652,23 +366,25 @@ static void count_request(struct proxy *px, const struct mc_request *r)
 /* A request memcached will never see: answer it as a broken server would. */
 static void conn_request_unforwarded(struct conn *c, const struct mc_request *r, int64_t wall)
 {
-    struct pending_entry e = {.req = *r, .t_wall_ns = wall};
+    struct pending_entry e = {.req = *r, .t_wall_ns = wall, .conn_id = c->id};
     if (cmd_is_recorded(r->cmd))
         e.seq = ++c->px->next_seq;
     if (r->reply == MC_REPLY_CLOSE || r->reply == MC_REPLY_STREAM) {
-        conn_close(c, true);
+        c->quit = true;
+        conn_touch(c); /* closes once its other answers are out */
         return;
     }
     if (r->reply != MC_REPLY_SILENT) {
-        conn_write_inline(c, &c->client, upstream_error_line, sizeof upstream_error_line - 1);
+        conn_reply_copy(c, PROXY_UPSTREAM_ERROR_LINE, sizeof PROXY_UPSTREAM_ERROR_LINE - 1);
         c->px->m.upstream_error_replies++;
     }
-    record_text(c, &e, "upstream_error");
+    proxy_record(c->px, &e, "upstream_error", SIZE_MAX, -1);
 }
 
 static bool conn_request(struct conn *c, const struct mc_request *r, uint64_t now, int64_t wall)
 {
-    struct pending_entry *e = pending_push(&c->pend);
+    struct upconn *up = c->up;
+    struct pending_entry *e = upconn_push(up, c);
     if (!e)
         return false;
     e->req = *r;
@@ -677,169 +393,457 @@ static bool conn_request(struct conn *c, const struct mc_request *r, uint64_t no
     if (cmd_is_recorded(r->cmd))
         e->seq = ++c->px->next_seq;
     if (r->reply != MC_REPLY_SILENT)
-        c->loud++;
+        up->loud++;
     if (r->reply == MC_REPLY_CLOSE || r->reply == MC_REPLY_STREAM)
         c->quit = true;
     return true;
 }
 
-static bool is_meta_write_or_read(enum mc_cmd cmd)
+/* The requests in b[from, to) go to c's upstream. Their entries are
+ * queued already: bytes that cannot follow them put the upstream out of
+ * step, so it is reset (every client on it gets its SERVER_ERRORs). */
+static void conn_forward(struct conn *c, struct pbuf *b, size_t from, size_t to)
 {
-    return cmd == MC_CMD_MS || cmd == MC_CMD_MG || cmd == MC_CMD_MD || cmd == MC_CMD_MA;
+    if (to > from && !upconn_send(c->up, b, from, to - from)) {
+        upconn_fail(c->up, "out of memory for a write");
+        conn_nomem(c);
+    }
 }
 
-/* A meta-quiet request's answer, when one comes, looks like the next
- * request's (ms q then ms, or ms q then ms q: both may answer NS). With O
- * or k the answer names its request; without, a barrier between them tells
- * the two apart. None is needed before the client's own mn. */
-static bool conn_needs_split(struct conn *c, const struct mc_request *next)
+static void conn_release_assembly(struct conn *c)
 {
-    struct pending_entry *t = pending_tail(&c->pend);
-    return t && !t->barrier && t->req.reply == MC_REPLY_SILENT &&
-           is_meta_write_or_read(t->req.cmd) && !t->req.has_opaque && !t->req.want_key &&
-           !c->quit && (!next || next->cmd != MC_CMD_MN);
+    if (c->asm_buf)
+        pbuf_unref(&c->px->pool, c->asm_buf);
+    c->asm_buf = NULL;
+    c->px->assembly_bytes -= c->asm_reserved;
+    c->asm_reserved = 0;
 }
 
-/* Sends slabtap's own `mn` at the current position of the upstream stream
- * (the caller guarantees a request boundary); its MN is swallowed. */
-static void conn_push_barrier(struct conn *c)
+static void conn_go_private(struct conn *c)
 {
-    struct pending_entry *e = pending_push(&c->pend);
-    if (!e)
+    struct proxy *px = c->px;
+    upconn_forget_client(c->up, c);
+    c->up = upconn_open(px, false, c);
+    if (!c->up)
+        conn_nomem(c);
+}
+
+/* From the request at b[from] on, c needs an upstream of its own: keep
+ * what it sent (the request being assembled, the rest of b), stop reading
+ * it, and move once its answers from the shared upstream are all in. */
+static void conn_move(struct conn *c, struct pbuf *b, size_t from, size_t n)
+{
+    struct proxy *px = c->px;
+    size_t have = c->asm_buf ? c->asm_buf->len : 0;
+    struct pbuf *d = pbuf_get_size(&px->pool, have + (n - from));
+    if (!d) {
+        conn_nomem(c);
         return;
-    memset(&e->req, 0, sizeof e->req);
-    e->req.cmd = MC_CMD_MN;
-    e->req.reply = MC_REPLY_LINE;
-    e->barrier = true;
-    c->loud++;
-    c->barriers++;
-    conn_write_inline(c, &c->upstream, "mn\r\n", 4);
+    }
+    if (have)
+        memcpy(d->data, c->asm_buf->data, have);
+    memcpy(d->data + have, b->data + from, n - from);
+    d->len = have + (n - from);
+    conn_release_assembly(c);
+    c->deferred = d;
+    c->moving = true;
+    mc_req_init(&c->rq); /* the deferred bytes are parsed again, from a boundary */
+    c->rq.started = !c->raw;
+    px->m.clients_moved++;
+    conn_update_reading(c);
+    if (c->inflight == 0)
+        conn_go_private(c);
 }
 
-static void conn_inject_barrier(struct conn *c)
+/* Bytes the request being parsed will take in all, as far as known now. */
+static size_t conn_request_size(const struct conn *c)
 {
-    struct pending_entry *t = pending_tail(&c->pend);
-    if (!t || t->barrier || t->req.reply != MC_REPLY_SILENT || c->quit ||
-        !mc_req_at_boundary(&c->rq))
+    if (c->rq.state == MC_REQ_DATA)
+        return c->rq.bytes + c->rq.data_left;
+    if (c->rq.state == MC_REQ_LINE)
+        return MC_LINE_MAX + 2;
+    return SIZE_MAX; /* a multiget line longer than MC_LINE_MAX: no bound */
+}
+
+/* Makes room for need bytes in the assembly buffer; false when the
+ * request is too big to assemble (the caller moves the client). */
+static bool conn_assembly_reserve(struct conn *c, size_t need)
+{
+    struct proxy *px = c->px;
+    struct pbuf *nb;
+    if (c->asm_buf && need <= c->asm_buf->cap)
+        return true;
+    if (need > px->cfg.max_request ||
+        px->assembly_bytes - c->asm_reserved + need > px->cfg.max_assembly)
+        return false;
+    if (!(nb = pbuf_get_size(&px->pool, need)))
+        return false;
+    if (c->asm_buf) {
+        memcpy(nb->data, c->asm_buf->data, c->asm_buf->len);
+        nb->len = c->asm_buf->len;
+        pbuf_unref(&px->pool, c->asm_buf);
+    }
+    c->asm_buf = nb;
+    px->assembly_bytes += need - c->asm_reserved;
+    c->asm_reserved = need;
+    return true;
+}
+
+static void conn_assembly_append(struct conn *c, const char *data, size_t len)
+{
+    memcpy(c->asm_buf->data + c->asm_buf->len, data, len);
+    c->asm_buf->len += len;
+}
+
+static void conn_protocol_error(struct conn *c)
+{
+    struct proxy *px = c->px;
+    px->m.protocol_errors++;
+    log_throttled(&px->throttle.protocol_error, LOG_LEVEL_WARN, c->peer,
+                  "connection %u: input memcached closes the connection on (a request line "
+                  "over %d bytes); closing it", c->id, MC_LINE_MAX);
+    conn_close(c, false);
+}
+
+/* What to do with one whole request before it is forwarded. */
+enum req_action { REQ_FORWARD, REQ_MOVE, REQ_QUIT };
+
+static enum req_action conn_classify(const struct conn *c, const struct mc_request *r)
+{
+    if (!c->up->shared)
+        return REQ_FORWARD;
+    if (r->exclusive)
+        return REQ_MOVE;
+    if (r->reply == MC_REPLY_CLOSE)
+        return REQ_QUIT;
+    return REQ_FORWARD;
+}
+
+/* One whole request whose bytes are b[from, end) (from is SIZE_MAX when it
+ * began in an earlier buffer of a private upstream) -- forwarded, answered
+ * here, or the start of a move. Returns false when nothing after it may be
+ * handled now (moved, quit, closed). */
+static bool conn_handle_request(struct conn *c, const struct mc_request *req, struct pbuf *b,
+                                size_t *fwd_from, size_t from, size_t end, size_t n,
+                                uint64_t now, int64_t wall, bool *fwd)
+{
+    struct upconn *up = c->up;
+    switch (conn_classify(c, req)) {
+    case REQ_MOVE: /* counted when it is parsed again, on its own upstream */
+        if (*fwd)
+            conn_forward(c, b, *fwd_from, from);
+        conn_move(c, b, from, n);
+        return false;
+    case REQ_QUIT:
+        count_request(c->px, req);
+        if (*fwd)
+            conn_forward(c, b, *fwd_from, from);
+        c->quit = true;
+        conn_touch(c); /* closes once its answers are out */
+        return false;
+    case REQ_FORWARD:
+        break;
+    }
+    count_request(c->px, req);
+    if (!*fwd) {
+        conn_request_unforwarded(c, req, wall);
+        if (c->discard_current) {
+            c->discard_current = false;
+            *fwd = up->state == UP_READY;
+            *fwd_from = end;
+        }
+        return !c->quit;
+    }
+    if (from != SIZE_MAX && upconn_needs_split(up, req)) {
+        conn_forward(c, b, *fwd_from, from);
+        *fwd_from = from;
+        upconn_push_barrier(up);
+    }
+    if (!conn_request(c, req, now, wall)) {
+        if (from != SIZE_MAX)
+            conn_forward(c, b, *fwd_from, from);
+        conn_nomem(c);
+        return false;
+    }
+    return true;
+}
+
+/* The client has a request being assembled: b continues it. Returns where
+ * the rest of b starts, or SIZE_MAX when b is used up (or c moved). */
+static size_t conn_assembly_continue(struct conn *c, struct pbuf *b, size_t n, uint64_t now,
+                                     int64_t wall)
+{
+    struct mc_request req;
+    size_t used, fwd_from = 0;
+    bool fwd = c->up->state == UP_READY;
+    enum mc_result r = mc_req_parse(&c->rq, b->data, n, &used, &req);
+    if (r == MC_ERROR) {
+        conn_protocol_error(c);
+        return SIZE_MAX;
+    }
+    size_t need = r == MC_OK ? c->asm_buf->len + used
+                             : c->rq.state == MC_REQ_DATA ? c->asm_buf->len + used + c->rq.data_left
+                                                          : conn_request_size(c);
+    if (need == SIZE_MAX || !conn_assembly_reserve(c, need)) {
+        conn_move(c, b, 0, n);
+        return SIZE_MAX;
+    }
+    conn_assembly_append(c, b->data, used);
+    if (r == MC_NEED_MORE)
+        return SIZE_MAX;
+    if (conn_classify(c, &req) == REQ_MOVE) {
+        /* the assembled request and the rest of b go to its own upstream */
+        conn_move(c, b, used, n);
+        return SIZE_MAX;
+    }
+    /* whole: it goes out as one slice of the assembly buffer */
+    struct pbuf *a = c->asm_buf;
+    pbuf_ref(a);
+    conn_release_assembly(c);
+    c->px->m.requests_assembled++;
+    bool go_on = conn_handle_request(c, &req, a, &fwd_from, 0, a->len, a->len, now, wall, &fwd);
+    if (fwd && !c->closing)
+        conn_forward(c, a, fwd_from, a->len);
+    pbuf_unref(&c->px->pool, a);
+    return go_on ? used : SIZE_MAX;
+}
+
+/* A request began at b[from] and did not end in b: on a shared upstream
+ * it is assembled before it goes out. */
+static void conn_assembly_start(struct conn *c, struct pbuf *b, size_t from, size_t n)
+{
+    size_t need = conn_request_size(c);
+    if (need == SIZE_MAX || !conn_assembly_reserve(c, need)) {
+        conn_move(c, b, from, n);
         return;
-    conn_push_barrier(c);
+    }
+    conn_assembly_append(c, b->data + from, n - from);
 }
 
-/* Forwards what came before the request starting at `at`, then a barrier. */
-static size_t conn_split_at(struct conn *c, struct seg_writer *sw, size_t fwd_from, size_t at)
+static void conn_binary(struct conn *c, struct pbuf *b, size_t n)
 {
-    seg_add(sw, fwd_from, at - fwd_from);
-    seg_flush(sw);
-    if (!c->closing)
-        conn_push_barrier(c);
-    return at;
+    /* memcached speaks the binary protocol to a connection whose first
+     * byte is 0x80: slabtap does not parse it, it passes it through on a
+     * connection of its own and records nothing */
+    c->raw = true;
+    if (c->up->shared) {
+        conn_move(c, b, 0, n);
+        return;
+    }
+    if (c->up->state != UP_READY) {
+        conn_close(c, false);
+        return;
+    }
+    c->up->stream = true;
+    conn_forward(c, b, 0, n);
 }
 
 static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
 {
     struct proxy *px = c->px;
+    struct upconn *up = c->up;
     uint64_t now = uv_hrtime();
     int64_t wall = clock_wall_ns();
-    struct seg_writer sw = {c, &c->upstream, b, NULL};
-    bool fwd = c->up == UP_READY && !c->discard_current;
+    bool fwd = up->state == UP_READY && !c->discard_current;
     size_t fwd_from = 0, pos = 0;
 
+    if (c->raw) {
+        conn_forward(c, b, 0, n);
+        return;
+    }
+    if (c->asm_buf) {
+        pos = fwd_from = conn_assembly_continue(c, b, n, now, wall);
+        if (pos == SIZE_MAX || px->stopping)
+            return; /* at shutdown nothing after the request in progress */
+    }
     /* where the request being parsed began in b; SIZE_MAX: in an earlier
      * buffer, already forwarded, too late to put a barrier before it */
-    size_t req_begin = mc_req_at_boundary(&c->rq) ? 0 : SIZE_MAX;
-
-    px->m.bytes_from_clients += n;
+    size_t req_begin = mc_req_at_boundary(&c->rq) ? pos : SIZE_MAX;
     while (pos < n && !c->closing) {
         struct mc_request req;
         size_t used;
+        bool started = c->rq.started;
         if (mc_req_at_boundary(&c->rq))
             req_begin = pos;
         enum mc_result r = mc_req_parse(&c->rq, b->data + pos, n - pos, &used, &req);
         pos += used;
+        if (r == MC_ERROR && !started && (unsigned char)b->data[req_begin] == 0x80) {
+            conn_binary(c, b, n);
+            return;
+        }
         if (r == MC_ERROR) {
-            px->m.protocol_errors++;
-            px_log(px, "connection %u: input memcached closes the connection on (a request "
-                       "line over %d bytes, or the binary protocol); closing it", c->id, MC_LINE_MAX);
-            conn_close(c, false);
+            /* the whole requests before it go out: their entries are queued */
+            if (fwd && req_begin != SIZE_MAX)
+                conn_forward(c, b, fwd_from, req_begin);
+            conn_protocol_error(c);
             return;
         }
         if (r == MC_NEED_MORE)
             break;
-        count_request(px, &req);
-        if (fwd) {
-            if (req_begin != SIZE_MAX && conn_needs_split(c, &req))
-                fwd_from = conn_split_at(c, &sw, fwd_from, req_begin);
-            if (!conn_request(c, &req, now, wall)) {
-                conn_close(c, false);
-                return;
-            }
-        } else {
-            conn_request_unforwarded(c, &req, wall);
-            if (c->discard_current) {
-                c->discard_current = false;
-                fwd = c->up == UP_READY;
-                fwd_from = pos;
-            }
-        }
+        if (!conn_handle_request(c, &req, b, &fwd_from, req_begin, pos, n, now, wall, &fwd))
+            return;
         if (px->stopping) {
             n = pos; /* the request in progress at shutdown is whole: forward
                         nothing after it (see conn_update_reading) */
             break;
         }
     }
-    /* a request still arriving after a quiet one: split before it now, as
-     * its first bytes are in this buffer */
-    if (fwd && !c->closing && !mc_req_at_boundary(&c->rq) && req_begin != SIZE_MAX &&
-        req_begin < n && conn_needs_split(c, NULL))
-        fwd_from = conn_split_at(c, &sw, fwd_from, req_begin);
-    if (fwd && !c->closing) {
-        seg_add(&sw, fwd_from, n - fwd_from);
-        seg_flush(&sw);
-        conn_inject_barrier(c);
+    if (c->closing)
+        return;
+    if (conn_mid_request(c) && req_begin != SIZE_MAX && req_begin < n) {
+        /* a request still arriving */
+        if (up->shared) {
+            if (fwd)
+                conn_forward(c, b, fwd_from, req_begin);
+            conn_assembly_start(c, b, req_begin, n);
+            return;
+        }
+        if (fwd && upconn_needs_split(up, NULL)) {
+            conn_forward(c, b, fwd_from, req_begin);
+            fwd_from = req_begin;
+            upconn_push_barrier(up);
+        }
     }
+    if (fwd)
+        conn_forward(c, b, fwd_from, n);
+}
+
+static void conn_client_eof(struct conn *c)
+{
+    c->client_eof = true;
+    conn_release_assembly(c); /* never whole: memcached would drop it too */
+    if (c->deferred) {
+        pbuf_unref(&c->px->pool, c->deferred);
+        c->deferred = NULL;
+    }
+    c->moving = false;
+    uv_read_stop((uv_stream_t *)&c->client);
+    c->client_reading = false;
+    if (c->inflight && c->up && !c->up->shared && c->up->state == UP_READY) {
+        /* let memcached finish what it read, as it would direct */
+        upconn_shutdown_write(c->up);
+        return;
+    }
+    conn_touch(c); /* closes once its answers are out */
 }
 
 static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct conn *c = s->data;
+    struct proxy *px = c->px;
     struct pbuf *b = buf->base ? pbuf_from_base(buf->base) : NULL;
     if (nread > 0 && !c->closing) {
+        px->m.bytes_from_clients += (uint64_t)nread;
         conn_client_data(c, b, (size_t)nread);
     } else if (nread < 0 && !c->closing) {
-        c->client_eof = true;
-        if (c->up == UP_READY && c->pend.count) {
-            /* let memcached finish what it read, as it would direct */
-            uv_read_stop(s);
-            c->client_reading = false;
-            uv_shutdown(&c->up_shutdown, (uv_stream_t *)&c->upstream, NULL);
-        } else {
-            conn_close(c, false);
-        }
+        conn_client_eof(c);
     }
     if (b)
-        pbuf_unref(&c->px->pool, b);
-    conn_after_read(c);
+        pbuf_unref(&px->pool, b);
+    conn_reply_flush_all(px);
+    proxy_after_read(px);
+    conn_update_reading(c);
 }
 
-/* --- connection lifecycle ---------------------------------------------------------- */
+/* --- state changes of a client ----------------------------------------------------- */
+
+void conn_entry_done(struct conn *c)
+{
+    if (c->inflight)
+        c->inflight--;
+    if (c->inflight == 0)
+        conn_touch(c); /* conn_check_done after this read */
+}
+
+/* Called once the answers of a read are sent: a client waiting for its
+ * last answer (to quit, to move, to stop) goes on. */
+static void conn_check_done(struct conn *c)
+{
+    struct proxy *px = c->px;
+    if (c->closing || c->inflight)
+        return;
+    if (c->moving && c->up && c->up->shared) {
+        conn_go_private(c);
+        return;
+    }
+    /* quit on a private upstream goes to memcached, which closes: that
+     * closes the client, unless memcached was not there to get it */
+    if ((c->quit && (!c->up || c->up->shared || c->up->state != UP_READY)) || c->client_eof ||
+        (px->stopping && !conn_mid_request(c) && !c->moving))
+        conn_close(c, true);
+}
+
+void conn_upstream_ready(struct conn *c)
+{
+    struct pbuf *d = c->deferred;
+    if (c->closing)
+        return;
+    if (c->up->state == UP_READY)
+        c->discard_current = !c->up->shared && conn_mid_request(c);
+    if (c->moving && !c->up->shared && c->up->state != UP_CONNECTING) {
+        /* moved: what it sent since goes out on its own connection now
+         * (or is answered SERVER_ERROR if memcached cannot be reached) */
+        c->moving = false;
+        c->deferred = NULL;
+        if (d) {
+            if (c->raw && c->up->state == UP_READY)
+                c->up->stream = true;
+            conn_client_data(c, d, d->len);
+            pbuf_unref(&c->px->pool, d);
+        }
+        conn_reply_flush_all(c->px);
+    }
+    conn_update_reading(c);
+}
+
+void conn_upstream_gone(struct conn *c)
+{
+    conn_close(c, true);
+}
+
+static void on_client_closed(uv_handle_t *h)
+{
+    struct conn *c = h->data;
+    struct proxy *px = c->px;
+    if (--c->open_handles)
+        return;
+    free(c);
+    proxy_maybe_stopped(px);
+}
 
 static void on_client_shutdown(uv_shutdown_t *req, int status)
 {
     struct conn *c = req->data;
     (void)status;
-    uv_close((uv_handle_t *)&c->client, on_handle_closed);
+    uv_close((uv_handle_t *)&c->client, on_client_closed);
 }
 
-static void conn_close(struct conn *c, bool graceful)
+void conn_close(struct conn *c, bool graceful)
 {
     struct proxy *px = c->px;
     if (c->closing)
         return;
-    /* closing first: the requests still waiting get their rows but no
-     * "upstream unavailable" line -- memcached is fine, and it would not
-     * answer a client it closes either */
     c->closing = true;
-    conn_fail_pending(c, "no_answer");
+    conn_release_assembly(c);
+    if (c->deferred)
+        pbuf_unref(&px->pool, c->deferred);
+    c->deferred = NULL;
+    if (c->on_reply_list)
+        conn_untouch(c);
+    if (graceful && c->reply)
+        conn_reply_write(c); /* answers collected for it go out before the shutdown */
+    if (c->reply)
+        pwrite_put(&px->pool, c->reply);
+    c->reply = NULL;
+    /* its requests still waiting on a shared upstream are answered there
+     * and recorded; a private upstream goes with it ("no_answer" rows) */
+    if (c->up) {
+        struct upconn *up = c->up;
+        upconn_forget_client(up, c);
+        if (!up->shared)
+            upconn_close(up);
+        c->up = NULL;
+    }
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -847,74 +851,148 @@ static void conn_close(struct conn *c, bool graceful)
     if (c->next)
         c->next->prev = c->prev;
     px->m.connections_open--;
-    conn_close_upstream(c);
-    uv_close((uv_handle_t *)&c->retry, on_handle_closed);
+    log_write(LOG_LEVEL_DEBUG, c->peer, "connection %u closed", c->id);
     c->client_shutdown.data = c;
     if (!graceful ||
         uv_shutdown(&c->client_shutdown, (uv_stream_t *)&c->client, on_client_shutdown))
-        uv_close((uv_handle_t *)&c->client, on_handle_closed);
+        uv_close((uv_handle_t *)&c->client, on_client_closed);
+}
+
+/* --- accepting ------------------------------------------------------------------------ */
+
+/* Once, at accept: every later message about the connection names it. */
+static void conn_peer_text(struct conn *c)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    bool ok = uv_tcp_getpeername(&c->client, (struct sockaddr *)&ss, &len) == 0;
+    addr_format(ok ? (const struct sockaddr *)&ss : NULL, c->peer, sizeof c->peer);
+}
+
+/* The pooled upstream with the fewest clients. */
+static struct upconn *proxy_pick_upstream(struct proxy *px)
+{
+    struct upconn *best = NULL;
+    for (unsigned i = 0; i < px->cfg.upstream_conns; i++) {
+        struct upconn *u = px->pool_ups[i];
+        if (u && (!best || u->clients < best->clients))
+            best = u;
+    }
+    return best;
 }
 
 static void on_accept(uv_stream_t *server, int status)
 {
     struct proxy *px = server->data;
     struct conn *c;
+    if (status < 0)
+        log_throttled(&px->throttle.accept, LOG_LEVEL_ERROR, NULL, "accept failed: %s",
+                      uv_strerror(status));
     if (status < 0 || px->stopping)
         return;
     c = calloc(1, sizeof *c);
-    if (!c)
+    if (!c) {
+        log_throttled(&px->throttle.accept, LOG_LEVEL_ERROR, NULL,
+                      "out of memory for a new connection");
         return;
+    }
     c->px = px;
     uv_tcp_init(px->loop, &c->client);
     c->client.data = c;
+    c->open_handles = 1;
     if (uv_accept(server, (uv_stream_t *)&c->client)) {
-        c->open_handles = 1;
         c->closing = true;
-        uv_close((uv_handle_t *)&c->client, on_handle_closed);
+        uv_close((uv_handle_t *)&c->client, on_client_closed);
         return;
     }
+    conn_peer_text(c);
     uv_tcp_nodelay(&c->client, 1);
-    uv_timer_init(px->loop, &c->retry);
-    c->retry.data = c;
-    c->open_handles = 2;
     c->id = ++px->next_conn_id;
-    c->backoff_ms = px->cfg.backoff_min_ms;
     mc_req_init(&c->rq);
-    mc_resp_init(&c->rs);
-    pending_init(&c->pend);
     c->next = px->conns;
     if (px->conns)
         px->conns->prev = c;
     px->conns = c;
     px->m.connections_accepted++;
     px->m.connections_open++;
-    conn_connect_upstream(c);
+    log_write(LOG_LEVEL_DEBUG, c->peer, "connection %u accepted", c->id);
+    if (px->cfg.upstream_conns == 0) {
+        c->up = upconn_open(px, false, c);
+    } else if ((c->up = proxy_pick_upstream(px)) != NULL) {
+        c->up->clients++;
+    }
+    if (!c->up)
+        conn_nomem(c);
+    else
+        conn_update_reading(c);
+}
+
+/* --- the proxy ---------------------------------------------------------------------------- */
+
+/* After every loop iteration's I/O: the batched requests go to memcached,
+ * one write per upstream, and any answers not sent yet go to clients. */
+static void on_flush(uv_check_t *h)
+{
+    struct proxy *px = h->data;
+    conn_reply_flush_all(px);
+    upconn_flush_all(px);
 }
 
 int proxy_open(struct proxy *px, uv_loop_t *loop, const struct proxy_config *cfg,
-               struct recorder *rec)
+               struct recorder *rec, char *err, size_t errlen)
 {
+    char listen[ADDR_TEXT_MAX];
     int rc;
     memset(px, 0, sizeof *px);
     px->loop = loop;
     px->cfg = *cfg;
     px->rec = rec;
+    addr_format((const struct sockaddr *)&cfg->upstream_addr, px->upstream_peer,
+                sizeof px->upstream_peer);
     uv_tcp_init(loop, &px->listener);
     px->listener.data = px;
     px->listener_open = true;
     uv_timer_init(loop, &px->drain_timer);
     px->drain_timer.data = px;
+    uv_check_init(loop, &px->flusher);
+    px->flusher.data = px;
+    uv_check_start(&px->flusher, on_flush);
+    px->mn_buf = pbuf_get(&px->pool);
+    if (px->mn_buf)
+        memcpy(px->mn_buf->data, "mn\r\n", 4);
+    if (cfg->upstream_conns)
+        px->pool_ups = calloc(cfg->upstream_conns, sizeof *px->pool_ups);
+    if (!px->mn_buf || (cfg->upstream_conns && !px->pool_ups)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     rc = uv_tcp_bind(&px->listener, (const struct sockaddr *)&cfg->listen_addr, 0);
     if (!rc)
         rc = uv_listen((uv_stream_t *)&px->listener, 1024, on_accept);
-    if (rc)
-        fprintf(stderr, "slabtap: cannot listen: %s\n", uv_strerror(rc));
-    return rc ? -1 : 0;
+    if (rc) {
+        snprintf(err, errlen, "cannot listen on %s: %s",
+                 addr_format((const struct sockaddr *)&cfg->listen_addr, listen, sizeof listen),
+                 uv_strerror(rc));
+        return -1;
+    }
+    for (unsigned i = 0; i < cfg->upstream_conns; i++) {
+        if (!(px->pool_ups[i] = upconn_open(px, true, NULL))) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
 }
 
-static void proxy_maybe_stopped(struct proxy *px)
+void proxy_maybe_stopped(struct proxy *px)
 {
     if (!px->stopping || px->conns || px->stopped)
+        return;
+    /* every client gone: the pool goes, then we are done */
+    for (struct upconn *up = px->ups; up; up = up->next)
+        if (!up->closing)
+            upconn_close(up);
+    if (px->upstreams_open)
         return;
     px->stopped = true;
     /* every connection closed: the last reads are counted, hand them over */
@@ -923,6 +1001,12 @@ static void proxy_maybe_stopped(struct proxy *px)
     px->on_stopped = NULL;
     uv_timer_stop(&px->drain_timer);
     uv_close((uv_handle_t *)&px->drain_timer, NULL);
+    uv_check_stop(&px->flusher);
+    uv_close((uv_handle_t *)&px->flusher, NULL);
+    pbuf_unref(&px->pool, px->mn_buf);
+    px->mn_buf = NULL;
+    free(px->pool_ups);
+    px->pool_ups = NULL;
     if (cb)
         cb(px);
 }
@@ -930,10 +1014,14 @@ static void proxy_maybe_stopped(struct proxy *px)
 static void on_drain_timeout(uv_timer_t *t)
 {
     struct proxy *px = t->data;
-    px_log(px, "shutdown: %u ms passed, closing connections still waiting for answers",
-           px->cfg.drain_timeout_ms);
+    size_t open = 0;
+    for (struct conn *c = px->conns; c; c = c->next)
+        open++;
+    log_warn("shutdown: %u ms passed, closing %zu connection(s) still waiting for answers",
+             px->cfg.drain_timeout_ms, open);
     while (px->conns)
         conn_close(px->conns, false);
+    proxy_maybe_stopped(px);
 }
 
 void proxy_close(struct proxy *px, void (*on_stopped)(struct proxy *px))
@@ -948,8 +1036,10 @@ void proxy_close(struct proxy *px, void (*on_stopped)(struct proxy *px))
     for (struct conn *c = px->conns, *next; c; c = next) {
         next = c->next;
         conn_update_reading(c);
-        if (c->loud == 0 || c->up != UP_READY)
+        if (c->up && c->up->state != UP_READY && !c->moving)
             conn_close(c, true);
+        else
+            conn_check_done(c);
     }
     proxy_maybe_stopped(px);
 }

@@ -1,10 +1,17 @@
-/* proxy: libuv client/upstream pairs -- one memcached connection per client
- * connection -- forwarding bytes unchanged both ways, pairing every answer
- * with its request in order, and handing finished writes to the recorder.
+/* proxy: the memcached proxy on libuv -- client connections multiplexed onto
+ * a small pool of upstream connections (or, with upstream_conns 0, one
+ * memcached connection per client), forwarding bytes unchanged both ways,
+ * pairing every answer with its request in order, and handing finished
+ * writes to the recorder.
  *
- * Owns the listener, every connection and the read/write buffer pool.
+ * Owns the listener, every client and upstream connection and the
+ * read/write buffer pool. Must never put part of a request on a shared
+ * upstream connection (requests split across reads are assembled first),
+ * nor a request memcached would close the connection on.
  * Must never block the loop, copy a value, or answer in memcached's place
- * except with SERVER_ERROR when memcached cannot be reached. */
+ * except with SERVER_ERROR when memcached cannot be reached. Every message
+ * about a connection names its peer (the client, or memcached for upstream
+ * trouble), and what a peer can repeat is throttled. */
 #ifndef SLABTAP_PROXY_H
 #define SLABTAP_PROXY_H
 
@@ -12,13 +19,16 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "core/addr.h"
 #include "core/keyfmt.h"
+#include "core/log.h"
 #include "server/metrics.h"
 #include "core/pbuf.h"
 #include "record/recorder.h"
 #include "model/slab_model.h"
 
 struct conn;
+struct upconn;
 
 struct proxy_config {
     struct sockaddr_storage listen_addr;
@@ -31,11 +41,24 @@ struct proxy_config {
                                   proxy stops reading its source */
     unsigned drain_timeout_ms; /* shutdown: wait this long for answers */
     unsigned backoff_min_ms, backoff_max_ms;
+    unsigned upstream_conns;   /* pooled upstream connections; 0: one per client */
+    size_t max_request;        /* largest request assembled for a shared upstream
+                                  (bigger ones move the client to its own) */
+    size_t max_assembly;       /* bytes of partial requests held at once, all
+                                  clients together (beyond: own connection) */
 };
 
 #define PROXY_DEFAULT_MAX_PENDING 65536
 #define PROXY_DEFAULT_WRITE_BACKLOG (8u * 1024 * 1024)
 #define PROXY_DEFAULT_DRAIN_MS 5000
+#define PROXY_DEFAULT_UPSTREAM_CONNS 2
+#define PROXY_UPSTREAM_CONNS_MAX 64
+/* memcached's default -I (1 MiB) plus a request line */
+#define PROXY_DEFAULT_MAX_REQUEST (1024u * 1024 + 4096)
+#define PROXY_DEFAULT_MAX_ASSEMBLY (64u * 1024 * 1024)
+/* a client whose unread answers pass this many times write_backlog_max is
+ * disconnected: on a shared upstream nobody may wait for it */
+#define PROXY_SLOW_CLIENT_FACTOR 4
 
 /* Reads are counted per second and command; flushed as REC_ROW_GETS rows. */
 struct proxy_get_counter {
@@ -51,6 +74,14 @@ struct proxy {
     struct recorder *rec;
     struct pbuf_pool pool;
     struct conn *conns;        /* doubly linked list of live connections */
+    struct upconn *ups;        /* every upstream connection, pooled and private */
+    struct upconn **pool_ups;  /* the pooled ones (cfg.upstream_conns) */
+    struct upconn *dirty;      /* upstreams with requests batched this iteration */
+    struct conn *replying;     /* clients with answers collected from one read */
+    uv_check_t flusher;        /* sends the batches after the I/O callbacks */
+    struct pbuf *mn_buf;       /* "mn\r\n": the barrier's bytes */
+    size_t assembly_bytes;     /* reserved by partial requests being assembled */
+    unsigned upstreams_open;   /* upstream handles not yet closed */
     uint32_t next_conn_id;
     uint64_t next_seq;
     bool stopping;
@@ -63,10 +94,19 @@ struct proxy {
     const struct slab_ladder *ladder; /* tags writes with a class; NULL: untagged */
     bool all_paused;           /* paused everything for the recorder */
     bool upstream_up;          /* at least one upstream answered lately */
+    char upstream_peer[ADDR_TEXT_MAX]; /* upstream_addr as text, for logs */
+    /* One per reason a peer can repeat at any rate: a line a second each,
+     * with the count held back (loop thread only). */
+    struct {
+        struct log_throttle protocol_error, upstream_connect, upstream_lost, unpaired,
+            malformed, nomem, accept, slow_client;
+    } throttle;
 };
 
+/* Binds and listens on cfg->listen_addr. 0, or -1 with the reason in err
+ * (the caller logs it; proxy_close still has to be called). */
 int proxy_open(struct proxy *px, uv_loop_t *loop, const struct proxy_config *cfg,
-               struct recorder *rec);
+               struct recorder *rec, char *err, size_t errlen);
 /* Stops accepting, stops reading clients, waits (at most drain_timeout_ms)
  * for answers to what was forwarded, records every row, closes every
  * connection, then calls on_stopped. */

@@ -1,16 +1,37 @@
-"""mctest: shared helpers for slabtap's Python integration tests.
+"""mctest: the shared base of slabtap's Python integration tests.
 
-Starts a real memcached and the slabtap proxy on 127.0.0.1 only, with every
-wait bounded, and stops whatever it started (in the caller's finally, and
-again at exit as a safety net). Raw-socket helpers read exact byte counts
-with deadlines so a test fails instead of hanging.
+Every tests/integration/test_*.py builds on this file:
+  ServerTestCase   a work directory per test (self.w.path) and every server
+                   the test starts (self.mc(), self.proxy()) killed when it
+                   ends, passed or not; servers a class shares are started in
+                   setUpClass with cls.class_mc() / cls.class_proxy()
+  Memcached, Proxy a real memcached / `slabtap proxy` on 127.0.0.1, every
+                   wait bounded; run_slabtap() runs one slabtap command
+  connect, recv_*, exchange, http_*   raw sockets that read exact byte counts
+                   with deadlines, so a test fails instead of hanging
+  mc_stats, mc_classes, db_rows, db_scalar, ntotal   what memcached and the
+                   database say, and memcached 1.6's item size
+Whatever is started is also killed at exit, as a safety net.
 
-Environment: SLABTAP (the binary; default /tmp/bm/slabtap), SLABTAP_SRC
-(repo root, unused here). Run the tests with /usr/bin/python3.
+Ports: never fixed, never picked and then lost to a race. A server's port is
+reserved first (reserve_port: a socket bound to 127.0.0.1:0 with SO_REUSEADDR
+that never listens, so connections to it are refused) and held until the
+server on it answers. memcached and slabtap (libuv) set SO_REUSEADDR too, so
+they can bind the reserved port while nothing else gets it: the kernel gives
+a bound port to no one as an ephemeral port, and a bind without SO_REUSEADDR
+fails. Should a server still find its port taken (EADDRINUSE), the start
+helpers try again on a new one.
+
+Environment: SLABTAP (the binary; default build/slabtap of the repo),
+SLABTAP_SRC (the repo root; default two folders up from here). Run the tests
+with /usr/bin/python3.
 """
 import atexit
+import http.client
+import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -19,7 +40,13 @@ import tempfile
 import time
 import unittest
 
-SLABTAP = os.environ.get("SLABTAP", "/tmp/bm/slabtap")
+SRC = os.environ.get("SLABTAP_SRC") or os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.join(SRC, "tests", "data")
+SLABTAP = os.environ.get("SLABTAP") or os.path.join(SRC, "build", "slabtap")
+# pooled (the default, a small number) or per-client: set by ctest per run
+UPSTREAM_CONNS = os.environ.get("SLABTAP_UPSTREAM_CONNS", "2")
+POOLED = UPSTREAM_CONNS != "per-client"
 HOST = "127.0.0.1"
 PROXY_ERROR_LINE = b"SERVER_ERROR slabtap: upstream memcached unavailable\r\n"
 
@@ -34,15 +61,34 @@ def _reap_all():
 atexit.register(_reap_all)
 
 
-def free_port():
-    """A loopback port nobody listens on right now (the caller retries when
-    someone else grabs it before it is used)."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-    finally:
-        s.close()
+class PortReservation:
+    """127.0.0.1:port bound with SO_REUSEADDR and never listening: connecting
+    to it is refused, and no one can take the port until release(), except a
+    server started on it here (it sets SO_REUSEADDR too). A context manager."""
+
+    def __init__(self, port=0):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.sock.bind((HOST, port))
+        except OSError:
+            self.sock.close()
+            raise
+        self.port = self.sock.getsockname()[1]
+
+    def release(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def reserve_port(port=0):
+    """A PortReservation of a free loopback port (or of port)."""
+    return PortReservation(port)
 
 
 def port_open(port, timeout=0.2):
@@ -77,39 +123,95 @@ def sanitizer_errors(text):
     return [l for l in text.splitlines() if any(b in l for b in bad)]
 
 
-class _Proc:
-    def __init__(self, argv, errpath, env=None):
+def slabtap_env():
+    """The environment slabtap runs in: ours, with leak checks and UBSan stack
+    traces on unless the caller set them otherwise."""
+    env = dict(os.environ)
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+    return env
+
+
+def _addr_in_use(text):
+    return "address already in use" in text.lower()
+
+
+class Process:
+    """A process in a session of its own (its group can be killed whole), with
+    stderr, and stdout too unless outpath is given, in the file errpath."""
+
+    def __init__(self, argv, errpath, env=None, outpath=None, cwd=None):
         self.argv = argv
         self.errpath = errpath
-        self._err = open(errpath, "wb")
-        self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._err,
-                                  stderr=subprocess.STDOUT, env=env,
-                                  start_new_session=True)
+        self.outpath = outpath
+        self._files = [open(errpath, "wb")]
+        if outpath:
+            self._files.append(open(outpath, "wb"))
+        self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._files[-1],
+                                  stderr=self._files[0] if outpath else subprocess.STDOUT,
+                                  env=env, cwd=cwd, start_new_session=True)
         self.pid = self.p.pid
+        self.t0 = time.monotonic()
         _live.append(self)
 
     def alive(self):
         return self.p.poll() is None
 
-    def stderr_text(self):
+    @staticmethod
+    def _read(path):
         try:
-            with open(self.errpath, "rb") as f:
+            with open(path, "rb") as f:
                 return f.read().decode("utf-8", "replace")
         except OSError:
             return ""
+
+    def stderr_text(self):
+        return self._read(self.errpath)
+
+    def stdout_text(self):
+        """stdout when it has a file of its own (outpath), else ''."""
+        return self._read(self.outpath) if self.outpath else ""
 
     def signal(self, sig):
         if self.alive():
             self.p.send_signal(sig)
 
     def wait(self, timeout):
-        """Exit code, or raises AssertionError (and kills) after timeout."""
+        """Exit code (and self.elapsed, seconds since the start), or raises
+        AssertionError after timeout, when the process and its group are
+        killed."""
         try:
-            return self.p.wait(timeout=timeout)
+            rc = self.p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.kill_hard()
+            self.kill_group()
             raise AssertionError("%s did not exit within %.0fs; stderr:\n%s"
-                                 % (self.argv[0], timeout, self.stderr_text()[-3000:]))
+                                 % (" ".join(self.argv), timeout, self.stderr_text()[-3000:]))
+        self.elapsed = time.monotonic() - self.t0
+        return rc
+
+    def _try_start(self, argv, errpath, reserved, ready, env=None):
+        """Starts argv and waits with ready(); the reserved ports are released
+        either way once that is known. None when it is ready, else its
+        stderr (and it is killed)."""
+        try:
+            Process.__init__(self, argv, errpath, env=env)
+            ok = ready()
+        finally:
+            for r in reserved:
+                r.release()
+        if ok:
+            return None
+        err = self.stderr_text()
+        self.kill_hard()
+        return err
+
+    def kill_group(self):
+        """SIGKILL to the whole process group (what the process started too)."""
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.kill_hard()
 
     def kill_hard(self):
         if self.p.poll() is None:
@@ -123,28 +225,31 @@ class _Proc:
                 pass
         if self in _live:
             _live.remove(self)
-        if not self._err.closed:
-            self._err.close()
+        for f in self._files:
+            if not f.closed:
+                f.close()
 
 
-class Memcached(_Proc):
-    """A real memcached on 127.0.0.1:port (a free one unless given)."""
+class Memcached(Process):
+    """A real memcached on 127.0.0.1: on a reserved free port, or on port (to
+    start one again on the port of one that stopped; tried again while the
+    port is still in use)."""
 
     def __init__(self, workdir, port=None, extra=(), name="memcached", tries=3):
         last = ""
         for attempt in range(tries):
-            self.port = port or free_port()
+            reserved = [reserve_port()] if port is None else []
+            self.port = reserved[0].port if reserved else port
             argv = ["memcached"] + mc_user_args() + ["-p", str(self.port), "-l", HOST,
                                                      "-U", "0"] + list(extra)
-            errpath = os.path.join(workdir, "%s-%d.log" % (name, attempt))
-            _Proc.__init__(self, argv, errpath)
-            if self._wait_ready(10):
+            last = self._try_start(argv, os.path.join(workdir, "%s-%d.log" % (name, attempt)),
+                                   reserved, lambda: self._wait_ready(10))
+            if last is None:
                 return
-            last = self.stderr_text()
-            self.kill_hard()
-            if port is not None and "Address already in use" not in last:
+            if not _addr_in_use(last):
                 break
-        raise AssertionError("memcached did not start: %s" % last[-2000:])
+            time.sleep(0.1 * (attempt + 1))
+        raise AssertionError("memcached did not start on port %d: %s" % (self.port, last[-2000:]))
 
     def _wait_ready(self, timeout):
         deadline = time.monotonic() + timeout
@@ -156,7 +261,7 @@ class Memcached(_Proc):
                     s.settimeout(2)
                     s.sendall(b"version\r\n")
                     if recv_until(s, b"\r\n", timeout=2).startswith(b"VERSION "):
-                        return True
+                        return self.alive()
             except (OSError, AssertionError):
                 pass
             time.sleep(0.02)
@@ -168,32 +273,50 @@ class Memcached(_Proc):
         self.kill_hard()
 
 
-class Proxy(_Proc):
-    """slabtap proxy --listen 127.0.0.1:port --upstream 127.0.0.1:up --db db."""
+class Proxy(Process):
+    """slabtap proxy --listen 127.0.0.1:PORT --upstream 127.0.0.1:UP --db DB on
+    a reserved port (self.port). The admin endpoint is off, or with http=True
+    on a reserved port of its own (self.http_port; None when off or when extra
+    names --http itself). self.db defaults to NAME.db in workdir; a start
+    that finds a port taken is tried again with new ports (and, when the file
+    is the default one, a new file: a refused start leaves a run row)."""
 
     def __init__(self, workdir, upstream_port, db=None, extra=(), name="proxy",
-                 keys="full", tries=3, wait_listen=True):
+                 keys="full", tries=3, http=False):
         self.db = db or os.path.join(workdir, name + ".db")
-        env = dict(os.environ)
-        env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
-        env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        env = slabtap_env()
         last = ""
         for attempt in range(tries):
-            self.port = free_port()
-            # the admin endpoint defaults to a fixed port: off, so that
-            # proxies of concurrent tests do not collide
-            http = [] if "--http" in extra else ["--http", "off"]
+            listen = reserve_port()
+            admin = reserve_port() if http and "--http" not in extra else None
+            self.port = listen.port
+            self.http_port = admin.port if admin else None
+            # the admin endpoint defaults to a fixed port: off unless asked
+            # for, so that proxies of concurrent tests do not collide
+            if "--http" in extra:
+                http_args = []
+            elif admin:
+                http_args = ["--http", "%s:%d" % (HOST, admin.port)]
+            else:
+                http_args = ["--http", "off"]
+            # every integration test runs in both upstream modes: ctest
+            # registers each file twice (see CMakeLists.txt); a test that
+            # names --upstream-conns itself keeps its own choice
+            mode = [] if "--upstream-conns" in extra else ["--upstream-conns", UPSTREAM_CONNS]
             argv = [SLABTAP, "proxy", "--listen", "%s:%d" % (HOST, self.port),
                     "--upstream", "%s:%d" % (HOST, upstream_port), "--db", self.db,
-                    "--keys", keys] + http + list(extra)
-            errpath = os.path.join(workdir, "%s-%d.log" % (name, attempt))
-            _Proc.__init__(self, argv, errpath, env=env)
-            if not wait_listen or self._wait_listening(20):
+                    "--keys", keys] + mode + http_args + list(extra)
+            last = self._try_start(argv, os.path.join(workdir, "%s-%d.log" % (name, attempt)),
+                                   [listen] + ([admin] if admin else []),
+                                   lambda: self._wait_listening(20), env=env)
+            if last is None:
                 return
-            last = self.stderr_text()
-            self.kill_hard()
-            if "cannot listen" not in last:
+            if not _addr_in_use(last):
                 break
+            if db is None:
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    if os.path.exists(self.db + suffix):
+                        os.remove(self.db + suffix)
         raise AssertionError("proxy did not start: %s" % last[-2000:])
 
     def _wait_listening(self, timeout):
@@ -201,7 +324,7 @@ class Proxy(_Proc):
         while time.monotonic() < deadline:
             if not self.alive():
                 return False
-            # the start-up line is printed once the listener is open
+            # the start-up line is printed once the listeners are open
             if "slabtap: proxy " in self.stderr_text():
                 return True
             time.sleep(0.02)
@@ -228,7 +351,6 @@ class Workdir:
         self.path = tempfile.mkdtemp(prefix=prefix)
 
     def cleanup(self):
-        import shutil
         shutil.rmtree(self.path, ignore_errors=True)
 
 
@@ -360,6 +482,41 @@ def cas_normalize(data):
     return re.sub(rb"(VALUE \S+ \d+ \d+ )(\d+)", sub, data)
 
 
+def set_items(s, items, timeout=30):
+    """Pipelines `set KEY 0 0 LEN` for the (key, value) byte strings on socket
+    s; AssertionError unless every answer is STORED."""
+    s.sendall(b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v) for k, v in items))
+    want = b"STORED\r\n" * len(items)
+    got = recv_exact(s, len(want), timeout=timeout)
+    if got != want:
+        raise AssertionError("not every set was STORED: %r" % got[:300])
+
+
+# --- HTTP (the admin endpoint) ---------------------------------------------------
+
+def http_request(port, method, path, body=None, headers=None, timeout=10):
+    """(status, headers dict lower-cased, body bytes) on a new connection."""
+    c = http.client.HTTPConnection(HOST, port, timeout=timeout)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+    finally:
+        c.close()
+
+
+def http_json(port, method, path, expect=200):
+    """The JSON body of METHOD path; AssertionError unless the status is expect
+    and the content type JSON."""
+    st, hdrs, body = http_request(port, method, path)
+    if st != expect:
+        raise AssertionError("%s %s: status %d (want %d): %r" % (method, path, st, expect, body[:500]))
+    if not hdrs.get("content-type", "").startswith("application/json"):
+        raise AssertionError("%s %s: content-type %r" % (method, path, hdrs.get("content-type")))
+    return json.loads(body.decode("utf-8"))
+
+
 # --- database -----------------------------------------------------------------
 
 def db_rows(path, sql, args=()):
@@ -379,19 +536,17 @@ def db_scalar(path, sql, args=()):
         con.close()
 
 
-# --- shared by the tests that run slabtap commands and read memcached ------------
+# --- slabtap commands, memcached's counters ------------------------------------
 
 def run_slabtap(args, timeout=300):
     """(rc, stdout, stderr) of `slabtap ARGS`; fails on a sanitizer report."""
-    env = dict(os.environ)
-    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
-    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
     p = subprocess.run([SLABTAP] + list(args), stdin=subprocess.DEVNULL,
-                       capture_output=True, timeout=timeout, env=env)
+                       capture_output=True, timeout=timeout, env=slabtap_env())
     out, err = p.stdout.decode(), p.stderr.decode()
     bad = sanitizer_errors(err)
     if bad:
-        raise AssertionError("sanitizer report from slabtap %s:\n%s" % (args[0], err[-6000:]))
+        raise AssertionError("sanitizer report from slabtap %s:\n%s"
+                             % (" ".join(list(args)[:1]), err[-6000:]))
     return p.returncode, out, err
 
 
@@ -409,21 +564,89 @@ def mc_stats(port, what="", timeout=20):
     return d
 
 
+def mc_classes(port, timeout=20):
+    """{class id: {field: int}}: memcached's `stats slabs` (CLASS:FIELD) and
+    `stats items` (items:CLASS:FIELD; mem_requested is there in 1.6) merged,
+    read directly. A class has the fields of whichever of the two lists it."""
+    out = {}
+    for what, pat in (("slabs", r"(\d+):(\w+)$"), ("items", r"items:(\d+):(\w+)$")):
+        for k, v in mc_stats(port, what, timeout).items():
+            m = re.match(pat, k)
+            if m and re.match(r"-?\d+$", v):
+                out.setdefault(int(m.group(1)), {})[m.group(2)] = int(v)
+    return out
+
+
+def ntotal(key_len, value_len, flags=0, cas=True):
+    """memcached 1.6's item size: the 48-byte header, the key and its NUL,
+    4 bytes of client flags when not 0, the value with its \\r\\n, 8 bytes of
+    CAS unless -C."""
+    return 48 + key_len + 1 + (4 if flags else 0) + value_len + 2 + (8 if cas else 0)
+
+
+# --- the test case ----------------------------------------------------------------
+
 class ServerTestCase(unittest.TestCase):
-    """A test case that starts real servers in its own work directory and
-    kills whatever it started when the test ends, passed or not."""
+    """A test case that starts real servers. Each test has its own work
+    directory (self.w.path); self.mc() / self.proxy() start servers in it and
+    whatever a test started (self.procs) is killed when it ends, passed or
+    not, before the directory goes. Servers the tests of a class share are
+    started in setUpClass (after super().setUpClass()) with cls.class_mc() /
+    cls.class_proxy(), in cls.cw.path, and killed after the class's last
+    test, also when setUpClass fails half-way."""
     workdir_prefix = "slabtap-it-"
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.cw = Workdir(prefix=cls.workdir_prefix)
+        cls.addClassCleanup(cls.cw.cleanup)
+
+    @classmethod
+    def class_mc(cls, **kw):
+        p = Memcached(cls.cw.path, **kw)
+        cls.addClassCleanup(p.kill_hard)
+        return p
+
+    @classmethod
+    def class_proxy(cls, upstream_port, **kw):
+        p = Proxy(cls.cw.path, upstream_port, **kw)
+        cls.addClassCleanup(p.kill_hard)
+        return p
 
     def setUp(self):
         self.w = Workdir(prefix=self.workdir_prefix)
+        self.addCleanup(self.w.cleanup)
         self.procs = []
+        self.addCleanup(self._kill_procs)
 
-    def tearDown(self):
-        for p in self.procs:
+    def _kill_procs(self):
+        for p in reversed(self.procs):
             p.kill_hard()
-        self.w.cleanup()
 
-    def mc(self, **kw):
-        p = Memcached(self.w.path, **kw)
+    def started(self, p):
+        """p, killed when the test ends."""
         self.procs.append(p)
         return p
+
+    def mc(self, **kw):
+        return self.started(Memcached(self.w.path, **kw))
+
+    def proxy(self, upstream_port, **kw):
+        return self.started(Proxy(self.w.path, upstream_port, **kw))
+
+    def stop_clean(self, px, timeout=60):
+        """Stops proxy px (SIGTERM) and asserts exit 0 without a sanitizer
+        report."""
+        px.assert_clean_exit(self, px.stop(timeout=timeout))
+
+    def path(self, name):
+        """name in the test's work directory."""
+        return os.path.join(self.w.path, name)
+
+    def write(self, name, text):
+        """Writes text to name in the work directory; returns its path."""
+        path = self.path(name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path

@@ -25,32 +25,27 @@ memcached on PATH, with small fixtures from tests/data/exp_*.
    experiments/*.wl passes `slabtap load --dry-run`, and the runs of each
    same-plan-as pair (exp2's growth factors) share a dry-run fingerprint.
 
-Needs memcached on PATH and $SLABTAP (default /tmp/bx/slabtap); $SLABTAP_SRC
-is the repo root. Binds 127.0.0.1 only; every wait is bounded.
+Needs memcached on PATH and $SLABTAP; $SLABTAP_SRC is the repo root (see
+mctest.py). Binds 127.0.0.1 only; every wait is bounded.
 """
 import csv
 import os
 import re
 import shlex
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
-os.environ.setdefault("SLABTAP", "/tmp/bx/slabtap")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mctest  # noqa: E402
 
-SLABTAP = os.environ["SLABTAP"]
-SRC = os.environ.get("SLABTAP_SRC") or os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__))))
-DATA = os.path.join(SRC, "tests", "data")
+SLABTAP = mctest.SLABTAP
+SRC = mctest.SRC
+DATA = mctest.DATA
 EXPERIMENTS = os.path.join(SRC, "experiments")
-HOST = "127.0.0.1"
 # the fixtures' memcacheds carry `-c MARKER` (1021..1027), for pgrep
 MARKERS = tuple(str(m) for m in range(1021, 1028))
 
@@ -80,8 +75,7 @@ def ladder(factor=1.25, chunk_size=48, page=1024 * 1024, chunk_max=None):
     return sizes
 
 
-def ntotal(key_len, value_len, flags=0, cas=True):
-    return 48 + key_len + 1 + (4 if flags else 0) + value_len + 2 + (8 if cas else 0)
+ntotal = mctest.ntotal  # (key_len, value_len, flags=0, cas=True)
 
 
 def class_of(lad, total):
@@ -134,36 +128,19 @@ def mc_stats(port):
     return mctest.mc_stats(port, timeout=2)
 
 
-class Runner:
-    """One `slabtap experiment` in its own session, stdout and stderr in
-    files (a memcached left behind would hold a pipe open forever)."""
+class Runner(mctest.Process):
+    """One `slabtap experiment` in its own session (self.pgid), stdout and
+    stderr in files (a memcached left behind would hold a pipe open
+    forever)."""
 
     def __init__(self, args, workdir, cwd=None, name="experiment"):
-        self.out_path = os.path.join(workdir, name + ".out")
-        self.err_path = os.path.join(workdir, name + ".err")
-        env = dict(os.environ)
-        env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
-        env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
-        self.argv = [SLABTAP, "experiment"] + list(args)
-        with open(self.out_path, "wb") as o, open(self.err_path, "wb") as e:
-            self.p = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=o, stderr=e,
-                                      cwd=cwd, env=env, start_new_session=True)
-        self.pgid = self.p.pid
-        self.t0 = time.monotonic()
+        mctest.Process.__init__(self, [SLABTAP, "experiment"] + list(args),
+                                os.path.join(workdir, name + ".err"), env=mctest.slabtap_env(),
+                                outpath=os.path.join(workdir, name + ".out"), cwd=cwd)
+        self.pgid = self.pid
 
     def text(self, which):
-        with open(self.out_path if which == "out" else self.err_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    def wait(self, timeout):
-        try:
-            rc = self.p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill_group()
-            raise AssertionError("%s did not exit within %.0f s; stderr:\n%s"
-                                 % (" ".join(self.argv), timeout, self.text("err")[-3000:]))
-        self.elapsed = time.monotonic() - self.t0
-        return rc
+        return self.stdout_text() if which == "out" else self.stderr_text()
 
     def leftovers(self):
         """Processes the runner left in its group: none, or they get killed
@@ -181,28 +158,21 @@ class Runner:
         self.kill_group()
         return desc
 
-    def kill_group(self):
-        try:
-            os.killpg(self.pgid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            self.p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
 
+class ExperimentTest(mctest.ServerTestCase):
+    workdir_prefix = "slabtap-exp-"
 
-class ExperimentTest(unittest.TestCase):
     def setUp(self):
-        self.tmpobj = tempfile.TemporaryDirectory(prefix="slabtap-exp-")
-        self.tmp = self.tmpobj.name
+        super().setUp()
+        self.tmp = self.w.path
         self.runners = []
+        self.addCleanup(self._kill_runners)  # runs before the directory goes
 
-    def tearDown(self):
+    def _kill_runners(self):
         for r in self.runners:  # safety net: nothing of ours outlives a test
             if r.p.poll() is None or group_pids(r.pgid):
                 r.kill_group()
-        self.tmpobj.cleanup()
+            r.kill_hard()  # closes its files
 
     def start(self, spec_or_args, db=None, results=None, extra=(), cwd=None, name="experiment"):
         args = [spec_or_args] if isinstance(spec_or_args, str) else list(spec_or_args)
@@ -353,11 +323,10 @@ class TinyExperiment(ExperimentTest):
         self.assertLess(float(pair[1]["waste_pct"]), float(pair[0]["waste_pct"]))
 
         # the database
-        fp = subprocess.run([SLABTAP, "load", "--dry-run", "--workload",
-                             os.path.join(DATA, "exp_tiny.wl")],
-                            capture_output=True, timeout=60, text=True)
-        self.assertEqual(fp.returncode, 0, fp.stderr)
-        dry_fp = re.search(r"fingerprint:\s+([0-9a-f]{64})", fp.stdout).group(1)
+        rc, fp_out, fp_err = mctest.run_slabtap(["load", "--dry-run", "--workload",
+                                                 os.path.join(DATA, "exp_tiny.wl")], timeout=60)
+        self.assertEqual(rc, 0, fp_err)
+        dry_fp = re.search(r"fingerprint:\s+([0-9a-f]{64})", fp_out).group(1)
         version = subprocess.run(["memcached", "-V"], capture_output=True, text=True,
                                  timeout=10).stdout.split()[1]
         self.assertEqual(version, "1.6.18")
@@ -679,11 +648,11 @@ def parse_spec(path):
 
 
 def dry_run(workload, flags=()):
-    p = subprocess.run([SLABTAP, "load", "--dry-run", "--workload", workload] + list(flags),
-                       capture_output=True, text=True, timeout=120)
-    m = re.search(r"(?m)^fingerprint:\s+([0-9a-f]{64})$", p.stdout)
-    ops = re.search(r"(?m)^ops:\s+(\d+)$", p.stdout)
-    return p.returncode, m and m.group(1), ops and int(ops.group(1)), p.stdout + p.stderr
+    rc, out, err = mctest.run_slabtap(["load", "--dry-run", "--workload", workload] + list(flags),
+                                      timeout=120)
+    m = re.search(r"(?m)^fingerprint:\s+([0-9a-f]{64})$", out)
+    ops = re.search(r"(?m)^ops:\s+(\d+)$", out)
+    return rc, m and m.group(1), ops and int(ops.group(1)), out + err
 
 
 class ReadmeExperiments(ExperimentTest):

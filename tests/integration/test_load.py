@@ -18,8 +18,8 @@
    into a fresh memcached with the same items per slab class, byte for byte
    of mem_requested.
 
-Needs memcached on PATH and $SLABTAP (default /tmp/bl/slabtap). Binds
-127.0.0.1 only; every wait is bounded.
+Needs memcached on PATH and $SLABTAP. Binds 127.0.0.1 only; every wait is
+bounded.
 """
 import csv
 import os
@@ -29,29 +29,17 @@ import subprocess
 import sys
 import unittest
 
-os.environ.setdefault("SLABTAP", "/tmp/bl/slabtap")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mctest  # noqa: E402
 
-SLABTAP = os.environ["SLABTAP"]
-SRC = os.environ.get("SLABTAP_SRC") or os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__))))
-DATA = os.path.join(SRC, "tests", "data")
+SLABTAP = mctest.SLABTAP
+DATA = mctest.DATA
 TTL_MAX = 2592000
 
 
 def run_load(args, timeout=300):
     """(rc, stdout, stderr) of `slabtap load ARGS`; fails on a sanitizer report."""
-    env = dict(os.environ)
-    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
-    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
-    p = subprocess.run([SLABTAP, "load"] + list(args), stdin=subprocess.DEVNULL,
-                       capture_output=True, timeout=timeout, env=env)
-    out, err = p.stdout.decode(), p.stderr.decode()
-    bad = mctest.sanitizer_errors(err)
-    if bad:
-        raise AssertionError("sanitizer report from slabtap load:\n" + err[-6000:])
-    return p.returncode, out, err
+    return mctest.run_slabtap(["load"] + list(args), timeout)
 
 
 def summary(out):
@@ -75,19 +63,10 @@ mc_stats = mctest.mc_stats
 
 
 def items_by_class(port):
-    """{class: (number, mem_requested)} from `stats items`."""
-    out = {}
-    for k, v in mc_stats(port, "items").items():
-        m = re.match(r"items:(\d+):(number|mem_requested)$", k)
-        if m:
-            cls = int(m.group(1))
-            num, req = out.get(cls, (0, 0))
-            out[cls] = (int(v), req) if m.group(2) == "number" else (num, int(v))
-    return out
-
-
-def ntotal(key_len, flags, value_len, cas=True):
-    return 48 + key_len + 1 + (4 if flags else 0) + value_len + 2 + (8 if cas else 0)
+    """{class: (number, mem_requested)} of the classes `stats items` lists."""
+    return {c: (f.get("number", 0), f.get("mem_requested", 0))
+            for c, f in mctest.mc_classes(port).items()
+            if "number" in f}
 
 
 def fnv1a64(b):
@@ -145,29 +124,11 @@ class Sim:
             raise AssertionError("unknown command " + cmd)
 
     def mem_requested(self):
-        return sum(ntotal(*v) for v in self.live.values())
+        return sum(mctest.ntotal(kl, vl, fl) for kl, fl, vl in self.live.values())
 
 
-class LoadBase(unittest.TestCase):
-    def setUp(self):
-        self.w = mctest.Workdir(prefix="slabtap-load-")
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:
-            p.kill_hard()
-        self.w.cleanup()
-
-    def memcached(self, extra=(), name="memcached"):
-        mc = mctest.Memcached(self.w.path, extra=list(extra), name=name)
-        self.procs.append(mc)
-        return mc
-
-    def write(self, name, text):
-        path = os.path.join(self.w.path, name)
-        with open(path, "w") as f:
-            f.write(text)
-        return path
+class LoadBase(mctest.ServerTestCase):
+    workdir_prefix = "slabtap-load-"
 
     def load_ok(self, args, timeout=300):
         rc, out, err = run_load(args, timeout)
@@ -196,7 +157,7 @@ delete 10 key=it:{i}
 
 class WorkloadRun(LoadBase):
     def test_items_match_the_plan(self):
-        mc = self.memcached()
+        mc = self.mc()
         wl = self.write("it.wl", WORKLOAD)
         s, err = self.load_ok(["--target", "127.0.0.1:%d" % mc.port, "--workload", wl])
         self.assertEqual(int(s["ops"]), 3000 + 500 + 600 + 50 + 5 + 10)
@@ -220,7 +181,7 @@ class WorkloadRun(LoadBase):
 
     def test_ladder_comes_from_the_server(self):
         # -f 1.08 -n 32: over(12) must land one byte past that ladder's class 11
-        mc = self.memcached(extra=["-f", "1.08", "-n", "32"])
+        mc = self.mc(extra=["-f", "1.08", "-n", "32"])
         wl = self.write("f108.wl", "set 100 key=k{i} size=over(12)\nset 100 key=j{i} size=fill(20)\n")
         ladder = subprocess.run([SLABTAP, "model", "ladder", "-f", "1.08", "-n", "32"],
                                 capture_output=True, timeout=60).stdout.decode()
@@ -238,7 +199,7 @@ class Fingerprints(LoadBase):
         return s["fingerprint"]
 
     def test_same_plan_same_fingerprint(self):
-        mc = self.memcached()
+        mc = self.mc()
         text = "set 2000 key=f:{rand:500} size=uniform(1,3000)\nget 100 key=f:{i}\n"
         wl = self.write("fp.wl", text)
         target = ["--target", "127.0.0.1:%d" % mc.port, "--quiet"]
@@ -262,8 +223,9 @@ class Fingerprints(LoadBase):
 class Errors(LoadBase):
     def test_bad_workload_names_file_and_line(self):
         wl = self.write("bad.wl", "# a comment\nseed 3\nset 10 key=x{i} size=fil(12)\n")
-        # port 9 (discard) is never memcached: the parse must fail first
-        rc, out, err = run_load(["--target", "127.0.0.1:9", "--workload", wl])
+        # the parse must fail before any connection (to a port refusing them)
+        with mctest.reserve_port() as closed:
+            rc, out, err = run_load(["--target", "127.0.0.1:%d" % closed.port, "--workload", wl])
         self.assertEqual(rc, 1, err)
         self.assertIn("%s:3: unknown size 'fil(12)'" % wl, err)
 
@@ -281,7 +243,8 @@ class Errors(LoadBase):
 
     def test_closed_port(self):
         wl = self.write("ok.wl", "set 1 key=a size=1\n")
-        rc, out, err = run_load(["--target", "127.0.0.1:%d" % mctest.free_port(), "--workload", wl])
+        with mctest.reserve_port() as closed:  # bound, never listening: refused
+            rc, out, err = run_load(["--target", "127.0.0.1:%d" % closed.port, "--workload", wl])
         self.assertEqual(rc, 1)
         self.assertIn("cannot connect", err)
 
@@ -312,7 +275,7 @@ def cachelib_ops(path):
 
 class TraceReplay(LoadBase):
     def replay(self, flag, path, ops):
-        mc = self.memcached()
+        mc = self.mc()
         sim = Sim()
         n = 0
         for cmd, ident, klen, vlen in ops:
@@ -372,7 +335,7 @@ class RecordedReplay(LoadBase):
                         " value_len, flags, exptime, answer) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
         con.commit()
         con.close()
-        mc = self.memcached()
+        mc = self.mc()
         s, _ = self.load_ok(["--target", "127.0.0.1:%d" % mc.port, "--replay-db", db])
         self.assertIn("run 2 (1 rows not replayable)", s["source"])
         self.assertEqual(int(s["ops"]), 300)
@@ -383,16 +346,15 @@ class RecordedReplay(LoadBase):
         self.assertEqual(s1["ops"], "1")
 
     def test_run_recorded_by_the_proxy(self):
-        a = self.memcached(name="mc-a")
-        px = mctest.Proxy(self.w.path, a.port, keys="hash", extra=["--http", "off"])
-        self.procs.append(px)
+        a = self.mc(name="mc-a")
+        px = self.proxy(a.port, keys="hash")
         wl = self.write("rec.wl", "seed 4\nset 2000 key=r:{i} size=uniform(10,5000) flags=3\n"
                         "set 500 key=r:{rand:3000} size=choice(60,900,20000) noreply\n"
                         "delete 100 key=r:{i}\nappend 50 key=r:{i%300} size=7\n")
         self.load_ok(["--target", "127.0.0.1:%d" % px.port, "--workload", wl, "--quiet"])
-        px.assert_clean_exit(self, px.stop())
+        self.stop_clean(px)
         want = items_by_class(a.port)
-        b = self.memcached(name="mc-b")
+        b = self.mc(name="mc-b")
         s, _ = self.load_ok(["--target", "127.0.0.1:%d" % b.port, "--replay-db", px.db])
         self.assertEqual(int(s["ops"]), 2650)
         self.assertEqual(items_by_class(b.port), want)

@@ -27,18 +27,13 @@ bounded; everything started is stopped in tearDown.
 """
 import os
 import re
-import subprocess
 import sys
 import unittest
 
-os.environ.setdefault("SLABTAP", "/tmp/bt/slabtap")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mctest  # noqa: E402
 
-SLABTAP = os.environ["SLABTAP"]
-SRC = os.environ.get("SLABTAP_SRC") or os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__))))
-DATA = os.path.join(SRC, "tests", "data")
+DATA = mctest.DATA
 
 LABELS = ("the run's own settings", "best -f/-n", "fitted slab_sizes")
 EVAL = re.compile(r"^  (the run's own settings|best -f/-n|fitted slab_sizes)\s+(.*?)\s+"
@@ -57,15 +52,9 @@ mc_stats = mctest.mc_stats
 
 def measured_waste(port):
     """(waste, allocated) of a live memcached, from its own counters."""
-    chunk, used, req = {}, {}, 0
-    for k, v in mc_stats(port, "slabs").items():
-        m = re.match(r"(\d+):(chunk_size|used_chunks)$", k)
-        if m:
-            (chunk if m.group(2) == "chunk_size" else used)[int(m.group(1))] = int(v)
-    for k, v in mc_stats(port, "items").items():
-        if re.match(r"items:\d+:mem_requested$", k):
-            req += int(v)
-    alloc = sum(chunk[c] * used.get(c, 0) for c in chunk)
+    classes = mctest.mc_classes(port).values()
+    alloc = sum(f["chunk_size"] * f.get("used_chunks", 0) for f in classes if "chunk_size" in f)
+    req = sum(f.get("mem_requested", 0) for f in classes)
     return alloc - req, alloc
 
 
@@ -90,34 +79,21 @@ def parse_advise(out):
     return evals, verifies
 
 
-class ModelAdviseTest(unittest.TestCase):
-    def setUp(self):
-        self.w = mctest.Workdir(prefix="slabtap-advise-")
-        self.procs = []
-
-    def tearDown(self):
-        for p in reversed(self.procs):
-            try:
-                p.kill_hard()
-            except Exception:  # noqa: BLE001 -- cleanup must go on
-                pass
-        self.w.cleanup()
+class ModelAdviseTest(mctest.ServerTestCase):
+    workdir_prefix = "slabtap-advise-"
 
     def record(self, name, workload):
         """Runs the workload through the proxy in front of a default
         memcached; returns (db, memcached's own (waste, allocated))."""
-        mc = mctest.Memcached(self.w.path, extra=["-m", "256"], name="mc-" + name)
-        self.procs.append(mc)
-        px = mctest.Proxy(self.w.path, mc.port, keys="hash", name="px-" + name,
-                          extra=["--run", name])
-        self.procs.append(px)
+        mc = self.mc(extra=["-m", "256"], name="mc-" + name)
+        px = self.proxy(mc.port, keys="hash", name="px-" + name, extra=["--run", name])
         rc, out, err = run_slabtap(["load", "--target", "127.0.0.1:%d" % px.port,
                                     "--workload", os.path.join(DATA, workload), "--quiet"])
         self.assertEqual(rc, 0, out + err)
         self.assertNotRegex(out, r"errors:\s+[1-9]")
         self.assertEqual(int(mc_stats(mc.port, "")["evictions"]), 0)
         own = measured_waste(mc.port)
-        px.assert_clean_exit(self, px.stop())
+        self.stop_clean(px)
         return px.db, own
 
     def advise(self, db, name, extra=()):

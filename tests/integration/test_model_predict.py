@@ -49,15 +49,12 @@ bounded; everything started is stopped in tearDown.
 import os
 import random
 import re
-import subprocess
 import sys
 import unittest
 
-os.environ.setdefault("SLABTAP", "/tmp/bt/slabtap")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mctest  # noqa: E402
 
-SLABTAP = os.environ["SLABTAP"]
 ITEM_SIZE_MAX = 1024 * 1024
 
 
@@ -73,26 +70,11 @@ def ladder(flags):
     return [int(m.group(1)) for m in re.finditer(r"chunk size\s+(\d+)", out)]
 
 
-def ntotal(key_len, flags, value_len, cas):
-    return 48 + key_len + 1 + (4 if flags else 0) + value_len + 2 + (8 if cas else 0)
-
-
+ntotal = mctest.ntotal  # (key_len, value_len, flags, cas)
 mc_stats = mctest.mc_stats
-
-
-def observed_classes(port):
-    """{class: {used_chunks, total_pages, mem_requested, number}} straight from
-    memcached's `stats slabs` and `stats items`."""
-    out = {}
-    for k, v in mc_stats(port, "slabs").items():
-        m = re.match(r"(\d+):(used_chunks|total_pages|chunk_size)$", k)
-        if m:
-            out.setdefault(int(m.group(1)), {})[m.group(2)] = int(v)
-    for k, v in mc_stats(port, "items").items():
-        m = re.match(r"items:(\d+):(mem_requested|number)$", k)
-        if m:
-            out.setdefault(int(m.group(1)), {})[m.group(2)] = int(v)
-    return out
+# {class: {used_chunks, total_pages, chunk_size, mem_requested, number, ...}}
+# straight from memcached's `stats slabs` and `stats items`
+observed_classes = mctest.mc_classes
 
 
 ROW = re.compile(r"^\s*(\d+)\s+(\d+) \|\s+(\d+)\s+(-?\d+) \|\s+(\d+)\s+(-?\d+) \|"
@@ -127,7 +109,7 @@ class Plan:
         self.chunked = []
 
     def overhead(self, key_len, flags):
-        return ntotal(key_len, flags, 0, self.cas)
+        return ntotal(key_len, 0, flags, self.cas)
 
     def value_for(self, key_len, flags, size):
         """The value length whose item is exactly size bytes (None if < 0)."""
@@ -138,8 +120,8 @@ class Plan:
         self.cur.append(b"%s %s %d 0 %d%s\r\n%s\r\n" % (
             cmd.encode(), key, flags, vlen, b" noreply" if noreply else b"",
             b"v" * vlen))
-        if track and cmd == "set" and ntotal(len(key), flags, vlen, self.cas) <= ITEM_SIZE_MAX:
-            (self.chunked if ntotal(len(key), flags, vlen, self.cas) > self.scm
+        if track and cmd == "set" and ntotal(len(key), vlen, flags, self.cas) <= ITEM_SIZE_MAX:
+            (self.chunked if ntotal(len(key), vlen, flags, self.cas) > self.scm
              else self.small).append((key, flags, vlen))
 
     def raw(self, data):
@@ -190,7 +172,7 @@ def build_plan(chunks, scm, cas):
             i += 1
         for d in data_sizes:
             v = d - 2
-            if ntotal(10, flags, v, cas) > scm and ntotal(10, flags, v, cas) <= ITEM_SIZE_MAX:
+            if ntotal(10, v, flags, cas) > scm and ntotal(10, v, flags, cas) <= ITEM_SIZE_MAX:
                 p.set(b"C%d%08d" % (flags, i), flags, v)
                 i += 1
         p.flush()
@@ -213,7 +195,7 @@ def build_plan(chunks, scm, cas):
     for k, f, v in chunked[:4]:
         p.set(k, f, 100)
     for k, f, v in chunked[4:6]:
-        p.set(k, f, v + 50000 if ntotal(len(k), f, v + 50000, cas) <= ITEM_SIZE_MAX else v - 50000)
+        p.set(k, f, v + 50000 if ntotal(len(k), v + 50000, f, cas) <= ITEM_SIZE_MAX else v - 50000)
     p.flush()
     # 5. deletes: small and chunked; a missing key
     for k, f, v in small[310:340]:
@@ -225,7 +207,7 @@ def build_plan(chunks, scm, cas):
     p.flush()
     # 6. append / prepend onto small items (staying small), a missing key
     for j, (k, f, v) in enumerate(small[350:400]):
-        if ntotal(len(k), f, v + 500, cas) > scm:
+        if ntotal(len(k), v + 500, f, cas) > scm:
             continue
         cmd = b"append" if j % 2 else b"prepend"
         add = 1 + (j * 37) % 500
@@ -288,7 +270,7 @@ def build_plan(chunks, scm, cas):
         else:
             add = rng.randrange(0, 300)
             old = sizes.get(key)
-            if old and ntotal(len(key), old[0], old[1] + add, cas) > scm:
+            if old and ntotal(len(key), old[1] + add, old[0], cas) > scm:
                 continue  # append onto or into a chunked item: not modelled
             cmd = rng.choice((b"append", b"prepend"))
             p.raw(b"%s %s 0 0 %d\r\n%s\r\n" % (cmd, key, add, b"p" * add))
@@ -320,25 +302,13 @@ def cas_ops(port, cas):
     return ans
 
 
-class ModelPredictTest(unittest.TestCase):
-    def setUp(self):
-        self.w = mctest.Workdir(prefix="slabtap-predict-")
-        self.procs = []
-
-    def tearDown(self):
-        for p in reversed(self.procs):
-            try:
-                p.kill_hard()
-            except Exception:  # noqa: BLE001 -- cleanup must go on
-                pass
-        self.w.cleanup()
+class ModelPredictTest(mctest.ServerTestCase):
+    workdir_prefix = "slabtap-predict-"
 
     def start(self, mc_flags, keys, name):
-        mc = mctest.Memcached(self.w.path, extra=mc_flags, name="mc-" + name)
-        self.procs.append(mc)
-        px = mctest.Proxy(self.w.path, mc.port, keys=keys, name="px-" + name,
-                          extra=["--run", name, "--stats-interval", "200"])
-        self.procs.append(px)
+        mc = self.mc(extra=mc_flags, name="mc-" + name)
+        px = self.proxy(mc.port, keys=keys, name="px-" + name,
+                        extra=["--run", name, "--stats-interval", "200"])
         return mc, px
 
     def predict(self, db, name):
@@ -364,7 +334,7 @@ class ModelPredictTest(unittest.TestCase):
         obs = observed_classes(mc.port)
         general = mc_stats(mc.port, "")
         self.assertEqual(int(general["evictions"]), 0)
-        px.assert_clean_exit(self, px.stop())
+        self.stop_clean(px)
         rc, out, err = self.predict(px.db, name)
         self.assertIn("verdict: EXACT", out, "predict for %s:\n%s\n%s" % (name, out, err))
         self.assertEqual(rc, 0, out + err)
@@ -420,7 +390,7 @@ class ModelPredictTest(unittest.TestCase):
                                   b"set b 0 0 10\r\n0123456789\r\nappend b 0 0 5\r\nabcde\r\n"
                                   % (first, b"v" * first, extra, b"w" * extra), timeout=60)
             self.assertEqual(got, b"STORED\r\n" * 4)
-            px.assert_clean_exit(self, px.stop())
+            self.stop_clean(px)
             rc, out, err = self.predict(px.db, name)
             self.assertIn("verdict: NOT COMPARABLE EXACTLY", out, name + "\n" + out + err)
             self.assertIn("incr/decr or chunked appends 1,", out)
@@ -433,7 +403,7 @@ class ModelPredictTest(unittest.TestCase):
                                for j in range(500))
             mctest.exchange(px.port, payload, timeout=60)
         self.assertGreater(int(mc_stats(mc.port, "")["evictions"]), 0)
-        px.assert_clean_exit(self, px.stop())
+        self.stop_clean(px)
         rc, out, err = self.predict(px.db, "evict")
         self.assertIn("verdict: NOT COMPARABLE EXACTLY", out, out + err)
         self.assertNotIn("verdict: EXACT", out)

@@ -86,49 +86,30 @@ def pipeline(port, payloads, expected, timeout=100):
     return secs, got
 
 
-class Burst(unittest.TestCase):
+class Burst(mctest.ServerTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.w = mctest.Workdir()
-        cls.mc = None
-        try:
-            cls.mc = mctest.Memcached(cls.w.path, extra=["-m", "1024"])
-        except Exception:
-            cls.w.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.mc:
-            cls.mc.kill_hard()
-        cls.w.cleanup()
-
-    def setUp(self):
-        self.px = None
-
-    def tearDown(self):
-        if self.px:
-            self.px.kill_hard()
+        super().setUpClass()
+        cls.shared_mc = cls.class_mc(extra=["-m", "1024"])
 
     def test_1_burst_100k_sets(self):
         payloads = [set_payload(k, PER_CONN) for k in range(NCONN)]
         expected = [b"STORED\r\n" * PER_CONN] * NCONN
         mbytes = sum(len(p) for p in payloads) / 1e6
 
-        direct_s, got = pipeline(self.mc.port, payloads, expected)
+        direct_s, got = pipeline(self.shared_mc.port, payloads, expected)
         self.assertEqual(got, expected, "direct burst: memcached did not store everything")
 
-        self.px = mctest.Proxy(self.w.path, self.mc.port, keys="full", name="proxy-burst")
-        proxy_s, got = pipeline(self.px.port, payloads, expected)
+        px = self.proxy(self.shared_mc.port, keys="full", name="proxy-burst")
+        proxy_s, got = pipeline(px.port, payloads, expected)
         for k in range(NCONN):
             self.assertEqual(got[k], expected[k], "conn %d: answers through the proxy" % k)
         print("\n# burst of %d sets (%.1f MB) on %d connections: direct %.2f s, through the "
               "proxy %.2f s (%.0f sets/s)" % (NCONN * PER_CONN, mbytes, NCONN, direct_s, proxy_s,
                                                NCONN * PER_CONN / proxy_s), file=sys.stderr)
 
-        rc = self.px.stop(timeout=90)
-        self.px.assert_clean_exit(self, rc)
-        db = self.px.db
+        self.stop_clean(px, timeout=90)
+        db = px.db
         self.assertEqual(mctest.db_scalar(db, "SELECT count(*) FROM sets"), NCONN * PER_CONN)
         rows = mctest.db_rows(db, "SELECT seq, conn_id, key, value_len, flags, cmd, answer, key_len"
                               " FROM sets ORDER BY seq")
@@ -175,16 +156,16 @@ class Burst(unittest.TestCase):
         p1 = b"".join(parts)
         expected = [b"MN\r\n", b"".join(exp1)]
 
-        _, got = pipeline(self.mc.port, [p0, p1], expected)
+        _, got = pipeline(self.shared_mc.port, [p0, p1], expected)
         self.assertEqual(got, expected, "direct: memcached's own answers are not what the test expects")
         # nothing more may follow, direct or proxied: checked by an extra mn below
 
-        self.px = mctest.Proxy(self.w.path, self.mc.port, keys="full", name="proxy-noreply")
-        secs, got = pipeline(self.px.port, [p0, p1], expected)
+        px = self.proxy(self.shared_mc.port, keys="full", name="proxy-noreply")
+        secs, got = pipeline(px.port, [p0, p1], expected)
         self.assertEqual(got[0], expected[0], "noreply burst: client must see only MN")
         self.assertEqual(got[1], expected[1], "mixed noreply/read connection")
         # a quiet connection must not carry a stray byte afterwards either
-        with mctest.connect(self.px.port) as s:
+        with mctest.connect(px.port) as s:
             s.sendall(b"set n2:0 0 0 1 noreply\r\nx\r\n")
             s.sendall(b"mn\r\n")
             self.assertEqual(mctest.recv_exact(s, 4), b"MN\r\n")
@@ -192,9 +173,8 @@ class Burst(unittest.TestCase):
             self.assertEqual(mctest.recv_exact(s, 4), b"MN\r\n")
         print("\n# noreply burst through the proxy: %.2f s" % secs, file=sys.stderr)
 
-        rc = self.px.stop(timeout=90)
-        self.px.assert_clean_exit(self, rc)
-        db = self.px.db
+        self.stop_clean(px, timeout=90)
+        db = px.db
         counts = mctest.db_rows(db, "SELECT substr(key, 1, 2) AS p, answer, count(*) AS n,"
                                 " sum(value_len) AS bytes FROM sets GROUP BY 1, 2 ORDER BY 1, 2")
         self.assertEqual([(c["p"], c["answer"], c["n"]) for c in counts],
@@ -211,34 +191,30 @@ class Burst(unittest.TestCase):
         """memcached -vv logs every command it reads, so the proxy's own `mn`
         barriers can be counted: each noreply set read on its own is followed
         by one, and none of their MN answers reaches the client."""
-        mc = mctest.Memcached(self.w.path, extra=["-vv"], name="mc-vv")
-        try:
-            self.px = mctest.Proxy(self.w.path, mc.port, keys="full", name="proxy-vv")
+        mc = self.mc(extra=["-vv"], name="mc-vv")
+        px = self.proxy(mc.port, keys="full", name="proxy-vv")
 
-            def mn_lines():
-                return len(re.findall(r"^<\d+ mn$", mc.stderr_text(), re.M))
+        def mn_lines():
+            return len(re.findall(r"^<\d+ mn$", mc.stderr_text(), re.M))
 
-            rounds = 30
-            with mctest.connect(self.px.port) as s:
-                for i in range(rounds):
-                    s.sendall(b"set b:%d 0 0 1 noreply\r\nx\r\n" % i)
-                    # the barrier follows the set in the same write: wait
-                    # until memcached has read it before sending more
-                    mctest.wait_for(lambda: mn_lines() >= 2 * i + 1, 10,
-                                    what="barrier %d in memcached's log" % i)
-                    s.sendall(b"mn\r\n")
-                    self.assertEqual(mctest.recv_exact(s, 4), b"MN\r\n")
-                    mctest.wait_for(lambda: mn_lines() >= 2 * i + 2, 10, what="client mn %d" % i)
-                s.sendall(b"get b:%d\r\n" % (rounds - 1))
-                self.assertEqual(mctest.recv_until(s, b"END\r\n"),
-                                 b"VALUE b:%d 0 1\r\nx\r\nEND\r\n" % (rounds - 1))
-            self.assertEqual(mn_lines(), 2 * rounds)
-            rc = self.px.stop()
-            self.px.assert_clean_exit(self, rc)
-            self.assertEqual(mctest.db_scalar(self.px.db, "SELECT count(*) FROM sets WHERE answer ="
-                                              " 'noreply'"), rounds)
-        finally:
-            mc.kill_hard()
+        rounds = 30
+        with mctest.connect(px.port) as s:
+            for i in range(rounds):
+                s.sendall(b"set b:%d 0 0 1 noreply\r\nx\r\n" % i)
+                # the barrier follows the set in the same write: wait
+                # until memcached has read it before sending more
+                mctest.wait_for(lambda: mn_lines() >= 2 * i + 1, 10,
+                                what="barrier %d in memcached's log" % i)
+                s.sendall(b"mn\r\n")
+                self.assertEqual(mctest.recv_exact(s, 4), b"MN\r\n")
+                mctest.wait_for(lambda: mn_lines() >= 2 * i + 2, 10, what="client mn %d" % i)
+            s.sendall(b"get b:%d\r\n" % (rounds - 1))
+            self.assertEqual(mctest.recv_until(s, b"END\r\n"),
+                             b"VALUE b:%d 0 1\r\nx\r\nEND\r\n" % (rounds - 1))
+        self.assertEqual(mn_lines(), 2 * rounds)
+        self.stop_clean(px)
+        self.assertEqual(mctest.db_scalar(px.db, "SELECT count(*) FROM sets WHERE answer ="
+                                          " 'noreply'"), rounds)
 
 
 if __name__ == "__main__":

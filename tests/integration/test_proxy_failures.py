@@ -22,7 +22,6 @@ import os
 import random
 import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -54,13 +53,12 @@ def until_served(s, timeout=20):
 
 class Failures(mctest.ServerTestCase):
 
-    def proxy(self, upstream_port, **kw):
-        p = mctest.Proxy(self.w.path, upstream_port, **kw)
-        self.procs.append(p)
-        return p
-
     def test_upstream_unreachable_at_start(self):
-        port = mctest.free_port()
+        # a port that refuses connections until memcached starts on it
+        # (reserved: nothing else can take it meanwhile)
+        closed = mctest.reserve_port()
+        self.addCleanup(closed.release)
+        port = closed.port
         px = self.proxy(port, name="proxy-unreach")
         with mctest.connect(px.port) as s:
             s.sendall(b"get a\r\n")
@@ -68,11 +66,11 @@ class Failures(mctest.ServerTestCase):
             s.sendall(b"set a 0 0 1\r\nx\r\nset b 0 0 1 noreply\r\ny\r\nmg a v\r\n")
             self.assertEqual(mctest.recv_exact(s, 2 * len(ERR)), ERR * 2)
             mc = self.mc(port=port, name="mc-late")
+            closed.release()
             until_served(s)
             s.sendall(b"set a 0 0 2\r\nok\r\nget a\r\n")
             self.assertEqual(mctest.recv_until(s, b"END\r\n"), b"STORED\r\nVALUE a 0 2\r\nok\r\nEND\r\n")
-        rc = px.stop()
-        px.assert_clean_exit(self, rc)
+        self.stop_clean(px)
         rows = mctest.db_rows(px.db, "SELECT cmd, key, answer FROM sets ORDER BY seq")
         self.assertEqual([(r["cmd"], r["key"], r["answer"]) for r in rows],
                          [("set", "a", "upstream_error"), ("set", "b", "upstream_error"),
@@ -103,8 +101,7 @@ class Failures(mctest.ServerTestCase):
             s.sendall(b"get k\r\nset k 0 0 2\r\nv2\r\nget k\r\n")
             self.assertEqual(mctest.recv_until(s, b"END\r\nSTORED\r\nVALUE k 0 2\r\nv2\r\nEND\r\n"),
                              b"END\r\nSTORED\r\nVALUE k 0 2\r\nv2\r\nEND\r\n")
-        rc = px.stop()
-        px.assert_clean_exit(self, rc)
+        self.stop_clean(px)
         rows = mctest.db_rows(px.db, "SELECT cmd, key, answer FROM sets ORDER BY seq")
         self.assertEqual([(r["cmd"], r["key"], r["answer"]) for r in rows],
                          [("set", "k", "STORED"), ("set", "k2", "upstream_error"),
@@ -142,8 +139,7 @@ class Failures(mctest.ServerTestCase):
         b = mctest.exchange(px.port, line)
         self.assertEqual(a, b"VALUE o 0 1\r\no\r\nEND\r\n")
         self.assertEqual(a, b)
-        rc = px.stop()
-        px.assert_clean_exit(self, rc)
+        self.stop_clean(px)
 
     def test_garbage_gets_memcacheds_answers(self):
         direct = self.mc(name="mc-g1")
@@ -154,8 +150,7 @@ class Failures(mctest.ServerTestCase):
             a = norm(mctest.exchange(direct.port, g, timeout=10))
             b = norm(mctest.exchange(px.port, g, timeout=10))
             self.assertEqual(a, b, "seed %d: garbage %r" % (seed, g[:200]))
-        rc = px.stop()
-        px.assert_clean_exit(self, rc)
+        self.stop_clean(px)
 
     def test_delete_key_named_noreply(self):
         """KNOWN BUG (mc_parse.c, parse_simple): `delete noreply` deletes the
@@ -169,8 +164,7 @@ class Failures(mctest.ServerTestCase):
         a = mctest.exchange(mc.port, payload)
         self.assertEqual(a, b"NOT_FOUND\r\nEND\r\n")
         b = mctest.exchange(px.port, payload, timeout=5)
-        rc = px.stop()
-        px.assert_clean_exit(self, rc)
+        self.stop_clean(px)
         self.assertEqual(a, b)
         rows = mctest.db_rows(px.db, "SELECT cmd, key, answer FROM sets")
         self.assertEqual(rows, [{"cmd": "delete", "key": "noreply", "answer": "NOT_FOUND"}])
@@ -243,22 +237,33 @@ class Failures(mctest.ServerTestCase):
               % (answered, n, len(rows), len(stored), state["eof"], stop_s), file=sys.stderr)
 
     def test_sigterm_mid_value(self):
-        """SIGTERM while memcached holds a request's data block half read:
-        memcached then keeps back the answers of the requests before it, so
-        the proxy must read that client until the request is whole, forward
-        it and nothing after it, and deliver every answer."""
+        """SIGTERM while a request's data block is half read. On a private
+        upstream memcached holds it half read and keeps back the answers of
+        the requests before it, so the proxy must read that client until the
+        request is whole, forward it and nothing after it, and deliver every
+        answer. On a shared upstream the proxy assembles it: memcached never
+        sees half a request, the earlier answer comes at once, and the
+        request still goes out whole when its last bytes arrive."""
         mc = self.mc(name="mc-midvalue", extra=["-vv"])
-        px = self.proxy(mc.port, name="proxy-midvalue", extra=["--drain-ms", "60000"])
+        px = self.proxy(mc.port, name="proxy-midvalue", extra=["--drain-ms", "60000"], http=True)
+        first = b"set a 0 0 1\r\nx\r\nset b 0 0 10\r\nabc"
         with mctest.connect(px.port) as s:
-            s.sendall(b"set a 0 0 1\r\nx\r\nset b 0 0 10\r\nabc")
-            mctest.wait_for(lambda: re.search(r"^<\d+ set b 0 0 10$", mc.stderr_text(), re.M), 10,
-                            what="memcached reading set b")
+            s.sendall(first)
+            if mctest.POOLED:
+                self.assertEqual(mctest.recv_exact(s, 8), b"STORED\r\n")
+                mctest.wait_for(lambda: self.metric(px, "slabtap_bytes_from_clients_total")
+                                == len(first), 10, what="the proxy reading set b's first bytes")
+                self.assertNotRegex(mc.stderr_text(), r"(?m)^<\d+ set b",
+                                    "half a request reached a shared upstream")
+            else:
+                mctest.wait_for(lambda: re.search(r"^<\d+ set b 0 0 10$", mc.stderr_text(), re.M),
+                                10, what="memcached reading set b")
             px.signal(signal.SIGTERM)
             mctest.wait_for(lambda: "stopping" in px.stderr_text(), 10, what="the proxy's stop")
             s.sendall(b"defghij\r\nset c 0 0 1\r\nz\r\n")
             closed, data = mctest.wait_closed(s, timeout=30)
             self.assertTrue(closed, "client still open 30 s after SIGTERM; got %r" % data)
-            self.assertEqual(data, b"STORED\r\nSTORED\r\n")
+            self.assertEqual(data, b"STORED\r\n" if mctest.POOLED else b"STORED\r\nSTORED\r\n")
         rc = px.wait(30)
         px.kill_hard()
         px.assert_clean_exit(self, rc)
@@ -267,6 +272,12 @@ class Failures(mctest.ServerTestCase):
                          [("a", 1, "STORED"), ("b", 10, "STORED")])
         self.assertEqual(mctest.exchange(mc.port, b"get a b c\r\n"),
                          b"VALUE a 0 1\r\nx\r\nVALUE b 0 10\r\nabcdefghij\r\nEND\r\n")
+
+    @staticmethod
+    def metric(px, name):
+        _, _, body = mctest.http_request(px.http_port, "GET", "/metrics")
+        m = re.search(r"(?m)^%s (\d+)$" % re.escape(name), body.decode())
+        return int(m.group(1)) if m else None
 
     def test_on_full_drop(self):
         mc = self.mc(name="mc-drop", extra=["-m", "256"])
@@ -297,8 +308,7 @@ class Failures(mctest.ServerTestCase):
         self.assertEqual(errors, [])
         for k in range(nconn):
             self.assertEqual(got[k], b"STORED\r\n" * per, "conn %d" % k)
-        rc = px.stop()
-        px.assert_clean_exit(self, rc)
+        self.stop_clean(px)
         run_row = mctest.db_rows(px.db, "SELECT * FROM runs")[0]
         rows = mctest.db_scalar(px.db, "SELECT count(*) FROM sets")
         self.assertEqual(run_row["rows_recorded"], rows)
@@ -309,15 +319,13 @@ class Failures(mctest.ServerTestCase):
 
     def test_cli_flags(self):
         def run(*args):
-            p = subprocess.run([mctest.SLABTAP, "proxy"] + list(args), capture_output=True,
-                               timeout=30, stdin=subprocess.DEVNULL)
-            return p.returncode, p.stdout.decode(), p.stderr.decode()
+            return mctest.run_slabtap(["proxy"] + list(args), timeout=30)
 
         rc, out, err = run("--help")
         self.assertEqual(rc, 0, err)
         self.assertIn("usage: slabtap proxy", out)
         self.assertEqual(mctest.sanitizer_errors(err), [])
-        db = os.path.join(self.w.path, "cli.db")
+        db = self.path("cli.db")
         for args in (["--bogus"], ["--upstream", "127.0.0.1:1"], ["--db", db],
                      ["--upstream", "127.0.0.1:1", "--db", db, "--keys", "some"],
                      ["--upstream", "127.0.0.1:1", "--db", db, "--on-full", "spill"],

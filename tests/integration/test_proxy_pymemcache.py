@@ -14,8 +14,8 @@
    against two fresh memcached instances (one direct, one behind a second
    proxy) fed the same bytes, so cas numbers match too.
 
-Needs memcached on PATH, python3-pymemcache, $SLABTAP (default
-/tmp/bm/slabtap). Everything listens on 127.0.0.1; every wait is bounded.
+Needs memcached on PATH, python3-pymemcache and $SLABTAP (see mctest.py).
+Everything listens on 127.0.0.1; every wait is bounded.
 """
 import os
 import re
@@ -164,30 +164,20 @@ def normalize(results):
     return out
 
 
-class PymemcacheThroughProxy(unittest.TestCase):
-    def setUp(self):
-        self.w = mctest.Workdir()
-        self.mc = self.px = None
-
-    def tearDown(self):
-        for p in (self.px, self.mc):
-            if p:
-                p.kill_hard()
-        self.w.cleanup()
-
+class PymemcacheThroughProxy(mctest.ServerTestCase):
     def test_same_results_and_rows(self):
-        self.mc = mctest.Memcached(self.w.path, extra=["-m", "256"])
-        self.px = mctest.Proxy(self.w.path, self.mc.port, keys="full", extra=["--run", "pymemcache"])
-        c = client(self.mc.port)
+        mc = self.mc(extra=["-m", "256"])
+        px = self.proxy(mc.port, keys="full", extra=["--run", "pymemcache"])
+        c = client(mc.port)
         item_size_max = int(c.stats("settings")[b"item_size_max"])
         self.assertEqual(c.flush_all(), True)
         c.close()
 
-        direct = run_sequence(self.mc.port, item_size_max)
-        c = client(self.mc.port)
+        direct = run_sequence(mc.port, item_size_max)
+        c = client(mc.port)
         c.flush_all()
         c.close()
-        proxied = run_sequence(self.px.port, item_size_max)
+        proxied = run_sequence(px.port, item_size_max)
 
         # the comparison means something only if the script did what it says
         d = dict(direct.results)
@@ -206,10 +196,9 @@ class PymemcacheThroughProxy(unittest.TestCase):
                              % (label, a, b))
         self.assertEqual(len(dn), len(pn))
 
-        rc = self.px.stop()
-        self.px.assert_clean_exit(self, rc)
+        self.stop_clean(px)
 
-        rows = mctest.db_rows(self.px.db, "SELECT * FROM sets ORDER BY seq")
+        rows = mctest.db_rows(px.db, "SELECT * FROM sets ORDER BY seq")
         got = [{k: r[k] for k in ("cmd", "key", "key_len", "value_len", "flags", "exptime", "answer")}
                for r in rows]
         for i, (want, have) in enumerate(zip(proxied.rows, got)):
@@ -220,14 +209,14 @@ class PymemcacheThroughProxy(unittest.TestCase):
             self.assertIsNotNone(r["t_ns"])
             self.assertEqual(r["latency_ns"] is None, r["answer"] == "noreply", r)
 
-        run = mctest.db_rows(self.px.db, "SELECT * FROM runs")
+        run = mctest.db_rows(px.db, "SELECT * FROM runs")
         self.assertEqual(len(run), 1)
         self.assertEqual(run[0]["name"], "pymemcache")
         self.assertEqual(run[0]["key_mode"], "full")
         self.assertIsNotNone(run[0]["ended_ns"])
         self.assertEqual(run[0]["rows_dropped"], 0)
 
-        counts = mctest.db_rows(self.px.db, "SELECT cmd, sum(requests) AS requests, sum(keys) AS keys,"
+        counts = mctest.db_rows(px.db, "SELECT cmd, sum(requests) AS requests, sum(keys) AS keys,"
                                 " sum(hits) AS hits, sum(misses) AS misses,"
                                 " sum(bytes_returned) AS bytes FROM get_counts GROUP BY cmd")
         have = {r["cmd"]: [r["requests"], r["keys"], r["hits"], r["misses"], r["bytes"]] for r in counts}
@@ -328,25 +317,13 @@ def norm_me(data):
     return re.sub(rb"la=\d+", b"la=?", data)
 
 
-class RawBytesThroughProxy(unittest.TestCase):
+class RawBytesThroughProxy(mctest.ServerTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.w = mctest.Workdir()
-        cls.direct = cls.behind = cls.px = None
-        try:
-            cls.direct = mctest.Memcached(cls.w.path, name="mc-direct")
-            cls.behind = mctest.Memcached(cls.w.path, name="mc-behind")
-            cls.px = mctest.Proxy(cls.w.path, cls.behind.port, keys="full")
-        except Exception:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        for p in (cls.px, cls.direct, cls.behind):
-            if p:
-                p.kill_hard()
-        cls.w.cleanup()
+        super().setUpClass()
+        cls.direct = cls.class_mc(name="mc-direct")
+        cls.behind = cls.class_mc(name="mc-behind")
+        cls.px = cls.class_proxy(cls.behind.port, keys="full")
 
     def both(self, payload, norm=lambda b: b, chunk=None):
         a = mctest.exchange(self.direct.port, payload, chunk)
@@ -432,32 +409,27 @@ class RawBytesThroughProxy(unittest.TestCase):
         by one, the barrier's MN reaches the client, and the proxy closes
         the connection ("expected MN, got 'END'"). Remove the decorator once
         fixed: unittest then reports an unexpected success."""
-        px = mctest.Proxy(self.w.path, self.behind.port, name="proxy7")
-        try:
-            steps = [b"set cnt 0 0 1\r\n5\r\nma cnt q O1\r\nma cnt v\r\nmn\r\n",
-                     b"get x\r\n", b"set a 0 0 1 noreply\r\nb\r\n", b"get y\r\n", b"mn\r\n"]
-            ends = [b"MN\r\n", b"END\r\n", None, b"END\r\n", b"MN\r\n"]
-            outs = []
-            for port in (self.direct.port, px.port):
-                out = []
-                with mctest.connect(port) as s:
-                    for step, end in zip(steps, ends):
-                        s.sendall(step)
-                        if end:
-                            out.append(mctest.recv_until(s, end, timeout=10))
-                outs.append(out)
-            rc = px.stop()
-            px.assert_clean_exit(self, rc)
-            rows = mctest.db_rows(px.db, "SELECT cmd, answer FROM sets ORDER BY seq")
-            self.assertEqual([(r["cmd"], r["answer"]) for r in rows],
-                             [("set", "STORED"), ("ma", "quiet"), ("ma", "VA 1"), ("set", "noreply")])
-            self.assertEqual(outs[0], outs[1])
-        finally:
-            px.kill_hard()
+        px = self.proxy(self.behind.port, name="proxy7")
+        steps = [b"set cnt 0 0 1\r\n5\r\nma cnt q O1\r\nma cnt v\r\nmn\r\n",
+                 b"get x\r\n", b"set a 0 0 1 noreply\r\nb\r\n", b"get y\r\n", b"mn\r\n"]
+        ends = [b"MN\r\n", b"END\r\n", None, b"END\r\n", b"MN\r\n"]
+        outs = []
+        for port in (self.direct.port, px.port):
+            out = []
+            with mctest.connect(port) as s:
+                for step, end in zip(steps, ends):
+                    s.sendall(step)
+                    if end:
+                        out.append(mctest.recv_until(s, end, timeout=10))
+            outs.append(out)
+        self.stop_clean(px)
+        rows = mctest.db_rows(px.db, "SELECT cmd, answer FROM sets ORDER BY seq")
+        self.assertEqual([(r["cmd"], r["answer"]) for r in rows],
+                         [("set", "STORED"), ("ma", "quiet"), ("ma", "VA 1"), ("set", "noreply")])
+        self.assertEqual(outs[0], outs[1])
 
     def test_9_rows_and_clean_exit(self):
-        rc = self.px.stop()
-        self.px.assert_clean_exit(self, rc)
+        self.stop_clean(self.px)
         want = getattr(self, "quiet_conn_rows", None)
         self.assertIsNotNone(want, "test_6 did not pass: nothing to check")
         # test_6's connection: the only one whose first row is ms qa

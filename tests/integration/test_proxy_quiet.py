@@ -48,29 +48,22 @@ CASES = [
 ]
 
 
-class QuietThenLoud(unittest.TestCase):
+class QuietThenLoud(mctest.ServerTestCase):
     def setUp(self):
-        self.wd = mctest.Workdir()
-        self.mc = mctest.Memcached(self.wd.path)
-        self.direct = mctest.Memcached(self.wd.path, name="direct")
-
-    def tearDown(self):
-        for p in (getattr(self, "px", None), self.mc, self.direct):
-            if p is not None:
-                p.kill_hard()
-        self.wd.cleanup()
+        super().setUp()
+        self.mc_behind = self.mc()
+        self.direct = self.mc(name="direct")
 
     def run_cases(self, chunk):
-        self.px = mctest.Proxy(self.wd.path, self.mc.port, name="proxy-%s" % chunk)
+        px = self.proxy(self.mc_behind.port, name="proxy-%s" % chunk)
         expected = []
         for payload, answers in CASES:
             want = mctest.exchange(self.direct.port, payload)
-            got = mctest.exchange(self.px.port, payload, chunk=chunk)
+            got = mctest.exchange(px.port, payload, chunk=chunk)
             self.assertEqual(got, want, "client bytes differ for %r" % payload)
             expected += answers
-        rc = self.px.stop()
-        self.px.assert_clean_exit(self, rc)
-        rows = mctest.db_rows(self.px.db, "SELECT cmd, key, answer FROM sets ORDER BY seq")
+        self.stop_clean(px)
+        rows = mctest.db_rows(px.db, "SELECT cmd, key, answer FROM sets ORDER BY seq")
         self.assertEqual([r["answer"] for r in rows], expected, rows)
 
     def test_whole_batches(self):

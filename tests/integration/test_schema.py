@@ -20,9 +20,7 @@ waits; every proxy run must exit cleanly without a sanitizer report.
 """
 import csv
 import glob
-import http.client
 import io
-import json
 import os
 import re
 import sqlite3
@@ -33,9 +31,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mctest  # noqa: E402
 
-SRC = os.environ.get("SLABTAP_SRC",
-                     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-HOST = "127.0.0.1"
+SRC = mctest.SRC
+HOST = mctest.HOST
 
 # The schema as slabtap 1 wrote it (schema/schema.sql at user_version 1).
 V1_DDL = """
@@ -124,24 +121,18 @@ def columns(path, table):
     return [r["name"] for r in rows(path, "PRAGMA table_info(%s)" % table)]
 
 
-def proxy_env():
-    env = dict(os.environ)
-    env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
-    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
-    return env
-
-
 def run_refused(db):
     """Runs the proxy on db expecting it to refuse the file at once: returns
-    (exit code, stderr text). A proxy that starts instead is killed by the
-    timeout and the test fails."""
-    argv = [mctest.SLABTAP, "proxy", "--listen", "%s:%d" % (HOST, mctest.free_port()),
-            "--upstream", "%s:%d" % (HOST, mctest.free_port()), "--db", db, "--http", "off"]
-    try:
-        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30,
-                           env=proxy_env())
-    except subprocess.TimeoutExpired as e:
-        raise AssertionError("the proxy accepted %s and kept running: %r" % (db, e.stderr))
+    (exit code, stderr text). A proxy that starts instead (on a port of the
+    kernel's choosing, port 0) is killed by the timeout and the test fails."""
+    with mctest.reserve_port() as upstream:  # refuses connections
+        argv = [mctest.SLABTAP, "proxy", "--listen", "%s:0" % HOST,
+                "--upstream", "%s:%d" % (HOST, upstream.port), "--db", db, "--http", "off"]
+        try:
+            r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30,
+                               env=mctest.slabtap_env())
+        except subprocess.TimeoutExpired as e:
+            raise AssertionError("the proxy accepted %s and kept running: %r" % (db, e.stderr))
     return r.returncode, r.stderr.decode("utf-8", "replace") + r.stdout.decode("utf-8", "replace")
 
 
@@ -160,42 +151,15 @@ def run_query(db, path, params=None):
 
 def send_sets(port, items):
     with mctest.connect(port, timeout=30) as s:
-        s.sendall(b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v) for k, v in items))
-        want = b"STORED\r\n" * len(items)
-        got = mctest.recv_exact(s, len(want), timeout=30)
-        if got != want:
-            raise AssertionError("not every set was STORED: %r" % got[:300])
-
-
-def http_post(port, path):
-    c = http.client.HTTPConnection(HOST, port, timeout=10)
-    try:
-        c.request("POST", path)
-        r = c.getresponse()
-        body = r.read()
-        if r.status != 200:
-            raise AssertionError("POST %s: %d %r" % (path, r.status, body))
-        return json.loads(body)
-    finally:
-        c.close()
+        mctest.set_items(s, items)
 
 
 class Schema(mctest.ServerTestCase):
     workdir_prefix = "slabtap-schema-"
 
-    def proxy(self, upstream_port, db, name, keys="full", extra=(), http=None):
-        admin = "%s:%d" % (HOST, http) if http else "off"
-        p = mctest.Proxy(self.w.path, upstream_port, db=db, name=name, keys=keys,
-                         extra=["--http", admin, "--stats-interval", "100"] + list(extra))
-        self.procs.append(p)
-        return p
-
-    def stop(self, px):
-        rc = px.stop()
-        px.assert_clean_exit(self, rc)
-
-    def path(self, name):
-        return os.path.join(self.w.path, name)
+    def proxy(self, upstream_port, db, name, keys="full", extra=(), http=False):
+        return super().proxy(upstream_port, db=db, name=name, keys=keys, http=http,
+                             extra=["--stats-interval", "100"] + list(extra))
 
     # ---- upgrade -------------------------------------------------------------------
 
@@ -207,7 +171,7 @@ class Schema(mctest.ServerTestCase):
         mc = self.mc(name="mc-up")
         px = self.proxy(mc.port, db, "proxy-up")
         send_sets(px.port, [(b"new:1", b"abc"), (b"new:22", b"x" * 500), (b"new:333", b"y" * 5000)])
-        self.stop(px)
+        self.stop_clean(px)
 
         self.assertEqual(user_version(db), 3)
         self.assertIn("class_id", columns(db, "sets"))
@@ -243,7 +207,7 @@ class Schema(mctest.ServerTestCase):
         # the upgraded file opens again, unchanged in shape
         px = self.proxy(mc.port, db, "proxy-up2")
         send_sets(px.port, [(b"again", b"z")])
-        self.stop(px)
+        self.stop_clean(px)
         self.assertEqual(user_version(db), 3)
         self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id = 1"), [V1_RUN])
         self.assertEqual(mctest.db_scalar(db, "SELECT count(*) FROM runs"), 3)
@@ -304,7 +268,7 @@ class Schema(mctest.ServerTestCase):
                          "a refused upgrade left sets.class_id behind at user_version 1")
         mc = self.mc(name="mc-blocked")
         px = self.proxy(mc.port, db, "proxy-blocked")
-        self.stop(px)
+        self.stop_clean(px)
         self.assertEqual(user_version(db), 3)
 
     # ---- shipped queries ------------------------------------------------------------
@@ -320,12 +284,11 @@ class Schema(mctest.ServerTestCase):
         db = self.path("two.db")
         for run, factor, keys in self.RUNS:
             mc = self.mc(name="mc-" + run, extra=["-f", factor])
-            hport = mctest.free_port()
-            px = self.proxy(mc.port, db, "proxy-" + run, keys=keys, http=hport,
+            px = self.proxy(mc.port, db, "proxy-" + run, keys=keys, http=True,
                             extra=["--run", run])
-            http_post(hport, "/api/phase?name=small")
+            mctest.http_json(px.http_port, "POST", "/api/phase?name=small")
             send_sets(px.port, [(b"session/%d" % i, b"s" * (20 + i)) for i in range(60)])
-            http_post(hport, "/api/phase?name=large")
+            mctest.http_json(px.http_port, "POST", "/api/phase?name=large")
             items = []
             for i in range(60):
                 items.append((b"user:%d" % i, b"u" * (100 + 37 * i)))
@@ -334,7 +297,7 @@ class Schema(mctest.ServerTestCase):
             with mctest.connect(px.port) as s:
                 s.sendall(b"get user:1 user:2 nope\r\n")
                 mctest.recv_until(s, b"END\r\n")
-            self.stop(px)
+            self.stop_clean(px)
             mc.stop()
         con = sqlite3.connect(db)
         with con:
@@ -431,7 +394,7 @@ class Schema(mctest.ServerTestCase):
         mc = self.mc(name="mc-chunked")
         px = self.proxy(mc.port, db, "proxy-chunked")
         send_sets(px.port, [(b"big", b"z" * 600000), (b"small", b"a" * 100)])
-        self.stop(px)
+        self.stop_clean(px)
         s = rows(db, "SELECT allocated, mem_requested, waste_bytes FROM run_summary")[0]
         self.assertEqual(s["mem_requested"], 600000 + 3 + 48 + 1 + 2 + 8 + 100 + 5 + 48 + 1 + 2 + 8)
         self.assertEqual(s["waste_bytes"], s["allocated"] - s["mem_requested"], s)

@@ -23,7 +23,6 @@ Needs memcached on PATH and $SLABTAP. 127.0.0.1 only; bounded waits; every
 proxy must exit 0 without a sanitizer report.
 """
 import csv
-import http.client
 import io
 import json
 import math
@@ -39,32 +38,13 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mctest  # noqa: E402
 
-SRC = os.environ.get("SLABTAP_SRC",
-                     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-HOST = "127.0.0.1"
+SRC = mctest.SRC
+HOST = mctest.HOST
+http_request = mctest.http_request
+http_json = mctest.http_json
 
 
-# --- small helpers (own, so this file needs only mctest's basics) -----------
-
-def http_request(port, method, path, body=None, headers=None, timeout=10):
-    """(status, headers dict lower-cased, body bytes) on a new connection."""
-    c = http.client.HTTPConnection(HOST, port, timeout=timeout)
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        data = r.read()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, data
-    finally:
-        c.close()
-
-
-def http_json(port, method, path, expect=200):
-    st, hdrs, body = http_request(port, method, path)
-    if st != expect:
-        raise AssertionError("%s %s: status %d (want %d): %r" % (method, path, st, expect, body[:500]))
-    if not hdrs.get("content-type", "").startswith("application/json"):
-        raise AssertionError("%s %s: content-type %r" % (method, path, hdrs.get("content-type")))
-    return json.loads(body.decode("utf-8"))
+# --- small helpers ------------------------------------------------------------
 
 
 def raw_http(port, payload, timeout=10):
@@ -87,16 +67,6 @@ def mc_version(port):
     line = mc_command(port, b"version\r\n", end=b"\r\n")
     assert line.startswith(b"VERSION "), line
     return line[8:-2].decode()
-
-
-def set_batch(s, items):
-    """Pipelines `set key 0 0 len` for (key, value) pairs on socket s and
-    checks every answer is STORED."""
-    s.sendall(b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v) for k, v in items))
-    want = b"STORED\r\n" * len(items)
-    got = mctest.recv_exact(s, len(want), timeout=30)
-    if got != want:
-        raise AssertionError("not every set was STORED: %r" % got[:300])
 
 
 def listening_ports(pid):
@@ -294,29 +264,10 @@ class StatsHttp(mctest.ServerTestCase):
     workdir_prefix = "slabtap-statshttp-"
 
     def proxy(self, upstream_port, interval=100, http=True, name="proxy", extra=(), db=None):
-        """A proxy with its own admin port (px.http_port; None when off)."""
-        last = None
-        for attempt in range(3):
-            hport = mctest.free_port() if http else None
-            args = ["--stats-interval", str(interval),
-                    "--http", ("%s:%d" % (HOST, hport)) if http else "off"] + list(extra)
-            try:
-                p = mctest.Proxy(self.w.path, upstream_port, extra=args,
-                                 name="%s-%d" % (name, attempt),
-                                 db=db or os.path.join(self.w.path, name + ".db"))
-            except AssertionError as e:  # the admin port was taken meanwhile
-                last = e
-                if "admin HTTP endpoint" in str(e):
-                    continue
-                raise
-            p.http_port = hport
-            self.procs.append(p)
-            return p
-        raise last
-
-    def stop(self, px):
-        rc = px.stop()
-        px.assert_clean_exit(self, rc)
+        """A proxy sampling every interval ms, with its own admin port
+        (px.http_port; None when off)."""
+        return super().proxy(upstream_port, name=name, db=db, http=http,
+                             extra=["--stats-interval", str(interval)] + list(extra))
 
     def health(self, px):
         return http_json(px.http_port, "GET", "/health")
@@ -339,7 +290,7 @@ class StatsHttp(mctest.ServerTestCase):
         # commands are not one atomic snapshot)
         with mctest.connect(mc.port) as s:
             sizes = [1, 10, 50, 100, 300, 700, 1000, 3000, 9000, 20000, 100000, 600000]
-            set_batch(s, [(b"pre:%d:%d" % (sz, i), b"v" * sz)
+            mctest.set_items(s, [(b"pre:%d:%d" % (sz, i), b"v" * sz)
                           for sz in sizes for i in range(3)])
         items = mc_command(mc.port, b"stats items\r\n").decode()
         item_classes = set(re.findall(r"STAT items:(\d+):number ", items))
@@ -348,7 +299,7 @@ class StatsHttp(mctest.ServerTestCase):
         self.wait_samples(px, 1)
         time.sleep(1.5)
         t_stop = time.time_ns()
-        self.stop(px)
+        self.stop_clean(px)
         rows = mctest.db_rows(px.db, "SELECT sample_id, t_ns, final, stats FROM samples "
                                      "ORDER BY t_ns, sample_id")
         non_final = [r for r in rows if not r["final"]]
@@ -411,8 +362,8 @@ class StatsHttp(mctest.ServerTestCase):
         value = b"w" * value_len
         with mctest.connect(px.port, timeout=30) as s:
             for start in range(0, n, 500):
-                set_batch(s, [(b"key:%06d" % i, value) for i in range(start, start + 500)])
-        self.stop(px)
+                mctest.set_items(s, [(b"key:%06d" % i, value) for i in range(start, start + 500)])
+        self.stop_clean(px)
         db = px.db
         w = mctest.db_rows(db, "SELECT * FROM slab_waste WHERE final = 1 AND used_chunks > 0")
         self.assertEqual(len(w), 1, w)
@@ -494,7 +445,7 @@ class StatsHttp(mctest.ServerTestCase):
         h = self.health(px)
         self.assertEqual(h["status"], "ok")
         self.assertGreaterEqual(h["upstream"]["reconnects"], 1)
-        self.stop(px)
+        self.stop_clean(px)
         mc2.stop()
         ts = [r["t_ns"] for r in mctest.db_rows(px.db, "SELECT t_ns FROM samples ORDER BY t_ns")]
         before = [t for t in ts if t < t_down]
@@ -514,7 +465,7 @@ class StatsHttp(mctest.ServerTestCase):
         px = self.proxy(mc.port, interval=100, name="proxy-http")
         hp = px.http_port
         with mctest.connect(px.port) as s:
-            set_batch(s, [(b"h:%d" % i, b"x" * 100) for i in range(10)])
+            mctest.set_items(s, [(b"h:%d" % i, b"x" * 100) for i in range(10)])
         self.wait_samples(px, 2)
         h = http_json(hp, "GET", "/health")
         self.assertEqual(h["status"], "ok")
@@ -579,7 +530,7 @@ class StatsHttp(mctest.ServerTestCase):
         # the server still serves after all that
         self.assertEqual(http_json(hp, "GET", "/health")["status"], "ok")
         t_before_stop = time.time_ns()
-        self.stop(px)
+        self.stop_clean(px)
 
         db = px.db
         phases = mctest.db_rows(db, "SELECT * FROM phases ORDER BY phase_id")
@@ -616,7 +567,7 @@ class StatsHttp(mctest.ServerTestCase):
         self.assertEqual(runs["earlier"][0]["ended_ns"] is not None, True)
         p3 = http_json(px2.http_port, "POST", "/api/phase?name=again")
         self.assertEqual(p3["phase_id"], n + 2)
-        self.stop(px2)
+        self.stop_clean(px2)
 
     def test_api_runs_lists_earlier_runs_with_long_names(self):
         """KNOWN BUG (proxy/app.c, app_read_runs): the earlier runs' JSON is
@@ -626,7 +577,7 @@ class StatsHttp(mctest.ServerTestCase):
         fixed."""
         mc = self.mc(name="mc-long")
         first = self.proxy(mc.port, interval=1000, http=False, name="proxy-long0")
-        self.stop(first)
+        self.stop_clean(first)
         con = sqlite3.connect(first.db)
         with con:
             for i in range(20):
@@ -638,7 +589,7 @@ class StatsHttp(mctest.ServerTestCase):
         try:
             runs = http_json(px.http_port, "GET", "/api/runs")
         finally:
-            self.stop(px)
+            self.stop_clean(px)
         self.assertGreater(len(runs["earlier"]), 0, "21 earlier runs, none listed")
 
     def test_http_off_opens_no_port(self):
@@ -646,14 +597,14 @@ class StatsHttp(mctest.ServerTestCase):
         on = self.proxy(mc.port, interval=1000, name="proxy-on")
         # the check itself can fail: with --http the admin port is seen
         self.assertEqual(listening_ports(on.pid), {on.port, on.http_port})
-        self.stop(on)
+        self.stop_clean(on)
         off = self.proxy(mc.port, interval=1000, http=False, name="proxy-off")
         self.assertIn("admin off", off.stderr_text())
         with mctest.connect(off.port) as s:
             s.sendall(b"version\r\n")
             self.assertTrue(mctest.recv_line(s).startswith(b"VERSION "))
         self.assertEqual(listening_ports(off.pid), {off.port})
-        self.stop(off)
+        self.stop_clean(off)
 
     # ---- /metrics -----------------------------------------------------------------------
 
@@ -705,14 +656,14 @@ class StatsHttp(mctest.ServerTestCase):
         px = self.proxy(mc.port, interval=100, name="proxy-total")
         try:
             with mctest.connect(px.port) as s:
-                set_batch(s, [(b"t", b"v")])
+                mctest.set_items(s, [(b"t", b"v")])
             mctest.wait_for(lambda: http_json(px.http_port, "GET", "/api/slabs")["classes"],
                             15, interval=0.05, what="a sample with a class")
             st, _, body = http_request(px.http_port, "GET", "/metrics")
             self.assertEqual(st, 200)
             parse_exposition(body.decode("utf-8"))  # strict: no exceptions
         finally:
-            self.stop(px)
+            self.stop_clean(px)
 
     def test_metrics_format_and_counts(self):
         mc = self.mc(name="mc-metrics")
@@ -727,7 +678,7 @@ class StatsHttp(mctest.ServerTestCase):
         n_sets = sum(plan.values())
         with mctest.connect(px.port) as s:
             for size, count in plan.items():
-                set_batch(s, [(b"m:%d:%d" % (size, i), b"q" * size) for i in range(count)])
+                mctest.set_items(s, [(b"m:%d:%d" % (size, i), b"q" * size) for i in range(count)])
             s.sendall(b"get m:100:0\r\nget nope\r\n")
             mctest.recv_until(s, b"END\r\nEND\r\n")
             s.sendall(b"delete m:100:1\r\n")
@@ -786,7 +737,7 @@ class StatsHttp(mctest.ServerTestCase):
             self.assertEqual(waste, chunk * u - req, cid)
             self.assertGreaterEqual(metric(fams, "slabtap_class_total_pages",
                                            **{"class": str(cid)}), 1)
-        self.stop(px)
+        self.stop_clean(px)
         n_rows = mctest.db_scalar(px.db, "SELECT count(*) FROM sets WHERE cmd = 'set'")
         self.assertEqual(n_rows, n_sets)
 

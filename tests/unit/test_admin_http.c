@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,8 @@
 #include "server/admin_http.h"
 #include "server/prom.h"
 
+#include "check.h"
+
 #define TEST_DEADLINE_MS 300      /* the server's per-connection deadline here */
 #define TEST_RUN_LIMIT_MS 60000   /* the whole run, enforced by a uv timer */
 #define TEST_RCV_TIMEOUT_MS 3000  /* any single client wait */
@@ -30,18 +31,6 @@
 #define TEST_BIG_BYTES (1024 * 1024)
 #define TEST_BIG_REQUESTS 64
 #define TEST_CAP 2
-
-static atomic_int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            atomic_fetch_add(&failures, 1);                                                \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                           \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fputc('\n', stderr);                                                           \
-        }                                                                                  \
-    } while (0)
 
 /* ---- routes (run on the loop thread) ---------------------------------------- */
 
@@ -757,10 +746,10 @@ int main(void)
     uv_ip4_addr("127.0.0.1", 0, &addr);
     rc = admin_http_open(&test_srv, &test_loop, (const struct sockaddr *)&addr, test_route_table,
                          sizeof test_route_table / sizeof test_route_table[0], NULL);
-    if (rc != ADMIN_HTTP_OK) {
-        fprintf(stderr, "FAIL open: %s (%s)\n", admin_http_strerror(rc), uv_strerror(test_srv.uv_err));
-        return 1;
-    }
+    CHECK(rc == ADMIN_HTTP_OK, "open: %s (%s)", admin_http_strerror(rc),
+          uv_strerror(test_srv.uv_err));
+    if (rc != ADMIN_HTTP_OK)
+        return check_done("test_admin_http");
     test_srv.deadline_ms = TEST_DEADLINE_MS;
     uv_tcp_getsockname(&test_srv.listener, (struct sockaddr *)&bound, &blen);
     port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
@@ -777,9 +766,5 @@ int main(void)
     pthread_join(th, NULL);
     CHECK(test_srv_closed == 1, "on_closed ran %d times", test_srv_closed);
     CHECK(uv_loop_close(&test_loop) == 0, "handles left on the loop");
-    if (failures > 0)
-        fprintf(stderr, "test_admin_http: %d failure(s)\n", (int)failures);
-    else
-        printf("test_admin_http: all passed\n");
-    return failures > 0;
+    return check_done("test_admin_http");
 }

@@ -9,7 +9,7 @@
  * (so ASan sees any read past a chunk), and must give the same sequence.
  * All rows are also fed as one pipelined batch, again split everywhere.
  * Must never pass silently: every mismatch prints the case name, the split
- * and the field, and the exit status is 1. */
+ * and the field, and the exit status is 1 (tests/unit/check.h). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +18,8 @@
 
 #include "protocol/mc_parse.h"
 
+#include "check.h"
+
 /* RQ() / RL() give value_len / data_len a default of -1 that a row may
  * override: that override is the point. */
 #if defined(__clang__)
@@ -25,24 +27,6 @@
 #elif defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Woverride-init"
 #endif
-
-static int failures;
-static int cases;
-
-static void show(const char *label, const char *s, size_t n)
-{
-    fprintf(stderr, "    %s (%zu): \"", label, n);
-    for (size_t i = 0; i < n && i < 160; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\\' || c == '"')
-            fprintf(stderr, "\\%c", c);
-        else if (c >= 0x20 && c < 0x7f)
-            fputc(c, stderr);
-        else
-            fprintf(stderr, "\\x%02x", c);
-    }
-    fprintf(stderr, "%s\"\n", n > 160 ? "..." : "");
-}
 
 /* --- requests -------------------------------------------------------------- */
 
@@ -523,7 +507,7 @@ static bool rq_equal(const char *ctx, size_t idx, const struct rq *w, size_t wby
     FIELD(g->bytes == wbytes, "bytes want %zu got %zu", wbytes, g->bytes);
 #undef FIELD
     if (msg[0] && report)
-        fprintf(stderr, "FAIL req %s: request #%zu: %s\n", ctx, idx, msg);
+        fprintf(stderr, "  req %s: request #%zu: %s\n", ctx, idx, msg);
     return !msg[0];
 }
 
@@ -551,7 +535,7 @@ static bool run_req(const char *name, const char *how, const char *in, size_t le
             if (used > clen - pos) {
                 ok = false;
                 if (report)
-                    fprintf(stderr, "FAIL req %s: used %zu > %zu\n", ctx, used, clen - pos);
+                    fprintf(stderr, "  req %s: used %zu > %zu\n", ctx, used, clen - pos);
                 break;
             }
             pos += used;
@@ -559,14 +543,14 @@ static bool run_req(const char *name, const char *how, const char *in, size_t le
                 if (pos != clen) {
                     ok = false;
                     if (report)
-                        fprintf(stderr, "FAIL req %s: MC_NEED_MORE left %zu bytes\n", ctx, clen - pos);
+                        fprintf(stderr, "  req %s: MC_NEED_MORE left %zu bytes\n", ctx, clen - pos);
                 }
                 break;
             }
             if (got >= exp->n || exp->want[got].res != (int)res) {
                 ok = false;
                 if (report)
-                    fprintf(stderr, "FAIL req %s: event #%zu is %s, want %s\n", ctx, got,
+                    fprintf(stderr, "  req %s: event #%zu is %s, want %s\n", ctx, got,
                             res == MC_OK ? "MC_OK" : "MC_ERROR",
                             got >= exp->n ? "nothing" : exp->want[got].res == MC_OK ? "MC_OK"
                                                     : exp->want[got].res == MC_ERROR ? "MC_ERROR"
@@ -581,7 +565,7 @@ static bool run_req(const char *name, const char *how, const char *in, size_t le
             if (used == 0) {
                 ok = false;
                 if (report)
-                    fprintf(stderr, "FAIL req %s: MC_OK consumed nothing\n", ctx);
+                    fprintf(stderr, "  req %s: MC_OK consumed nothing\n", ctx);
                 break;
             }
             if (!rq_equal(ctx, got, &exp->want[got], exp->bytes[got], &r, report))
@@ -608,40 +592,54 @@ static bool run_req(const char *name, const char *how, const char *in, size_t le
         if (got != want_events) {
             ok = false;
             if (report)
-                fprintf(stderr, "FAIL req %s: %zu events, want %zu\n", ctx, got, want_events);
+                fprintf(stderr, "  req %s: %zu events, want %zu\n", ctx, got, want_events);
         } else if (mc_req_at_boundary(p) != want_boundary) {
             ok = false;
             if (report)
-                fprintf(stderr, "FAIL req %s: at_boundary %d at the end, want %d\n", ctx,
+                fprintf(stderr, "  req %s: at_boundary %d at the end, want %d\n", ctx,
                         mc_req_at_boundary(p), want_boundary);
         }
     }
-    if (!ok && report) {
-        failures++;
-        show("input", in, len);
-    }
+    if (!ok && report)
+        check_dump("input", in, len, split);
     free(p);
     return ok;
 }
 
 /* Whole, split in two at every offset, byte by byte: all must match exp.
  * Reports the first failing way only. */
-static void check_req_all_splits(const char *name, const char *in, size_t len, const struct exp_seq *exp)
+static bool req_all_splits(const char *name, const char *in, size_t len, const struct exp_seq *exp)
 {
     char how[64];
-    cases++;
     if (!run_req(name, "whole", in, len, exp, 0, false, true))
-        return;
+        return false;
     if (!run_req(name, "byte by byte", in, len, exp, 0, true, true))
-        return;
+        return false;
     for (size_t k = 1; k < len; k++) {
         if (!run_req(name, "", in, len, exp, k, false, false)) {
             snprintf(how, sizeof how, "split at %zu", k);
             run_req(name, how, in, len, exp, k, false, true);
-            return;
+            return false;
         }
     }
+    return true;
 }
+
+/* One check: the request case parses the same whole, byte by byte and
+ * split at every offset. */
+#define CHECK_REQ_ALL_SPLITS(name, in, len, exp)                                           \
+    do {                                                                                   \
+        const char *n_ = (name);                                                           \
+        CHECK(req_all_splits(n_, (in), (len), (exp)), "request case \"%s\"", n_);          \
+    } while (0)
+
+/* One check: the request case parses as exp when fed the one way given. */
+#define CHECK_REQ(name, how, in, len, exp, split, bytewise)                                \
+    do {                                                                                   \
+        const char *n_ = (name), *h_ = (how);                                              \
+        CHECK(run_req(n_, h_, (in), (len), (exp), (split), (bytewise), true),              \
+              "request case \"%s\" [%s]", n_, h_);                                         \
+    } while (0)
 
 static void case_to_exp(const struct req_case *c, struct exp_seq *exp, char *buf, size_t *len)
 {
@@ -663,7 +661,7 @@ static void test_request_table(void)
         struct exp_seq exp;
         size_t len;
         case_to_exp(&req_cases[i], &exp, buf, &len);
-        check_req_all_splits(req_cases[i].name, buf, len, &exp);
+        CHECK_REQ_ALL_SPLITS(req_cases[i].name, buf, len, &exp);
     }
 }
 
@@ -687,13 +685,13 @@ static void test_request_batch(void)
             n++;
         }
     }
-    /* too many requests for an exp_seq: a batch has its own loop */
-    cases++;
-    for (size_t k = 0; k <= len; k++) {
-        for (int bytewise = 0; bytewise <= (k == 0); bytewise++) {
+    /* too many requests for an exp_seq: a batch has its own loop; the first
+     * failing way is reported and ends it */
+    bool ok = true;
+    for (size_t k = 0; k <= len && ok; k++) {
+        for (int bytewise = 0; bytewise <= (k == 0) && ok; bytewise++) {
             struct mc_req_parser p;
             size_t got = 0, off = 0;
-            bool ok = true;
             char ctx[64];
             snprintf(ctx, sizeof ctx, "pipelined batch [%s %zu]", bytewise ? "byte by byte" : "split at", k);
             mc_req_init(&p);
@@ -711,12 +709,10 @@ static void test_request_batch(void)
                         break;
                     if (res != MC_OK || got >= n) {
                         ok = false;
-                        failures++;
-                        fprintf(stderr, "FAIL req %s: unexpected result at request #%zu\n", ctx, got);
+                        fprintf(stderr, "  req %s: unexpected result at request #%zu\n", ctx, got);
                         break;
                     }
                     if (!rq_equal(ctx, got, &want[got], bytes[got], &r, true)) {
-                        failures++;
                         ok = false;
                         break;
                     }
@@ -726,14 +722,12 @@ static void test_request_batch(void)
                 off += clen;
             }
             if (ok && (got != n || !mc_req_at_boundary(&p))) {
-                failures++;
-                fprintf(stderr, "FAIL req %s: %zu requests, want %zu\n", ctx, got, n);
+                fprintf(stderr, "  req %s: %zu requests, want %zu\n", ctx, got, n);
                 ok = false;
             }
-            if (!ok)
-                return;
         }
     }
+    CHECK(ok, "pipelined batch of %zu requests, whole, byte by byte and split everywhere", n);
 }
 
 static void exp_add(struct exp_seq *e, struct rq w, size_t bytes)
@@ -760,7 +754,7 @@ static void test_long_keys(void)
     n = snprintf(in, sizeof in, "set %s 0 0 1\r\na\r\n", k250);
     e.n = 0;
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .key = k250, .value_len = 1), (size_t)n);
-    check_req_all_splits("set key of 250 bytes", in, (size_t)n, &e);
+    CHECK_REQ_ALL_SPLITS("set key of 250 bytes", in, (size_t)n, &e);
 
     /* 1.6.18: CLIENT_ERROR bad command line format, then ERROR for "a" */
     n = snprintf(in, sizeof in, "set %s 0 0 1\r\na\r\nmn\r\n", k251);
@@ -768,32 +762,32 @@ static void test_long_keys(void)
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .key = k250, .key_len = 251), (size_t)n - 7);
     exp_add(&e, RQ_INVALID, 3);
     exp_add(&e, RQ_MN, 4);
-    check_req_all_splits("set key of 251 bytes: no data block", in, (size_t)n, &e);
+    CHECK_REQ_ALL_SPLITS("set key of 251 bytes: no data block", in, (size_t)n, &e);
 
     n = snprintf(in, sizeof in, "set %s 0 0 1 noreply\r\na\r\n", k251);
     e.n = 0;
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .key = k250, .key_len = 251, .noreply = true,
                               .reply = MC_REPLY_SILENT), (size_t)n - 3);
     exp_add(&e, RQ_INVALID, 3);
-    check_req_all_splits("set key of 251 bytes noreply: silent", in, (size_t)n, &e);
+    CHECK_REQ_ALL_SPLITS("set key of 251 bytes noreply: silent", in, (size_t)n, &e);
 
     n = snprintf(in, sizeof in, "get a %s b\r\n", k251);
     e.n = 0;
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_GET, .reply = MC_REPLY_MULTI, .key = "a", .nkeys = 3),
             (size_t)n);
-    check_req_all_splits("get with a key of 251 bytes", in, (size_t)n, &e);
+    CHECK_REQ_ALL_SPLITS("get with a key of 251 bytes", in, (size_t)n, &e);
 
     n = snprintf(in, sizeof in, "mg %s v\r\n", k251);
     e.n = 0;
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_MG, .key = k250, .key_len = 251), (size_t)n);
-    check_req_all_splits("mg key of 251 bytes", in, (size_t)n, &e);
+    CHECK_REQ_ALL_SPLITS("mg key of 251 bytes", in, (size_t)n, &e);
 
     /* 1.6.18: "ms <251> 1\r\na\r\nmn" -> CLIENT_ERROR, ERROR, MN: no swallow */
     n = snprintf(in, sizeof in, "ms %s 1 q\r\na\r\n", k251);
     e.n = 0;
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_MS, .key = k250, .key_len = 251), (size_t)n - 3);
     exp_add(&e, RQ_INVALID, 3);
-    check_req_all_splits("ms key of 251 bytes: no data block", in, (size_t)n, &e);
+    CHECK_REQ_ALL_SPLITS("ms key of 251 bytes: no data block", in, (size_t)n, &e);
 }
 
 /* Lines longer than MC_LINE_MAX. memcached closes the connection when more
@@ -814,16 +808,15 @@ static void test_long_lines(void)
     n += 6;
     e.n = 0;
     exp_add(&e, (struct rq)RQ(.res = MC_ERROR), 0);
-    cases++;
-    run_req("over-long set line", "byte by byte", in, n, &e, 0, true, true);
-    run_req("over-long set line", "split at 2049", in, n, &e, 2049, false, true);
-    run_req("over-long set line", "split at 2500", in, n, &e, 2500, false, true);
+    CHECK_REQ("over-long set line", "byte by byte", in, n, &e, 0, true);
+    CHECK_REQ("over-long set line", "split at 2049", in, n, &e, 2049, false);
+    CHECK_REQ("over-long set line", "split at 2500", in, n, &e, 2500, false);
     /* ...but one read holding the whole line is a command (1.6.18: ERROR) */
     e.n = 0;
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true), n - 4);
     exp_add(&e, RQ_MN, 4);
-    run_req("over-long set line in one read", "whole", in, n, &e, 0, false, true);
-    run_req("over-long set line in one read", "split at 2048", in, n, &e, 2048, false, true);
+    CHECK_REQ("over-long set line in one read", "whole", in, n, &e, 0, false);
+    CHECK_REQ("over-long set line in one read", "split at 2048", in, n, &e, 2048, false);
 
     /* 2048 bytes without '\n' are fine (1.6.18: ERROR, not closed), at any
      * split when the 2048th is the '\r' */
@@ -835,7 +828,7 @@ static void test_long_lines(void)
     e.n = 0;
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true), n - 4);
     exp_add(&e, RQ_MN, 4);
-    check_req_all_splits("line of 2048 bytes with its \\r", in, n, &e);
+    CHECK_REQ_ALL_SPLITS("line of 2048 bytes with its \\r", in, n, &e);
     /* 2048 bytes, then "\r\n": fine when the '\r' comes with the '\n'... */
     n = (size_t)snprintf(in, sizeof in, "set ");
     memset(in + n, 'x', 2044);
@@ -845,20 +838,18 @@ static void test_long_lines(void)
     e.n = 0;
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true), n - 4);
     exp_add(&e, RQ_MN, 4);
-    cases++;
-    run_req("2048 bytes then \\r\\n", "split at 2048", in, n, &e, 2048, false, true);
+    CHECK_REQ("2048 bytes then \\r\\n", "split at 2048", in, n, &e, 2048, false);
     /* ...but 2049 buffered without '\n' close the connection */
     e.n = 0;
     exp_add(&e, (struct rq)RQ(.res = MC_ERROR), 0);
-    run_req("2048 bytes then \\r\\n", "byte by byte", in, n, &e, 0, true, true);
+    CHECK_REQ("2048 bytes then \\r\\n", "byte by byte", in, n, &e, 0, true);
 
     /* 3000 NUL bytes (1.6.18: closed) */
     memset(in, 0, 3000);
     memcpy(in + 3000, "\r\n", 2);
     e.n = 0;
     exp_add(&e, (struct rq)RQ(.res = MC_ERROR), 0);
-    cases++;
-    run_req("3000 NUL bytes", "byte by byte", in, 3002, &e, 0, true, true);
+    CHECK_REQ("3000 NUL bytes", "byte by byte", in, 3002, &e, 0, true);
 
     /* long multigets go on, at every split, and count every key */
     static const struct { const char *name, *prefix, *suffix; enum mc_cmd cmd; size_t spaces;
@@ -885,12 +876,11 @@ static void test_long_lines(void)
             exp_add(&e, (struct rq)RQ(.cmd = gets[i].cmd, .reply = MC_REPLY_MULTI, .key = "key0",
                                       .nkeys = 800, .exptime = gets[i].exptime), n - 4);
             exp_add(&e, RQ_MN, 4);
-            check_req_all_splits(gets[i].name, in, n, &e);
+            CHECK_REQ_ALL_SPLITS(gets[i].name, in, n, &e);
         } else {
             exp_add(&e, (struct rq)RQ(.res = MC_ERROR), 0);
-            cases++;
-            run_req(gets[i].name, "byte by byte", in, n, &e, 0, true, true);
-            run_req(gets[i].name, "split at 2100", in, n, &e, 2100, false, true);
+            CHECK_REQ(gets[i].name, "byte by byte", in, n, &e, 0, true);
+            CHECK_REQ(gets[i].name, "split at 2100", in, n, &e, 2100, false);
         }
     }
 
@@ -902,7 +892,7 @@ static void test_long_lines(void)
     n += (size_t)snprintf(in + n, sizeof in - n, " more keys\r\n");
     e.n = 0;
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_GET, .reply = MC_REPLY_MULTI, .key = "key0", .nkeys = 500), n);
-    check_req_all_splits("long get with a NUL byte", in, n, &e);
+    CHECK_REQ_ALL_SPLITS("long get with a NUL byte", in, n, &e);
 
     /* a long get ending in a lone "\r" word: it is the stripped \r */
     n = (size_t)snprintf(in, sizeof in, "get");
@@ -912,7 +902,7 @@ static void test_long_lines(void)
     e.n = 0;
     /* "... key499 \r\r": one \r stripped, the other is a 501st key */
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_GET, .reply = MC_REPLY_MULTI, .key = "key0", .nkeys = 501), n);
-    check_req_all_splits("long get ending in \\r\\r", in, n, &e);
+    CHECK_REQ_ALL_SPLITS("long get ending in \\r\\r", in, n, &e);
 
     /* a line of 2049 bytes whose last is the stripped \r fits the buffer */
     n = (size_t)snprintf(in, sizeof in, "get ");
@@ -924,7 +914,7 @@ static void test_long_lines(void)
     memset(a250, 'a', 250);
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_GET, .reply = MC_REPLY_MULTI, .key = a250,
                               .key_len = 2044, .nkeys = 1), n);
-    check_req_all_splits("get line of 2049 bytes with \\r", in, n, &e);
+    CHECK_REQ_ALL_SPLITS("get line of 2049 bytes with \\r", in, n, &e);
 }
 
 static void test_binary_protocol(void)
@@ -934,7 +924,7 @@ static void test_binary_protocol(void)
     struct exp_seq e = {0};
     exp_add(&e, (struct rq)RQ(.res = MC_ERROR), 0);
     /* 1.6.18 answers a binary version request: the connection is binary */
-    check_req_all_splits("binary protocol first byte", bin, sizeof bin - 1, &e);
+    CHECK_REQ_ALL_SPLITS("binary protocol first byte", bin, sizeof bin - 1, &e);
 }
 
 /* --- responses ------------------------------------------------------------ */
@@ -1058,7 +1048,7 @@ static bool rl_equal(const char *ctx, size_t idx, const struct rseg *s, const st
     else if (g->bytes != s->len)
         snprintf(msg, sizeof msg, "bytes want %zu got %zu", s->len, g->bytes);
     if (msg[0] && report)
-        fprintf(stderr, "FAIL resp %s: line #%zu: %s\n", ctx, idx, msg);
+        fprintf(stderr, "  resp %s: line #%zu: %s\n", ctx, idx, msg);
     return !msg[0];
 }
 
@@ -1084,7 +1074,7 @@ static bool run_resp(const char *name, const char *how, const char *in, size_t l
             if (used > clen - pos) {
                 ok = false;
                 if (report)
-                    fprintf(stderr, "FAIL resp %s: used %zu > %zu\n", ctx, used, clen - pos);
+                    fprintf(stderr, "  resp %s: used %zu > %zu\n", ctx, used, clen - pos);
                 break;
             }
             pos += used;
@@ -1092,14 +1082,14 @@ static bool run_resp(const char *name, const char *how, const char *in, size_t l
                 if (pos != clen) {
                     ok = false;
                     if (report)
-                        fprintf(stderr, "FAIL resp %s: MC_NEED_MORE left bytes\n", ctx);
+                        fprintf(stderr, "  resp %s: MC_NEED_MORE left bytes\n", ctx);
                 }
                 break;
             }
             if (got >= nsegs || segs[got].want.res != (int)res) {
                 ok = false;
                 if (report)
-                    fprintf(stderr, "FAIL resp %s: event #%zu is %s, unexpected\n", ctx, got,
+                    fprintf(stderr, "  resp %s: event #%zu is %s, unexpected\n", ctx, got,
                             res == MC_OK ? "MC_OK" : "MC_ERROR");
                 break;
             }
@@ -1118,37 +1108,43 @@ static bool run_resp(const char *name, const char *how, const char *in, size_t l
     if (ok && got != nsegs) {
         ok = false;
         if (report)
-            fprintf(stderr, "FAIL resp %s: %zu lines, want %zu\n", ctx, got, nsegs);
+            fprintf(stderr, "  resp %s: %zu lines, want %zu\n", ctx, got, nsegs);
     }
     if (ok && !stopped && !mc_resp_at_boundary(p)) {
         ok = false;
         if (report)
-            fprintf(stderr, "FAIL resp %s: not at a boundary at the end\n", ctx);
+            fprintf(stderr, "  resp %s: not at a boundary at the end\n", ctx);
     }
-    if (!ok && report) {
-        failures++;
-        show("input", in, len);
-    }
+    if (!ok && report)
+        check_dump("input", in, len, split);
     free(p);
     return ok;
 }
 
-static void check_resp_all_splits(const char *name, const char *in, size_t len,
-                                  const struct rseg *segs, size_t nsegs)
+static bool resp_all_splits(const char *name, const char *in, size_t len,
+                            const struct rseg *segs, size_t nsegs)
 {
     char how[64];
-    cases++;
     if (!run_resp(name, "whole", in, len, segs, nsegs, 0, false, true) ||
         !run_resp(name, "byte by byte", in, len, segs, nsegs, 0, true, true))
-        return;
+        return false;
     for (size_t k = 1; k < len; k++) {
         if (!run_resp(name, "", in, len, segs, nsegs, k, false, false)) {
             snprintf(how, sizeof how, "split at %zu", k);
             run_resp(name, how, in, len, segs, nsegs, k, false, true);
-            return;
+            return false;
         }
     }
+    return true;
 }
+
+/* One check: the response case parses the same whole, byte by byte and
+ * split at every offset. */
+#define CHECK_RESP_ALL_SPLITS(name, in, len, segs, nsegs)                                  \
+    do {                                                                                   \
+        const char *n_ = (name);                                                           \
+        CHECK(resp_all_splits(n_, (in), (len), (segs), (nsegs)), "response case \"%s\"", n_); \
+    } while (0)
 
 static void test_response_table(void)
 {
@@ -1168,9 +1164,9 @@ static void test_response_table(void)
                 blen += c->segs[n].len;
             }
         }
-        check_resp_all_splits(c->name, in, len, c->segs, n);
+        CHECK_RESP_ALL_SPLITS(c->name, in, len, c->segs, n);
     }
-    check_resp_all_splits("pipelined answers", buf, blen, all, nall);
+    CHECK_RESP_ALL_SPLITS("pipelined answers", buf, blen, all, nall);
 
     /* a line longer than MC_LINE_MAX is kept truncated */
     static char big[4000];
@@ -1181,7 +1177,7 @@ static void test_response_table(void)
     static char want[MC_LINE_MAX + 1];
     memcpy(want, big, MC_LINE_MAX);
     s.want.text = want;
-    check_resp_all_splits("response line of 3000 bytes", big, 3002, &s, 1);
+    CHECK_RESP_ALL_SPLITS("response line of 3000 bytes", big, 3002, &s, 1);
 }
 
 /* --- pairing ------------------------------------------------------------- */
@@ -1296,19 +1292,12 @@ static void test_pairing(void)
         const struct pair_case *c = &pair_cases[i];
         struct mc_request r;
         struct mc_line l;
-        cases++;
-        if (!parse_one_req(c->req, strlen(c->req), &r) ||
-            !parse_one_line(&rp, c->line, strlen(c->line), &l)) {
-            failures++;
-            fprintf(stderr, "FAIL pair: could not parse \"%s\" / \"%s\"\n", c->req, c->line);
-            continue;
-        }
-        if (mc_reply_is_mine(&r, &l) != c->mine) {
-            failures++;
-            fprintf(stderr, "FAIL pair mc_reply_is_mine(\"%.*s\", \"%.*s\") want %d\n",
-                    (int)strcspn(c->req, "\r\n"), c->req, (int)strcspn(c->line, "\r\n"), c->line,
-                    c->mine);
-        }
+        bool parsed = parse_one_req(c->req, strlen(c->req), &r) &&
+                      parse_one_line(&rp, c->line, strlen(c->line), &l);
+        CHECK(parsed && mc_reply_is_mine(&r, &l) == c->mine,
+              "pair mc_reply_is_mine(\"%.*s\", \"%.*s\") want %d%s", (int)strcspn(c->req, "\r\n"),
+              c->req, (int)strcspn(c->line, "\r\n"), c->line, c->mine,
+              parsed ? "" : ": could not parse them");
     }
 
     /* the request after one with O1 k must not inherit them */
@@ -1317,15 +1306,12 @@ static void test_pairing(void)
     struct mc_line l;
     size_t used;
     static const char two[] = "ms a 1 q O1 k\r\na\r\nms b 1 q\r\nb\r\n";
-    cases++;
     mc_req_init(&p);
     enum mc_result res = mc_req_parse(&p, two, sizeof two - 1, &used, &r);
     if (res == MC_OK)
         res = mc_req_parse(&p, two + used, sizeof two - 1 - used, &used, &r);
-    if (res != MC_OK || !parse_one_line(&rp, "NS\r\n", 4, &l) || !mc_reply_is_mine(&r, &l)) {
-        failures++;
-        fprintf(stderr, "FAIL pair: \"ms b 1 q\" after \"ms a 1 q O1 k\" does not own \"NS\"\n");
-    }
+    CHECK(res == MC_OK && parse_one_line(&rp, "NS\r\n", 4, &l) && mc_reply_is_mine(&r, &l),
+          "pair: \"ms b 1 q\" after \"ms a 1 q O1 k\" does not own \"NS\"");
 }
 
 struct multi_case {
@@ -1360,25 +1346,20 @@ static void test_ends_multi(void)
     struct mc_resp_parser rp;
     for (size_t i = 0; i < sizeof multi_cases / sizeof multi_cases[0]; i++) {
         struct mc_line l;
-        cases++;
-        if (!parse_one_line(&rp, multi_cases[i].line, strlen(multi_cases[i].line), &l) ||
-            mc_line_ends_multi(&l) != multi_cases[i].ends) {
-            failures++;
-            fprintf(stderr, "FAIL mc_line_ends_multi(\"%.*s\") want %d\n",
-                    (int)strcspn(multi_cases[i].line, "\r\n"), multi_cases[i].line, multi_cases[i].ends);
-        }
+        CHECK(parse_one_line(&rp, multi_cases[i].line, strlen(multi_cases[i].line), &l) &&
+                  mc_line_ends_multi(&l) == multi_cases[i].ends,
+              "mc_line_ends_multi(\"%.*s\") want %d", (int)strcspn(multi_cases[i].line, "\r\n"),
+              multi_cases[i].line, multi_cases[i].ends);
     }
 }
 
 static void test_names(void)
 {
-    cases++;
-    if (strcmp(mc_cmd_name(MC_CMD_SET), "set") || strcmp(mc_cmd_name(MC_CMD_INVALID), "invalid") ||
-        strcmp(mc_cmd_name(MC_CMD_COUNT), "?") || strcmp(mc_code_name(MC_CODE_VALUE), "VALUE") ||
-        strcmp(mc_code_name(MC_CODE_COUNT), "?")) {
-        failures++;
-        fprintf(stderr, "FAIL mc_cmd_name / mc_code_name\n");
-    }
+    CHECK_STR(mc_cmd_name(MC_CMD_SET), "set");
+    CHECK_STR(mc_cmd_name(MC_CMD_INVALID), "invalid");
+    CHECK_STR(mc_cmd_name(MC_CMD_COUNT), "?");
+    CHECK_STR(mc_code_name(MC_CODE_VALUE), "VALUE");
+    CHECK_STR(mc_code_name(MC_CODE_COUNT), "?");
 }
 
 int main(void)
@@ -1392,10 +1373,5 @@ int main(void)
     test_pairing();
     test_ends_multi();
     test_names();
-    if (failures) {
-        fprintf(stderr, "test_mc_parse: %d of %d cases FAILED\n", failures, cases);
-        return 1;
-    }
-    printf("test_mc_parse: %d cases passed\n", cases);
-    return 0;
+    return check_done("test_mc_parse");
 }

@@ -537,6 +537,5 @@ int main(void)
     test_fit_large(&t);
     test_search_factor(&t);
     test_cliffs(&t);
-    printf("%d checks, %d failed\n", t.run, t.failed);
-    return t.failed ? 1 : 0;
+    return tally_done("test_model_advise", &t);
 }

@@ -1,7 +1,8 @@
 /* test_poller: the poller against a REAL memcached that this test starts
- * itself (fork/exec on a free port) and kills at the end, also when a check
- * fails or the test crashes (PR_SET_PDEATHSIG). Owns nothing but the test;
- * must never use a fixed port or leave a memcached running. Every wait is a
+ * itself (fork/exec; memcached binds an ephemeral port and names it in a
+ * file) and kills at the end, also when a check fails or the test crashes
+ * (PR_SET_PDEATHSIG). Owns nothing but the test; must never use a fixed
+ * port or leave a memcached running. Every wait is a
  * uv timer with a deadline, so a hang becomes a failed check, not a stuck
  * ctest. Exits non-zero on any failed check.
  *
@@ -34,21 +35,22 @@
 /* ---- the memcached under test ----------------------------------------- */
 
 static pid_t mc_pid = -1;
-static int mc_port;
+static int mc_port; /* 0 until the first start has read it back */
 
-static int free_port(void)
+/* The TCP port in memcached's ports file ("TCP INET: PORT" lines; the file
+ * is renamed into place once memcached listens); 0 while there is none. */
+static int mc_read_port(const char *path)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int port = -1;
+    FILE *f = fopen(path, "r");
+    char line[64];
+    int port = 0;
 
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &al) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
+    while (f != NULL && port <= 0 && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "TCP INET: %d", &port) != 1)
+            port = 0;
+    if (f != NULL)
+        fclose(f);
+    return port > 0 && port < 65536 ? port : 0;
 }
 
 static int mc_connect(void)
@@ -78,14 +80,22 @@ static void mc_stop(void)
     }
 }
 
-/* Starts memcached on mc_port and waits (<= 5 s) until it accepts. */
+/* Starts memcached and waits (<= 5 s) until it accepts. The first start
+ * has memcached bind an ephemeral port itself (-p -1) and read it back from
+ * its MEMCACHED_PORT_FILENAME file, as memcached's own t/issue_67.t does:
+ * no port is chosen here that someone else could take first. A restart asks
+ * for that port again (memcached sets SO_REUSEADDR); if another process took
+ * it meanwhile memcached exits and this returns false. */
 static bool mc_start(void)
 {
-    char port[16];
+    char port[16], ports_file[64];
     pid_t parent = getpid();
+    bool ephemeral = mc_port == 0;
     pid_t pid;
 
-    snprintf(port, sizeof port, "%d", mc_port);
+    snprintf(port, sizeof port, "%d", ephemeral ? -1 : mc_port);
+    snprintf(ports_file, sizeof ports_file, "/tmp/test_poller.%d.ports", (int)parent);
+    unlink(ports_file);
     pid = fork();
     if (pid < 0)
         return false;
@@ -94,6 +104,8 @@ static bool mc_start(void)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(127);
+        if (ephemeral)
+            setenv("MEMCACHED_PORT_FILENAME", ports_file, 1);
         if (geteuid() == 0)
             execlp("memcached", "memcached", "-p", port, "-l", "127.0.0.1", "-U", "0", "-u",
                    "root", (char *)NULL);
@@ -104,17 +116,20 @@ static bool mc_start(void)
     }
     mc_pid = pid;
     for (int i = 0; i < 500; i++) {
-        int fd = mc_connect();
-        if (fd >= 0) {
+        int fd = -1;
+        if (ephemeral && mc_port == 0 && (mc_port = mc_read_port(ports_file)) > 0)
+            unlink(ports_file);
+        if (mc_port > 0 && (fd = mc_connect()) >= 0) {
             close(fd);
             return true;
         }
         if (waitpid(pid, NULL, WNOHANG) == pid) {
             mc_pid = -1;
-            return false;
+            break;
         }
         usleep(10000);
     }
+    unlink(ports_file);
     return false;
 }
 
@@ -301,12 +316,10 @@ int main(void)
 
     signal(SIGPIPE, SIG_IGN);
     atexit(mc_stop);
-    mc_port = free_port();
-    CHECK_TRUE(mc_port > 0);
-    if (!mc_start()) {
-        fprintf(stderr, "test_poller: cannot start memcached on port %d\n", mc_port);
-        return 1;
-    }
+    bool started = mc_start();
+    CHECK(started && mc_port > 0, "cannot start memcached (port %d)", mc_port);
+    if (!started)
+        return check_done("test_poller");
     /* Three classes before the poller starts: 96, 304 (flags) and 1184 byte chunks. */
     CHECK_TRUE(mc_set("small", 0, 10));
     CHECK_TRUE(mc_set("medium", 5, 200));
@@ -379,11 +392,10 @@ int main(void)
             poller_error_str(c.poller.last_error), uv_strerror(c.poller.last_uv_error));
 
     /* 4. memcached is back on the same port: samples resume */
-    if (!mc_start()) {
-        fprintf(stderr, "test_poller: cannot restart memcached on port %d\n", mc_port);
-        tests_failed++;
+    started = mc_start();
+    CHECK(started, "cannot restart memcached on port %d", mc_port);
+    if (!started)
         goto close;
-    }
     CHECK_TRUE(run_until(&c, conn2_samples, 5000));
     CHECK_TRUE(c.poller.connected);
     CHECK_TRUE(c.poller.counters.reconnects >= 1);
@@ -417,6 +429,5 @@ close:
             (unsigned long long)c.samples, (unsigned long long)c.poller.counters.ticks_skipped,
             (unsigned long long)c.poller.counters.reconnects,
             (unsigned long long)c.poller.counters.samples_discarded);
-    printf("test_poller: %d checks, %d failed\n", tests_run, tests_failed);
-    return tests_failed ? 1 : 0;
+    return check_done("test_poller");
 }

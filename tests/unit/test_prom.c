@@ -7,44 +7,9 @@
 
 #include "server/prom.h"
 
+#include "check.h"
+
 #define TEST_OUT_MAX 4096
-
-static int failures;
-
-/* Prints bytes with C escapes so a mismatch in \\ or \n is visible. */
-static void test_show(const char *label, const char *s, size_t n)
-{
-    fprintf(stderr, "    %s (%zu): \"", label, n);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\\' || c == '"')
-            fprintf(stderr, "\\%c", c);
-        else if (c >= 0x20 && c < 0x7f)
-            fputc(c, stderr);
-        else
-            fprintf(stderr, "\\x%02x", c);
-    }
-    fprintf(stderr, "\"\n");
-}
-
-static void test_bytes(const char *what, const char *want, size_t want_len,
-                       const char *got, size_t got_len)
-{
-    if (want_len != got_len || memcmp(want, got, want_len) != 0) {
-        failures++;
-        fprintf(stderr, "FAIL %s\n", what);
-        test_show("want", want, want_len);
-        test_show("got ", got, got_len);
-    }
-}
-
-static void test_true(const char *what, int cond)
-{
-    if (!cond) {
-        failures++;
-        fprintf(stderr, "FAIL %s\n", what);
-    }
-}
 
 static void test_names(void)
 {
@@ -56,20 +21,17 @@ static void test_names(void)
     };
     char longname[PROM_NAME_MAX + 2];
 
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char what[128];
-        snprintf(what, sizeof what, "name \"%s\" metric=%d label=%d", cases[i].name,
-                 cases[i].metric, cases[i].label);
-        test_true(what, prom_name_valid(cases[i].name) == cases[i].metric &&
-                            prom_label_name_valid(cases[i].name) == cases[i].label);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(prom_name_valid(cases[i].name) == cases[i].metric &&
+                  prom_label_name_valid(cases[i].name) == cases[i].label,
+              "name \"%s\" metric=%d label=%d", cases[i].name, cases[i].metric, cases[i].label);
     memset(longname, 'a', sizeof longname);
     longname[PROM_NAME_MAX] = '\0';
-    test_true("name of PROM_NAME_MAX bytes is valid", prom_name_valid(longname));
+    CHECK(prom_name_valid(longname), "name of PROM_NAME_MAX bytes is valid");
     longname[PROM_NAME_MAX] = 'a';
     longname[PROM_NAME_MAX + 1] = '\0';
-    test_true("name of PROM_NAME_MAX+1 bytes is refused", !prom_name_valid(longname));
-    test_true("NULL name is refused", !prom_name_valid(NULL) && !prom_label_name_valid(NULL));
+    CHECK(!prom_name_valid(longname), "name of PROM_NAME_MAX+1 bytes is refused");
+    CHECK(!prom_name_valid(NULL) && !prom_label_name_valid(NULL), "NULL name is refused");
 }
 
 static void test_escapes(void)
@@ -88,16 +50,17 @@ static void test_escapes(void)
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t n = prom_escape_help(out, sizeof out, cases[i].in);
-        test_bytes("prom_escape_help", cases[i].help, strlen(cases[i].help), out, n);
+        CHECK_MEM(out, n, cases[i].help, strlen(cases[i].help), "prom_escape_help, case %zu", i);
         n = prom_escape_label_value(out, sizeof out, cases[i].in);
-        test_bytes("prom_escape_label_value", cases[i].label, strlen(cases[i].label), out, n);
+        CHECK_MEM(out, n, cases[i].label, strlen(cases[i].label),
+                  "prom_escape_label_value, case %zu", i);
     }
     /* truncation: snprintf return, NUL, and never half an escape */
-    test_true("escape needs 4, cap 3 keeps whole escapes only",
-              prom_escape_label_value(out, 3, "a\"b") == 4 && strcmp(out, "a") == 0);
-    test_true("escape cap 4 truncates plain text", prom_escape_help(out, 4, "abcdef") == 6 &&
-                                                      strcmp(out, "abc") == 0);
-    test_true("escape cap 0 measures only", prom_escape_help(NULL, 0, "a\nb") == 4);
+    CHECK(prom_escape_label_value(out, 3, "a\"b") == 4 && strcmp(out, "a") == 0,
+          "escape needs 4, cap 3 keeps whole escapes only");
+    CHECK(prom_escape_help(out, 4, "abcdef") == 6 && strcmp(out, "abc") == 0,
+          "escape cap 4 truncates plain text");
+    CHECK(prom_escape_help(NULL, 0, "a\nb") == 4, "escape cap 0 measures only");
 }
 
 static void test_doubles(void)
@@ -111,11 +74,11 @@ static void test_doubles(void)
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t n = prom_format_double(out, sizeof out, cases[i].v);
-        test_bytes("prom_format_double", cases[i].want, strlen(cases[i].want), out, n);
+        CHECK_MEM(out, n, cases[i].want, strlen(cases[i].want), "prom_format_double, case %zu", i);
     }
-    test_bytes("NaN", "NaN", 3, out, prom_format_double(out, sizeof out, NAN));
-    test_bytes("+Inf", "+Inf", 4, out, prom_format_double(out, sizeof out, INFINITY));
-    test_bytes("-Inf", "-Inf", 4, out, prom_format_double(out, sizeof out, -INFINITY));
+    CHECK_MEM(out, prom_format_double(out, sizeof out, NAN), "NaN", 3, "NaN");
+    CHECK_MEM(out, prom_format_double(out, sizeof out, INFINITY), "+Inf", 4, "+Inf");
+    CHECK_MEM(out, prom_format_double(out, sizeof out, -INFINITY), "-Inf", 4, "-Inf");
 }
 
 /* One exposition with every feature, compared byte for byte. */
@@ -154,8 +117,8 @@ static void test_exposition(void)
     prom_declare(&w, "ratio", PROM_GAUGE, NULL);
     prom_sample_double(&w, empty, 1, 0.25);
     prom_sample_double(&w, NULL, 0, NAN);
-    test_true("exposition has no error", prom_writer_finish(&w) == PROM_OK);
-    test_bytes("exposition", want, sizeof want - 1, buf.data, buf.len);
+    CHECK(prom_writer_finish(&w) == PROM_OK, "exposition has no error");
+    CHECK_MEM(buf.data, buf.len, want, sizeof want - 1, "exposition");
 }
 
 /* Each misuse is refused before a byte of it is written, and sticks. */
@@ -169,9 +132,8 @@ static void test_writer_errors(void)
 
     prom_buf_init(&buf, out, sizeof out);
     prom_writer_init(&w, prom_buf_write, &buf);
-    test_true("sample before family", prom_sample_u64(&w, NULL, 0, 1) == PROM_ERR_NO_FAMILY);
-    test_true("sticky: nothing written", buf.len == 0 &&
-                                             prom_writer_finish(&w) == PROM_ERR_NO_FAMILY);
+    CHECK(prom_sample_u64(&w, NULL, 0, 1) == PROM_ERR_NO_FAMILY, "sample before family");
+    CHECK(buf.len == 0 && prom_writer_finish(&w) == PROM_ERR_NO_FAMILY, "sticky: nothing written");
 
     struct { const char *what; enum prom_err want; } steps[] = {
         {"bad metric name", PROM_ERR_NAME}, {"bad type", PROM_ERR_TYPE},
@@ -192,21 +154,20 @@ static void test_writer_errors(void)
             got = prom_declare(&w, "fam", PROM_COUNTER, "h");
         else
             got = prom_sample_u64(&w, i == 3 ? bad : dup, i == 3 ? 1 : 2, 1);
-        test_true(steps[i].what, got == steps[i].want && buf.len == before);
-        test_true(prom_strerror(got), prom_sample_u64(&w, NULL, 0, 1) == steps[i].want &&
-                                          buf.len == before);
+        CHECK(got == steps[i].want && buf.len == before, "%s", steps[i].what);
+        CHECK(prom_sample_u64(&w, NULL, 0, 1) == steps[i].want && buf.len == before, "%s",
+              prom_strerror(got));
     }
 
     /* a sink that runs out of room */
     char tiny[16];
     prom_buf_init(&buf, tiny, sizeof tiny);
     prom_writer_init(&w, prom_buf_write, &buf);
-    test_true("full sink reports PROM_ERR_WRITE",
-              prom_declare(&w, "a_rather_long_name", PROM_GAUGE, "help") == PROM_ERR_WRITE);
-    test_true("prom_strerror has text", strcmp(prom_strerror(PROM_ERR_WRITE),
-                                               "the sink refused the bytes") == 0 &&
-                                            strcmp(prom_strerror(PROM_ERR__COUNT),
-                                                   "unknown prom error") == 0);
+    CHECK(prom_declare(&w, "a_rather_long_name", PROM_GAUGE, "help") == PROM_ERR_WRITE,
+          "full sink reports PROM_ERR_WRITE");
+    CHECK(strcmp(prom_strerror(PROM_ERR_WRITE), "the sink refused the bytes") == 0 &&
+              strcmp(prom_strerror(PROM_ERR__COUNT), "unknown prom error") == 0,
+          "prom_strerror has text");
 }
 
 static void test_families_cap(void)
@@ -223,9 +184,9 @@ static void test_families_cap(void)
         snprintf(name, sizeof name, "f%d", i);
         err = prom_declare(&w, name, PROM_GAUGE, "");
     }
-    test_true("PROM_FAMILIES_MAX families fit", err == PROM_OK);
-    test_true("one more is refused",
-              prom_declare(&w, "extra", PROM_GAUGE, "") == PROM_ERR_TOO_MANY_FAMILIES);
+    CHECK(err == PROM_OK, "PROM_FAMILIES_MAX families fit");
+    CHECK(prom_declare(&w, "extra", PROM_GAUGE, "") == PROM_ERR_TOO_MANY_FAMILIES,
+          "one more is refused");
 }
 
 static void test_json(void)
@@ -254,19 +215,20 @@ static void test_json(void)
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t n = json_escape(out, sizeof out, cases[i].in, cases[i].len);
-        test_bytes("json_escape", cases[i].want, strlen(cases[i].want), out, n);
+        CHECK_MEM(out, n, cases[i].want, strlen(cases[i].want), "json_escape, case %zu", i);
         prom_buf_init(&buf, streamed, sizeof streamed);
-        test_true("json_escape_write ok",
-                  json_escape_write(prom_buf_write, &buf, cases[i].in, cases[i].len) == 0);
-        test_bytes("json_escape_write", cases[i].want, strlen(cases[i].want), buf.data, buf.len);
+        CHECK(json_escape_write(prom_buf_write, &buf, cases[i].in, cases[i].len) == 0,
+              "json_escape_write ok, case %zu", i);
+        CHECK_MEM(buf.data, buf.len, cases[i].want, strlen(cases[i].want),
+                  "json_escape_write, case %zu", i);
     }
-    test_true("json truncation keeps whole escapes",
-              json_escape(out, 6, "abcd\"", 5) == 6 && strcmp(out, "abcd") == 0);
-    test_true("json truncation keeps whole characters",
-              json_escape(out, 3, "a\xe2\x82\xac", 4) == 4 && strcmp(out, "a") == 0);
+    CHECK(json_escape(out, 6, "abcd\"", 5) == 6 && strcmp(out, "abcd") == 0,
+          "json truncation keeps whole escapes");
+    CHECK(json_escape(out, 3, "a\xe2\x82\xac", 4) == 4 && strcmp(out, "a") == 0,
+          "json truncation keeps whole characters");
     prom_buf_init(&buf, streamed, 4);
-    test_true("json_escape_write reports a full sink",
-              json_escape_write(prom_buf_write, &buf, "abcdef", 6) != 0);
+    CHECK(json_escape_write(prom_buf_write, &buf, "abcdef", 6) != 0,
+          "json_escape_write reports a full sink");
 }
 
 int main(void)
@@ -278,9 +240,5 @@ int main(void)
     test_writer_errors();
     test_families_cap();
     test_json();
-    if (failures > 0)
-        fprintf(stderr, "test_prom: %d failure(s)\n", failures);
-    else
-        printf("test_prom: all passed\n");
-    return failures > 0;
+    return check_done("test_prom");
 }

@@ -273,6 +273,5 @@ int main(void)
     test_cachelib_rows();
     test_csv_file();
     test_settings_from_stats();
-    printf("test_replay: %d checks, %d failed\n", tests_run, tests_failed);
-    return tests_failed ? 1 : 0;
+    return check_done("test_replay");
 }

@@ -123,6 +123,5 @@ int main(void)
     test_million_a();
     test_padding_edges();
     test_splits();
-    printf("test_sha256: %d checks, %d failed\n", tests_run, tests_failed);
-    return tests_failed ? 1 : 0;
+    return check_done("test_sha256");
 }

@@ -620,6 +620,5 @@ int main(void)
     test_counters_mixed(&t);
     test_counters_pages(&t);
     test_counters_underflow(&t);
-    printf("test_slab_model: %d checks, %d failed\n", t.run, t.failed);
-    return t.failed ? 1 : 0;
+    return tally_done("test_slab_model", &t);
 }

@@ -683,21 +683,18 @@ static void test_roundtrip_every_split(const char *name, const char *data, size_
     CHECK_TRUE(whole.len == len && !memcmp(whole.s, data, len));
     CHECK_TRUE(p.len == 0 && !p.in_block);
 
-    for (size_t cut = 0; cut <= len; cut++) {
+    size_t bad_cut = len + 1; /* the first split that differs; none */
+    for (size_t cut = 0; cut <= len && bad_cut > len; cut++) {
         struct text t = {0};
         stats_parse_init(&p);
         enum stats_parse_result r1 = feed_lines(&p, rb.data, cut, &t);
         enum stats_parse_result r2 = feed_lines(&p, rb.data + cut, len - cut, &t);
         if (r1 != STATS_PARSE_NEED_MORE || r2 != STATS_PARSE_NEED_MORE || t.len != len ||
-            memcmp(t.s, data, len)) {
-            fprintf(stderr, "%s: split at %zu differs\n", name, cut);
-            tests_failed++;
-            free(t.s);
-            break;
-        }
+            memcmp(t.s, data, len))
+            bad_cut = cut;
         free(t.s);
     }
-    tests_run++;
+    CHECK(bad_cut > len, "%s: split at %zu differs", name, bad_cut);
 
     struct text bytewise = {0};
     stats_parse_init(&p);
@@ -1093,15 +1090,16 @@ static void test_batch_captured(void)
     CHECK_TRUE(stats_kv_find(&ref.stats, "maxbytes") == NULL);
     CHECK_TRUE(stats_kv_find(&ref.settings, "limit_maxbytes") == NULL);
 
-    for (size_t cut = 1; cut < len; cut++) {
+    size_t bad_cut = 0; /* the first split that differs; none */
+    int bad_r = STATS_PARSE_OK;
+    for (size_t cut = 1; cut < len && bad_cut == 0; cut++) {
         enum stats_parse_result r = run_batch(&s, STATS_R_ALL, rb.data, len, &cut, 1, &taken);
         if (r != STATS_PARSE_OK || taken != len || !sample_equal(&s, &ref)) {
-            fprintf(stderr, "batch split at %zu differs (r=%d)\n", cut, (int)r);
-            tests_failed++;
-            break;
+            bad_cut = cut;
+            bad_r = (int)r;
         }
     }
-    tests_run++;
+    CHECK(bad_cut == 0, "batch split at %zu differs (r=%d)", bad_cut, bad_r);
 
     size_t *cuts = malloc(len * sizeof *cuts);
     for (size_t i = 0; i + 1 < len; i++)
@@ -1293,6 +1291,5 @@ int main(void)
     test_unknown_fields();
     test_error_replies();
     test_bounds();
-    printf("test_stats_parse: %d checks, %d failed\n", tests_run, tests_failed);
-    return tests_failed ? 1 : 0;
+    return check_done("test_stats_parse");
 }

@@ -422,6 +422,5 @@ int main(void)
     test_fingerprints();
     test_lazy();
     test_settings();
-    printf("test_workload: %d checks, %d failed\n", tests_run, tests_failed);
-    return tests_failed ? 1 : 0;
+    return check_done("test_workload");
 }
