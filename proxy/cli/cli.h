@@ -32,9 +32,11 @@ int cli_load_main(int argc, char **argv);
 /* -v/--verbose and -q/--quiet: two table rows writing an int log level
  * (start it at log_get_level(); log_set_level() it after parsing). seen
  * (may be NULL) is set when -q/--quiet is given. */
-#define CLI_OPTS_VERBOSITY(level, quiet_seen)                                            \
-    {"verbose", 'v', OPT_SET, .dest = (level), .set_value = LOG_LEVEL_DEBUG},                     \
-    {"quiet", 'q', OPT_SET, .dest = (level), .set_value = LOG_LEVEL_WARN, .seen = (quiet_seen)}
+#define CLI_OPTS_VERBOSITY(level, quiet_seen) \
+    { "verbose", 'v', OPT_SET, .dest = (level), .set_value = LOG_LEVEL_DEBUG }, \
+    { \
+        "quiet", 'q', OPT_SET, .dest = (level), .set_value = LOG_LEVEL_WARN, .seen = (quiet_seen) \
+    }
 
 /* memcached's ladder flags, the same bounds in `model` and `load --dry-run`:
  * -n -f -I -m --slab-chunk-max --no-cas/-C. Start with
@@ -47,15 +49,30 @@ struct cli_ladder_flags {
 };
 
 /* -m: memcached refuses 0 (the -I check: 1024 > 0 / 2), so 1..2^30 MB. */
-#define CLI_OPTS_LADDER(f)                                                                 \
-    {NULL, 'n', OPT_UINT, .dest = &(f)->chunk_size_min, .min = 1, .max = INT_MAX,                 \
-     .seen = &(f)->given},                                                                \
-    {NULL, 'f', OPT_DOUBLE, .dest = &(f)->s.growth_factor, .seen = &(f)->given},                  \
-    {NULL, 'I', OPT_SIZE, .dest = &(f)->item_size_max, .max = UINT32_MAX, .seen = &(f)->given},   \
-    {NULL, 'm', OPT_UINT, .dest = &(f)->mem_mb, .min = 1, .max = 1ull << 30, .seen = &(f)->given}, \
-    {"slab-chunk-max", 0, OPT_UINT, .dest = &(f)->slab_chunk_max, .min = 1, .max = UINT32_MAX,    \
-     .seen = &(f)->given},                                                                \
-    {"no-cas", 'C', OPT_FLAG, .dest = &(f)->no_cas, .seen = &(f)->given}
+#define CLI_OPTS_LADDER(f) \
+    { NULL, \
+      'n', \
+      OPT_UINT, \
+      .dest = &(f)->chunk_size_min, \
+      .min = 1, \
+      .max = INT_MAX, \
+      .seen = &(f)->given }, \
+        { NULL, 'f', OPT_DOUBLE, .dest = &(f)->s.growth_factor, .seen = &(f)->given }, \
+        { NULL, 'I', OPT_SIZE, .dest = &(f)->item_size_max, .max = UINT32_MAX, .seen = &(f)->given }, \
+        { NULL, \
+          'm', \
+          OPT_UINT, \
+          .dest = &(f)->mem_mb, \
+          .min = 1, \
+          .max = 1ull << 30, \
+          .seen = &(f)->given }, \
+        { "slab-chunk-max",   0, \
+          OPT_UINT,           .dest = &(f)->slab_chunk_max, \
+          .min = 1,           .max = UINT32_MAX, \
+          .seen = &(f)->given }, \
+    { \
+        "no-cas", 'C', OPT_FLAG, .dest = &(f)->no_cas, .seen = &(f)->given \
+    }
 
 /* memcached 1.6.18's defaults, in s and in the fields the rows write. */
 void cli_ladder_flags_init(struct cli_ladder_flags *f);

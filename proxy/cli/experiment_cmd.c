@@ -18,20 +18,21 @@
 static void exp_usage(FILE *f)
 {
     fprintf(f,
-        "usage: slabtap experiment SPEC.exp [SPEC.exp ...] [options]\n\n"
-        "For each run of the spec: starts memcached with the run's flags on a free\n"
-        "loopback port, puts the recording proxy in front, sends the workload through\n"
-        "it, takes a final stats sample, checks the gates (every write recorded,\n"
-        "same-plan-as fingerprints, gate=model exactness), then writes the exports.\n\n"
-        "  --db FILE          database (default results/runs.db)\n"
-        "  --results DIR      where exports go (default results)\n"
-        "  --memcached PATH   memcached binary (default: memcached on PATH)\n"
-        "  --docker           run memcached with docker, image from docker/memcached.image\n"
-        "  --image REF        the image for --docker\n"
-        "  --stats-interval MS  stats poll interval (default 250, at least %d)\n"
-        "  -v, --verbose      debug log lines too\n"
-        "  -q, --quiet        warnings and errors only\n"
-        "  -h, --help         this text\n", POLLER_INTERVAL_MIN_MS);
+            "usage: slabtap experiment SPEC.exp [SPEC.exp ...] [options]\n\n"
+            "For each run of the spec: starts memcached with the run's flags on a free\n"
+            "loopback port, puts the recording proxy in front, sends the workload through\n"
+            "it, takes a final stats sample, checks the gates (every write recorded,\n"
+            "same-plan-as fingerprints, gate=model exactness), then writes the exports.\n\n"
+            "  --db FILE          database (default results/runs.db)\n"
+            "  --results DIR      where exports go (default results)\n"
+            "  --memcached PATH   memcached binary (default: memcached on PATH)\n"
+            "  --docker           run memcached with docker, image from docker/memcached.image\n"
+            "  --image REF        the image for --docker\n"
+            "  --stats-interval MS  stats poll interval (default 250, at least %d)\n"
+            "  -v, --verbose      debug log lines too\n"
+            "  -q, --quiet        warnings and errors only\n"
+            "  -h, --help         this text\n",
+            POLLER_INTERVAL_MIN_MS);
 }
 
 /* docker/memcached.image of the repository the spec lives in (specs sit in
@@ -63,17 +64,17 @@ static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_o
     uint64_t stats_ms = o->stats_ms;
     int level = (int)log_get_level();
     const struct opt_spec table[] = {
-        {"db", 0, OPT_STRING, .dest = &o->db},
-        {"results", 0, OPT_STRING, .dest = &o->results},
-        {"memcached", 0, OPT_STRING, .dest = &o->memcached},
-        {"docker", 0, OPT_FLAG, .dest = &o->docker},
-        {"image", 0, OPT_STRING, .dest = &image_arg},
-        {"stats-interval", 0, OPT_UINT, .dest = &stats_ms, .min = POLLER_INTERVAL_MIN_MS,
-         .max = UINT_MAX},
+        { "db", 0, OPT_STRING, .dest = &o->db },
+        { "results", 0, OPT_STRING, .dest = &o->results },
+        { "memcached", 0, OPT_STRING, .dest = &o->memcached },
+        { "docker", 0, OPT_FLAG, .dest = &o->docker },
+        { "image", 0, OPT_STRING, .dest = &image_arg },
+        { "stats-interval", 0, OPT_UINT, .dest = &stats_ms, .min = POLLER_INTERVAL_MIN_MS,
+          .max = UINT_MAX },
         CLI_OPTS_VERBOSITY(&level, NULL),
     };
-    enum opt_result r = opt_parse("experiment", table, sizeof table / sizeof table[0], argc,
-                                  argv, first, err, errlen);
+    enum opt_result r = opt_parse("experiment", table, sizeof table / sizeof table[0], argc, argv,
+                                  first, err, errlen);
     if (r != OPT_OK)
         return r;
     log_set_level((enum log_level)level);
@@ -89,19 +90,18 @@ static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_o
 
 int cli_experiment_main(int argc, char **argv)
 {
-    struct experiment_options o = {.db = "results/runs.db", .results = "results", .stats_ms = 250};
+    struct experiment_options o = { .db = "results/runs.db",
+                                    .results = "results",
+                                    .stats_ms = 250 };
     char image[256] = "", err[512];
     int first = argc, failed = 0;
     switch (exp_parse_args(argc, argv, &o, image, sizeof image, &first, err, sizeof err)) {
-    case OPT_HELP:
-        exp_usage(stdout);
-        return 0;
+    case OPT_HELP: exp_usage(stdout); return 0;
     case OPT_ERROR:
         fprintf(stderr, "%s\n\n", err);
         exp_usage(stderr);
         return 2;
-    case OPT_OK:
-        break;
+    case OPT_OK: break;
     }
     o.image = image;
     /* load_run and the proxy write with write(2): a client or memcached that

@@ -20,8 +20,8 @@
 #include "core/log.h"
 #include "core/opt.h"
 #include "load/load.h"
-#include "model/slab_model.h"
 #include "load/workload.h"
+#include "model/slab_model.h"
 
 /* 4096 statements of at most 1 KiB each, with room for comments */
 
@@ -40,58 +40,58 @@ struct load_cli_args {
 static void load_cli_usage(FILE *out)
 {
     fprintf(out,
-        "usage: slabtap load --target HOST:PORT SOURCE [options]\n"
-        "       slabtap load --dry-run SOURCE [ladder flags]\n"
-        "\n"
-        "Sends an operation plan to memcached (or to `slabtap proxy` in front of it)\n"
-        "over pipelined text-protocol connections, counts the answers, and prints a\n"
-        "summary with the plan's fingerprint (sha256 of every op, in order).\n"
-        "\n"
-        "SOURCE, exactly one of:\n"
-        "  --workload FILE        a workload file (experiments/README.md, \"Workload files\")\n"
-        "  --replay-db FILE       the writes `slabtap proxy` recorded in FILE\n"
-        "  --replay-run N         which run of --replay-db (default: the newest)\n"
-        "  --twitter-trace FILE   a twitter/cache-trace CSV\n"
-        "  --cachelib-trace FILE  a CacheLib kvcache trace CSV (with its header row)\n"
-        "\n"
-        "options:\n"
-        "  --target HOST:PORT     memcached or the proxy\n"
-        "  --connections N        connections, 1..%d (default: the workload's, else %d)\n"
-        "  --pipeline D           requests in flight per connection, 1..%d\n"
-        "                         (default: the workload's, else %d)\n"
-        "  --seed S               random seed (default: the workload's, else 0)\n"
-        "  --dry-run              print op count and fingerprint; connect to nothing\n"
-        "  -v, --verbose          debug log lines too\n"
-        "  -q, --quiet            no progress line on stderr; warnings and errors only\n"
-        "  -h, --help             this text\n"
-        "\n"
-        "ladder flags, for --dry-run only (a live run reads `stats settings`):\n"
-        "  -n BYTES  -f FACTOR  -I SIZE  -m MEGABYTES  --slab-chunk-max BYTES\n"
-        "  --no-cas, -C           same meaning and defaults as memcached 1.6.18\n",
-        LOAD_CONNECTIONS_MAX, LOAD_DEFAULT_CONNECTIONS, LOAD_PIPELINE_MAX,
-        LOAD_DEFAULT_PIPELINE);
+            "usage: slabtap load --target HOST:PORT SOURCE [options]\n"
+            "       slabtap load --dry-run SOURCE [ladder flags]\n"
+            "\n"
+            "Sends an operation plan to memcached (or to `slabtap proxy` in front of it)\n"
+            "over pipelined text-protocol connections, counts the answers, and prints a\n"
+            "summary with the plan's fingerprint (sha256 of every op, in order).\n"
+            "\n"
+            "SOURCE, exactly one of:\n"
+            "  --workload FILE        a workload file (experiments/README.md, \"Workload files\")\n"
+            "  --replay-db FILE       the writes `slabtap proxy` recorded in FILE\n"
+            "  --replay-run N         which run of --replay-db (default: the newest)\n"
+            "  --twitter-trace FILE   a twitter/cache-trace CSV\n"
+            "  --cachelib-trace FILE  a CacheLib kvcache trace CSV (with its header row)\n"
+            "\n"
+            "options:\n"
+            "  --target HOST:PORT     memcached or the proxy\n"
+            "  --connections N        connections, 1..%d (default: the workload's, else %d)\n"
+            "  --pipeline D           requests in flight per connection, 1..%d\n"
+            "                         (default: the workload's, else %d)\n"
+            "  --seed S               random seed (default: the workload's, else 0)\n"
+            "  --dry-run              print op count and fingerprint; connect to nothing\n"
+            "  -v, --verbose          debug log lines too\n"
+            "  -q, --quiet            no progress line on stderr; warnings and errors only\n"
+            "  -h, --help             this text\n"
+            "\n"
+            "ladder flags, for --dry-run only (a live run reads `stats settings`):\n"
+            "  -n BYTES  -f FACTOR  -I SIZE  -m MEGABYTES  --slab-chunk-max BYTES\n"
+            "  --no-cas, -C           same meaning and defaults as memcached 1.6.18\n",
+            LOAD_CONNECTIONS_MAX, LOAD_DEFAULT_CONNECTIONS, LOAD_PIPELINE_MAX,
+            LOAD_DEFAULT_PIPELINE);
 }
 
 static enum opt_result load_cli_parse_flags(int argc, char **argv, struct load_cli_args *a,
-                                           char *err, size_t errlen)
+                                            char *err, size_t errlen)
 {
     const struct opt_spec table[] = {
-        {"target", 0, OPT_STRING, .dest = &a->target},
-        {"workload", 0, OPT_STRING, .dest = &a->workload},
-        {"replay-db", 0, OPT_STRING, .dest = &a->replay_db},
-        {"replay-run", 0, OPT_INT, .dest = &a->replay_run, .smin = 1, .smax = INT64_MAX},
-        {"twitter-trace", 0, OPT_STRING, .dest = &a->twitter},
-        {"cachelib-trace", 0, OPT_STRING, .dest = &a->cachelib},
-        {"connections", 0, OPT_UINT, .dest = &a->connections, .min = 1,
-         .max = LOAD_CONNECTIONS_MAX},
-        {"pipeline", 0, OPT_UINT, .dest = &a->pipeline, .min = 1, .max = LOAD_PIPELINE_MAX},
-        {"seed", 0, OPT_UINT, .dest = &a->seed, .seen = &a->seed_set},
-        {"dry-run", 0, OPT_FLAG, .dest = &a->dry_run},
+        { "target", 0, OPT_STRING, .dest = &a->target },
+        { "workload", 0, OPT_STRING, .dest = &a->workload },
+        { "replay-db", 0, OPT_STRING, .dest = &a->replay_db },
+        { "replay-run", 0, OPT_INT, .dest = &a->replay_run, .smin = 1, .smax = INT64_MAX },
+        { "twitter-trace", 0, OPT_STRING, .dest = &a->twitter },
+        { "cachelib-trace", 0, OPT_STRING, .dest = &a->cachelib },
+        { "connections", 0, OPT_UINT, .dest = &a->connections, .min = 1,
+          .max = LOAD_CONNECTIONS_MAX },
+        { "pipeline", 0, OPT_UINT, .dest = &a->pipeline, .min = 1, .max = LOAD_PIPELINE_MAX },
+        { "seed", 0, OPT_UINT, .dest = &a->seed, .seen = &a->seed_set },
+        { "dry-run", 0, OPT_FLAG, .dest = &a->dry_run },
         CLI_OPTS_LADDER(&a->ladder),
         CLI_OPTS_VERBOSITY(&a->level, &a->quiet),
     };
-    enum opt_result r = opt_parse("load", table, sizeof table / sizeof table[0], argc, argv,
-                                  NULL, err, errlen);
+    enum opt_result r =
+        opt_parse("load", table, sizeof table / sizeof table[0], argc, argv, NULL, err, errlen);
     if (r != OPT_OK)
         return r;
     log_set_level((enum log_level)a->level);
@@ -105,12 +105,14 @@ static enum opt_result load_cli_check(const struct load_cli_args *a, struct load
 {
     int sources = !!a->workload + !!a->replay_db + !!a->twitter + !!a->cachelib;
     if (sources != 1)
-        return opt_error(err, errlen, "load", "give exactly one of --workload, --replay-db, "
-                                              "--twitter-trace, --cachelib-trace");
+        return opt_error(err, errlen, "load",
+                         "give exactly one of --workload, --replay-db, "
+                         "--twitter-trace, --cachelib-trace");
     if (a->replay_run && !a->replay_db)
         return opt_error(err, errlen, "load", "--replay-run needs --replay-db");
     if (a->ladder.given && !a->dry_run)
-        return opt_error(err, errlen, "load", "-n -f -I -m --slab-chunk-max --no-cas only "
+        return opt_error(err, errlen, "load",
+                         "-n -f -I -m --slab-chunk-max --no-cas only "
                          "apply to --dry-run; a live run reads them from the server");
     if (!a->dry_run && !a->target)
         return opt_error(err, errlen, "load", "--target HOST:PORT is required (or --dry-run)");
@@ -122,8 +124,8 @@ static enum opt_result load_cli_check(const struct load_cli_args *a, struct load
 
 /* Defaults, the table, the cross-flag rules, --dry-run's ladder. */
 static enum opt_result load_cli_args(int argc, char **argv, struct load_cli_args *a,
-                                     struct load_config *cfg, struct slab_ladder *ladder,
-                                     char *err, size_t errlen)
+                                     struct load_config *cfg, struct slab_ladder *ladder, char *err,
+                                     size_t errlen)
 {
     char why[256] = "";
     memset(a, 0, sizeof *a);
@@ -175,8 +177,10 @@ static const char *load_cli_answer_name(unsigned i)
 
 static void load_cli_summary(const struct load_cli_args *a, const struct load_result *r)
 {
-    const char *src = a->workload ? a->workload : a->replay_db ? a->replay_db
-                      : a->twitter ? a->twitter : a->cachelib;
+    const char *src = a->workload    ? a->workload
+                      : a->replay_db ? a->replay_db
+                      : a->twitter   ? a->twitter
+                                     : a->cachelib;
     if (!a->dry_run)
         printf("%-18s%s%s%s%s\n", "target:", a->target, r->server_version[0] ? " (memcached " : "",
                r->server_version, r->server_version[0] ? ")" : "");
@@ -192,7 +196,8 @@ static void load_cli_summary(const struct load_cli_args *a, const struct load_re
         printf("%-18s%u x pipeline %u\n", "connections:", r->connections, r->pipeline);
         load_cli_counts("answers:", r->answers, LOAD_ANS_COUNT, load_cli_answer_name);
         printf("%-18s%" PRIu64 "\n", "writes answered:", r->writes_answered);
-        printf("%-18s%" PRIu64 " confirmed (%" PRIu64 " mn fences)\n", "noreply:", r->silent, r->fences);
+        printf("%-18s%" PRIu64 " confirmed (%" PRIu64 " mn fences)\n", "noreply:", r->silent,
+               r->fences);
         printf("%-18s%" PRIu64 "\n", "errors:", r->errors);
         printf("%-18s%.3f s\n", "elapsed:", secs);
         printf("%-18s%.0f\n", "ops/s:", secs > 0 ? (double)r->ops / secs : 0.0);
@@ -223,7 +228,9 @@ static int load_cli_source(const struct load_cli_args *a, struct load_config *cf
         cfg->workload = *w;
         return 0;
     }
-    cfg->source = a->replay_db ? LOAD_SRC_REPLAY_DB : a->twitter ? LOAD_SRC_TWITTER : LOAD_SRC_CACHELIB;
+    cfg->source = a->replay_db ? LOAD_SRC_REPLAY_DB
+                  : a->twitter ? LOAD_SRC_TWITTER
+                               : LOAD_SRC_CACHELIB;
     cfg->path = a->replay_db ? a->replay_db : a->twitter ? a->twitter : a->cachelib;
     cfg->replay_run = a->replay_run;
     return 0;
@@ -252,13 +259,9 @@ int cli_load_main(int argc, char **argv)
     int rc = 1;
     memset(&cfg, 0, sizeof cfg);
     switch (load_cli_args(argc, argv, &a, &cfg, &ladder, err, sizeof err)) {
-    case OPT_HELP:
-        load_cli_usage(stdout);
-        return 0;
-    case OPT_ERROR:
-        goto usage;
-    case OPT_OK:
-        break;
+    case OPT_HELP: load_cli_usage(stdout); return 0;
+    case OPT_ERROR: goto usage;
+    case OPT_OK: break;
     }
     if (load_cli_source(&a, &cfg, &w))
         goto out;

@@ -9,17 +9,21 @@
 #include "cli/cli.h"
 
 static const struct cli_command commands[] = {
-    {"proxy", "run the recording proxy in front of memcached", cli_proxy_main},
-    {"experiment", "run an experiment spec: memcached, proxy, workload, gates, CSVs", cli_experiment_main},
-    {"model", "memcached's slab ladder and item sizes, predicted", cli_model_main},
-    {"load", "send a workload, a trace or a recorded run to memcached or the proxy", cli_load_main},
+    { "proxy", "run the recording proxy in front of memcached", cli_proxy_main },
+    { "experiment", "run an experiment spec: memcached, proxy, workload, gates, CSVs",
+      cli_experiment_main },
+    { "model", "memcached's slab ladder and item sizes, predicted", cli_model_main },
+    { "load", "send a workload, a trace or a recorded run to memcached or the proxy",
+      cli_load_main },
 };
 
 static void usage(FILE *out)
 {
-    fprintf(out, "slabtap %s: a memcached proxy that records what the slab allocator does\n\n"
-                 "usage: slabtap <command> [options]   (slabtap <command> --help for its options)\n\n"
-                 "commands:\n", SLABTAP_VERSION);
+    fprintf(out,
+            "slabtap %s: a memcached proxy that records what the slab allocator does\n\n"
+            "usage: slabtap <command> [options]   (slabtap <command> --help for its options)\n\n"
+            "commands:\n",
+            SLABTAP_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].help);
 }

@@ -19,8 +19,8 @@
 #include "load/verify.h"
 #include "model/advise.h"
 #include "model/predict.h"
-#include "record/runs.h"
 #include "model/slab_model.h"
+#include "record/runs.h"
 
 struct model_subcommand {
     const char *name;
@@ -33,11 +33,11 @@ static int model_predict(int argc, char **argv);
 static int model_advise(int argc, char **argv);
 
 static const struct model_subcommand subcommands[] = {
-    {"ladder", "print the chunk ladder, line for line as memcached -vv prints it", model_ladder},
-    {"predict", "a recorded run's per-class counters, predicted beside memcached's own",
-     model_predict},
-    {"advise", "settings that waste less for a recorded run's sizes (--verify replays)",
-     model_advise},
+    { "ladder", "print the chunk ladder, line for line as memcached -vv prints it", model_ladder },
+    { "predict", "a recorded run's per-class counters, predicted beside memcached's own",
+      model_predict },
+    { "advise", "settings that waste less for a recorded run's sizes (--verify replays)",
+      model_advise },
 };
 
 static const char settings_usage[] =
@@ -65,12 +65,14 @@ static void usage_model(FILE *out)
 
 static void usage_ladder(FILE *out)
 {
-    fprintf(out, "usage: slabtap model ladder [options]\n\n"
-                 "Prints the slab classes memcached would create, in the exact format of\n"
-                 "the `slab class ...` lines `memcached -vv` writes to stderr at start-up.\n\n"
-                 "%s  -v, --verbose          debug log lines too\n"
-                 "  -q, --quiet            warnings and errors only\n"
-                 "  -h, --help             this text\n", settings_usage);
+    fprintf(out,
+            "usage: slabtap model ladder [options]\n\n"
+            "Prints the slab classes memcached would create, in the exact format of\n"
+            "the `slab class ...` lines `memcached -vv` writes to stderr at start-up.\n\n"
+            "%s  -v, --verbose          debug log lines too\n"
+            "  -q, --quiet            warnings and errors only\n"
+            "  -h, --help             this text\n",
+            settings_usage);
 }
 
 void cli_ladder_flags_init(struct cli_ladder_flags *f)
@@ -110,11 +112,11 @@ static enum opt_result parse_settings(int argc, char **argv, struct slab_setting
     cli_ladder_flags_init(&f);
     const struct opt_spec table[] = {
         CLI_OPTS_LADDER(&f),
-        {"slab-sizes", 0, OPT_CALL, .dest = &f.s, .call = model_slab_sizes},
+        { "slab-sizes", 0, OPT_CALL, .dest = &f.s, .call = model_slab_sizes },
         CLI_OPTS_VERBOSITY(&level, NULL),
     };
-    enum opt_result r = opt_parse("model ladder", table, sizeof table / sizeof table[0], argc,
-                                  argv, NULL, err, errlen);
+    enum opt_result r = opt_parse("model ladder", table, sizeof table / sizeof table[0], argc, argv,
+                                  NULL, err, errlen);
     if (r != OPT_OK)
         return r;
     log_set_level((enum log_level)level);
@@ -127,15 +129,12 @@ static int model_ladder(int argc, char **argv)
     struct slab_settings s;
     char perr[512];
     switch (parse_settings(argc, argv, &s, perr, sizeof perr)) {
-    case OPT_HELP:
-        usage_ladder(stdout);
-        return 0;
+    case OPT_HELP: usage_ladder(stdout); return 0;
     case OPT_ERROR:
         fprintf(stderr, "%s\n\n", perr);
         usage_ladder(stderr);
         return 2;
-    case OPT_OK:
-        break;
+    case OPT_OK: break;
     }
     struct slab_ladder ladder;
     char err[200] = "";
@@ -175,14 +174,14 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
     uint64_t max_classes = SLAB_MODEL_MAX_CLASSES;
     memset(o, 0, sizeof *o);
     const struct opt_spec table[] = {
-        {"db", 0, OPT_STRING, .dest = &o->db},
-        {"run", 0, OPT_STRING, .dest = &o->run},
+        { "db", 0, OPT_STRING, .dest = &o->db },
+        { "run", 0, OPT_STRING, .dest = &o->run },
         CLI_OPTS_VERBOSITY(&level, NULL),
         /* advise only, from here */
-        {"max-classes", 0, OPT_UINT, .dest = &max_classes, .min = 2,
-         .max = SLAB_MODEL_MAX_CLASSES},
-        {"verify", 0, OPT_FLAG, .dest = &o->verify},
-        {"memcached", 0, OPT_STRING, .dest = &o->memcached},
+        { "max-classes", 0, OPT_UINT, .dest = &max_classes, .min = 2,
+          .max = SLAB_MODEL_MAX_CLASSES },
+        { "verify", 0, OPT_FLAG, .dest = &o->verify },
+        { "memcached", 0, OPT_STRING, .dest = &o->memcached },
     };
     size_t n = sizeof table / sizeof table[0] - (advise ? 0 : 3);
     enum opt_result r = opt_parse(command, table, n, argc, argv, NULL, err, errlen);
@@ -209,16 +208,17 @@ static void usage_predict(FILE *out)
 
 static void usage_advise(FILE *out)
 {
-    fprintf(out, "usage: slabtap model advise --db FILE [--run NAME_OR_ID] [--max-classes K]\n"
-                 "                           [--verify [--memcached PATH]] [-v|-q]\n\n"
-                 "For the items the run left in memcached: the waste under the run's own\n"
-                 "settings, under the best -f/-n, and under a slab_sizes ladder fitted to\n"
-                 "the sizes (at most K classes, 2..%d, default %d); warns about cliffs.\n"
-                 "--verify replays the run against memcacheds started with the advised\n"
-                 "flags and prints the measured waste beside the prediction.\n\n"
-                 "  -v, --verbose  debug log lines too\n"
-                 "  -q, --quiet    warnings and errors only\n"
-                 "  -h, --help     this text\n",
+    fprintf(out,
+            "usage: slabtap model advise --db FILE [--run NAME_OR_ID] [--max-classes K]\n"
+            "                           [--verify [--memcached PATH]] [-v|-q]\n\n"
+            "For the items the run left in memcached: the waste under the run's own\n"
+            "settings, under the best -f/-n, and under a slab_sizes ladder fitted to\n"
+            "the sizes (at most K classes, 2..%d, default %d); warns about cliffs.\n"
+            "--verify replays the run against memcacheds started with the advised\n"
+            "flags and prints the measured waste beside the prediction.\n\n"
+            "  -v, --verbose  debug log lines too\n"
+            "  -q, --quiet    warnings and errors only\n"
+            "  -h, --help     this text\n",
             SLAB_MODEL_MAX_CLASSES, SLAB_MODEL_MAX_CLASSES);
 }
 
@@ -238,8 +238,7 @@ static bool run_opts_or_usage(int argc, char **argv, struct run_opts *o, bool ad
         usage(stderr);
         *rc = 2;
         return false;
-    case OPT_OK:
-        break;
+    case OPT_OK: break;
     }
     return true;
 }
@@ -290,9 +289,8 @@ static void print_eval(const char *what, const char *flags, const struct advise_
            (unsigned long long)e->allocated, e->classes_in_ladder, e->classes_used);
 }
 
-static int model_verify_one(const struct run_opts *o, const char *label,
-                            const struct prediction *r, const struct slab_settings *s,
-                            const struct advise_eval *pred)
+static int model_verify_one(const struct run_opts *o, const char *label, const struct prediction *r,
+                            const struct slab_settings *s, const struct advise_eval *pred)
 {
     struct verify_result v;
     int rc = verify_settings(o->db, r, s, pred, o->memcached, &v);
@@ -353,7 +351,8 @@ static int model_advise(int argc, char **argv)
     }
     printf("run %lld '%s': %llu items, %u distinct sizes (memcached %s)\n", (long long)r->run_id,
            r->run_name, (unsigned long long)r->live_items, (unsigned)r->live.n, r->version);
-    snprintf(flags, sizeof flags, "-n %u -f %.2f", r->settings.chunk_size_min, r->settings.growth_factor);
+    snprintf(flags, sizeof flags, "-n %u -f %.2f", r->settings.chunk_size_min,
+             r->settings.growth_factor);
     print_eval("the run's own settings", flags, &cur);
     snprintf(flags, sizeof flags, "-n %u -f %.2f", best.chunk_size_min, best.growth_factor);
     print_eval("best -f/-n", flags, &beste);
@@ -365,18 +364,19 @@ static int model_advise(int argc, char **argv)
     if (slab_ladder_build(&best, &bl, NULL, 0) == SLAB_OK) {
         size_t nc = advise_cliffs(&bl, &r->live, cliffs, 8);
         for (size_t i = 0; i < nc; i++)
-            printf("  cliff under -n %u -f %.2f: class %u (%u-byte chunks) takes items of %llu..%llu "
-                   "bytes; %llu of yours land there\n",
-                   best.chunk_size_min, best.growth_factor, cliffs[i].class_id, cliffs[i].chunk_size,
-                   (unsigned long long)cliffs[i].lo, (unsigned long long)cliffs[i].hi,
-                   (unsigned long long)cliffs[i].items);
+            printf(
+                "  cliff under -n %u -f %.2f: class %u (%u-byte chunks) takes items of %llu..%llu "
+                "bytes; %llu of yours land there\n",
+                best.chunk_size_min, best.growth_factor, cliffs[i].class_id, cliffs[i].chunk_size,
+                (unsigned long long)cliffs[i].lo, (unsigned long long)cliffs[i].hi,
+                (unsigned long long)cliffs[i].items);
     }
     size_t nc = advise_cliffs(&r->ladder, &r->live, cliffs, 8);
     for (size_t i = 0; i < nc; i++)
         printf("  cliff under the run's settings: class %u (%u-byte chunks) holds items of "
-               "%llu..%llu bytes (%llu items)\n", cliffs[i].class_id, cliffs[i].chunk_size,
-               (unsigned long long)cliffs[i].min_item, (unsigned long long)cliffs[i].max_item,
-               (unsigned long long)cliffs[i].items);
+               "%llu..%llu bytes (%llu items)\n",
+               cliffs[i].class_id, cliffs[i].chunk_size, (unsigned long long)cliffs[i].min_item,
+               (unsigned long long)cliffs[i].max_item, (unsigned long long)cliffs[i].items);
     rc = 0;
     if (o.verify)
         rc = model_verify_all(&o, r, &best, &beste, &fitted, &fite) ? 1 : 0;

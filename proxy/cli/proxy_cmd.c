@@ -13,8 +13,8 @@
 #include "core/addr.h"
 #include "core/log.h"
 #include "core/opt.h"
-#include "server/proxy.h"
 #include "server/app.h"
+#include "server/proxy.h"
 
 #define DEFAULT_QUEUE_ROWS 65536
 #define DEFAULT_HTTP "127.0.0.1:11380"
@@ -29,43 +29,44 @@ struct proxy_app {
 static void proxy_usage(FILE *out)
 {
     fprintf(out,
-        "usage: slabtap proxy --upstream HOST:PORT --db FILE [options]\n"
-        "\n"
-        "Forwards memcached's text and meta protocols byte for byte and records\n"
-        "every write (set add replace append prepend cas ms), delete, touch and\n"
-        "incr/decr into SQLite; reads are counted per second; memcached's stats\n"
-        "are polled on a side connection and kept as a time series.\n"
-        "\n"
-        "  --listen HOST:PORT   address for clients (default 127.0.0.1:11311)\n"
-        "  --upstream HOST:PORT memcached to forward to (required)\n"
-        "  --db FILE            SQLite database (created if missing; required)\n"
-        "  --run NAME           name of this run (default: proxy)\n"
-        "  --keys MODE          full | prefix | hash: what of each key is kept\n"
-        "                       (default prefix: text before the first : / . |,\n"
-        "                       plus a 64-bit hash of the whole key)\n"
-        "  --queue ROWS         recorder queue bound (default %d)\n"
-        "  --on-full MODE       block | drop when the queue is full (default block:\n"
-        "                       stop reading clients until it drains, lose nothing)\n"
-        "  --max-pending N      requests in flight per connection before reading\n"
-        "                       that client pauses (default %d)\n"
-        "  --drain-ms MS        on SIGINT/SIGTERM, wait this long for answers (default %d)\n"
-        "  --upstream-conns N|per-client\n"
-        "                       memcached connections the clients share (default %d,\n"
-        "                       at most %d); per-client: one for each client\n"
-        "  --max-request SIZE   largest request assembled for a shared connection\n"
-        "                       (default %uk; a bigger one moves its client to a\n"
-        "                       connection of its own)\n"
-        "  --max-assembly SIZE  bytes of partial requests held at once (default %um)\n"
-        "  --stats-interval MS  poll stats, stats slabs, stats items every MS\n"
-        "                       milliseconds (default %d, at least %d)\n"
-        "  --http HOST:PORT|off admin endpoint: /health /metrics /api/runs /api/slabs\n"
-        "                       POST /api/phase?name=N (default %s)\n"
-        "  -v, --verbose        debug log lines too\n"
-        "  -q, --quiet          warnings and errors only\n"
-        "  -h, --help           this text\n",
-        DEFAULT_QUEUE_ROWS, PROXY_DEFAULT_MAX_PENDING, PROXY_DEFAULT_DRAIN_MS,
-        PROXY_DEFAULT_UPSTREAM_CONNS, PROXY_UPSTREAM_CONNS_MAX, PROXY_DEFAULT_MAX_REQUEST / 1024,
-        PROXY_DEFAULT_MAX_ASSEMBLY / (1024 * 1024), APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS, DEFAULT_HTTP);
+            "usage: slabtap proxy --upstream HOST:PORT --db FILE [options]\n"
+            "\n"
+            "Forwards memcached's text and meta protocols byte for byte and records\n"
+            "every write (set add replace append prepend cas ms), delete, touch and\n"
+            "incr/decr into SQLite; reads are counted per second; memcached's stats\n"
+            "are polled on a side connection and kept as a time series.\n"
+            "\n"
+            "  --listen HOST:PORT   address for clients (default 127.0.0.1:11311)\n"
+            "  --upstream HOST:PORT memcached to forward to (required)\n"
+            "  --db FILE            SQLite database (created if missing; required)\n"
+            "  --run NAME           name of this run (default: proxy)\n"
+            "  --keys MODE          full | prefix | hash: what of each key is kept\n"
+            "                       (default prefix: text before the first : / . |,\n"
+            "                       plus a 64-bit hash of the whole key)\n"
+            "  --queue ROWS         recorder queue bound (default %d)\n"
+            "  --on-full MODE       block | drop when the queue is full (default block:\n"
+            "                       stop reading clients until it drains, lose nothing)\n"
+            "  --max-pending N      requests in flight per connection before reading\n"
+            "                       that client pauses (default %d)\n"
+            "  --drain-ms MS        on SIGINT/SIGTERM, wait this long for answers (default %d)\n"
+            "  --upstream-conns N|per-client\n"
+            "                       memcached connections the clients share (default %d,\n"
+            "                       at most %d); per-client: one for each client\n"
+            "  --max-request SIZE   largest request assembled for a shared connection\n"
+            "                       (default %uk; a bigger one moves its client to a\n"
+            "                       connection of its own)\n"
+            "  --max-assembly SIZE  bytes of partial requests held at once (default %um)\n"
+            "  --stats-interval MS  poll stats, stats slabs, stats items every MS\n"
+            "                       milliseconds (default %d, at least %d)\n"
+            "  --http HOST:PORT|off admin endpoint: /health /metrics /api/runs /api/slabs\n"
+            "                       POST /api/phase?name=N (default %s)\n"
+            "  -v, --verbose        debug log lines too\n"
+            "  -q, --quiet          warnings and errors only\n"
+            "  -h, --help           this text\n",
+            DEFAULT_QUEUE_ROWS, PROXY_DEFAULT_MAX_PENDING, PROXY_DEFAULT_DRAIN_MS,
+            PROXY_DEFAULT_UPSTREAM_CONNS, PROXY_UPSTREAM_CONNS_MAX,
+            PROXY_DEFAULT_MAX_REQUEST / 1024, PROXY_DEFAULT_MAX_ASSEMBLY / (1024 * 1024),
+            APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS, DEFAULT_HTTP);
 }
 
 static void on_app_closed(struct app *a)
@@ -137,8 +138,8 @@ static enum opt_result proxy_check_args(const struct proxy_args *a, struct app_c
                          a->upstream);
     cfg->http_enabled = strcmp(a->http, "off") != 0;
     if (cfg->http_enabled && addr_parse(a->http, &cfg->http_addr))
-        return opt_error(err, errlen, "proxy",
-                         "bad --http address '%s' (want HOST:PORT or off)", a->http);
+        return opt_error(err, errlen, "proxy", "bad --http address '%s' (want HOST:PORT or off)",
+                         a->http);
     return OPT_OK;
 }
 
@@ -147,29 +148,32 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
                                         struct proxy_args *a, char *err, size_t errlen)
 {
     static const struct opt_word keys[] = {
-        {"full", KEYFMT_FULL}, {"prefix", KEYFMT_PREFIX}, {"hash", KEYFMT_HASH}, {NULL, 0}};
-    static const struct opt_word on_full[] = {{"block", REC_BLOCK}, {"drop", REC_DROP}, {NULL, 0}};
+        { "full", KEYFMT_FULL }, { "prefix", KEYFMT_PREFIX }, { "hash", KEYFMT_HASH }, { NULL, 0 }
+    };
+    static const struct opt_word on_full[] = { { "block", REC_BLOCK },
+                                               { "drop", REC_DROP },
+                                               { NULL, 0 } };
     const struct opt_spec table[] = {
-        {"listen", 0, OPT_STRING, .dest = &a->listen},
-        {"upstream", 0, OPT_STRING, .dest = &a->upstream},
-        {"db", 0, OPT_STRING, .dest = &cfg->db_path},
-        {"run", 0, OPT_STRING, .dest = &cfg->run_name},
-        {"keys", 0, OPT_ENUM, .dest = &a->keys, .words = keys},
-        {"queue", 0, OPT_UINT, .dest = &a->queue, .min = 1, .max = SIZE_MAX},
-        {"on-full", 0, OPT_ENUM, .dest = &a->on_full, .words = on_full},
-        {"max-pending", 0, OPT_UINT, .dest = &a->max_pending, .min = 1, .max = SIZE_MAX},
-        {"drain-ms", 0, OPT_UINT, .dest = &a->drain, .min = 1, .max = UINT_MAX},
-        {"stats-interval", 0, OPT_UINT, .dest = &a->interval, .min = POLLER_INTERVAL_MIN_MS,
-         .max = UINT_MAX},
-        {"http", 0, OPT_STRING, .dest = &a->http},
-        {"upstream-conns", 0, OPT_CALL, .dest = &cfg->proxy.upstream_conns,
-         .call = parse_upstream_conns},
-        {"max-request", 0, OPT_SIZE, .dest = &a->max_request, .min = 1024, .max = 1u << 30},
-        {"max-assembly", 0, OPT_SIZE, .dest = &a->max_assembly, .min = 1024, .max = SIZE_MAX},
+        { "listen", 0, OPT_STRING, .dest = &a->listen },
+        { "upstream", 0, OPT_STRING, .dest = &a->upstream },
+        { "db", 0, OPT_STRING, .dest = &cfg->db_path },
+        { "run", 0, OPT_STRING, .dest = &cfg->run_name },
+        { "keys", 0, OPT_ENUM, .dest = &a->keys, .words = keys },
+        { "queue", 0, OPT_UINT, .dest = &a->queue, .min = 1, .max = SIZE_MAX },
+        { "on-full", 0, OPT_ENUM, .dest = &a->on_full, .words = on_full },
+        { "max-pending", 0, OPT_UINT, .dest = &a->max_pending, .min = 1, .max = SIZE_MAX },
+        { "drain-ms", 0, OPT_UINT, .dest = &a->drain, .min = 1, .max = UINT_MAX },
+        { "stats-interval", 0, OPT_UINT, .dest = &a->interval, .min = POLLER_INTERVAL_MIN_MS,
+          .max = UINT_MAX },
+        { "http", 0, OPT_STRING, .dest = &a->http },
+        { "upstream-conns", 0, OPT_CALL, .dest = &cfg->proxy.upstream_conns,
+          .call = parse_upstream_conns },
+        { "max-request", 0, OPT_SIZE, .dest = &a->max_request, .min = 1024, .max = 1u << 30 },
+        { "max-assembly", 0, OPT_SIZE, .dest = &a->max_assembly, .min = 1024, .max = SIZE_MAX },
         CLI_OPTS_VERBOSITY(&a->level, NULL),
     };
-    enum opt_result r = opt_parse("proxy", table, sizeof table / sizeof table[0], argc, argv,
-                                  NULL, err, errlen);
+    enum opt_result r =
+        opt_parse("proxy", table, sizeof table / sizeof table[0], argc, argv, NULL, err, errlen);
     if (r != OPT_OK)
         return r;
     log_set_level((enum log_level)a->level);
@@ -191,13 +195,17 @@ static enum opt_result proxy_read_args(int argc, char **argv, struct app_config 
 {
     proxy_config_defaults(&cfg->proxy);
     cfg->run_name = "proxy";
-    *a = (struct proxy_args){.listen = "127.0.0.1:11311", .http = DEFAULT_HTTP,
-                             .queue = DEFAULT_QUEUE_ROWS, .keys = (int)cfg->proxy.key_mode,
-                             .on_full = REC_BLOCK, .level = (int)log_get_level(),
-                             .max_pending = cfg->proxy.max_pending,
-                             .drain = PROXY_DEFAULT_DRAIN_MS, .interval = APP_DEFAULT_STATS_MS,
-                             .max_request = cfg->proxy.max_request,
-                             .max_assembly = cfg->proxy.max_assembly};
+    *a = (struct proxy_args){ .listen = "127.0.0.1:11311",
+                              .http = DEFAULT_HTTP,
+                              .queue = DEFAULT_QUEUE_ROWS,
+                              .keys = (int)cfg->proxy.key_mode,
+                              .on_full = REC_BLOCK,
+                              .level = (int)log_get_level(),
+                              .max_pending = cfg->proxy.max_pending,
+                              .drain = PROXY_DEFAULT_DRAIN_MS,
+                              .interval = APP_DEFAULT_STATS_MS,
+                              .max_request = cfg->proxy.max_request,
+                              .max_assembly = cfg->proxy.max_assembly };
     enum opt_result r = proxy_parse_args(argc, argv, cfg, a, err, errlen);
     if (r != OPT_OK)
         return r;
@@ -210,7 +218,7 @@ static enum opt_result proxy_read_args(int argc, char **argv, struct app_config 
 int cli_proxy_main(int argc, char **argv)
 {
     struct proxy_app *pa = calloc(1, sizeof *pa);
-    struct app_config cfg = {0};
+    struct app_config cfg = { 0 };
     struct proxy_args a;
     char options[1024], err[512];
     int rc = 2;
@@ -222,10 +230,8 @@ int cli_proxy_main(int argc, char **argv)
         proxy_usage(stdout);
         rc = 0;
         goto out;
-    case OPT_ERROR:
-        goto usage;
-    case OPT_OK:
-        break;
+    case OPT_ERROR: goto usage;
+    case OPT_OK: break;
     }
     rc = 1;
     uv_loop_init(&pa->loop);

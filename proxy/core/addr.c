@@ -14,7 +14,7 @@ int addr_parse(const char *text, struct sockaddr_storage *out)
 {
     char host[256];
     const char *colon = strrchr(text, ':');
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
     if (!colon || colon == text || strlen(colon + 1) == 0)
         return -1;
     size_t hl = (size_t)(colon - text);

@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
-
 void esc_out_init_bounded(struct esc_out *o, char *dst, size_t cap)
 {
     memset(o, 0, sizeof *o);
@@ -150,4 +148,3 @@ int json_escape_write(esc_write_fn write, void *ctx, const char *src, size_t len
     json_escape_out(&o, src, len);
     return o.failed;
 }
-

@@ -20,7 +20,7 @@ struct esc_out {
     esc_write_fn write; /* streaming when non-NULL */
     void *ctx;
     int failed;
-    char *dst;   /* bounded mode */
+    char *dst; /* bounded mode */
     size_t cap;
     size_t used; /* bytes actually stored in dst */
     int full;    /* stop storing: keeps dst a prefix of the full output */

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-static const char *const mode_names[] = {"full", "prefix", "hash"};
+static const char *const mode_names[] = { "full", "prefix", "hash" };
 
 int keyfmt_parse_mode(const char *s, enum keyfmt_mode *out)
 {

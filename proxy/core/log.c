@@ -62,8 +62,8 @@ static size_t log_prefix(char *line, size_t cap, enum log_level level, const cha
     size_t n;
     gmtime_r(&sec, &tm);
     n = strftime(line, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-    n += (size_t)snprintf(line + n, cap - n, ".%03dZ slabtap %s ",
-                          (int)(now / 1000000 % 1000), log_level_name(level));
+    n += (size_t)snprintf(line + n, cap - n, ".%03dZ slabtap %s ", (int)(now / 1000000 % 1000),
+                          log_level_name(level));
     if (peer && n < cap)
         n += (size_t)snprintf(line + n, cap - n, "[%s] ", peer);
     return n;
@@ -79,8 +79,8 @@ static void log_sanitize(char *s, size_t n)
             s[i] = '?';
 }
 
-static void log_vwrite(enum log_level level, const char *peer, const char *suffix,
-                       const char *fmt, va_list ap)
+static void log_vwrite(enum log_level level, const char *peer, const char *suffix, const char *fmt,
+                       va_list ap)
 {
     char line[LOG_LINE_MAX];
     size_t n = log_prefix(line, sizeof line, level, peer);
@@ -109,8 +109,8 @@ void log_write(enum log_level level, const char *peer, const char *fmt, ...)
     va_end(ap);
 }
 
-int log_throttled(struct log_throttle *t, enum log_level level, const char *peer,
-                  const char *fmt, ...)
+int log_throttled(struct log_throttle *t, enum log_level level, const char *peer, const char *fmt,
+                  ...)
 {
     char suffix[96] = "";
     va_list ap;

@@ -30,7 +30,7 @@ enum log_level {
 #define LOG_LEVEL_ENUM(name, text) name,
     LOG_LEVELS(LOG_LEVEL_ENUM)
 #undef LOG_LEVEL_ENUM
-    LOG_LEVEL__COUNT
+        LOG_LEVEL__COUNT
 };
 
 #define LOG_LINE_MAX 1024
@@ -60,14 +60,14 @@ void log_write(enum log_level level, const char *peer, const char *fmt, ...)
 #define LOG_THROTTLE_NS 1000000000ull
 
 struct log_throttle {
-    uint64_t last_ns;      /* monotonic time of the last line written */
-    uint64_t suppressed;   /* lines held back since */
+    uint64_t last_ns;    /* monotonic time of the last line written */
+    uint64_t suppressed; /* lines held back since */
 };
 
 /* Returns 1 when the line was written, 0 when it was held back (or its
  * level is filtered out; such lines are not counted either). */
-int log_throttled(struct log_throttle *t, enum log_level level, const char *peer,
-                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int log_throttled(struct log_throttle *t, enum log_level level, const char *peer, const char *fmt,
+                  ...) __attribute__((format(printf, 4, 5)));
 
 /* Tests only: the monotonic clock the throttle reads, so a test can step
  * time instead of sleeping; NULL restores clock_mono_ns. Set it before any

@@ -26,8 +26,7 @@ struct opt_use {
     const char *value;
 };
 
-static void opt_verror(char *err, size_t errlen, const char *command, const char *fmt,
-                       va_list ap)
+static void opt_verror(char *err, size_t errlen, const char *command, const char *fmt, va_list ap)
 {
     if (!err || errlen == 0)
         return;
@@ -46,8 +45,8 @@ enum opt_result opt_error(char *err, size_t errlen, const char *command, const c
 }
 
 /* "slabtap CMD: --name: MESSAGE"; returns -1 for take_*'s callers. */
-__attribute__((format(printf, 3, 4)))
-static int opt_bad(const struct opt_ctx *c, const struct opt_use *u, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int
+opt_bad(const struct opt_ctx *c, const struct opt_use *u, const char *fmt, ...)
 {
     char msg[256];
     va_list ap;
@@ -246,7 +245,7 @@ static int opt_take_long(const struct opt_ctx *c, int i)
 {
     const char *arg = c->argv[i] + 2, *eq = strchr(arg, '=');
     size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-    struct opt_use u = {.spec = NULL};
+    struct opt_use u = { .spec = NULL };
     for (size_t k = 0; k < c->n && !u.spec; k++) {
         const char *name = c->table[k].long_name;
         if (name && strlen(name) == len && !strncmp(name, arg, len))
@@ -275,7 +274,7 @@ static int opt_take_long(const struct opt_ctx *c, int i)
 static int opt_take_short(const struct opt_ctx *c, int i)
 {
     const char *arg = c->argv[i];
-    struct opt_use u = {.spec = NULL};
+    struct opt_use u = { .spec = NULL };
     for (size_t k = 0; k < c->n && !u.spec; k++)
         if (c->table[k].short_name == arg[1])
             u.spec = &c->table[k];
@@ -306,11 +305,10 @@ static bool opt_is_option(const char *arg)
     return arg[0] == '-' && arg[1] != '\0';
 }
 
-enum opt_result opt_parse(const char *command, const struct opt_spec *table, size_t n,
-                          int argc, char **argv, int *first_positional, char *err,
-                          size_t errlen)
+enum opt_result opt_parse(const char *command, const struct opt_spec *table, size_t n, int argc,
+                          char **argv, int *first_positional, char *err, size_t errlen)
 {
-    const struct opt_ctx c = {command, table, n, argc, argv, err, errlen};
+    const struct opt_ctx c = { command, table, n, argc, argv, err, errlen };
     int pos = 1, i = 1; /* positionals so far sit in argv[pos..i) */
     while (i < argc) {
         const char *arg = argv[i];

@@ -24,16 +24,16 @@
 #include <stdint.h>
 
 enum opt_kind {
-    OPT_FLAG,    /* no value: *(bool *)dest = true */
-    OPT_SET,     /* no value: *(int *)dest = set_value (the last one given wins) */
-    OPT_STRING,  /* *(const char **)dest = the value, pointing into argv */
-    OPT_UINT,    /* *(uint64_t *)dest: digits only, within [min, max] */
-    OPT_INT,     /* *(int64_t *)dest: optional + or -, digits, within [smin, smax] */
-    OPT_SIZE,    /* *(uint64_t *)dest: digits, optional k/K (x1024) or m/M
+    OPT_FLAG,   /* no value: *(bool *)dest = true */
+    OPT_SET,    /* no value: *(int *)dest = set_value (the last one given wins) */
+    OPT_STRING, /* *(const char **)dest = the value, pointing into argv */
+    OPT_UINT,   /* *(uint64_t *)dest: digits only, within [min, max] */
+    OPT_INT,    /* *(int64_t *)dest: optional + or -, digits, within [smin, smax] */
+    OPT_SIZE,   /* *(uint64_t *)dest: digits, optional k/K (x1024) or m/M
                   * (x1048576) suffix, bytes within [min, max] */
-    OPT_DOUBLE,  /* *(double *)dest: decimal (digits . e + -), finite, in [dmin, dmax] */
-    OPT_ENUM,    /* *(int *)dest = the value of the word given, from words */
-    OPT_CALL     /* call(dest, value, err, errlen): 0, or -1 with a message in err */
+    OPT_DOUBLE, /* *(double *)dest: decimal (digits . e + -), finite, in [dmin, dmax] */
+    OPT_ENUM,   /* *(int *)dest = the value of the word given, from words */
+    OPT_CALL    /* call(dest, value, err, errlen): 0, or -1 with a message in err */
 };
 
 struct opt_word {
@@ -44,18 +44,18 @@ struct opt_word {
 /* One row of a table. Bounds left at 0/0 mean the whole range of the
  * kind (a max of 0 alone means no upper bound). */
 struct opt_spec {
-    const char *long_name;          /* without the dashes; NULL: short only */
-    char short_name;                /* 0: long only */
+    const char *long_name; /* without the dashes; NULL: short only */
+    char short_name;       /* 0: long only */
     enum opt_kind kind;
     void *dest;
-    uint64_t min, max;              /* OPT_UINT, OPT_SIZE */
-    int64_t smin, smax;             /* OPT_INT */
-    double dmin, dmax;              /* OPT_DOUBLE */
-    const struct opt_word *words;   /* OPT_ENUM; ends with {NULL, 0} */
-    int set_value;                  /* OPT_SET */
+    uint64_t min, max;            /* OPT_UINT, OPT_SIZE */
+    int64_t smin, smax;           /* OPT_INT */
+    double dmin, dmax;            /* OPT_DOUBLE */
+    const struct opt_word *words; /* OPT_ENUM; ends with {NULL, 0} */
+    int set_value;                /* OPT_SET */
     /* OPT_CALL; err holds only the message (opt adds "slabtap CMD: --name: ") */
     int (*call)(void *dest, const char *value, char *err, size_t errlen);
-    bool *seen;                     /* optional: set true whenever the option is given */
+    bool *seen; /* optional: set true whenever the option is given */
 };
 
 enum opt_result { OPT_OK, OPT_HELP, OPT_ERROR };
@@ -67,9 +67,8 @@ enum opt_result { OPT_OK, OPT_HELP, OPT_ERROR };
  * positional is a mistake. -h and --help are reserved. command names the
  * subcommand in messages ("proxy", "model ladder"); err gets the line on
  * OPT_ERROR. */
-enum opt_result opt_parse(const char *command, const struct opt_spec *table, size_t n,
-                          int argc, char **argv, int *first_positional, char *err,
-                          size_t errlen);
+enum opt_result opt_parse(const char *command, const struct opt_spec *table, size_t n, int argc,
+                          char **argv, int *first_positional, char *err, size_t errlen);
 
 /* The same line for a mistake the caller finds after parsing (a required
  * option missing, two that exclude each other): "slabtap COMMAND: " and

@@ -26,8 +26,8 @@
 struct pbuf {
     struct pbuf *next_free;
     unsigned refs;
-    size_t cap;                 /* PBUF_SIZE for pooled buffers */
-    size_t len;                 /* bytes filled, for buffers built by copying */
+    size_t cap; /* PBUF_SIZE for pooled buffers */
+    size_t len; /* bytes filled, for buffers built by copying */
     char data[];
 };
 
@@ -39,7 +39,7 @@ struct pwrite {
     uv_buf_t segs[PWRITE_SEGS];
     struct pbuf *bufs[PWRITE_SEGS];
     unsigned nsegs;
-    unsigned first;             /* segs before this one were sent by try_write */
+    unsigned first; /* segs before this one were sent by try_write */
     size_t bytes;
     void *owner;
 };
@@ -48,7 +48,7 @@ struct pbuf_pool {
     struct pbuf *free_bufs;
     struct pwrite *free_writes;
     size_t bufs_allocated, writes_allocated;
-    size_t big_bytes;           /* bytes held in buffers larger than PBUF_SIZE */
+    size_t big_bytes; /* bytes held in buffers larger than PBUF_SIZE */
 };
 
 /* A PBUF_SIZE buffer (refs 1), or NULL when memory ran out. */

@@ -15,9 +15,9 @@
 
 struct sha256_ctx {
     uint32_t h[8];
-    uint64_t total;                 /* bytes hashed so far */
+    uint64_t total; /* bytes hashed so far */
     uint8_t block[SHA256_BLOCK_LEN];
-    size_t block_len;               /* bytes waiting in block */
+    size_t block_len; /* bytes waiting in block */
 };
 
 void sha256_init(struct sha256_ctx *c);

@@ -72,7 +72,6 @@ static void exp_catch_signals(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-
 /* --- one run ------------------------------------------------------------------ */
 
 struct exp_live {
@@ -163,7 +162,8 @@ static int exp_serve(struct exp_live *x)
     return 0;
 }
 
-static int exp_run_one(const struct experiment_options *o, const struct exp_run *r, struct exp_outcome *out)
+static int exp_run_one(const struct experiment_options *o, const struct exp_run *r,
+                       struct exp_outcome *out)
 {
     struct exp_live *x = calloc(1, sizeof *x);
     struct workload *w = NULL;
@@ -194,7 +194,8 @@ static int exp_run_one(const struct experiment_options *o, const struct exp_run 
         exp_report(stderr, "%s", werr.msg);
         goto out_loop;
     }
-    if (mcserver_start(&mc, &x->loop, o->memcached, o->docker, o->image, r->mc_args, err, sizeof err)) {
+    if (mcserver_start(&mc, &x->loop, o->memcached, o->docker, o->image, r->mc_args, err,
+                       sizeof err)) {
         exp_report(stderr, "run %s: %s", r->name, err);
         goto out_loop;
     }
@@ -226,8 +227,8 @@ static int exp_run_one(const struct experiment_options *o, const struct exp_run 
         goto out_mc;
     }
     if (x->load_rc) {
-        exp_report(stderr, "run %s: load failed: %s: %s", r->name,
-                load_status_str(x->lr.status), x->lr.error);
+        exp_report(stderr, "run %s: load failed: %s: %s", r->name, load_status_str(x->lr.status),
+                   x->lr.error);
         goto out_mc;
     }
     rc = 0;
@@ -251,7 +252,8 @@ out_loop:
 static void meta_put(sqlite3 *db, int64_t run_id, const char *key, const char *value)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO run_meta (run_id, key, value) VALUES (?1,?2,?3)",
+    if (sqlite3_prepare_v2(db,
+                           "INSERT OR REPLACE INTO run_meta (run_id, key, value) VALUES (?1,?2,?3)",
                            -1, &st, NULL) != SQLITE_OK)
         return;
     sqlite3_bind_int64(st, 1, run_id);
@@ -299,7 +301,8 @@ static int64_t count_rows(sqlite3 *db, int64_t run_id)
 {
     sqlite3_stmt *st;
     int64_t n = -1;
-    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sets WHERE run_id = ?1 AND value_len IS NOT NULL",
+    if (sqlite3_prepare_v2(db,
+                           "SELECT count(*) FROM sets WHERE run_id = ?1 AND value_len IS NOT NULL",
                            -1, &st, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
@@ -317,23 +320,24 @@ static int exp_gates(sqlite3 *db, const struct exp_spec *sp, const struct exp_ru
     uint64_t sent = writes_sent(&o->load);
     if (rows < 0 || (uint64_t)rows != sent) {
         exp_report(stderr, "GATE FAILED %s: %lld writes recorded, %llu sent", r->name,
-                (long long)rows, (unsigned long long)sent);
+                   (long long)rows, (unsigned long long)sent);
         failed++;
     } else {
-        exp_report(stdout, "gate ok   %-14s every write recorded: %lld rows = %llu writes sent", r->name,
-               (long long)rows, (unsigned long long)sent);
+        exp_report(stdout, "gate ok   %-14s every write recorded: %lld rows = %llu writes sent",
+                   r->name, (long long)rows, (unsigned long long)sent);
     }
     if (r->same_plan_as[0]) {
         for (size_t i = 0; i < sp->nruns; i++) {
             if (strcmp(sp->runs[i].name, r->same_plan_as))
                 continue;
             if (strcmp(all[i].load.fingerprint, o->load.fingerprint)) {
-                exp_report(stderr, "GATE FAILED %s: workload fingerprint %.16s differs from %s's %.16s",
-                        r->name, o->load.fingerprint, r->same_plan_as, all[i].load.fingerprint);
+                exp_report(stderr,
+                           "GATE FAILED %s: workload fingerprint %.16s differs from %s's %.16s",
+                           r->name, o->load.fingerprint, r->same_plan_as, all[i].load.fingerprint);
                 failed++;
             } else {
                 exp_report(stdout, "gate ok   %-14s same workload as %s (sha256 %.16s...)", r->name,
-                       r->same_plan_as, o->load.fingerprint);
+                           r->same_plan_as, o->load.fingerprint);
             }
         }
     }
@@ -344,13 +348,15 @@ static int exp_gates(sqlite3 *db, const struct exp_spec *sp, const struct exp_ru
             exp_report(stderr, "GATE FAILED %s: model: %s", r->name, m ? err : "out of memory");
             failed++;
         } else if (!m->exact_expected || predict_mismatches(m)) {
-            exp_report(stderr, "GATE FAILED %s: memcached's counters differ from the slab model:",
-                    r->name);
+            exp_report(stderr,
+                       "GATE FAILED %s: memcached's counters differ from the slab model:", r->name);
             predict_print(m, stderr);
             failed++;
         } else {
-            exp_report(stdout, "gate ok   %-14s slab model predicts every class exactly (used_chunks, "
-                   "mem_requested, pages)", r->name);
+            exp_report(stdout,
+                       "gate ok   %-14s slab model predicts every class exactly (used_chunks, "
+                       "mem_requested, pages)",
+                       r->name);
         }
         if (m)
             predict_free(m);

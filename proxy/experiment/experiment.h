@@ -14,12 +14,12 @@
 #include <stdbool.h>
 
 struct experiment_options {
-    const char *db;          /* the database every run records into */
-    const char *results;     /* where exports go */
-    const char *memcached;   /* binary; NULL: memcached on PATH */
-    const char *image;       /* with docker */
+    const char *db;        /* the database every run records into */
+    const char *results;   /* where exports go */
+    const char *memcached; /* binary; NULL: memcached on PATH */
+    const char *image;     /* with docker */
     bool docker;
-    unsigned stats_ms;       /* the proxy's stats poll interval */
+    unsigned stats_ms; /* the proxy's stats poll interval */
 };
 
 /* Runs every run of the spec at path, then the gates and the exports.

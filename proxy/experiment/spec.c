@@ -40,8 +40,8 @@ static char *spec_word(char **p)
 
 static int spec_error(struct exp_spec *sp, unsigned line, const char *msg, const char *what)
 {
-    snprintf(sp->error, sizeof sp->error, "%s:%u: %s%s%s%s", sp->path, line, msg,
-             what ? " '" : "", what ? what : "", what ? "'" : "");
+    snprintf(sp->error, sizeof sp->error, "%s:%u: %s%s%s%s", sp->path, line, msg, what ? " '" : "",
+             what ? what : "", what ? "'" : "");
     return -1;
 }
 

@@ -15,12 +15,12 @@
 #include <uv.h>
 
 #include "core/keyfmt.h"
-#include "protocol/mc_parse.h"
 #include "load/replay.h"
+#include "protocol/mc_parse.h"
 
 #define LOAD_READ_BUF (64 * 1024)
-#define LOAD_BATCH_TEXT (32 * 1024)   /* request lines of one write */
-#define LOAD_BATCH_BUFS 1024          /* iovecs of one write */
+#define LOAD_BATCH_TEXT (32 * 1024) /* request lines of one write */
+#define LOAD_BATCH_BUFS 1024        /* iovecs of one write */
 /* "prepend " + a 250-byte key + flags, exptime and length + " noreply\r\n" */
 #define LOAD_HDR_MAX 320
 /* Values are slices of this one buffer; a value longer than it is sent as
@@ -65,29 +65,31 @@ static void load_resolve(const struct load_config *cfg, struct load_result *res)
 {
     const struct workload_settings *ws =
         cfg->source == LOAD_SRC_WORKLOAD && cfg->workload ? workload_settings(cfg->workload) : NULL;
-    res->connections = cfg->connections               ? cfg->connections
-                       : ws && ws->has_connections    ? ws->connections
-                                                      : LOAD_DEFAULT_CONNECTIONS;
-    res->pipeline = cfg->pipeline                ? cfg->pipeline
-                    : ws && ws->has_pipeline     ? ws->pipeline
-                                                 : LOAD_DEFAULT_PIPELINE;
+    res->connections = cfg->connections            ? cfg->connections
+                       : ws && ws->has_connections ? ws->connections
+                                                   : LOAD_DEFAULT_CONNECTIONS;
+    res->pipeline = cfg->pipeline            ? cfg->pipeline
+                    : ws && ws->has_pipeline ? ws->pipeline
+                                             : LOAD_DEFAULT_PIPELINE;
     res->seed = cfg->seed_set ? cfg->seed : ws && ws->has_seed ? ws->seed : 0;
 }
 
 /* Replays open before connecting (a bad file fails fast); a workload plan
  * opens once the ladder is known. */
-static int load_source_open_replay(struct load_source *s, const struct load_config *cfg,
-                                   char *err, size_t errlen)
+static int load_source_open_replay(struct load_source *s, const struct load_config *cfg, char *err,
+                                   size_t errlen)
 {
-    static const enum replay_kind kinds[] = {
-        [LOAD_SRC_REPLAY_DB] = REPLAY_DB, [LOAD_SRC_TWITTER] = REPLAY_TWITTER,
-        [LOAD_SRC_CACHELIB] = REPLAY_CACHELIB};
+    static const enum replay_kind kinds[] = { [LOAD_SRC_REPLAY_DB] = REPLAY_DB,
+                                              [LOAD_SRC_TWITTER] = REPLAY_TWITTER,
+                                              [LOAD_SRC_CACHELIB] = REPLAY_CACHELIB };
     memset(s, 0, sizeof *s);
     s->kind = cfg->source;
     if (cfg->source == LOAD_SRC_WORKLOAD)
         return 0;
     return replay_open(&s->replay, kinds[cfg->source], cfg->path, cfg->replay_run, err, errlen) ==
-                   REPLAY_OK ? 0 : -1;
+                   REPLAY_OK
+               ? 0
+               : -1;
 }
 
 static int load_source_open_plan(struct load_source *s, const struct load_config *cfg,
@@ -124,7 +126,8 @@ static void load_source_close(struct load_source *s, struct load_result *res)
 
 static uint64_t load_source_total(const struct load_source *s, const struct load_config *cfg)
 {
-    return s->kind == LOAD_SRC_WORKLOAD ? workload_total_ops(cfg->workload) : replay_total(s->replay);
+    return s->kind == LOAD_SRC_WORKLOAD ? workload_total_ops(cfg->workload)
+                                        : replay_total(s->replay);
 }
 
 static int load_check_config(const struct load_config *cfg, struct load_result *res)
@@ -171,7 +174,8 @@ int load_plan_digest(const struct load_config *cfg, struct load_result *out)
         load_source_close(&src, out);
         return -1;
     }
-    while ((nx = load_source_next(&src, &it, out->error, sizeof out->error)) == WORKLOAD_NEXT_ITEM) {
+    while ((nx = load_source_next(&src, &it, out->error, sizeof out->error)) ==
+           WORKLOAD_NEXT_ITEM) {
         if (it.kind == WORKLOAD_ITEM_PHASE)
             out->phases++;
         if (it.kind != WORKLOAD_ITEM_OP)
@@ -194,8 +198,8 @@ int load_plan_digest(const struct load_config *cfg, struct load_result *out)
 enum load_slot_kind { LOAD_SLOT_REPLY, LOAD_SLOT_SILENT, LOAD_SLOT_FENCE };
 
 struct load_slot {
-    uint8_t cmd;               /* enum workload_cmd */
-    uint8_t kind;              /* enum load_slot_kind */
+    uint8_t cmd;  /* enum workload_cmd */
+    uint8_t kind; /* enum load_slot_kind */
 };
 
 struct load_batch {
@@ -212,24 +216,24 @@ struct load_conn {
     struct load_engine *e;
     unsigned id;
     bool connected;
-    bool writing;              /* batch[fill ^ 1] is being written */
-    unsigned fill;             /* the batch new requests go into */
+    bool writing;  /* batch[fill ^ 1] is being written */
+    unsigned fill; /* the batch new requests go into */
     struct load_batch batch[2];
-    struct load_slot *fifo;    /* ring of pipeline + 1 (room for one fence) */
+    struct load_slot *fifo; /* ring of pipeline + 1 (room for one fence) */
     unsigned head, count;
     struct workload_op *defer; /* ring of LOAD_DEFER_MAX ops, in plan order */
     unsigned defer_head, defer_count;
     struct mc_resp_parser rp;
-    bool in_get;               /* inside a get's VALUE ... END answer */
+    bool in_get; /* inside a get's VALUE ... END answer */
     uint32_t get_hits;
     char rbuf[LOAD_READ_BUF];
 };
 
 enum load_state {
     LOAD_ST_CONNECTING,
-    LOAD_ST_PROBING,           /* `stats settings` + `version` on connection 0 */
+    LOAD_ST_PROBING, /* `stats settings` + `version` on connection 0 */
     LOAD_ST_RUNNING,
-    LOAD_ST_BARRIER,           /* waiting for every answer before `barrier` */
+    LOAD_ST_BARRIER, /* waiting for every answer before `barrier` */
     LOAD_ST_SLEEPING,
     LOAD_ST_DONE,
 };
@@ -241,7 +245,7 @@ struct load_engine {
     const struct load_config *cfg;
     struct load_result *res;
     struct load_source src;
-    struct workload_item item;     /* fetched, not yet queued */
+    struct workload_item item; /* fetched, not yet queued */
     bool have_item;
     enum load_state state;
     enum load_barrier barrier;
@@ -267,10 +271,9 @@ static char load_crlf[] = "\r\n";
 
 /* A text-protocol noreply request is only ever answered by
  * out_errstring() ("SERVER_ERROR out of memory ..."); mc_parse knows. */
-static const struct mc_request load_silent_request = {.cmd = MC_CMD_SET,
-                                                      .reply = MC_REPLY_SILENT,
-                                                      .is_write = true,
-                                                      .noreply = true};
+static const struct mc_request load_silent_request = {
+    .cmd = MC_CMD_SET, .reply = MC_REPLY_SILENT, .is_write = true, .noreply = true
+};
 
 static void load_pump(struct load_engine *e);
 static void load_shutdown(struct load_engine *e);
@@ -456,9 +459,10 @@ static void load_queue_op(struct load_conn *c, const struct workload_op *op)
         }
         load_batch_add(b, load_crlf, 2);
     }
-    load_slot_push(c, op->cmd, op->noreply && op->cmd != WORKLOAD_CMD_GET &&
-                                       op->cmd != WORKLOAD_CMD_GETS ? LOAD_SLOT_SILENT
-                                                                    : LOAD_SLOT_REPLY);
+    load_slot_push(c, op->cmd,
+                   op->noreply && op->cmd != WORKLOAD_CMD_GET && op->cmd != WORKLOAD_CMD_GETS
+                       ? LOAD_SLOT_SILENT
+                       : LOAD_SLOT_REPLY);
     e->res->ops++;
     e->res->ops_by_cmd[op->cmd]++;
 }
@@ -615,16 +619,17 @@ static bool load_feed(struct load_conn *c, const char *p, size_t n)
         if (r == MC_NEED_MORE)
             break;
         if (r == MC_ERROR) {
-            load_fail(c->e, LOAD_E_PROTOCOL, "connection %u: a data block without its \\r\\n", c->id);
+            load_fail(c->e, LOAD_E_PROTOCOL, "connection %u: a data block without its \\r\\n",
+                      c->id);
             return false;
         }
         if (!load_on_line(c, &line)) {
             const struct load_slot *s = load_slot_front(c);
             load_fail(c->e, LOAD_E_PROTOCOL, "connection %u: answer '%.*s' to %s", c->id,
                       (int)(line.len > 80 ? 80 : line.len), line.text,
-                      !s ? "nothing in flight"
-                         : s->kind == LOAD_SLOT_FENCE ? "mn"
-                                                      : workload_cmd_name((enum workload_cmd)s->cmd));
+                      !s                           ? "nothing in flight"
+                      : s->kind == LOAD_SLOT_FENCE ? "mn"
+                                                   : workload_cmd_name((enum workload_cmd)s->cmd));
             return false;
         }
     }
@@ -765,7 +770,8 @@ static bool load_fetch(struct load_engine *e)
         return false;
     }
     if (e->item.kind != WORKLOAD_ITEM_OP) {
-        load_barrier_begin(e, e->item.kind == WORKLOAD_ITEM_PHASE ? LOAD_BAR_PHASE : LOAD_BAR_SLEEP);
+        load_barrier_begin(e,
+                           e->item.kind == WORKLOAD_ITEM_PHASE ? LOAD_BAR_PHASE : LOAD_BAR_SLEEP);
         return false;
     }
     /* the fingerprint follows plan order, not the order connections send */
@@ -833,9 +839,7 @@ static bool load_barrier_pass(struct load_engine *e)
         e->state = LOAD_ST_SLEEPING;
         uv_timer_start(&e->sleep_timer, load_on_sleep, e->sleep_ms, 0);
         return false;
-    case LOAD_BAR_END:
-        load_finish(e);
-        return false;
+    case LOAD_BAR_END: load_finish(e); return false;
     }
     return false;
 }
@@ -1006,7 +1010,8 @@ static int load_alloc(struct load_engine *e)
             return -1;
     }
     /* printable and not all alike, so a value read back is recognisable */
-    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
+    static const char alphabet[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
     for (uint32_t i = 0; i < LOAD_PATTERN_BYTES; i++)
         e->pattern[i] = alphabet[(i * 2654435761u) >> 26];
     return 0;

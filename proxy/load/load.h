@@ -34,9 +34,9 @@
 #include <sys/socket.h>
 
 #include "core/sha256.h"
+#include "load/workload.h"
 #include "model/slab_model.h"
 #include "protocol/stats_parse.h"
-#include "load/workload.h"
 
 #define LOAD_CONNECTIONS_MAX WORKLOAD_CONNECTIONS_MAX
 #define LOAD_PIPELINE_MAX WORKLOAD_PIPELINE_MAX
@@ -62,17 +62,19 @@ enum load_source_kind {
 enum load_progress { LOAD_PROGRESS_AUTO, LOAD_PROGRESS_OFF };
 
 /* What an answer was. X(id, text) */
+/* clang-format off */
 #define LOAD_ANSWERS(X) \
     X(STORED, "STORED") X(NOT_STORED, "NOT_STORED") X(EXISTS, "EXISTS") \
     X(NOT_FOUND, "NOT_FOUND") X(DELETED, "DELETED") X(TOUCHED, "TOUCHED") \
     X(NUMBER, "NUMBER") X(HIT, "hit") X(MISS, "miss") X(SERVER_ERROR, "SERVER_ERROR") \
     X(CLIENT_ERROR, "CLIENT_ERROR") X(ERROR, "ERROR") X(OTHER, "other")
+/* clang-format on */
 
 enum load_answer {
 #define LOAD_ANSWER_ENUM(id, text) LOAD_ANS_##id,
     LOAD_ANSWERS(LOAD_ANSWER_ENUM)
 #undef LOAD_ANSWER_ENUM
-    LOAD_ANS_COUNT
+        LOAD_ANS_COUNT
 };
 
 const char *load_answer_name(enum load_answer a);
@@ -92,46 +94,46 @@ enum load_status {
 #define LOAD_STATUS_ENUM(id, text) id,
     LOAD_STATUSES(LOAD_STATUS_ENUM)
 #undef LOAD_STATUS_ENUM
-    LOAD_STATUS_COUNT
+        LOAD_STATUS_COUNT
 };
 
 const char *load_status_str(enum load_status st);
 
 struct load_config {
-    struct sockaddr_storage target;     /* unused by load_plan_digest */
+    struct sockaddr_storage target; /* unused by load_plan_digest */
     enum load_source_kind source;
-    const struct workload *workload;    /* LOAD_SRC_WORKLOAD */
-    const char *path;                   /* the other sources */
-    int64_t replay_run;                 /* LOAD_SRC_REPLAY_DB; 0: the newest run */
+    const struct workload *workload; /* LOAD_SRC_WORKLOAD */
+    const char *path;                /* the other sources */
+    int64_t replay_run;              /* LOAD_SRC_REPLAY_DB; 0: the newest run */
     /* NULL: load_run builds it from the target's `stats settings`;
      * load_plan_digest needs it when the workload uses fill/over. */
     const struct slab_ladder *ladder;
-    unsigned connections;               /* 0: the workload's, else the default */
-    unsigned pipeline;                  /* 0: the workload's, else the default */
-    bool seed_set;                      /* else the workload's seed, else 0 */
+    unsigned connections; /* 0: the workload's, else the default */
+    unsigned pipeline;    /* 0: the workload's, else the default */
+    bool seed_set;        /* else the workload's seed, else 0 */
     uint64_t seed;
     void (*on_phase)(void *ud, const char *name); /* may be NULL */
     void *ud;
     enum load_progress progress;
-    atomic_bool *stop;                  /* optional: set true to stop early */
+    atomic_bool *stop; /* optional: set true to stop early */
 };
 
 struct load_result {
     enum load_status status;
-    char error[LOAD_ERR_MAX];           /* why, when status != LOAD_OK */
-    uint64_t ops;                       /* ops sent */
+    char error[LOAD_ERR_MAX]; /* why, when status != LOAD_OK */
+    uint64_t ops;             /* ops sent */
     uint64_t ops_by_cmd[WORKLOAD_CMD_COUNT];
     uint64_t answers[LOAD_ANS_COUNT];
-    uint64_t writes_answered;           /* answers to set/add/replace/append/prepend */
-    uint64_t silent;                    /* noreply ops, confirmed by a later answer */
-    uint64_t errors;                    /* ERROR / CLIENT_ERROR / SERVER_ERROR answers */
-    uint64_t fences;                    /* `mn` no-ops sent behind noreply ops */
+    uint64_t writes_answered; /* answers to set/add/replace/append/prepend */
+    uint64_t silent;          /* noreply ops, confirmed by a later answer */
+    uint64_t errors;          /* ERROR / CLIENT_ERROR / SERVER_ERROR answers */
+    uint64_t fences;          /* `mn` no-ops sent behind noreply ops */
     uint64_t phases;
-    uint64_t skipped;                   /* recorded rows with no replay */
-    uint64_t elapsed_ns;                /* first op sent -> last answer */
-    unsigned connections, pipeline;     /* what was used */
+    uint64_t skipped;               /* recorded rows with no replay */
+    uint64_t elapsed_ns;            /* first op sent -> last answer */
+    unsigned connections, pipeline; /* what was used */
     uint64_t seed;
-    int64_t replay_run;                 /* LOAD_SRC_REPLAY_DB: the run replayed */
+    int64_t replay_run; /* LOAD_SRC_REPLAY_DB: the run replayed */
     char server_version[LOAD_VERSION_MAX];
     char fingerprint[SHA256_HEX_LEN + 1]; /* sha256 of the plan's canonical lines */
 };

@@ -18,7 +18,7 @@
 
 int mcserver_free_port(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     socklen_t len = sizeof a;
     int port = 0, fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
@@ -32,9 +32,10 @@ int mcserver_free_port(void)
 
 static int connect_port(int port, int timeout_ms)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    struct sockaddr_in a = { .sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         return -1;
@@ -126,18 +127,17 @@ static int build_argv(struct mcserver *m, const char *binary, bool docker, const
     size_t len = 0;
     m->argv_text[0] = '\0';
     for (int i = 0; i < n && len < sizeof m->argv_text; i++)
-        len += (size_t)snprintf(m->argv_text + len, sizeof m->argv_text - len, "%s%s",
-                                i ? " " : "", argv[i]);
+        len += (size_t)snprintf(m->argv_text + len, sizeof m->argv_text - len, "%s%s", i ? " " : "",
+                                argv[i]);
     return n;
 }
 
-static int mcserver_start_once(struct mcserver *m, uv_loop_t *loop, const char *binary,
-                               bool docker, const char *image, const char *args, char *err,
-                               size_t errlen)
+static int mcserver_start_once(struct mcserver *m, uv_loop_t *loop, const char *binary, bool docker,
+                               const char *image, const char *args, char *err, size_t errlen)
 {
     char *argv[MCSERVER_ARGS_MAX], port[16], publish[64];
     char *copy = strdup(args ? args : "");
-    uv_process_options_t opt = {0};
+    uv_process_options_t opt = { 0 };
     uv_stdio_container_t stdio[3];
     int rc = -1;
 

@@ -33,7 +33,7 @@ struct mcserver {
     int term_signal;
     int port;
     char container[64];
-    char argv_text[1024];     /* the command line, for run metadata */
+    char argv_text[1024]; /* the command line, for run metadata */
 };
 
 /* A loopback port nothing listens on right now (0 on failure). Only a

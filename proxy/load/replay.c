@@ -28,12 +28,12 @@ struct replay {
     enum replay_kind kind;
     char path[WORKLOAD_FILE_MAX];
     FILE *f;
-    uint64_t line;                 /* CSV line last read, 1-based */
+    uint64_t line; /* CSV line last read, 1-based */
     sqlite3 *db;
     sqlite3_stmt *cursor;
     int64_t run_id;
     struct replay_cachelib_cols cols;
-    struct workload_op pending;    /* a CacheLib row still repeating */
+    struct workload_op pending; /* a CacheLib row still repeating */
     uint64_t pending_left;
     uint64_t total, skipped;
     char buf[REPLAY_LINE_MAX + 1];
@@ -69,8 +69,7 @@ bool replay_key_usable(const char *key, size_t len)
 void replay_key_make(uint64_t hash, const char *prefix, size_t prefix_len, uint32_t key_len,
                      char *out)
 {
-    static const char digits[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     char enc[REPLAY_HASH_DIGITS];
     for (int i = 0; i < REPLAY_HASH_DIGITS; i++) {
         enc[i] = digits[hash & 63];
@@ -197,10 +196,11 @@ enum replay_status replay_twitter_parse(char *line, struct workload_op *op, char
     if (line[0] == '\0' || line[0] == '#' || !strncmp(line, "timestamp,", 10))
         return REPLAY_SKIP;
     if (!replay_split(line, f, &n) || n < 7)
-        return replay_why(why, whylen, REPLAY_E_FORMAT,
-                          "want 7 fields: timestamp,key,key size,value size,client id,operation,TTL");
+        return replay_why(
+            why, whylen, REPLAY_E_FORMAT,
+            "want 7 fields: timestamp,key,key size,value size,client id,operation,TTL");
     /* an anonymized key holding commas spans fields 1 .. n-6 */
-    struct replay_field key = {f[1].s, (size_t)(f[n - 5].s - 1 - f[1].s)};
+    struct replay_field key = { f[1].s, (size_t)(f[n - 5].s - 1 - f[1].s) };
     for (char *p = key.s; p < key.s + key.len; p++)
         if (*p == '\0')
             *p = ',';
@@ -209,11 +209,14 @@ enum replay_status replay_twitter_parse(char *line, struct workload_op *op, char
     int64_t ttl;
     enum workload_cmd cmd;
     if (!replay_u64(ks, WORKLOAD_KEY_MAX, &key_size) || key_size == 0)
-        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad key size '%.*s' (1..250)", (int)ks->len, ks->s);
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad key size '%.*s' (1..250)",
+                          (int)ks->len, ks->s);
     if (!replay_u64(vs, WORKLOAD_VALUE_MAX, &value_size))
-        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad value size '%.*s'", (int)vs->len, vs->s);
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad value size '%.*s'", (int)vs->len,
+                          vs->s);
     if (!replay_twitter_cmd(opf, &cmd))
-        return replay_why(why, whylen, REPLAY_E_FORMAT, "unknown operation '%.*s'", (int)opf->len, opf->s);
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "unknown operation '%.*s'", (int)opf->len,
+                          opf->s);
     if (!replay_ttl(ttlf, &ttl))
         return replay_why(why, whylen, REPLAY_E_FORMAT, "bad TTL '%.*s'", (int)ttlf->len, ttlf->s);
     return replay_fill_op(op, cmd, &key, key_size, value_size, ttl);
@@ -221,13 +224,14 @@ enum replay_status replay_twitter_parse(char *line, struct workload_op *op, char
 
 /* ---- CacheLib ---------------------------------------------------------------- */
 
-enum replay_status replay_cachelib_header(char *line, struct replay_cachelib_cols *cols,
-                                          char *why, size_t whylen)
+enum replay_status replay_cachelib_header(char *line, struct replay_cachelib_cols *cols, char *why,
+                                          size_t whylen)
 {
     struct replay_field f[REPLAY_FIELDS_MAX];
     int n;
-    static const char *const names[] = {"key", "key_size", "op", "op_count", "size", "ttl"};
-    int *slots[] = {&cols->key, &cols->key_size, &cols->op, &cols->op_count, &cols->size, &cols->ttl};
+    static const char *const names[] = { "key", "key_size", "op", "op_count", "size", "ttl" };
+    int *slots[] = { &cols->key,      &cols->key_size, &cols->op,
+                     &cols->op_count, &cols->size,     &cols->ttl };
     for (size_t k = 0; k < 6; k++)
         *slots[k] = -1;
     if (!replay_split(line, f, &n))
@@ -249,9 +253,11 @@ static bool replay_cachelib_cmd(const struct replay_field *f, enum workload_cmd 
     static const struct {
         const char *name;
         enum workload_cmd cmd;
-    } map[] = {{"get", WORKLOAD_CMD_GET}, {"get_lease", WORKLOAD_CMD_GET},
-               {"set", WORKLOAD_CMD_SET}, {"set_lease", WORKLOAD_CMD_SET},
-               {"delete", WORKLOAD_CMD_DELETE}};
+    } map[] = { { "get", WORKLOAD_CMD_GET },
+                { "get_lease", WORKLOAD_CMD_GET },
+                { "set", WORKLOAD_CMD_SET },
+                { "set_lease", WORKLOAD_CMD_SET },
+                { "delete", WORKLOAD_CMD_DELETE } };
     for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
         if (strlen(map[k].name) == f->len && !strncasecmp(map[k].name, f->s, f->len)) {
             *out = map[k].cmd;
@@ -278,12 +284,14 @@ enum replay_status replay_cachelib_parse(char *line, const struct replay_cacheli
     *count = 1;
     if (!replay_cachelib_cmd(opf, &cmd))
         return replay_why(why, whylen, REPLAY_E_FORMAT, "unknown op '%.*s'", (int)opf->len, opf->s);
-    if (cols->key_size >= 0 && (!replay_u64(&f[cols->key_size], UINT64_MAX, &key_size) || key_size == 0))
+    if (cols->key_size >= 0 &&
+        (!replay_u64(&f[cols->key_size], UINT64_MAX, &key_size) || key_size == 0))
         return replay_why(why, whylen, REPLAY_E_FORMAT, "bad key_size '%s'", f[cols->key_size].s);
     /* CacheLib itself truncates keys it cannot hold; memcached's limit is 250 */
     if (key_size > WORKLOAD_KEY_MAX)
         key_size = WORKLOAD_KEY_MAX;
-    if ((size->len || cmd == WORKLOAD_CMD_SET) && !replay_u64(size, WORKLOAD_VALUE_MAX, &value_size))
+    if ((size->len || cmd == WORKLOAD_CMD_SET) &&
+        !replay_u64(size, WORKLOAD_VALUE_MAX, &value_size))
         return replay_why(why, whylen, REPLAY_E_FORMAT, "bad size '%.*s'", (int)size->len, size->s);
     if (cols->op_count >= 0 &&
         (!replay_u64(&f[cols->op_count], REPLAY_OP_COUNT_MAX, count) || *count == 0))
@@ -303,8 +311,10 @@ bool replay_db_cmd(const char *cmd, enum workload_cmd *out)
     static const struct {
         const char *name;
         enum workload_cmd cmd;
-    } alias[] = {{"cas", WORKLOAD_CMD_SET}, {"ms", WORKLOAD_CMD_SET},
-                 {"md", WORKLOAD_CMD_DELETE}, {"ma", WORKLOAD_CMD_INCR}};
+    } alias[] = { { "cas", WORKLOAD_CMD_SET },
+                  { "ms", WORKLOAD_CMD_SET },
+                  { "md", WORKLOAD_CMD_DELETE },
+                  { "ma", WORKLOAD_CMD_INCR } };
     if (!cmd)
         return false;
     for (size_t k = 0; k < sizeof alias / sizeof alias[0]; k++)
@@ -319,8 +329,8 @@ bool replay_db_cmd(const char *cmd, enum workload_cmd *out)
 bool replay_db_cmd_mode(const char *cmd, char ms_mode, enum workload_cmd *out)
 {
     static const char modes[] = "EAPR";
-    static const enum workload_cmd as[] = {WORKLOAD_CMD_ADD, WORKLOAD_CMD_APPEND,
-                                           WORKLOAD_CMD_PREPEND, WORKLOAD_CMD_REPLACE};
+    static const enum workload_cmd as[] = { WORKLOAD_CMD_ADD, WORKLOAD_CMD_APPEND,
+                                            WORKLOAD_CMD_PREPEND, WORKLOAD_CMD_REPLACE };
     const char *m = ms_mode ? strchr(modes, ms_mode) : NULL;
     if (cmd && !strcmp(cmd, "ms") && m) {
         *out = as[m - modes];
@@ -383,9 +393,10 @@ static enum replay_status replay_db_row(struct replay *r, struct workload_op *op
     const char *answer = (const char *)sqlite3_column_text(c, 7);
     if (key_len < 1 || key_len > WORKLOAD_KEY_MAX || value_len < 0 ||
         (uint64_t)value_len > WORKLOAD_VALUE_MAX || flags < 0 || flags > UINT32_MAX)
-        return replay_why(err, errlen, REPLAY_E_FORMAT, "%s: run %lld seq %lld: bad key_len, "
-                          "value_len or flags", r->path, (long long)r->run_id,
-                          (long long)sqlite3_column_int64(c, 8));
+        return replay_why(err, errlen, REPLAY_E_FORMAT,
+                          "%s: run %lld seq %lld: bad key_len, "
+                          "value_len or flags",
+                          r->path, (long long)r->run_id, (long long)sqlite3_column_int64(c, 8));
     memset(op, 0, sizeof *op);
     op->cmd = cmd;
     if (workload_cmd_is_write(cmd)) {
@@ -504,8 +515,8 @@ static enum workload_next replay_read_line(struct replay *r, char *err, size_t e
 }
 
 /* One CSV row into *op (with its repeat count); SKIP rows are read past. */
-static enum workload_next replay_next_csv(struct replay *r, struct workload_op *op,
-                                          uint64_t *count, char *err, size_t errlen)
+static enum workload_next replay_next_csv(struct replay *r, struct workload_op *op, uint64_t *count,
+                                          char *err, size_t errlen)
 {
     char why[REPLAY_ERR_MAX] = "";
     for (;;) {
@@ -518,7 +529,8 @@ static enum workload_next replay_next_csv(struct replay *r, struct workload_op *
         if (r->kind == REPLAY_TWITTER)
             st = replay_twitter_parse(r->buf, op, why, sizeof why);
         else if (header)
-            st = r->buf[0] ? replay_cachelib_header(r->buf, &r->cols, why, sizeof why) : REPLAY_SKIP;
+            st =
+                r->buf[0] ? replay_cachelib_header(r->buf, &r->cols, why, sizeof why) : REPLAY_SKIP;
         else
             st = replay_cachelib_parse(r->buf, &r->cols, op, count, why, sizeof why);
         if (st == REPLAY_OK && !header)
@@ -530,8 +542,7 @@ static enum workload_next replay_next_csv(struct replay *r, struct workload_op *
     }
 }
 
-enum workload_next replay_next(struct replay *r, struct workload_item *it, char *err,
-                               size_t errlen)
+enum workload_next replay_next(struct replay *r, struct workload_item *it, char *err, size_t errlen)
 {
     it->kind = WORKLOAD_ITEM_OP;
     if (r->pending_left) {

@@ -27,10 +27,10 @@
 
 #include "load/workload.h"
 
-#define REPLAY_LINE_MAX 4096      /* one CSV row, newline included */
-#define REPLAY_FIELDS_MAX 32      /* CSV columns */
+#define REPLAY_LINE_MAX 4096 /* one CSV row, newline included */
+#define REPLAY_FIELDS_MAX 32 /* CSV columns */
 #define REPLAY_ERR_MAX 384
-#define REPLAY_HASH_DIGITS 11     /* base-64 digits that hold 64 bits */
+#define REPLAY_HASH_DIGITS 11        /* base-64 digits that hold 64 bits */
 #define REPLAY_OP_COUNT_MAX 1000000u /* CacheLib op_count of one row */
 /* memcached reads an exptime above 30 days as an absolute unix time; the
  * traces give relative TTLs, so longer ones are sent as 30 days. */
@@ -51,7 +51,7 @@ enum replay_status {
 #define REPLAY_STATUS_ENUM(id, text) id,
     REPLAY_STATUSES(REPLAY_STATUS_ENUM)
 #undef REPLAY_STATUS_ENUM
-    REPLAY_STATUS_COUNT
+        REPLAY_STATUS_COUNT
 };
 
 const char *replay_status_str(enum replay_status st);
@@ -93,8 +93,8 @@ struct replay_cachelib_cols {
     int key, key_size, op, op_count, size, ttl;
     int n_fields;
 };
-enum replay_status replay_cachelib_header(char *line, struct replay_cachelib_cols *cols,
-                                          char *why, size_t whylen);
+enum replay_status replay_cachelib_header(char *line, struct replay_cachelib_cols *cols, char *why,
+                                          size_t whylen);
 /* One data row: the op and how many times it repeats (op_count). */
 enum replay_status replay_cachelib_parse(char *line, const struct replay_cachelib_cols *cols,
                                          struct workload_op *op, uint64_t *count, char *why,

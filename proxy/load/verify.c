@@ -15,8 +15,8 @@
 #include "protocol/stats_parse.h"
 
 /* Measured rounding waste of a live memcached: sum over classes. */
-static int measure_waste(int port, double *pct, uint64_t *waste, uint64_t *allocated,
-                         char *errout, size_t errlen)
+static int measure_waste(int port, double *pct, uint64_t *waste, uint64_t *allocated, char *errout,
+                         size_t errlen)
 {
     struct stats_sample *s = malloc(sizeof *s);
     char err[256];
@@ -49,14 +49,14 @@ static int measure_waste(int port, double *pct, uint64_t *waste, uint64_t *alloc
     return rc;
 }
 
-int verify_settings(const char *db_path, const struct prediction *r,
-                    const struct slab_settings *s, const struct advise_eval *pred,
-                    const char *memcached, struct verify_result *out)
+int verify_settings(const char *db_path, const struct prediction *r, const struct slab_settings *s,
+                    const struct advise_eval *pred, const char *memcached,
+                    struct verify_result *out)
 {
     uv_loop_t loop;
     struct mcserver mc;
     struct load_result *lr = calloc(1, sizeof *lr);
-    struct load_config lc = {0};
+    struct load_config lc = { 0 };
     char err[MCSERVER_ERR_MAX];
     int rc = -1;
     /* room for every item twice over, so nothing is evicted */
@@ -78,8 +78,8 @@ int verify_settings(const char *db_path, const struct prediction *r,
     lc.progress = LOAD_PROGRESS_OFF;
     if (load_run(&lc, lr)) {
         snprintf(out->error, sizeof out->error, "replay: %s", lr->error);
-    } else if (measure_waste(mc.port, &out->measured_pct, &out->waste, &out->allocated,
-                             out->error, sizeof out->error) == 0) {
+    } else if (measure_waste(mc.port, &out->measured_pct, &out->waste, &out->allocated, out->error,
+                             sizeof out->error) == 0) {
         out->measured = true;
         out->ok = fabs(out->measured_pct - pred->waste_pct) <= VERIFY_TOLERANCE_PP;
         rc = out->ok ? 0 : -1;

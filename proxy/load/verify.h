@@ -19,7 +19,7 @@
 #define VERIFY_TOLERANCE_PP 0.1
 
 struct verify_result {
-    char flags[1024];          /* the memcached flags used */
+    char flags[1024]; /* the memcached flags used */
     double measured_pct, predicted_pct;
     uint64_t waste, allocated; /* measured, bytes */
     bool measured;             /* false: error says why */
@@ -30,8 +30,8 @@ struct verify_result {
 /* Starts memcached (binary memcached, NULL: on PATH) with s's flags and
  * memory for every item twice over, replays run r from db_path into it,
  * measures. Returns 0 when measured and within tolerance, else -1. */
-int verify_settings(const char *db_path, const struct prediction *r,
-                    const struct slab_settings *s, const struct advise_eval *pred,
-                    const char *memcached, struct verify_result *out);
+int verify_settings(const char *db_path, const struct prediction *r, const struct slab_settings *s,
+                    const struct advise_eval *pred, const char *memcached,
+                    struct verify_result *out);
 
 #endif

@@ -14,7 +14,7 @@ static const struct {
     const char *name;
     bool write;
 } workload_cmds[WORKLOAD_CMD_COUNT] = {
-#define WORKLOAD_CMD_ROW(id, name, write) {name, write},
+#define WORKLOAD_CMD_ROW(id, name, write) { name, write },
     WORKLOAD_CMDS(WORKLOAD_CMD_ROW)
 #undef WORKLOAD_CMD_ROW
 };
@@ -57,7 +57,7 @@ enum wl_size_kind { WL_SIZE_FIXED, WL_SIZE_UNIFORM, WL_SIZE_CHOICE, WL_SIZE_FILL
 
 struct wl_size {
     enum wl_size_kind kind;
-    uint64_t lo, hi;                       /* fixed: lo; uniform: [lo, hi]; fill/over: class */
+    uint64_t lo, hi; /* fixed: lo; uniform: [lo, hi]; fill/over: class */
     uint32_t n_choices;
     uint64_t choices[WORKLOAD_CHOICES_MAX];
 };
@@ -66,14 +66,14 @@ enum wl_field_kind { WL_FIELD_I, WL_FIELD_I_MOD, WL_FIELD_RAND };
 
 /* A key pattern: literal text with fields spliced in at byte offsets. */
 struct wl_key {
-    char text[WORKLOAD_PATTERN_MAX + 1];   /* the literal bytes, fields removed */
+    char text[WORKLOAD_PATTERN_MAX + 1]; /* the literal bytes, fields removed */
     uint32_t text_len;
     uint32_t n_fields;
     struct {
         enum wl_field_kind kind;
-        uint32_t at;                       /* offset into text where it goes */
-        uint64_t n;                        /* the N of {i%N} / {rand:N} */
-        uint32_t width;                    /* :W, zero-padded to W digits; 0 none */
+        uint32_t at;    /* offset into text where it goes */
+        uint64_t n;     /* the N of {i%N} / {rand:N} */
+        uint32_t width; /* :W, zero-padded to W digits; 0 none */
     } field[WORKLOAD_FIELDS_MAX];
 };
 
@@ -82,13 +82,13 @@ enum wl_stmt_kind { WL_ST_OP, WL_ST_PHASE, WL_ST_SLEEP, WL_ST_REPEAT, WL_ST_END 
 struct wl_stmt {
     enum wl_stmt_kind kind;
     unsigned line;
-    uint64_t count;                        /* op COUNT, repeat R */
-    uint32_t match;                        /* repeat <-> its closing '}' */
+    uint64_t count; /* op COUNT, repeat R */
+    uint32_t match; /* repeat <-> its closing '}' */
     enum workload_cmd cmd;
     bool noreply;
     uint32_t flags;
     int64_t ttl;
-    uint64_t delta;                        /* incr/decr by= */
+    uint64_t delta; /* incr/decr by= */
     struct wl_size size;
     struct wl_key key;
     uint32_t sleep_ms;
@@ -193,7 +193,7 @@ static bool wl_parse_i64(const char *s, size_t len, int64_t min, int64_t max, in
     if (!wl_parse_u64(s + neg, len - neg, (uint64_t)INT64_MAX + 1, &mag))
         return false;
     if (neg) {
-        if (mag > (uint64_t)-(min + 1) + 1)
+        if (mag > (uint64_t) - (min + 1) + 1)
             return false;
         *out = mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag;
         return true;
@@ -306,15 +306,15 @@ struct wl_parser {
     struct workload *w;
     struct workload_error *err;
     unsigned line;
-    uint32_t open[WORKLOAD_DEPTH_MAX];     /* statement index of each open repeat */
+    uint32_t open[WORKLOAD_DEPTH_MAX]; /* statement index of each open repeat */
     uint32_t depth;
 };
 
-static enum workload_status wl_perr(struct wl_parser *ps, enum workload_status st,
-                                    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static enum workload_status wl_perr(struct wl_parser *ps, enum workload_status st, const char *fmt,
+                                    ...) __attribute__((format(printf, 3, 4)));
 
-static enum workload_status wl_perr(struct wl_parser *ps, enum workload_status st,
-                                    const char *fmt, ...)
+static enum workload_status wl_perr(struct wl_parser *ps, enum workload_status st, const char *fmt,
+                                    ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -378,7 +378,7 @@ static enum workload_status wl_parse_size(struct wl_parser *ps, const struct wl_
     size_t open = paren ? (size_t)(paren - t->s) : 0;
     uint64_t args[WORKLOAD_CHOICES_MAX];
     uint32_t n = 0;
-    struct wl_tok name = {t->s, open};
+    struct wl_tok name = { t->s, open };
     if (!paren || !wl_size_args(t, open, args, WORKLOAD_CHOICES_MAX, &n))
         goto unknown;
     if (wl_tok_is(&name, "uniform") && n == 2) {
@@ -395,7 +395,8 @@ static enum workload_status wl_parse_size(struct wl_parser *ps, const struct wl_
     } else if ((wl_tok_is(&name, "fill") || wl_tok_is(&name, "over")) && n == 1) {
         out->kind = name.s[0] == 'f' ? WL_SIZE_FILL : WL_SIZE_OVER;
         out->lo = args[0];
-        if (args[0] < 1 || args[0] > SLAB_MODEL_MAX_CLASSES || (out->kind == WL_SIZE_OVER && args[0] < 2))
+        if (args[0] < 1 || args[0] > SLAB_MODEL_MAX_CLASSES ||
+            (out->kind == WL_SIZE_OVER && args[0] < 2))
             return wl_perr(ps, WORKLOAD_E_SIZE, "bad size '%.*s': class must be %d..%d",
                            (int)t->len, t->s, out->kind == WL_SIZE_OVER ? 2 : 1,
                            SLAB_MODEL_MAX_CLASSES);
@@ -451,7 +452,8 @@ static bool wl_parse_field(const char *s, size_t len, struct wl_key *k)
         return false;
     }
     if (n > used + 1 ||
-        (n == used + 1 && (!wl_parse_u64(part[used].s, part[used].len, WORKLOAD_WIDTH_MAX, &width) || !width)))
+        (n == used + 1 &&
+         (!wl_parse_u64(part[used].s, part[used].len, WORKLOAD_WIDTH_MAX, &width) || !width)))
         return false;
     k->field[k->n_fields].n = num;
     k->field[k->n_fields].width = (uint32_t)width;
@@ -470,10 +472,11 @@ static enum workload_status wl_parse_key(struct wl_parser *ps, const struct wl_t
             const char *close = memchr(t->s + i, '}', t->len - i);
             size_t body = close ? (size_t)(close - t->s) - i - 1 : 0;
             if (!close || !wl_parse_field(t->s + i + 1, body, k))
-                return wl_perr(ps, WORKLOAD_E_KEY,
-                               "bad key pattern '%.*s': fields are {i}, {i%%N} or {rand:N} (N >= 1), "
-                               "each with an optional :W (1..%d) to zero-pad, at most %d",
-                               (int)t->len, t->s, WORKLOAD_WIDTH_MAX, WORKLOAD_FIELDS_MAX);
+                return wl_perr(
+                    ps, WORKLOAD_E_KEY,
+                    "bad key pattern '%.*s': fields are {i}, {i%%N} or {rand:N} (N >= 1), "
+                    "each with an optional :W (1..%d) to zero-pad, at most %d",
+                    (int)t->len, t->s, WORKLOAD_WIDTH_MAX, WORKLOAD_FIELDS_MAX);
             i += body + 1;
             continue;
         }
@@ -497,7 +500,8 @@ static uint32_t wl_key_max_len(const struct wl_key *k, uint64_t count)
     uint32_t len = k->text_len;
     for (uint32_t f = 0; f < k->n_fields; f++) {
         uint64_t top = k->field[f].n - 1;
-        if (k->field[f].kind == WL_FIELD_I || (k->field[f].kind == WL_FIELD_I_MOD && count && count - 1 < top))
+        if (k->field[f].kind == WL_FIELD_I ||
+            (k->field[f].kind == WL_FIELD_I_MOD && count && count - 1 < top))
             top = count ? count - 1 : 0;
         uint32_t digits = wl_digits(top);
         len += digits > k->field[f].width ? digits : k->field[f].width;
@@ -520,8 +524,8 @@ static const struct {
     const char *name;
     unsigned bit;
 } wl_opt_names[] = {
-    {"key", WL_OPT_KEY}, {"size", WL_OPT_SIZE}, {"flags", WL_OPT_FLAGS},
-    {"ttl", WL_OPT_TTL}, {"noreply", WL_OPT_NOREPLY}, {"by", WL_OPT_BY},
+    { "key", WL_OPT_KEY }, { "size", WL_OPT_SIZE },       { "flags", WL_OPT_FLAGS },
+    { "ttl", WL_OPT_TTL }, { "noreply", WL_OPT_NOREPLY }, { "by", WL_OPT_BY },
 };
 
 static unsigned wl_cmd_options(enum workload_cmd cmd)
@@ -530,14 +534,10 @@ static unsigned wl_cmd_options(enum workload_cmd cmd)
         return WL_OPT_KEY | WL_OPT_SIZE | WL_OPT_FLAGS | WL_OPT_TTL | WL_OPT_NOREPLY;
     switch (cmd) {
     case WORKLOAD_CMD_GET:
-    case WORKLOAD_CMD_GETS:
-        return WL_OPT_KEY;
-    case WORKLOAD_CMD_DELETE:
-        return WL_OPT_KEY | WL_OPT_NOREPLY;
-    case WORKLOAD_CMD_TOUCH:
-        return WL_OPT_KEY | WL_OPT_TTL | WL_OPT_NOREPLY;
-    default: /* incr, decr */
-        return WL_OPT_KEY | WL_OPT_BY | WL_OPT_NOREPLY;
+    case WORKLOAD_CMD_GETS: return WL_OPT_KEY;
+    case WORKLOAD_CMD_DELETE: return WL_OPT_KEY | WL_OPT_NOREPLY;
+    case WORKLOAD_CMD_TOUCH: return WL_OPT_KEY | WL_OPT_TTL | WL_OPT_NOREPLY;
+    default: /* incr, decr */ return WL_OPT_KEY | WL_OPT_BY | WL_OPT_NOREPLY;
     }
 }
 
@@ -547,13 +547,12 @@ static enum workload_status wl_apply_option(struct wl_parser *ps, struct wl_stmt
 {
     uint64_t u;
     switch (bit) {
-    case WL_OPT_KEY:
-        return wl_parse_key(ps, v, &st->key);
-    case WL_OPT_SIZE:
-        return wl_parse_size(ps, v, &st->size);
+    case WL_OPT_KEY: return wl_parse_key(ps, v, &st->key);
+    case WL_OPT_SIZE: return wl_parse_size(ps, v, &st->size);
     case WL_OPT_FLAGS:
         if (!wl_parse_u64(v->s, v->len, UINT32_MAX, &u))
-            return wl_perr(ps, WORKLOAD_E_NUMBER, "bad flags '%.*s' (0..4294967295)", (int)v->len, v->s);
+            return wl_perr(ps, WORKLOAD_E_NUMBER, "bad flags '%.*s' (0..4294967295)", (int)v->len,
+                           v->s);
         st->flags = (uint32_t)u;
         return WORKLOAD_OK;
     case WL_OPT_TTL:
@@ -565,9 +564,7 @@ static enum workload_status wl_apply_option(struct wl_parser *ps, struct wl_stmt
         if (!wl_parse_u64(v->s, v->len, UINT64_MAX, &st->delta))
             return wl_perr(ps, WORKLOAD_E_NUMBER, "bad by '%.*s'", (int)v->len, v->s);
         return WORKLOAD_OK;
-    default:
-        st->noreply = true;
-        return WORKLOAD_OK;
+    default: st->noreply = true; return WORKLOAD_OK;
     }
 }
 
@@ -576,7 +573,7 @@ static enum workload_status wl_parse_option(struct wl_parser *ps, struct wl_stmt
 {
     const char *cmd = workload_cmd_name(st->cmd);
     for (size_t k = 0; k < sizeof wl_opt_names / sizeof wl_opt_names[0]; k++) {
-        struct wl_tok v = {0};
+        struct wl_tok v = { 0 };
         unsigned bit = wl_opt_names[k].bit;
         bool hit = bit == WL_OPT_NOREPLY ? wl_tok_is(t, "noreply")
                                          : wl_tok_option(t, wl_opt_names[k].name, &v);
@@ -603,9 +600,9 @@ static enum workload_status wl_parse_op(struct wl_parser *ps, enum workload_cmd 
     st.delta = 1;
     const char *name = workload_cmd_name(cmd);
     if (n < 2 || !wl_parse_u64(toks[1].s, toks[1].len, WORKLOAD_COUNT_MAX, &st.count))
-        return wl_perr(ps, WORKLOAD_E_NUMBER, "%s needs a COUNT (0..%llu) first, got '%.*s'",
-                       name, (unsigned long long)WORKLOAD_COUNT_MAX,
-                       n < 2 ? 0 : (int)toks[1].len, n < 2 ? "" : toks[1].s);
+        return wl_perr(ps, WORKLOAD_E_NUMBER, "%s needs a COUNT (0..%llu) first, got '%.*s'", name,
+                       (unsigned long long)WORKLOAD_COUNT_MAX, n < 2 ? 0 : (int)toks[1].len,
+                       n < 2 ? "" : toks[1].s);
     unsigned seen = 0;
     for (unsigned i = 2; i < n; i++) {
         enum workload_status rc = wl_parse_option(ps, &st, &toks[i], &seen);
@@ -618,8 +615,10 @@ static enum workload_status wl_parse_op(struct wl_parser *ps, enum workload_cmd 
         return wl_perr(ps, WORKLOAD_E_SYNTAX, "%s needs size=SIZE", name);
     uint32_t max_len = wl_key_max_len(&st.key, st.count);
     if (max_len > WORKLOAD_KEY_MAX)
-        return wl_perr(ps, WORKLOAD_E_KEY, "key pattern gives keys of up to %u bytes; memcached's "
-                       "limit is %d", max_len, WORKLOAD_KEY_MAX);
+        return wl_perr(ps, WORKLOAD_E_KEY,
+                       "key pattern gives keys of up to %u bytes; memcached's "
+                       "limit is %d",
+                       max_len, WORKLOAD_KEY_MAX);
     return wl_push(ps, &st);
 }
 
@@ -632,13 +631,15 @@ static enum workload_status wl_parse_phase(struct wl_parser *ps, const struct wl
     if (n != 2)
         return wl_perr(ps, WORKLOAD_E_SYNTAX, "phase takes one NAME");
     if (toks[1].len >= WORKLOAD_NAME_MAX)
-        return wl_perr(ps, WORKLOAD_E_LIMIT, "phase name longer than %d bytes", WORKLOAD_NAME_MAX - 1);
+        return wl_perr(ps, WORKLOAD_E_LIMIT, "phase name longer than %d bytes",
+                       WORKLOAD_NAME_MAX - 1);
     for (size_t i = 0; i < toks[1].len; i++) {
         char c = toks[1].s[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               strchr("_.:-", c)))
-            return wl_perr(ps, WORKLOAD_E_SYNTAX, "bad phase name '%.*s' (letters, digits, _ . : -)",
-                           (int)toks[1].len, toks[1].s);
+            return wl_perr(ps, WORKLOAD_E_SYNTAX,
+                           "bad phase name '%.*s' (letters, digits, _ . : -)", (int)toks[1].len,
+                           toks[1].s);
     }
     memcpy(st.name, toks[1].s, toks[1].len);
     return wl_push(ps, &st);
@@ -663,9 +664,11 @@ static enum workload_status wl_parse_block(struct wl_parser *ps, const struct wl
     if (n != 3 || !wl_tok_is(&toks[2], "{"))
         return wl_perr(ps, WORKLOAD_E_SYNTAX, "repeat wants 'repeat R {'");
     if (!wl_parse_u64(toks[1].s, toks[1].len, WORKLOAD_COUNT_MAX, &st.count))
-        return wl_perr(ps, WORKLOAD_E_NUMBER, "bad repeat count '%.*s'", (int)toks[1].len, toks[1].s);
+        return wl_perr(ps, WORKLOAD_E_NUMBER, "bad repeat count '%.*s'", (int)toks[1].len,
+                       toks[1].s);
     if (ps->depth == WORKLOAD_DEPTH_MAX)
-        return wl_perr(ps, WORKLOAD_E_LIMIT, "repeat blocks nested deeper than %d", WORKLOAD_DEPTH_MAX);
+        return wl_perr(ps, WORKLOAD_E_LIMIT, "repeat blocks nested deeper than %d",
+                       WORKLOAD_DEPTH_MAX);
     ps->open[ps->depth++] = ps->w->n_stmts;
     return wl_push(ps, &st);
 }
@@ -679,13 +682,16 @@ static enum workload_status wl_parse_setting(struct wl_parser *ps, const struct 
     snprintf(word, sizeof word, "%.*s", (int)toks[0].len, toks[0].s);
     bool is_conn = !strcmp(word, "connections"), is_pipe = !strcmp(word, "pipeline");
     bool *has = is_conn ? &s->has_connections : is_pipe ? &s->has_pipeline : &s->has_seed;
-    uint64_t max = is_conn ? WORKLOAD_CONNECTIONS_MAX : is_pipe ? WORKLOAD_PIPELINE_MAX : UINT64_MAX;
+    uint64_t max = is_conn   ? WORKLOAD_CONNECTIONS_MAX
+                   : is_pipe ? WORKLOAD_PIPELINE_MAX
+                             : UINT64_MAX;
     uint64_t v;
     if (ps->depth)
         return wl_perr(ps, WORKLOAD_E_SYNTAX, "%s is file-wide: not inside a repeat block", word);
     if (*has)
         return wl_perr(ps, WORKLOAD_E_SYNTAX, "%s given twice", word);
-    if (n != 2 || !wl_parse_u64(toks[1].s, toks[1].len, max, &v) || (v == 0 && (is_conn || is_pipe)))
+    if (n != 2 || !wl_parse_u64(toks[1].s, toks[1].len, max, &v) ||
+        (v == 0 && (is_conn || is_pipe)))
         return wl_perr(ps, WORKLOAD_E_NUMBER, "%s wants one number (%d..%llu)", word,
                        is_conn || is_pipe ? 1 : 0, (unsigned long long)max);
     *has = true;
@@ -706,7 +712,8 @@ static enum workload_status wl_parse_sleep(struct wl_parser *ps, const struct wl
     memset(&st, 0, sizeof st);
     st.kind = WL_ST_SLEEP;
     if (n != 2 || !wl_parse_u64(toks[1].s, toks[1].len, WORKLOAD_SLEEP_MAX_MS, &ms))
-        return wl_perr(ps, WORKLOAD_E_NUMBER, "sleep wants milliseconds (0..%u)", WORKLOAD_SLEEP_MAX_MS);
+        return wl_perr(ps, WORKLOAD_E_NUMBER, "sleep wants milliseconds (0..%u)",
+                       WORKLOAD_SLEEP_MAX_MS);
     st.sleep_ms = (uint32_t)ms;
     return wl_push(ps, &st);
 }
@@ -733,7 +740,7 @@ static enum workload_status wl_parse_line(struct wl_parser *ps, const struct wl_
 static enum workload_status wl_count_ops(struct wl_parser *ps)
 {
     struct workload *w = ps->w;
-    uint64_t mult[WORKLOAD_DEPTH_MAX + 1] = {1};
+    uint64_t mult[WORKLOAD_DEPTH_MAX + 1] = { 1 };
     uint32_t depth = 0;
     w->total_ops = 0;
     for (uint32_t pc = 0; pc < w->n_stmts; pc++) {
@@ -742,8 +749,8 @@ static enum workload_status wl_count_ops(struct wl_parser *ps)
         if (s->kind == WL_ST_REPEAT) {
             /* a zero-count repeat makes its body contribute nothing */
             uint64_t m = mult[depth];
-            mult[++depth] = s->count && m > WORKLOAD_OPS_MAX / s->count ? WORKLOAD_OPS_MAX + 1
-                                                                       : m * s->count;
+            mult[++depth] =
+                s->count && m > WORKLOAD_OPS_MAX / s->count ? WORKLOAD_OPS_MAX + 1 : m * s->count;
         } else if (s->kind == WL_ST_END) {
             depth--;
         } else if (s->kind == WL_ST_OP && s->count) {
@@ -774,7 +781,8 @@ static enum workload_status wl_parse_lines(struct wl_parser *ps, const char *tex
         struct wl_tok toks[WORKLOAD_TOKENS_MAX];
         unsigned n;
         if (!wl_tokenize(text + pos, line_len, toks, &n))
-            return wl_perr(ps, WORKLOAD_E_LIMIT, "more than %d words on one line", WORKLOAD_TOKENS_MAX);
+            return wl_perr(ps, WORKLOAD_E_LIMIT, "more than %d words on one line",
+                           WORKLOAD_TOKENS_MAX);
         if (n) {
             enum workload_status rc = wl_parse_line(ps, toks, n);
             if (rc != WORKLOAD_OK)
@@ -801,7 +809,7 @@ enum workload_status workload_parse(const char *file, const char *text, size_t l
     if (!w)
         return wl_fail(err, WORKLOAD_E_MEMORY, file ? file : "?", 0, "out of memory");
     snprintf(w->file, sizeof w->file, "%s", file ? file : "<workload>");
-    struct wl_parser ps = {.w = w, .err = err};
+    struct wl_parser ps = { .w = w, .err = err };
     enum workload_status rc = wl_parse_lines(&ps, text, len);
     if (rc == WORKLOAD_OK)
         rc = wl_count_ops(&ps);
@@ -825,16 +833,16 @@ static bool wl_value_for(const struct slab_ladder *l, uint64_t target, uint32_t 
     return true;
 }
 
-bool workload_size_fill(const struct slab_ladder *l, uint32_t cls, uint32_t key_len,
-                        uint32_t flags, uint64_t *value_len)
+bool workload_size_fill(const struct slab_ladder *l, uint32_t cls, uint32_t key_len, uint32_t flags,
+                        uint64_t *value_len)
 {
     if (!l || cls < 1 || cls > l->n_classes)
         return false;
     return wl_value_for(l, l->cls[cls].chunk_size, key_len, flags, value_len);
 }
 
-bool workload_size_over(const struct slab_ladder *l, uint32_t cls, uint32_t key_len,
-                        uint32_t flags, uint64_t *value_len)
+bool workload_size_over(const struct slab_ladder *l, uint32_t cls, uint32_t key_len, uint32_t flags,
+                        uint64_t *value_len)
 {
     if (!l || cls < 2 || cls > l->n_classes)
         return false;
@@ -938,12 +946,9 @@ static uint64_t wl_make_size(struct workload_plan *p, const struct wl_stmt *s,
     const struct wl_size *z = &s->size;
     uint64_t v = 0;
     switch (z->kind) {
-    case WL_SIZE_FIXED:
-        return z->lo;
-    case WL_SIZE_UNIFORM:
-        return z->lo + wl_rand_below(p->rng, z->hi - z->lo + 1);
-    case WL_SIZE_CHOICE:
-        return z->choices[wl_rand_below(p->rng, z->n_choices)];
+    case WL_SIZE_FIXED: return z->lo;
+    case WL_SIZE_UNIFORM: return z->lo + wl_rand_below(p->rng, z->hi - z->lo + 1);
+    case WL_SIZE_CHOICE: return z->choices[wl_rand_below(p->rng, z->n_choices)];
     case WL_SIZE_FILL:
         workload_size_fill(&p->ladder, (uint32_t)z->lo, op->key_len, s->flags, &v);
         return v;

@@ -24,18 +24,18 @@
 #include "core/sha256.h"
 #include "model/slab_model.h"
 
-#define WORKLOAD_KEY_MAX 250          /* memcached's KEY_MAX_LENGTH */
-#define WORKLOAD_NAME_MAX 64          /* phase names, NUL included */
-#define WORKLOAD_FILE_MAX 256         /* file name kept for messages, NUL included */
-#define WORKLOAD_LINE_MAX 1024        /* one line of a workload file */
-#define WORKLOAD_TOKENS_MAX 16        /* words on one line */
-#define WORKLOAD_STMTS_MAX 4096       /* statements in one file */
-#define WORKLOAD_DEPTH_MAX 8          /* nested repeat blocks */
-#define WORKLOAD_CHOICES_MAX 16       /* values in choice(...) */
-#define WORKLOAD_PATTERN_MAX WORKLOAD_KEY_MAX /* literal bytes of a key pattern */
-#define WORKLOAD_FIELDS_MAX 4         /* {..} fields in a key pattern */
-#define WORKLOAD_WIDTH_MAX 20         /* :W of a field; a uint64 has 20 digits */
-#define WORKLOAD_ERR_MAX 320          /* "file:line: message", NUL included */
+#define WORKLOAD_KEY_MAX 250                       /* memcached's KEY_MAX_LENGTH */
+#define WORKLOAD_NAME_MAX 64                       /* phase names, NUL included */
+#define WORKLOAD_FILE_MAX 256                      /* file name kept for messages, NUL included */
+#define WORKLOAD_LINE_MAX 1024                     /* one line of a workload file */
+#define WORKLOAD_TOKENS_MAX 16                     /* words on one line */
+#define WORKLOAD_STMTS_MAX 4096                    /* statements in one file */
+#define WORKLOAD_DEPTH_MAX 8                       /* nested repeat blocks */
+#define WORKLOAD_CHOICES_MAX 16                    /* values in choice(...) */
+#define WORKLOAD_PATTERN_MAX WORKLOAD_KEY_MAX      /* literal bytes of a key pattern */
+#define WORKLOAD_FIELDS_MAX 4                      /* {..} fields in a key pattern */
+#define WORKLOAD_WIDTH_MAX 20                      /* :W of a field; a uint64 has 20 digits */
+#define WORKLOAD_ERR_MAX 320                       /* "file:line: message", NUL included */
 #define WORKLOAD_VALUE_MAX (1024ull * 1024 * 1024) /* memcached's largest -I */
 #define WORKLOAD_OPS_MAX 1000000000000000ull       /* ops in one plan (1e15) */
 #define WORKLOAD_COUNT_MAX 1000000000000ull        /* one statement's COUNT / R */
@@ -47,17 +47,19 @@
 #define WORKLOAD_TTL_MAX 2147483647ll
 
 /* The commands a plan can hold. X(id, wire name, is a write) */
+/* clang-format off */
 #define WORKLOAD_CMDS(X) \
     X(SET, "set", true) X(ADD, "add", true) X(REPLACE, "replace", true) \
     X(APPEND, "append", true) X(PREPEND, "prepend", true) X(GET, "get", false) \
     X(GETS, "gets", false) X(DELETE, "delete", false) X(TOUCH, "touch", false) \
     X(INCR, "incr", false) X(DECR, "decr", false)
+/* clang-format on */
 
 enum workload_cmd {
 #define WORKLOAD_CMD_ENUM(id, name, write) WORKLOAD_CMD_##id,
     WORKLOAD_CMDS(WORKLOAD_CMD_ENUM)
 #undef WORKLOAD_CMD_ENUM
-    WORKLOAD_CMD_COUNT
+        WORKLOAD_CMD_COUNT
 };
 
 const char *workload_cmd_name(enum workload_cmd cmd);
@@ -72,15 +74,15 @@ struct workload_op {
     bool noreply;
     uint16_t key_len;
     uint32_t flags;
-    int64_t ttl;          /* exptime as sent (writes, touch) */
-    uint64_t value_len;   /* writes: data block bytes; incr/decr: the delta */
+    int64_t ttl;        /* exptime as sent (writes, touch) */
+    uint64_t value_len; /* writes: data block bytes; incr/decr: the delta */
     char key[WORKLOAD_KEY_MAX + 1];
 };
 
 enum workload_item_kind {
-    WORKLOAD_ITEM_OP,     /* send item.op */
-    WORKLOAD_ITEM_PHASE,  /* a phase starts here (after every earlier op is answered) */
-    WORKLOAD_ITEM_SLEEP,  /* wait for every earlier answer, then item.sleep_ms */
+    WORKLOAD_ITEM_OP,    /* send item.op */
+    WORKLOAD_ITEM_PHASE, /* a phase starts here (after every earlier op is answered) */
+    WORKLOAD_ITEM_SLEEP, /* wait for every earlier answer, then item.sleep_ms */
 };
 
 struct workload_item {
@@ -109,7 +111,7 @@ enum workload_status {
 #define WORKLOAD_STATUS_ENUM(id, text) id,
     WORKLOAD_STATUSES(WORKLOAD_STATUS_ENUM)
 #undef WORKLOAD_STATUS_ENUM
-    WORKLOAD_STATUS_COUNT
+        WORKLOAD_STATUS_COUNT
 };
 
 const char *workload_status_str(enum workload_status st);
@@ -118,7 +120,7 @@ const char *workload_status_str(enum workload_status st);
  * "exp1.wl:7: unknown size 'fil(12)'". */
 struct workload_error {
     enum workload_status status;
-    unsigned line;                 /* 1-based; 0 when no line is to blame */
+    unsigned line; /* 1-based; 0 when no line is to blame */
     char msg[WORKLOAD_ERR_MAX];
 };
 
@@ -152,14 +154,14 @@ struct workload_plan {
     struct slab_ladder ladder;
     bool has_ladder;
     uint64_t rng[4];
-    uint32_t pc;                   /* statement being expanded */
-    uint64_t i;                    /* next {i} of that statement */
+    uint32_t pc; /* statement being expanded */
+    uint64_t i;  /* next {i} of that statement */
     uint32_t depth;
     struct {
-        uint32_t pc;               /* the repeat statement */
-        uint64_t left;             /* iterations still to run, this one included */
+        uint32_t pc;   /* the repeat statement */
+        uint64_t left; /* iterations still to run, this one included */
     } stack[WORKLOAD_DEPTH_MAX];
-    uint64_t emitted;              /* ops yielded so far */
+    uint64_t emitted; /* ops yielded so far */
 };
 
 /* Binds w to a ladder (NULL is fine when !workload_needs_ladder(w)) and a
@@ -177,10 +179,10 @@ enum workload_next workload_plan_next(struct workload_plan *p, struct workload_i
  * one byte over class cls-1's chunk, i.e. in class cls (over), for this
  * key length and flags; false when the class does not exist or no value
  * fits. Exposed for tests and for `slabtap model`-style tools. */
-bool workload_size_fill(const struct slab_ladder *l, uint32_t cls, uint32_t key_len,
-                        uint32_t flags, uint64_t *value_len);
-bool workload_size_over(const struct slab_ladder *l, uint32_t cls, uint32_t key_len,
-                        uint32_t flags, uint64_t *value_len);
+bool workload_size_fill(const struct slab_ladder *l, uint32_t cls, uint32_t key_len, uint32_t flags,
+                        uint64_t *value_len);
+bool workload_size_over(const struct slab_ladder *l, uint32_t cls, uint32_t key_len, uint32_t flags,
+                        uint64_t *value_len);
 
 /* Adds one op's canonical line "<cmd> <key> <value_len> <flags> <ttl>
  * <noreply 0|1>\n" to a fingerprint. */

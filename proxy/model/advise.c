@@ -53,7 +53,7 @@ void advise_hist_sort(struct advise_hist *h)
     if (!p)
         return;
     for (size_t i = 0; i < h->n; i++)
-        p[i] = (struct pair){h->ntotal[i], h->count[i]};
+        p[i] = (struct pair){ h->ntotal[i], h->count[i] };
     qsort(p, h->n, sizeof *p, pair_cmp);
     size_t m = 0;
     for (size_t i = 0; i < h->n; i++) {
@@ -91,8 +91,9 @@ static uint64_t item_allocated(const struct slab_ladder *l, uint64_t ntotal, uin
     uint64_t bytes = (uint64_t)l->slab_chunk_max * full;
     if (rest)
         bytes += l->cls[slab_ladder_class_for(l, rest + SLAB_MODEL_CHUNK_HEADER)].chunk_size;
-    bytes += l->cls[slab_ladder_class_for(l, SLAB_MODEL_ITEM_HEADER + SLAB_MODEL_CHUNK_HEADER +
-                                                 keypart)].chunk_size;
+    bytes +=
+        l->cls[slab_ladder_class_for(l, SLAB_MODEL_ITEM_HEADER + SLAB_MODEL_CHUNK_HEADER + keypart)]
+            .chunk_size;
     *cls = l->n_classes;
     return bytes;
 }
@@ -100,7 +101,7 @@ static uint64_t item_allocated(const struct slab_ladder *l, uint64_t ntotal, uin
 void advise_evaluate(const struct slab_ladder *l, const struct advise_hist *h,
                      struct advise_eval *out)
 {
-    bool used[SLAB_MODEL_MAX_CLASSES + 1] = {false};
+    bool used[SLAB_MODEL_MAX_CLASSES + 1] = { false };
     memset(out, 0, sizeof *out);
     out->classes_in_ladder = l->n_classes;
     for (size_t i = 0; i < h->n; i++) {
@@ -165,9 +166,9 @@ int advise_search_factor(const struct slab_settings *base, const struct advise_h
 /* --- fitted ladder ----------------------------------------------------------- */
 
 struct bucket {
-    uint64_t top;     /* chunk size if this bucket ends a class (8-aligned) */
-    uint64_t count;   /* items */
-    uint64_t bytes;   /* sum of their ntotal */
+    uint64_t top;   /* chunk size if this bucket ends a class (8-aligned) */
+    uint64_t count; /* items */
+    uint64_t bytes; /* sum of their ntotal */
 };
 
 static uint64_t align8(uint64_t v)
@@ -190,7 +191,7 @@ static size_t fit_buckets(const struct advise_hist *h, uint64_t max_size, uint64
             b[m - 1].count += h->count[i];
             b[m - 1].bytes += h->ntotal[i] * h->count[i];
         } else if (m < h->n) {
-            b[m++] = (struct bucket){top, h->count[i], h->ntotal[i] * h->count[i]};
+            b[m++] = (struct bucket){ top, h->count[i], h->ntotal[i] * h->count[i] };
         }
         total += h->count[i];
     }
@@ -366,7 +367,7 @@ size_t advise_cliffs(const struct slab_ladder *l, const struct advise_hist *h,
     size_t n = 0;
     for (uint32_t c = 1; c <= l->n_classes && n < max; c++) {
         uint64_t lo = c > 1 ? l->cls[c - 1].chunk_size + 1 : 1, hi = l->cls[c].chunk_size;
-        struct advise_cliff cl = {c, l->cls[c].chunk_size, 0, 0, lo, hi, 0};
+        struct advise_cliff cl = { c, l->cls[c].chunk_size, 0, 0, lo, hi, 0 };
         for (size_t i = 0; i < h->n; i++) {
             if (h->ntotal[i] < lo || h->ntotal[i] > hi)
                 continue;

@@ -28,14 +28,14 @@ void advise_hist_sort(struct advise_hist *h);
 
 struct advise_eval {
     uint64_t items;
-    uint64_t requested;      /* sum of ntotal */
-    uint64_t allocated;      /* sum of the chunk sizes the items occupy */
-    uint64_t waste;          /* allocated - requested */
+    uint64_t requested; /* sum of ntotal */
+    uint64_t allocated; /* sum of the chunk sizes the items occupy */
+    uint64_t waste;     /* allocated - requested */
     double waste_pct;
     uint32_t classes_in_ladder;
     uint32_t classes_used;
-    uint64_t chunked_items;  /* larger than slab_chunk_max: header + chunks */
-    uint64_t refused_items;  /* larger than -I */
+    uint64_t chunked_items; /* larger than slab_chunk_max: header + chunks */
+    uint64_t refused_items; /* larger than -I */
 };
 
 /* Waste of the histogram's items under ladder l (chunked items count their
@@ -63,8 +63,8 @@ int advise_fit_sizes(const struct slab_settings *base, const struct advise_hist 
 struct advise_cliff {
     uint32_t class_id;
     uint32_t chunk_size;
-    uint64_t min_item, max_item;   /* the item sizes that land in it */
-    uint64_t lo, hi;               /* the whole range of sizes that would */
+    uint64_t min_item, max_item; /* the item sizes that land in it */
+    uint64_t lo, hi;             /* the whole range of sizes that would */
     uint64_t items;
 };
 

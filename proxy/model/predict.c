@@ -49,7 +49,7 @@ static struct live_item *live_find(struct live_map *m, uint64_t hash, bool creat
     }
     if (!create)
         return NULL;
-    m->slots[i] = (struct live_item){.hash = hash, .used = false};
+    m->slots[i] = (struct live_item){ .hash = hash, .used = false };
     return &m->slots[i];
 }
 
@@ -156,7 +156,8 @@ static void apply_row(struct prediction *r, struct live_map *m, const char *cmd,
                                                   (uint64_t)value_len) > r->ladder.slab_chunk_max))
         r->untracked++;
     slab_counters_add(&r->predicted, &r->ladder, &nl); /* new before old, as memcached */
-    if (old && slab_item_layout(&r->ladder, old->key_len, old->flags, old->value_len, &ol) == SLAB_OK)
+    if (old &&
+        slab_item_layout(&r->ladder, old->key_len, old->flags, old->value_len, &ol) == SLAB_OK)
         slab_counters_remove(&r->predicted, &r->ladder, &ol);
     if (!old) {
         old = live_find(m, hash, true);
@@ -205,8 +206,8 @@ void predict_print(const struct prediction *r, FILE *out)
             (long long)r->run_id, r->run_name, r->version[0] ? r->version : "?",
             r->settings.chunk_size_min, r->settings.growth_factor, r->settings.item_size_max,
             r->settings.slab_chunk_max, r->settings.use_cas ? "on" : "off");
-    fprintf(out, "%5s %9s | %12s %12s | %14s %14s | %6s %6s | %s\n", "class", "chunk",
-            "used pred", "used obs", "requested pred", "requested obs", "pages", "obs", "");
+    fprintf(out, "%5s %9s | %12s %12s | %14s %14s | %6s %6s | %s\n", "class", "chunk", "used pred",
+            "used obs", "requested pred", "requested obs", "pages", "obs", "");
     for (uint32_t c = 1; c <= r->ladder.n_classes; c++) {
         const struct slab_class_counters *p = &r->predicted.cls[c];
         const struct predict_observed *o = &r->observed[c];
@@ -218,8 +219,9 @@ void predict_print(const struct prediction *r, FILE *out)
                 (long long)o->mem_requested, (unsigned long long)p->total_pages,
                 (long long)o->total_pages, class_matches(r, c) ? "=" : "DIFFERS");
     }
-    fprintf(out, "writes: %llu rows, %llu applied (%llu assumed stored: noreply/quiet), %llu failed, "
-                 "%llu deletes, %llu live items\n",
+    fprintf(out,
+            "writes: %llu rows, %llu applied (%llu assumed stored: noreply/quiet), %llu failed, "
+            "%llu deletes, %llu live items\n",
             (unsigned long long)r->rows, (unsigned long long)r->applied,
             (unsigned long long)r->assumed, (unsigned long long)r->failed,
             (unsigned long long)r->deletes, (unsigned long long)r->live_items);
@@ -227,14 +229,16 @@ void predict_print(const struct prediction *r, FILE *out)
     if (!r->have_sample) {
         fprintf(out, "verdict: NO SAMPLE -- the run has no stats sample to compare with\n");
     } else if (!r->exact_expected) {
-        fprintf(out, "verdict: NOT COMPARABLE EXACTLY -- evictions %lld, slabs moved %lld, "
-                     "reclaimed/expired %lld, writes with TTL %llu, incr/decr or chunked appends %llu, "
-                     "rows dropped %lld, "
-                     "items memcached held that the run did not write %lld, items the run left "
-                     "that memcached did not hold %lld; %d classes differ\n",
+        fprintf(out,
+                "verdict: NOT COMPARABLE EXACTLY -- evictions %lld, slabs moved %lld, "
+                "reclaimed/expired %lld, writes with TTL %llu, incr/decr or chunked appends %llu, "
+                "rows dropped %lld, "
+                "items memcached held that the run did not write %lld, items the run left "
+                "that memcached did not hold %lld; %d classes differ\n",
                 (long long)r->evictions, (long long)r->slabs_moved, (long long)r->reclaimed,
                 (unsigned long long)r->ttl_writes, (unsigned long long)r->untracked,
-                (long long)r->rows_dropped, (long long)(r->foreign_items > 0 ? r->foreign_items : 0),
+                (long long)r->rows_dropped,
+                (long long)(r->foreign_items > 0 ? r->foreign_items : 0),
                 (long long)(r->foreign_items < 0 ? -r->foreign_items : 0), diff);
     } else if (diff == 0) {
         fprintf(out, "verdict: EXACT -- every class matches memcached's own counters\n");
@@ -243,8 +247,8 @@ void predict_print(const struct prediction *r, FILE *out)
     }
 }
 
-int predict_begin(struct prediction *r, int64_t run_id, const struct slab_settings *s,
-                  char *err, size_t errlen)
+int predict_begin(struct prediction *r, int64_t run_id, const struct slab_settings *s, char *err,
+                  size_t errlen)
 {
     memset(r, 0, sizeof *r);
     advise_hist_init(&r->live);
@@ -283,9 +287,10 @@ int predict_end(struct prediction *r)
         if (!m->slots[i].used)
             continue;
         r->live_items++;
-        if (advise_hist_add(&r->live, slab_item_ntotal(r->ladder.use_cas, m->slots[i].key_len,
-                                                       m->slots[i].flags,
-                                                       m->slots[i].value_len), 1))
+        if (advise_hist_add(&r->live,
+                            slab_item_ntotal(r->ladder.use_cas, m->slots[i].key_len,
+                                             m->slots[i].flags, m->slots[i].value_len),
+                            1))
             return -1;
     }
     advise_hist_sort(&r->live);

@@ -10,8 +10,8 @@
 #define SLABTAP_MODEL_PREDICT_H
 
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "model/advise.h"
 #include "model/slab_model.h"
@@ -38,20 +38,20 @@ struct prediction {
     uint64_t ttl_writes;
     int64_t observed_curr_items; /* curr_items of the last sample */
     bool exact_expected;
-    struct advise_hist live;   /* ntotal of the items left at the end */
-    struct live_map *keys;     /* live items by key hash, while rows are applied */
+    struct advise_hist live; /* ntotal of the items left at the end */
+    struct live_map *keys;   /* live items by key hash, while rows are applied */
 };
 
 /* One recorded write, delete, touch or incr/decr as predict needs it. */
 struct predict_write {
-    const char *cmd;           /* "set", "ms", "delete", ... */
-    char ms_mode;              /* ms M<mode>, 0: none */
+    const char *cmd; /* "set", "ms", "delete", ... */
+    char ms_mode;    /* ms M<mode>, 0: none */
     uint64_t key_hash;
     uint32_t key_len;
-    int64_t value_len;         /* -1: none (incr, touch, delete) */
+    int64_t value_len; /* -1: none (incr, touch, delete) */
     uint32_t flags;
-    const char *answer;        /* memcached's answer, "noreply"/"quiet" when none */
-    bool has_ttl;              /* exptime != 0 */
+    const char *answer; /* memcached's answer, "noreply"/"quiet" when none */
+    bool has_ttl;       /* exptime != 0 */
 };
 
 struct live_map;
@@ -61,8 +61,8 @@ struct live_map;
  * sample's global counters set in r: evictions, slabs_moved, reclaimed,
  * observed_curr_items, rows_dropped), then predict_end. Any order of
  * predict_observe relative to the rows. 0, or -1 with a message in err. */
-int predict_begin(struct prediction *r, int64_t run_id, const struct slab_settings *s,
-                  char *err, size_t errlen);
+int predict_begin(struct prediction *r, int64_t run_id, const struct slab_settings *s, char *err,
+                  size_t errlen);
 void predict_apply(struct prediction *r, const struct predict_write *w);
 void predict_observe(struct prediction *r, uint32_t class_id, const struct predict_observed *o);
 /* Sizes what is left and decides whether an exact match is to be expected.

@@ -33,8 +33,8 @@ const char *slab_status_str(enum slab_status st)
 
 /* snprintf into an optional caller buffer; returns st so call sites stay
  * one line. */
-static enum slab_status fail(enum slab_status st, char *err, size_t errlen, const char *fmt,
-                             ...) __attribute__((format(printf, 4, 5)));
+static enum slab_status fail(enum slab_status st, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 static enum slab_status fail(enum slab_status st, char *err, size_t errlen, const char *fmt, ...)
 {
@@ -65,11 +65,10 @@ void slab_settings_default(struct slab_settings *s)
 /* One converter for every reader of `stats settings` (the live server in
  * the proxy and the load generator, a recorded run in predict): strict on
  * the three fields that decide the ladder, tolerant of the optional ones. */
-enum slab_status slab_settings_from_stats(struct slab_settings *out,
-                                          slab_stat_lookup_fn lookup, void *ctx,
-                                          char *err, size_t errlen)
+enum slab_status slab_settings_from_stats(struct slab_settings *out, slab_stat_lookup_fn lookup,
+                                          void *ctx, char *err, size_t errlen)
 {
-    static const char *const required[] = {"growth_factor", "chunk_size", "item_size_max"};
+    static const char *const required[] = { "growth_factor", "chunk_size", "item_size_max" };
     double v[3];
     const char *text;
     char *end;
@@ -177,8 +176,8 @@ enum slab_status slab_parse_slab_sizes(const char *text, struct slab_settings *s
         size_t n = dash ? (size_t)(dash - p) : strlen(p);
         uint64_t v;
         if (parse_digits(p, n, &v) != SLAB_OK || v > UINT32_MAX)
-            return fail(SLAB_ERR_SYNTAX, err, errlen, "slab size '%.*s' is not a number",
-                        (int)n, p);
+            return fail(SLAB_ERR_SYNTAX, err, errlen, "slab size '%.*s' is not a number", (int)n,
+                        p);
         /* memcached.c _parse_slab_sizes: the 63rd size is refused. */
         if (count >= SLAB_MODEL_MAX_CUSTOM_SIZES)
             return fail(SLAB_ERR_SETTINGS, err, errlen, "too many slab classes specified");
@@ -213,8 +212,7 @@ static enum slab_status validate_basic(const struct slab_settings *s, char *err,
 }
 
 /* memcached.c main(): slab_chunk_max against -I and the page size. */
-static enum slab_status validate_chunk_max(const struct slab_settings *s, char *err,
-                                           size_t errlen)
+static enum slab_status validate_chunk_max(const struct slab_settings *s, char *err, size_t errlen)
 {
     uint32_t scm = s->slab_chunk_max, ism = s->item_size_max;
     /* memcached divides by it unchecked; we refuse instead of crashing */
@@ -222,23 +220,22 @@ static enum slab_status validate_chunk_max(const struct slab_settings *s, char *
         return fail(SLAB_ERR_SETTINGS, err, errlen, "slab_chunk_max must be greater than 0");
     if (scm > ism)
         return fail(SLAB_ERR_SETTINGS, err, errlen,
-                    "slab_chunk_max (bytes: %u) cannot be larger than -I (item_size_max %u)",
-                    scm, ism);
+                    "slab_chunk_max (bytes: %u) cannot be larger than -I (item_size_max %u)", scm,
+                    ism);
     if (ism % scm != 0)
         return fail(SLAB_ERR_SETTINGS, err, errlen,
                     "-I (item_size_max: %u) must be evenly divisible by slab_chunk_max (bytes: %u)",
                     ism, scm);
     if (s->slab_page_size % scm != 0)
         return fail(SLAB_ERR_SETTINGS, err, errlen,
-                    "slab_chunk_max (bytes: %u) must divide evenly into %u (slab_page_size)",
-                    scm, s->slab_page_size);
+                    "slab_chunk_max (bytes: %u) must divide evenly into %u (slab_page_size)", scm,
+                    s->slab_page_size);
     return SLAB_OK;
 }
 
 /* memcached.c _parse_slab_sizes: range and strictly-growing checks. Note
  * the lower bound is -n itself, not 48 + -n. */
-static enum slab_status validate_slab_sizes(const struct slab_settings *s, char *err,
-                                            size_t errlen)
+static enum slab_status validate_slab_sizes(const struct slab_settings *s, char *err, size_t errlen)
 {
     uint32_t last = 0;
     if (s->n_slab_sizes > SLAB_MODEL_MAX_CUSTOM_SIZES)
@@ -246,16 +243,15 @@ static enum slab_status validate_slab_sizes(const struct slab_settings *s, char 
     for (uint32_t i = 0; i < s->n_slab_sizes; i++) {
         uint32_t size = s->slab_sizes[i];
         if (size < s->chunk_size_min || size > s->slab_chunk_max)
-            return fail(SLAB_ERR_SETTINGS, err, errlen, "slab size %u is out of valid range",
-                        size);
+            return fail(SLAB_ERR_SETTINGS, err, errlen, "slab size %u is out of valid range", size);
         if (last >= size)
             return fail(SLAB_ERR_SETTINGS, err, errlen,
                         "slab size %u cannot be lower than or equal to a previous class size",
                         size);
         if (size <= last + SLAB_MODEL_CHUNK_ALIGN)
             return fail(SLAB_ERR_SETTINGS, err, errlen,
-                        "slab size %u must be at least %d bytes larger than previous class",
-                        size, SLAB_MODEL_CHUNK_ALIGN);
+                        "slab size %u must be at least %d bytes larger than previous class", size,
+                        SLAB_MODEL_CHUNK_ALIGN);
         last = size;
     }
     return SLAB_OK;
@@ -510,8 +506,7 @@ enum slab_status slab_counters_remove(struct slab_counters *c, const struct slab
     return SLAB_OK;
 }
 
-size_t slab_settings_flags(const struct slab_settings *s, uint64_t mem_mb, char *out,
-                           size_t len)
+size_t slab_settings_flags(const struct slab_settings *s, uint64_t mem_mb, char *out, size_t len)
 {
     struct slab_settings d;
     size_t n = 0;

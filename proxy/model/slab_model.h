@@ -44,29 +44,29 @@
 
 enum slab_status {
     SLAB_OK = 0,
-    SLAB_ERR_ARG,        /* NULL pointer, or a number out of its C range */
-    SLAB_ERR_SYNTAX,     /* a size or list that is not a number */
-    SLAB_ERR_SETTINGS,   /* memcached would refuse to start (exit 64) */
-    SLAB_ERR_TOO_LARGE,  /* memcached answers SERVER_ERROR object too large */
-    SLAB_ERR_UNDERFLOW,  /* removing an item that was never added */
-    SLAB_ERR_SPACE       /* output buffer too small */
+    SLAB_ERR_ARG,       /* NULL pointer, or a number out of its C range */
+    SLAB_ERR_SYNTAX,    /* a size or list that is not a number */
+    SLAB_ERR_SETTINGS,  /* memcached would refuse to start (exit 64) */
+    SLAB_ERR_TOO_LARGE, /* memcached answers SERVER_ERROR object too large */
+    SLAB_ERR_UNDERFLOW, /* removing an item that was never added */
+    SLAB_ERR_SPACE      /* output buffer too small */
 };
 
 const char *slab_status_str(enum slab_status st);
 
 /* memcached's settings that decide the ladder and item sizes. */
 struct slab_settings {
-    uint32_t chunk_size_min;   /* -n: item space beyond the 48-byte header (48) */
-    double growth_factor;      /* -f (1.25) */
-    uint32_t item_size_max;    /* -I (1 MiB) */
-    uint64_t mem_limit;        /* -m in bytes (64 MiB); only -I is checked against it */
+    uint32_t chunk_size_min; /* -n: item space beyond the 48-byte header (48) */
+    double growth_factor;    /* -f (1.25) */
+    uint32_t item_size_max;  /* -I (1 MiB) */
+    uint64_t mem_limit;      /* -m in bytes (64 MiB); only -I is checked against it */
     /* 1 MiB, fixed: 1.6.18 never changes slab_page_size (not even for
      * -I > 1m; there it only resets slab_chunk_max to page/2). */
     uint32_t slab_page_size;
-    uint32_t slab_chunk_max;   /* -o slab_chunk_max, BYTES on 1.6.18 (page/2) */
-    bool use_cas;              /* -C turns it off */
+    uint32_t slab_chunk_max; /* -o slab_chunk_max, BYTES on 1.6.18 (page/2) */
+    bool use_cas;            /* -C turns it off */
     uint32_t slab_sizes[SLAB_MODEL_MAX_CUSTOM_SIZES]; /* -o slab_sizes=A-B-C */
-    uint32_t n_slab_sizes;     /* 0: use the growth factor */
+    uint32_t n_slab_sizes;                            /* 0: use the growth factor */
 };
 
 /* Fill *s with memcached 1.6.18's defaults. */
@@ -83,9 +83,8 @@ typedef const char *(*slab_stat_lookup_fn)(void *ctx, const char *name);
  * converter: the proxy, the load generator and predict all use it.
  * SLAB_ERR_SETTINGS with a message when a required field is missing or not
  * a positive number. (slab_sizes is not reported by memcached.) */
-enum slab_status slab_settings_from_stats(struct slab_settings *out,
-                                          slab_stat_lookup_fn lookup, void *ctx,
-                                          char *err, size_t errlen);
+enum slab_status slab_settings_from_stats(struct slab_settings *out, slab_stat_lookup_fn lookup,
+                                          void *ctx, char *err, size_t errlen);
 
 /* memcached's flag for s's custom ladder, "-o slab_sizes=A-B-C", into out
  * (NUL terminated, cut at len); "" when s has none. Returns the length. */
@@ -95,8 +94,7 @@ size_t slab_sizes_flag(const struct slab_settings *s, char *out, size_t len);
  * "-m MEM_MB" then "-o slab_sizes=..." or "-n N -f F", and -I,
  * -o slab_chunk_max (bytes, as 1.6.18 takes it) and -C where they differ
  * from the defaults. Returns the length (like snprintf). */
-size_t slab_settings_flags(const struct slab_settings *s, uint64_t mem_mb, char *out,
-                           size_t len);
+size_t slab_settings_flags(const struct slab_settings *s, uint64_t mem_mb, char *out, size_t len);
 
 /* Parse -I's argument the way memcached does: a number with an optional
  * k/K/m/M suffix. Stricter than memcached's atoi: "1.5m" or "12x" are
@@ -107,22 +105,21 @@ enum slab_status slab_parse_size(const char *text, uint32_t *out);
  * -n and slab_chunk_max, which may come later on the command line; see
  * slab_settings_validate). More than 62 sizes is SLAB_ERR_SETTINGS, as in
  * memcached ("too many slab classes specified"). */
-enum slab_status slab_parse_slab_sizes(const char *text, struct slab_settings *s,
-                                       char *err, size_t errlen);
+enum slab_status slab_parse_slab_sizes(const char *text, struct slab_settings *s, char *err,
+                                       size_t errlen);
 
 /* The checks memcached.c makes before slabs_init, in its order and with
  * its messages (written into err when not NULL). */
-enum slab_status slab_settings_validate(const struct slab_settings *s, char *err,
-                                        size_t errlen);
+enum slab_status slab_settings_validate(const struct slab_settings *s, char *err, size_t errlen);
 
 struct slab_class {
     uint32_t chunk_size;
-    uint32_t perslab;          /* chunks per page */
+    uint32_t perslab; /* chunks per page */
 };
 
 struct slab_ladder {
     struct slab_class cls[SLAB_MODEL_MAX_CLASSES + 1]; /* [1..n_classes]; [0] unused */
-    uint32_t n_classes;        /* memcached's power_largest */
+    uint32_t n_classes;                                /* memcached's power_largest */
     uint32_t item_size_max;
     uint32_t slab_chunk_max;
     uint32_t slab_page_size;
@@ -141,8 +138,7 @@ uint32_t slab_ladder_class_for(const struct slab_ladder *l, uint64_t size);
 /* One `memcached -vv` line for class id, with its trailing newline, e.g.
  * "slab class   1: chunk size        96 perslab   10922\n". Returns the
  * length like snprintf, or -1 for a bad id. */
-int slab_ladder_format_line(const struct slab_ladder *l, uint32_t id, char *buf,
-                            size_t len);
+int slab_ladder_format_line(const struct slab_ladder *l, uint32_t id, char *buf, size_t len);
 
 /* All n_classes lines. Returns the length the whole text needs (excluding
  * the NUL, like snprintf); the text is complete only if that is < len. */
@@ -150,8 +146,7 @@ size_t slab_ladder_format(const struct slab_ladder *l, char *buf, size_t len);
 
 /* items.c item_make_header + do_item_alloc: the bytes an item asks for.
  * value_len excludes the \r\n that memcached stores with the value. */
-uint64_t slab_item_ntotal(bool use_cas, uint32_t key_len, uint32_t flags,
-                          uint64_t value_len);
+uint64_t slab_item_ntotal(bool use_cas, uint32_t key_len, uint32_t flags, uint64_t value_len);
 
 /* Where one stored item lives.
  *   lru_class: the class whose `stats items` counts it (number,
@@ -177,9 +172,8 @@ struct slab_item_layout {
 
 /* SLAB_ERR_TOO_LARGE when memcached refuses the set (ntotal > -I);
  * SLAB_ERR_ARG for a key over 250 bytes (memcached never stores one). */
-enum slab_status slab_item_layout(const struct slab_ladder *l, uint32_t key_len,
-                                  uint32_t flags, uint64_t value_len,
-                                  struct slab_item_layout *out);
+enum slab_status slab_item_layout(const struct slab_ladder *l, uint32_t key_len, uint32_t flags,
+                                  uint64_t value_len, struct slab_item_layout *out);
 
 /* Predicted counters for one class, named like memcached's stats. */
 struct slab_class_counters {

@@ -88,16 +88,16 @@ static bool tok_is(const struct token *t, const char *word)
  * but may hold \t \v \f \r, which strto* skip in front and memcached
  * accepts behind ("1\t9" reads as 1). Any number of leading zeros is fine. */
 struct num_scan {
-    bool ok;        /* a conversion, and only isspace after it */
+    bool ok; /* a conversion, and only isspace after it */
     bool neg;
-    bool range;     /* magnitude above UINT64_MAX */
+    bool range; /* magnitude above UINT64_MAX */
     uint64_t mag;
     bool has_minus; /* memcached's strchr(str, '-') over the whole token */
 };
 
 static struct num_scan scan_num(const struct token *t, size_t skip)
 {
-    struct num_scan n = {false, false, false, 0, false};
+    struct num_scan n = { false, false, false, 0, false };
     if (!t->s || t->len < skip)
         return n;
     const char *s = t->s + skip, *end = t->s + t->len;
@@ -165,8 +165,8 @@ static bool safe_i32(const struct token *t, size_t skip, int32_t *out)
 
 static bool base64_char(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '+' || c == '/' || c == '=';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+           c == '/' || c == '=';
 }
 
 /* Decoded length of a base64 key, 0 when memcached's decoder fails. Like
@@ -269,7 +269,7 @@ static void parse_get(struct mc_request *r, const struct token *tok, size_t ntok
         set_key(r, &tok[first]);
     r->nkeys = ntokens - 1 > first ? (uint32_t)(ntokens - 1 - first) : 0;
     /* keys past the tokenizer's window: count the remaining words */
-    for (const char *s = rest; s && s < end; ) {
+    for (const char *s = rest; s && s < end;) {
         while (s < end && *s == ' ')
             s++;
         if (s == end)
@@ -319,7 +319,7 @@ static void noreply_maybe(struct mc_request *r, const struct token *tok, size_t 
 static void parse_watch(struct mc_request *r, const struct token *tok, size_t ntokens)
 {
     static const char *const names[] = {
-        "rawcmds", "evictions", "fetchers", "mutations", "sysevents",
+        "rawcmds",    "evictions", "fetchers",    "mutations", "sysevents",
         "connevents", "proxyreqs", "proxyevents", "proxyuser",
     };
     r->cmd = MC_CMD_WATCH;
@@ -339,7 +339,7 @@ static void parse_watch(struct mc_request *r, const struct token *tok, size_t nt
 
 /* --- meta commands ------------------------------------------------------- */
 
-#define META_MAX_TOKENS 20      /* memcached's MFLAG_MAX_OPT_LENGTH */
+#define META_MAX_TOKENS 20       /* memcached's MFLAG_MAX_OPT_LENGTH */
 #define META_OPAQUE_TOKEN_MAX 32 /* MFLAG_MAX_OPAQUE_LENGTH, the 'O' included */
 
 /* memcached's _meta_flag_preparse, plus the O length check each meta
@@ -347,7 +347,7 @@ static void parse_watch(struct mc_request *r, const struct token *tok, size_t nt
  * the M flag's character (0 when absent). */
 static bool meta_flags(struct mc_request *r, const struct token *tok, size_t start, char *mode)
 {
-    bool seen[128] = {false};
+    bool seen[128] = { false };
     bool ok = true;
     *mode = 0;
     for (size_t i = start; tok[i].len; i++) {
@@ -365,7 +365,9 @@ static bool meta_flags(struct mc_request *r, const struct token *tok, size_t sta
             if (r->key_len == 0)
                 ok = false;
             break;
-        case 'N': case 'T': case 'R':
+        case 'N':
+        case 'T':
+        case 'R':
             if (!safe_i32(&tok[i], 1, &i32))
                 ok = false;
             else if (o == 'T')
@@ -379,7 +381,9 @@ static bool meta_flags(struct mc_request *r, const struct token *tok, size_t sta
             else
                 r->flags = u32;
             break;
-        case 'C': case 'J': case 'D':
+        case 'C':
+        case 'J':
+        case 'D':
             if (!safe_u64(&tok[i], 1, &u64))
                 ok = false;
             break;
@@ -403,11 +407,18 @@ static bool meta_flags(struct mc_request *r, const struct token *tok, size_t sta
             break;
         case 'k': r->want_key = true; break;
         case 'q': r->noreply = true; break;
-        case 'l': case 'P': case 'L': case 's': case 't': case 'c': case 'f':
-        case 'v': case 'h': case 'u': case 'I':
-            break;
-        default:
-            return false;
+        case 'l':
+        case 'P':
+        case 'L':
+        case 's':
+        case 't':
+        case 'c':
+        case 'f':
+        case 'v':
+        case 'h':
+        case 'u':
+        case 'I': break;
+        default: return false;
         }
     }
     return ok;
@@ -417,7 +428,10 @@ static void parse_meta(struct mc_request *r, const struct token *tok, size_t nto
 {
     switch (which) {
     case 'g': r->cmd = MC_CMD_MG; break;
-    case 's': r->cmd = MC_CMD_MS; r->is_write = true; break;
+    case 's':
+        r->cmd = MC_CMD_MS;
+        r->is_write = true;
+        break;
     case 'd': r->cmd = MC_CMD_MD; break;
     case 'a': r->cmd = MC_CMD_MA; break;
     case 'n': r->cmd = MC_CMD_MN; return;
@@ -485,8 +499,8 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
     const struct token *c = &tok[0];
     if (c->s[0] == 'm' && c->len == 2) {
         parse_meta(r, tok, ntokens, c->s[1]);
-    } else if (tok_is(c, "get") || tok_is(c, "bget") || tok_is(c, "gets") ||
-               tok_is(c, "gat") || tok_is(c, "gats")) {
+    } else if (tok_is(c, "get") || tok_is(c, "bget") || tok_is(c, "gets") || tok_is(c, "gat") ||
+               tok_is(c, "gats")) {
         if (ntokens < 3)
             return;
         if (tok_is(c, "gets"))
@@ -499,9 +513,11 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
             parse_get(r, tok, ntokens, rest, line + len, MC_CMD_GET, false);
     } else if (tok_is(c, "set") || tok_is(c, "add") || tok_is(c, "replace") ||
                tok_is(c, "append") || tok_is(c, "prepend")) {
-        r->cmd = tok_is(c, "set") ? MC_CMD_SET : tok_is(c, "add") ? MC_CMD_ADD
-               : tok_is(c, "replace") ? MC_CMD_REPLACE
-               : tok_is(c, "append") ? MC_CMD_APPEND : MC_CMD_PREPEND;
+        r->cmd = tok_is(c, "set")       ? MC_CMD_SET
+                 : tok_is(c, "add")     ? MC_CMD_ADD
+                 : tok_is(c, "replace") ? MC_CMD_REPLACE
+                 : tok_is(c, "append")  ? MC_CMD_APPEND
+                                        : MC_CMD_PREPEND;
         if (want_tokens(ntokens, 6, 7))
             parse_update(r, tok, ntokens, false);
     } else if (tok_is(c, "cas")) {
@@ -669,8 +685,8 @@ static enum mc_result req_complete(struct mc_req_parser *p, struct mc_request *o
     *out = p->req;
     out->bytes = p->bytes;
     p->bytes = 0;
-    p->state = (out->reply == MC_REPLY_CLOSE || out->reply == MC_REPLY_STREAM)
-                   ? MC_REQ_CLOSED : MC_REQ_LINE;
+    p->state = (out->reply == MC_REPLY_CLOSE || out->reply == MC_REPLY_STREAM) ? MC_REQ_CLOSED
+                                                                               : MC_REQ_LINE;
     return MC_OK;
 }
 
@@ -685,8 +701,8 @@ static void data_tail_push(struct mc_req_parser *p, const char *s, size_t n)
     }
 }
 
-enum mc_result mc_req_parse(struct mc_req_parser *p, const char *buf, size_t len,
-                            size_t *used, struct mc_request *out)
+enum mc_result mc_req_parse(struct mc_req_parser *p, const char *buf, size_t len, size_t *used,
+                            struct mc_request *out)
 {
     size_t pos = 0;
     enum mc_result res = MC_NEED_MORE;
@@ -836,8 +852,8 @@ static void resp_line_done(struct mc_resp_parser *p, struct mc_line *l)
     p->truncated = false;
 }
 
-enum mc_result mc_resp_parse(struct mc_resp_parser *p, const char *buf, size_t len,
-                             size_t *used, struct mc_line *out)
+enum mc_result mc_resp_parse(struct mc_resp_parser *p, const char *buf, size_t len, size_t *used,
+                             struct mc_line *out)
 {
     size_t pos = 0;
     enum mc_result res = MC_NEED_MORE;
@@ -846,7 +862,8 @@ enum mc_result mc_resp_parse(struct mc_resp_parser *p, const char *buf, size_t l
         if (p->state == MC_RESP_DATA) {
             size_t n = len - pos < p->data_left ? len - pos : p->data_left;
             /* the last two bytes of the block must be \r\n */
-            if ((p->data_left >= 2 && p->data_left - 2 < n && buf[pos + p->data_left - 2] != '\r') ||
+            if ((p->data_left >= 2 && p->data_left - 2 < n &&
+                 buf[pos + p->data_left - 2] != '\r') ||
                 (p->data_left - 1 < n && buf[pos + p->data_left - 1] != '\n')) {
                 res = MC_ERROR;
                 goto out;

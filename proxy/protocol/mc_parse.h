@@ -22,7 +22,7 @@
 /* memcached refuses an O token longer than 32 bytes, the 'O' included
  * (MFLAG_MAX_OPAQUE_LENGTH): an opaque holds at most 31 bytes. */
 #define MC_OPAQUE_MAX 32
-#define MC_MAX_TOKENS 24  /* memcached's MAX_TOKENS, terminal token included */
+#define MC_MAX_TOKENS 24 /* memcached's MAX_TOKENS, terminal token included */
 
 enum mc_result {
     MC_OK,        /* one complete request / response line in *out */
@@ -32,6 +32,7 @@ enum mc_result {
                      is 0x80), which slabtap does not parse */
 };
 
+/* clang-format off */
 #define MC_CMDS(X) \
     X(NONE, "none") X(SET, "set") X(ADD, "add") X(REPLACE, "replace") \
     X(APPEND, "append") X(PREPEND, "prepend") X(CAS, "cas") X(GET, "get") \
@@ -41,24 +42,25 @@ enum mc_result {
     X(QUIT, "quit") X(MS, "ms") X(MG, "mg") X(MD, "md") X(MA, "ma") \
     X(MN, "mn") X(ME, "me") X(WATCH, "watch") X(OTHER, "other") \
     X(INVALID, "invalid")
+/* clang-format on */
 
 enum mc_cmd {
 #define MC_CMD_ENUM(id, name) MC_CMD_##id,
     MC_CMDS(MC_CMD_ENUM)
 #undef MC_CMD_ENUM
-    MC_CMD_COUNT
+        MC_CMD_COUNT
 };
 
 const char *mc_cmd_name(enum mc_cmd cmd);
 
 /* What memcached sends back for a request. */
 enum mc_reply {
-    MC_REPLY_LINE,    /* exactly one line (a VA line brings its data block) */
-    MC_REPLY_MULTI,   /* lines until END, or one error line */
-    MC_REPLY_SILENT,  /* noreply / meta q: nothing, unless an answer not
+    MC_REPLY_LINE,   /* exactly one line (a VA line brings its data block) */
+    MC_REPLY_MULTI,  /* lines until END, or one error line */
+    MC_REPLY_SILENT, /* noreply / meta q: nothing, unless an answer not
                          suppressed for it comes (see mc_reply_is_mine) */
-    MC_REPLY_CLOSE,   /* quit: memcached closes the connection */
-    MC_REPLY_STREAM   /* watch: memcached streams until the connection ends */
+    MC_REPLY_CLOSE,  /* quit: memcached closes the connection */
+    MC_REPLY_STREAM  /* watch: memcached streams until the connection ends */
 };
 
 struct mc_request {
@@ -74,28 +76,28 @@ struct mc_request {
     char ms_mode;        /* ms M<mode> flag, 0 when absent */
     uint8_t key_len_raw; /* key bytes as sent (base64 text when key_b64) */
     bool key_b64;
-    uint16_t key_len;    /* key length as memcached stores it (decoded) */
+    uint16_t key_len; /* key length as memcached stores it (decoded) */
     char key[MC_KEY_MAX + 1];
     uint8_t opaque_len;
     char opaque[MC_OPAQUE_MAX + 1]; /* meta O flag, without the 'O' */
-    bool has_opaque;     /* an O flag was sent (its value may be empty) */
-    bool want_key;       /* meta k flag: the answer echoes the key */
-    bool vivify;         /* meta N flag: mg/ma create the item on a miss */
+    bool has_opaque;                /* an O flag was sent (its value may be empty) */
+    bool want_key;                  /* meta k flag: the answer echoes the key */
+    bool vivify;                    /* meta N flag: mg/ma create the item on a miss */
     uint32_t flags;
-    int64_t exptime;     /* as memcached reads it (a 32-bit truncation of the
+    int64_t exptime;   /* as memcached reads it (a 32-bit truncation of the
                             number sent, like its safe_strtol); 0 when absent.
                             Also gat's and flush_all's delay. */
-    int64_t value_len;   /* data block without \r\n; -1 when none */
-    uint32_t nkeys;      /* keys in a get-family request (all of a long one) */
-    size_t bytes;        /* bytes of the request on the wire */
+    int64_t value_len; /* data block without \r\n; -1 when none */
+    uint32_t nkeys;    /* keys in a get-family request (all of a long one) */
+    size_t bytes;      /* bytes of the request on the wire */
 };
 
 enum mc_req_state { MC_REQ_LINE, MC_REQ_DATA, MC_REQ_LONG_GET, MC_REQ_CLOSED };
 
 struct mc_req_parser {
     enum mc_req_state state;
-    bool started;          /* the connection's first byte has been seen */
-    char line_last;        /* last byte of the line so far */
+    bool started;   /* the connection's first byte has been seen */
+    char line_last; /* last byte of the line so far */
     size_t line_len;
     size_t data_left;      /* bytes of the data block still to come */
     char data_tail[2];     /* last two bytes of the data block seen so far */
@@ -103,9 +105,9 @@ struct mc_req_parser {
     struct mc_request req; /* the request whose data block is being skipped */
     /* words past the MC_LINE_MAX bytes kept of a long line (a multiget) */
     uint32_t ov_words;
-    uint8_t ov_word_len;   /* bytes of the current word, counted up to 2 */
+    uint8_t ov_word_len; /* bytes of the current word, counted up to 2 */
     bool ov_in_word;
-    bool ov_nul;           /* the line ended at a NUL byte, as memcached reads it */
+    bool ov_nul; /* the line ended at a NUL byte, as memcached reads it */
     char line[MC_LINE_MAX + 1];
 };
 
@@ -113,13 +115,14 @@ void mc_req_init(struct mc_req_parser *p);
 /* Consumes bytes from buf until one request completes (MC_OK, *used says
  * how many bytes), the buffer ends (MC_NEED_MORE, all consumed) or the
  * stream is one memcached would close (MC_ERROR). */
-enum mc_result mc_req_parse(struct mc_req_parser *p, const char *buf, size_t len,
-                            size_t *used, struct mc_request *out);
+enum mc_result mc_req_parse(struct mc_req_parser *p, const char *buf, size_t len, size_t *used,
+                            struct mc_request *out);
 /* True when the parser sits between two requests. */
 bool mc_req_at_boundary(const struct mc_req_parser *p);
 
 /* --- responses ---------------------------------------------------------- */
 
+/* clang-format off */
 #define MC_CODES(X) \
     X(UNKNOWN, "UNKNOWN") X(STORED, "STORED") X(NOT_STORED, "NOT_STORED") \
     X(EXISTS, "EXISTS") X(NOT_FOUND, "NOT_FOUND") X(DELETED, "DELETED") \
@@ -128,23 +131,24 @@ bool mc_req_at_boundary(const struct mc_req_parser *p);
     X(SERVER_ERROR, "SERVER_ERROR") X(NUMBER, "NUMBER") X(VERSION, "VERSION") \
     X(RESET, "RESET") X(HD, "HD") X(VA, "VA") X(EN, "EN") X(NF, "NF") \
     X(NS, "NS") X(EX, "EX") X(MN, "MN") X(ME, "ME")
+/* clang-format on */
 
 enum mc_code {
 #define MC_CODE_ENUM(id, name) MC_CODE_##id,
     MC_CODES(MC_CODE_ENUM)
 #undef MC_CODE_ENUM
-    MC_CODE_COUNT
+        MC_CODE_COUNT
 };
 
 const char *mc_code_name(enum mc_code code);
 
 struct mc_line {
     enum mc_code code;
-    const char *text;    /* the line without \r\n, in the parser's buffer */
-    size_t len;          /* bytes kept (at most MC_LINE_MAX) */
-    bool truncated;      /* the line was longer than MC_LINE_MAX */
-    int64_t data_len;    /* VALUE / VA: data block length, else -1 */
-    size_t bytes;        /* bytes on the wire: line, \r\n and data block */
+    const char *text; /* the line without \r\n, in the parser's buffer */
+    size_t len;       /* bytes kept (at most MC_LINE_MAX) */
+    bool truncated;   /* the line was longer than MC_LINE_MAX */
+    int64_t data_len; /* VALUE / VA: data block length, else -1 */
+    size_t bytes;     /* bytes on the wire: line, \r\n and data block */
 };
 
 enum mc_resp_state { MC_RESP_LINE, MC_RESP_DATA };
@@ -152,7 +156,7 @@ enum mc_resp_state { MC_RESP_LINE, MC_RESP_DATA };
 struct mc_resp_parser {
     enum mc_resp_state state;
     size_t line_len;
-    size_t wire_len;     /* bytes of the current line on the wire */
+    size_t wire_len; /* bytes of the current line on the wire */
     bool truncated;
     size_t data_left;
     struct mc_line pending; /* a VALUE/VA line waiting for its data block */
@@ -163,8 +167,8 @@ void mc_resp_init(struct mc_resp_parser *p);
 /* Returns MC_OK with one complete line (and its data block, skipped) in
  * *out, MC_NEED_MORE when buf ended first, MC_ERROR when a data block does
  * not end in \r\n (an upstream memcached never sends that). */
-enum mc_result mc_resp_parse(struct mc_resp_parser *p, const char *buf, size_t len,
-                             size_t *used, struct mc_line *out);
+enum mc_result mc_resp_parse(struct mc_resp_parser *p, const char *buf, size_t len, size_t *used,
+                             struct mc_line *out);
 bool mc_resp_at_boundary(const struct mc_resp_parser *p);
 
 /* Is line (the first line of an answer) one that request r, whose answer

@@ -72,8 +72,7 @@ void pending_pop(struct pending *q)
 }
 
 struct pending_entry *pending_owner(struct pending *q, const struct mc_line *line,
-                                    void (*on_silent)(void *ud, struct pending_entry *e),
-                                    void *ud)
+                                    void (*on_silent)(void *ud, struct pending_entry *e), void *ud)
 {
     struct pending_entry *e;
     while ((e = pending_head(q)) != NULL) {

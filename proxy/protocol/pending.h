@@ -15,13 +15,13 @@
 
 struct pending_entry {
     struct mc_request req;
-    uint64_t seq;          /* 0 when the request is not recorded */
-    uint64_t t_sent;       /* uv_hrtime when its last byte was forwarded */
-    int64_t t_wall_ns;     /* unix time it was read */
-    bool barrier;          /* an "mn" slabtap injected: its MN is swallowed */
-    void *owner;           /* whom the answer goes to (the proxy's client);
+    uint64_t seq;      /* 0 when the request is not recorded */
+    uint64_t t_sent;   /* uv_hrtime when its last byte was forwarded */
+    int64_t t_wall_ns; /* unix time it was read */
+    bool barrier;      /* an "mn" slabtap injected: its MN is swallowed */
+    void *owner;       /* whom the answer goes to (the proxy's client);
                               NULL: nobody, the answer is read and dropped */
-    uint32_t conn_id;      /* the client's number, for its row */
+    uint32_t conn_id;  /* the client's number, for its row */
 };
 
 struct pending {
@@ -44,7 +44,6 @@ void pending_pop(struct pending *q);
  * returns the entry line answers -- NULL when none can (the answer is
  * unpaired). */
 struct pending_entry *pending_owner(struct pending *q, const struct mc_line *line,
-                                    void (*on_silent)(void *ud, struct pending_entry *e),
-                                    void *ud);
+                                    void (*on_silent)(void *ud, struct pending_entry *e), void *ud);
 
 #endif

@@ -16,7 +16,7 @@ static const char *const stats_parse_error_text[STATS_PARSE_E_COUNT] = {
 const char *stats_parse_error_str(enum stats_parse_error e)
 {
     return (unsigned)e < STATS_PARSE_E_COUNT ? stats_parse_error_text[e]
-                                              : "unknown stats_parse error";
+                                             : "unknown stats_parse error";
 }
 
 /* ---- line level ---------------------------------------------------- */
@@ -107,9 +107,9 @@ static bool parse_error_line(struct stats_parser *p, struct stats_parse_event *e
         const char *word;
         enum stats_error_reply kind;
     } words[] = {
-        {"ERROR", STATS_REPLY_ERROR},
-        {"CLIENT_ERROR", STATS_REPLY_CLIENT_ERROR},
-        {"SERVER_ERROR", STATS_REPLY_SERVER_ERROR},
+        { "ERROR", STATS_REPLY_ERROR },
+        { "CLIENT_ERROR", STATS_REPLY_CLIENT_ERROR },
+        { "SERVER_ERROR", STATS_REPLY_SERVER_ERROR },
     };
     bool found = false;
 
@@ -195,7 +195,7 @@ enum stats_parse_result stats_parse_next(struct stats_parser *p, const char *buf
 
 void stats_kv_list_init(struct stats_kv_list *l, uint32_t max_fields, uint32_t max_text)
 {
-    *l = (struct stats_kv_list){.max_fields = max_fields, .max_text = max_text};
+    *l = (struct stats_kv_list){ .max_fields = max_fields, .max_text = max_text };
 }
 
 void stats_kv_list_fini(struct stats_kv_list *l)
@@ -238,9 +238,8 @@ static bool kv_list_reserve(struct stats_kv_list *l, uint32_t need, size_t need_
         }
     }
     if (ok && need_text > l->text_cap) {
-        uint32_t ncap = need_text > l->max_text
-                            ? 0
-                            : grow_cap(l->text_cap, (uint32_t)need_text, l->max_text);
+        uint32_t ncap =
+            need_text > l->max_text ? 0 : grow_cap(l->text_cap, (uint32_t)need_text, l->max_text);
         char *ntext = ncap ? realloc(l->text, ncap) : NULL;
         ok = ntext != NULL;
         if (ok) {
@@ -372,7 +371,8 @@ int stats_sample_copy(struct stats_sample *dst, const struct stats_sample *src)
     int rc = -1;
 
     stats_sample_clear(dst, STATS_R_ALL);
-    if (stats_kv_list_copy(&dst->stats, &src->stats) || stats_kv_list_copy(&dst->settings, &src->settings) ||
+    if (stats_kv_list_copy(&dst->stats, &src->stats) ||
+        stats_kv_list_copy(&dst->settings, &src->settings) ||
         stats_kv_list_copy(&dst->slab_globals, &src->slab_globals))
         goto fail;
     for (unsigned i = 0; i <= src->max_class_id && i < STATS_CLASS_ID_LIMIT; i++) {
@@ -418,12 +418,8 @@ bool stats_sample_add(struct stats_sample *s, enum stats_reply from, const char 
     bool ok;
 
     switch (from) {
-    case STATS_R_GENERAL:
-        l = &s->stats;
-        break;
-    case STATS_R_SETTINGS:
-        l = &s->settings;
-        break;
+    case STATS_R_GENERAL: l = &s->stats; break;
+    case STATS_R_SETTINGS: l = &s->settings; break;
     case STATS_R_SLABS:
     case STATS_R_ITEMS:
         l = &s->slab_globals;
@@ -439,8 +435,7 @@ bool stats_sample_add(struct stats_sample *s, enum stats_reply from, const char 
             name_len = field_len;
         }
         break;
-    case STATS_R_VERSION:
-        break;
+    case STATS_R_VERSION: break;
     }
     ok = l && stats_kv_list_add(l, name, name_len, value, value_len);
     if (ok && c) {
@@ -533,11 +528,9 @@ static const struct {
     enum stats_reply bit;
     const char *cmd;
 } batch_cmds[] = {
-    {STATS_R_GENERAL, "stats\r\n"},
-    {STATS_R_SLABS, "stats slabs\r\n"},
-    {STATS_R_ITEMS, "stats items\r\n"},
-    {STATS_R_SETTINGS, "stats settings\r\n"},
-    {STATS_R_VERSION, "version\r\n"},
+    { STATS_R_GENERAL, "stats\r\n" },     { STATS_R_SLABS, "stats slabs\r\n" },
+    { STATS_R_ITEMS, "stats items\r\n" }, { STATS_R_SETTINGS, "stats settings\r\n" },
+    { STATS_R_VERSION, "version\r\n" },
 };
 
 size_t stats_parse_batch_command(unsigned which, char *out, size_t cap)
@@ -575,7 +568,7 @@ void stats_parse_batch_begin(struct stats_parse_batch *b, struct stats_sample *s
 static void batch_refuse(struct stats_parse_batch *b, unsigned current,
                          const struct stats_parse_event *ev)
 {
-    static const char *const kinds[] = {"ERROR", "CLIENT_ERROR", "SERVER_ERROR"};
+    static const char *const kinds[] = { "ERROR", "CLIENT_ERROR", "SERVER_ERROR" };
 
     b->refused |= current;
     if (b->refusal[0] == '\0') {

@@ -67,7 +67,7 @@ enum stats_parse_error {
 #define STATS_PARSE_ERROR_ENUM(name, text) name,
     STATS_PARSE_ERRORS(STATS_PARSE_ERROR_ENUM)
 #undef STATS_PARSE_ERROR_ENUM
-    STATS_PARSE_E_COUNT
+        STATS_PARSE_E_COUNT
 };
 
 const char *stats_parse_error_str(enum stats_parse_error e);
@@ -150,7 +150,7 @@ static inline const char *stats_kv_value(const struct stats_kv_list *l, uint32_t
     return l->text + l->kv[i].value_off;
 }
 void stats_kv_list_init(struct stats_kv_list *l, uint32_t max_fields, uint32_t max_text);
-void stats_kv_list_fini(struct stats_kv_list *l); /* frees; the list stays usable, empty */
+void stats_kv_list_fini(struct stats_kv_list *l);  /* frees; the list stays usable, empty */
 void stats_kv_list_clear(struct stats_kv_list *l); /* empties, keeps the allocation */
 /* Appends; false (list unchanged) past the bounds or out of memory. */
 bool stats_kv_list_add(struct stats_kv_list *l, const char *name, size_t name_len,
@@ -177,20 +177,20 @@ enum stats_reply {
 
 struct stats_class {
     bool present;
-    unsigned sources;         /* STATS_R_SLABS / STATS_R_ITEMS that named this class */
-    struct stats_kv_list kv;  /* field names without the "N:" / "items:N:" prefix;
+    unsigned sources;        /* STATS_R_SLABS / STATS_R_ITEMS that named this class */
+    struct stats_kv_list kv; /* field names without the "N:" / "items:N:" prefix;
                                  `stats slabs` fields first, then `stats items` */
 };
 
 struct stats_sample {
     /* Filled by whoever drives the requests (the poller); zero otherwise. */
-    int64_t t_ns;      /* wall clock (CLOCK_REALTIME) when the request was sent */
-    uint64_t mono_ns;  /* monotonic clock when the request was sent */
-    uint64_t rtt_ns;   /* request sent -> last byte of the reply */
-    uint64_t seq;      /* 1, 2, ... per delivered sample */
-    uint64_t connection; /* 1 for the first connection, +1 per reconnect */
-    bool requested;      /* asked for with poller_sample_now (e.g. the final one) */
-    bool settings_fresh; /* settings/version fetched in this very batch */
+    int64_t t_ns;          /* wall clock (CLOCK_REALTIME) when the request was sent */
+    uint64_t mono_ns;      /* monotonic clock when the request was sent */
+    uint64_t rtt_ns;       /* request sent -> last byte of the reply */
+    uint64_t seq;          /* 1, 2, ... per delivered sample */
+    uint64_t connection;   /* 1 for the first connection, +1 per reconnect */
+    bool requested;        /* asked for with poller_sample_now (e.g. the final one) */
+    bool settings_fresh;   /* settings/version fetched in this very batch */
     bool settings_changed; /* fresh settings differ from the previous fetch
                               (false on the first fetch: nothing to differ from) */
 
@@ -202,9 +202,9 @@ struct stats_sample {
     struct stats_kv_list settings;     /* `stats settings` (valid iff has_settings) */
     struct stats_kv_list slab_globals; /* unprefixed fields of `stats slabs`/`stats items`
                                           (active_slabs, total_malloced, ...) */
-    unsigned n_classes;    /* classes present */
-    unsigned max_class_id; /* highest present id, 0 if none: iterate 0..max_class_id */
-    uint32_t fields_dropped; /* fields lost to the bounds or to malloc failure */
+    unsigned n_classes;                /* classes present */
+    unsigned max_class_id;             /* highest present id, 0 if none: iterate 0..max_class_id */
+    uint32_t fields_dropped;           /* fields lost to the bounds or to malloc failure */
     struct stats_class classes[STATS_CLASS_ID_LIMIT]; /* indexed by class id */
 };
 
@@ -245,9 +245,9 @@ const char *stats_sample_setting_lookup(void *sample, const char *name);
 struct stats_parse_batch {
     struct stats_parser parser;
     struct stats_sample *sample;
-    unsigned expect;   /* STATS_R_* asked for */
-    unsigned pending;  /* not yet complete; the lowest bit is the reply being read */
-    unsigned refused;  /* replies memcached answered with an error line */
+    unsigned expect;  /* STATS_R_* asked for */
+    unsigned pending; /* not yet complete; the lowest bit is the reply being read */
+    unsigned refused; /* replies memcached answered with an error line */
     enum stats_parse_error error;
     char refusal[STATS_VERSION_MAX]; /* first error line's text, for logs */
 };
@@ -256,8 +256,7 @@ struct stats_parse_batch {
  * STATS_BATCH_CMD_MAX); returns its length, 0 if which is empty. */
 size_t stats_parse_batch_command(unsigned which, char *out, size_t cap);
 /* Clears the parts of sample that `which` will refill, and arms the batch. */
-void stats_parse_batch_begin(struct stats_parse_batch *b, struct stats_sample *s,
-                             unsigned which);
+void stats_parse_batch_begin(struct stats_parse_batch *b, struct stats_sample *s, unsigned which);
 /* OK: every expected reply arrived, the sample is complete. REFUSED: as OK
  * but a required reply was an error line (b->refusal). An error line for
  * settings/version only leaves has_settings/has_version false. NEED_MORE:

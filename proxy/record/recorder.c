@@ -38,7 +38,8 @@ void rec_job_free(struct rec_job *j)
 
 /* Writer thread: nobody to return a failed batch to, so it is logged here,
  * at most once a second (a full disk fails every batch). */
-static void rec_commit(struct recorder *r, const struct rec_row *rows, size_t n, struct rec_job *jobs)
+static void rec_commit(struct recorder *r, const struct rec_row *rows, size_t n,
+                       struct rec_job *jobs)
 {
     char err[1536] = "";
     size_t njobs = 0;
@@ -52,8 +53,8 @@ static void rec_commit(struct recorder *r, const struct rec_row *rows, size_t n,
         rc = -1;
     if (rc)
         log_throttled(&r->write_throttle, LOG_LEVEL_ERROR, NULL,
-                      "recorder: a batch of %zu rows and %zu jobs was not written: %s", n,
-                      njobs, err);
+                      "recorder: a batch of %zu rows and %zu jobs was not written: %s", n, njobs,
+                      err);
     while (jobs) {
         struct rec_job *next = jobs->next;
         rec_job_free(jobs);
@@ -170,9 +171,9 @@ static void rec_on_check(uv_check_t *h)
     rec_flush(h->data);
 }
 
-int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id,
-             size_t cap, enum rec_on_full on_full, void (*on_unblock)(void *), void *ud,
-             char *err, size_t errlen)
+int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id, size_t cap,
+             enum rec_on_full on_full, void (*on_unblock)(void *), void *ud, char *err,
+             size_t errlen)
 {
     int rc = -1;
     memset(r, 0, sizeof *r);
@@ -219,8 +220,7 @@ static void rec_stash(struct recorder *r, const struct rec_row *row)
         if (!n) {
             r->dropped++;
             log_throttled(&r->stash_throttle, LOG_LEVEL_ERROR, NULL,
-                          "recorder: out of memory for %zu stashed rows; a row was dropped",
-                          ncap);
+                          "recorder: out of memory for %zu stashed rows; a row was dropped", ncap);
             return;
         }
         r->stash = n;

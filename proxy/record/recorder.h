@@ -27,22 +27,22 @@ enum rec_row_kind { REC_ROW_WRITE, REC_ROW_GETS };
 /* One recorded write, or one per-second read counter. Fixed size: the ring
  * is preallocated and rows are copied, never pointed to. */
 struct rec_row {
-    uint8_t kind;            /* enum rec_row_kind */
-    uint8_t cmd;             /* enum mc_cmd */
-    int16_t key_text_len;    /* -1: no text kept (hash mode) */
+    uint8_t kind;         /* enum rec_row_kind */
+    uint8_t cmd;          /* enum mc_cmd */
+    int16_t key_text_len; /* -1: no text kept (hash mode) */
     uint16_t key_len;
     uint32_t conn_id;
     uint32_t flags;
     bool has_flags;
     bool has_exptime;
     uint64_t seq;
-    int64_t t_ns;            /* unix time, ns */
+    int64_t t_ns; /* unix time, ns */
     uint64_t key_hash;
-    int64_t value_len;       /* -1: none */
+    int64_t value_len; /* -1: none */
     int64_t exptime;
-    int64_t latency_ns;      /* -1: no answer */
-    uint32_t class_id;       /* predicted slab class, 0: none */
-    char ms_mode;            /* ms M<mode>, 0: none */
+    int64_t latency_ns; /* -1: no answer */
+    uint32_t class_id;  /* predicted slab class, 0: none */
+    char ms_mode;       /* ms M<mode>, 0: none */
     /* REC_ROW_GETS: counters for one second and command */
     int64_t second;
     uint64_t requests, keys, hits, misses, bytes_returned;
@@ -66,11 +66,11 @@ struct rec_job {
     struct rec_job *next;
     enum rec_job_kind kind;
     int64_t t_ns;
-    int64_t phase_id;        /* SAMPLE: phase active; PHASE: the new phase's id */
-    bool final;              /* SAMPLE: the snapshot taken at shutdown */
-    char *text;              /* SAMPLE: `stats` JSON; SETTINGS: settings JSON; PHASE: name */
-    char *version;           /* SETTINGS */
-    size_t nclasses;         /* SAMPLE: per-class JSON objects */
+    int64_t phase_id; /* SAMPLE: phase active; PHASE: the new phase's id */
+    bool final;       /* SAMPLE: the snapshot taken at shutdown */
+    char *text;       /* SAMPLE: `stats` JSON; SETTINGS: settings JSON; PHASE: name */
+    char *version;    /* SETTINGS */
+    size_t nclasses;  /* SAMPLE: per-class JSON objects */
     unsigned *class_ids;
     char **class_json;
 };
@@ -84,27 +84,27 @@ struct recorder {
     struct rec_row *ring;
     size_t cap, head, count;
     bool stop;
-    bool writer_idle;        /* the writer waits for rows: wake it for a batch */
-    bool loop_blocked;       /* the loop waits for room: tell it when there is */
+    bool writer_idle;  /* the writer waits for rows: wake it for a batch */
+    bool loop_blocked; /* the loop waits for room: tell it when there is */
     struct rec_job *jobs_head, *jobs_tail;
     size_t jobs_count;
     uint64_t jobs_dropped;
-    uint64_t written;        /* write rows committed (runs.rows_recorded) */
+    uint64_t written; /* write rows committed (runs.rows_recorded) */
     uint64_t write_errors;
     /* writer thread only */
-    struct rec_row *batch;   /* REC_BATCH_MAX rows copied out of the ring */
+    struct rec_row *batch; /* REC_BATCH_MAX rows copied out of the ring */
     struct log_throttle write_throttle;
     /* loop thread only */
     enum rec_on_full on_full;
-    struct rec_row *stage;   /* REC_STAGE_ROWS rows waiting for rec_flush */
+    struct rec_row *stage; /* REC_STAGE_ROWS rows waiting for rec_flush */
     size_t stage_count;
-    uv_check_t flusher;      /* flushes the stage after every loop iteration */
-    struct rec_row *stash;   /* rows that did not fit while blocked */
+    uv_check_t flusher;    /* flushes the stage after every loop iteration */
+    struct rec_row *stash; /* rows that did not fit while blocked */
     size_t stash_count, stash_cap;
     bool blocked;
     uint64_t pushed, dropped, stalls;
     struct log_throttle stash_throttle;
-    uv_async_t wake;         /* writer -> loop: space freed */
+    uv_async_t wake; /* writer -> loop: space freed */
     void (*on_unblock)(void *ud);
     void *ud;
     pthread_t thread;
@@ -116,9 +116,9 @@ struct recorder {
 /* cap = --queue ROWS. The store must be open; the recorder owns it from now
  * on and closes it in rec_close, which must be called whatever this
  * returns. Returns 0, or -1 with the reason in err (errlen bytes). */
-int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id,
-             size_t cap, enum rec_on_full on_full, void (*on_unblock)(void *), void *ud,
-             char *err, size_t errlen);
+int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id, size_t cap,
+             enum rec_on_full on_full, void (*on_unblock)(void *), void *ud, char *err,
+             size_t errlen);
 /* Loop thread. Never blocks on the writer: stages the row. */
 void rec_push(struct recorder *r, const struct rec_row *row);
 /* Moves staged rows into the ring (one lock); sets rec_blocked() when the

@@ -30,9 +30,11 @@ int64_t runs_find(sqlite3 *db, const char *name_or_id)
 {
     sqlite3_stmt *st;
     int64_t id = -1;
-    if (sqlite3_prepare_v2(db,
+    if (sqlite3_prepare_v2(
+            db,
             "SELECT run_id FROM runs WHERE ?1 IS NULL OR CAST(run_id AS TEXT) = ?1 OR name = ?1"
-            " ORDER BY run_id DESC LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+            " ORDER BY run_id DESC LIMIT 1",
+            -1, &st, NULL) != SQLITE_OK)
         return -1;
     if (name_or_id)
         sqlite3_bind_text(st, 1, name_or_id, -1, SQLITE_STATIC);
@@ -87,9 +89,10 @@ static int read_settings(sqlite3 *db, int64_t run_id, struct slab_settings *s, c
                          size_t vlen, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    struct settings_pairs p = {0};
+    struct settings_pairs p = { 0 };
     int rc = -1;
-    if (sqlite3_prepare_v2(db,
+    if (sqlite3_prepare_v2(
+            db,
             "SELECT j.key, j.value, s.version FROM settings s, json_each(s.settings) j"
             " WHERE s.run_id = ?1 AND s.t_ns = (SELECT max(t_ns) FROM settings WHERE run_id = ?1)",
             -1, &st, NULL) != SQLITE_OK) {
@@ -122,15 +125,16 @@ out:
 static int replay_writes(sqlite3 *db, struct prediction *r)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
+    if (sqlite3_prepare_v2(
+            db,
             "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
-            " coalesce(exptime, 0), ms_mode FROM sets WHERE run_id = ?1 ORDER BY seq", -1, &st, NULL)
-        != SQLITE_OK &&
+            " coalesce(exptime, 0), ms_mode FROM sets WHERE run_id = ?1 ORDER BY seq",
+            -1, &st, NULL) != SQLITE_OK &&
         /* before schema v3 there is no ms_mode: every ms was a set */
         sqlite3_prepare_v2(db,
-            "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
-            " coalesce(exptime, 0), NULL FROM sets WHERE run_id = ?1 ORDER BY seq", -1, &st, NULL)
-        != SQLITE_OK)
+                           "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
+                           " coalesce(exptime, 0), NULL FROM sets WHERE run_id = ?1 ORDER BY seq",
+                           -1, &st, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_int64(st, 1, r->run_id);
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -140,8 +144,8 @@ static int replay_writes(sqlite3 *db, struct prediction *r)
             .ms_mode = mode ? mode[0] : 0,
             .key_hash = (uint64_t)sqlite3_column_int64(st, 1),
             .key_len = (uint32_t)sqlite3_column_int64(st, 2),
-            .value_len = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1
-                                                                   : sqlite3_column_int64(st, 3),
+            .value_len =
+                sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3),
             .flags = (uint32_t)sqlite3_column_int64(st, 4),
             .answer = (const char *)sqlite3_column_text(st, 5),
             .has_ttl = sqlite3_column_int64(st, 6) != 0,
@@ -155,9 +159,11 @@ static int replay_writes(sqlite3 *db, struct prediction *r)
 static void read_observed(sqlite3 *db, struct prediction *r)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
+    if (sqlite3_prepare_v2(
+            db,
             "SELECT class_id, chunk_size, used_chunks, mem_requested, total_pages, number, evicted"
-            " FROM class_stats WHERE sample_id = (SELECT max(sample_id) FROM samples WHERE run_id = ?1)",
+            " FROM class_stats WHERE sample_id = (SELECT max(sample_id) FROM samples WHERE run_id "
+            "= ?1)",
             -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, r->run_id);
         while (sqlite3_step(st) == SQLITE_ROW) {
@@ -176,13 +182,15 @@ static void read_observed(sqlite3 *db, struct prediction *r)
         sqlite3_finalize(st);
     }
     if (sqlite3_prepare_v2(db,
-            "SELECT coalesce(json_extract(stats, '$.evictions'), 0),"
-            " coalesce(json_extract(stats, '$.slabs_moved'), 0),"
-            " coalesce(json_extract(stats, '$.reclaimed'), 0) + coalesce(json_extract(stats, '$.expired_unfetched'), 0),"
-            " coalesce(json_extract(stats, '$.curr_items'), 0),"
-            " (SELECT rows_dropped FROM runs WHERE run_id = ?1)"
-            " FROM samples WHERE sample_id = (SELECT max(sample_id) FROM samples WHERE run_id = ?1)",
-            -1, &st, NULL) == SQLITE_OK) {
+                           "SELECT coalesce(json_extract(stats, '$.evictions'), 0),"
+                           " coalesce(json_extract(stats, '$.slabs_moved'), 0),"
+                           " coalesce(json_extract(stats, '$.reclaimed'), 0) + "
+                           "coalesce(json_extract(stats, '$.expired_unfetched'), 0),"
+                           " coalesce(json_extract(stats, '$.curr_items'), 0),"
+                           " (SELECT rows_dropped FROM runs WHERE run_id = ?1)"
+                           " FROM samples WHERE sample_id = (SELECT max(sample_id) FROM samples "
+                           "WHERE run_id = ?1)",
+                           -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, r->run_id);
         if (sqlite3_step(st) == SQLITE_ROW) {
             r->evictions = sqlite3_column_int64(st, 0);
@@ -207,7 +215,8 @@ int runs_read_prediction(sqlite3 *db, int64_t run_id, struct prediction *r, char
         snprintf(err, errlen, "no such run");
         goto out;
     }
-    if (sqlite3_prepare_v2(db, "SELECT name FROM runs WHERE run_id = ?1", -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT name FROM runs WHERE run_id = ?1", -1, &st, NULL) ==
+        SQLITE_OK) {
         sqlite3_bind_int64(st, 1, run_id);
         if (sqlite3_step(st) == SQLITE_ROW)
             snprintf(name, sizeof name, "%s", (const char *)sqlite3_column_text(st, 0));

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "protocol/mc_parse.h"
 #include "record/recorder.h"
-#include "core/clock.h"
 
 extern const char slabtap_schema_sql[];
 
@@ -53,8 +53,8 @@ static const char *const upgrade_steps[STORE_SCHEMA_VERSION] = {
 static int store_upgrade(struct store *s, int from, char *err, size_t errlen)
 {
     if (from > STORE_SCHEMA_VERSION) {
-        snprintf(err, errlen, "%s: schema version %d is newer than this slabtap (%d)",
-                 s->path, from, STORE_SCHEMA_VERSION);
+        snprintf(err, errlen, "%s: schema version %d is newer than this slabtap (%d)", s->path,
+                 from, STORE_SCHEMA_VERSION);
         return -1;
     }
     if (from == 0)
@@ -92,31 +92,39 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
     }
     if (exec(s, "COMMIT", err, errlen))
         goto out;
-    if (sqlite3_prepare_v2(s->db,
+    if (sqlite3_prepare_v2(
+            s->db,
             "INSERT INTO sets (run_id, seq, conn_id, t_ns, cmd, key, key_hash, key_len,"
             " value_len, flags, exptime, answer, latency_ns, class_id, ms_mode)"
-            " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)", -1, &s->ins_set, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(s->db,
+            " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)",
+            -1, &s->ins_set, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(
+            s->db,
             "INSERT INTO samples (run_id, t_ns, phase_id, final, stats) VALUES (?1,?2,?3,?4,?5)",
             -1, &s->ins_sample, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(
+            s->db, "INSERT INTO sample_classes (sample_id, class_id, fields) VALUES (?1,?2,?3)", -1,
+            &s->ins_class, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->db,
-            "INSERT INTO sample_classes (sample_id, class_id, fields) VALUES (?1,?2,?3)",
-            -1, &s->ins_class, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(s->db,
-            "INSERT OR REPLACE INTO settings (run_id, t_ns, version, settings) VALUES (?1,?2,?3,?4)",
-            -1, &s->ins_settings, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(s->db,
-            "INSERT INTO phases (phase_id, run_id, name, started_ns) VALUES (?1,?2,?3,?4)",
+                           "INSERT OR REPLACE INTO settings (run_id, t_ns, version, settings) "
+                           "VALUES (?1,?2,?3,?4)",
+                           -1, &s->ins_settings, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(
+            s->db, "INSERT INTO phases (phase_id, run_id, name, started_ns) VALUES (?1,?2,?3,?4)",
             -1, &s->ins_phase, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->db,
-            "UPDATE phases SET ended_ns = ?2 WHERE run_id = ?1 AND ended_ns IS NULL AND phase_id != ?3",
-            -1, &s->end_phase, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(s->db,
-            "INSERT INTO get_counts (run_id, second, cmd, requests, keys, hits, misses, bytes_returned)"
+                           "UPDATE phases SET ended_ns = ?2 WHERE run_id = ?1 AND ended_ns IS NULL "
+                           "AND phase_id != ?3",
+                           -1, &s->end_phase, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(
+            s->db,
+            "INSERT INTO get_counts (run_id, second, cmd, requests, keys, hits, misses, "
+            "bytes_returned)"
             " VALUES (?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT (run_id, second, cmd) DO UPDATE SET"
             " requests = requests + excluded.requests, keys = keys + excluded.keys,"
             " hits = hits + excluded.hits, misses = misses + excluded.misses,"
-            " bytes_returned = bytes_returned + excluded.bytes_returned", -1, &s->ins_gets, NULL) != SQLITE_OK) {
+            " bytes_returned = bytes_returned + excluded.bytes_returned",
+            -1, &s->ins_gets, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(s->db));
         goto out;
     }
@@ -129,8 +137,8 @@ out:
 
 void store_close(struct store *s)
 {
-    sqlite3_stmt **stmts[] = {&s->ins_set, &s->ins_gets, &s->ins_sample, &s->ins_class,
-                              &s->ins_settings, &s->ins_phase, &s->end_phase};
+    sqlite3_stmt **stmts[] = { &s->ins_set,      &s->ins_gets,  &s->ins_sample, &s->ins_class,
+                               &s->ins_settings, &s->ins_phase, &s->end_phase };
     for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
         sqlite3_finalize(*stmts[i]);
         *stmts[i] = NULL;
@@ -145,9 +153,11 @@ int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
 {
     sqlite3_stmt *st;
     int64_t id = -1;
-    if (sqlite3_prepare_v2(s->db,
+    if (sqlite3_prepare_v2(
+            s->db,
             "INSERT INTO runs (name, started_ns, upstream, slabtap_version, options, key_mode)"
-            " VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &st, NULL) != SQLITE_OK)
+            " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            -1, &st, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, clock_wall_ns());
@@ -168,8 +178,8 @@ static int store_fail(struct store *s, const char *what, char *err, size_t errle
     return -1;
 }
 
-int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped,
-                  char *err, size_t errlen)
+int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped, char *err,
+                  size_t errlen)
 {
     sqlite3_stmt *st = NULL;
     int rc = 0;
@@ -181,8 +191,9 @@ int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t d
     if (sqlite3_step(s->end_phase) != SQLITE_DONE)
         rc = store_fail(s, "ending the last phase", err, errlen);
     if (sqlite3_prepare_v2(s->db,
-            "UPDATE runs SET ended_ns = ?2, rows_recorded = ?3, rows_dropped = ?4 WHERE run_id = ?1",
-            -1, &st, NULL) != SQLITE_OK) {
+                           "UPDATE runs SET ended_ns = ?2, rows_recorded = ?3, rows_dropped = ?4 "
+                           "WHERE run_id = ?1",
+                           -1, &st, NULL) != SQLITE_OK) {
         rc = store_fail(s, "ending the run", err, errlen);
         goto out;
     }
@@ -274,8 +285,7 @@ int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row, ch
     return 0;
 }
 
-static int step_done(struct store *s, sqlite3_stmt *st, const char *what, char *err,
-                     size_t errlen)
+static int step_done(struct store *s, sqlite3_stmt *st, const char *what, char *err, size_t errlen)
 {
     if (sqlite3_step(st) == SQLITE_DONE)
         return 0;
@@ -315,8 +325,7 @@ int store_put_job(struct store *s, int64_t run_id, const struct rec_job *j, char
 {
     sqlite3_stmt *st;
     switch (j->kind) {
-    case REC_JOB_SAMPLE:
-        return put_sample(s, run_id, j, err, errlen);
+    case REC_JOB_SAMPLE: return put_sample(s, run_id, j, err, errlen);
     case REC_JOB_SETTINGS:
         st = s->ins_settings;
         sqlite3_reset(st);
@@ -349,8 +358,8 @@ int64_t store_max_phase_id(struct store *s)
 {
     sqlite3_stmt *st;
     int64_t id = 0;
-    if (sqlite3_prepare_v2(s->db, "SELECT coalesce(max(phase_id), 0) FROM phases", -1, &st, NULL)
-        != SQLITE_OK)
+    if (sqlite3_prepare_v2(s->db, "SELECT coalesce(max(phase_id), 0) FROM phases", -1, &st, NULL) !=
+        SQLITE_OK)
         return 0;
     if (sqlite3_step(st) == SQLITE_ROW)
         id = sqlite3_column_int64(st, 0);

@@ -7,9 +7,9 @@
 #ifndef SLABTAP_STORE_H
 #define SLABTAP_STORE_H
 
+#include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sqlite3.h>
 
 struct rec_row;
 
@@ -32,8 +32,8 @@ int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
                         const char *options, const char *key_mode);
 /* Ends the run's last phase and writes its end time and row counts. 0, or
  * -1 with the reason in err. */
-int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped,
-                  char *err, size_t errlen);
+int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped, char *err,
+                  size_t errlen);
 struct rec_job;
 /* A batch: store_begin, any number of store_put_*, store_commit (which
  * rolls back instead when failed is non-zero, and then returns -1 with err

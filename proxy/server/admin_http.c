@@ -38,8 +38,12 @@ enum admin_http_phase {
 
 /* Which http-parser data callback ran last: a run of one kind of callback
  * is one string split across reads. */
-enum admin_http_last { ADMIN_HTTP_LAST_NONE, ADMIN_HTTP_LAST_URL, ADMIN_HTTP_LAST_FIELD,
-                       ADMIN_HTTP_LAST_VALUE };
+enum admin_http_last {
+    ADMIN_HTTP_LAST_NONE,
+    ADMIN_HTTP_LAST_URL,
+    ADMIN_HTTP_LAST_FIELD,
+    ADMIN_HTTP_LAST_VALUE
+};
 
 struct admin_http_header {
     uint16_t name;  /* offsets into conn->head, NUL-terminated strings */
@@ -55,19 +59,19 @@ struct admin_http_conn {
     http_parser parser;
     enum admin_http_phase phase;
     enum admin_http_last last;
-    int reject;                /* status to answer when a callback stops the parser */
-    size_t head_bytes;         /* raw bytes of the current head so far */
+    int reject;        /* status to answer when a callback stops the parser */
+    size_t head_bytes; /* raw bytes of the current head so far */
     char head[ADMIN_HTTP_MAX_HEAD_BYTES + 1]; /* url, then names and values */
     size_t head_len;
     struct admin_http_header hdr[ADMIN_HTTP_MAX_HEADERS];
     size_t nhdr;
-    char *body;                /* grows to ADMIN_HTTP_MAX_BODY_BYTES + NUL */
+    char *body; /* grows to ADMIN_HTTP_MAX_BODY_BYTES + NUL */
     size_t body_len, body_cap;
     char rbuf[ADMIN_HTTP_READ_CHUNK];
-    size_t roff, rlen;         /* rbuf[roff..rlen) not parsed yet (while paused) */
-    char peer[ADDR_TEXT_MAX];  /* the client's address, formatted at accept */
-    unsigned handles;          /* open libuv handles; the conn is freed at 0 */
-    unsigned writes;           /* uv_write requests in flight */
+    size_t roff, rlen;        /* rbuf[roff..rlen) not parsed yet (while paused) */
+    char peer[ADDR_TEXT_MAX]; /* the client's address, formatted at accept */
+    unsigned handles;         /* open libuv handles; the conn is freed at 0 */
+    unsigned writes;          /* uv_write requests in flight */
     int reading, paused, finishing, closing, read_eof, shut;
 };
 
@@ -118,8 +122,7 @@ static void admin_http_peer_text(uv_tcp_t *h, char *out, size_t len)
 
 static void admin_http_maybe_closed(struct admin_http *s)
 {
-    if (s->closing && !s->closed && !s->listener_open && s->nconns == 0 &&
-        s->rejecting == 0) {
+    if (s->closing && !s->closed && !s->listener_open && s->nconns == 0 && s->rejecting == 0) {
         s->closed = 1;
         if (s->on_closed != NULL)
             s->on_closed(s);
@@ -171,8 +174,7 @@ static void admin_http_reject(struct admin_http *s)
             admin_http_peer_text(h, peer, sizeof peer);
         if (s->nconns >= s->max_connections)
             log_throttled(&s->throttle.rejected, LOG_LEVEL_WARN, peer,
-                          "admin: %zu connections open (the limit); refusing this one",
-                          s->nconns);
+                          "admin: %zu connections open (the limit); refusing this one", s->nconns);
         else
             log_throttled(&s->throttle.internal, LOG_LEVEL_ERROR, peer,
                           "admin: out of memory for a connection; refusing it");
@@ -185,8 +187,8 @@ static int admin_http_routes_valid(const struct admin_http_route *routes, size_t
     int ok = 1;
 
     for (size_t i = 0; ok && i < n; i++)
-        ok = routes[i].method != NULL && routes[i].method[0] != '\0' &&
-             routes[i].path != NULL && routes[i].path[0] == '/' && routes[i].handler != NULL;
+        ok = routes[i].method != NULL && routes[i].method[0] != '\0' && routes[i].path != NULL &&
+             routes[i].path[0] == '/' && routes[i].handler != NULL;
     return ok;
 }
 
@@ -528,9 +530,9 @@ static void admin_http_conn_send(struct admin_http_conn *c, struct admin_http_re
         n = snprintf(w->head, sizeof w->head,
                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
                      "Cache-Control: no-store\r\n%s%s%s%s\r\n",
-                     resp->status, admin_http_reason(resp->status), resp->content_type,
-                     resp->len, allow[0] != '\0' ? "Allow: " : "", allow,
-                     allow[0] != '\0' ? "\r\n" : "", conn_hdr);
+                     resp->status, admin_http_reason(resp->status), resp->content_type, resp->len,
+                     allow[0] != '\0' ? "Allow: " : "", allow, allow[0] != '\0' ? "\r\n" : "",
+                     conn_hdr);
         /* every field is bounded so n always fits; clamp anyway */
         if (n < 0 || (size_t)n >= sizeof w->head)
             n = (int)sizeof w->head - 1;
@@ -562,8 +564,7 @@ static void admin_http_response_init(struct admin_http_response *resp)
            sizeof ADMIN_HTTP_DEFAULT_CONTENT_TYPE);
 }
 
-static void admin_http_response_text(struct admin_http_response *resp, int status,
-                                     const char *text)
+static void admin_http_response_text(struct admin_http_response *resp, int status, const char *text)
 {
     admin_http_respond(resp, status, ADMIN_HTTP_DEFAULT_CONTENT_TYPE, text, strlen(text));
 }
@@ -577,8 +578,8 @@ static void admin_http_log_fail(struct admin_http_conn *c, int status)
     if (status == 413)
         log_throttled(&s->throttle.too_large, LOG_LEVEL_WARN, c->peer,
                       "admin: request over the bounds (head %d bytes, %d headers, body %d "
-                      "bytes); answered 413, closing", ADMIN_HTTP_MAX_HEAD_BYTES,
-                      ADMIN_HTTP_MAX_HEADERS, ADMIN_HTTP_MAX_BODY_BYTES);
+                      "bytes); answered 413, closing",
+                      ADMIN_HTTP_MAX_HEAD_BYTES, ADMIN_HTTP_MAX_HEADERS, ADMIN_HTTP_MAX_BODY_BYTES);
     else if (status == 400)
         log_throttled(&s->throttle.bad_request, LOG_LEVEL_WARN, c->peer,
                       "admin: malformed request (%s); answered 400, closing",
@@ -600,8 +601,8 @@ static void admin_http_conn_fail(struct admin_http_conn *c, int status)
     else
         c->server->stats.bad_requests++;
     admin_http_response_init(&resp);
-    admin_http_response_text(&resp, status, status == 413 ? "request too large\n"
-                                                          : "bad request\n");
+    admin_http_response_text(&resp, status,
+                             status == 413 ? "request too large\n" : "bad request\n");
     admin_http_conn_send(c, &resp, 0, 0, "");
     free(resp.body);
     admin_http_conn_finish(c);
@@ -628,9 +629,8 @@ static void admin_http_allow_add(char *allow, size_t cap, const char *method)
 /* The route for method+path; fills allow with every method path accepts
  * (HEAD wherever GET is), so a miss can tell 404 from 405. */
 static const struct admin_http_route *admin_http_route_find(const struct admin_http *s,
-                                                            const char *method,
-                                                            const char *path, char *allow,
-                                                            size_t cap)
+                                                            const char *method, const char *path,
+                                                            char *allow, size_t cap)
 {
     const struct admin_http_route *found = NULL, *get = NULL;
 
@@ -688,8 +688,7 @@ static int admin_http_request_init(struct admin_http_conn *c, struct admin_http_
  * the client's: the client gets a 500 and the log an error. */
 static void admin_http_call(struct admin_http *s, const struct admin_http_conn *c,
                             const struct admin_http_route *route,
-                            const struct admin_http_request *req,
-                            struct admin_http_response *resp)
+                            const struct admin_http_request *req, struct admin_http_response *resp)
 {
     const char *why = NULL;
     char body[64];
@@ -725,8 +724,8 @@ static void admin_http_dispatch(struct admin_http_conn *c)
                       "admin: request target is not a URL; answered 400, closing");
         admin_http_response_text(&resp, 400, "bad request target\n");
         keep_alive = 0;
-    } else if ((route = admin_http_route_find(s, req.method, req.path, allow,
-                                              sizeof allow)) != NULL) {
+    } else if ((route = admin_http_route_find(s, req.method, req.path, allow, sizeof allow)) !=
+               NULL) {
         allow[0] = '\0';
         admin_http_call(s, c, route, &req, &resp);
     } else if (allow[0] != '\0') {
@@ -769,8 +768,7 @@ static void admin_http_conn_feed(struct admin_http_conn *c)
             admin_http_dispatch(c);
         } else if (err != HPE_OK) {
             admin_http_conn_fail(c, c->reject != 0 ? c->reject : 400);
-        } else if (c->phase == ADMIN_HTTP_PHASE_HEAD &&
-                   c->head_bytes > ADMIN_HTTP_MAX_HEAD_BYTES) {
+        } else if (c->phase == ADMIN_HTTP_PHASE_HEAD && c->head_bytes > ADMIN_HTTP_MAX_HEAD_BYTES) {
             admin_http_conn_fail(c, 413);
         }
     }
@@ -868,13 +866,11 @@ static int admin_http_on_headers_complete(http_parser *p)
     int rc = admin_http_head_end(c);
 
     /* refuse an announced oversize body before the client sends it */
-    if (rc == 0 && (p->flags & F_CONTENTLENGTH) &&
-        p->content_length > ADMIN_HTTP_MAX_BODY_BYTES) {
+    if (rc == 0 && (p->flags & F_CONTENTLENGTH) && p->content_length > ADMIN_HTTP_MAX_BODY_BYTES) {
         c->reject = 413;
         rc = -1;
     }
-    if (rc == 0 && p->http_major == 1 && p->http_minor >= 1 &&
-        admin_http_expects_continue(c))
+    if (rc == 0 && p->http_major == 1 && p->http_minor >= 1 && admin_http_expects_continue(c))
         admin_http_conn_send_continue(c);
     c->phase = ADMIN_HTTP_PHASE_BODY;
     return rc;
@@ -973,8 +969,8 @@ static int admin_http_url_decode(char *buf, size_t buflen, const char *src, size
     return rc == 0 ? (int)out : rc;
 }
 
-int admin_http_query_param(const struct admin_http_request *req, const char *name,
-                           char *buf, size_t buflen)
+int admin_http_query_param(const struct admin_http_request *req, const char *name, char *buf,
+                           size_t buflen)
 {
     const char *q = req->query;
     int rc = -ADMIN_HTTP_ERR_NO_PARAM;
@@ -1005,8 +1001,7 @@ const char *admin_http_header(const struct admin_http_request *req, const char *
     return value;
 }
 
-int admin_http_set_status(struct admin_http_response *resp, int status,
-                          const char *content_type)
+int admin_http_set_status(struct admin_http_response *resp, int status, const char *content_type)
 {
     int err = ADMIN_HTTP_OK;
     size_t ctlen = content_type != NULL ? strlen(content_type) : 0;

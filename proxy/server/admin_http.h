@@ -77,7 +77,7 @@ enum admin_http_err {
 #define ADMIN_HTTP_ERR_ENUM(name, text) name,
     ADMIN_HTTP_ERRORS(ADMIN_HTTP_ERR_ENUM)
 #undef ADMIN_HTTP_ERR_ENUM
-    ADMIN_HTTP_ERR__COUNT
+        ADMIN_HTTP_ERR__COUNT
 };
 
 const char *admin_http_strerror(enum admin_http_err err);
@@ -85,13 +85,13 @@ const char *admin_http_strerror(enum admin_http_err err);
 /* A parsed request, valid only during the handler call. Strings are
  * NUL-terminated. */
 struct admin_http_request {
-    const char *method;  /* "GET", "POST", ... (HEAD runs the GET handler) */
-    const char *path;    /* without query or fragment, not percent-decoded */
-    const char *query;   /* raw, without '?'; "" if none */
-    const char *body;    /* NUL-terminated for convenience; may hold NULs */
+    const char *method; /* "GET", "POST", ... (HEAD runs the GET handler) */
+    const char *path;   /* without query or fragment, not percent-decoded */
+    const char *query;  /* raw, without '?'; "" if none */
+    const char *body;   /* NUL-terminated for convenience; may hold NULs */
     size_t body_len;
-    void *ud;            /* the ud given to admin_http_open */
-    const void *priv;    /* the connection; for admin_http_header only */
+    void *ud;         /* the ud given to admin_http_open */
+    const void *priv; /* the connection; for admin_http_header only */
 };
 
 /* Opaque: a handler answers only through the functions below. */
@@ -107,8 +107,8 @@ struct admin_http_route {
 };
 
 struct admin_http_stats {
-    uint64_t accepted;        /* connections taken into service */
-    uint64_t rejected;        /* accepted and closed at once: over max_connections */
+    uint64_t accepted; /* connections taken into service */
+    uint64_t rejected; /* accepted and closed at once: over max_connections */
     uint64_t accept_errors;
     uint64_t requests;        /* requests routed (any status) */
     uint64_t bad_requests;    /* 400: http-parser refused the bytes */
@@ -121,30 +121,29 @@ struct admin_http_conn;
 
 struct admin_http {
     uv_tcp_t listener;
-    uv_tcp_t spare;              /* closes a refused connection when malloc fails */
+    uv_tcp_t spare; /* closes a refused connection when malloc fails */
     uv_loop_t *loop;
     const struct admin_http_route *routes; /* borrowed: must outlive the server */
     size_t nroutes;
     void *ud;
     /* Settable after admin_http_open; read each time a deadline is armed
      * and each time a connection arrives. */
-    uint64_t deadline_ms;        /* default ADMIN_HTTP_DEADLINE_MS */
-    size_t max_connections;      /* default ADMIN_HTTP_MAX_CONNECTIONS */
+    uint64_t deadline_ms;   /* default ADMIN_HTTP_DEADLINE_MS */
+    size_t max_connections; /* default ADMIN_HTTP_MAX_CONNECTIONS */
     struct admin_http_stats stats;
-    int uv_err;                  /* libuv code behind the last open failure */
+    int uv_err; /* libuv code behind the last open failure */
     /* private */
     struct admin_http_conn *conns;
     size_t nconns;
-    unsigned rejecting;          /* refused handles still closing */
+    unsigned rejecting; /* refused handles still closing */
     int spare_busy;
-    int accept_pending;          /* libuv holds a connection we could not take yet */
+    int accept_pending; /* libuv holds a connection we could not take yet */
     int listener_open;
     int closing;
     int closed;
     void (*on_closed)(struct admin_http *s);
     struct {
-        struct log_throttle accept, rejected, bad_request, too_large, timeout, overflow,
-            internal;
+        struct log_throttle accept, rejected, bad_request, too_large, timeout, overflow, internal;
     } throttle;
 };
 
@@ -164,8 +163,8 @@ void admin_http_close(struct admin_http *s, void (*on_closed)(struct admin_http 
  * (NUL-terminated). Returns its length, or -ADMIN_HTTP_ERR_NO_PARAM,
  * -ADMIN_HTTP_ERR_PARAM_TOO_LONG (needs more than buflen-1 bytes) or
  * -ADMIN_HTTP_ERR_PARAM_ESCAPE (bad %-escape, or %00). */
-int admin_http_query_param(const struct admin_http_request *req, const char *name,
-                           char *buf, size_t buflen);
+int admin_http_query_param(const struct admin_http_request *req, const char *name, char *buf,
+                           size_t buflen);
 /* Value of the first header called name (case-insensitive), or NULL. */
 const char *admin_http_header(const struct admin_http_request *req, const char *name);
 
@@ -175,8 +174,7 @@ int admin_http_respond(struct admin_http_response *resp, int status, const char 
                        const void *body, size_t len);
 /* For a body built piece by piece: status and content type only (the
  * defaults are 200 and "text/plain; charset=utf-8"). */
-int admin_http_set_status(struct admin_http_response *resp, int status,
-                          const char *content_type);
+int admin_http_set_status(struct admin_http_response *resp, int status, const char *content_type);
 /* Append to the body. Past ADMIN_HTTP_MAX_RESPONSE_BYTES they return
  * ADMIN_HTTP_ERR_TOO_LARGE and the client gets a 500 instead. */
 int admin_http_body_append(struct admin_http_response *resp, const void *data, size_t len);

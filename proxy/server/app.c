@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/jsonb.h"
 #include "core/log.h"
 #include "protocol/stats_json.h"
 #include "server/prom.h"
-#include "core/clock.h"
 
 /* --- samples -> database ------------------------------------------------- */
 
@@ -61,8 +61,8 @@ static void app_ladder_from(struct app *a, const struct stats_sample *s)
 {
     struct slab_settings set;
     char err[160];
-    if (slab_settings_from_stats(&set, stats_sample_setting_lookup, (void *)s, err,
-                                 sizeof err) == SLAB_OK &&
+    if (slab_settings_from_stats(&set, stats_sample_setting_lookup, (void *)s, err, sizeof err) ==
+            SLAB_OK &&
         slab_ladder_build(&set, &a->ladder, err, sizeof err) == SLAB_OK) {
         a->px.ladder = &a->ladder;
     } else {
@@ -147,13 +147,13 @@ static void route_health(const struct admin_http_request *req, struct admin_http
     jsonb_printf(&b, ",\"reachable\":%s,\"last_error\":\"%s\",\"reconnects\":%llu},",
                  a->poller.connected ? "true" : "false", poller_error_str(a->poller.last_error),
                  (unsigned long long)a->poller.counters.reconnects);
-    jsonb_printf(&b, "\"recorder\":{\"queue_depth\":%zu,\"queue_bound\":%zu,\"blocked\":%s,"
-                     "\"on_full\":\"%s\",\"rows_recorded\":%llu,\"rows_dropped\":%llu,"
-                     "\"write_errors\":%llu},",
+    jsonb_printf(&b,
+                 "\"recorder\":{\"queue_depth\":%zu,\"queue_bound\":%zu,\"blocked\":%s,"
+                 "\"on_full\":\"%s\",\"rows_recorded\":%llu,\"rows_dropped\":%llu,"
+                 "\"write_errors\":%llu},",
                  rec_depth(&a->rec), a->rec.cap, rec_blocked(&a->rec) ? "true" : "false",
-                 a->rec.on_full == REC_DROP ? "drop" : "block",
-                 (unsigned long long)a->rec.written, (unsigned long long)a->rec.dropped,
-                 (unsigned long long)a->rec.write_errors);
+                 a->rec.on_full == REC_DROP ? "drop" : "block", (unsigned long long)a->rec.written,
+                 (unsigned long long)a->rec.dropped, (unsigned long long)a->rec.write_errors);
     jsonb_printf(&b, "\"connections\":%llu,\"samples\":%llu}\n",
                  (unsigned long long)a->px.m.connections_open,
                  (unsigned long long)a->poller.counters.samples);
@@ -164,7 +164,7 @@ static const struct {
     const char *name, *help;
     enum prom_type type;
 } proxy_metrics[] = {
-#define METRIC_ROW(name, type, help) {#name, help, PROM_##type},
+#define METRIC_ROW(name, type, help) { #name, help, PROM_##type },
 #define PROM_counter PROM_COUNTER
 #define PROM_gauge PROM_GAUGE
     SLABTAP_METRICS(METRIC_ROW)
@@ -182,20 +182,26 @@ static uint64_t metric_value(const struct app *a, size_t i)
 static const struct {
     const char *name, *help, *field;
 } class_gauges[] = {
-    {"slabtap_class_total_pages", "Pages (1 MB) the slab class holds, from the last stats sample", "total_pages"},
-    {"slabtap_class_used_chunks", "Chunks in use in the slab class, from the last stats sample", "used_chunks"},
-    {"slabtap_class_chunk_size", "Chunk size of the slab class in bytes", "chunk_size"},
-    {"slabtap_class_mem_requested_bytes", "Bytes the items of the class asked for (stats items mem_requested)", "mem_requested"},
-    {"slabtap_class_waste_bytes", "used_chunks * chunk_size - mem_requested: rounding waste of the class", NULL},
-    {"slabtap_class_evicted_total", "Items evicted from the class (stats items evicted)", "evicted"},
+    { "slabtap_class_total_pages", "Pages (1 MB) the slab class holds, from the last stats sample",
+      "total_pages" },
+    { "slabtap_class_used_chunks", "Chunks in use in the slab class, from the last stats sample",
+      "used_chunks" },
+    { "slabtap_class_chunk_size", "Chunk size of the slab class in bytes", "chunk_size" },
+    { "slabtap_class_mem_requested_bytes",
+      "Bytes the items of the class asked for (stats items mem_requested)", "mem_requested" },
+    { "slabtap_class_waste_bytes",
+      "used_chunks * chunk_size - mem_requested: rounding waste of the class", NULL },
+    { "slabtap_class_evicted_total", "Items evicted from the class (stats items evicted)",
+      "evicted" },
 };
 
 static void metrics_classes(struct app *a, struct prom_writer *w)
 {
     for (size_t g = 0; g < sizeof class_gauges / sizeof class_gauges[0]; g++) {
         prom_declare(w, class_gauges[g].name,
-                     strcmp(class_gauges[g].field ? class_gauges[g].field : "", "evicted") ? PROM_GAUGE
-                                                                                            : PROM_COUNTER,
+                     strcmp(class_gauges[g].field ? class_gauges[g].field : "", "evicted")
+                         ? PROM_GAUGE
+                         : PROM_COUNTER,
                      class_gauges[g].help);
         for (unsigned id = 0; a->have_last && id <= a->last.max_class_id; id++) {
             int64_t v, chunk, used, req;
@@ -214,7 +220,7 @@ static void metrics_classes(struct app *a, struct prom_writer *w)
                 v = chunk * used - req;
             }
             snprintf(label, sizeof label, "%u", id);
-            struct prom_label l = {"class", label};
+            struct prom_label l = { "class", label };
             prom_sample_i64(w, &l, 1, v);
         }
     }
@@ -241,7 +247,7 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
     for (int c = 0; c < MC_CMD_COUNT; c++) {
         if (!a->px.requests_by_cmd[c])
             continue;
-        struct prom_label l = {"command", mc_cmd_name((enum mc_cmd)c)};
+        struct prom_label l = { "command", mc_cmd_name((enum mc_cmd)c) };
         prom_sample_u64(&w, &l, 1, a->px.requests_by_cmd[c]);
     }
     prom_declare(&w, "slabtap_upstream_up", PROM_GAUGE,
@@ -263,8 +269,9 @@ static void route_runs(const struct admin_http_request *req, struct admin_http_r
     jsonb_string(&b, a->cfg.run_name, strlen(a->cfg.run_name));
     jsonb_printf(&b, ",\"started_ns\":%lld,\"upstream\":", (long long)a->started_ns);
     jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
-    jsonb_printf(&b, ",\"rows_recorded\":%llu,\"rows_dropped\":%llu,\"phase_id\":%lld},"
-                     "\"earlier\":%s}\n",
+    jsonb_printf(&b,
+                 ",\"rows_recorded\":%llu,\"rows_dropped\":%llu,\"phase_id\":%lld},"
+                 "\"earlier\":%s}\n",
                  (unsigned long long)a->rec.written, (unsigned long long)a->rec.dropped,
                  (long long)atomic_load(&a->phase_id), a->runs_before ? a->runs_before : "[]");
     json_reply(resp, 200, &b);
@@ -294,8 +301,8 @@ static void route_slabs(const struct admin_http_request *req, struct admin_http_
             stats_sample_get(&a->last, id, "used_chunks", &used)) {
             if (!stats_sample_get(&a->last, id, "mem_requested", &reqd))
                 reqd = 0;
-            jsonb_printf(&b, ",\"allocated\":%lld,\"waste_bytes\":%lld",
-                         (long long)(chunk * used), (long long)(chunk * used - reqd));
+            jsonb_printf(&b, ",\"allocated\":%lld,\"waste_bytes\":%lld", (long long)(chunk * used),
+                         (long long)(chunk * used - reqd));
         }
         jsonb_raw(&b, ",\"fields\":");
         stats_json_object(&b, kv);
@@ -325,11 +332,9 @@ static void route_phase(const struct admin_http_request *req, struct admin_http_
 }
 
 static const struct admin_http_route app_routes[] = {
-    {"GET", "/health", route_health},
-    {"GET", "/metrics", route_metrics},
-    {"GET", "/api/runs", route_runs},
-    {"GET", "/api/slabs", route_slabs},
-    {"POST", "/api/phase", route_phase},
+    { "GET", "/health", route_health },    { "GET", "/metrics", route_metrics },
+    { "GET", "/api/runs", route_runs },    { "GET", "/api/slabs", route_slabs },
+    { "POST", "/api/phase", route_phase },
 };
 
 /* --- lifecycle ------------------------------------------------------------- */
@@ -342,7 +347,8 @@ static void app_read_runs(struct app *a)
     struct jsonb b;
     jsonb_init(&b);
     jsonb_raw(&b, "[");
-    if (sqlite3_prepare_v2(a->store.db,
+    if (sqlite3_prepare_v2(
+            a->store.db,
             "SELECT json_object('run_id', run_id, 'name', name, 'started_ns', started_ns,"
             " 'ended_ns', ended_ns, 'upstream', upstream, 'rows_recorded', rows_recorded,"
             " 'rows_dropped', rows_dropped) FROM runs ORDER BY run_id DESC LIMIT 20",
@@ -375,8 +381,8 @@ static int app_start(struct app *a, const struct app_config *cfg, char *err, siz
     a->poller_open = true;
     if (!cfg->http_enabled)
         return 0;
-    rc = admin_http_open(&a->http, a->loop, (const struct sockaddr *)&cfg->http_addr,
-                         app_routes, sizeof app_routes / sizeof app_routes[0], a);
+    rc = admin_http_open(&a->http, a->loop, (const struct sockaddr *)&cfg->http_addr, app_routes,
+                         sizeof app_routes / sizeof app_routes[0], a);
     a->http_open = true;
     if (rc != ADMIN_HTTP_OK) {
         log_error("admin HTTP endpoint: %s (%s)", admin_http_strerror((enum admin_http_err)rc),

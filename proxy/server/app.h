@@ -14,13 +14,13 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "model/slab_model.h"
+#include "protocol/stats_parse.h"
+#include "record/recorder.h"
+#include "record/store.h"
 #include "server/admin_http.h"
 #include "server/poller.h"
 #include "server/proxy.h"
-#include "record/recorder.h"
-#include "model/slab_model.h"
-#include "protocol/stats_parse.h"
-#include "record/store.h"
 
 #define APP_DEFAULT_STATS_MS 1000
 #define APP_FINAL_SAMPLE_WAIT_MS 3000
@@ -30,7 +30,7 @@ struct app_config {
     struct proxy_config proxy;
     const char *db_path;
     const char *run_name;
-    const char *options_text;    /* recorded in runs.options */
+    const char *options_text; /* recorded in runs.options */
     size_t queue_rows;
     enum rec_on_full on_full;
     bool http_enabled;
@@ -50,11 +50,11 @@ struct app {
     int64_t run_id;
     int64_t started_ns;
     _Atomic int64_t next_phase_id;
-    _Atomic int64_t phase_id;      /* current phase, 0 before the first */
-    struct stats_sample last;      /* the latest sample, for /api/slabs and /metrics */
+    _Atomic int64_t phase_id; /* current phase, 0 before the first */
+    struct stats_sample last; /* the latest sample, for /api/slabs and /metrics */
     bool have_last;
-    struct slab_ladder ladder;     /* from `stats settings`, tags writes with a class */
-    char *runs_before;             /* JSON of earlier runs in the file, read at open */
+    struct slab_ladder ladder; /* from `stats settings`, tags writes with a class */
+    char *runs_before;         /* JSON of earlier runs in the file, read at open */
     bool closing, final_done, poller_open, http_open;
     unsigned closing_handles;
     void (*on_closed)(struct app *a);

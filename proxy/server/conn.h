@@ -34,28 +34,28 @@ enum up_state { UP_CONNECTING, UP_READY, UP_DOWN };
 
 struct upconn {
     struct proxy *px;
-    struct upconn *prev, *next;    /* px->ups */
+    struct upconn *prev, *next; /* px->ups */
     uint32_t id;
-    bool shared;                   /* in the pool; else private to owner */
-    struct conn *owner;            /* private: the client (NULL once it left) */
+    bool shared;        /* in the pool; else private to owner */
+    struct conn *owner; /* private: the client (NULL once it left) */
     uv_tcp_t tcp;
     uv_timer_t retry;
     uv_connect_t connect_req;
     uv_shutdown_t shutdown_req;
     enum up_state state;
-    unsigned open_handles;         /* tcp (while open) + retry */
+    unsigned open_handles; /* tcp (while open) + retry */
     bool tcp_open, reading, closing, draining;
-    bool backlogged;               /* unsent bytes passed write_backlog_max */
+    bool backlogged; /* unsent bytes passed write_backlog_max */
     unsigned backoff_ms;
-    size_t clients;                /* shared: clients assigned to it */
-    struct pending pend;           /* forwarded requests, oldest first */
-    size_t loud;                   /* entries that will get an answer */
-    size_t barriers;               /* injected mn not yet answered */
+    size_t clients;      /* shared: clients assigned to it */
+    struct pending pend; /* forwarded requests, oldest first */
+    size_t loud;         /* entries that will get an answer */
+    size_t barriers;     /* injected mn not yet answered */
     /* the answer being read */
-    struct conn *cur;              /* its client; NULL: bytes are dropped */
-    bool cur_resolved;             /* its entry is at the head of pend */
+    struct conn *cur;  /* its client; NULL: bytes are dropped */
+    bool cur_resolved; /* its entry is at the head of pend */
     bool in_multi;
-    bool stream;                   /* watch / binary: bytes pass unparsed */
+    bool stream; /* watch / binary: bytes pass unparsed */
     uint64_t line_t0, unit_t0;
     uint32_t unit_hits;
     uint64_t unit_bytes;
@@ -70,25 +70,25 @@ struct upconn {
 
 struct conn {
     struct proxy *px;
-    struct conn *prev, *next;      /* px->conns */
+    struct conn *prev, *next; /* px->conns */
     uint32_t id;
-    char peer[ADDR_TEXT_MAX];      /* the client's address, formatted at accept */
+    char peer[ADDR_TEXT_MAX]; /* the client's address, formatted at accept */
     uv_tcp_t client;
     uv_shutdown_t client_shutdown;
-    struct upconn *up;             /* where its requests go */
+    struct upconn *up; /* where its requests go */
     unsigned open_handles;
-    size_t inflight;               /* its entries in up->pend */
+    size_t inflight; /* its entries in up->pend */
     bool client_reading, client_eof, closing;
-    bool quit;                     /* quit (or watch) seen: read no more */
-    bool raw;                      /* binary protocol: unparsed both ways */
-    bool discard_current;          /* the request in progress began on a lost upstream */
-    bool moving;                   /* waiting to move to a private upstream */
+    bool quit;            /* quit (or watch) seen: read no more */
+    bool raw;             /* binary protocol: unparsed both ways */
+    bool discard_current; /* the request in progress began on a lost upstream */
+    bool moving;          /* waiting to move to a private upstream */
     struct mc_req_parser rq;
-    struct pbuf *asm_buf;          /* shared upstream: a request split across reads */
-    size_t asm_reserved;           /* its share of px->assembly_bytes */
-    struct pbuf *deferred;         /* moving: bytes to replay once private */
-    struct pwrite *reply;          /* answers collected from one upstream read */
-    struct conn *reply_next;       /* px->replying */
+    struct pbuf *asm_buf;    /* shared upstream: a request split across reads */
+    size_t asm_reserved;     /* its share of px->assembly_bytes */
+    struct pbuf *deferred;   /* moving: bytes to replay once private */
+    struct pwrite *reply;    /* answers collected from one upstream read */
+    struct conn *reply_next; /* px->replying */
     bool on_reply_list;
 };
 

@@ -19,17 +19,24 @@
     X(writes_recorded, counter, "Rows handed to the recorder") \
     X(rows_dropped, counter, "Rows dropped because the recorder queue was full (--on-full drop)") \
     X(recorder_queue_depth, gauge, "Rows waiting in the recorder queue") \
-    X(recorder_stalls, counter, "Times the proxy paused reading because the recorder queue was full") \
+    X(recorder_stalls, counter, \
+      "Times the proxy paused reading because the recorder queue was full") \
     X(upstream_errors, counter, "Upstream connect failures and disconnects") \
-    X(upstream_connections_open, gauge, "Upstream memcached connections open (pooled and private)") \
+    X(upstream_connections_open, gauge, \
+      "Upstream memcached connections open (pooled and private)") \
     X(upstream_writes, counter, "Writes to memcached (each carries a batch of requests)") \
     X(upstream_reads, counter, "Reads from memcached (each may carry answers for many clients)") \
-    X(requests_assembled, counter, "Requests split across reads, assembled before going to a shared upstream") \
-    X(clients_moved, counter, "Clients moved to a private upstream (watch, metadump, binary, oversize)") \
+    X(requests_assembled, counter, \
+      "Requests split across reads, assembled before going to a shared upstream") \
+    X(clients_moved, counter, \
+      "Clients moved to a private upstream (watch, metadump, binary, oversize)") \
     X(slow_clients_closed, counter, "Clients closed because they did not read their answers") \
-    X(upstream_error_replies, counter, "SERVER_ERROR lines the proxy sent because memcached was unreachable") \
-    X(unpaired_responses, counter, "Responses that could not be paired with a request (connection closed)") \
-    X(protocol_errors, counter, "Client connections closed for input memcached itself would close on")
+    X(upstream_error_replies, counter, \
+      "SERVER_ERROR lines the proxy sent because memcached was unreachable") \
+    X(unpaired_responses, counter, \
+      "Responses that could not be paired with a request (connection closed)") \
+    X(protocol_errors, counter, \
+      "Client connections closed for input memcached itself would close on")
 
 struct metrics {
 #define METRIC_FIELD(name, type, help) uint64_t name;

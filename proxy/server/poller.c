@@ -90,8 +90,8 @@ static void poller_schedule_reconnect(struct poller *p)
 {
     p->state = POLLER_BACKOFF;
     uv_timer_start(&p->backoff, poller_on_backoff, p->backoff_ms, 0);
-    p->backoff_ms = p->backoff_ms > POLLER_BACKOFF_MAX_MS / 2 ? POLLER_BACKOFF_MAX_MS
-                                                               : p->backoff_ms * 2;
+    p->backoff_ms =
+        p->backoff_ms > POLLER_BACKOFF_MAX_MS / 2 ? POLLER_BACKOFF_MAX_MS : p->backoff_ms * 2;
 }
 
 static void poller_on_tcp_closed(uv_handle_t *h)
@@ -355,8 +355,7 @@ static void poller_on_tick(uv_timer_t *t)
     case POLLER_IDLE:
     case POLLER_DRAINING:
     case POLLER_BACKOFF:
-    case POLLER_CLOSING:
-        break;
+    case POLLER_CLOSING: break;
     }
 }
 

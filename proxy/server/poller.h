@@ -69,7 +69,7 @@ enum poller_error {
 #define POLLER_ERROR_ENUM(name, text) name,
     POLLER_ERRORS(POLLER_ERROR_ENUM)
 #undef POLLER_ERROR_ENUM
-    POLLER_E_COUNT
+        POLLER_E_COUNT
 };
 
 const char *poller_error_str(enum poller_error e);
@@ -90,15 +90,15 @@ struct poller;
 typedef void (*poller_sample_cb)(void *ud, const struct stats_sample *s);
 
 struct poller_counters {
-    uint64_t samples;           /* delivered to the callback */
-    uint64_t connects;          /* connections established */
-    uint64_t reconnects;        /* connections established after a lost or failed one */
-    uint64_t connect_failures;  /* attempts that failed or timed out */
-    uint64_t disconnects;       /* established connections lost (error or EOF) */
-    uint64_t samples_discarded; /* in flight when the connection died */
-    uint64_t samples_refused;   /* memcached answered an error line */
-    uint64_t ticks_skipped;     /* tick fired while a sample was outstanding */
-    uint64_t requested;         /* poller_sample_now calls */
+    uint64_t samples;                /* delivered to the callback */
+    uint64_t connects;               /* connections established */
+    uint64_t reconnects;             /* connections established after a lost or failed one */
+    uint64_t connect_failures;       /* attempts that failed or timed out */
+    uint64_t disconnects;            /* established connections lost (error or EOF) */
+    uint64_t samples_discarded;      /* in flight when the connection died */
+    uint64_t samples_refused;        /* memcached answered an error line */
+    uint64_t ticks_skipped;          /* tick fired while a sample was outstanding */
+    uint64_t requested;              /* poller_sample_now calls */
     uint64_t errors[POLLER_E_COUNT]; /* failures by reason */
 };
 
@@ -141,11 +141,11 @@ struct poller {
     struct stats_sample sample;
     struct stats_kv_list prev_settings; /* last fetched, to detect a change */
     bool have_prev_settings;
-    bool in_callback; /* on_sample running: the sample must not be touched */
+    bool in_callback;         /* on_sample running: the sample must not be touched */
     char peer[ADDR_TEXT_MAX]; /* upstream as text, for log lines */
     bool failing;             /* polls fail since failing_since_ns (logged once) */
     uint64_t failing_since_ns;
-    uint64_t failed_polls;    /* failures since polling started failing */
+    uint64_t failed_polls; /* failures since polling started failing */
     char rbuf[POLLER_READ_BUF];
 };
 

@@ -209,8 +209,8 @@ static enum prom_err prom_family_check(const struct prom_writer *w, const char *
     return err;
 }
 
-enum prom_err prom_declare(struct prom_writer *w, const char *name,
-                           enum prom_type type, const char *help)
+enum prom_err prom_declare(struct prom_writer *w, const char *name, enum prom_type type,
+                           const char *help)
 {
     if (w->err == PROM_OK)
         w->err = prom_family_check(w, name, type);

@@ -50,7 +50,7 @@ enum prom_err {
 #define PROM_ERR_ENUM(name, text) name,
     PROM_ERRORS(PROM_ERR_ENUM)
 #undef PROM_ERR_ENUM
-    PROM_ERR__COUNT
+        PROM_ERR__COUNT
 };
 
 const char *prom_strerror(enum prom_err err);
@@ -78,9 +78,9 @@ struct prom_label {
 struct prom_writer {
     prom_write_fn write;
     void *ctx;
-    enum prom_err err;                 /* first error; sticky */
-    char family[PROM_NAME_MAX + 1];    /* current family; "" before the first */
-    uint64_t seen[PROM_FAMILIES_MAX];  /* FNV-1a of declared family names */
+    enum prom_err err;                /* first error; sticky */
+    char family[PROM_NAME_MAX + 1];   /* current family; "" before the first */
+    uint64_t seen[PROM_FAMILIES_MAX]; /* FNV-1a of declared family names */
     size_t nseen;
 };
 
@@ -90,8 +90,8 @@ enum prom_err prom_writer_finish(struct prom_writer *w);
 
 /* Writes "# HELP name help\n# TYPE name type\n" and makes name the family
  * of the samples that follow. */
-enum prom_err prom_declare(struct prom_writer *w, const char *name,
-                           enum prom_type type, const char *help);
+enum prom_err prom_declare(struct prom_writer *w, const char *name, enum prom_type type,
+                           const char *help);
 
 /* Writes one sample of the current family: name{l="v",...} value\n.
  * labels may be NULL when nlabels is 0. */

@@ -57,19 +57,27 @@ static void conn_nomem(struct conn *c)
 static bool cmd_is_recorded(enum mc_cmd cmd)
 {
     switch (cmd) {
-    case MC_CMD_SET: case MC_CMD_ADD: case MC_CMD_REPLACE: case MC_CMD_APPEND:
-    case MC_CMD_PREPEND: case MC_CMD_CAS: case MC_CMD_MS: case MC_CMD_DELETE:
-    case MC_CMD_MD: case MC_CMD_TOUCH: case MC_CMD_INCR: case MC_CMD_DECR: case MC_CMD_MA:
-        return true;
-    default:
-        return false;
+    case MC_CMD_SET:
+    case MC_CMD_ADD:
+    case MC_CMD_REPLACE:
+    case MC_CMD_APPEND:
+    case MC_CMD_PREPEND:
+    case MC_CMD_CAS:
+    case MC_CMD_MS:
+    case MC_CMD_DELETE:
+    case MC_CMD_MD:
+    case MC_CMD_TOUCH:
+    case MC_CMD_INCR:
+    case MC_CMD_DECR:
+    case MC_CMD_MA: return true;
+    default: return false;
     }
 }
 
 bool proxy_cmd_is_read(enum mc_cmd cmd)
 {
-    return cmd == MC_CMD_GET || cmd == MC_CMD_GETS || cmd == MC_CMD_GAT ||
-           cmd == MC_CMD_GATS || cmd == MC_CMD_MG;
+    return cmd == MC_CMD_GET || cmd == MC_CMD_GETS || cmd == MC_CMD_GAT || cmd == MC_CMD_GATS ||
+           cmd == MC_CMD_MG;
 }
 
 static void gets_flush(struct proxy *px)
@@ -141,8 +149,8 @@ void proxy_record(struct proxy *px, const struct pending_entry *e, const char *a
     row.t_ns = e->t_wall_ns;
     row.key_hash = keyfmt_hash(r->key, r->key_len_raw);
     row.key_len = r->key_len;
-    row.key_text_len = (int16_t)keyfmt_text(px->cfg.key_mode, r->key, r->key_len_raw,
-                                            row.key_text, sizeof row.key_text);
+    row.key_text_len = (int16_t)keyfmt_text(px->cfg.key_mode, r->key, r->key_len_raw, row.key_text,
+                                            sizeof row.key_text);
     row.value_len = r->value_len;
     row.has_flags = r->is_write;
     row.flags = r->flags;
@@ -152,7 +160,8 @@ void proxy_record(struct proxy *px, const struct pending_entry *e, const char *a
     row.ms_mode = r->cmd == MC_CMD_MS ? r->ms_mode : 0;
     if (px->ladder && r->value_len >= 0) {
         struct slab_item_layout it;
-        if (slab_item_layout(px->ladder, r->key_len, r->flags, (uint64_t)r->value_len, &it) == SLAB_OK)
+        if (slab_item_layout(px->ladder, r->key_len, r->flags, (uint64_t)r->value_len, &it) ==
+            SLAB_OK)
             row.class_id = it.lru_class;
     }
     if (answer_len >= sizeof row.answer)
@@ -366,7 +375,7 @@ static void count_request(struct proxy *px, const struct mc_request *r)
 /* A request memcached will never see: answer it as a broken server would. */
 static void conn_request_unforwarded(struct conn *c, const struct mc_request *r, int64_t wall)
 {
-    struct pending_entry e = {.req = *r, .t_wall_ns = wall, .conn_id = c->id};
+    struct pending_entry e = { .req = *r, .t_wall_ns = wall, .conn_id = c->id };
     if (cmd_is_recorded(r->cmd))
         e.seq = ++c->px->next_seq;
     if (r->reply == MC_REPLY_CLOSE || r->reply == MC_REPLY_STREAM) {
@@ -501,7 +510,8 @@ static void conn_protocol_error(struct conn *c)
     px->m.protocol_errors++;
     log_throttled(&px->throttle.protocol_error, LOG_LEVEL_WARN, c->peer,
                   "connection %u: input memcached closes the connection on (a request line "
-                  "over %d bytes); closing it", c->id, MC_LINE_MAX);
+                  "over %d bytes); closing it",
+                  c->id, MC_LINE_MAX);
     conn_close(c, false);
 }
 
@@ -524,8 +534,8 @@ static enum req_action conn_classify(const struct conn *c, const struct mc_reque
  * here, or the start of a move. Returns false when nothing after it may be
  * handled now (moved, quit, closed). */
 static bool conn_handle_request(struct conn *c, const struct mc_request *req, struct pbuf *b,
-                                size_t *fwd_from, size_t from, size_t end, size_t n,
-                                uint64_t now, int64_t wall, bool *fwd)
+                                size_t *fwd_from, size_t from, size_t end, size_t n, uint64_t now,
+                                int64_t wall, bool *fwd)
 {
     struct upconn *up = c->up;
     switch (conn_classify(c, req)) {
@@ -541,8 +551,7 @@ static bool conn_handle_request(struct conn *c, const struct mc_request *req, st
         c->quit = true;
         conn_touch(c); /* closes once its answers are out */
         return false;
-    case REQ_FORWARD:
-        break;
+    case REQ_FORWARD: break;
     }
     count_request(c->px, req);
     if (!*fwd) {
@@ -581,9 +590,9 @@ static size_t conn_assembly_continue(struct conn *c, struct pbuf *b, size_t n, u
         conn_protocol_error(c);
         return SIZE_MAX;
     }
-    size_t need = r == MC_OK ? c->asm_buf->len + used
-                             : c->rq.state == MC_REQ_DATA ? c->asm_buf->len + used + c->rq.data_left
-                                                          : conn_request_size(c);
+    size_t need = r == MC_OK                   ? c->asm_buf->len + used
+                  : c->rq.state == MC_REQ_DATA ? c->asm_buf->len + used + c->rq.data_left
+                                               : conn_request_size(c);
     if (need == SIZE_MAX || !conn_assembly_reserve(c, need)) {
         conn_move(c, b, 0, n);
         return SIZE_MAX;

@@ -22,10 +22,10 @@
 #include "core/addr.h"
 #include "core/keyfmt.h"
 #include "core/log.h"
-#include "server/metrics.h"
 #include "core/pbuf.h"
-#include "record/recorder.h"
 #include "model/slab_model.h"
+#include "record/recorder.h"
+#include "server/metrics.h"
 
 struct conn;
 struct upconn;
@@ -41,10 +41,10 @@ struct proxy_config {
                                   proxy stops reading its source */
     unsigned drain_timeout_ms; /* shutdown: wait this long for answers */
     unsigned backoff_min_ms, backoff_max_ms;
-    unsigned upstream_conns;   /* pooled upstream connections; 0: one per client */
-    size_t max_request;        /* largest request assembled for a shared upstream
+    unsigned upstream_conns; /* pooled upstream connections; 0: one per client */
+    size_t max_request;      /* largest request assembled for a shared upstream
                                   (bigger ones move the client to its own) */
-    size_t max_assembly;       /* bytes of partial requests held at once, all
+    size_t max_assembly;     /* bytes of partial requests held at once, all
                                   clients together (beyond: own connection) */
 };
 
@@ -73,15 +73,15 @@ struct proxy {
     struct metrics m;
     struct recorder *rec;
     struct pbuf_pool pool;
-    struct conn *conns;        /* doubly linked list of live connections */
-    struct upconn *ups;        /* every upstream connection, pooled and private */
-    struct upconn **pool_ups;  /* the pooled ones (cfg.upstream_conns) */
-    struct upconn *dirty;      /* upstreams with requests batched this iteration */
-    struct conn *replying;     /* clients with answers collected from one read */
-    uv_check_t flusher;        /* sends the batches after the I/O callbacks */
-    struct pbuf *mn_buf;       /* "mn\r\n": the barrier's bytes */
-    size_t assembly_bytes;     /* reserved by partial requests being assembled */
-    unsigned upstreams_open;   /* upstream handles not yet closed */
+    struct conn *conns;       /* doubly linked list of live connections */
+    struct upconn *ups;       /* every upstream connection, pooled and private */
+    struct upconn **pool_ups; /* the pooled ones (cfg.upstream_conns) */
+    struct upconn *dirty;     /* upstreams with requests batched this iteration */
+    struct conn *replying;    /* clients with answers collected from one read */
+    uv_check_t flusher;       /* sends the batches after the I/O callbacks */
+    struct pbuf *mn_buf;      /* "mn\r\n": the barrier's bytes */
+    size_t assembly_bytes;    /* reserved by partial requests being assembled */
+    unsigned upstreams_open;  /* upstream handles not yet closed */
     uint32_t next_conn_id;
     uint64_t next_seq;
     bool stopping;
@@ -91,15 +91,15 @@ struct proxy {
     int64_t get_second;
     struct proxy_get_counter gets[MC_CMD_COUNT];
     uint64_t requests_by_cmd[MC_CMD_COUNT];
-    const struct slab_ladder *ladder; /* tags writes with a class; NULL: untagged */
-    bool all_paused;           /* paused everything for the recorder */
-    bool upstream_up;          /* at least one upstream answered lately */
+    const struct slab_ladder *ladder;  /* tags writes with a class; NULL: untagged */
+    bool all_paused;                   /* paused everything for the recorder */
+    bool upstream_up;                  /* at least one upstream answered lately */
     char upstream_peer[ADDR_TEXT_MAX]; /* upstream_addr as text, for logs */
     /* One per reason a peer can repeat at any rate: a line a second each,
      * with the count held back (loop thread only). */
     struct {
-        struct log_throttle protocol_error, upstream_connect, upstream_lost, unpaired,
-            malformed, nomem, accept, slow_client;
+        struct log_throttle protocol_error, upstream_connect, upstream_lost, unpaired, malformed,
+            nomem, accept, slow_client;
     } throttle;
 };
 

@@ -133,15 +133,16 @@ static void up_fail_pending(struct upconn *up, const char *answer)
     struct pending_entry *e;
     while ((e = pending_head(&up->pend)) != NULL) {
         struct conn *c = e->owner;
-        if (!e->barrier && e->req.reply != MC_REPLY_SILENT && e->req.reply != MC_REPLY_CLOSE &&
-            c && !c->closing && !c->client_eof) {
+        if (!e->barrier && e->req.reply != MC_REPLY_SILENT && e->req.reply != MC_REPLY_CLOSE && c &&
+            !c->closing && !c->client_eof) {
             conn_reply_copy(c, PROXY_UPSTREAM_ERROR_LINE, sizeof PROXY_UPSTREAM_ERROR_LINE - 1);
             px->m.upstream_error_replies++;
         }
         if (!e->barrier)
             proxy_record(px, e,
                          e->req.reply == MC_REPLY_SILENT && !strcmp(answer, "no_answer")
-                             ? silent_label(&e->req) : answer,
+                             ? silent_label(&e->req)
+                             : answer,
                          SIZE_MAX, -1);
         up_entry_done(up, e);
     }
@@ -378,8 +379,8 @@ static void up_unpaired(struct upconn *up, const struct mc_line *l, const char *
  * when the stream can no longer be trusted (the upstream is being reset). */
 static bool up_resolve(struct upconn *up, const struct mc_line *l)
 {
-    struct pending_entry *e = l ? pending_owner(&up->pend, l, up_on_silent, up)
-                                : pending_head(&up->pend);
+    struct pending_entry *e =
+        l ? pending_owner(&up->pend, l, up_on_silent, up) : pending_head(&up->pend);
     if (!e) {
         up_unpaired(up, l, "answer pairs with no request:");
         return false;
@@ -404,8 +405,8 @@ static void up_unit_end(struct upconn *up, struct pbuf *b, size_t *seg_start, si
 }
 
 /* One complete line (its data block included) at pos. false: stop. */
-static bool up_line(struct upconn *up, const struct mc_line *l, struct pbuf *b,
-                    size_t *seg_start, size_t pos)
+static bool up_line(struct upconn *up, const struct mc_line *l, struct pbuf *b, size_t *seg_start,
+                    size_t pos)
 {
     struct pending_entry *e;
     bool first = !up->in_multi;
@@ -442,8 +443,7 @@ static bool up_line(struct upconn *up, const struct mc_line *l, struct pbuf *b,
 
 /* The buffer ended inside the first line of an answer (or its data block).
  * Decide the owner now if possible, else hold the line's bytes back. */
-static bool up_partial_first_line(struct upconn *up, struct pbuf *b, size_t *seg_start,
-                                  size_t n)
+static bool up_partial_first_line(struct upconn *up, struct pbuf *b, size_t *seg_start, size_t n)
 {
     struct pending_entry *h = pending_head(&up->pend);
     if (up->rs.state == MC_RESP_DATA) /* the line is whole, its data is not */
@@ -526,8 +526,7 @@ static void up_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 void upconn_update_reading(struct upconn *up)
 {
     struct proxy *px = up->px;
-    bool want = !up->closing && up->state == UP_READY && up->tcp_open &&
-                !rec_blocked(px->rec) &&
+    bool want = !up->closing && up->state == UP_READY && up->tcp_open && !rec_blocked(px->rec) &&
                 (up->shared || !up->owner || up->owner->closing ||
                  wq(&up->owner->client) < px->cfg.write_backlog_max);
     if (want == up->reading)
@@ -601,8 +600,8 @@ static void up_down(struct upconn *up, const char *why, bool connecting)
     }
     up_fail_pending(up, "upstream_error");
     uv_timer_start(&up->retry, up_on_retry, up->backoff_ms, 0);
-    up->backoff_ms = up->backoff_ms * 2 > px->cfg.backoff_max_ms ? px->cfg.backoff_max_ms
-                                                                 : up->backoff_ms * 2;
+    up->backoff_ms =
+        up->backoff_ms * 2 > px->cfg.backoff_max_ms ? px->cfg.backoff_max_ms : up->backoff_ms * 2;
     up_tell_clients(up, false);
 }
 

@@ -22,7 +22,7 @@ static void feed_requests(const uint8_t *data, size_t size, size_t split, struct
 {
     static struct mc_req_parser p;
     struct mc_request r;
-    size_t bounds[2][2] = {{0, split}, {split, size}};
+    size_t bounds[2][2] = { { 0, split }, { split, size } };
     mc_req_init(&p);
     memset(out, 0, sizeof *out);
     for (int part = 0; part < 2 && !out->error; part++) {

@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t chunk = 1 + (data[pos] % 61);
         if (chunk > size - pos)
             chunk = size - pos;
-        enum stats_parse_result r = stats_parse_batch_feed(&b, (const char *)data + pos, chunk, &used);
+        enum stats_parse_result r =
+            stats_parse_batch_feed(&b, (const char *)data + pos, chunk, &used);
         if (used > chunk)
             abort();
         pos += used;

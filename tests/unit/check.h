@@ -30,30 +30,29 @@ static _Atomic int tests_run __attribute__((unused)), tests_failed __attribute__
 
 #define CHECK_FAIL_AT_(file, line) fprintf(stderr, "FAIL %s:%d: ", (file), (line))
 
-#define CHECK(cond, ...)                                                               \
-    do {                                                                               \
-        tests_run++;                                                                   \
-        if (!(cond)) {                                                                 \
-            tests_failed++;                                                            \
-            CHECK_FAIL_AT_(__FILE__, __LINE__);                                        \
-            fprintf(stderr, __VA_ARGS__);                                              \
-            fputc('\n', stderr);                                                       \
-        }                                                                              \
+#define CHECK(cond, ...) \
+    do { \
+        tests_run++; \
+        if (!(cond)) { \
+            tests_failed++; \
+            CHECK_FAIL_AT_(__FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__); \
+            fputc('\n', stderr); \
+        } \
     } while (0)
 
 #define CHECK_TRUE(cond) CHECK(cond, "CHECK failed: %s", #cond)
 
-#define CHECK_INT(got, want)                                                           \
-    do {                                                                               \
-        long long g_ = (long long)(got), w_ = (long long)(want);                       \
-        CHECK(g_ == w_, "%s = %lld, want %lld", #got, g_, w_);                         \
+#define CHECK_INT(got, want) \
+    do { \
+        long long g_ = (long long)(got), w_ = (long long)(want); \
+        CHECK(g_ == w_, "%s = %lld, want %lld", #got, g_, w_); \
     } while (0)
 
-#define CHECK_STR(got, want)                                                           \
-    do {                                                                               \
-        const char *g_ = (got), *w_ = (want);                                          \
-        CHECK(g_ && !strcmp(g_, w_), "%s = \"%s\", want \"%s\"", #got,                 \
-              g_ ? g_ : "(null)", w_);                                                 \
+#define CHECK_STR(got, want) \
+    do { \
+        const char *g_ = (got), *w_ = (want); \
+        CHECK(g_ && !strcmp(g_, w_), "%s = \"%s\", want \"%s\"", #got, g_ ? g_ : "(null)", w_); \
     } while (0)
 
 /* Bytes shown around the first difference (and from the start otherwise). */
@@ -61,8 +60,8 @@ static _Atomic int tests_run __attribute__((unused)), tests_failed __attribute__
 
 /* Hex dump of n bytes at p, 16 a line with their printable characters:
  * CHECK_DUMP_MAX bytes from a little before offset at (0: from the start). */
-static void __attribute__((unused)) check_dump(const char *label, const void *p, size_t n,
-                                               size_t at)
+static void __attribute__((unused))
+check_dump(const char *label, const void *p, size_t n, size_t at)
 {
     const unsigned char *b = p;
     size_t from = at > n ? n : at, to;
@@ -89,8 +88,8 @@ static void __attribute__((unused)) check_dump(const char *label, const void *p,
 
 /* The offset of the first byte where got and want differ (the shorter
  * length when one is a prefix of the other); (size_t)-1 when equal. */
-static size_t __attribute__((unused)) check_mem_diff_(const void *got, size_t got_len,
-                                                      const void *want, size_t want_len)
+static size_t __attribute__((unused))
+check_mem_diff_(const void *got, size_t got_len, const void *want, size_t want_len)
 {
     const unsigned char *g = got, *w = want;
     size_t n = got_len < want_len ? got_len : want_len, i = 0;
@@ -102,21 +101,21 @@ static size_t __attribute__((unused)) check_mem_diff_(const void *got, size_t go
     return i == n && got_len == want_len ? (size_t)-1 : i;
 }
 
-#define CHECK_MEM(got, got_len, want, want_len, ...)                                  \
-    do {                                                                               \
-        const void *gm_ = (got), *wm_ = (want);                                        \
-        size_t gml_ = (got_len), wml_ = (want_len);                                    \
-        size_t at_ = check_mem_diff_(gm_, gml_, wm_, wml_);                            \
-        tests_run++;                                                                   \
-        if (at_ != (size_t)-1) {                                                       \
-            tests_failed++;                                                            \
-            CHECK_FAIL_AT_(__FILE__, __LINE__);                                        \
-            fprintf(stderr, __VA_ARGS__);                                              \
-            fprintf(stderr, ": %zu bytes, want %zu; first difference at byte %zu\n",   \
-                    gml_, wml_, at_);                                                  \
-            check_dump("want", wm_, wml_, at_);                                        \
-            check_dump("got ", gm_, gml_, at_);                                        \
-        }                                                                              \
+#define CHECK_MEM(got, got_len, want, want_len, ...) \
+    do { \
+        const void *gm_ = (got), *wm_ = (want); \
+        size_t gml_ = (got_len), wml_ = (want_len); \
+        size_t at_ = check_mem_diff_(gm_, gml_, wm_, wml_); \
+        tests_run++; \
+        if (at_ != (size_t)-1) { \
+            tests_failed++; \
+            CHECK_FAIL_AT_(__FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__); \
+            fprintf(stderr, ": %zu bytes, want %zu; first difference at byte %zu\n", gml_, wml_, \
+                    at_); \
+            check_dump("want", wm_, wml_, at_); \
+            check_dump("got ", gm_, gml_, at_); \
+        } \
     } while (0)
 
 /* A tally passed around, for tests whose helpers count into their own. */
@@ -125,15 +124,15 @@ struct tally {
     int failed;
 };
 
-#define TALLY_CHECK(t, cond, ...)                                                      \
-    do {                                                                               \
-        (t)->run++;                                                                    \
-        if (!(cond)) {                                                                 \
-            (t)->failed++;                                                             \
-            CHECK_FAIL_AT_(__FILE__, __LINE__);                                        \
-            fprintf(stderr, __VA_ARGS__);                                              \
-            fputc('\n', stderr);                                                       \
-        }                                                                              \
+#define TALLY_CHECK(t, cond, ...) \
+    do { \
+        (t)->run++; \
+        if (!(cond)) { \
+            (t)->failed++; \
+            CHECK_FAIL_AT_(__FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__); \
+            fputc('\n', stderr); \
+        } \
     } while (0)
 
 static int __attribute__((unused)) check_report_(const char *name, int run, int failed)

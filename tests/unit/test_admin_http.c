@@ -22,9 +22,9 @@
 
 #include "check.h"
 
-#define TEST_DEADLINE_MS 300      /* the server's per-connection deadline here */
-#define TEST_RUN_LIMIT_MS 60000   /* the whole run, enforced by a uv timer */
-#define TEST_RCV_TIMEOUT_MS 3000  /* any single client wait */
+#define TEST_DEADLINE_MS 300     /* the server's per-connection deadline here */
+#define TEST_RUN_LIMIT_MS 60000  /* the whole run, enforced by a uv timer */
+#define TEST_RCV_TIMEOUT_MS 3000 /* any single client wait */
 #define TEST_CLI_BUF (128 * 1024)
 #define TEST_HEAD_MAX 4096
 #define TEST_BODY_MAX (64 * 1024)
@@ -65,7 +65,7 @@ static void route_phase(const struct admin_http_request *req, struct admin_http_
 
 static void route_metrics(const struct admin_http_request *req, struct admin_http_response *resp)
 {
-    static const struct prom_label labels[] = {{"route", "/health"}, {"note", "say \"hi\""}};
+    static const struct prom_label labels[] = { { "route", "/health" }, { "note", "say \"hi\"" } };
     struct prom_writer w;
 
     (void)req;
@@ -133,11 +133,11 @@ static void route_silent(const struct admin_http_request *req, struct admin_http
 }
 
 static const struct admin_http_route test_route_table[] = {
-    {"GET", "/health", route_health},   {"POST", "/api/phase", route_phase},
-    {"GET", "/metrics", route_metrics}, {"POST", "/echo", route_echo},
-    {"GET", "/hdr", route_hdr},         {"GET", "/big", route_big},
-    {"GET", "/huge", route_huge},       {"GET", "/silent", route_silent},
-    {"GET", "/slow", route_slow},
+    { "GET", "/health", route_health },   { "POST", "/api/phase", route_phase },
+    { "GET", "/metrics", route_metrics }, { "POST", "/echo", route_echo },
+    { "GET", "/hdr", route_hdr },         { "GET", "/big", route_big },
+    { "GET", "/huge", route_huge },       { "GET", "/silent", route_silent },
+    { "GET", "/slow", route_slow },
 };
 
 /* ---- the loop thread and the bridge to it ----------------------------------- */
@@ -156,7 +156,7 @@ static struct {
     void (*fn)(void *);
     void *arg;
     int done;
-} bridge = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+} bridge = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 static void bridge_on_async(uv_async_t *a)
 {
@@ -253,20 +253,20 @@ static long ms_since(const struct timespec *t0)
 
 static void cli_timeout(struct cli *k, int ms)
 {
-    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 
     setsockopt(k->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
 static struct cli *cli_open(int port)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
     struct cli *k = calloc(1, sizeof *k);
 
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     k->fd = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(k->fd >= 0 && connect(k->fd, (struct sockaddr *)&sa, sizeof sa) == 0,
-          "connect: %s", strerror(errno));
+    CHECK(k->fd >= 0 && connect(k->fd, (struct sockaddr *)&sa, sizeof sa) == 0, "connect: %s",
+          strerror(errno));
     cli_timeout(k, TEST_RCV_TIMEOUT_MS);
     return k;
 }
@@ -388,7 +388,8 @@ static void expect(struct cli *k, const char *req, int status, const char *body,
         CHECK(0, "no response to %.60s", req);
     } else {
         CHECK(r->status == status, "%.40s: status %d, want %d", req, r->status, status);
-        CHECK(body == NULL || (r->body_len == strlen(body) && memcmp(r->body, body, r->body_len) == 0),
+        CHECK(body == NULL ||
+                  (r->body_len == strlen(body) && memcmp(r->body, body, r->body_len) == 0),
               "%.40s: body \"%.*s\", want \"%s\"", req, (int)r->body_len, r->body, body);
     }
 }
@@ -429,7 +430,8 @@ static void test_routes(int port)
     expect(k, "POST /api/phase?name=%zz HTTP/1.1\r\n\r\n", 400,
            "bad name: query parameter has a bad or NUL %-escape\n", &r);
     expect(k, "POST /api/phase?name=a%00b HTTP/1.1\r\n\r\n", 400, NULL, &r);
-    expect(k, "POST /api/phase?names=x HTTP/1.1\r\n\r\n", 400, "bad name: query parameter absent\n", &r);
+    expect(k, "POST /api/phase?names=x HTTP/1.1\r\n\r\n", 400, "bad name: query parameter absent\n",
+           &r);
     expect(k, "GET /metrics HTTP/1.1\r\n\r\n", 200, test_metrics_body, &r);
     expect_header(&r, "Content-Type", PROM_CONTENT_TYPE);
     expect(k, "GET /nope HTTP/1.1\r\n\r\n", 404, "not found\n", &r);
@@ -446,8 +448,10 @@ static void test_routes(int port)
     CHECK(cli_send(k, echo_nul, sizeof echo_nul - 1) == 0 && cli_read(k, &r, 0) == 0 &&
               r.status == 200 && r.body_len == 11 && memcmp(r.body, "hello\0world", 11) == 0,
           "echo with a NUL byte");
-    expect(k, "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-              "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", 200, "hello world", &r);
+    expect(k,
+           "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+           "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+           200, "hello world", &r);
     expect(k, "GET /silent HTTP/1.1\r\n\r\n", 500, "handler gave no answer\n", &r);
     expect(k, "GET /huge HTTP/1.1\r\n\r\n", 500, "handler answer too large or invalid\n", &r);
     expect(k, "GET /health?x=1 HTTP/1.1\r\n\r\n", 200, "{\"status\":\"ok\"}", &r);
@@ -462,7 +466,8 @@ static void test_pipelined(int port)
     CHECK(cli_sends(k, "GET /health HTTP/1.1\r\nHost: t\r\n\r\n"
                        "POST /api/phase?name=two HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
                        "POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nthree"
-                       "GET /nope HTTP/1.1\r\n\r\n") == 0, "pipelined send");
+                       "GET /nope HTTP/1.1\r\n\r\n") == 0,
+          "pipelined send");
     CHECK(cli_read(k, &r, 0) == 0 && r.status == 200 && strcmp(r.body, "{\"status\":\"ok\"}") == 0,
           "pipelined 1: %d %s", r.status, r.body);
     CHECK(cli_read(k, &r, 0) == 0 && r.status == 200 && strcmp(r.body, "{\"phase\":\"two\"}") == 0,
@@ -491,8 +496,8 @@ static void test_connection_close(int port)
     struct cli *k = cli_open(port);
 
     /* the second request must never be answered */
-    expect(k, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\nGET /health HTTP/1.1\r\n\r\n",
-           200, "{\"status\":\"ok\"}", &r);
+    expect(k, "GET /health HTTP/1.1\r\nConnection: close\r\n\r\nGET /health HTTP/1.1\r\n\r\n", 200,
+           "{\"status\":\"ok\"}", &r);
     expect_header(&r, "Connection", "close");
     expect_closed(k, "Connection: close");
     cli_close(k);
@@ -550,13 +555,15 @@ static void test_bad_and_large(int port)
 
     /* chunked announces nothing: the bound must hold while counting */
     k = cli_open(port);
-    n = (size_t)snprintf(req, sizeof req, "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
-                                          "\r\n%x\r\n", ADMIN_HTTP_MAX_BODY_BYTES + 1);
+    n = (size_t)snprintf(req, sizeof req,
+                         "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+                         "\r\n%x\r\n",
+                         ADMIN_HTTP_MAX_BODY_BYTES + 1);
     memset(req + n, 'b', ADMIN_HTTP_MAX_BODY_BYTES + 1);
     n += ADMIN_HTTP_MAX_BODY_BYTES + 1;
     n += (size_t)snprintf(req + n, sizeof req - n, "\r\n0\r\n\r\n");
-    CHECK(cli_send(k, req, n) == 0 && cli_read(k, &r, 0) == 0 && r.status == 413,
-          "413 chunked: %d", r.status);
+    CHECK(cli_send(k, req, n) == 0 && cli_read(k, &r, 0) == 0 && r.status == 413, "413 chunked: %d",
+          r.status);
     expect_closed(k, "413 chunked");
     cli_close(k);
 }
@@ -566,7 +573,8 @@ static void test_expect_continue(int port)
     static struct resp r;
     struct cli *k = cli_open(port);
 
-    CHECK(cli_sends(k, "POST /echo HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n") == 0,
+    CHECK(cli_sends(
+              k, "POST /echo HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n") == 0,
           "send");
     CHECK(cli_read(k, &r, 1) == 0 && r.status == 100, "100 Continue: %d", r.status);
     expect(k, "hello", 200, "hello", &r);
@@ -598,8 +606,8 @@ static void test_slowloris(int port)
         expect(good, "GET /health HTTP/1.1\r\n\r\n", 200, "{\"status\":\"ok\"}", &r);
     }
     ms = ms_since(&t0);
-    CHECK(closed && ms >= TEST_DEADLINE_MS - 50, "trickling client closed=%d after %ld ms",
-          closed, ms);
+    CHECK(closed && ms >= TEST_DEADLINE_MS - 50, "trickling client closed=%d after %ld ms", closed,
+          ms);
     CHECK(cli_closed_within(stall, 2000, &extra) && extra == 0, "stalled client not closed");
     ms = ms_since(&t0);
     CHECK(ms >= TEST_DEADLINE_MS - 50 && ms < 2000, "stalled client closed after %ld ms", ms);
@@ -713,7 +721,7 @@ static void on_other_closed(struct admin_http *s)
 static void test_open_errors(int port)
 {
     static struct admin_http other;
-    static const struct admin_http_route bad[] = {{"GET", "health", route_health}};
+    static const struct admin_http_route bad[] = { { "GET", "health", route_health } };
     struct sockaddr_in addr;
     int rc;
 
@@ -723,7 +731,8 @@ static void test_open_errors(int port)
     admin_http_close(&other, on_other_closed);
     CHECK(test_other_closed == 1, "close after an early failure calls back at once");
 
-    rc = admin_http_open(&other, &test_loop, (const struct sockaddr *)&addr, test_route_table, 1, NULL);
+    rc = admin_http_open(&other, &test_loop, (const struct sockaddr *)&addr, test_route_table, 1,
+                         NULL);
     CHECK((rc == ADMIN_HTTP_ERR_BIND || rc == ADMIN_HTTP_ERR_LISTEN) &&
               other.uv_err == UV_EADDRINUSE,
           "second bind: %d %s (%s)", rc, admin_http_strerror(rc), uv_strerror(other.uv_err));

@@ -55,7 +55,7 @@ static int matches(const char *text, const char *pattern)
 /* The timestamp is UTC and now: parse it back with timegm. */
 static void check_timestamp_is_now(const char *line)
 {
-    struct tm tm = {0};
+    struct tm tm = { 0 };
     const char *end = strptime(line, "%Y-%m-%dT%H:%M:%S", &tm);
     time_t t = end ? timegm(&tm) : 0, now = time(NULL);
     CHECK(end != NULL, "no timestamp in '%s'", line);
@@ -86,7 +86,8 @@ static void test_format(void)
     /* a peer's bytes cannot forge a second line */
     log_write(LOG_LEVEL_WARN, "[::1]:7", "a\nb\rc\td\x1b[0m\x7f");
     n = drain(buf, sizeof buf);
-    CHECK(matches(buf, " WARN \\[\\[::1\\]:7\\] a\\?b\\?c\td\\?\\[0m\\?\n$"), "controls: '%s'", buf);
+    CHECK(matches(buf, " WARN \\[\\[::1\\]:7\\] a\\?b\\?c\td\\?\\[0m\\?\n$"), "controls: '%s'",
+          buf);
     CHECK(count_char(buf, n, '\n') == 1, "controls make one line: '%s'", buf);
 }
 
@@ -97,7 +98,7 @@ static void test_level_names(void)
     CHECK_STR(log_level_name(LOG_LEVEL_INFO), "INFO");
     CHECK_STR(log_level_name(LOG_LEVEL_DEBUG), "DEBUG");
     CHECK_STR(log_level_name(LOG_LEVEL__COUNT), "?");
-    CHECK_STR(log_level_name((enum log_level)-1), "?");
+    CHECK_STR(log_level_name((enum log_level) - 1), "?");
 }
 
 static void test_levels(void)
@@ -172,7 +173,7 @@ static uint64_t fake_clock(void)
 
 static void test_throttle(void)
 {
-    struct log_throttle t = {0}, other = {0};
+    struct log_throttle t = { 0 }, other = { 0 };
     char buf[4096];
     int written;
     log_set_mono_clock(fake_clock);
@@ -207,7 +208,8 @@ static void test_throttle(void)
     CHECK_INT(log_throttled(&t, LOG_LEVEL_WARN, "1.2.3.4:5", "bad request %d", 10), 1);
     drain(buf, sizeof buf);
     CHECK(matches(buf, " WARN \\[1\\.2\\.3\\.4:5\\] bad request 10 \\(8 more like this held "
-                       "back in the last 1\\.0 s\\)\n$"), "report: '%s'", buf);
+                       "back in the last 1\\.0 s\\)\n$"),
+          "report: '%s'", buf);
     CHECK_INT(t.suppressed, 0);
 
     /* held again at once; reported with the gap after a quiet spell */
@@ -225,7 +227,7 @@ static void test_throttle(void)
     CHECK(matches(buf, " WARN quiet\n$"), "no suffix: '%s'", buf);
 
     log_set_mono_clock(NULL); /* the real clock again: a fresh throttle passes */
-    struct log_throttle fresh = {0};
+    struct log_throttle fresh = { 0 };
     CHECK_INT(log_throttled(&fresh, LOG_LEVEL_WARN, NULL, "real clock"), 1);
     CHECK_INT(log_throttled(&fresh, LOG_LEVEL_WARN, NULL, "real clock"), 0);
     drain(buf, sizeof buf);
@@ -268,7 +270,7 @@ static int thread_line(const char *p, size_t len, int *seq)
 /* Every line is whole: one writer's, in its order. */
 static void check_thread_lines(const char *data, size_t n)
 {
-    int next[2] = {0, 0}, bad = 0, id, seq;
+    int next[2] = { 0, 0 }, bad = 0, id, seq;
     const char *p = data, *end = data + n, *nl;
     while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
         id = thread_line(p, (size_t)(nl - p), &seq);
@@ -279,8 +281,7 @@ static void check_thread_lines(const char *data, size_t n)
         p = nl + 1;
     }
     CHECK(bad == 0 && p == end, "%d broken or reordered lines", bad);
-    CHECK(next[0] == THREAD_LINES && next[1] == THREAD_LINES, "lines: %d and %d", next[0],
-          next[1]);
+    CHECK(next[0] == THREAD_LINES && next[1] == THREAD_LINES, "lines: %d and %d", next[0], next[1]);
 }
 
 static void test_threads(void)

@@ -56,47 +56,50 @@ static void test_evaluate(struct tally *t)
     build(&l, &s);
 
     /* experiment 2's worst case: 945 = one byte over the 944 chunk */
-    static const uint64_t worst[][2] = {{945, 10}};
+    static const uint64_t worst[][2] = { { 945, 10 } };
     hist_of(&h, worst, N(worst));
     advise_evaluate(&l, &h, &e);
     TALLY_CHECK(t, e.items == 10 && e.requested == 9450 && e.allocated == 11840 && e.waste == 2390,
-          "10 x 945: items %" PRIu64 " requested %" PRIu64 " allocated %" PRIu64 " waste %" PRIu64,
-          e.items, e.requested, e.allocated, e.waste);
-    TALLY_CHECK(t, e.waste_pct > 20.185 && e.waste_pct < 20.186, "10 x 945: waste %.4f %% (2390/11840)",
-          e.waste_pct);
-    TALLY_CHECK(t, e.classes_in_ladder == 39 && e.classes_used == 1 && e.chunked_items == 0 &&
-                 e.refused_items == 0,
-          "10 x 945: classes %u/%u chunked %" PRIu64 " refused %" PRIu64, e.classes_in_ladder,
-          e.classes_used, e.chunked_items, e.refused_items);
+                "10 x 945: items %" PRIu64 " requested %" PRIu64 " allocated %" PRIu64
+                " waste %" PRIu64,
+                e.items, e.requested, e.allocated, e.waste);
+    TALLY_CHECK(t, e.waste_pct > 20.185 && e.waste_pct < 20.186,
+                "10 x 945: waste %.4f %% (2390/11840)", e.waste_pct);
+    TALLY_CHECK(t,
+                e.classes_in_ladder == 39 && e.classes_used == 1 && e.chunked_items == 0 &&
+                    e.refused_items == 0,
+                "10 x 945: classes %u/%u chunked %" PRIu64 " refused %" PRIu64, e.classes_in_ladder,
+                e.classes_used, e.chunked_items, e.refused_items);
     advise_hist_free(&h);
 
     /* exact fits waste nothing */
-    static const uint64_t exact[][2] = {{96, 3}, {944, 2}, {524288, 1}};
+    static const uint64_t exact[][2] = { { 96, 3 }, { 944, 2 }, { 524288, 1 } };
     hist_of(&h, exact, N(exact));
     advise_evaluate(&l, &h, &e);
     TALLY_CHECK(t, e.allocated == 3 * 96 + 2 * 944 + 524288 && e.waste == 0 && e.classes_used == 3,
-          "exact fits: allocated %" PRIu64 " waste %" PRIu64 " used %u", e.allocated, e.waste,
-          e.classes_used);
+                "exact fits: allocated %" PRIu64 " waste %" PRIu64 " used %u", e.allocated, e.waste,
+                e.classes_used);
     advise_hist_free(&h);
 
     /* a mix, given in no order and with a size repeated:
      *   1 x 10 -> 96 (86), 5 x 96 -> 96 (0), 3 x 97 -> 120 (69),
      *   7 x 600 -> 600 (0), 2 x 601 -> 752 (302), 4 x 394841 -> 524288 (517788)
      * plus 2 items over -I (refused, not counted). */
-    static const uint64_t mix[][2] = {{601, 2},    {97, 1},          {96, 5},
-                                      {600, 7},    {10, 1},          {97, 2},
-                                      {394841, 4}, {1048576 + 1, 2}};
+    static const uint64_t mix[][2] = { { 601, 2 }, { 97, 1 }, { 96, 5 },     { 600, 7 },
+                                       { 10, 1 },  { 97, 2 }, { 394841, 4 }, { 1048576 + 1, 2 } };
     hist_of(&h, mix, N(mix));
     advise_evaluate(&l, &h, &e);
     uint64_t req = 10 + 5 * 96 + 3 * 97 + 7 * 600 + 2 * 601 + 4 * 394841ull;
     uint64_t alloc = 96 + 5 * 96 + 3 * 120 + 7 * 600 + 2 * 752 + 4 * 524288ull;
-    TALLY_CHECK(t, e.items == 22 && e.requested == req && e.allocated == alloc &&
-                 e.waste == alloc - req && e.refused_items == 2 && e.classes_used == 5,
-          "mix: items %" PRIu64 " requested %" PRIu64 "/%" PRIu64 " allocated %" PRIu64
-          "/%" PRIu64 " refused %" PRIu64 " used %u",
-          e.items, e.requested, req, e.allocated, alloc, e.refused_items, e.classes_used);
+    TALLY_CHECK(t,
+                e.items == 22 && e.requested == req && e.allocated == alloc &&
+                    e.waste == alloc - req && e.refused_items == 2 && e.classes_used == 5,
+                "mix: items %" PRIu64 " requested %" PRIu64 "/%" PRIu64 " allocated %" PRIu64
+                "/%" PRIu64 " refused %" PRIu64 " used %u",
+                e.items, e.requested, req, e.allocated, alloc, e.refused_items, e.classes_used);
     TALLY_CHECK(t, h.n == 7 && h.ntotal[0] == 10 && h.ntotal[2] == 97 && h.count[2] == 3,
-          "sorted histogram: n %zu, [2] = %" PRIu64 " x %" PRIu64, h.n, h.ntotal[2], h.count[2]);
+                "sorted histogram: n %zu, [2] = %" PRIu64 " x %" PRIu64, h.n, h.ntotal[2],
+                h.count[2]);
     advise_hist_free(&h);
 
     /* an empty histogram */
@@ -124,21 +127,21 @@ static void test_evaluate_chunked(struct tally *t)
      *   data 600002 bytes: one full chunk of 524240 + 48 -> 524288,
      *   tail 75762 + 48 = 75810 -> class 31 (82792)
      *   allocated 120 + 524288 + 82792 = 607200 */
-    static const uint64_t big[][2] = {{600066, 3}, {945, 1}};
+    static const uint64_t big[][2] = { { 600066, 3 }, { 945, 1 } };
     hist_of(&h, big, N(big));
     advise_evaluate(&l, &h, &e);
-    TALLY_CHECK(t, e.items == 4 && e.chunked_items == 3, "chunked: items %" PRIu64 " chunked %" PRIu64,
-          e.items, e.chunked_items);
+    TALLY_CHECK(t, e.items == 4 && e.chunked_items == 3,
+                "chunked: items %" PRIu64 " chunked %" PRIu64, e.items, e.chunked_items);
     TALLY_CHECK(t, e.requested == 3 * 600066ull + 945 && e.allocated == 3 * 607200ull + 1184,
-          "chunked: requested %" PRIu64 " allocated %" PRIu64 " (want %llu)", e.requested,
-          e.allocated, 3 * 607200ull + 1184);
+                "chunked: requested %" PRIu64 " allocated %" PRIu64 " (want %llu)", e.requested,
+                e.allocated, 3 * 607200ull + 1184);
     advise_hist_free(&h);
 
     /* The same, against slab_model's layout of the item (which follows
      * memcached's do_item_alloc / do_item_alloc_chunk), for many value
      * lengths, under the default ladder and under slab_chunk_max 16384
      * (where the tails spread over many classes). */
-    static const uint32_t scms[] = {524288, 16384};
+    static const uint32_t scms[] = { 524288, 16384 };
     for (size_t k = 0; k < N(scms); k++) {
         slab_settings_default(&s);
         s.slab_chunk_max = scms[k];
@@ -151,16 +154,18 @@ static void test_evaluate_chunked(struct tally *t)
             uint64_t want = l.cls[it.hdr_class].chunk_size +
                             it.full_chunks * l.cls[it.full_class].chunk_size +
                             (it.tail_class ? l.cls[it.tail_class].chunk_size : 0);
-            static const uint64_t dummy[][2] = {{0, 1}};
+            static const uint64_t dummy[][2] = { { 0, 1 } };
             hist_of(&h, dummy, N(dummy));
             h.ntotal[0] = it.ntotal;
             advise_evaluate(&l, &h, &e);
             if (e.allocated != want || e.chunked_items != 1) {
                 bad++;
-                TALLY_CHECK(t, 0, "scm %u, value %" PRIu64 " (ntotal %" PRIu64 "): advise allocates %"
-                      PRIu64 ", memcached %" PRIu64 " (hdr %u, %" PRIu64 " x %u, tail %u)",
-                      scms[k], v, it.ntotal, e.allocated, want, l.cls[it.hdr_class].chunk_size,
-                      it.full_chunks, scms[k], it.tail_class ? l.cls[it.tail_class].chunk_size : 0);
+                TALLY_CHECK(
+                    t, 0,
+                    "scm %u, value %" PRIu64 " (ntotal %" PRIu64 "): advise allocates %" PRIu64
+                    ", memcached %" PRIu64 " (hdr %u, %" PRIu64 " x %u, tail %u)",
+                    scms[k], v, it.ntotal, e.allocated, want, l.cls[it.hdr_class].chunk_size,
+                    it.full_chunks, scms[k], it.tail_class ? l.cls[it.tail_class].chunk_size : 0);
             }
             advise_hist_free(&h);
         }
@@ -265,7 +270,8 @@ static void check_fit(struct tally *t, const char *what, const uint64_t *sz, con
             maxsz = sz[i];
     }
     advise_hist_sort(&h);
-    struct brute b = {&base, sz, cnt, n, base.chunk_size_min, 0, cand, ncand, UINT64_MAX, {0}, 0, 0};
+    struct brute b = { &base,      sz,    cnt, n, base.chunk_size_min, 0, cand, ncand,
+                       UINT64_MAX, { 0 }, 0,   0 };
     /* a raw size above the largest item's 8-byte slot only loosens a class */
     b.hi = (uint32_t)((maxsz + 7) / 8 * 8);
     if (b.hi < (b.lo + 7) / 8 * 8)
@@ -280,17 +286,19 @@ static void check_fit(struct tally *t, const char *what, const uint64_t *sz, con
     if (rc == 0) {
         char err[200] = "";
         TALLY_CHECK(t, slab_settings_validate(&fitted, err, sizeof err) == SLAB_OK,
-              "%s, max %u: fitted ladder refused: %s", what, max_sizes, err);
+                    "%s, max %u: fitted ladder refused: %s", what, max_sizes, err);
         TALLY_CHECK(t, fitted.n_slab_sizes >= 1 && fitted.n_slab_sizes <= max_sizes,
-              "%s, max %u: %u sizes", what, max_sizes, fitted.n_slab_sizes);
+                    "%s, max %u: %u sizes", what, max_sizes, fitted.n_slab_sizes);
         uint64_t own = brute_alloc(sz, cnt, n, fitted.slab_sizes, (int)fitted.n_slab_sizes,
                                    base.slab_chunk_max);
-        TALLY_CHECK(t, own == fe.allocated, "%s, max %u: fit reports %" PRIu64 " allocated, its ladder "
-              "allocates %" PRIu64, what, max_sizes, fe.allocated, own);
+        TALLY_CHECK(t, own == fe.allocated,
+                    "%s, max %u: fit reports %" PRIu64 " allocated, its ladder "
+                    "allocates %" PRIu64,
+                    what, max_sizes, fe.allocated, own);
         if (slab_ladder_build(&fitted, &l, NULL, 0) == SLAB_OK) {
             advise_evaluate(&l, &h, &ce);
             TALLY_CHECK(t, ce.allocated == fe.allocated && ce.waste == fe.waste,
-                  "%s: fitted_eval differs from advise_evaluate", what);
+                        "%s: fitted_eval differs from advise_evaluate", what);
         }
         if (fe.allocated != b.best) {
             char fs[256] = "", bs[64] = "";
@@ -301,9 +309,11 @@ static void check_fit(struct tally *t, const char *what, const uint64_t *sz, con
             o = 0;
             for (int i = 0; i < b.best_k; i++)
                 o += (size_t)snprintf(bs + o, sizeof bs - o, "%s%u", i ? "-" : "", b.best_r[i]);
-            TALLY_CHECK(t, 0, "%s, max %u: fit allocates %" PRIu64 " (slab_sizes=%s), brute force %"
-                  PRIu64 " (slab_sizes=%s, %" PRIu64 " ladders tried)",
-                  what, max_sizes, fe.allocated, fs, b.best, bs, b.tried);
+            TALLY_CHECK(t, 0,
+                        "%s, max %u: fit allocates %" PRIu64
+                        " (slab_sizes=%s), brute force %" PRIu64 " (slab_sizes=%s, %" PRIu64
+                        " ladders tried)",
+                        what, max_sizes, fe.allocated, fs, b.best, bs, b.tried);
         } else {
             t->run++;
         }
@@ -316,19 +326,19 @@ static void test_fit_brute(struct tally *t)
     /* two neighbouring 8-byte slots: raw 97-112 gives chunks 104 and 112
      * (memcached checks 112 > 97 + 8 before rounding 97 up to 104) */
     {
-        static const uint64_t sz[] = {104, 112}, cnt[] = {1000, 1000};
+        static const uint64_t sz[] = { 104, 112 }, cnt[] = { 1000, 1000 };
         for (uint32_t k = 1; k <= 3; k++)
             check_fit(t, "104/112", sz, cnt, N(sz), k, NULL, 0);
     }
     /* a run of neighbouring slots */
     {
-        static const uint64_t sz[] = {100, 104, 112, 120, 128}, cnt[] = {50, 900, 800, 700, 10};
+        static const uint64_t sz[] = { 100, 104, 112, 120, 128 }, cnt[] = { 50, 900, 800, 700, 10 };
         for (uint32_t k = 1; k <= 3; k++)
             check_fit(t, "100..128", sz, cnt, N(sz), k, NULL, 0);
     }
     /* below -n: everything lands in a class of at least 48 */
     {
-        static const uint64_t sz[] = {1, 20, 47, 49, 60}, cnt[] = {5, 5, 5, 100, 1};
+        static const uint64_t sz[] = { 1, 20, 47, 49, 60 }, cnt[] = { 5, 5, 5, 100, 1 };
         for (uint32_t k = 1; k <= 3; k++)
             check_fit(t, "tiny", sz, cnt, N(sz), k, NULL, 0);
     }
@@ -351,16 +361,16 @@ static void test_fit_brute(struct tally *t)
      * trying the items' own slots is exhaustive. Items near slab_chunk_max
      * may do best left in the slab_chunk_max class. */
     static const uint64_t wide[][8] = {
-        {400000, 520000, 0},
-        {300, 5000, 5100, 300000, 524000, 524288, 0},
-        {200, 400, 800, 1600, 3200, 6400, 12800, 25600},
-        {96, 200, 1000, 9000, 100000, 500000, 510000, 524200},
+        { 400000, 520000, 0 },
+        { 300, 5000, 5100, 300000, 524000, 524288, 0 },
+        { 200, 400, 800, 1600, 3200, 6400, 12800, 25600 },
+        { 96, 200, 1000, 9000, 100000, 500000, 510000, 524200 },
     };
     static const uint64_t wide_cnt[][8] = {
-        {10, 10},
-        {1000, 300, 300, 5, 2, 2},
-        {1, 10, 100, 1000, 1000, 100, 10, 1},
-        {7, 70, 700, 7000, 70, 7, 3, 1},
+        { 10, 10 },
+        { 1000, 300, 300, 5, 2, 2 },
+        { 1, 10, 100, 1000, 1000, 100, 10, 1 },
+        { 7, 70, 700, 7000, 70, 7, 3, 1 },
     };
     for (size_t w = 0; w < N(wide); w++) {
         size_t n = 0;
@@ -393,14 +403,14 @@ static void test_fit_large(struct tally *t)
     advise_evaluate(&l, &h, &de);
     int rc = advise_fit_sizes(&base, &h, 62, &fitted, &fe);
     TALLY_CHECK(t, rc == 0 && slab_settings_validate(&fitted, NULL, 0) == SLAB_OK,
-          "large histogram: fit failed or invalid");
+                "large histogram: fit failed or invalid");
     TALLY_CHECK(t, rc == 0 && fitted.n_slab_sizes <= 62 && fe.waste < de.waste,
-          "large histogram: fitted waste %" PRIu64 " not below the default's %" PRIu64, fe.waste,
-          de.waste);
+                "large histogram: fitted waste %" PRIu64 " not below the default's %" PRIu64,
+                fe.waste, de.waste);
     /* max_sizes caps the ladder */
     rc = advise_fit_sizes(&base, &h, 3, &fitted, &fe);
     TALLY_CHECK(t, rc == 0 && fitted.n_slab_sizes <= 3 && fitted.n_slab_sizes >= 1,
-          "large histogram, max 3: %u sizes", fitted.n_slab_sizes);
+                "large histogram, max 3: %u sizes", fitted.n_slab_sizes);
     advise_hist_free(&h);
 }
 
@@ -419,18 +429,22 @@ static void check_search(struct tally *t, const char *what, const struct slab_se
     if (rc)
         return;
     char err[200] = "";
-    TALLY_CHECK(t, slab_settings_validate(&best, err, sizeof err) == SLAB_OK && best.n_slab_sizes == 0,
-          "%s: best -n %u -f %.2f refused: %s", what, best.chunk_size_min, best.growth_factor, err);
-    TALLY_CHECK(t, best.slab_chunk_max == base->slab_chunk_max && best.item_size_max == base->item_size_max &&
-                 best.use_cas == base->use_cas,
-          "%s: search changed settings it does not search", what);
-    TALLY_CHECK(t, be.waste <= e0.waste, "%s: best -n %u -f %.2f wastes %" PRIu64 ", more than the base "
-          "-n %u -f %.3f (%" PRIu64 ")", what, best.chunk_size_min, best.growth_factor, be.waste,
-          base->chunk_size_min, base->growth_factor, e0.waste);
+    TALLY_CHECK(
+        t, slab_settings_validate(&best, err, sizeof err) == SLAB_OK && best.n_slab_sizes == 0,
+        "%s: best -n %u -f %.2f refused: %s", what, best.chunk_size_min, best.growth_factor, err);
+    TALLY_CHECK(t,
+                best.slab_chunk_max == base->slab_chunk_max &&
+                    best.item_size_max == base->item_size_max && best.use_cas == base->use_cas,
+                "%s: search changed settings it does not search", what);
+    TALLY_CHECK(t, be.waste <= e0.waste,
+                "%s: best -n %u -f %.2f wastes %" PRIu64 ", more than the base "
+                "-n %u -f %.3f (%" PRIu64 ")",
+                what, best.chunk_size_min, best.growth_factor, be.waste, base->chunk_size_min,
+                base->growth_factor, e0.waste);
     if (slab_ladder_build(&best, &bl, NULL, 0) == SLAB_OK) {
         advise_evaluate(&bl, h, &e1);
         TALLY_CHECK(t, e1.allocated == be.allocated && e1.waste == be.waste,
-              "%s: best_eval differs from advise_evaluate", what);
+                    "%s: best_eval differs from advise_evaluate", what);
     }
 }
 
@@ -442,7 +456,7 @@ static void test_search_factor(struct tally *t)
     struct advise_eval be;
     slab_settings_default(&base);
 
-    static const uint64_t worst[][2] = {{945, 20000}};
+    static const uint64_t worst[][2] = { { 945, 20000 } };
     hist_of(&h, worst, N(worst));
     check_search(t, "945", &base, &h);
     struct slab_settings best;
@@ -493,20 +507,22 @@ static void test_cliffs(struct tally *t)
     slab_settings_default(&s);
     s.growth_factor = 1.08;
     build(&l, &s);
-    TALLY_CHECK(t, l.n_classes == 63 && l.cls[62].chunk_size == 13800 && l.cls[63].chunk_size == 524288,
-          "-f 1.08 ladder: %u classes", l.n_classes);
-    static const uint64_t items[][2] = {{20000, 500}, {945, 100}, {13800, 3}};
+    TALLY_CHECK(
+        t, l.n_classes == 63 && l.cls[62].chunk_size == 13800 && l.cls[63].chunk_size == 524288,
+        "-f 1.08 ladder: %u classes", l.n_classes);
+    static const uint64_t items[][2] = { { 20000, 500 }, { 945, 100 }, { 13800, 3 } };
     hist_of(&h, items, N(items));
     size_t n = advise_cliffs(&l, &h, c, N(c));
     TALLY_CHECK(t, n == 1, "-f 1.08, 20,000-byte items: %zu cliffs", n);
     if (n >= 1)
-        TALLY_CHECK(t, c[0].class_id == 63 && c[0].chunk_size == 524288 && c[0].lo == 13801 &&
-                     c[0].hi == 524288 && c[0].min_item == 20000 && c[0].max_item == 20000 &&
-                     c[0].items == 500,
-              "cliff: class %u chunk %u range %" PRIu64 "..%" PRIu64 " items %" PRIu64 "..%" PRIu64
-              " x %" PRIu64,
-              c[0].class_id, c[0].chunk_size, c[0].lo, c[0].hi, c[0].min_item, c[0].max_item,
-              c[0].items);
+        TALLY_CHECK(t,
+                    c[0].class_id == 63 && c[0].chunk_size == 524288 && c[0].lo == 13801 &&
+                        c[0].hi == 524288 && c[0].min_item == 20000 && c[0].max_item == 20000 &&
+                        c[0].items == 500,
+                    "cliff: class %u chunk %u range %" PRIu64 "..%" PRIu64 " items %" PRIu64
+                    "..%" PRIu64 " x %" PRIu64,
+                    c[0].class_id, c[0].chunk_size, c[0].lo, c[0].hi, c[0].min_item, c[0].max_item,
+                    c[0].items);
     advise_hist_free(&h);
 
     /* the same items under the default ladder: no cliff (17352 < 20000 <= 21696) */
@@ -520,17 +536,17 @@ static void test_cliffs(struct tally *t)
     /* an item just above the 13,800 chunk of -f 1.08 is the worst case */
     s.growth_factor = 1.08;
     build(&l, &s);
-    static const uint64_t edge[][2] = {{13801, 1}, {524288, 1}};
+    static const uint64_t edge[][2] = { { 13801, 1 }, { 524288, 1 } };
     hist_of(&h, edge, N(edge));
     n = advise_cliffs(&l, &h, c, N(c));
     TALLY_CHECK(t, n == 1 && c[0].min_item == 13801 && c[0].max_item == 524288 && c[0].items == 2,
-          "13,801 and 524,288: %zu cliffs", n);
+                "13,801 and 524,288: %zu cliffs", n);
     advise_hist_free(&h);
 }
 
 int main(void)
 {
-    struct tally t = {0, 0};
+    struct tally t = { 0, 0 };
     test_evaluate(&t);
     test_evaluate_chunked(&t);
     test_fit_brute(&t);

@@ -23,7 +23,7 @@ struct state {
     long even;
 };
 
-static const struct opt_word colors[] = {{"red", 1}, {"green", 2}, {NULL, 0}};
+static const struct opt_word colors[] = { { "red", 1 }, { "green", 2 }, { NULL, 0 } };
 
 /* Accepts even numbers; says why for odd ones, nothing for the rest. */
 static int call_even(void *dest, const char *value, char *err, size_t errlen)
@@ -43,157 +43,204 @@ static int call_even(void *dest, const char *value, char *err, size_t errlen)
 #define MAX_ARGS 8
 
 struct opt_case {
-    const char *args[MAX_ARGS];  /* after the command's name; NULL ends them */
-    bool positionals;            /* first_positional given (else NULL) */
+    const char *args[MAX_ARGS]; /* after the command's name; NULL ends them */
+    bool positionals;           /* first_positional given (else NULL) */
     enum opt_result want;
-    const char *expect;          /* OPT_ERROR: the message; else state tokens */
+    const char *expect; /* OPT_ERROR: the message; else state tokens */
 };
 
 static const struct opt_case cases[] = {
     /* nothing; flags and set */
-    {{NULL}, false, OPT_OK, "flag=0 level=0 count=7 argv=test pos=-"},
-    {{"--flag"}, false, OPT_OK, "flag=1"},
-    {{"-x"}, false, OPT_OK, "flag=1"},
-    {{"--flag=1"}, false, OPT_ERROR, "slabtap test: --flag takes no value"},
-    {{"-xy"}, false, OPT_ERROR, "slabtap test: unknown option -xy"},
-    {{"-v"}, false, OPT_OK, "level=3"},
-    {{"-v", "-q"}, false, OPT_OK, "level=1"},
-    {{"--quiet", "--verbose"}, false, OPT_OK, "level=3"},
+    { { NULL }, false, OPT_OK, "flag=0 level=0 count=7 argv=test pos=-" },
+    { { "--flag" }, false, OPT_OK, "flag=1" },
+    { { "-x" }, false, OPT_OK, "flag=1" },
+    { { "--flag=1" }, false, OPT_ERROR, "slabtap test: --flag takes no value" },
+    { { "-xy" }, false, OPT_ERROR, "slabtap test: unknown option -xy" },
+    { { "-v" }, false, OPT_OK, "level=3" },
+    { { "-v", "-q" }, false, OPT_OK, "level=1" },
+    { { "--quiet", "--verbose" }, false, OPT_OK, "level=3" },
     /* strings: the four spellings, empty and missing values */
-    {{"--name", "abc"}, false, OPT_OK, "name=abc"},
-    {{"--name=abc"}, false, OPT_OK, "name=abc"},
-    {{"--name=a=b"}, false, OPT_OK, "name=a=b"},
-    {{"-N", "abc"}, false, OPT_OK, "name=abc"},
-    {{"-Nabc"}, false, OPT_OK, "name=abc"},
-    {{"--name", "-x"}, false, OPT_OK, "name=-x flag=0"},
-    {{"--name"}, false, OPT_ERROR, "slabtap test: --name needs a value"},
-    {{"-N"}, false, OPT_ERROR, "slabtap test: -N needs a value"},
-    {{"--name="}, false, OPT_ERROR, "slabtap test: --name needs a value"},
-    {{"--name", ""}, false, OPT_ERROR, "slabtap test: --name needs a value"},
-    {{"--name", "--flag"}, false, OPT_ERROR, "slabtap test: --name needs a value"},
+    { { "--name", "abc" }, false, OPT_OK, "name=abc" },
+    { { "--name=abc" }, false, OPT_OK, "name=abc" },
+    { { "--name=a=b" }, false, OPT_OK, "name=a=b" },
+    { { "-N", "abc" }, false, OPT_OK, "name=abc" },
+    { { "-Nabc" }, false, OPT_OK, "name=abc" },
+    { { "--name", "-x" }, false, OPT_OK, "name=-x flag=0" },
+    { { "--name" }, false, OPT_ERROR, "slabtap test: --name needs a value" },
+    { { "-N" }, false, OPT_ERROR, "slabtap test: -N needs a value" },
+    { { "--name=" }, false, OPT_ERROR, "slabtap test: --name needs a value" },
+    { { "--name", "" }, false, OPT_ERROR, "slabtap test: --name needs a value" },
+    { { "--name", "--flag" }, false, OPT_ERROR, "slabtap test: --name needs a value" },
     /* unsigned with bounds [1, 100] */
-    {{"--count", "5"}, false, OPT_OK, "count=5 seen=1"},
-    {{"--count=100"}, false, OPT_OK, "count=100"},
-    {{"-c1"}, false, OPT_OK, "count=1"},
-    {{"--count", "0"}, false, OPT_ERROR, "slabtap test: --count: 0 is below the minimum 1"},
-    {{"--count", "101"}, false, OPT_ERROR, "slabtap test: --count: 101 is above the maximum 100"},
-    {{"--count", "300abc"}, false, OPT_ERROR, "slabtap test: --count: \"300abc\" is not a number"},
-    {{"--count", "-5"}, false, OPT_ERROR,
-     "slabtap test: --count: \"-5\" must be a number without a sign"},
-    {{"--count", "+5"}, false, OPT_ERROR,
-     "slabtap test: --count: \"+5\" must be a number without a sign"},
-    {{"--count", " 5"}, false, OPT_ERROR, "slabtap test: --count: \" 5\" is not a number"},
-    {{"--count", "5 "}, false, OPT_ERROR, "slabtap test: --count: \"5 \" is not a number"},
-    {{"--count", "5.0"}, false, OPT_ERROR, "slabtap test: --count: \"5.0\" is not a number"},
-    {{"--count", "0x10"}, false, OPT_ERROR, "slabtap test: --count: \"0x10\" is not a number"},
-    {{"--count", "99999999999999999999"}, false, OPT_ERROR,
-     "slabtap test: --count: 99999999999999999999 is above the maximum 100"},
-    {{"--count"}, false, OPT_ERROR, "slabtap test: --count needs a value"},
+    { { "--count", "5" }, false, OPT_OK, "count=5 seen=1" },
+    { { "--count=100" }, false, OPT_OK, "count=100" },
+    { { "-c1" }, false, OPT_OK, "count=1" },
+    { { "--count", "0" }, false, OPT_ERROR, "slabtap test: --count: 0 is below the minimum 1" },
+    { { "--count", "101" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --count: 101 is above the maximum 100" },
+    { { "--count", "300abc" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --count: \"300abc\" is not a number" },
+    { { "--count", "-5" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --count: \"-5\" must be a number without a sign" },
+    { { "--count", "+5" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --count: \"+5\" must be a number without a sign" },
+    { { "--count", " 5" }, false, OPT_ERROR, "slabtap test: --count: \" 5\" is not a number" },
+    { { "--count", "5 " }, false, OPT_ERROR, "slabtap test: --count: \"5 \" is not a number" },
+    { { "--count", "5.0" }, false, OPT_ERROR, "slabtap test: --count: \"5.0\" is not a number" },
+    { { "--count", "0x10" }, false, OPT_ERROR, "slabtap test: --count: \"0x10\" is not a number" },
+    { { "--count", "99999999999999999999" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --count: 99999999999999999999 is above the maximum 100" },
+    { { "--count" }, false, OPT_ERROR, "slabtap test: --count needs a value" },
     /* unsigned without bounds: the whole uint64 range */
-    {{"--any", "0"}, false, OPT_OK, "any=0"},
-    {{"--any", "18446744073709551615"}, false, OPT_OK, "any=18446744073709551615"},
-    {{"--any", "18446744073709551616"}, false, OPT_ERROR,
-     "slabtap test: --any: 18446744073709551616 is above the maximum 18446744073709551615"},
+    { { "--any", "0" }, false, OPT_OK, "any=0" },
+    { { "--any", "18446744073709551615" }, false, OPT_OK, "any=18446744073709551615" },
+    { { "--any", "18446744073709551616" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --any: 18446744073709551616 is above the maximum 18446744073709551615" },
     /* signed with bounds [-10, 10], and without */
-    {{"--offset", "-10"}, false, OPT_OK, "offset=-10"},
-    {{"--offset=+3"}, false, OPT_OK, "offset=3"},
-    {{"--offset", "-11"}, false, OPT_ERROR, "slabtap test: --offset: -11 is below the minimum -10"},
-    {{"--offset", "11"}, false, OPT_ERROR, "slabtap test: --offset: 11 is above the maximum 10"},
-    {{"--offset", "-"}, false, OPT_ERROR, "slabtap test: --offset: \"-\" is not a number"},
-    {{"--offset", "1-"}, false, OPT_ERROR, "slabtap test: --offset: \"1-\" is not a number"},
-    {{"--offset", "--1"}, false, OPT_ERROR, "slabtap test: --offset needs a value"},
-    {{"--wide", "-9223372036854775808"}, false, OPT_OK, "wide=-9223372036854775808"},
-    {{"--wide", "9223372036854775807"}, false, OPT_OK, "wide=9223372036854775807"},
-    {{"--wide", "-9223372036854775809"}, false, OPT_ERROR,
-     "slabtap test: --wide: -9223372036854775809 is below the minimum -9223372036854775808"},
-    {{"--wide", "9223372036854775808"}, false, OPT_ERROR,
-     "slabtap test: --wide: 9223372036854775808 is above the maximum 9223372036854775807"},
+    { { "--offset", "-10" }, false, OPT_OK, "offset=-10" },
+    { { "--offset=+3" }, false, OPT_OK, "offset=3" },
+    { { "--offset", "-11" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --offset: -11 is below the minimum -10" },
+    { { "--offset", "11" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --offset: 11 is above the maximum 10" },
+    { { "--offset", "-" }, false, OPT_ERROR, "slabtap test: --offset: \"-\" is not a number" },
+    { { "--offset", "1-" }, false, OPT_ERROR, "slabtap test: --offset: \"1-\" is not a number" },
+    { { "--offset", "--1" }, false, OPT_ERROR, "slabtap test: --offset needs a value" },
+    { { "--wide", "-9223372036854775808" }, false, OPT_OK, "wide=-9223372036854775808" },
+    { { "--wide", "9223372036854775807" }, false, OPT_OK, "wide=9223372036854775807" },
+    { { "--wide", "-9223372036854775809" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --wide: -9223372036854775809 is below the minimum -9223372036854775808" },
+    { { "--wide", "9223372036854775808" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --wide: 9223372036854775808 is above the maximum 9223372036854775807" },
     /* size with k/m, bounds [1024, 1 GiB] */
-    {{"-I", "1k"}, false, OPT_OK, "size=1024"},
-    {{"-I", "2M"}, false, OPT_OK, "size=2097152"},
-    {{"-I1024m"}, false, OPT_OK, "size=1073741824"},
-    {{"-I", "4096"}, false, OPT_OK, "size=4096"},
-    {{"-I", "1023"}, false, OPT_ERROR, "slabtap test: -I: 1023 is below the minimum 1024"},
-    {{"-I", "1025m"}, false, OPT_ERROR, "slabtap test: -I: 1025m is above the maximum 1073741824"},
-    {{"-I", "99999999999999999999k"}, false, OPT_ERROR,
-     "slabtap test: -I: 99999999999999999999k is above the maximum 1073741824"},
-    {{"-I", "18014398509481984k"}, false, OPT_ERROR,
-     "slabtap test: -I: 18014398509481984k is above the maximum 1073741824"},
-    {{"-I", "2g"}, false, OPT_ERROR,
-     "slabtap test: -I: \"2g\" is not a size (digits, then optionally k or m)"},
-    {{"-I", "1.5m"}, false, OPT_ERROR,
-     "slabtap test: -I: \"1.5m\" is not a size (digits, then optionally k or m)"},
-    {{"-I", "k"}, false, OPT_ERROR,
-     "slabtap test: -I: \"k\" is not a size (digits, then optionally k or m)"},
-    {{"-I", "1kk"}, false, OPT_ERROR,
-     "slabtap test: -I: \"1kk\" is not a size (digits, then optionally k or m)"},
+    { { "-I", "1k" }, false, OPT_OK, "size=1024" },
+    { { "-I", "2M" }, false, OPT_OK, "size=2097152" },
+    { { "-I1024m" }, false, OPT_OK, "size=1073741824" },
+    { { "-I", "4096" }, false, OPT_OK, "size=4096" },
+    { { "-I", "1023" }, false, OPT_ERROR, "slabtap test: -I: 1023 is below the minimum 1024" },
+    { { "-I", "1025m" },
+      false,
+      OPT_ERROR,
+      "slabtap test: -I: 1025m is above the maximum 1073741824" },
+    { { "-I", "99999999999999999999k" },
+      false,
+      OPT_ERROR,
+      "slabtap test: -I: 99999999999999999999k is above the maximum 1073741824" },
+    { { "-I", "18014398509481984k" },
+      false,
+      OPT_ERROR,
+      "slabtap test: -I: 18014398509481984k is above the maximum 1073741824" },
+    { { "-I", "2g" },
+      false,
+      OPT_ERROR,
+      "slabtap test: -I: \"2g\" is not a size (digits, then optionally k or m)" },
+    { { "-I", "1.5m" },
+      false,
+      OPT_ERROR,
+      "slabtap test: -I: \"1.5m\" is not a size (digits, then optionally k or m)" },
+    { { "-I", "k" },
+      false,
+      OPT_ERROR,
+      "slabtap test: -I: \"k\" is not a size (digits, then optionally k or m)" },
+    { { "-I", "1kk" },
+      false,
+      OPT_ERROR,
+      "slabtap test: -I: \"1kk\" is not a size (digits, then optionally k or m)" },
     /* double with bounds [1, 4], and without */
-    {{"-f", "1.25"}, false, OPT_OK, "factor=1.25"},
-    {{"--factor=2e0"}, false, OPT_OK, "factor=2"},
-    {{"-f", "0.5"}, false, OPT_ERROR, "slabtap test: -f: 0.5 is below the minimum 1"},
-    {{"-f", "5"}, false, OPT_ERROR, "slabtap test: -f: 5 is above the maximum 4"},
-    {{"-f", "abc"}, false, OPT_ERROR, "slabtap test: -f: \"abc\" is not a number"},
-    {{"-f", "1.2x"}, false, OPT_ERROR, "slabtap test: -f: \"1.2x\" is not a number"},
-    {{"-f", "1e"}, false, OPT_ERROR, "slabtap test: -f: \"1e\" is not a number"},
-    {{"-f", "nan"}, false, OPT_ERROR, "slabtap test: -f: \"nan\" is not a number"},
-    {{"-f", "inf"}, false, OPT_ERROR, "slabtap test: -f: \"inf\" is not a number"},
-    {{"-f", "0x2p0"}, false, OPT_ERROR, "slabtap test: -f: \"0x2p0\" is not a number"},
-    {{"--ratio", "-3.5"}, false, OPT_OK, "ratio=-3.5"},
-    {{"--ratio", "1e999"}, false, OPT_ERROR, "slabtap test: --ratio: 1e999 is out of range"},
-    {{"--ratio", "."}, false, OPT_ERROR, "slabtap test: --ratio: \".\" is not a number"},
+    { { "-f", "1.25" }, false, OPT_OK, "factor=1.25" },
+    { { "--factor=2e0" }, false, OPT_OK, "factor=2" },
+    { { "-f", "0.5" }, false, OPT_ERROR, "slabtap test: -f: 0.5 is below the minimum 1" },
+    { { "-f", "5" }, false, OPT_ERROR, "slabtap test: -f: 5 is above the maximum 4" },
+    { { "-f", "abc" }, false, OPT_ERROR, "slabtap test: -f: \"abc\" is not a number" },
+    { { "-f", "1.2x" }, false, OPT_ERROR, "slabtap test: -f: \"1.2x\" is not a number" },
+    { { "-f", "1e" }, false, OPT_ERROR, "slabtap test: -f: \"1e\" is not a number" },
+    { { "-f", "nan" }, false, OPT_ERROR, "slabtap test: -f: \"nan\" is not a number" },
+    { { "-f", "inf" }, false, OPT_ERROR, "slabtap test: -f: \"inf\" is not a number" },
+    { { "-f", "0x2p0" }, false, OPT_ERROR, "slabtap test: -f: \"0x2p0\" is not a number" },
+    { { "--ratio", "-3.5" }, false, OPT_OK, "ratio=-3.5" },
+    { { "--ratio", "1e999" }, false, OPT_ERROR, "slabtap test: --ratio: 1e999 is out of range" },
+    { { "--ratio", "." }, false, OPT_ERROR, "slabtap test: --ratio: \".\" is not a number" },
     /* enum */
-    {{"--color", "green"}, false, OPT_OK, "color=2"},
-    {{"--color=red"}, false, OPT_OK, "color=1"},
-    {{"--color", "blue"}, false, OPT_ERROR,
-     "slabtap test: --color: \"blue\" is not one of red, green"},
-    {{"--color", "Red"}, false, OPT_ERROR,
-     "slabtap test: --color: \"Red\" is not one of red, green"},
+    { { "--color", "green" }, false, OPT_OK, "color=2" },
+    { { "--color=red" }, false, OPT_OK, "color=1" },
+    { { "--color", "blue" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --color: \"blue\" is not one of red, green" },
+    { { "--color", "Red" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --color: \"Red\" is not one of red, green" },
     /* callback: its own message, or a generic one */
-    {{"--even", "4"}, false, OPT_OK, "even=4"},
-    {{"--even", "3"}, false, OPT_ERROR, "slabtap test: --even: 3 is odd"},
-    {{"--even", "x"}, false, OPT_ERROR, "slabtap test: --even: bad value \"x\""},
+    { { "--even", "4" }, false, OPT_OK, "even=4" },
+    { { "--even", "3" }, false, OPT_ERROR, "slabtap test: --even: 3 is odd" },
+    { { "--even", "x" }, false, OPT_ERROR, "slabtap test: --even: bad value \"x\"" },
     /* unknown options: no abbreviations */
-    {{"--bogus"}, false, OPT_ERROR, "slabtap test: unknown option --bogus"},
-    {{"--bogus=1"}, false, OPT_ERROR, "slabtap test: unknown option --bogus"},
-    {{"--fla"}, false, OPT_ERROR, "slabtap test: unknown option --fla"},
-    {{"-z"}, false, OPT_ERROR, "slabtap test: unknown option -z"},
+    { { "--bogus" }, false, OPT_ERROR, "slabtap test: unknown option --bogus" },
+    { { "--bogus=1" }, false, OPT_ERROR, "slabtap test: unknown option --bogus" },
+    { { "--fla" }, false, OPT_ERROR, "slabtap test: unknown option --fla" },
+    { { "-z" }, false, OPT_ERROR, "slabtap test: unknown option -z" },
     /* help: the first of help or a mistake decides */
-    {{"-h"}, false, OPT_HELP, ""},
-    {{"--help"}, false, OPT_HELP, ""},
-    {{"--flag", "--help", "--bogus"}, false, OPT_HELP, ""},
-    {{"--count", "0", "--help"}, false, OPT_ERROR,
-     "slabtap test: --count: 0 is below the minimum 1"},
-    {{"--help=1"}, false, OPT_ERROR, "slabtap test: unknown option --help"},
+    { { "-h" }, false, OPT_HELP, "" },
+    { { "--help" }, false, OPT_HELP, "" },
+    { { "--flag", "--help", "--bogus" }, false, OPT_HELP, "" },
+    { { "--count", "0", "--help" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --count: 0 is below the minimum 1" },
+    { { "--help=1" }, false, OPT_ERROR, "slabtap test: unknown option --help" },
     /* positionals: moved behind the options, both in order */
-    {{"a", "--flag", "b"}, true, OPT_OK, "flag=1 pos=a,b argv=test,--flag,a,b"},
-    {{"a", "--name", "x", "b", "-c", "3"}, true, OPT_OK,
-     "name=x count=3 pos=a,b argv=test,--name,x,-c,3,a,b"},
-    {{"a", "--", "--flag", "-x"}, true, OPT_OK, "flag=0 pos=a,--flag,-x"},
-    {{"-"}, true, OPT_OK, "pos=-"},
-    {{"--flag"}, true, OPT_OK, "pos=-"},
-    {{"--"}, true, OPT_OK, "pos=-"},
-    {{"a"}, false, OPT_ERROR, "slabtap test: unexpected argument 'a'"},
-    {{"--flag", "a", "--bogus"}, false, OPT_ERROR, "slabtap test: unexpected argument 'a'"},
-    {{"--flag", "--", "a"}, false, OPT_ERROR, "slabtap test: unexpected argument 'a'"},
-    {{"--"}, false, OPT_OK, "flag=0"},
+    { { "a", "--flag", "b" }, true, OPT_OK, "flag=1 pos=a,b argv=test,--flag,a,b" },
+    { { "a", "--name", "x", "b", "-c", "3" },
+      true,
+      OPT_OK,
+      "name=x count=3 pos=a,b argv=test,--name,x,-c,3,a,b" },
+    { { "a", "--", "--flag", "-x" }, true, OPT_OK, "flag=0 pos=a,--flag,-x" },
+    { { "-" }, true, OPT_OK, "pos=-" },
+    { { "--flag" }, true, OPT_OK, "pos=-" },
+    { { "--" }, true, OPT_OK, "pos=-" },
+    { { "a" }, false, OPT_ERROR, "slabtap test: unexpected argument 'a'" },
+    { { "--flag", "a", "--bogus" }, false, OPT_ERROR, "slabtap test: unexpected argument 'a'" },
+    { { "--flag", "--", "a" }, false, OPT_ERROR, "slabtap test: unexpected argument 'a'" },
+    { { "--" }, false, OPT_OK, "flag=0" },
 };
 
 static size_t make_table(struct state *s, struct opt_spec *t)
 {
     const struct opt_spec rows[] = {
-        {"flag", 'x', OPT_FLAG, .dest = &s->flag},
-        {"verbose", 'v', OPT_SET, .dest = &s->level, .set_value = 3},
-        {"quiet", 'q', OPT_SET, .dest = &s->level, .set_value = 1},
-        {"name", 'N', OPT_STRING, .dest = &s->name},
-        {"count", 'c', OPT_UINT, .dest = &s->count, .min = 1, .max = 100, .seen = &s->count_seen},
-        {"any", 0, OPT_UINT, .dest = &s->any},
-        {"offset", 0, OPT_INT, .dest = &s->offset, .smin = -10, .smax = 10},
-        {"wide", 0, OPT_INT, .dest = &s->wide},
-        {NULL, 'I', OPT_SIZE, .dest = &s->size, .min = 1024, .max = 1u << 30},
-        {"factor", 'f', OPT_DOUBLE, .dest = &s->factor, .dmin = 1, .dmax = 4},
-        {"ratio", 0, OPT_DOUBLE, .dest = &s->ratio},
-        {"color", 0, OPT_ENUM, .dest = &s->color, .words = colors},
-        {"even", 0, OPT_CALL, .dest = &s->even, .call = call_even},
+        { "flag", 'x', OPT_FLAG, .dest = &s->flag },
+        { "verbose", 'v', OPT_SET, .dest = &s->level, .set_value = 3 },
+        { "quiet", 'q', OPT_SET, .dest = &s->level, .set_value = 1 },
+        { "name", 'N', OPT_STRING, .dest = &s->name },
+        { "count", 'c', OPT_UINT, .dest = &s->count, .min = 1, .max = 100, .seen = &s->count_seen },
+        { "any", 0, OPT_UINT, .dest = &s->any },
+        { "offset", 0, OPT_INT, .dest = &s->offset, .smin = -10, .smax = 10 },
+        { "wide", 0, OPT_INT, .dest = &s->wide },
+        { NULL, 'I', OPT_SIZE, .dest = &s->size, .min = 1024, .max = 1u << 30 },
+        { "factor", 'f', OPT_DOUBLE, .dest = &s->factor, .dmin = 1, .dmax = 4 },
+        { "ratio", 0, OPT_DOUBLE, .dest = &s->ratio },
+        { "color", 0, OPT_ENUM, .dest = &s->color, .words = colors },
+        { "even", 0, OPT_CALL, .dest = &s->even, .call = call_even },
     };
     memcpy(t, rows, sizeof rows);
     return sizeof rows / sizeof rows[0];
@@ -210,8 +257,7 @@ static void join(char **argv, int from, int to, char *out, size_t len)
 }
 
 /* " flag=1 level=0 ... " with a space at each end, for token search. */
-static void describe(const struct state *s, char **argv, int argc, int first, char *out,
-                     size_t len)
+static void describe(const struct state *s, char **argv, int argc, int first, char *out, size_t len)
 {
     char pos[256], all[256];
     join(argv, first, argc, pos, sizeof pos);
@@ -220,9 +266,8 @@ static void describe(const struct state *s, char **argv, int argc, int first, ch
              " flag=%d level=%d name=%s count=%llu seen=%d any=%llu offset=%lld wide=%lld"
              " size=%llu factor=%g ratio=%g color=%d even=%ld pos=%s argv=%s ",
              s->flag, s->level, s->name ? s->name : "(null)", (unsigned long long)s->count,
-             s->count_seen, (unsigned long long)s->any, (long long)s->offset,
-             (long long)s->wide, (unsigned long long)s->size, s->factor, s->ratio, s->color,
-             s->even, pos, all);
+             s->count_seen, (unsigned long long)s->any, (long long)s->offset, (long long)s->wide,
+             (unsigned long long)s->size, s->factor, s->ratio, s->color, s->even, pos, all);
 }
 
 /* Every space-separated token of want appears as a token of got. */
@@ -241,16 +286,16 @@ static bool has_tokens(const char *got, const char *want)
 
 static void run_case(const struct opt_case *c)
 {
-    struct state s = {.count = 7};
+    struct state s = { .count = 7 };
     struct opt_spec table[16];
     size_t n = make_table(&s, table);
-    char *argv[MAX_ARGS + 1] = {"test"}, err[256] = "", got[1024], label[256];
+    char *argv[MAX_ARGS + 1] = { "test" }, err[256] = "", got[1024], label[256];
     int argc = 1, first = -1;
     while (argc <= MAX_ARGS && c->args[argc - 1])
         argv[argc] = (char *)c->args[argc - 1], argc++;
     join(argv, 1, argc, label, sizeof label);
-    enum opt_result r = opt_parse("test", table, n, argc, argv, c->positionals ? &first : NULL,
-                                  err, sizeof err);
+    enum opt_result r =
+        opt_parse("test", table, n, argc, argv, c->positionals ? &first : NULL, err, sizeof err);
     CHECK(r == c->want, "[%s]: result %d, want %d (%s)", label, r, c->want, err);
     if (r != c->want)
         return;
@@ -265,10 +310,10 @@ static void run_case(const struct opt_case *c)
 /* A buffer too small for the message: cut, terminated, nothing written past. */
 static void test_small_buffers(void)
 {
-    struct state s = {0};
+    struct state s = { 0 };
     struct opt_spec table[16];
     size_t n = make_table(&s, table);
-    char *argv[] = {"test", "--a-very-long-unknown-option"};
+    char *argv[] = { "test", "--a-very-long-unknown-option" };
     char err[12];
     memset(err, 'x', sizeof err);
     CHECK_INT(opt_parse("test", table, n, 2, argv, NULL, err, 10), OPT_ERROR);
@@ -290,7 +335,7 @@ static void test_opt_error(void)
 /* An empty table still knows help, `--` and positionals. */
 static void test_empty_table(void)
 {
-    char *argv[] = {"test", "one", "--", "-two"};
+    char *argv[] = { "test", "one", "--", "-two" };
     char err[64] = "";
     int first = 0;
     CHECK_INT(opt_parse("test", NULL, 0, 4, argv, &first, err, sizeof err), OPT_OK);
@@ -298,7 +343,7 @@ static void test_empty_table(void)
     CHECK_STR(argv[1], "--");
     CHECK_STR(argv[2], "one");
     CHECK_STR(argv[3], "-two");
-    char *help[] = {"test", "--help"};
+    char *help[] = { "test", "--help" };
     CHECK_INT(opt_parse("test", NULL, 0, 2, help, NULL, err, sizeof err), OPT_HELP);
 }
 

@@ -55,9 +55,10 @@ static int mc_read_port(const char *path)
 
 static int mc_connect(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)mc_port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct timeval tv = {.tv_sec = 2};
+    struct sockaddr_in a = { .sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)mc_port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct timeval tv = { .tv_sec = 2 };
     int fd = socket(AF_INET, SOCK_STREAM, 0);
 
     if (fd < 0)
@@ -107,8 +108,8 @@ static bool mc_start(void)
         if (ephemeral)
             setenv("MEMCACHED_PORT_FILENAME", ports_file, 1);
         if (geteuid() == 0)
-            execlp("memcached", "memcached", "-p", port, "-l", "127.0.0.1", "-U", "0", "-u",
-                   "root", (char *)NULL);
+            execlp("memcached", "memcached", "-p", port, "-l", "127.0.0.1", "-U", "0", "-u", "root",
+                   (char *)NULL);
         else
             execlp("memcached", "memcached", "-p", port, "-l", "127.0.0.1", "-U", "0",
                    (char *)NULL);
@@ -175,7 +176,7 @@ static int64_t ntotal(size_t key_len, unsigned flags, size_t value_len)
 struct ctx {
     uv_loop_t loop;
     struct poller poller;
-    uint64_t samples;            /* callbacks */
+    uint64_t samples; /* callbacks */
     uint64_t last_seq;
     int64_t last_t_ns;
     uint64_t last_connection;
@@ -383,7 +384,7 @@ int main(void)
     CHECK_INT(c.samples, n);
     CHECK_TRUE(!c.poller.connected);
     CHECK_TRUE(c.poller.counters.disconnects >= 1);
-    CHECK_TRUE(c.poller.counters.connect_failures >= 2); /* it kept trying, with backoff */
+    CHECK_TRUE(c.poller.counters.connect_failures >= 2);  /* it kept trying, with backoff */
     CHECK_TRUE(c.poller.counters.connect_failures <= 10); /* ... but not in a tight loop */
     CHECK_TRUE(c.poller.last_error == POLLER_E_CONNECT);
     CHECK_TRUE(c.poller.last_uv_error == UV_ECONNREFUSED);
@@ -425,7 +426,8 @@ close:
     CHECK_INT(uv_loop_close(&c.loop), 0);
     mc_stop();
 
-    fprintf(stderr, "test_poller: %llu samples, %llu ticks skipped, %llu reconnects, %llu discarded\n",
+    fprintf(stderr,
+            "test_poller: %llu samples, %llu ticks skipped, %llu reconnects, %llu discarded\n",
             (unsigned long long)c.samples, (unsigned long long)c.poller.counters.ticks_skipped,
             (unsigned long long)c.poller.counters.reconnects,
             (unsigned long long)c.poller.counters.samples_discarded);

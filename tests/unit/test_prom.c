@@ -13,11 +13,24 @@
 
 static void test_names(void)
 {
-    static const struct { const char *name; int metric, label; } cases[] = {
-        {"a", 1, 1}, {"_", 1, 1}, {"abc_def", 1, 1}, {"A9", 1, 1},
-        {"slabtap:requests_total", 1, 0}, {":x", 1, 0}, {"9a", 0, 0},
-        {"", 0, 0}, {"a-b", 0, 0}, {"a b", 0, 0}, {"a.b", 0, 0},
-        {"__name__", 1, 0}, {"_x", 1, 1}, {"caf\xc3\xa9", 0, 0},
+    static const struct {
+        const char *name;
+        int metric, label;
+    } cases[] = {
+        { "a", 1, 1 },
+        { "_", 1, 1 },
+        { "abc_def", 1, 1 },
+        { "A9", 1, 1 },
+        { "slabtap:requests_total", 1, 0 },
+        { ":x", 1, 0 },
+        { "9a", 0, 0 },
+        { "", 0, 0 },
+        { "a-b", 0, 0 },
+        { "a b", 0, 0 },
+        { "a.b", 0, 0 },
+        { "__name__", 1, 0 },
+        { "_x", 1, 1 },
+        { "caf\xc3\xa9", 0, 0 },
     };
     char longname[PROM_NAME_MAX + 2];
 
@@ -36,15 +49,17 @@ static void test_names(void)
 
 static void test_escapes(void)
 {
-    static const struct { const char *in, *help, *label; } cases[] = {
-        {"plain", "plain", "plain"},
-        {"", "", ""},
-        {"a\\b", "a\\\\b", "a\\\\b"},
-        {"line1\nline2", "line1\\nline2", "line1\\nline2"},
-        {"say \"hi\"", "say \"hi\"", "say \\\"hi\\\""},
-        {"\\\"\n", "\\\\\"\\n", "\\\\\\\"\\n"},
-        {"tab\there", "tab\there", "tab\there"},
-        {"caf\xc3\xa9", "caf\xc3\xa9", "caf\xc3\xa9"},
+    static const struct {
+        const char *in, *help, *label;
+    } cases[] = {
+        { "plain", "plain", "plain" },
+        { "", "", "" },
+        { "a\\b", "a\\\\b", "a\\\\b" },
+        { "line1\nline2", "line1\\nline2", "line1\\nline2" },
+        { "say \"hi\"", "say \"hi\"", "say \\\"hi\\\"" },
+        { "\\\"\n", "\\\\\"\\n", "\\\\\\\"\\n" },
+        { "tab\there", "tab\there", "tab\there" },
+        { "caf\xc3\xa9", "caf\xc3\xa9", "caf\xc3\xa9" },
     };
     char out[TEST_OUT_MAX];
 
@@ -65,10 +80,19 @@ static void test_escapes(void)
 
 static void test_doubles(void)
 {
-    static const struct { double v; const char *want; } cases[] = {
-        {0.0, "0"}, {1.0, "1"}, {-2.5, "-2.5"}, {0.1, "0.1"}, {1e21, "1e+21"},
-        {123456789.0, "123456789"}, {0.30000000000000004, "0.30000000000000004"},
-        {1.0 / 3.0, "0.3333333333333333"}, {2.2250738585072014e-308, "2.2250738585072014e-308"},
+    static const struct {
+        double v;
+        const char *want;
+    } cases[] = {
+        { 0.0, "0" },
+        { 1.0, "1" },
+        { -2.5, "-2.5" },
+        { 0.1, "0.1" },
+        { 1e21, "1e+21" },
+        { 123456789.0, "123456789" },
+        { 0.30000000000000004, "0.30000000000000004" },
+        { 1.0 / 3.0, "0.3333333333333333" },
+        { 2.2250738585072014e-308, "2.2250738585072014e-308" },
     };
     char out[PROM_VALUE_MAX];
 
@@ -97,10 +121,10 @@ static void test_exposition(void)
         "# TYPE ratio gauge\n"
         "ratio{k=\"\"} 0.25\n"
         "ratio NaN\n";
-    const struct prom_label set[] = {{"cmd", "set"}};
-    const struct prom_label get[] = {{"cmd", "get"}, {"note", "a\\b\"c\nd"}};
-    const struct prom_label cls[] = {{"class", "-1"}};
-    const struct prom_label empty[] = {{"k", NULL}};
+    const struct prom_label set[] = { { "cmd", "set" } };
+    const struct prom_label get[] = { { "cmd", "get" }, { "note", "a\\b\"c\nd" } };
+    const struct prom_label cls[] = { { "class", "-1" } };
+    const struct prom_label empty[] = { { "k", NULL } };
     char out[TEST_OUT_MAX];
     struct prom_buf buf;
     struct prom_writer w;
@@ -124,8 +148,8 @@ static void test_exposition(void)
 /* Each misuse is refused before a byte of it is written, and sticks. */
 static void test_writer_errors(void)
 {
-    static const struct prom_label bad[] = {{"__reserved", "x"}};
-    static const struct prom_label dup[] = {{"a", "1"}, {"a", "2"}};
+    static const struct prom_label bad[] = { { "__reserved", "x" } };
+    static const struct prom_label dup[] = { { "a", "1" }, { "a", "2" } };
     char out[TEST_OUT_MAX];
     struct prom_buf buf;
     struct prom_writer w;
@@ -135,10 +159,13 @@ static void test_writer_errors(void)
     CHECK(prom_sample_u64(&w, NULL, 0, 1) == PROM_ERR_NO_FAMILY, "sample before family");
     CHECK(buf.len == 0 && prom_writer_finish(&w) == PROM_ERR_NO_FAMILY, "sticky: nothing written");
 
-    struct { const char *what; enum prom_err want; } steps[] = {
-        {"bad metric name", PROM_ERR_NAME}, {"bad type", PROM_ERR_TYPE},
-        {"duplicate family", PROM_ERR_DUP_FAMILY}, {"reserved label", PROM_ERR_LABEL_NAME},
-        {"repeated label", PROM_ERR_LABEL_NAME},
+    struct {
+        const char *what;
+        enum prom_err want;
+    } steps[] = {
+        { "bad metric name", PROM_ERR_NAME },        { "bad type", PROM_ERR_TYPE },
+        { "duplicate family", PROM_ERR_DUP_FAMILY }, { "reserved label", PROM_ERR_LABEL_NAME },
+        { "repeated label", PROM_ERR_LABEL_NAME },
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         enum prom_err got = PROM_OK;
@@ -191,23 +218,28 @@ static void test_families_cap(void)
 
 static void test_json(void)
 {
-    static const struct { const char *in; size_t len; const char *want; } cases[] = {
-        {"plain key", 9, "plain key"},
-        {"", 0, ""},
-        {"q\"b\\s/", 6, "q\\\"b\\\\s/"},
-        {"\b\f\n\r\t", 5, "\\b\\f\\n\\r\\t"},
-        {"\x01\x1f\x7f", 3, "\\u0001\\u001f\x7f"},
-        {"nul\0x", 5, "nul\\u0000x"},
-        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
-        {"\xff", 1, "\\ufffd"},
-        {"\xc3", 1, "\\ufffd"},                    /* truncated sequence */
-        {"\xc3(", 2, "\\ufffd("},                  /* bad continuation */
-        {"\xc0\xaf", 2, "\\ufffd\\ufffd"},         /* overlong '/' */
-        {"\xe0\x80\xaf", 3, "\\ufffd\\ufffd\\ufffd"},
-        {"\xed\xa0\x80", 3, "\\ufffd\\ufffd\\ufffd"}, /* UTF-16 surrogate */
-        {"\xf4\x90\x80\x80", 4, "\\ufffd\\ufffd\\ufffd\\ufffd"}, /* > U+10FFFF */
-        {"\xf4\x8f\xbf\xbf", 4, "\xf4\x8f\xbf\xbf"},             /* U+10FFFF */
-        {"\xef\xbf\xbd", 3, "\xef\xbf\xbd"},
+    static const struct {
+        const char *in;
+        size_t len;
+        const char *want;
+    } cases[] = {
+        { "plain key", 9, "plain key" },
+        { "", 0, "" },
+        { "q\"b\\s/", 6, "q\\\"b\\\\s/" },
+        { "\b\f\n\r\t", 5, "\\b\\f\\n\\r\\t" },
+        { "\x01\x1f\x7f", 3, "\\u0001\\u001f\x7f" },
+        { "nul\0x", 5, "nul\\u0000x" },
+        { "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14,
+          "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80" },
+        { "\xff", 1, "\\ufffd" },
+        { "\xc3", 1, "\\ufffd" },            /* truncated sequence */
+        { "\xc3(", 2, "\\ufffd(" },          /* bad continuation */
+        { "\xc0\xaf", 2, "\\ufffd\\ufffd" }, /* overlong '/' */
+        { "\xe0\x80\xaf", 3, "\\ufffd\\ufffd\\ufffd" },
+        { "\xed\xa0\x80", 3, "\\ufffd\\ufffd\\ufffd" },            /* UTF-16 surrogate */
+        { "\xf4\x90\x80\x80", 4, "\\ufffd\\ufffd\\ufffd\\ufffd" }, /* > U+10FFFF */
+        { "\xf4\x8f\xbf\xbf", 4, "\xf4\x8f\xbf\xbf" },             /* U+10FFFF */
+        { "\xef\xbf\xbd", 3, "\xef\xbf\xbd" },
     };
     char out[TEST_OUT_MAX];
     char streamed[TEST_OUT_MAX];

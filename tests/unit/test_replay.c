@@ -9,12 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "core/keyfmt.h"
 #include "load/load.h"
 #include "load/replay.h"
 #include "protocol/stats_parse.h"
-#include "check.h"
-
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -58,8 +57,8 @@ static void test_key_make(void)
     static const struct {
         const char *key;
         bool usable;
-    } keys[] = {{"a", true}, {"user:1", true}, {"", false}, {"a b", false}, {"a\tb", false},
-                {"caf\xc3\xa9", false}, {"x\x7f", false}};
+    } keys[] = { { "a", true },     { "user:1", true },       { "", false },     { "a b", false },
+                 { "a\tb", false }, { "caf\xc3\xa9", false }, { "x\x7f", false } };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         CHECK(replay_key_usable(keys[i].key, strlen(keys[i].key)) == keys[i].usable, "usable '%s'",
               keys[i].key);
@@ -72,14 +71,23 @@ static void test_db_cmd(void)
         bool ok;
         enum workload_cmd sent;
     } cases[] = {
-        {"set", true, WORKLOAD_CMD_SET},     {"add", true, WORKLOAD_CMD_ADD},
-        {"replace", true, WORKLOAD_CMD_REPLACE}, {"append", true, WORKLOAD_CMD_APPEND},
-        {"prepend", true, WORKLOAD_CMD_PREPEND}, {"cas", true, WORKLOAD_CMD_SET},
-        {"ms", true, WORKLOAD_CMD_SET},      {"md", true, WORKLOAD_CMD_DELETE},
-        {"delete", true, WORKLOAD_CMD_DELETE}, {"touch", true, WORKLOAD_CMD_TOUCH},
-        {"incr", true, WORKLOAD_CMD_INCR},   {"decr", true, WORKLOAD_CMD_DECR},
-        {"ma", true, WORKLOAD_CMD_INCR},     {"get", false, 0}, {"mg", false, 0},
-        {"gat", false, 0},                   {"", false, 0},
+        { "set", true, WORKLOAD_CMD_SET },
+        { "add", true, WORKLOAD_CMD_ADD },
+        { "replace", true, WORKLOAD_CMD_REPLACE },
+        { "append", true, WORKLOAD_CMD_APPEND },
+        { "prepend", true, WORKLOAD_CMD_PREPEND },
+        { "cas", true, WORKLOAD_CMD_SET },
+        { "ms", true, WORKLOAD_CMD_SET },
+        { "md", true, WORKLOAD_CMD_DELETE },
+        { "delete", true, WORKLOAD_CMD_DELETE },
+        { "touch", true, WORKLOAD_CMD_TOUCH },
+        { "incr", true, WORKLOAD_CMD_INCR },
+        { "decr", true, WORKLOAD_CMD_DECR },
+        { "ma", true, WORKLOAD_CMD_INCR },
+        { "get", false, 0 },
+        { "mg", false, 0 },
+        { "gat", false, 0 },
+        { "", false, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         enum workload_cmd c = WORKLOAD_CMD_COUNT;
@@ -101,19 +109,20 @@ static void test_twitter_rows(void)
         const char *key; /* NULL: regenerated (checked by length) */
         const char *why;
     } cases[] = {
-        {"1584921600,nz:u:abc,8,945,3,set,3600", REPLAY_OK, "set", 8, 945, 3600, "nz:u:abc", ""},
-        {"1584921600,nz:u:abc,20,945,3,set,0", REPLAY_OK, "set", 20, 945, 0, NULL, ""},
-        {"1,k,1,10,1,cas,5184000", REPLAY_OK, "set", 1, 10, 2592000, "k", ""},
-        {"1,k,1,10,1,get,0", REPLAY_OK, "get", 1, 0, 0, "k", ""},
-        {"1,k,1,10,1,incr,0", REPLAY_OK, "incr", 1, 1, 0, "k", ""},
-        {"1,a,b,3,10,1,append,-1", REPLAY_OK, "append", 3, 10, 0, "a,b", ""}, /* comma in key */
-        {"timestamp,key,key size,value size,client id,operation,TTL", REPLAY_SKIP, "", 0, 0, 0, NULL, ""},
-        {"", REPLAY_SKIP, "", 0, 0, 0, NULL, ""},
-        {"1,k,1,10,1,frob,0", REPLAY_E_FORMAT, "", 0, 0, 0, NULL, "unknown operation 'frob'"},
-        {"1,k,0,10,1,get,0", REPLAY_E_FORMAT, "", 0, 0, 0, NULL, "bad key size '0' (1..250)"},
-        {"1,k,1,x,1,set,0", REPLAY_E_FORMAT, "", 0, 0, 0, NULL, "bad value size 'x'"},
-        {"1,k,1,10,get", REPLAY_E_FORMAT, "", 0, 0, 0, NULL,
-         "want 7 fields: timestamp,key,key size,value size,client id,operation,TTL"},
+        { "1584921600,nz:u:abc,8,945,3,set,3600", REPLAY_OK, "set", 8, 945, 3600, "nz:u:abc", "" },
+        { "1584921600,nz:u:abc,20,945,3,set,0", REPLAY_OK, "set", 20, 945, 0, NULL, "" },
+        { "1,k,1,10,1,cas,5184000", REPLAY_OK, "set", 1, 10, 2592000, "k", "" },
+        { "1,k,1,10,1,get,0", REPLAY_OK, "get", 1, 0, 0, "k", "" },
+        { "1,k,1,10,1,incr,0", REPLAY_OK, "incr", 1, 1, 0, "k", "" },
+        { "1,a,b,3,10,1,append,-1", REPLAY_OK, "append", 3, 10, 0, "a,b", "" }, /* comma in key */
+        { "timestamp,key,key size,value size,client id,operation,TTL", REPLAY_SKIP, "", 0, 0, 0,
+          NULL, "" },
+        { "", REPLAY_SKIP, "", 0, 0, 0, NULL, "" },
+        { "1,k,1,10,1,frob,0", REPLAY_E_FORMAT, "", 0, 0, 0, NULL, "unknown operation 'frob'" },
+        { "1,k,0,10,1,get,0", REPLAY_E_FORMAT, "", 0, 0, 0, NULL, "bad key size '0' (1..250)" },
+        { "1,k,1,x,1,set,0", REPLAY_E_FORMAT, "", 0, 0, 0, NULL, "bad value size 'x'" },
+        { "1,k,1,10,get", REPLAY_E_FORMAT, "", 0, 0, 0, NULL,
+          "want 7 fields: timestamp,key,key size,value size,client id,operation,TTL" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char line[256], why[REPLAY_ERR_MAX] = "";
@@ -139,7 +148,8 @@ static void test_twitter_rows(void)
     struct workload_op oa, ob;
     replay_twitter_parse(a, &oa, NULL, 0);
     replay_twitter_parse(b, &ob, NULL, 0);
-    CHECK(!strcmp(oa.key, ob.key) && !strncmp(oa.key, "nz", 2), "regenerated keys %s %s", oa.key, ob.key);
+    CHECK(!strcmp(oa.key, ob.key) && !strncmp(oa.key, "nz", 2), "regenerated keys %s %s", oa.key,
+          ob.key);
 }
 
 static void test_cachelib_rows(void)
@@ -149,13 +159,15 @@ static void test_cachelib_rows(void)
     char hdr[] = "op_time,key,key_size,op,op_count,size,cache_hits,ttl";
     CHECK(replay_cachelib_header(hdr, &cols, why, sizeof why) == REPLAY_OK && cols.key == 1 &&
               cols.key_size == 2 && cols.op == 3 && cols.op_count == 4 && cols.size == 5 &&
-              cols.ttl == 7 && cols.n_fields == 8, "header: %s", why);
+              cols.ttl == 7 && cols.n_fields == 8,
+          "header: %s", why);
     char hdr2[] = "size,op,key";
     CHECK(replay_cachelib_header(hdr2, &cols, why, sizeof why) == REPLAY_OK && cols.size == 0 &&
               cols.op == 1 && cols.key == 2 && cols.ttl == -1 && cols.op_count == -1,
           "reordered header");
     char hdr3[] = "op_time,key,size";
-    CHECK(replay_cachelib_header(hdr3, &cols, why, sizeof why) == REPLAY_E_FORMAT, "header without op");
+    CHECK(replay_cachelib_header(hdr3, &cols, why, sizeof why) == REPLAY_E_FORMAT,
+          "header without op");
     char hdr4[] = "op_time,key,key_size,op,op_count,size,cache_hits,ttl";
     replay_cachelib_header(hdr4, &cols, why, sizeof why);
     static const struct {
@@ -167,14 +179,16 @@ static void test_cachelib_rows(void)
         int64_t ttl;
         const char *why;
     } cases[] = {
-        {"1,123456789,9,SET,2,500,0,3600", REPLAY_OK, "set", 2, 500, 9, 3600, ""},
-        {"1,123456789,20,GET_LEASE,1,0,1,", REPLAY_OK, "get", 1, 0, 20, 0, ""},
-        {"1,123456789,300,set_lease,1,7,0,", REPLAY_OK, "set", 1, 7, 250, 0, ""},
-        {"1,123456789,9,DELETE,1,,0,", REPLAY_OK, "delete", 1, 0, 9, 0, ""},
-        {"1,123456789,9,SAT,1,5,0,", REPLAY_E_FORMAT, "", 0, 0, 0, 0, "unknown op 'SAT'"},
-        {"1,123456789,9,GET,0,5,0,", REPLAY_E_FORMAT, "", 0, 0, 0, 0, "bad op_count '0' (1..1000000)"},
-        {"1,123456789,9,GET,1", REPLAY_E_FORMAT, "", 0, 0, 0, 0, "want 8 fields as in the header"},
-        {"1,123456789,9,SET,1,,0,", REPLAY_E_FORMAT, "", 0, 0, 0, 0, "bad size ''"},
+        { "1,123456789,9,SET,2,500,0,3600", REPLAY_OK, "set", 2, 500, 9, 3600, "" },
+        { "1,123456789,20,GET_LEASE,1,0,1,", REPLAY_OK, "get", 1, 0, 20, 0, "" },
+        { "1,123456789,300,set_lease,1,7,0,", REPLAY_OK, "set", 1, 7, 250, 0, "" },
+        { "1,123456789,9,DELETE,1,,0,", REPLAY_OK, "delete", 1, 0, 9, 0, "" },
+        { "1,123456789,9,SAT,1,5,0,", REPLAY_E_FORMAT, "", 0, 0, 0, 0, "unknown op 'SAT'" },
+        { "1,123456789,9,GET,0,5,0,", REPLAY_E_FORMAT, "", 0, 0, 0, 0,
+          "bad op_count '0' (1..1000000)" },
+        { "1,123456789,9,GET,1", REPLAY_E_FORMAT, "", 0, 0, 0, 0,
+          "want 8 fields as in the header" },
+        { "1,123456789,9,SET,1,,0,", REPLAY_E_FORMAT, "", 0, 0, 0, 0, "bad size ''" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char line[128];
@@ -224,8 +238,10 @@ static void test_csv_file(void)
     snprintf(want, sizeof want, "%s:5: unknown op 'GRAB'", path);
     CHECK(r && nx == WORKLOAD_NEXT_ERROR && !strcmp(err, want), "error '%s' want '%s'", err, want);
     replay_close(r);
-    CHECK(replay_open(&r, REPLAY_TWITTER, "/nonexistent/trace.csv", 0, err, sizeof err) == REPLAY_E_OPEN &&
-              !strcmp(err, "/nonexistent/trace.csv: cannot open"), "missing file: %s", err);
+    CHECK(replay_open(&r, REPLAY_TWITTER, "/nonexistent/trace.csv", 0, err, sizeof err) ==
+                  REPLAY_E_OPEN &&
+              !strcmp(err, "/nonexistent/trace.csv: cannot open"),
+          "missing file: %s", err);
     unlink(path);
 }
 
@@ -245,11 +261,14 @@ static void test_settings_from_stats(void)
     stats_parse_batch_begin(&b, s, STATS_R_SETTINGS | STATS_R_VERSION);
     size_t used = 0;
     CHECK(stats_parse_batch_feed(&b, reply, sizeof reply - 1, &used) == STATS_PARSE_OK, "feed");
-    CHECK(slab_settings_from_stats(&set, stats_sample_setting_lookup, s, err, sizeof err) == SLAB_OK, "settings: %s", err);
+    CHECK(slab_settings_from_stats(&set, stats_sample_setting_lookup, s, err, sizeof err) ==
+              SLAB_OK,
+          "settings: %s", err);
     CHECK(set.growth_factor == 1.08 && set.chunk_size_min == 32 && !set.use_cas &&
               set.item_size_max == 2097152 && set.slab_chunk_max == 524288 &&
-              set.mem_limit == 67108864, "settings %g %u %d %u %u", set.growth_factor,
-          set.chunk_size_min, set.use_cas, set.item_size_max, set.slab_chunk_max);
+              set.mem_limit == 67108864,
+          "settings %g %u %d %u %u", set.growth_factor, set.chunk_size_min, set.use_cas,
+          set.item_size_max, set.slab_chunk_max);
     struct slab_ladder l;
     CHECK(slab_ladder_build(&set, &l, err, sizeof err) == SLAB_OK && l.cls[1].chunk_size == 80,
           "ladder: %s", err);

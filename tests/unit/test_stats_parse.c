@@ -28,469 +28,461 @@
  * tcpport. Expected: bytes 1805 = 213 + 530 + 1062 (mem_requested). */
 
 /* `stats slabs` after 3 x 10 B (class 1), 2 x 200 B with flags (class 6), 1 x 1000 B (class 12) (1069 bytes) */
-static const char cap_slabs[] =
-    "STAT 1:chunk_size 96\r\n"
-    "STAT 1:chunks_per_page 10922\r\n"
-    "STAT 1:total_pages 1\r\n"
-    "STAT 1:total_chunks 10922\r\n"
-    "STAT 1:used_chunks 3\r\n"
-    "STAT 1:free_chunks 10919\r\n"
-    "STAT 1:free_chunks_end 0\r\n"
-    "STAT 1:get_hits 0\r\n"
-    "STAT 1:cmd_set 3\r\n"
-    "STAT 1:delete_hits 0\r\n"
-    "STAT 1:incr_hits 0\r\n"
-    "STAT 1:decr_hits 0\r\n"
-    "STAT 1:cas_hits 0\r\n"
-    "STAT 1:cas_badval 0\r\n"
-    "STAT 1:touch_hits 0\r\n"
-    "STAT 6:chunk_size 304\r\n"
-    "STAT 6:chunks_per_page 3449\r\n"
-    "STAT 6:total_pages 1\r\n"
-    "STAT 6:total_chunks 3449\r\n"
-    "STAT 6:used_chunks 2\r\n"
-    "STAT 6:free_chunks 3447\r\n"
-    "STAT 6:free_chunks_end 0\r\n"
-    "STAT 6:get_hits 0\r\n"
-    "STAT 6:cmd_set 2\r\n"
-    "STAT 6:delete_hits 0\r\n"
-    "STAT 6:incr_hits 0\r\n"
-    "STAT 6:decr_hits 0\r\n"
-    "STAT 6:cas_hits 0\r\n"
-    "STAT 6:cas_badval 0\r\n"
-    "STAT 6:touch_hits 0\r\n"
-    "STAT 12:chunk_size 1184\r\n"
-    "STAT 12:chunks_per_page 885\r\n"
-    "STAT 12:total_pages 1\r\n"
-    "STAT 12:total_chunks 885\r\n"
-    "STAT 12:used_chunks 1\r\n"
-    "STAT 12:free_chunks 884\r\n"
-    "STAT 12:free_chunks_end 0\r\n"
-    "STAT 12:get_hits 0\r\n"
-    "STAT 12:cmd_set 1\r\n"
-    "STAT 12:delete_hits 0\r\n"
-    "STAT 12:incr_hits 0\r\n"
-    "STAT 12:decr_hits 0\r\n"
-    "STAT 12:cas_hits 0\r\n"
-    "STAT 12:cas_badval 0\r\n"
-    "STAT 12:touch_hits 0\r\n"
-    "STAT active_slabs 3\r\n"
-    "STAT total_malloced 3145728\r\n"
-    "END\r\n";
+static const char cap_slabs[] = "STAT 1:chunk_size 96\r\n"
+                                "STAT 1:chunks_per_page 10922\r\n"
+                                "STAT 1:total_pages 1\r\n"
+                                "STAT 1:total_chunks 10922\r\n"
+                                "STAT 1:used_chunks 3\r\n"
+                                "STAT 1:free_chunks 10919\r\n"
+                                "STAT 1:free_chunks_end 0\r\n"
+                                "STAT 1:get_hits 0\r\n"
+                                "STAT 1:cmd_set 3\r\n"
+                                "STAT 1:delete_hits 0\r\n"
+                                "STAT 1:incr_hits 0\r\n"
+                                "STAT 1:decr_hits 0\r\n"
+                                "STAT 1:cas_hits 0\r\n"
+                                "STAT 1:cas_badval 0\r\n"
+                                "STAT 1:touch_hits 0\r\n"
+                                "STAT 6:chunk_size 304\r\n"
+                                "STAT 6:chunks_per_page 3449\r\n"
+                                "STAT 6:total_pages 1\r\n"
+                                "STAT 6:total_chunks 3449\r\n"
+                                "STAT 6:used_chunks 2\r\n"
+                                "STAT 6:free_chunks 3447\r\n"
+                                "STAT 6:free_chunks_end 0\r\n"
+                                "STAT 6:get_hits 0\r\n"
+                                "STAT 6:cmd_set 2\r\n"
+                                "STAT 6:delete_hits 0\r\n"
+                                "STAT 6:incr_hits 0\r\n"
+                                "STAT 6:decr_hits 0\r\n"
+                                "STAT 6:cas_hits 0\r\n"
+                                "STAT 6:cas_badval 0\r\n"
+                                "STAT 6:touch_hits 0\r\n"
+                                "STAT 12:chunk_size 1184\r\n"
+                                "STAT 12:chunks_per_page 885\r\n"
+                                "STAT 12:total_pages 1\r\n"
+                                "STAT 12:total_chunks 885\r\n"
+                                "STAT 12:used_chunks 1\r\n"
+                                "STAT 12:free_chunks 884\r\n"
+                                "STAT 12:free_chunks_end 0\r\n"
+                                "STAT 12:get_hits 0\r\n"
+                                "STAT 12:cmd_set 1\r\n"
+                                "STAT 12:delete_hits 0\r\n"
+                                "STAT 12:incr_hits 0\r\n"
+                                "STAT 12:decr_hits 0\r\n"
+                                "STAT 12:cas_hits 0\r\n"
+                                "STAT 12:cas_badval 0\r\n"
+                                "STAT 12:touch_hits 0\r\n"
+                                "STAT active_slabs 3\r\n"
+                                "STAT total_malloced 3145728\r\n"
+                                "END\r\n";
 
 /* `stats items` of the same server, same moment (2491 bytes) */
-static const char cap_items[] =
-    "STAT items:1:number 3\r\n"
-    "STAT items:1:number_hot 3\r\n"
-    "STAT items:1:number_warm 0\r\n"
-    "STAT items:1:number_cold 0\r\n"
-    "STAT items:1:age_hot 0\r\n"
-    "STAT items:1:age_warm 0\r\n"
-    "STAT items:1:age 0\r\n"
-    "STAT items:1:mem_requested 213\r\n"
-    "STAT items:1:evicted 0\r\n"
-    "STAT items:1:evicted_nonzero 0\r\n"
-    "STAT items:1:evicted_time 0\r\n"
-    "STAT items:1:outofmemory 0\r\n"
-    "STAT items:1:tailrepairs 0\r\n"
-    "STAT items:1:reclaimed 0\r\n"
-    "STAT items:1:expired_unfetched 0\r\n"
-    "STAT items:1:evicted_unfetched 0\r\n"
-    "STAT items:1:evicted_active 0\r\n"
-    "STAT items:1:crawler_reclaimed 0\r\n"
-    "STAT items:1:crawler_items_checked 0\r\n"
-    "STAT items:1:lrutail_reflocked 0\r\n"
-    "STAT items:1:moves_to_cold 0\r\n"
-    "STAT items:1:moves_to_warm 0\r\n"
-    "STAT items:1:moves_within_lru 0\r\n"
-    "STAT items:1:direct_reclaims 0\r\n"
-    "STAT items:1:hits_to_hot 0\r\n"
-    "STAT items:1:hits_to_warm 0\r\n"
-    "STAT items:1:hits_to_cold 0\r\n"
-    "STAT items:1:hits_to_temp 0\r\n"
-    "STAT items:6:number 2\r\n"
-    "STAT items:6:number_hot 2\r\n"
-    "STAT items:6:number_warm 0\r\n"
-    "STAT items:6:number_cold 0\r\n"
-    "STAT items:6:age_hot 0\r\n"
-    "STAT items:6:age_warm 0\r\n"
-    "STAT items:6:age 0\r\n"
-    "STAT items:6:mem_requested 530\r\n"
-    "STAT items:6:evicted 0\r\n"
-    "STAT items:6:evicted_nonzero 0\r\n"
-    "STAT items:6:evicted_time 0\r\n"
-    "STAT items:6:outofmemory 0\r\n"
-    "STAT items:6:tailrepairs 0\r\n"
-    "STAT items:6:reclaimed 0\r\n"
-    "STAT items:6:expired_unfetched 0\r\n"
-    "STAT items:6:evicted_unfetched 0\r\n"
-    "STAT items:6:evicted_active 0\r\n"
-    "STAT items:6:crawler_reclaimed 0\r\n"
-    "STAT items:6:crawler_items_checked 0\r\n"
-    "STAT items:6:lrutail_reflocked 0\r\n"
-    "STAT items:6:moves_to_cold 0\r\n"
-    "STAT items:6:moves_to_warm 0\r\n"
-    "STAT items:6:moves_within_lru 0\r\n"
-    "STAT items:6:direct_reclaims 0\r\n"
-    "STAT items:6:hits_to_hot 0\r\n"
-    "STAT items:6:hits_to_warm 0\r\n"
-    "STAT items:6:hits_to_cold 0\r\n"
-    "STAT items:6:hits_to_temp 0\r\n"
-    "STAT items:12:number 1\r\n"
-    "STAT items:12:number_hot 1\r\n"
-    "STAT items:12:number_warm 0\r\n"
-    "STAT items:12:number_cold 0\r\n"
-    "STAT items:12:age_hot 0\r\n"
-    "STAT items:12:age_warm 0\r\n"
-    "STAT items:12:age 0\r\n"
-    "STAT items:12:mem_requested 1062\r\n"
-    "STAT items:12:evicted 0\r\n"
-    "STAT items:12:evicted_nonzero 0\r\n"
-    "STAT items:12:evicted_time 0\r\n"
-    "STAT items:12:outofmemory 0\r\n"
-    "STAT items:12:tailrepairs 0\r\n"
-    "STAT items:12:reclaimed 0\r\n"
-    "STAT items:12:expired_unfetched 0\r\n"
-    "STAT items:12:evicted_unfetched 0\r\n"
-    "STAT items:12:evicted_active 0\r\n"
-    "STAT items:12:crawler_reclaimed 0\r\n"
-    "STAT items:12:crawler_items_checked 0\r\n"
-    "STAT items:12:lrutail_reflocked 0\r\n"
-    "STAT items:12:moves_to_cold 0\r\n"
-    "STAT items:12:moves_to_warm 0\r\n"
-    "STAT items:12:moves_within_lru 0\r\n"
-    "STAT items:12:direct_reclaims 0\r\n"
-    "STAT items:12:hits_to_hot 0\r\n"
-    "STAT items:12:hits_to_warm 0\r\n"
-    "STAT items:12:hits_to_cold 0\r\n"
-    "STAT items:12:hits_to_temp 0\r\n"
-    "END\r\n";
+static const char cap_items[] = "STAT items:1:number 3\r\n"
+                                "STAT items:1:number_hot 3\r\n"
+                                "STAT items:1:number_warm 0\r\n"
+                                "STAT items:1:number_cold 0\r\n"
+                                "STAT items:1:age_hot 0\r\n"
+                                "STAT items:1:age_warm 0\r\n"
+                                "STAT items:1:age 0\r\n"
+                                "STAT items:1:mem_requested 213\r\n"
+                                "STAT items:1:evicted 0\r\n"
+                                "STAT items:1:evicted_nonzero 0\r\n"
+                                "STAT items:1:evicted_time 0\r\n"
+                                "STAT items:1:outofmemory 0\r\n"
+                                "STAT items:1:tailrepairs 0\r\n"
+                                "STAT items:1:reclaimed 0\r\n"
+                                "STAT items:1:expired_unfetched 0\r\n"
+                                "STAT items:1:evicted_unfetched 0\r\n"
+                                "STAT items:1:evicted_active 0\r\n"
+                                "STAT items:1:crawler_reclaimed 0\r\n"
+                                "STAT items:1:crawler_items_checked 0\r\n"
+                                "STAT items:1:lrutail_reflocked 0\r\n"
+                                "STAT items:1:moves_to_cold 0\r\n"
+                                "STAT items:1:moves_to_warm 0\r\n"
+                                "STAT items:1:moves_within_lru 0\r\n"
+                                "STAT items:1:direct_reclaims 0\r\n"
+                                "STAT items:1:hits_to_hot 0\r\n"
+                                "STAT items:1:hits_to_warm 0\r\n"
+                                "STAT items:1:hits_to_cold 0\r\n"
+                                "STAT items:1:hits_to_temp 0\r\n"
+                                "STAT items:6:number 2\r\n"
+                                "STAT items:6:number_hot 2\r\n"
+                                "STAT items:6:number_warm 0\r\n"
+                                "STAT items:6:number_cold 0\r\n"
+                                "STAT items:6:age_hot 0\r\n"
+                                "STAT items:6:age_warm 0\r\n"
+                                "STAT items:6:age 0\r\n"
+                                "STAT items:6:mem_requested 530\r\n"
+                                "STAT items:6:evicted 0\r\n"
+                                "STAT items:6:evicted_nonzero 0\r\n"
+                                "STAT items:6:evicted_time 0\r\n"
+                                "STAT items:6:outofmemory 0\r\n"
+                                "STAT items:6:tailrepairs 0\r\n"
+                                "STAT items:6:reclaimed 0\r\n"
+                                "STAT items:6:expired_unfetched 0\r\n"
+                                "STAT items:6:evicted_unfetched 0\r\n"
+                                "STAT items:6:evicted_active 0\r\n"
+                                "STAT items:6:crawler_reclaimed 0\r\n"
+                                "STAT items:6:crawler_items_checked 0\r\n"
+                                "STAT items:6:lrutail_reflocked 0\r\n"
+                                "STAT items:6:moves_to_cold 0\r\n"
+                                "STAT items:6:moves_to_warm 0\r\n"
+                                "STAT items:6:moves_within_lru 0\r\n"
+                                "STAT items:6:direct_reclaims 0\r\n"
+                                "STAT items:6:hits_to_hot 0\r\n"
+                                "STAT items:6:hits_to_warm 0\r\n"
+                                "STAT items:6:hits_to_cold 0\r\n"
+                                "STAT items:6:hits_to_temp 0\r\n"
+                                "STAT items:12:number 1\r\n"
+                                "STAT items:12:number_hot 1\r\n"
+                                "STAT items:12:number_warm 0\r\n"
+                                "STAT items:12:number_cold 0\r\n"
+                                "STAT items:12:age_hot 0\r\n"
+                                "STAT items:12:age_warm 0\r\n"
+                                "STAT items:12:age 0\r\n"
+                                "STAT items:12:mem_requested 1062\r\n"
+                                "STAT items:12:evicted 0\r\n"
+                                "STAT items:12:evicted_nonzero 0\r\n"
+                                "STAT items:12:evicted_time 0\r\n"
+                                "STAT items:12:outofmemory 0\r\n"
+                                "STAT items:12:tailrepairs 0\r\n"
+                                "STAT items:12:reclaimed 0\r\n"
+                                "STAT items:12:expired_unfetched 0\r\n"
+                                "STAT items:12:evicted_unfetched 0\r\n"
+                                "STAT items:12:evicted_active 0\r\n"
+                                "STAT items:12:crawler_reclaimed 0\r\n"
+                                "STAT items:12:crawler_items_checked 0\r\n"
+                                "STAT items:12:lrutail_reflocked 0\r\n"
+                                "STAT items:12:moves_to_cold 0\r\n"
+                                "STAT items:12:moves_to_warm 0\r\n"
+                                "STAT items:12:moves_within_lru 0\r\n"
+                                "STAT items:12:direct_reclaims 0\r\n"
+                                "STAT items:12:hits_to_hot 0\r\n"
+                                "STAT items:12:hits_to_warm 0\r\n"
+                                "STAT items:12:hits_to_cold 0\r\n"
+                                "STAT items:12:hits_to_temp 0\r\n"
+                                "END\r\n";
 
 /* `stats slabs` of a fresh memcached (49 bytes) */
-static const char cap_empty_slabs[] =
-    "STAT active_slabs 0\r\n"
-    "STAT total_malloced 0\r\n"
-    "END\r\n";
+static const char cap_empty_slabs[] = "STAT active_slabs 0\r\n"
+                                      "STAT total_malloced 0\r\n"
+                                      "END\r\n";
 
 /* `stats items` of a fresh memcached (5 bytes) */
-static const char cap_empty_items[] =
-    "END\r\n";
+static const char cap_empty_items[] = "END\r\n";
 
 /* one pipelined "stats\r\nstats slabs\r\nstats items\r\nstats settings\r\nversion\r\n" reply (7676 bytes) */
-static const char cap_batch[] =
-    "STAT pid 17920\r\n"
-    "STAT uptime 2\r\n"
-    "STAT time 1795977075\r\n"
-    "STAT version 1.6.18\r\n"
-    "STAT libevent 2.1.12-stable\r\n"
-    "STAT pointer_size 64\r\n"
-    "STAT rusage_user 0.010650\r\n"
-    "STAT rusage_system 0.014200\r\n"
-    "STAT max_connections 1024\r\n"
-    "STAT curr_connections 1\r\n"
-    "STAT total_connections 2\r\n"
-    "STAT rejected_connections 0\r\n"
-    "STAT connection_structures 2\r\n"
-    "STAT response_obj_oom 0\r\n"
-    "STAT response_obj_count 1\r\n"
-    "STAT response_obj_bytes 16384\r\n"
-    "STAT read_buf_count 2\r\n"
-    "STAT read_buf_bytes 32768\r\n"
-    "STAT read_buf_bytes_free 0\r\n"
-    "STAT read_buf_oom 0\r\n"
-    "STAT reserved_fds 20\r\n"
-    "STAT cmd_get 0\r\n"
-    "STAT cmd_set 6\r\n"
-    "STAT cmd_flush 0\r\n"
-    "STAT cmd_touch 0\r\n"
-    "STAT cmd_meta 0\r\n"
-    "STAT get_hits 0\r\n"
-    "STAT get_misses 0\r\n"
-    "STAT get_expired 0\r\n"
-    "STAT get_flushed 0\r\n"
-    "STAT delete_misses 0\r\n"
-    "STAT delete_hits 0\r\n"
-    "STAT incr_misses 0\r\n"
-    "STAT incr_hits 0\r\n"
-    "STAT decr_misses 0\r\n"
-    "STAT decr_hits 0\r\n"
-    "STAT cas_misses 0\r\n"
-    "STAT cas_hits 0\r\n"
-    "STAT cas_badval 0\r\n"
-    "STAT touch_hits 0\r\n"
-    "STAT touch_misses 0\r\n"
-    "STAT store_too_large 0\r\n"
-    "STAT store_no_memory 0\r\n"
-    "STAT auth_cmds 0\r\n"
-    "STAT auth_errors 0\r\n"
-    "STAT bytes_read 1647\r\n"
-    "STAT bytes_written 3662\r\n"
-    "STAT limit_maxbytes 67108864\r\n"
-    "STAT accepting_conns 1\r\n"
-    "STAT listen_disabled_num 0\r\n"
-    "STAT time_in_listen_disabled_us 0\r\n"
-    "STAT threads 4\r\n"
-    "STAT conn_yields 0\r\n"
-    "STAT hash_power_level 16\r\n"
-    "STAT hash_bytes 524288\r\n"
-    "STAT hash_is_expanding 0\r\n"
-    "STAT slab_reassign_rescues 0\r\n"
-    "STAT slab_reassign_chunk_rescues 0\r\n"
-    "STAT slab_reassign_evictions_nomem 0\r\n"
-    "STAT slab_reassign_inline_reclaim 0\r\n"
-    "STAT slab_reassign_busy_items 0\r\n"
-    "STAT slab_reassign_busy_deletes 0\r\n"
-    "STAT slab_reassign_running 0\r\n"
-    "STAT slabs_moved 0\r\n"
-    "STAT lru_crawler_running 0\r\n"
-    "STAT lru_crawler_starts 1\r\n"
-    "STAT lru_maintainer_juggles 31\r\n"
-    "STAT malloc_fails 0\r\n"
-    "STAT log_worker_dropped 0\r\n"
-    "STAT log_worker_written 0\r\n"
-    "STAT log_watcher_skipped 0\r\n"
-    "STAT log_watcher_sent 0\r\n"
-    "STAT log_watchers 0\r\n"
-    "STAT unexpected_napi_ids 0\r\n"
-    "STAT round_robin_fallback 0\r\n"
-    "STAT bytes 1805\r\n"
-    "STAT curr_items 6\r\n"
-    "STAT total_items 6\r\n"
-    "STAT slab_global_page_pool 0\r\n"
-    "STAT expired_unfetched 0\r\n"
-    "STAT evicted_unfetched 0\r\n"
-    "STAT evicted_active 0\r\n"
-    "STAT evictions 0\r\n"
-    "STAT reclaimed 0\r\n"
-    "STAT crawler_reclaimed 0\r\n"
-    "STAT crawler_items_checked 0\r\n"
-    "STAT lrutail_reflocked 0\r\n"
-    "STAT moves_to_cold 0\r\n"
-    "STAT moves_to_warm 0\r\n"
-    "STAT moves_within_lru 0\r\n"
-    "STAT direct_reclaims 0\r\n"
-    "STAT lru_bumps_dropped 0\r\n"
-    "END\r\n"
-    "STAT 1:chunk_size 96\r\n"
-    "STAT 1:chunks_per_page 10922\r\n"
-    "STAT 1:total_pages 1\r\n"
-    "STAT 1:total_chunks 10922\r\n"
-    "STAT 1:used_chunks 3\r\n"
-    "STAT 1:free_chunks 10919\r\n"
-    "STAT 1:free_chunks_end 0\r\n"
-    "STAT 1:get_hits 0\r\n"
-    "STAT 1:cmd_set 3\r\n"
-    "STAT 1:delete_hits 0\r\n"
-    "STAT 1:incr_hits 0\r\n"
-    "STAT 1:decr_hits 0\r\n"
-    "STAT 1:cas_hits 0\r\n"
-    "STAT 1:cas_badval 0\r\n"
-    "STAT 1:touch_hits 0\r\n"
-    "STAT 6:chunk_size 304\r\n"
-    "STAT 6:chunks_per_page 3449\r\n"
-    "STAT 6:total_pages 1\r\n"
-    "STAT 6:total_chunks 3449\r\n"
-    "STAT 6:used_chunks 2\r\n"
-    "STAT 6:free_chunks 3447\r\n"
-    "STAT 6:free_chunks_end 0\r\n"
-    "STAT 6:get_hits 0\r\n"
-    "STAT 6:cmd_set 2\r\n"
-    "STAT 6:delete_hits 0\r\n"
-    "STAT 6:incr_hits 0\r\n"
-    "STAT 6:decr_hits 0\r\n"
-    "STAT 6:cas_hits 0\r\n"
-    "STAT 6:cas_badval 0\r\n"
-    "STAT 6:touch_hits 0\r\n"
-    "STAT 12:chunk_size 1184\r\n"
-    "STAT 12:chunks_per_page 885\r\n"
-    "STAT 12:total_pages 1\r\n"
-    "STAT 12:total_chunks 885\r\n"
-    "STAT 12:used_chunks 1\r\n"
-    "STAT 12:free_chunks 884\r\n"
-    "STAT 12:free_chunks_end 0\r\n"
-    "STAT 12:get_hits 0\r\n"
-    "STAT 12:cmd_set 1\r\n"
-    "STAT 12:delete_hits 0\r\n"
-    "STAT 12:incr_hits 0\r\n"
-    "STAT 12:decr_hits 0\r\n"
-    "STAT 12:cas_hits 0\r\n"
-    "STAT 12:cas_badval 0\r\n"
-    "STAT 12:touch_hits 0\r\n"
-    "STAT active_slabs 3\r\n"
-    "STAT total_malloced 3145728\r\n"
-    "END\r\n"
-    "STAT items:1:number 3\r\n"
-    "STAT items:1:number_hot 3\r\n"
-    "STAT items:1:number_warm 0\r\n"
-    "STAT items:1:number_cold 0\r\n"
-    "STAT items:1:age_hot 0\r\n"
-    "STAT items:1:age_warm 0\r\n"
-    "STAT items:1:age 0\r\n"
-    "STAT items:1:mem_requested 213\r\n"
-    "STAT items:1:evicted 0\r\n"
-    "STAT items:1:evicted_nonzero 0\r\n"
-    "STAT items:1:evicted_time 0\r\n"
-    "STAT items:1:outofmemory 0\r\n"
-    "STAT items:1:tailrepairs 0\r\n"
-    "STAT items:1:reclaimed 0\r\n"
-    "STAT items:1:expired_unfetched 0\r\n"
-    "STAT items:1:evicted_unfetched 0\r\n"
-    "STAT items:1:evicted_active 0\r\n"
-    "STAT items:1:crawler_reclaimed 0\r\n"
-    "STAT items:1:crawler_items_checked 0\r\n"
-    "STAT items:1:lrutail_reflocked 0\r\n"
-    "STAT items:1:moves_to_cold 0\r\n"
-    "STAT items:1:moves_to_warm 0\r\n"
-    "STAT items:1:moves_within_lru 0\r\n"
-    "STAT items:1:direct_reclaims 0\r\n"
-    "STAT items:1:hits_to_hot 0\r\n"
-    "STAT items:1:hits_to_warm 0\r\n"
-    "STAT items:1:hits_to_cold 0\r\n"
-    "STAT items:1:hits_to_temp 0\r\n"
-    "STAT items:6:number 2\r\n"
-    "STAT items:6:number_hot 2\r\n"
-    "STAT items:6:number_warm 0\r\n"
-    "STAT items:6:number_cold 0\r\n"
-    "STAT items:6:age_hot 0\r\n"
-    "STAT items:6:age_warm 0\r\n"
-    "STAT items:6:age 0\r\n"
-    "STAT items:6:mem_requested 530\r\n"
-    "STAT items:6:evicted 0\r\n"
-    "STAT items:6:evicted_nonzero 0\r\n"
-    "STAT items:6:evicted_time 0\r\n"
-    "STAT items:6:outofmemory 0\r\n"
-    "STAT items:6:tailrepairs 0\r\n"
-    "STAT items:6:reclaimed 0\r\n"
-    "STAT items:6:expired_unfetched 0\r\n"
-    "STAT items:6:evicted_unfetched 0\r\n"
-    "STAT items:6:evicted_active 0\r\n"
-    "STAT items:6:crawler_reclaimed 0\r\n"
-    "STAT items:6:crawler_items_checked 0\r\n"
-    "STAT items:6:lrutail_reflocked 0\r\n"
-    "STAT items:6:moves_to_cold 0\r\n"
-    "STAT items:6:moves_to_warm 0\r\n"
-    "STAT items:6:moves_within_lru 0\r\n"
-    "STAT items:6:direct_reclaims 0\r\n"
-    "STAT items:6:hits_to_hot 0\r\n"
-    "STAT items:6:hits_to_warm 0\r\n"
-    "STAT items:6:hits_to_cold 0\r\n"
-    "STAT items:6:hits_to_temp 0\r\n"
-    "STAT items:12:number 1\r\n"
-    "STAT items:12:number_hot 1\r\n"
-    "STAT items:12:number_warm 0\r\n"
-    "STAT items:12:number_cold 0\r\n"
-    "STAT items:12:age_hot 0\r\n"
-    "STAT items:12:age_warm 0\r\n"
-    "STAT items:12:age 0\r\n"
-    "STAT items:12:mem_requested 1062\r\n"
-    "STAT items:12:evicted 0\r\n"
-    "STAT items:12:evicted_nonzero 0\r\n"
-    "STAT items:12:evicted_time 0\r\n"
-    "STAT items:12:outofmemory 0\r\n"
-    "STAT items:12:tailrepairs 0\r\n"
-    "STAT items:12:reclaimed 0\r\n"
-    "STAT items:12:expired_unfetched 0\r\n"
-    "STAT items:12:evicted_unfetched 0\r\n"
-    "STAT items:12:evicted_active 0\r\n"
-    "STAT items:12:crawler_reclaimed 0\r\n"
-    "STAT items:12:crawler_items_checked 0\r\n"
-    "STAT items:12:lrutail_reflocked 0\r\n"
-    "STAT items:12:moves_to_cold 0\r\n"
-    "STAT items:12:moves_to_warm 0\r\n"
-    "STAT items:12:moves_within_lru 0\r\n"
-    "STAT items:12:direct_reclaims 0\r\n"
-    "STAT items:12:hits_to_hot 0\r\n"
-    "STAT items:12:hits_to_warm 0\r\n"
-    "STAT items:12:hits_to_cold 0\r\n"
-    "STAT items:12:hits_to_temp 0\r\n"
-    "END\r\n"
-    "STAT maxbytes 67108864\r\n"
-    "STAT maxconns 1024\r\n"
-    "STAT tcpport 32947\r\n"
-    "STAT udpport 0\r\n"
-    "STAT inter 127.0.0.1\r\n"
-    "STAT verbosity 0\r\n"
-    "STAT oldest 0\r\n"
-    "STAT evictions on\r\n"
-    "STAT domain_socket NULL\r\n"
-    "STAT umask 700\r\n"
-    "STAT shutdown_command no\r\n"
-    "STAT growth_factor 1.25\r\n"
-    "STAT chunk_size 48\r\n"
-    "STAT num_threads 4\r\n"
-    "STAT num_threads_per_udp 4\r\n"
-    "STAT stat_key_prefix :\r\n"
-    "STAT detail_enabled no\r\n"
-    "STAT reqs_per_event 20\r\n"
-    "STAT cas_enabled yes\r\n"
-    "STAT tcp_backlog 1024\r\n"
-    "STAT binding_protocol auto-negotiate\r\n"
-    "STAT auth_enabled_sasl no\r\n"
-    "STAT auth_enabled_ascii no\r\n"
-    "STAT item_size_max 1048576\r\n"
-    "STAT maxconns_fast yes\r\n"
-    "STAT hashpower_init 0\r\n"
-    "STAT slab_reassign yes\r\n"
-    "STAT slab_automove 1\r\n"
-    "STAT slab_automove_ratio 0.80\r\n"
-    "STAT slab_automove_window 30\r\n"
-    "STAT slab_chunk_max 524288\r\n"
-    "STAT lru_crawler yes\r\n"
-    "STAT lru_crawler_sleep 100\r\n"
-    "STAT lru_crawler_tocrawl 0\r\n"
-    "STAT tail_repair_time 0\r\n"
-    "STAT flush_enabled yes\r\n"
-    "STAT dump_enabled yes\r\n"
-    "STAT hash_algorithm murmur3\r\n"
-    "STAT lru_maintainer_thread yes\r\n"
-    "STAT lru_segmented yes\r\n"
-    "STAT hot_lru_pct 20\r\n"
-    "STAT warm_lru_pct 40\r\n"
-    "STAT hot_max_factor 0.20\r\n"
-    "STAT warm_max_factor 2.00\r\n"
-    "STAT temp_lru no\r\n"
-    "STAT temporary_ttl 61\r\n"
-    "STAT idle_timeout 0\r\n"
-    "STAT watcher_logbuf_size 262144\r\n"
-    "STAT worker_logbuf_size 65536\r\n"
-    "STAT read_buf_mem_limit 0\r\n"
-    "STAT track_sizes no\r\n"
-    "STAT inline_ascii_response no\r\n"
-    "STAT ext_item_size 512\r\n"
-    "STAT ext_item_age 4294967295\r\n"
-    "STAT ext_low_ttl 0\r\n"
-    "STAT ext_recache_rate 2000\r\n"
-    "STAT ext_wbuf_size 4194304\r\n"
-    "STAT ext_compact_under 0\r\n"
-    "STAT ext_drop_under 0\r\n"
-    "STAT ext_max_sleep 1000000\r\n"
-    "STAT ext_max_frag 0.80\r\n"
-    "STAT slab_automove_freeratio 0.010\r\n"
-    "STAT ext_drop_unread no\r\n"
-    "STAT ssl_enabled no\r\n"
-    "STAT ssl_chain_cert (null)\r\n"
-    "STAT ssl_key (null)\r\n"
-    "STAT ssl_verify_mode 0\r\n"
-    "STAT ssl_keyformat 1\r\n"
-    "STAT ssl_ciphers NULL\r\n"
-    "STAT ssl_ca_cert NULL\r\n"
-    "STAT ssl_wbuf_size 16384\r\n"
-    "STAT ssl_session_cache no\r\n"
-    "STAT ssl_kernel_tls no\r\n"
-    "STAT ssl_min_version tlsv1.2\r\n"
-    "STAT num_napi_ids (null)\r\n"
-    "STAT memory_file (null)\r\n"
-    "END\r\n"
-    "VERSION 1.6.18\r\n";
+static const char cap_batch[] = "STAT pid 17920\r\n"
+                                "STAT uptime 2\r\n"
+                                "STAT time 1795977075\r\n"
+                                "STAT version 1.6.18\r\n"
+                                "STAT libevent 2.1.12-stable\r\n"
+                                "STAT pointer_size 64\r\n"
+                                "STAT rusage_user 0.010650\r\n"
+                                "STAT rusage_system 0.014200\r\n"
+                                "STAT max_connections 1024\r\n"
+                                "STAT curr_connections 1\r\n"
+                                "STAT total_connections 2\r\n"
+                                "STAT rejected_connections 0\r\n"
+                                "STAT connection_structures 2\r\n"
+                                "STAT response_obj_oom 0\r\n"
+                                "STAT response_obj_count 1\r\n"
+                                "STAT response_obj_bytes 16384\r\n"
+                                "STAT read_buf_count 2\r\n"
+                                "STAT read_buf_bytes 32768\r\n"
+                                "STAT read_buf_bytes_free 0\r\n"
+                                "STAT read_buf_oom 0\r\n"
+                                "STAT reserved_fds 20\r\n"
+                                "STAT cmd_get 0\r\n"
+                                "STAT cmd_set 6\r\n"
+                                "STAT cmd_flush 0\r\n"
+                                "STAT cmd_touch 0\r\n"
+                                "STAT cmd_meta 0\r\n"
+                                "STAT get_hits 0\r\n"
+                                "STAT get_misses 0\r\n"
+                                "STAT get_expired 0\r\n"
+                                "STAT get_flushed 0\r\n"
+                                "STAT delete_misses 0\r\n"
+                                "STAT delete_hits 0\r\n"
+                                "STAT incr_misses 0\r\n"
+                                "STAT incr_hits 0\r\n"
+                                "STAT decr_misses 0\r\n"
+                                "STAT decr_hits 0\r\n"
+                                "STAT cas_misses 0\r\n"
+                                "STAT cas_hits 0\r\n"
+                                "STAT cas_badval 0\r\n"
+                                "STAT touch_hits 0\r\n"
+                                "STAT touch_misses 0\r\n"
+                                "STAT store_too_large 0\r\n"
+                                "STAT store_no_memory 0\r\n"
+                                "STAT auth_cmds 0\r\n"
+                                "STAT auth_errors 0\r\n"
+                                "STAT bytes_read 1647\r\n"
+                                "STAT bytes_written 3662\r\n"
+                                "STAT limit_maxbytes 67108864\r\n"
+                                "STAT accepting_conns 1\r\n"
+                                "STAT listen_disabled_num 0\r\n"
+                                "STAT time_in_listen_disabled_us 0\r\n"
+                                "STAT threads 4\r\n"
+                                "STAT conn_yields 0\r\n"
+                                "STAT hash_power_level 16\r\n"
+                                "STAT hash_bytes 524288\r\n"
+                                "STAT hash_is_expanding 0\r\n"
+                                "STAT slab_reassign_rescues 0\r\n"
+                                "STAT slab_reassign_chunk_rescues 0\r\n"
+                                "STAT slab_reassign_evictions_nomem 0\r\n"
+                                "STAT slab_reassign_inline_reclaim 0\r\n"
+                                "STAT slab_reassign_busy_items 0\r\n"
+                                "STAT slab_reassign_busy_deletes 0\r\n"
+                                "STAT slab_reassign_running 0\r\n"
+                                "STAT slabs_moved 0\r\n"
+                                "STAT lru_crawler_running 0\r\n"
+                                "STAT lru_crawler_starts 1\r\n"
+                                "STAT lru_maintainer_juggles 31\r\n"
+                                "STAT malloc_fails 0\r\n"
+                                "STAT log_worker_dropped 0\r\n"
+                                "STAT log_worker_written 0\r\n"
+                                "STAT log_watcher_skipped 0\r\n"
+                                "STAT log_watcher_sent 0\r\n"
+                                "STAT log_watchers 0\r\n"
+                                "STAT unexpected_napi_ids 0\r\n"
+                                "STAT round_robin_fallback 0\r\n"
+                                "STAT bytes 1805\r\n"
+                                "STAT curr_items 6\r\n"
+                                "STAT total_items 6\r\n"
+                                "STAT slab_global_page_pool 0\r\n"
+                                "STAT expired_unfetched 0\r\n"
+                                "STAT evicted_unfetched 0\r\n"
+                                "STAT evicted_active 0\r\n"
+                                "STAT evictions 0\r\n"
+                                "STAT reclaimed 0\r\n"
+                                "STAT crawler_reclaimed 0\r\n"
+                                "STAT crawler_items_checked 0\r\n"
+                                "STAT lrutail_reflocked 0\r\n"
+                                "STAT moves_to_cold 0\r\n"
+                                "STAT moves_to_warm 0\r\n"
+                                "STAT moves_within_lru 0\r\n"
+                                "STAT direct_reclaims 0\r\n"
+                                "STAT lru_bumps_dropped 0\r\n"
+                                "END\r\n"
+                                "STAT 1:chunk_size 96\r\n"
+                                "STAT 1:chunks_per_page 10922\r\n"
+                                "STAT 1:total_pages 1\r\n"
+                                "STAT 1:total_chunks 10922\r\n"
+                                "STAT 1:used_chunks 3\r\n"
+                                "STAT 1:free_chunks 10919\r\n"
+                                "STAT 1:free_chunks_end 0\r\n"
+                                "STAT 1:get_hits 0\r\n"
+                                "STAT 1:cmd_set 3\r\n"
+                                "STAT 1:delete_hits 0\r\n"
+                                "STAT 1:incr_hits 0\r\n"
+                                "STAT 1:decr_hits 0\r\n"
+                                "STAT 1:cas_hits 0\r\n"
+                                "STAT 1:cas_badval 0\r\n"
+                                "STAT 1:touch_hits 0\r\n"
+                                "STAT 6:chunk_size 304\r\n"
+                                "STAT 6:chunks_per_page 3449\r\n"
+                                "STAT 6:total_pages 1\r\n"
+                                "STAT 6:total_chunks 3449\r\n"
+                                "STAT 6:used_chunks 2\r\n"
+                                "STAT 6:free_chunks 3447\r\n"
+                                "STAT 6:free_chunks_end 0\r\n"
+                                "STAT 6:get_hits 0\r\n"
+                                "STAT 6:cmd_set 2\r\n"
+                                "STAT 6:delete_hits 0\r\n"
+                                "STAT 6:incr_hits 0\r\n"
+                                "STAT 6:decr_hits 0\r\n"
+                                "STAT 6:cas_hits 0\r\n"
+                                "STAT 6:cas_badval 0\r\n"
+                                "STAT 6:touch_hits 0\r\n"
+                                "STAT 12:chunk_size 1184\r\n"
+                                "STAT 12:chunks_per_page 885\r\n"
+                                "STAT 12:total_pages 1\r\n"
+                                "STAT 12:total_chunks 885\r\n"
+                                "STAT 12:used_chunks 1\r\n"
+                                "STAT 12:free_chunks 884\r\n"
+                                "STAT 12:free_chunks_end 0\r\n"
+                                "STAT 12:get_hits 0\r\n"
+                                "STAT 12:cmd_set 1\r\n"
+                                "STAT 12:delete_hits 0\r\n"
+                                "STAT 12:incr_hits 0\r\n"
+                                "STAT 12:decr_hits 0\r\n"
+                                "STAT 12:cas_hits 0\r\n"
+                                "STAT 12:cas_badval 0\r\n"
+                                "STAT 12:touch_hits 0\r\n"
+                                "STAT active_slabs 3\r\n"
+                                "STAT total_malloced 3145728\r\n"
+                                "END\r\n"
+                                "STAT items:1:number 3\r\n"
+                                "STAT items:1:number_hot 3\r\n"
+                                "STAT items:1:number_warm 0\r\n"
+                                "STAT items:1:number_cold 0\r\n"
+                                "STAT items:1:age_hot 0\r\n"
+                                "STAT items:1:age_warm 0\r\n"
+                                "STAT items:1:age 0\r\n"
+                                "STAT items:1:mem_requested 213\r\n"
+                                "STAT items:1:evicted 0\r\n"
+                                "STAT items:1:evicted_nonzero 0\r\n"
+                                "STAT items:1:evicted_time 0\r\n"
+                                "STAT items:1:outofmemory 0\r\n"
+                                "STAT items:1:tailrepairs 0\r\n"
+                                "STAT items:1:reclaimed 0\r\n"
+                                "STAT items:1:expired_unfetched 0\r\n"
+                                "STAT items:1:evicted_unfetched 0\r\n"
+                                "STAT items:1:evicted_active 0\r\n"
+                                "STAT items:1:crawler_reclaimed 0\r\n"
+                                "STAT items:1:crawler_items_checked 0\r\n"
+                                "STAT items:1:lrutail_reflocked 0\r\n"
+                                "STAT items:1:moves_to_cold 0\r\n"
+                                "STAT items:1:moves_to_warm 0\r\n"
+                                "STAT items:1:moves_within_lru 0\r\n"
+                                "STAT items:1:direct_reclaims 0\r\n"
+                                "STAT items:1:hits_to_hot 0\r\n"
+                                "STAT items:1:hits_to_warm 0\r\n"
+                                "STAT items:1:hits_to_cold 0\r\n"
+                                "STAT items:1:hits_to_temp 0\r\n"
+                                "STAT items:6:number 2\r\n"
+                                "STAT items:6:number_hot 2\r\n"
+                                "STAT items:6:number_warm 0\r\n"
+                                "STAT items:6:number_cold 0\r\n"
+                                "STAT items:6:age_hot 0\r\n"
+                                "STAT items:6:age_warm 0\r\n"
+                                "STAT items:6:age 0\r\n"
+                                "STAT items:6:mem_requested 530\r\n"
+                                "STAT items:6:evicted 0\r\n"
+                                "STAT items:6:evicted_nonzero 0\r\n"
+                                "STAT items:6:evicted_time 0\r\n"
+                                "STAT items:6:outofmemory 0\r\n"
+                                "STAT items:6:tailrepairs 0\r\n"
+                                "STAT items:6:reclaimed 0\r\n"
+                                "STAT items:6:expired_unfetched 0\r\n"
+                                "STAT items:6:evicted_unfetched 0\r\n"
+                                "STAT items:6:evicted_active 0\r\n"
+                                "STAT items:6:crawler_reclaimed 0\r\n"
+                                "STAT items:6:crawler_items_checked 0\r\n"
+                                "STAT items:6:lrutail_reflocked 0\r\n"
+                                "STAT items:6:moves_to_cold 0\r\n"
+                                "STAT items:6:moves_to_warm 0\r\n"
+                                "STAT items:6:moves_within_lru 0\r\n"
+                                "STAT items:6:direct_reclaims 0\r\n"
+                                "STAT items:6:hits_to_hot 0\r\n"
+                                "STAT items:6:hits_to_warm 0\r\n"
+                                "STAT items:6:hits_to_cold 0\r\n"
+                                "STAT items:6:hits_to_temp 0\r\n"
+                                "STAT items:12:number 1\r\n"
+                                "STAT items:12:number_hot 1\r\n"
+                                "STAT items:12:number_warm 0\r\n"
+                                "STAT items:12:number_cold 0\r\n"
+                                "STAT items:12:age_hot 0\r\n"
+                                "STAT items:12:age_warm 0\r\n"
+                                "STAT items:12:age 0\r\n"
+                                "STAT items:12:mem_requested 1062\r\n"
+                                "STAT items:12:evicted 0\r\n"
+                                "STAT items:12:evicted_nonzero 0\r\n"
+                                "STAT items:12:evicted_time 0\r\n"
+                                "STAT items:12:outofmemory 0\r\n"
+                                "STAT items:12:tailrepairs 0\r\n"
+                                "STAT items:12:reclaimed 0\r\n"
+                                "STAT items:12:expired_unfetched 0\r\n"
+                                "STAT items:12:evicted_unfetched 0\r\n"
+                                "STAT items:12:evicted_active 0\r\n"
+                                "STAT items:12:crawler_reclaimed 0\r\n"
+                                "STAT items:12:crawler_items_checked 0\r\n"
+                                "STAT items:12:lrutail_reflocked 0\r\n"
+                                "STAT items:12:moves_to_cold 0\r\n"
+                                "STAT items:12:moves_to_warm 0\r\n"
+                                "STAT items:12:moves_within_lru 0\r\n"
+                                "STAT items:12:direct_reclaims 0\r\n"
+                                "STAT items:12:hits_to_hot 0\r\n"
+                                "STAT items:12:hits_to_warm 0\r\n"
+                                "STAT items:12:hits_to_cold 0\r\n"
+                                "STAT items:12:hits_to_temp 0\r\n"
+                                "END\r\n"
+                                "STAT maxbytes 67108864\r\n"
+                                "STAT maxconns 1024\r\n"
+                                "STAT tcpport 32947\r\n"
+                                "STAT udpport 0\r\n"
+                                "STAT inter 127.0.0.1\r\n"
+                                "STAT verbosity 0\r\n"
+                                "STAT oldest 0\r\n"
+                                "STAT evictions on\r\n"
+                                "STAT domain_socket NULL\r\n"
+                                "STAT umask 700\r\n"
+                                "STAT shutdown_command no\r\n"
+                                "STAT growth_factor 1.25\r\n"
+                                "STAT chunk_size 48\r\n"
+                                "STAT num_threads 4\r\n"
+                                "STAT num_threads_per_udp 4\r\n"
+                                "STAT stat_key_prefix :\r\n"
+                                "STAT detail_enabled no\r\n"
+                                "STAT reqs_per_event 20\r\n"
+                                "STAT cas_enabled yes\r\n"
+                                "STAT tcp_backlog 1024\r\n"
+                                "STAT binding_protocol auto-negotiate\r\n"
+                                "STAT auth_enabled_sasl no\r\n"
+                                "STAT auth_enabled_ascii no\r\n"
+                                "STAT item_size_max 1048576\r\n"
+                                "STAT maxconns_fast yes\r\n"
+                                "STAT hashpower_init 0\r\n"
+                                "STAT slab_reassign yes\r\n"
+                                "STAT slab_automove 1\r\n"
+                                "STAT slab_automove_ratio 0.80\r\n"
+                                "STAT slab_automove_window 30\r\n"
+                                "STAT slab_chunk_max 524288\r\n"
+                                "STAT lru_crawler yes\r\n"
+                                "STAT lru_crawler_sleep 100\r\n"
+                                "STAT lru_crawler_tocrawl 0\r\n"
+                                "STAT tail_repair_time 0\r\n"
+                                "STAT flush_enabled yes\r\n"
+                                "STAT dump_enabled yes\r\n"
+                                "STAT hash_algorithm murmur3\r\n"
+                                "STAT lru_maintainer_thread yes\r\n"
+                                "STAT lru_segmented yes\r\n"
+                                "STAT hot_lru_pct 20\r\n"
+                                "STAT warm_lru_pct 40\r\n"
+                                "STAT hot_max_factor 0.20\r\n"
+                                "STAT warm_max_factor 2.00\r\n"
+                                "STAT temp_lru no\r\n"
+                                "STAT temporary_ttl 61\r\n"
+                                "STAT idle_timeout 0\r\n"
+                                "STAT watcher_logbuf_size 262144\r\n"
+                                "STAT worker_logbuf_size 65536\r\n"
+                                "STAT read_buf_mem_limit 0\r\n"
+                                "STAT track_sizes no\r\n"
+                                "STAT inline_ascii_response no\r\n"
+                                "STAT ext_item_size 512\r\n"
+                                "STAT ext_item_age 4294967295\r\n"
+                                "STAT ext_low_ttl 0\r\n"
+                                "STAT ext_recache_rate 2000\r\n"
+                                "STAT ext_wbuf_size 4194304\r\n"
+                                "STAT ext_compact_under 0\r\n"
+                                "STAT ext_drop_under 0\r\n"
+                                "STAT ext_max_sleep 1000000\r\n"
+                                "STAT ext_max_frag 0.80\r\n"
+                                "STAT slab_automove_freeratio 0.010\r\n"
+                                "STAT ext_drop_unread no\r\n"
+                                "STAT ssl_enabled no\r\n"
+                                "STAT ssl_chain_cert (null)\r\n"
+                                "STAT ssl_key (null)\r\n"
+                                "STAT ssl_verify_mode 0\r\n"
+                                "STAT ssl_keyformat 1\r\n"
+                                "STAT ssl_ciphers NULL\r\n"
+                                "STAT ssl_ca_cert NULL\r\n"
+                                "STAT ssl_wbuf_size 16384\r\n"
+                                "STAT ssl_session_cache no\r\n"
+                                "STAT ssl_kernel_tls no\r\n"
+                                "STAT ssl_min_version tlsv1.2\r\n"
+                                "STAT num_napi_ids (null)\r\n"
+                                "STAT memory_file (null)\r\n"
+                                "END\r\n"
+                                "VERSION 1.6.18\r\n";
 
 /* reply to `stats bogus` (7 bytes) */
-static const char cap_error[] =
-    "ERROR\r\n";
+static const char cap_error[] = "ERROR\r\n";
 
 /* reply to `stats detail bogus` (46 bytes) */
-static const char cap_client_error[] =
-    "CLIENT_ERROR usage: stats detail on|off|dump\r\n";
-
+static const char cap_client_error[] = "CLIENT_ERROR usage: stats detail on|off|dump\r\n";
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -505,7 +497,7 @@ struct ro_buf {
 
 static struct ro_buf ro_open(const char *data, size_t len)
 {
-    struct ro_buf b = {0};
+    struct ro_buf b = { 0 };
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t data_pages = (len + page - 1) / page + 1;
 
@@ -558,7 +550,7 @@ static void text_adds(struct text *t, const char *s)
  * compared byte for byte with its input. */
 static void text_event(struct text *t, const struct stats_parse_event *ev)
 {
-    static const char *const kinds[] = {"ERROR", "CLIENT_ERROR", "SERVER_ERROR"};
+    static const char *const kinds[] = { "ERROR", "CLIENT_ERROR", "SERVER_ERROR" };
 
     switch (ev->kind) {
     case STATS_EV_STAT:
@@ -567,9 +559,7 @@ static void text_event(struct text *t, const struct stats_parse_event *ev)
         text_adds(t, " ");
         text_add(t, ev->value, ev->value_len);
         break;
-    case STATS_EV_END:
-        text_adds(t, "END");
-        break;
+    case STATS_EV_END: text_adds(t, "END"); break;
     case STATS_EV_VERSION:
         text_adds(t, "VERSION ");
         text_add(t, ev->value, ev->value_len);
@@ -614,11 +604,11 @@ static enum stats_parse_result feed_lines(struct stats_parser *p, const char *bu
 
 static bool sample_equal(const struct stats_sample *a, const struct stats_sample *b)
 {
-    if (!stats_kv_equal(&a->stats, &b->stats) || !stats_kv_equal(&a->slab_globals, &b->slab_globals) ||
-        a->has_settings != b->has_settings || !stats_kv_equal(&a->settings, &b->settings) ||
-        a->has_version != b->has_version || strcmp(a->version, b->version) ||
-        a->n_classes != b->n_classes || a->max_class_id != b->max_class_id ||
-        a->fields_dropped != b->fields_dropped)
+    if (!stats_kv_equal(&a->stats, &b->stats) ||
+        !stats_kv_equal(&a->slab_globals, &b->slab_globals) || a->has_settings != b->has_settings ||
+        !stats_kv_equal(&a->settings, &b->settings) || a->has_version != b->has_version ||
+        strcmp(a->version, b->version) || a->n_classes != b->n_classes ||
+        a->max_class_id != b->max_class_id || a->fields_dropped != b->fields_dropped)
         return false;
     for (unsigned i = 0; i < STATS_CLASS_ID_LIMIT; i++) {
         if (a->classes[i].present != b->classes[i].present ||
@@ -676,7 +666,7 @@ static void test_roundtrip_every_split(const char *name, const char *data, size_
 {
     struct ro_buf rb = ro_open(data, len);
     struct stats_parser p;
-    struct text whole = {0};
+    struct text whole = { 0 };
 
     stats_parse_init(&p);
     CHECK_TRUE(feed_lines(&p, rb.data, rb.len, &whole) == STATS_PARSE_NEED_MORE);
@@ -685,7 +675,7 @@ static void test_roundtrip_every_split(const char *name, const char *data, size_
 
     size_t bad_cut = len + 1; /* the first split that differs; none */
     for (size_t cut = 0; cut <= len && bad_cut > len; cut++) {
-        struct text t = {0};
+        struct text t = { 0 };
         stats_parse_init(&p);
         enum stats_parse_result r1 = feed_lines(&p, rb.data, cut, &t);
         enum stats_parse_result r2 = feed_lines(&p, rb.data + cut, len - cut, &t);
@@ -696,7 +686,7 @@ static void test_roundtrip_every_split(const char *name, const char *data, size_
     }
     CHECK(bad_cut > len, "%s: split at %zu differs", name, bad_cut);
 
-    struct text bytewise = {0};
+    struct text bytewise = { 0 };
     stats_parse_init(&p);
     for (size_t i = 0; i < len; i++)
         CHECK_TRUE(feed_lines(&p, rb.data + i, 1, &bytewise) == STATS_PARSE_NEED_MORE);
@@ -723,20 +713,20 @@ static void test_line_events(void)
         enum stats_parse_event_kind kind;
         const char *name, *value;
     } want[] = {
-        {STATS_EV_STAT, "pid", "3332"},
-        {STATS_EV_STAT, "inter", "127.0.0.1"},
-        {STATS_EV_STAT, "stat_key_prefix", ":"},
-        {STATS_EV_STAT, "odd", "value with spaces"},
-        {STATS_EV_STAT, "empty", ""},
-        {STATS_EV_END, "", ""},
-        {STATS_EV_VERSION, "", "1.6.18"},
-        {STATS_EV_ERROR_REPLY, "", ""},
-        {STATS_EV_ERROR_REPLY, "", "usage: stats detail on|off|dump"},
-        {STATS_EV_ERROR_REPLY, "", "out of memory writing stats"},
-        {STATS_EV_STAT, "bare_lf", "7"},
+        { STATS_EV_STAT, "pid", "3332" },
+        { STATS_EV_STAT, "inter", "127.0.0.1" },
+        { STATS_EV_STAT, "stat_key_prefix", ":" },
+        { STATS_EV_STAT, "odd", "value with spaces" },
+        { STATS_EV_STAT, "empty", "" },
+        { STATS_EV_END, "", "" },
+        { STATS_EV_VERSION, "", "1.6.18" },
+        { STATS_EV_ERROR_REPLY, "", "" },
+        { STATS_EV_ERROR_REPLY, "", "usage: stats detail on|off|dump" },
+        { STATS_EV_ERROR_REPLY, "", "out of memory writing stats" },
+        { STATS_EV_STAT, "bare_lf", "7" },
     };
-    static const enum stats_error_reply want_err[] = {STATS_REPLY_ERROR, STATS_REPLY_CLIENT_ERROR,
-                                                      STATS_REPLY_SERVER_ERROR};
+    static const enum stats_error_reply want_err[] = { STATS_REPLY_ERROR, STATS_REPLY_CLIENT_ERROR,
+                                                       STATS_REPLY_SERVER_ERROR };
     struct ro_buf rb = ro_open(in, sizeof in - 1);
     struct stats_parser p;
     size_t off = 0, n = 0;
@@ -767,7 +757,7 @@ static void test_line_events(void)
 static enum stats_parse_error parse_error_of(const char *in, size_t len)
 {
     struct stats_parser p;
-    struct text t = {0};
+    struct text t = { 0 };
 
     stats_parse_init(&p);
     enum stats_parse_result r = feed_lines(&p, in, len, &t);
@@ -781,17 +771,17 @@ static void test_line_errors(void)
         const char *in;
         enum stats_parse_error want;
     } cases[] = {
-        {"HELLO\r\n", STATS_PARSE_E_UNKNOWN_LINE},
-        {"STAT\r\n", STATS_PARSE_E_UNKNOWN_LINE},
-        {"STAT  1\r\n", STATS_PARSE_E_BAD_STAT},
-        {"ENDX\r\n", STATS_PARSE_E_UNKNOWN_LINE},
-        {"END \r\n", STATS_PARSE_E_UNKNOWN_LINE},
-        {"ERRORS\r\n", STATS_PARSE_E_UNKNOWN_LINE},
-        {"VERSION\r\n", STATS_PARSE_E_UNKNOWN_LINE},
-        {"STAT a 1\r\nVERSION 1.6.18\r\n", STATS_PARSE_E_UNEXPECTED},
-        {"\r\n", STATS_PARSE_E_UNKNOWN_LINE},
-        {"STAT a 1\r\nEND\r\nVERSION 1.6.18\r\n", STATS_PARSE_E_NONE},
-        {"STAT a 1\r\nERROR\r\nVERSION 1.6.18\r\n", STATS_PARSE_E_NONE},
+        { "HELLO\r\n", STATS_PARSE_E_UNKNOWN_LINE },
+        { "STAT\r\n", STATS_PARSE_E_UNKNOWN_LINE },
+        { "STAT  1\r\n", STATS_PARSE_E_BAD_STAT },
+        { "ENDX\r\n", STATS_PARSE_E_UNKNOWN_LINE },
+        { "END \r\n", STATS_PARSE_E_UNKNOWN_LINE },
+        { "ERRORS\r\n", STATS_PARSE_E_UNKNOWN_LINE },
+        { "VERSION\r\n", STATS_PARSE_E_UNKNOWN_LINE },
+        { "STAT a 1\r\nVERSION 1.6.18\r\n", STATS_PARSE_E_UNEXPECTED },
+        { "\r\n", STATS_PARSE_E_UNKNOWN_LINE },
+        { "STAT a 1\r\nEND\r\nVERSION 1.6.18\r\n", STATS_PARSE_E_NONE },
+        { "STAT a 1\r\nERROR\r\nVERSION 1.6.18\r\n", STATS_PARSE_E_NONE },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         enum stats_parse_error got = parse_error_of(cases[i].in, strlen(cases[i].in));
@@ -825,7 +815,7 @@ static void test_line_bound(void)
         struct ro_buf rb = ro_open(line, len);
         for (int bytewise = 0; bytewise <= 1; bytewise++) {
             struct stats_parser p;
-            struct text t = {0};
+            struct text t = { 0 };
             enum stats_parse_result r = STATS_PARSE_NEED_MORE;
             stats_parse_init(&p);
             if (bytewise) {
@@ -869,24 +859,24 @@ static void test_int64(void)
         bool ok;
         int64_t v;
     } cases[] = {
-        {"0", true, 0},
-        {"1805", true, 1805},
-        {"-1", true, -1},
-        {"00012", true, 12},
-        {"9223372036854775807", true, INT64_MAX},
-        {"-9223372036854775808", true, INT64_MIN},
-        {"9223372036854775808", false, 0},
-        {"18446744073709551615", false, 0},
-        {"4294967295", true, 4294967295LL},
-        {"1.25", false, 0},
-        {"0.013499", false, 0},
-        {"", false, 0},
-        {"-", false, 0},
-        {"+1", false, 0},
-        {"12a", false, 0},
-        {" 1", false, 0},
-        {"(null)", false, 0},
-        {"2.1.12-stable", false, 0},
+        { "0", true, 0 },
+        { "1805", true, 1805 },
+        { "-1", true, -1 },
+        { "00012", true, 12 },
+        { "9223372036854775807", true, INT64_MAX },
+        { "-9223372036854775808", true, INT64_MIN },
+        { "9223372036854775808", false, 0 },
+        { "18446744073709551615", false, 0 },
+        { "4294967295", true, 4294967295LL },
+        { "1.25", false, 0 },
+        { "0.013499", false, 0 },
+        { "", false, 0 },
+        { "-", false, 0 },
+        { "+1", false, 0 },
+        { "12a", false, 0 },
+        { " 1", false, 0 },
+        { "(null)", false, 0 },
+        { "2.1.12-stable", false, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t v = 777;
@@ -907,23 +897,23 @@ static void test_class_name(void)
         unsigned long id;
         const char *field;
     } cases[] = {
-        {"12:used_chunks", true, 12, "used_chunks"},
-        {"1:chunk_size", true, 1, "chunk_size"},
-        {"items:12:mem_requested", true, 12, "mem_requested"},
-        {"items:1:number", true, 1, "number"},
-        {"300:chunk_size", true, 300, "chunk_size"},
-        {"0:x", true, 0, "x"},
-        {"1:a:b", true, 1, "a:b"},
-        {"active_slabs", false, 0, ""},
-        {"total_malloced", false, 0, ""},
-        {"items:x:y", false, 0, ""},
-        {"items:12", false, 0, ""},
-        {"items:12:", false, 0, ""},
-        {"1:", false, 0, ""},
-        {":x", false, 0, ""},
-        {"12", false, 0, ""},
-        {"99999999999:x", false, 0, ""},
-        {"x1:y", false, 0, ""},
+        { "12:used_chunks", true, 12, "used_chunks" },
+        { "1:chunk_size", true, 1, "chunk_size" },
+        { "items:12:mem_requested", true, 12, "mem_requested" },
+        { "items:1:number", true, 1, "number" },
+        { "300:chunk_size", true, 300, "chunk_size" },
+        { "0:x", true, 0, "x" },
+        { "1:a:b", true, 1, "a:b" },
+        { "active_slabs", false, 0, "" },
+        { "total_malloced", false, 0, "" },
+        { "items:x:y", false, 0, "" },
+        { "items:12", false, 0, "" },
+        { "items:12:", false, 0, "" },
+        { "1:", false, 0, "" },
+        { ":x", false, 0, "" },
+        { "12", false, 0, "" },
+        { "99999999999:x", false, 0, "" },
+        { "x1:y", false, 0, "" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         unsigned long id = 0;
@@ -964,14 +954,28 @@ static void test_merge_captured(void)
         const char *field;
         int64_t v;
     } want[] = {
-        {1, "chunk_size", 96},      {1, "chunks_per_page", 10922}, {1, "total_pages", 1},
-        {1, "total_chunks", 10922}, {1, "used_chunks", 3},         {1, "free_chunks", 10919},
-        {1, "cmd_set", 3},          {1, "mem_requested", 213},     {1, "number", 3},
-        {1, "number_hot", 3},       {1, "hits_to_temp", 0},        {6, "chunk_size", 304},
-        {6, "used_chunks", 2},      {6, "mem_requested", 530},     {6, "number", 2},
-        {6, "total_chunks", 3449},  {12, "chunk_size", 1184},      {12, "chunks_per_page", 885},
-        {12, "used_chunks", 1},     {12, "free_chunks", 884},      {12, "mem_requested", 1062},
-        {12, "number", 1},
+        { 1, "chunk_size", 96 },
+        { 1, "chunks_per_page", 10922 },
+        { 1, "total_pages", 1 },
+        { 1, "total_chunks", 10922 },
+        { 1, "used_chunks", 3 },
+        { 1, "free_chunks", 10919 },
+        { 1, "cmd_set", 3 },
+        { 1, "mem_requested", 213 },
+        { 1, "number", 3 },
+        { 1, "number_hot", 3 },
+        { 1, "hits_to_temp", 0 },
+        { 6, "chunk_size", 304 },
+        { 6, "used_chunks", 2 },
+        { 6, "mem_requested", 530 },
+        { 6, "number", 2 },
+        { 6, "total_chunks", 3449 },
+        { 12, "chunk_size", 1184 },
+        { 12, "chunks_per_page", 885 },
+        { 12, "used_chunks", 1 },
+        { 12, "free_chunks", 884 },
+        { 12, "mem_requested", 1062 },
+        { 12, "number", 1 },
     };
     size_t len = strlen(cap_slabs) + strlen(cap_items);
     char *both = malloc(len + 1);
@@ -984,7 +988,7 @@ static void test_merge_captured(void)
     struct ro_buf rb = ro_open(both, len);
     stats_sample_init(&s);
     CHECK_TRUE(run_batch(&s, STATS_R_SLABS | STATS_R_ITEMS, rb.data, rb.len, NULL, 0, &taken) ==
-          STATS_PARSE_OK);
+               STATS_PARSE_OK);
     CHECK_INT(taken, len);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         v = -999;
@@ -1023,8 +1027,8 @@ static void test_merge_captured(void)
         if (!stats_sample_class(&s, c))
             continue;
         CHECK_TRUE(stats_sample_get(&s, c, "total_chunks", &tot) &&
-              stats_sample_get(&s, c, "free_chunks", &fr) &&
-              stats_sample_get(&s, c, "used_chunks", &used) && used == tot - fr);
+                   stats_sample_get(&s, c, "free_chunks", &fr) &&
+                   stats_sample_get(&s, c, "used_chunks", &used) && used == tot - fr);
     }
     stats_sample_fini(&s);
     ro_close(&rb);
@@ -1042,7 +1046,7 @@ static void test_empty_server(void)
     snprintf(both, sizeof both, "%s%s", cap_empty_slabs, cap_empty_items);
     stats_sample_init(&s);
     CHECK_TRUE(run_batch(&s, STATS_R_SLABS | STATS_R_ITEMS, both, len, NULL, 0, &taken) ==
-          STATS_PARSE_OK);
+               STATS_PARSE_OK);
     CHECK_INT(s.n_classes, 0);
     CHECK_INT(s.max_class_id, 0);
     CHECK_TRUE(stats_sample_global(&s, "active_slabs", &v) && v == 0);
@@ -1157,7 +1161,8 @@ static void test_unknown_fields(void)
     int64_t v;
 
     stats_sample_init(&s);
-    CHECK_TRUE(run_batch(&s, STATS_R_REQUIRED, in, sizeof in - 1, NULL, 0, &taken) == STATS_PARSE_OK);
+    CHECK_TRUE(run_batch(&s, STATS_R_REQUIRED, in, sizeof in - 1, NULL, 0, &taken) ==
+               STATS_PARSE_OK);
     CHECK_TRUE(stats_sample_global(&s, "brand_new_counter", &v) && v == 42);
     CHECK_STR(stats_sample_global_text(&s, "brand_new_text"), "hello world");
     CHECK_TRUE(!stats_sample_global(&s, "brand_new_text", &v));
@@ -1187,7 +1192,7 @@ static void test_error_replies(void)
 {
     struct stats_parse_batch b;
     struct stats_sample s;
-    struct text t = {0};
+    struct text t = { 0 };
     size_t used;
     int64_t v;
 
@@ -1241,7 +1246,8 @@ static void test_error_replies(void)
     CHECK_TRUE(stats_parse_batch_feed(&b, "END\r\n", 5, &used) == STATS_PARSE_ERROR);
     /* a broken line inside a batch */
     stats_parse_batch_begin(&b, &s, STATS_R_REQUIRED);
-    CHECK_TRUE(stats_parse_batch_feed(&b, "STAT a 1\r\nGARBAGE\r\n", 19, &used) == STATS_PARSE_ERROR);
+    CHECK_TRUE(stats_parse_batch_feed(&b, "STAT a 1\r\nGARBAGE\r\n", 19, &used) ==
+               STATS_PARSE_ERROR);
     CHECK_INT(b.error, STATS_PARSE_E_UNKNOWN_LINE);
     stats_parse_batch_begin(&b, &s, 0);
     CHECK_TRUE(stats_parse_batch_feed(&b, "END\r\n", 5, &used) == STATS_PARSE_ERROR);

@@ -8,16 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sha256.h"
-#include "model/slab_model.h"
-#include "load/workload.h"
 #include "check.h"
-
+#include "core/sha256.h"
+#include "load/workload.h"
+#include "model/slab_model.h"
 
 static struct slab_ladder ladder_default;
 
 #define KEY_HINT \
-    "fields are {i}, {i%N} or {rand:N} (N >= 1), each with an optional :W (1..20) to zero-pad, at most 4"
+    "fields are {i}, {i%N} or {rand:N} (N >= 1), each with an optional :W (1..20) to zero-pad, " \
+    "at most 4"
 
 static struct workload *parse_ok(const char *text)
 {
@@ -40,65 +40,69 @@ static void test_parse_errors(void)
         enum workload_status status;
         const char *msg; /* exact */
     } cases[] = {
-        {"set 10 key=a size=fil(12)\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size 'fil(12)'"},
-        {"# comment\n\nfrobnicate 3\n", WORKLOAD_E_UNKNOWN, "t.wl:3: unknown directive 'frobnicate'"},
-        {"seed 1\nset x key=a size=1\n", WORKLOAD_E_NUMBER,
-         "t.wl:2: set needs a COUNT (0..1000000000000) first, got 'x'"},
-        {"set 5 size=1\n", WORKLOAD_E_SYNTAX, "t.wl:1: set needs key=PATTERN"},
-        {"add 5 key=a\n", WORKLOAD_E_SYNTAX, "t.wl:1: add needs size=SIZE"},
-        {"get 5 key=a size=5\n", WORKLOAD_E_UNKNOWN, "t.wl:1: option 'size' does not apply to get"},
-        {"set 5 key=a size=5 colour=red\n", WORKLOAD_E_UNKNOWN,
-         "t.wl:1: unknown option 'colour=red' for set"},
-        {"set 5 key=a key=b size=5\n", WORKLOAD_E_SYNTAX, "t.wl:1: option 'key' given twice"},
-        {"repeat 2 {\n  set 1 key=a size=1\n", WORKLOAD_E_BLOCK,
-         "t.wl:1: 'repeat' block opened here is never closed"},
-        {"set 1 key=a size=1\n}\n", WORKLOAD_E_BLOCK, "t.wl:2: '}' without an open 'repeat'"},
-        {"repeat 2\n", WORKLOAD_E_SYNTAX, "t.wl:1: repeat wants 'repeat R {'"},
-        {"set 1 key=a{j} size=1\n", WORKLOAD_E_KEY,
-         "t.wl:1: bad key pattern 'a{j}': " KEY_HINT},
-        {"set 1 key=a{i%0} size=1\n", WORKLOAD_E_KEY,
-         "t.wl:1: bad key pattern 'a{i%0}': " KEY_HINT},
-        {"set 1 key=a{i:0} size=1\n", WORKLOAD_E_KEY,
-         "t.wl:1: bad key pattern 'a{i:0}': " KEY_HINT},
-        {"set 1 key=a{i:21} size=1\n", WORKLOAD_E_KEY,
-         "t.wl:1: bad key pattern 'a{i:21}': " KEY_HINT},
-        {"set 1 key=a{rand:5:2:1} size=1\n", WORKLOAD_E_KEY,
-         "t.wl:1: bad key pattern 'a{rand:5:2:1}': " KEY_HINT},
-        {"set 1 key=a{rand} size=1\n", WORKLOAD_E_KEY,
-         "t.wl:1: bad key pattern 'a{rand}': " KEY_HINT},
-        {"set 1 key=a{i size=1\n", WORKLOAD_E_KEY,
-         "t.wl:1: bad key pattern 'a{i': " KEY_HINT},
-        {long_key, WORKLOAD_E_KEY,
-         "t.wl:1: key pattern gives keys of up to 251 bytes; memcached's limit is 250"},
-        {"set 1 key=a size=uniform(5,2)\n", WORKLOAD_E_SIZE,
-         "t.wl:1: bad size 'uniform(5,2)': minimum above maximum"},
-        {"set 1 key=a size=uniform(5)\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size 'uniform(5)'"},
-        {"set 1 key=a size=choice()\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size 'choice()'"},
-        {"set 1 key=a size=over(1)\n", WORKLOAD_E_SIZE, "t.wl:1: bad size 'over(1)': class must be 2..63"},
-        {"set 1 key=a size=fill(0)\n", WORKLOAD_E_SIZE, "t.wl:1: bad size 'fill(0)': class must be 1..63"},
-        {"set 1 key=a size=1073741825\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size '1073741825'"},
-        {"seed 1\nseed 2\n", WORKLOAD_E_SYNTAX, "t.wl:2: seed given twice"},
-        {"repeat 2 {\nconnections 4\n}\n", WORKLOAD_E_SYNTAX,
-         "t.wl:2: connections is file-wide: not inside a repeat block"},
-        {"connections 0\n", WORKLOAD_E_NUMBER, "t.wl:1: connections wants one number (1..256)"},
-        {"pipeline 5000\n", WORKLOAD_E_NUMBER, "t.wl:1: pipeline wants one number (1..4096)"},
-        {"phase bad/name\n", WORKLOAD_E_SYNTAX,
-         "t.wl:1: bad phase name 'bad/name' (letters, digits, _ . : -)"},
-        {"set 1 key=a size=1 flags=-1\n", WORKLOAD_E_NUMBER, "t.wl:1: bad flags '-1' (0..4294967295)"},
-        {"set 1 key=a size=1 ttl=4294967296\n", WORKLOAD_E_NUMBER,
-         "t.wl:1: bad ttl '4294967296' (a 32-bit signed number)"},
-        {"set 1 key=a size=1\r\nset 1 key=a b=c size=1\r\n", WORKLOAD_E_UNKNOWN,
-         "t.wl:2: unknown option 'b=c' for set"},
-        {"sleep soon\n", WORKLOAD_E_NUMBER, "t.wl:1: sleep wants milliseconds (0..3600000)"},
-        {"repeat 1000000 {\nrepeat 1000000 {\nset 1000000000 key=a size=1\n}\n}\n", WORKLOAD_E_LIMIT,
-         "t.wl:3: the plan has more than 1000000000000000 operations"},
+        { "set 10 key=a size=fil(12)\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size 'fil(12)'" },
+        { "# comment\n\nfrobnicate 3\n", WORKLOAD_E_UNKNOWN,
+          "t.wl:3: unknown directive 'frobnicate'" },
+        { "seed 1\nset x key=a size=1\n", WORKLOAD_E_NUMBER,
+          "t.wl:2: set needs a COUNT (0..1000000000000) first, got 'x'" },
+        { "set 5 size=1\n", WORKLOAD_E_SYNTAX, "t.wl:1: set needs key=PATTERN" },
+        { "add 5 key=a\n", WORKLOAD_E_SYNTAX, "t.wl:1: add needs size=SIZE" },
+        { "get 5 key=a size=5\n", WORKLOAD_E_UNKNOWN,
+          "t.wl:1: option 'size' does not apply to get" },
+        { "set 5 key=a size=5 colour=red\n", WORKLOAD_E_UNKNOWN,
+          "t.wl:1: unknown option 'colour=red' for set" },
+        { "set 5 key=a key=b size=5\n", WORKLOAD_E_SYNTAX, "t.wl:1: option 'key' given twice" },
+        { "repeat 2 {\n  set 1 key=a size=1\n", WORKLOAD_E_BLOCK,
+          "t.wl:1: 'repeat' block opened here is never closed" },
+        { "set 1 key=a size=1\n}\n", WORKLOAD_E_BLOCK, "t.wl:2: '}' without an open 'repeat'" },
+        { "repeat 2\n", WORKLOAD_E_SYNTAX, "t.wl:1: repeat wants 'repeat R {'" },
+        { "set 1 key=a{j} size=1\n", WORKLOAD_E_KEY, "t.wl:1: bad key pattern 'a{j}': " KEY_HINT },
+        { "set 1 key=a{i%0} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'a{i%0}': " KEY_HINT },
+        { "set 1 key=a{i:0} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'a{i:0}': " KEY_HINT },
+        { "set 1 key=a{i:21} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'a{i:21}': " KEY_HINT },
+        { "set 1 key=a{rand:5:2:1} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'a{rand:5:2:1}': " KEY_HINT },
+        { "set 1 key=a{rand} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'a{rand}': " KEY_HINT },
+        { "set 1 key=a{i size=1\n", WORKLOAD_E_KEY, "t.wl:1: bad key pattern 'a{i': " KEY_HINT },
+        { long_key, WORKLOAD_E_KEY,
+          "t.wl:1: key pattern gives keys of up to 251 bytes; memcached's limit is 250" },
+        { "set 1 key=a size=uniform(5,2)\n", WORKLOAD_E_SIZE,
+          "t.wl:1: bad size 'uniform(5,2)': minimum above maximum" },
+        { "set 1 key=a size=uniform(5)\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size 'uniform(5)'" },
+        { "set 1 key=a size=choice()\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size 'choice()'" },
+        { "set 1 key=a size=over(1)\n", WORKLOAD_E_SIZE,
+          "t.wl:1: bad size 'over(1)': class must be 2..63" },
+        { "set 1 key=a size=fill(0)\n", WORKLOAD_E_SIZE,
+          "t.wl:1: bad size 'fill(0)': class must be 1..63" },
+        { "set 1 key=a size=1073741825\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size '1073741825'" },
+        { "seed 1\nseed 2\n", WORKLOAD_E_SYNTAX, "t.wl:2: seed given twice" },
+        { "repeat 2 {\nconnections 4\n}\n", WORKLOAD_E_SYNTAX,
+          "t.wl:2: connections is file-wide: not inside a repeat block" },
+        { "connections 0\n", WORKLOAD_E_NUMBER, "t.wl:1: connections wants one number (1..256)" },
+        { "pipeline 5000\n", WORKLOAD_E_NUMBER, "t.wl:1: pipeline wants one number (1..4096)" },
+        { "phase bad/name\n", WORKLOAD_E_SYNTAX,
+          "t.wl:1: bad phase name 'bad/name' (letters, digits, _ . : -)" },
+        { "set 1 key=a size=1 flags=-1\n", WORKLOAD_E_NUMBER,
+          "t.wl:1: bad flags '-1' (0..4294967295)" },
+        { "set 1 key=a size=1 ttl=4294967296\n", WORKLOAD_E_NUMBER,
+          "t.wl:1: bad ttl '4294967296' (a 32-bit signed number)" },
+        { "set 1 key=a size=1\r\nset 1 key=a b=c size=1\r\n", WORKLOAD_E_UNKNOWN,
+          "t.wl:2: unknown option 'b=c' for set" },
+        { "sleep soon\n", WORKLOAD_E_NUMBER, "t.wl:1: sleep wants milliseconds (0..3600000)" },
+        { "repeat 1000000 {\nrepeat 1000000 {\nset 1000000000 key=a size=1\n}\n}\n",
+          WORKLOAD_E_LIMIT, "t.wl:3: the plan has more than 1000000000000000 operations" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct workload *w = NULL;
         struct workload_error err;
-        enum workload_status st = workload_parse("t.wl", cases[i].text, strlen(cases[i].text), &w, &err);
-        CHECK(st == cases[i].status, "case %zu: status %s, want %s (%s)", i, workload_status_str(st),
-              workload_status_str(cases[i].status), err.msg);
+        enum workload_status st =
+            workload_parse("t.wl", cases[i].text, strlen(cases[i].text), &w, &err);
+        CHECK(st == cases[i].status, "case %zu: status %s, want %s (%s)", i,
+              workload_status_str(st), workload_status_str(cases[i].status), err.msg);
         CHECK(!strcmp(err.msg, cases[i].msg), "case %zu: message\n  got  '%s'\n  want '%s'", i,
               err.msg, cases[i].msg);
         CHECK(w == NULL, "case %zu: a program came back with an error", i);
@@ -120,10 +124,11 @@ static void test_bind_errors(void)
         bool ladder;
         const char *msg;
     } cases[] = {
-        {"seed 3\nset 1 key=a size=fill(40)\n", true, "t.wl:2: fill(40): the ladder has only 39 classes"},
-        {"set 1 key=a size=over(12)\n", false, "t.wl:1: over(12) needs the server's slab ladder"},
-        {"set 1 key=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa size=fill(1)\n", true,
-         "t.wl:1: fill(1): a 40-byte key with flags 0 leaves no room for a value"},
+        { "seed 3\nset 1 key=a size=fill(40)\n", true,
+          "t.wl:2: fill(40): the ladder has only 39 classes" },
+        { "set 1 key=a size=over(12)\n", false, "t.wl:1: over(12) needs the server's slab ladder" },
+        { "set 1 key=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa size=fill(1)\n", true,
+          "t.wl:1: fill(1): a 40-byte key with flags 0 leaves no room for a value" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct workload *w = parse_ok(cases[i].text);
@@ -134,8 +139,8 @@ static void test_bind_errors(void)
         enum workload_status st =
             workload_plan_init(&p, w, cases[i].ladder ? &ladder_default : NULL, 1, &err);
         CHECK(st == WORKLOAD_E_LADDER, "bind case %zu: status %s", i, workload_status_str(st));
-        CHECK(!strcmp(err.msg, cases[i].msg), "bind case %zu:\n  got  '%s'\n  want '%s'", i, err.msg,
-              cases[i].msg);
+        CHECK(!strcmp(err.msg, cases[i].msg), "bind case %zu:\n  got  '%s'\n  want '%s'", i,
+              err.msg, cases[i].msg);
         workload_free(w);
     }
 }
@@ -150,27 +155,31 @@ static void test_fill_over(void)
         bool cas, fill;
         uint64_t ntotal;
     } cases[] = {
-        {12, 10, 0, true, true, 1184},  {12, 10, 0, true, false, 945},
-        {12, 10, 7, true, true, 1184},  {12, 10, 7, true, false, 945},
-        {12, 10, 0, false, true, 1184}, {1, 10, 0, true, true, 96},
-        {2, 10, 0, true, false, 97},    {39, 200, 0, true, true, 524288},
-        {39, 10, 0, true, false, 394841},
+        { 12, 10, 0, true, true, 1184 },    { 12, 10, 0, true, false, 945 },
+        { 12, 10, 7, true, true, 1184 },    { 12, 10, 7, true, false, 945 },
+        { 12, 10, 0, false, true, 1184 },   { 1, 10, 0, true, true, 96 },
+        { 2, 10, 0, true, false, 97 },      { 39, 200, 0, true, true, 524288 },
+        { 39, 10, 0, true, false, 394841 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct slab_ladder l = ladder_default;
         l.use_cas = cases[i].cas;
         uint64_t v = 0;
-        bool ok = cases[i].fill ? workload_size_fill(&l, cases[i].cls, cases[i].key_len, cases[i].flags, &v)
-                                : workload_size_over(&l, cases[i].cls, cases[i].key_len, cases[i].flags, &v);
+        bool ok = cases[i].fill
+                      ? workload_size_fill(&l, cases[i].cls, cases[i].key_len, cases[i].flags, &v)
+                      : workload_size_over(&l, cases[i].cls, cases[i].key_len, cases[i].flags, &v);
         uint64_t nt = slab_item_ntotal(l.use_cas, cases[i].key_len, cases[i].flags, v);
-        CHECK(ok && nt == cases[i].ntotal, "case %zu: ok %d value %" PRIu64 " ntotal %" PRIu64
-              " want %" PRIu64, i, ok, v, nt, cases[i].ntotal);
+        CHECK(ok && nt == cases[i].ntotal,
+              "case %zu: ok %d value %" PRIu64 " ntotal %" PRIu64 " want %" PRIu64, i, ok, v, nt,
+              cases[i].ntotal);
         CHECK(slab_ladder_class_for(&l, nt) == cases[i].cls, "case %zu: class %u want %u", i,
               slab_ladder_class_for(&l, nt), cases[i].cls);
     }
     uint64_t v;
-    CHECK(workload_size_fill(&ladder_default, 12, 10, 0, &v) && v == 1115, "fill(12) value %" PRIu64, v);
-    CHECK(workload_size_over(&ladder_default, 12, 10, 0, &v) && v == 876, "over(12) value %" PRIu64, v);
+    CHECK(workload_size_fill(&ladder_default, 12, 10, 0, &v) && v == 1115,
+          "fill(12) value %" PRIu64, v);
+    CHECK(workload_size_over(&ladder_default, 12, 10, 0, &v) && v == 876, "over(12) value %" PRIu64,
+          v);
     CHECK(!workload_size_over(&ladder_default, 1, 10, 0, &v), "over(1) exists");
     CHECK(!workload_size_fill(&ladder_default, 40, 10, 0, &v), "fill(40) exists");
 
@@ -195,7 +204,8 @@ static void test_fill_over(void)
         return;
     bad = 0;
     while (workload_plan_next(&p, &it) == WORKLOAD_NEXT_ITEM)
-        bad += it.op.key_len != 10 || slab_item_ntotal(true, it.op.key_len, 0, it.op.value_len) != 945;
+        bad +=
+            it.op.key_len != 10 || slab_item_ntotal(true, it.op.key_len, 0, it.op.value_len) != 945;
     CHECK(bad == 0, "%d fixed-width keys missed 945 bytes", bad);
     workload_free(w);
 }
@@ -211,7 +221,7 @@ static void test_size_distributions(void)
     struct workload_error err;
     if (!w || workload_plan_init(&p, w, NULL, 7, &err) != WORKLOAD_OK)
         return;
-    uint64_t lo = UINT64_MAX, hi = 0, seen[3] = {0}, fixed_bad = 0, other = 0;
+    uint64_t lo = UINT64_MAX, hi = 0, seen[3] = { 0 }, fixed_bad = 0, other = 0;
     while (workload_plan_next(&p, &it) == WORKLOAD_NEXT_ITEM) {
         uint64_t v = it.op.value_len;
         if (it.op.key[0] == 'f') {
@@ -220,16 +230,22 @@ static void test_size_distributions(void)
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         } else {
-            if (v == 100) seen[0]++;
-            else if (v == 500) seen[1]++;
-            else if (v == 9000) seen[2]++;
-            else other++;
+            if (v == 100)
+                seen[0]++;
+            else if (v == 500)
+                seen[1]++;
+            else if (v == 9000)
+                seen[2]++;
+            else
+                other++;
         }
     }
     CHECK(fixed_bad == 0, "fixed size wrong %" PRIu64 " times", fixed_bad);
-    CHECK(lo >= 100 && hi <= 2000 && lo < 150 && hi > 1950, "uniform range [%" PRIu64 ", %" PRIu64 "]", lo, hi);
+    CHECK(lo >= 100 && hi <= 2000 && lo < 150 && hi > 1950,
+          "uniform range [%" PRIu64 ", %" PRIu64 "]", lo, hi);
     CHECK(other == 0 && seen[0] > 1400 && seen[1] > 1400 && seen[2] > 1400,
-          "choice: %" PRIu64 " %" PRIu64 " %" PRIu64 " other %" PRIu64, seen[0], seen[1], seen[2], other);
+          "choice: %" PRIu64 " %" PRIu64 " %" PRIu64 " other %" PRIu64, seen[0], seen[1], seen[2],
+          other);
     workload_free(w);
 }
 
@@ -269,29 +285,34 @@ static void test_expansion(void)
         const char *text;
         const char *plan;
     } cases[] = {
-        {"repeat 3 {\n  set 2 key=w{i} size=1\n}\n",
-         "set w0 1 0 0;set w1 1 0 0;set w0 1 0 0;set w1 1 0 0;set w0 1 0 0;set w1 1 0 0;"},
-        {"set 5 key=m{i%2}x size=2 ttl=60 flags=9 noreply\n",
-         "set m0x 2 9 60 nr;set m1x 2 9 60 nr;set m0x 2 9 60 nr;set m1x 2 9 60 nr;set m0x 2 9 60 nr;"},
-        {"phase a\nrepeat 2 {\nphase b\nrepeat 0 {\nset 9 key=z size=1\n}\nget 1 key=g{i}\n}\nsleep 5\n"
-         "delete 1 key=d noreply\ntouch 1 key=t ttl=30\nincr 1 key=n by=7\ngets 1 key=s\n",
-         "phase a;phase b;get g0 0 0 0;phase b;get g0 0 0 0;sleep 5;delete d 0 0 0 nr;"
-         "touch t 0 0 30;incr n 7 0 0;gets s 0 0 0;"},
-        {"repeat 2 {\nrepeat 2 {\nappend 1 key=a{i} size=3\n}\nprepend 1 key=p size=0\n}\n",
-         "append a0 3 0 0;append a0 3 0 0;prepend p 0 0 0;append a0 3 0 0;append a0 3 0 0;prepend p 0 0 0;"},
-        {"set 0 key=x size=1\nreplace 1 key=r size=4 # trailing comment\n", "replace r 4 0 0;"},
-        {"set 2 key=a#b{i} size=1\n", "set a#b0 1 0 0;set a#b1 1 0 0;"},
-        {"set 3 key=e2w:{i:6} size=876\n",
-         "set e2w:000000 876 0 0;set e2w:000001 876 0 0;set e2w:000002 876 0 0;"},
-        {"set 3 key={i%2:3}-{i:1} size=1\n", "set 000-0 1 0 0;set 001-1 1 0 0;set 000-2 1 0 0;"},
-        {"set 12 key=w{i:1} size=1\nget 1 key=x\n",
-         "set w0 1 0 0;set w1 1 0 0;set w2 1 0 0;set w3 1 0 0;set w4 1 0 0;set w5 1 0 0;"
-         "set w6 1 0 0;set w7 1 0 0;set w8 1 0 0;set w9 1 0 0;set w10 1 0 0;set w11 1 0 0;get x 0 0 0;"},
+        { "repeat 3 {\n  set 2 key=w{i} size=1\n}\n",
+          "set w0 1 0 0;set w1 1 0 0;set w0 1 0 0;set w1 1 0 0;set w0 1 0 0;set w1 1 0 0;" },
+        { "set 5 key=m{i%2}x size=2 ttl=60 flags=9 noreply\n",
+          "set m0x 2 9 60 nr;set m1x 2 9 60 nr;set m0x 2 9 60 nr;set m1x 2 9 60 nr;set m0x 2 9 60 "
+          "nr;" },
+        { "phase a\nrepeat 2 {\nphase b\nrepeat 0 {\nset 9 key=z size=1\n}\nget 1 "
+          "key=g{i}\n}\nsleep 5\n"
+          "delete 1 key=d noreply\ntouch 1 key=t ttl=30\nincr 1 key=n by=7\ngets 1 key=s\n",
+          "phase a;phase b;get g0 0 0 0;phase b;get g0 0 0 0;sleep 5;delete d 0 0 0 nr;"
+          "touch t 0 0 30;incr n 7 0 0;gets s 0 0 0;" },
+        { "repeat 2 {\nrepeat 2 {\nappend 1 key=a{i} size=3\n}\nprepend 1 key=p size=0\n}\n",
+          "append a0 3 0 0;append a0 3 0 0;prepend p 0 0 0;append a0 3 0 0;append a0 3 0 0;prepend "
+          "p 0 0 0;" },
+        { "set 0 key=x size=1\nreplace 1 key=r size=4 # trailing comment\n", "replace r 4 0 0;" },
+        { "set 2 key=a#b{i} size=1\n", "set a#b0 1 0 0;set a#b1 1 0 0;" },
+        { "set 3 key=e2w:{i:6} size=876\n",
+          "set e2w:000000 876 0 0;set e2w:000001 876 0 0;set e2w:000002 876 0 0;" },
+        { "set 3 key={i%2:3}-{i:1} size=1\n", "set 000-0 1 0 0;set 001-1 1 0 0;set 000-2 1 0 0;" },
+        { "set 12 key=w{i:1} size=1\nget 1 key=x\n",
+          "set w0 1 0 0;set w1 1 0 0;set w2 1 0 0;set w3 1 0 0;set w4 1 0 0;set w5 1 0 0;"
+          "set w6 1 0 0;set w7 1 0 0;set w8 1 0 0;set w9 1 0 0;set w10 1 0 0;set w11 1 0 0;get x 0 "
+          "0 0;" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char got[2048];
         plan_text(cases[i].text, NULL, 1, got, sizeof got);
-        CHECK(!strcmp(got, cases[i].plan), "case %zu:\n  got  %s\n  want %s", i, got, cases[i].plan);
+        CHECK(!strcmp(got, cases[i].plan), "case %zu:\n  got  %s\n  want %s", i, got,
+              cases[i].plan);
     }
     /* {rand:N} stays in [0, N) */
     char got[8192];
@@ -340,7 +361,8 @@ static void test_fingerprints(void)
     char a[SHA256_HEX_LEN + 1], b[SHA256_HEX_LEN + 1];
     uint64_t na, nb;
     /* pinned: sha256 of the canonical lines, computed independently */
-    fingerprint("set 3 key=k{i} size=10\nphase p\nget 1 key=k0\ndelete 1 key=k1 noreply\n", NULL, 1, a, &na);
+    fingerprint("set 3 key=k{i} size=10\nphase p\nget 1 key=k0\ndelete 1 key=k1 noreply\n", NULL, 1,
+                a, &na);
     CHECK(na == 5 && !strcmp(a, "d1859a52de84fa20298c142af1054246870d0a42fefec70b3654dca68487a5d4"),
           "pinned fingerprint %s (%" PRIu64 " ops)", a, na);
 
@@ -350,7 +372,8 @@ static void test_fingerprints(void)
     CHECK(na == 3100 && nb == na && !strcmp(a, b), "same text and seed differ: %s %s", a, b);
     fingerprint(rnd, NULL, 43, b, &nb);
     CHECK(strcmp(a, b) != 0, "another seed gives the same plan");
-    fingerprint("set 3000 key=r{rand:1000} size=uniform(1,5001)\nget 100 key=r{rand:1000}\n", NULL, 42, b, &nb);
+    fingerprint("set 3000 key=r{rand:1000} size=uniform(1,5001)\nget 100 key=r{rand:1000}\n", NULL,
+                42, b, &nb);
     CHECK(strcmp(a, b) != 0, "a changed size gives the same plan");
 
     /* the ladder is part of the plan: -f 1.08 moves fill(12) */
@@ -368,7 +391,8 @@ static void test_fingerprints(void)
  * program holds one statement per line, never one per op. */
 static void test_lazy(void)
 {
-    CHECK(sizeof(struct workload_plan) < 2048, "plan cursor is %zu bytes", sizeof(struct workload_plan));
+    CHECK(sizeof(struct workload_plan) < 2048, "plan cursor is %zu bytes",
+          sizeof(struct workload_plan));
     struct workload *w = parse_ok("repeat 4 {\nset 100000 key=exp1:{i} size=over(12)\n}\n");
     struct workload_plan p;
     struct workload_item it;
@@ -378,8 +402,8 @@ static void test_lazy(void)
         while (workload_plan_next(&p, &it) == WORKLOAD_NEXT_ITEM)
             n++;
         last_i = p.emitted;
-        CHECK(n == 400000 && workload_total_ops(w) == 400000 && last_i == n, "ops %" PRIu64 " total %" PRIu64,
-              n, workload_total_ops(w));
+        CHECK(n == 400000 && workload_total_ops(w) == 400000 && last_i == n,
+              "ops %" PRIu64 " total %" PRIu64, n, workload_total_ops(w));
     }
     workload_free(w);
     w = parse_ok("repeat 1000 {\nset 1000000000 key=big:{i} size=1\n}\n");
@@ -398,11 +422,13 @@ static void test_settings(void)
         return;
     const struct workload_settings *s = workload_settings(w);
     CHECK(s->has_connections && s->connections == 4 && s->has_pipeline && s->pipeline == 64 &&
-              s->has_seed && s->seed == 99, "settings %u %u %" PRIu64, s->connections, s->pipeline, s->seed);
+              s->has_seed && s->seed == 99,
+          "settings %u %u %" PRIu64, s->connections, s->pipeline, s->seed);
     CHECK(!workload_needs_ladder(w), "needs ladder without fill/over");
     workload_free(w);
     w = parse_ok("set 1 key=a size=over(3)\n");
-    CHECK(w && workload_needs_ladder(w) && !workload_settings(w)->has_seed, "over(3) needs the ladder");
+    CHECK(w && workload_needs_ladder(w) && !workload_settings(w)->has_seed,
+          "over(3) needs the ladder");
     workload_free(w);
 }
 
@@ -410,7 +436,8 @@ int main(void)
 {
     struct slab_settings s;
     slab_settings_default(&s);
-    if (slab_ladder_build(&s, &ladder_default, NULL, 0) != SLAB_OK || ladder_default.n_classes != 39) {
+    if (slab_ladder_build(&s, &ladder_default, NULL, 0) != SLAB_OK ||
+        ladder_default.n_classes != 39) {
         printf("default ladder did not build\n");
         return 1;
     }
