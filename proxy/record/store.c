@@ -12,7 +12,7 @@
 
 #include "core/clock.h"
 #include "protocol/mc_parse.h"
-#include "record/recorder.h"
+#include "record/row.h"
 
 extern const char slabtap_schema_sql[];
 

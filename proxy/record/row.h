@@ -1,0 +1,63 @@
+/* row: what the recorder carries from the event loop to the store -- one
+ * fixed-size row per recorded write or per-second read counter, and the
+ * rare variable-size jobs (stats samples, settings, phase marks).
+ *
+ * Owns only the types the recorder and the store share, so that neither
+ * includes the other. Must never grow a pointer into a client's buffer:
+ * rows are copied whole. */
+#ifndef SLABTAP_RECORD_ROW_H
+#define SLABTAP_RECORD_ROW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol/mc_parse.h"
+
+enum rec_row_kind { REC_ROW_WRITE, REC_ROW_GETS };
+
+/* One recorded write, or one per-second read counter. Fixed size: the ring
+ * is preallocated and rows are copied, never pointed to. */
+struct rec_row {
+    uint8_t kind;         /* enum rec_row_kind */
+    uint8_t cmd;          /* enum mc_cmd */
+    int16_t key_text_len; /* -1: no text kept (hash mode) */
+    uint16_t key_len;
+    uint32_t conn_id;
+    uint32_t flags;
+    bool has_flags;
+    bool has_exptime;
+    uint64_t seq;
+    int64_t t_ns; /* unix time, ns */
+    uint64_t key_hash;
+    int64_t value_len; /* -1: none */
+    int64_t exptime;
+    int64_t latency_ns; /* -1: no answer */
+    uint32_t class_id;  /* predicted slab class, 0: none */
+    char ms_mode;       /* ms M<mode>, 0: none */
+    /* REC_ROW_GETS: counters for one second and command */
+    int64_t second;
+    uint64_t requests, keys, hits, misses, bytes_returned;
+    char answer[48];
+    char key_text[MC_KEY_MAX + 1];
+};
+
+/* Rare, variable-size records (a stats sample, settings, a phase mark)
+ * travel as jobs: heap blobs handed over whole, written in the same
+ * transactions as rows. */
+enum rec_job_kind { REC_JOB_SAMPLE, REC_JOB_SETTINGS, REC_JOB_PHASE };
+
+struct rec_job {
+    struct rec_job *next;
+    enum rec_job_kind kind;
+    int64_t t_ns;
+    int64_t phase_id; /* SAMPLE: phase active; PHASE: the new phase's id */
+    bool final;       /* SAMPLE: the snapshot taken at shutdown */
+    char *text;       /* SAMPLE: `stats` JSON; SETTINGS: settings JSON; PHASE: name */
+    char *version;    /* SETTINGS */
+    size_t nclasses;  /* SAMPLE: per-class JSON objects */
+    unsigned *class_ids;
+    char **class_json;
+};
+
+#endif
