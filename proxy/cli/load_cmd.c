@@ -31,7 +31,8 @@ struct load_cli_args {
     const char *target, *workload, *replay_db, *twitter, *cachelib;
     int64_t replay_run;
     uint64_t connections, pipeline, seed;
-    bool seed_set, dry_run, quiet;
+    bool seed_set, dry_run, quiet, no_probe;
+    double rate;
     int level;
     struct cli_ladder_flags ladder; /* --dry-run's ladder flags */
     struct slab_settings settings;  /* ... applied */
@@ -60,6 +61,10 @@ static void load_cli_usage(FILE *out)
             "  --pipeline D           requests in flight per connection, 1..%d\n"
             "                         (default: the workload's, else %d)\n"
             "  --seed S               random seed (default: the workload's, else 0)\n"
+            "  --rate OPS             open loop: OPS operations a second, each timed from\n"
+            "                         when it was due (default: as fast as answers allow)\n"
+            "  --no-probe             send no `stats settings` first unless the workload\n"
+            "                         needs the ladder (for proxies that refuse `stats`)\n"
             "  --dry-run              print op count and fingerprint; connect to nothing\n"
             "  -v, --verbose          debug log lines too\n"
             "  -q, --quiet            no progress line on stderr; warnings and errors only\n"
@@ -87,6 +92,8 @@ static enum opt_result load_cli_parse_flags(int argc, char **argv, struct load_c
         { "pipeline", 0, OPT_UINT, .dest = &a->pipeline, .min = 1, .max = LOAD_PIPELINE_MAX },
         { "seed", 0, OPT_UINT, .dest = &a->seed, .seen = &a->seed_set },
         { "dry-run", 0, OPT_FLAG, .dest = &a->dry_run },
+        { "rate", 0, OPT_DOUBLE, .dest = &a->rate, .dmin = 0.001, .dmax = 1e9 },
+        { "no-probe", 0, OPT_FLAG, .dest = &a->no_probe },
         CLI_OPTS_LADDER(&a->ladder),
         CLI_OPTS_VERBOSITY(&a->level, &a->quiet),
     };
@@ -175,6 +182,29 @@ static const char *load_cli_answer_name(unsigned i)
     return load_answer_name((enum load_answer)i);
 }
 
+static void load_cli_us(const char *label, uint64_t ns)
+{
+    printf("  %s %.1f us", label, (double)ns / 1000.0);
+}
+
+/* p50 / p99 / p99.9 / max per command, from the answered ops. */
+static void load_cli_latency(const struct load_result *r)
+{
+    for (unsigned i = 0; i < WORKLOAD_CMD_COUNT; i++) {
+        const struct lhist *h = &r->latency[i];
+        if (!h->count)
+            continue;
+        char label[32];
+        snprintf(label, sizeof label, "latency %s:", workload_cmd_name((enum workload_cmd)i));
+        printf("%-17s", label);
+        load_cli_us("p50", lhist_quantile(h, 0.50));
+        load_cli_us("p99", lhist_quantile(h, 0.99));
+        load_cli_us("p99.9", lhist_quantile(h, 0.999));
+        load_cli_us("max", h->max);
+        printf("  (%" PRIu64 " answers)\n", h->count);
+    }
+}
+
 static void load_cli_summary(const struct load_cli_args *a, const struct load_result *r)
 {
     const char *src = a->workload    ? a->workload
@@ -201,6 +231,10 @@ static void load_cli_summary(const struct load_cli_args *a, const struct load_re
         printf("%-18s%" PRIu64 "\n", "errors:", r->errors);
         printf("%-18s%.3f s\n", "elapsed:", secs);
         printf("%-18s%.0f\n", "ops/s:", secs > 0 ? (double)r->ops / secs : 0.0);
+        if (a->rate > 0)
+            printf("%-18s%.0f ops/s asked, %" PRIu64 " ops sent over 1 ms late\n", "rate:", a->rate,
+                   r->late);
+        load_cli_latency(r);
     }
     printf("%-18s%s\n", "fingerprint:", r->fingerprint);
 }
@@ -269,6 +303,8 @@ int cli_load_main(int argc, char **argv)
     cfg.pipeline = (unsigned)a.pipeline;
     cfg.seed = a.seed;
     cfg.seed_set = a.seed_set;
+    cfg.rate = a.rate;
+    cfg.no_probe = a.no_probe;
     cfg.ladder = a.dry_run ? &ladder : NULL;
     cfg.on_phase = a.dry_run ? NULL : load_cli_on_phase;
     cfg.progress = a.quiet ? LOAD_PROGRESS_OFF : LOAD_PROGRESS_AUTO;

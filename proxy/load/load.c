@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <uv.h>
@@ -200,6 +202,7 @@ enum load_slot_kind { LOAD_SLOT_REPLY, LOAD_SLOT_SILENT, LOAD_SLOT_FENCE };
 struct load_slot {
     uint8_t cmd;  /* enum workload_cmd */
     uint8_t kind; /* enum load_slot_kind */
+    uint64_t due; /* uv_hrtime the op was due (rate) or written */
 };
 
 struct load_batch {
@@ -222,6 +225,7 @@ struct load_conn {
     struct load_slot *fifo; /* ring of pipeline + 1 (room for one fence) */
     unsigned head, count;
     struct workload_op *defer; /* ring of LOAD_DEFER_MAX ops, in plan order */
+    uint64_t *defer_due;       /* when each deferred op was due */
     unsigned defer_head, defer_count;
     struct mc_resp_parser rp;
     bool in_get; /* inside a get's VALUE ... END answer */
@@ -256,6 +260,14 @@ struct load_engine {
     unsigned pipeline;
     char *pattern;
     uv_timer_t tick, sleep_timer;
+    /* the rate clock: a timerfd set to the next op's due time, to the
+     * microsecond (libuv timers tick in milliseconds, which would add up
+     * to a millisecond of false latency to every paced op) */
+    int rate_fd;
+    uv_poll_t rate_poll;
+    uint64_t paced;  /* ops released by the rate so far */
+    bool have_due;   /* e->item's due time is in op_due */
+    uint64_t op_due; /* when the op being queued was due */
     struct sha256_ctx fp;
     uint64_t t_begin, t_start, t_progress;
     uint64_t done, total;
@@ -424,11 +436,18 @@ static void load_slot_push(struct load_conn *c, enum workload_cmd cmd, enum load
     struct load_slot *s = &c->fifo[(c->head + c->count) % cap];
     s->cmd = (uint8_t)cmd;
     s->kind = (uint8_t)kind;
+    s->due = c->e->op_due;
     c->count++;
 }
 
+/* The oldest op is answered: its latency, then its slot goes. */
 static void load_slot_pop(struct load_conn *c)
 {
+    const struct load_slot *s = &c->fifo[c->head];
+    if (s->kind == LOAD_SLOT_REPLY) {
+        uint64_t now = uv_hrtime();
+        lhist_add(&c->e->res->latency[s->cmd], now > s->due ? now - s->due : 0);
+    }
     c->head = (c->head + 1) % (c->e->pipeline + 1);
     c->count--;
 }
@@ -749,6 +768,7 @@ static void load_drain(struct load_engine *e)
     for (unsigned i = 0; i < e->n_conns; i++) {
         struct load_conn *c = &e->conns[i];
         while (c->defer_count && load_conn_ready(c, &c->defer[c->defer_head])) {
+            e->op_due = c->defer_due[c->defer_head];
             load_send(c, &c->defer[c->defer_head]);
             c->defer_head = (c->defer_head + 1) % LOAD_DEFER_MAX;
             c->defer_count--;
@@ -780,22 +800,70 @@ static bool load_fetch(struct load_engine *e)
     return true;
 }
 
+static void load_on_rate(uv_poll_t *p, int status, int events)
+{
+    struct load_engine *e = p->data;
+    uint64_t expirations;
+    (void)status;
+    (void)events;
+    if (read(e->rate_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+        load_fail(e, LOAD_E_IO, "rate timer: %s", strerror(errno));
+    load_pump(e);
+}
+
+static void load_rate_arm(struct load_engine *e, uint64_t due)
+{
+    struct itimerspec its = { .it_value = { .tv_sec = (time_t)(due / 1000000000u),
+                                            .tv_nsec = (long)(due % 1000000000u) } };
+    if (timerfd_settime(e->rate_fd, TFD_TIMER_ABSTIME, &its, NULL))
+        load_fail(e, LOAD_E_IO, "rate timer: %s", strerror(errno));
+}
+
+/* With a rate: true when the next op is due now (e->op_due set); else the
+ * rate timer is armed for it. Without: due is now. */
+static bool load_op_due(struct load_engine *e, uint64_t *now)
+{
+    if (!*now)
+        *now = uv_hrtime();
+    if (e->cfg->rate <= 0) {
+        e->op_due = *now;
+        return true;
+    }
+    uint64_t due = e->t_start + (uint64_t)((double)e->paced * 1e9 / e->cfg->rate);
+    if (due > *now) {
+        load_rate_arm(e, due);
+        return false;
+    }
+    e->op_due = due;
+    if (*now - due > 1000000)
+        e->res->late++; /* more than 1 ms behind: the generator could not keep up */
+    return true;
+}
+
 /* Queues ops while their connections have room, up to the next barrier. */
 static void load_fill(struct load_engine *e)
 {
+    uint64_t now = 0;
     load_drain(e);
     while (e->state == LOAD_ST_RUNNING) {
         if (!e->have_item && !load_fetch(e))
             return;
+        if (!e->have_due && !load_op_due(e, &now))
+            return;
+        e->have_due = true;
         struct load_conn *c = load_conn_for(e, &e->item.op);
         if (!c->defer_count && load_conn_ready(c, &e->item.op)) {
             load_send(c, &e->item.op);
         } else if (c->defer_count < LOAD_DEFER_MAX) {
-            c->defer[(c->defer_head + c->defer_count++) % LOAD_DEFER_MAX] = e->item.op;
+            unsigned at = (c->defer_head + c->defer_count++) % LOAD_DEFER_MAX;
+            c->defer[at] = e->item.op;
+            c->defer_due[at] = e->op_due;
         } else {
             return;
         }
+        e->paced++;
         e->have_item = false;
+        e->have_due = false;
     }
 }
 
@@ -874,7 +942,7 @@ static void load_probe_done(struct load_engine *e)
 {
     const struct slab_ladder *ladder = e->cfg->ladder;
     char err[LOAD_ERR_MAX] = "";
-    if (e->sample->has_version)
+    if (e->sample && e->sample->has_version)
         snprintf(e->res->server_version, sizeof e->res->server_version, "%s", e->sample->version);
     if (!ladder && load_needs_ladder(e)) {
         struct slab_settings s;
@@ -953,7 +1021,11 @@ static void load_on_connect(uv_connect_t *req, int status)
         load_fail(e, LOAD_E_IO, "connection %u: %s", c->id, uv_strerror(rc));
         return;
     }
-    if (++e->n_connected == e->n_conns)
+    if (++e->n_connected < e->n_conns)
+        return;
+    if (e->cfg->no_probe && !load_needs_ladder(e))
+        load_probe_done(e); /* nothing to learn from the server first */
+    else
         load_probe_begin(e);
 }
 
@@ -969,6 +1041,8 @@ static void load_shutdown(struct load_engine *e)
         uv_close((uv_handle_t *)&e->conns[i].tcp, NULL);
     uv_close((uv_handle_t *)&e->tick, NULL);
     uv_close((uv_handle_t *)&e->sleep_timer, NULL);
+    if (e->rate_fd >= 0)
+        uv_close((uv_handle_t *)&e->rate_poll, NULL);
 }
 
 static void load_start(struct load_engine *e)
@@ -976,6 +1050,11 @@ static void load_start(struct load_engine *e)
     uv_timer_init(&e->loop, &e->tick);
     uv_timer_init(&e->loop, &e->sleep_timer);
     e->tick.data = e->sleep_timer.data = e;
+    if (e->rate_fd >= 0) {
+        uv_poll_init(&e->loop, &e->rate_poll, e->rate_fd);
+        e->rate_poll.data = e;
+        uv_poll_start(&e->rate_poll, UV_READABLE, load_on_rate);
+    }
     for (unsigned i = 0; i < e->n_conns; i++) {
         struct load_conn *c = &e->conns[i];
         uv_tcp_init(&e->loop, &c->tcp);
@@ -995,6 +1074,10 @@ static void load_start(struct load_engine *e)
 
 static int load_alloc(struct load_engine *e)
 {
+    e->rate_fd = -1;
+    if (e->cfg->rate > 0 &&
+        (e->rate_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) < 0)
+        return -1;
     e->conns = calloc(e->n_conns, sizeof *e->conns);
     e->pattern = malloc(LOAD_PATTERN_BYTES);
     if (!e->conns || !e->pattern)
@@ -1006,7 +1089,8 @@ static int load_alloc(struct load_engine *e)
         mc_resp_init(&c->rp);
         c->fifo = calloc(e->pipeline + 1, sizeof *c->fifo);
         c->defer = calloc(LOAD_DEFER_MAX, sizeof *c->defer);
-        if (!c->fifo || !c->defer)
+        c->defer_due = calloc(LOAD_DEFER_MAX, sizeof *c->defer_due);
+        if (!c->fifo || !c->defer || !c->defer_due)
             return -1;
     }
     /* printable and not all alike, so a value read back is recognisable */
@@ -1022,9 +1106,12 @@ static void load_free(struct load_engine *e)
     for (unsigned i = 0; e->conns && i < e->n_conns; i++) {
         free(e->conns[i].fifo);
         free(e->conns[i].defer);
+        free(e->conns[i].defer_due);
     }
     free(e->conns);
     free(e->pattern);
+    if (e->rate_fd >= 0)
+        close(e->rate_fd);
     if (e->sample) {
         stats_sample_fini(e->sample);
         free(e->sample);

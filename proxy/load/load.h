@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "core/lhist.h"
 #include "core/sha256.h"
 #include "load/workload.h"
 #include "model/slab_model.h"
@@ -116,6 +117,14 @@ struct load_config {
     void *ud;
     enum load_progress progress;
     atomic_bool *stop; /* optional: set true to stop early */
+    /* ops per second, open loop: op i is due at start + i / rate whatever
+     * the answers do, and its latency counts from then (so a slow answer
+     * cannot hide the ops queued behind it); 0: as fast as the pipeline
+     * allows, latency from the moment each op is written */
+    double rate;
+    /* skip `stats settings` + `version` when the plan needs no ladder (a
+     * proxy such as twemproxy that refuses `stats` can be driven) */
+    bool no_probe;
 };
 
 struct load_result {
@@ -136,6 +145,8 @@ struct load_result {
     int64_t replay_run; /* LOAD_SRC_REPLAY_DB: the run replayed */
     char server_version[LOAD_VERSION_MAX];
     char fingerprint[SHA256_HEX_LEN + 1]; /* sha256 of the plan's canonical lines */
+    struct lhist latency[WORKLOAD_CMD_COUNT]; /* ns, per command, answered ops only */
+    uint64_t late;                            /* rate: ops sent after they were due */
 };
 
 /* Runs the whole plan against cfg->target on a private loop; blocks until

@@ -24,6 +24,7 @@ bounded.
 import csv
 import os
 import re
+import time
 import sqlite3
 import subprocess
 import sys
@@ -190,6 +191,40 @@ class WorkloadRun(LoadBase):
         items = items_by_class(mc.port)
         self.assertEqual(items[12], (100, 100 * (chunks[10] + 1)))
         self.assertEqual(items[20], (100, 100 * chunks[19]))
+
+
+class RateAndLatency(LoadBase):
+    def test_open_loop_rate(self):
+        """--rate paces ops to the schedule (not to the answers) and reports
+        p50/p99/p99.9/max per command; --no-probe sends nothing but the plan."""
+        mc = self.mc()
+        wl = self.write("rate.wl", "connections 2\npipeline 8\nset 1500 key=r{i} size=100\n"
+                                   "get 500 key=r{i}\n")
+        t0 = time.monotonic()
+        s, _ = self.load_ok(["--target", "127.0.0.1:%d" % mc.port, "--workload", wl,
+                             "--rate", "1000", "--no-probe", "--quiet"])
+        took = time.monotonic() - t0
+        # 2000 ops at 1000/s: the last is due 1.999 s after the first
+        self.assertGreaterEqual(took, 1.95, "ran faster than the rate")
+        self.assertLess(took, 20)
+        self.assertEqual(counts(s["answers"]), {"STORED": 1500, "hit": 500})
+        for cmd, n in (("set", 1500), ("get", 500)):
+            line = s["latency " + cmd]
+            m = re.match(r"p50 ([\d.]+) us  p99 ([\d.]+) us  p99.9 ([\d.]+) us  max ([\d.]+) us"
+                         r"  \((\d+) answers\)$", line)
+            self.assertIsNotNone(m, line)
+            p50, p99, p999, mx = (float(m.group(i)) for i in range(1, 5))
+            self.assertTrue(0 < p50 <= p99 <= p999 <= mx, line)
+            self.assertEqual(int(m.group(5)), n)
+        self.assertRegex(s["rate"], r"^1000 ops/s asked, \d+ ops sent over 1 ms late$")
+        # no probe: memcached saw no `stats` command from the load
+        self.assertEqual(int(mc_stats(mc.port)["cmd_get"]), 500)
+
+    def test_rate_is_validated(self):
+        rc, out, err = run_load(["--target", "127.0.0.1:1", "--workload", "x.wl",
+                                 "--rate", "0"], 30)
+        self.assertEqual(rc, 2)
+        self.assertIn("slabtap load: --rate", err)
 
 
 class Fingerprints(LoadBase):
