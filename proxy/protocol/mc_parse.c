@@ -250,6 +250,8 @@ static void parse_stats(struct mc_request *r, const struct token *tok, size_t nt
         return;
     if (tok_is(&tok[1], "reset"))
         r->reply = MC_REPLY_LINE;
+    else if (tok_is(&tok[1], "sizes_enable") || tok_is(&tok[1], "sizes_disable"))
+        r->reply = MC_REPLY_SIZES; /* items.c: STAT lines without an END */
     else if (tok_is(&tok[1], "detail")) {
         r->exclusive = ntokens >= 4 && tok_is(&tok[2], "dump");
         r->reply = r->exclusive ? MC_REPLY_MULTI : MC_REPLY_LINE;
@@ -323,7 +325,6 @@ static void parse_watch(struct mc_request *r, const struct token *tok, size_t nt
         "connevents", "proxyreqs", "proxyevents", "proxyuser",
     };
     r->cmd = MC_CMD_WATCH;
-    r->exclusive = true;
     noreply_maybe(r, tok, ntokens);
     if (r->noreply)
         return;
@@ -335,6 +336,7 @@ static void parse_watch(struct mc_request *r, const struct token *tok, size_t nt
             return; /* ERROR, one line */
     }
     r->reply = MC_REPLY_STREAM;
+    r->exclusive = true;
 }
 
 /* --- meta commands ------------------------------------------------------- */
@@ -566,6 +568,12 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
     } else if (tok_is(c, "shutdown") || tok_is(c, "misbehave") || tok_is(c, "debugtime") ||
                tok_is(c, "refresh_certs")) {
         r->cmd = MC_CMD_OTHER;
+    } else if (ntokens >= 3 && tok[ntokens - 2].len >= 5 &&
+               !memcmp(tok[ntokens - 2].s, "HTTP/", 5)) {
+        /* process_command_ascii: an unknown command whose last token starts
+         * with HTTP/ is an HTTP request line (cross-protocol defence):
+         * memcached closes the connection without a word */
+        r->reply = MC_REPLY_CLOSE;
     }
 }
 
@@ -910,6 +918,20 @@ out:
 
 /* --- pairing rules ------------------------------------------------------- */
 
+bool mc_answer_ends(const struct mc_request *r, const struct mc_line *line, bool first)
+{
+    static const char sizes_error[] = "STAT sizes_status error";
+    switch (r->reply) {
+    case MC_REPLY_MULTI: return mc_line_ends_multi(line);
+    case MC_REPLY_SIZES:
+        /* item_stats_sizes_enable: "sizes_status error" is followed by one
+         * "sizes_error" line; every other answer is one line */
+        return !first || line->len != sizeof sizes_error - 1 ||
+               memcmp(line->text, sizes_error, sizeof sizes_error - 1) != 0;
+    default: return true;
+    }
+}
+
 bool mc_line_is_error(const struct mc_line *l)
 {
     return l->code == MC_CODE_ERROR || l->code == MC_CODE_CLIENT_ERROR ||
@@ -986,7 +1008,7 @@ bool mc_reply_is_mine(const struct mc_request *r, const struct mc_line *l)
         return true;
     if (l->code == MC_CODE_CLIENT_ERROR)
         return r->cmd == MC_CMD_MA;
-    bool possible = false, needs_echo = false;
+    bool possible = false;
     enum mc_code c = l->code;
     switch (r->cmd) {
     case MC_CMD_MS: /* HD suppressed */
@@ -999,17 +1021,15 @@ bool mc_reply_is_mine(const struct mc_request *r, const struct mc_line *l)
         possible = c == MC_CODE_NF || c == MC_CODE_EX;
         break;
     default: /* MA: an update's HD or VA suppressed (1.6.18: "ma n q v" answers
-                nothing); an item N created answers HD / VA despite q */
-        possible = c == MC_CODE_NF || c == MC_CODE_NS || c == MC_CODE_EX;
-        if (c == MC_CODE_HD || c == MC_CODE_VA) {
-            possible = r->vivify;
-            needs_echo = true; /* hit or miss is not known: want an echo */
-        }
+                nothing); an item N created answers HD / VA despite q ("ma ctr
+                N0 q" -> HD). Without O or k the line names nobody, but the
+                proxy puts a barrier behind every such quiet request, so the
+                only other line that can come next is that barrier's MN. */
+        possible = c == MC_CODE_NF || c == MC_CODE_NS || c == MC_CODE_EX ||
+                   ((c == MC_CODE_HD || c == MC_CODE_VA) && r->vivify);
         break;
     }
     if (!possible)
-        return false;
-    if (needs_echo && !r->has_opaque && !r->want_key)
         return false;
     return meta_echo_matches(l, 'O', r->has_opaque, r->opaque, r->opaque_len, true) &&
            meta_echo_matches(l, 'k', r->want_key, r->key, r->key_len_raw, !r->key_b64);

@@ -59,8 +59,10 @@ enum mc_reply {
     MC_REPLY_MULTI,  /* lines until END, or one error line */
     MC_REPLY_SILENT, /* noreply / meta q: nothing, unless an answer not
                          suppressed for it comes (see mc_reply_is_mine) */
-    MC_REPLY_CLOSE,  /* quit: memcached closes the connection */
-    MC_REPLY_STREAM  /* watch: memcached streams until the connection ends */
+    MC_REPLY_CLOSE,  /* quit, an HTTP request line: memcached closes the connection */
+    MC_REPLY_STREAM, /* watch: memcached streams until the connection ends */
+    MC_REPLY_SIZES   /* stats sizes_enable / sizes_disable: one STAT line, or
+                        two after "STAT sizes_status error"; no END */
 };
 
 struct mc_request {
@@ -180,6 +182,10 @@ bool mc_reply_is_mine(const struct mc_request *r, const struct mc_line *line);
 /* Does this line end a MC_REPLY_MULTI answer? (END, an error line, or one of
  * lru_crawler metadump's one-line refusals BUSY / BADCLASS / NOTSTARTED) */
 bool mc_line_ends_multi(const struct mc_line *line);
+/* Does line end r's answer? first: it is the answer's first line.
+ * MC_REPLY_MULTI ends as mc_line_ends_multi says, MC_REPLY_SIZES after
+ * one or two lines, the others after one. */
+bool mc_answer_ends(const struct mc_request *r, const struct mc_line *line, bool first);
 /* Is this line an error line (ERROR, CLIENT_ERROR, SERVER_ERROR)? */
 bool mc_line_is_error(const struct mc_line *line);
 

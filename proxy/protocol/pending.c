@@ -45,6 +45,7 @@ struct pending_entry *pending_push(struct pending *q)
     e->barrier = false;
     e->owner = NULL;
     e->conn_id = 0;
+    e->local = NULL;
     return e;
 }
 

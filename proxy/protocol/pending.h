@@ -22,6 +22,8 @@ struct pending_entry {
     void *owner;       /* whom the answer goes to (the proxy's client);
                               NULL: nobody, the answer is read and dropped */
     uint32_t conn_id;  /* the client's number, for its row */
+    const char *local; /* an answer slabtap gives itself, in order (memcached
+                          never sees the request); NULL for the others */
 };
 
 struct pending {

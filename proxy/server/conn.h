@@ -108,6 +108,8 @@ void upconn_close(struct upconn *up);
 bool upconn_send(struct upconn *up, struct pbuf *b, size_t off, size_t len);
 /* A slot for a forwarded request at the tail of the FIFO (NULL: no memory). */
 struct pending_entry *upconn_push(struct upconn *up, struct conn *c);
+/* An answer of slabtap's own for c, after every answer queued before it. */
+void upconn_push_local(struct upconn *up, struct conn *c, const char *answer);
 /* Sends slabtap's own `mn` here (the caller is at a request boundary). */
 void upconn_push_barrier(struct upconn *up);
 /* A meta-quiet request without O/k is the last thing sent and next (NULL:
@@ -129,6 +131,8 @@ void upconn_shutdown_write(struct upconn *up);
 
 /* The upstream of c connected, reconnected or went down (it retries). */
 void conn_upstream_ready(struct conn *c);
+/* memcached answered c's watch: streaming (OK) or refused (an error). */
+void conn_watch_answered(struct conn *c, bool streaming);
 /* The private upstream of c went away for good (quit, EOF, shutdown). */
 void conn_upstream_gone(struct conn *c);
 /* len bytes of b at off are part of an answer to c. */

@@ -464,6 +464,53 @@ static void conn_move(struct conn *c, struct pbuf *b, size_t from, size_t n)
         conn_go_private(c);
 }
 
+static void conn_client_data(struct conn *c, struct pbuf *b, size_t n);
+
+/* Keeps b[from, n) (after what c->deferred holds) for later. */
+static void conn_defer(struct conn *c, struct pbuf *b, size_t from, size_t n)
+{
+    struct pbuf *old = c->deferred, *d;
+    size_t have = old ? old->len : 0;
+    if (from >= n)
+        return;
+    if (!(d = pbuf_get_size(&c->px->pool, have + (n - from)))) {
+        conn_nomem(c);
+        return;
+    }
+    if (have)
+        memcpy(d->data, old->data, have);
+    memcpy(d->data + have, b->data + from, n - from);
+    d->len = have + (n - from);
+    if (old)
+        pbuf_unref(&c->px->pool, old);
+    c->deferred = d;
+}
+
+void conn_watch_answered(struct conn *c, bool streaming)
+{
+    struct pbuf *d = c->deferred;
+    c->deferred = NULL;
+    c->quit = false;
+    if (streaming) {
+        /* from now on its bytes pass unparsed (memcached reads and ignores
+         * them), and its close is seen, so memcached's watcher goes too */
+        c->raw = true;
+    } else {
+        /* refused ("ERROR cannot pipeline other commands before watch"):
+         * the client goes on as memcached does */
+        mc_req_init(&c->rq);
+        c->rq.started = true;
+    }
+    if (d) {
+        if (streaming)
+            conn_forward(c, d, 0, d->len);
+        else
+            conn_client_data(c, d, d->len);
+        pbuf_unref(&c->px->pool, d);
+    }
+    conn_update_reading(c);
+}
+
 /* Bytes the request being parsed will take in all, as far as known now. */
 static size_t conn_request_size(const struct conn *c)
 {
@@ -507,6 +554,10 @@ static void conn_assembly_append(struct conn *c, const char *data, size_t len)
 static void conn_protocol_error(struct conn *c)
 {
     struct proxy *px = c->px;
+    /* the whole requests before the bad line are memcached's to run, as
+     * direct: a private upstream sends them before it goes */
+    if (c->up && !c->up->shared)
+        upconn_flush(c->up);
     px->m.protocol_errors++;
     log_throttled(&px->throttle.protocol_error, LOG_LEVEL_WARN, c->peer,
                   "connection %u: input memcached closes the connection on (a request line "
@@ -516,14 +567,25 @@ static void conn_protocol_error(struct conn *c)
 }
 
 /* What to do with one whole request before it is forwarded. */
-enum req_action { REQ_FORWARD, REQ_MOVE, REQ_QUIT };
+enum req_action { REQ_FORWARD, REQ_MOVE, REQ_QUIT, REQ_REFUSE };
 
-static enum req_action conn_classify(const struct conn *c, const struct mc_request *r)
+/* memcached refuses watch and lru_crawler metadump behind other requests
+ * whose answers are not out yet (resp_has_stack): proto_text.c's words. */
+static const char *conn_refusal(const struct mc_request *r)
+{
+    return r->cmd == MC_CMD_WATCH   ? "ERROR cannot pipeline other commands before watch\r\n"
+           : r->cmd == MC_CMD_OTHER ? "ERROR cannot pipeline other commands before metadump\r\n"
+                                    : NULL;
+}
+
+/* first: nothing of c's came before r in this read, nor waits for an
+ * answer. */
+static enum req_action conn_classify(const struct conn *c, const struct mc_request *r, bool first)
 {
     if (!c->up->shared)
         return REQ_FORWARD;
     if (r->exclusive)
-        return REQ_MOVE;
+        return first || !conn_refusal(r) ? REQ_MOVE : REQ_REFUSE;
     if (r->reply == MC_REPLY_CLOSE)
         return REQ_QUIT;
     return REQ_FORWARD;
@@ -538,7 +600,16 @@ static bool conn_handle_request(struct conn *c, const struct mc_request *req, st
                                 int64_t wall, bool *fwd)
 {
     struct upconn *up = c->up;
-    switch (conn_classify(c, req)) {
+    switch (conn_classify(c, req, from == 0 && c->inflight == 0)) {
+    case REQ_REFUSE:
+        count_request(c->px, req);
+        if (*fwd) /* the requests before it go first: its answer follows theirs */
+            conn_forward(c, b, *fwd_from, from);
+        *fwd_from = end;
+        upconn_push_local(up, c, conn_refusal(req));
+        mc_req_init(&c->rq); /* refused: memcached reads on after it */
+        c->rq.started = true;
+        return true;
     case REQ_MOVE: /* counted when it is parsed again, on its own upstream */
         if (*fwd)
             conn_forward(c, b, *fwd_from, from);
@@ -574,6 +645,14 @@ static bool conn_handle_request(struct conn *c, const struct mc_request *req, st
         conn_nomem(c);
         return false;
     }
+    if (req->reply == MC_REPLY_STREAM) {
+        /* watch: what follows waits for memcached's answer -- a stream
+         * (then it passes unparsed) or a refusal (then it is parsed again) */
+        conn_forward(c, b, *fwd_from, end);
+        *fwd_from = n;
+        conn_defer(c, b, end, n);
+        return false;
+    }
     return true;
 }
 
@@ -600,7 +679,7 @@ static size_t conn_assembly_continue(struct conn *c, struct pbuf *b, size_t n, u
     conn_assembly_append(c, b->data, used);
     if (r == MC_NEED_MORE)
         return SIZE_MAX;
-    if (conn_classify(c, &req) == REQ_MOVE) {
+    if (conn_classify(c, &req, c->inflight == 0) == REQ_MOVE) {
         /* the assembled request and the rest of b go to its own upstream */
         conn_move(c, b, used, n);
         return SIZE_MAX;

@@ -108,7 +108,7 @@ static void up_undirty(struct upconn *up)
 
 /* --- the FIFO ------------------------------------------------------------- */
 
-static void up_entry_done(struct upconn *up, struct pending_entry *e)
+static void up_pop(struct upconn *up, struct pending_entry *e)
 {
     struct conn *c = e->owner;
     if (e->req.reply != MC_REPLY_SILENT || e->barrier)
@@ -118,6 +118,24 @@ static void up_entry_done(struct upconn *up, struct pending_entry *e)
     pending_pop(&up->pend);
     if (c)
         conn_entry_done(c);
+}
+
+/* Answers of slabtap's own that have reached the head go out now: every
+ * answer before them is in. */
+static void up_deliver_locals(struct upconn *up)
+{
+    struct pending_entry *e;
+    while ((e = pending_head(&up->pend)) != NULL && e->local) {
+        if (e->owner)
+            conn_reply_copy(e->owner, e->local, strlen(e->local));
+        up_pop(up, e);
+    }
+}
+
+static void up_entry_done(struct upconn *up, struct pending_entry *e)
+{
+    up_pop(up, e);
+    up_deliver_locals(up);
 }
 
 static const char *silent_label(const struct mc_request *r)
@@ -267,6 +285,25 @@ bool upconn_send(struct upconn *up, struct pbuf *b, size_t off, size_t len)
     return true;
 }
 
+void upconn_push_local(struct upconn *up, struct conn *c, const char *answer)
+{
+    struct pending_entry *e;
+    if (!pending_head(&up->pend)) {
+        conn_reply_copy(c, answer, strlen(answer)); /* nothing before it */
+        return;
+    }
+    if (upconn_needs_split(up, NULL))
+        upconn_push_barrier(up); /* the quiet request before it must not look like it */
+    if (!(e = upconn_push(up, c)))
+        return;
+    memset(&e->req, 0, sizeof e->req);
+    e->req.cmd = MC_CMD_NONE;
+    e->req.reply = MC_REPLY_SILENT; /* never a line of memcached's */
+    e->local = answer;
+    /* a silent request before it is confirmed by a barrier, which the
+     * batch gets because its tail is silent now */
+}
+
 void upconn_push_barrier(struct upconn *up)
 {
     struct pending_entry *e = upconn_push(up, NULL);
@@ -334,6 +371,13 @@ static void up_on_silent(void *ud, struct pending_entry *e)
 {
     struct upconn *up = ud;
     struct proxy *px = up->px;
+    if (e->local) { /* it was waiting for the silent ones before it */
+        if (e->owner)
+            conn_reply_copy(e->owner, e->local, strlen(e->local));
+        if (e->owner)
+            conn_entry_done(e->owner);
+        return;
+    }
     if (e->req.cmd == MC_CMD_MG)
         proxy_count_read(px, e, NULL, 0, 0); /* a quiet mg is silent only on a miss */
     proxy_record(px, e, silent_label(&e->req), SIZE_MAX, -1);
@@ -396,10 +440,14 @@ static bool up_resolve(struct upconn *up, const struct mc_line *l)
     return true;
 }
 
-static void up_unit_end(struct upconn *up, struct pbuf *b, size_t *seg_start, size_t pos)
+static void up_emit_to(struct upconn *up, struct pbuf *b, size_t *seg_start, size_t pos)
 {
     up_emit(up, b, *seg_start, pos);
     *seg_start = pos;
+}
+
+static void up_unit_done(struct upconn *up)
+{
     up->cur = NULL;
     up->cur_resolved = false;
 }
@@ -424,20 +472,30 @@ static bool up_line(struct upconn *up, const struct mc_line *l, struct pbuf *b, 
         return ok;
     }
     if (first && e->req.reply == MC_REPLY_STREAM) {
-        up->stream = true; /* watch: the rest is the client's, unparsed */
-        up_entry_done(up, e);
-        return false;
+        struct conn *c = e->owner;
+        bool ok = l->code == MC_CODE_OK;
+        up->stream = ok; /* watch: the rest is the client's, unparsed */
+        if (!ok) /* refused: its line goes out before anything it unblocks */
+            up_emit_to(up, b, seg_start, pos);
+        up_answered(up, l);
+        if (c)
+            conn_watch_answered(c, ok);
+        if (ok)
+            return false;
+        up_unit_done(up);
+        return true;
     }
     up_count_value(up, l);
-    if (first && e->req.reply == MC_REPLY_MULTI && !mc_line_ends_multi(l)) {
+    if (!mc_answer_ends(&e->req, l, first)) {
         up->in_multi = true;
         return true;
     }
-    if (!first && !mc_line_ends_multi(l))
-        return true;
     up->in_multi = false;
+    /* the answer's bytes first: answers of slabtap's own that its end
+     * releases must come after them */
+    up_emit_to(up, b, seg_start, pos);
     up_answered(up, l);
-    up_unit_end(up, b, seg_start, pos);
+    up_unit_done(up);
     return true;
 }
 

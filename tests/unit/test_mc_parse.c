@@ -309,6 +309,19 @@ static const struct req_case req_cases[] = {
          SEG("stats cachedump 1 1\r\n", .cmd = MC_CMD_STATS, .reply = MC_REPLY_MULTI)),
     CASE("stats unknown: ERROR ends the multi",
          SEG("stats foo\r\n", .cmd = MC_CMD_STATS, .reply = MC_REPLY_MULTI)),
+    CASE("stats sizes_enable: STAT lines, no END",
+         SEG("stats sizes_enable\r\n", .cmd = MC_CMD_STATS, .reply = MC_REPLY_SIZES)),
+    CASE("stats sizes_disable: STAT lines, no END",
+         SEG("stats sizes_disable\r\n", .cmd = MC_CMD_STATS, .reply = MC_REPLY_SIZES)),
+    CASE("stats sizes: a multi",
+         SEG("stats sizes\r\n", .cmd = MC_CMD_STATS, .reply = MC_REPLY_MULTI)),
+    CASE_ALONE("an HTTP request line: memcached closes without a word",
+               SEG("POST / HTTP/1.1\r\n", .cmd = MC_CMD_INVALID, .reply = MC_REPLY_CLOSE),
+               SEG("Host: x\r\n\r\nset proxy_pwned 0 0 3\r\nyes\r\n", .res = MC_NEED_MORE)),
+    CASE_ALONE("GET with an HTTP version",
+               SEG("GET /x HTTP/1.0\r\n", .cmd = MC_CMD_INVALID, .reply = MC_REPLY_CLOSE)),
+    CASE("an unknown command without HTTP/: ERROR",
+         SEG("POST / HTTQ/1.1\r\n", .cmd = MC_CMD_INVALID)),
     CASE("stats noreply is a subcommand",
          SEG("stats noreply\r\n", .cmd = MC_CMD_STATS, .reply = MC_REPLY_MULTI)),
 
@@ -1351,8 +1364,10 @@ static const struct pair_case pair_cases[] = {
     { "ma k q C1\r\n", "EX\r\n", true },
     { "ma k q\r\n", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n", true },
     { "ma k q\r\n", "SERVER_ERROR out of memory\r\n", true },
-    /* ma q N: an item it creates answers; hit or miss shows only in an echo */
-    { "ma k q N0\r\n", "HD\r\n", false },
+    /* ma q N: an item it creates answers HD despite q (1.6.18), echo or not;
+     * an update's HD is suppressed, and the barrier behind says so */
+    { "ma k q N0\r\n", "HD\r\n", true },
+    { "ma k q\r\n", "HD\r\n", false },
     { "ma k q N0 O3\r\n", "HD O3\r\n", true },
     { "ma k q N0 O3\r\n", "HD O4\r\n", false },
     { "ma k q N0 O3 v\r\n", "VA 1 O3\r\n0\r\n", true },
@@ -1438,6 +1453,35 @@ static void test_ends_multi(void)
     }
 }
 
+/* mc_answer_ends: how many lines each kind of answer takes. */
+static void test_answer_ends(void)
+{
+    static const struct {
+        enum mc_reply reply;
+        const char *line;
+        bool first, ends;
+    } cases[] = {
+        { MC_REPLY_LINE, "STORED\r\n", true, true },
+        { MC_REPLY_MULTI, "STAT pid 1\r\n", true, false },
+        { MC_REPLY_MULTI, "END\r\n", false, true },
+        /* items.c item_stats_sizes_enable / _disable */
+        { MC_REPLY_SIZES, "STAT sizes_status enabled\r\n", true, true },
+        { MC_REPLY_SIZES, "STAT sizes_status disabled\r\n", true, true },
+        { MC_REPLY_SIZES, "STAT sizes_status error\r\n", true, false },
+        { MC_REPLY_SIZES, "STAT sizes_error cas_support_disabled\r\n", false, true },
+        { MC_REPLY_SIZES, "ERROR\r\n", true, true },
+    };
+    struct mc_resp_parser rp;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct mc_request r = { .reply = cases[i].reply };
+        struct mc_line l;
+        CHECK(parse_one_line(&rp, cases[i].line, strlen(cases[i].line), &l) &&
+                  mc_answer_ends(&r, &l, cases[i].first) == cases[i].ends,
+              "mc_answer_ends(%d, \"%.*s\", first %d) want %d", (int)cases[i].reply,
+              (int)strcspn(cases[i].line, "\r\n"), cases[i].line, cases[i].first, cases[i].ends);
+    }
+}
+
 static void test_names(void)
 {
     CHECK_STR(mc_cmd_name(MC_CMD_SET), "set");
@@ -1457,6 +1501,7 @@ int main(void)
     test_response_table();
     test_pairing();
     test_ends_multi();
+    test_answer_ends();
     test_names();
     return check_done("test_mc_parse");
 }
