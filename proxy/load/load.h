@@ -144,7 +144,7 @@ struct load_result {
     uint64_t seed;
     int64_t replay_run; /* LOAD_SRC_REPLAY_DB: the run replayed */
     char server_version[LOAD_VERSION_MAX];
-    char fingerprint[SHA256_HEX_LEN + 1]; /* sha256 of the plan's canonical lines */
+    char fingerprint[SHA256_HEX_LEN + 1];     /* sha256 of the plan's canonical lines */
     struct lhist latency[WORKLOAD_CMD_COUNT]; /* ns, per command, answered ops only */
     uint64_t late;                            /* rate: ops sent after they were due */
 };

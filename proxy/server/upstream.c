@@ -475,7 +475,7 @@ static bool up_line(struct upconn *up, const struct mc_line *l, struct pbuf *b, 
         struct conn *c = e->owner;
         bool ok = l->code == MC_CODE_OK;
         up->stream = ok; /* watch: the rest is the client's, unparsed */
-        if (!ok) /* refused: its line goes out before anything it unblocks */
+        if (!ok)         /* refused: its line goes out before anything it unblocks */
             up_emit_to(up, b, seg_start, pos);
         up_answered(up, l);
         if (c)
