@@ -10,6 +10,7 @@ struct pbuf *pbuf_get(struct pbuf_pool *pool)
     struct pbuf *b = pool->free_bufs;
     if (b) {
         pool->free_bufs = b->next_free;
+        pool->free_count--;
     } else {
         b = malloc(sizeof *b + PBUF_SIZE);
         if (!b)
@@ -53,8 +54,14 @@ void pbuf_unref(struct pbuf_pool *pool, struct pbuf *b)
         free(b);
         return;
     }
+    if (pool->free_count >= PBUF_POOL_KEEP) {
+        pool->bufs_allocated--;
+        free(b);
+        return;
+    }
     b->next_free = pool->free_bufs;
     pool->free_bufs = b;
+    pool->free_count++;
 }
 
 struct pbuf *pbuf_from_base(char *base)
@@ -67,6 +74,7 @@ struct pwrite *pwrite_get(struct pbuf_pool *pool)
     struct pwrite *w = pool->free_writes;
     if (w) {
         pool->free_writes = w->next_free;
+        pool->free_writes_count--;
     } else {
         w = malloc(sizeof *w);
         if (!w)
@@ -86,8 +94,14 @@ void pwrite_put(struct pbuf_pool *pool, struct pwrite *w)
     for (unsigned i = 0; i < w->nsegs; i++)
         pbuf_unref(pool, w->bufs[i]);
     w->nsegs = 0;
+    if (pool->free_writes_count >= PBUF_POOL_KEEP) {
+        pool->writes_allocated--;
+        free(w);
+        return;
+    }
     w->next_free = pool->free_writes;
     pool->free_writes = w;
+    pool->free_writes_count++;
 }
 
 bool pwrite_add(struct pwrite *w, struct pbuf *b, size_t off, size_t len)
@@ -126,7 +140,29 @@ static void pwrite_advance(struct pwrite *w, size_t n)
     }
 }
 
-int pwrite_send(struct pbuf_pool *pool, uv_stream_t *stream, struct pwrite *w, uv_write_cb cb)
+/* The unsent slices of w into one new buffer, when they fit one. */
+static void pwrite_compact(struct pbuf_pool *pool, struct pwrite *w)
+{
+    size_t left = 0, off = 0;
+    struct pbuf *nb;
+    for (unsigned i = w->first; i < w->nsegs; i++)
+        left += w->segs[i].len;
+    if (left > PBUF_SIZE || w->nsegs - w->first < 2 || !(nb = pbuf_get(pool)))
+        return;
+    for (unsigned i = w->first; i < w->nsegs; i++) {
+        memcpy(nb->data + off, w->segs[i].base, w->segs[i].len);
+        off += w->segs[i].len;
+    }
+    for (unsigned i = 0; i < w->nsegs; i++)
+        pbuf_unref(pool, w->bufs[i]);
+    w->bufs[0] = nb;
+    w->segs[0] = uv_buf_init(nb->data, (unsigned)left);
+    w->nsegs = 1;
+    w->first = 0;
+}
+
+int pwrite_send(struct pbuf_pool *pool, uv_stream_t *stream, struct pwrite *w, uv_write_cb cb,
+                bool compact)
 {
     int n = uv_try_write(stream, w->segs, w->nsegs);
     int rc;
@@ -140,6 +176,8 @@ int pwrite_send(struct pbuf_pool *pool, uv_stream_t *stream, struct pwrite *w, u
         pwrite_put(pool, w);
         return n;
     }
+    if (compact)
+        pwrite_compact(pool, w);
     rc = uv_write(&w->req, stream, w->segs + w->first, w->nsegs - w->first, cb);
     if (rc) {
         pwrite_put(pool, w);

@@ -19,6 +19,9 @@
 #include <uv.h>
 
 #define PBUF_SIZE (64 * 1024)
+/* Free buffers kept for reuse; more go back to the system, so a burst of
+ * connections does not leave its memory pinned in the pool for good. */
+#define PBUF_POOL_KEEP 64
 /* Slices per write: one writev. An upstream batch of many small requests
  * fills several writes of this many slices. */
 #define PWRITE_SEGS 64
@@ -47,7 +50,8 @@ struct pwrite {
 struct pbuf_pool {
     struct pbuf *free_bufs;
     struct pwrite *free_writes;
-    size_t bufs_allocated, writes_allocated;
+    size_t bufs_allocated, writes_allocated; /* live now */
+    size_t free_count, free_writes_count;
     size_t big_bytes; /* bytes held in buffers larger than PBUF_SIZE */
 };
 
@@ -68,10 +72,13 @@ bool pwrite_add(struct pwrite *w, struct pbuf *b, size_t off, size_t len);
 
 /* Sends w on stream: first uv_try_write (a write that completes at once
  * costs no epoll_ctl and no callback), then uv_write for what is left.
- * Returns 1 when everything went out now (w has been recycled; cb is not
- * called), 0 when queued (cb runs later with w's req), or a libuv error
- * (w recycled). */
-int pwrite_send(struct pbuf_pool *pool, uv_stream_t *stream, struct pwrite *w, uv_write_cb cb);
+ * With compact, what is left is copied into one buffer of its own when it
+ * fits PBUF_SIZE, so a reader that is slow pins its unsent bytes, not the
+ * 64 KiB read buffers they were slices of. Returns 1 when everything went
+ * out now (w has been recycled; cb is not called), 0 when queued (cb runs
+ * later with w's req), or a libuv error (w recycled). */
+int pwrite_send(struct pbuf_pool *pool, uv_stream_t *stream, struct pwrite *w, uv_write_cb cb,
+                bool compact);
 
 void pbuf_pool_free(struct pbuf_pool *pool);
 

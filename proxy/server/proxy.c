@@ -233,7 +233,7 @@ static int conn_reply_write(struct conn *c)
         return 1;
     w->owner = c;
     c->px->m.bytes_to_clients += w->bytes;
-    return pwrite_send(&c->px->pool, (uv_stream_t *)&c->client, w, on_client_write_done);
+    return pwrite_send(&c->px->pool, (uv_stream_t *)&c->client, w, on_client_write_done, true);
 }
 
 static void conn_reply_send(struct conn *c)
@@ -969,19 +969,45 @@ static struct upconn *proxy_pick_upstream(struct proxy *px)
     return best;
 }
 
+static void on_spare_closed(uv_handle_t *h)
+{
+    struct proxy *px = h->data;
+    px->spare_busy = false;
+    proxy_maybe_stopped(px);
+}
+
+/* No memory for a client: it is accepted and closed at once, or libuv
+ * would stop offering new connections until this one is taken. */
+static void proxy_refuse(struct proxy *px, uv_stream_t *server)
+{
+    px->m.connections_refused++;
+    log_throttled(&px->throttle.accept, LOG_LEVEL_ERROR, NULL,
+                  "out of memory for a new connection; refusing it");
+    if (px->spare_busy)
+        return;
+    uv_tcp_init(px->loop, &px->spare);
+    px->spare.data = px;
+    px->spare_busy = true;
+    uv_accept(server, (uv_stream_t *)&px->spare);
+    uv_close((uv_handle_t *)&px->spare, on_spare_closed);
+}
+
 static void on_accept(uv_stream_t *server, int status)
 {
     struct proxy *px = server->data;
     struct conn *c;
-    if (status < 0)
+    if (status < 0) {
+        /* libuv keeps listening (at the fd limit it accepts and closes with
+         * a reserved fd): count and log, once a second at most */
+        px->m.connections_refused++;
         log_throttled(&px->throttle.accept, LOG_LEVEL_ERROR, NULL, "accept failed: %s",
                       uv_strerror(status));
+    }
     if (status < 0 || px->stopping)
         return;
     c = calloc(1, sizeof *c);
     if (!c) {
-        log_throttled(&px->throttle.accept, LOG_LEVEL_ERROR, NULL,
-                      "out of memory for a new connection");
+        proxy_refuse(px, server);
         return;
     }
     c->px = px;
@@ -1074,7 +1100,7 @@ int proxy_open(struct proxy *px, uv_loop_t *loop, const struct proxy_config *cfg
 
 void proxy_maybe_stopped(struct proxy *px)
 {
-    if (!px->stopping || px->conns || px->stopped)
+    if (!px->stopping || px->conns || px->stopped || px->spare_busy)
         return;
     /* every client gone: the pool goes, then we are done */
     for (struct upconn *up = px->ups; up; up = up->next)

@@ -79,9 +79,11 @@ struct proxy {
     struct upconn *dirty;     /* upstreams with requests batched this iteration */
     struct conn *replying;    /* clients with answers collected from one read */
     uv_check_t flusher;       /* sends the batches after the I/O callbacks */
-    struct pbuf *mn_buf;      /* "mn\r\n": the barrier's bytes */
-    size_t assembly_bytes;    /* reserved by partial requests being assembled */
-    unsigned upstreams_open;  /* upstream handles not yet closed */
+    uv_tcp_t spare;           /* takes and closes a connection we have no memory for */
+    bool spare_busy;
+    struct pbuf *mn_buf;     /* "mn\r\n": the barrier's bytes */
+    size_t assembly_bytes;   /* reserved by partial requests being assembled */
+    unsigned upstreams_open; /* upstream handles not yet closed */
     uint32_t next_conn_id;
     uint64_t next_seq;
     bool stopping;

@@ -258,7 +258,7 @@ static void up_send_out(struct upconn *up)
     }
     w->owner = up;
     px->m.upstream_writes++;
-    int rc = pwrite_send(&px->pool, (uv_stream_t *)&up->tcp, w, up_on_write_done);
+    int rc = pwrite_send(&px->pool, (uv_stream_t *)&up->tcp, w, up_on_write_done, false);
     if (rc < 0)
         up_down(up, uv_strerror(rc), false);
     else if (rc == 0 && wq(&up->tcp) >= px->cfg.write_backlog_max)
