@@ -60,6 +60,8 @@ static void proxy_usage(FILE *out)
             "                       milliseconds (default %d, at least %d)\n"
             "  --http HOST:PORT|off admin endpoint: /health /metrics /api/runs /api/slabs\n"
             "                       POST /api/phase?name=N (default %s)\n"
+            "  --http-token TOKEN   require \"Authorization: Bearer TOKEN\" on the admin\n"
+            "                       endpoint (/health excepted); needed beyond loopback\n"
             "  -v, --verbose        debug log lines too\n"
             "  -q, --quiet          warnings and errors only\n"
             "  -h, --help           this text\n",
@@ -166,6 +168,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "stats-interval", 0, OPT_UINT, .dest = &a->interval, .min = POLLER_INTERVAL_MIN_MS,
           .max = UINT_MAX },
         { "http", 0, OPT_STRING, .dest = &a->http },
+        { "http-token", 0, OPT_STRING, .dest = &cfg->http_token },
         { "upstream-conns", 0, OPT_CALL, .dest = &cfg->proxy.upstream_conns,
           .call = parse_upstream_conns },
         { "max-request", 0, OPT_SIZE, .dest = &a->max_request, .min = 1024, .max = 1u << 30 },

@@ -273,7 +273,7 @@ void rec_push(struct recorder *r, const struct rec_row *row)
         rec_flush(r);
 }
 
-void rec_push_job(struct recorder *r, struct rec_job *job)
+bool rec_push_job(struct recorder *r, struct rec_job *job)
 {
     job->next = NULL;
     pthread_mutex_lock(&r->mu);
@@ -292,6 +292,7 @@ void rec_push_job(struct recorder *r, struct rec_job *job)
     pthread_mutex_unlock(&r->mu);
     if (!room)
         rec_job_free(job);
+    return room;
 }
 
 bool rec_blocked(const struct recorder *r)

@@ -80,8 +80,9 @@ void rec_push(struct recorder *r, const struct rec_row *row);
  * ring is full in block mode. Called by the flusher and by the proxy after
  * each read so a full queue pauses reading at once. */
 void rec_flush(struct recorder *r);
-/* Loop thread. Takes ownership of job (freed even when dropped). */
-void rec_push_job(struct recorder *r, struct rec_job *job);
+/* Loop thread. Takes ownership of job (freed even when dropped); false
+ * when it was dropped (REC_JOBS_MAX queued) and counted in jobs_dropped. */
+bool rec_push_job(struct recorder *r, struct rec_job *job);
 bool rec_blocked(const struct recorder *r);
 size_t rec_depth(struct recorder *r);
 /* Flushes the stash and the ring, stops the thread, finishes the run row,

@@ -3,6 +3,7 @@
  * app_mark_phase (atomics plus the recorder's locked job queue). */
 #include "server/app.h"
 
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,7 @@ static void on_sample(void *ud, const struct stats_sample *s)
         rec_push_job(&a->rec, j);
     if (stats_sample_copy(&a->last, s) == 0)
         a->have_last = true;
+    a->last_sample_ns = clock_wall_ns();
     if (a->closing && s->requested)
         app_final_done(a);
 }
@@ -120,8 +122,9 @@ int64_t app_mark_phase(struct app *a, const char *name)
         rec_job_free(j);
         return -1;
     }
+    if (!rec_push_job(&a->rec, j))
+        return -1; /* not queued: the caller must not confirm it */
     atomic_store(&a->phase_id, id);
-    rec_push_job(&a->rec, j);
     return id;
 }
 
@@ -136,28 +139,115 @@ static void json_reply(struct admin_http_response *resp, int status, struct json
     jsonb_free(b);
 }
 
+/* What a probe needs: 200 only when memcached answers the stats poll, a
+ * pooled connection is up and the recorder keeps up; else 503 and why. */
+static const char *app_health(const struct app *a, int *status)
+{
+    int64_t now = clock_wall_ns();
+    int64_t stale_ns = (int64_t)a->cfg.stats_interval_ms * APP_STALE_INTERVALS * 1000000;
+    if (stale_ns < (int64_t)APP_STALE_MIN_MS * 1000000)
+        stale_ns = (int64_t)APP_STALE_MIN_MS * 1000000;
+    *status = 503;
+    /* per-client mode has no pooled connection to look at while idle */
+    if (!a->poller.connected || (a->cfg.proxy.upstream_conns && !a->px.upstream_up))
+        return "upstream_unreachable";
+    if (!a->last_sample_ns || now - a->last_sample_ns > stale_ns)
+        return "upstream_not_answering";
+    if (a->rec.write_errors && rec_blocked(&a->rec))
+        return "recorder_failing";
+    *status = 200;
+    return "ok";
+}
+
+static bool app_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss->ss_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+    return false;
+}
+
+/* "HOST:PORT" as a browser sends it for this endpoint: the bound address,
+ * or a loopback name for the same port. */
+static bool app_host_ok(const struct app *a, const char *host)
+{
+    const char *port = strrchr(a->http_host, ':');
+    const char *names[] = { "localhost", "127.0.0.1", "[::1]" };
+    if (!strcmp(host, a->http_host))
+        return true;
+    for (size_t i = 0; port && i < sizeof names / sizeof names[0]; i++) {
+        size_t n = strlen(names[i]);
+        if (!strncmp(host, names[i], n) && !strcmp(host + n, port))
+            return true;
+    }
+    return false;
+}
+
+/* Every request passes here first. With --http-token everything but
+ * /health needs it. Without one (loopback only): a Host that names another
+ * site is refused (DNS rebinding: a page that renamed itself to point at
+ * us), and so is a POST from a page of another origin. */
+static bool app_admit(const struct admin_http_request *req, struct admin_http_response *resp)
+{
+    const struct app *a = req->ud;
+    const char *host = admin_http_header(req, "Host");
+    const char *origin = admin_http_header(req, "Origin");
+    const char *auth = admin_http_header(req, "Authorization");
+    if (a->cfg.http_token) {
+        size_t n = strlen(a->cfg.http_token);
+        bool ok = auth && !strncmp(auth, "Bearer ", 7) && strlen(auth + 7) == n &&
+                  !memcmp(auth + 7, a->cfg.http_token, n);
+        if (ok || !strcmp(req->path, "/health"))
+            return true;
+        admin_http_respond(resp, 401, "text/plain; charset=utf-8", "token required\n", 15);
+        return false;
+    }
+    if (host && !app_host_ok(a, host)) {
+        admin_http_respond(resp, 403, "text/plain; charset=utf-8", "wrong Host\n", 11);
+        return false;
+    }
+    if (origin && strcmp(req->method, "GET") && strcmp(req->method, "HEAD") &&
+        (strncmp(origin, "http://", 7) || !app_host_ok(a, origin + 7))) {
+        admin_http_respond(resp, 403, "text/plain; charset=utf-8", "cross-origin\n", 13);
+        return false;
+    }
+    return true;
+}
+
 static void route_health(const struct admin_http_request *req, struct admin_http_response *resp)
 {
+    if (!app_admit(req, resp))
+        return;
     struct app *a = req->ud;
     struct jsonb b;
+    int status;
+    const char *state = app_health(a, &status);
+    int64_t age = a->last_sample_ns ? (clock_wall_ns() - a->last_sample_ns) / 1000000 : -1;
     jsonb_init(&b);
-    jsonb_printf(&b, "{\"status\":\"%s\",\"run_id\":%lld,\"upstream\":{\"address\":",
-                 a->poller.connected ? "ok" : "upstream_unreachable", (long long)a->run_id);
+    jsonb_printf(&b, "{\"status\":\"%s\",\"run_id\":%lld,\"upstream\":{\"address\":", state,
+                 (long long)a->run_id);
     jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
-    jsonb_printf(&b, ",\"reachable\":%s,\"last_error\":\"%s\",\"reconnects\":%llu},",
-                 a->poller.connected ? "true" : "false", poller_error_str(a->poller.last_error),
-                 (unsigned long long)a->poller.counters.reconnects);
+    /* last_error only while it is the reason: a stale one after recovery
+     * would send a reader after a problem that is gone */
+    jsonb_printf(&b,
+                 ",\"reachable\":%s,\"pool_up\":%s,\"last_error\":\"%s\",\"reconnects\":%llu,"
+                 "\"last_sample_age_ms\":%lld},",
+                 a->poller.connected ? "true" : "false", a->px.upstream_up ? "true" : "false",
+                 status == 200 ? "" : poller_error_str(a->poller.last_error),
+                 (unsigned long long)a->poller.counters.reconnects, (long long)age);
     jsonb_printf(&b,
                  "\"recorder\":{\"queue_depth\":%zu,\"queue_bound\":%zu,\"blocked\":%s,"
                  "\"on_full\":\"%s\",\"rows_recorded\":%llu,\"rows_dropped\":%llu,"
-                 "\"write_errors\":%llu},",
+                 "\"write_errors\":%llu,\"jobs_dropped\":%llu},",
                  rec_depth(&a->rec), a->rec.cap, rec_blocked(&a->rec) ? "true" : "false",
                  a->rec.on_full == REC_DROP ? "drop" : "block", (unsigned long long)a->rec.written,
-                 (unsigned long long)a->rec.dropped, (unsigned long long)a->rec.write_errors);
+                 (unsigned long long)a->rec.dropped, (unsigned long long)a->rec.write_errors,
+                 (unsigned long long)a->rec.jobs_dropped);
     jsonb_printf(&b, "\"connections\":%llu,\"samples\":%llu}\n",
                  (unsigned long long)a->px.m.connections_open,
                  (unsigned long long)a->poller.counters.samples);
-    json_reply(resp, 200, &b);
+    json_reply(resp, status, &b);
 }
 
 static const struct {
@@ -228,6 +318,8 @@ static void metrics_classes(struct app *a, struct prom_writer *w)
 
 static void route_metrics(const struct admin_http_request *req, struct admin_http_response *resp)
 {
+    if (!app_admit(req, resp))
+        return;
     struct app *a = req->ud;
     struct prom_writer w;
     char name[PROM_NAME_MAX + 1];
@@ -262,6 +354,8 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
 
 static void route_runs(const struct admin_http_request *req, struct admin_http_response *resp)
 {
+    if (!app_admit(req, resp))
+        return;
     struct app *a = req->ud;
     struct jsonb b;
     jsonb_init(&b);
@@ -279,6 +373,8 @@ static void route_runs(const struct admin_http_request *req, struct admin_http_r
 
 static void route_slabs(const struct admin_http_request *req, struct admin_http_response *resp)
 {
+    if (!app_admit(req, resp))
+        return;
     struct app *a = req->ud;
     struct jsonb b;
     jsonb_init(&b);
@@ -314,6 +410,8 @@ static void route_slabs(const struct admin_http_request *req, struct admin_http_
 
 static void route_phase(const struct admin_http_request *req, struct admin_http_response *resp)
 {
+    if (!app_admit(req, resp))
+        return;
     struct app *a = req->ud;
     char name[APP_PHASE_NAME_MAX + 1];
     struct jsonb b;
@@ -325,10 +423,17 @@ static void route_phase(const struct admin_http_request *req, struct admin_http_
         return;
     }
     int64_t id = app_mark_phase(a, name);
+    if (id <= 0) {
+        /* the recorder's job queue is full: say so, never confirm a phase
+         * that will not be stored (counted in jobs_dropped) */
+        jsonb_raw(&b, "{\"error\":\"the recorder cannot take the phase now; retry\"}\n");
+        json_reply(resp, 503, &b);
+        return;
+    }
     jsonb_printf(&b, "{\"phase_id\":%lld,\"name\":", (long long)id);
     jsonb_string(&b, name, (size_t)n);
     jsonb_raw(&b, "}\n");
-    json_reply(resp, id > 0 ? 200 : 500, &b);
+    json_reply(resp, 200, &b);
 }
 
 static const struct admin_http_route app_routes[] = {
@@ -364,32 +469,65 @@ static void app_read_runs(struct app *a)
     a->runs_before = jsonb_take(&b);
 }
 
-/* Proxy, poller and admin endpoint, in that order; each failure logged. */
-static int app_start(struct app *a, const struct app_config *cfg, char *err, size_t errlen)
+/* The listeners first -- the proxy's and the admin endpoint's -- so that
+ * a start that cannot bind leaves no run row behind. */
+static int app_listen(struct app *a, const struct app_config *cfg, char *err, size_t errlen)
 {
-    int rc = proxy_open(&a->px, a->loop, &cfg->proxy, &a->rec, err, errlen);
-    if (rc) {
+    struct sockaddr_storage bound;
+    int len = sizeof bound;
+    if (proxy_open(&a->px, a->loop, &cfg->proxy, &a->rec, err, errlen)) {
         log_error("%s", err);
         return -1;
     }
-    rc = poller_open(&a->poller, a->loop, (const struct sockaddr *)&cfg->proxy.upstream_addr,
-                     cfg->stats_interval_ms, on_sample, a);
-    if (rc) {
-        log_error("cannot start the stats poller: %s", uv_strerror(rc));
-        return -1;
-    }
-    a->poller_open = true;
     if (!cfg->http_enabled)
         return 0;
-    rc = admin_http_open(&a->http, a->loop, (const struct sockaddr *)&cfg->http_addr, app_routes,
-                         sizeof app_routes / sizeof app_routes[0], a);
+    int rc = admin_http_open(&a->http, a->loop, (const struct sockaddr *)&cfg->http_addr,
+                             app_routes, sizeof app_routes / sizeof app_routes[0], a);
     a->http_open = true;
     if (rc != ADMIN_HTTP_OK) {
         log_error("admin HTTP endpoint: %s (%s)", admin_http_strerror((enum admin_http_err)rc),
                   a->http.uv_err ? uv_strerror(a->http.uv_err) : "");
         return -1;
     }
+    if (uv_tcp_getsockname(&a->http.listener, (struct sockaddr *)&bound, &len) == 0)
+        addr_format((const struct sockaddr *)&bound, a->http_host, sizeof a->http_host);
     return 0;
+}
+
+static void app_teardown_one(struct app *a)
+{
+    a->teardown_pending--;
+}
+
+static void on_teardown_proxy(struct proxy *px)
+{
+    app_teardown_one((struct app *)((char *)px - offsetof(struct app, px)));
+}
+
+static void on_teardown_http(struct admin_http *h)
+{
+    app_teardown_one((struct app *)((char *)h - offsetof(struct app, http)));
+}
+
+static void on_teardown_poller(struct poller *p)
+{
+    app_teardown_one((struct app *)((char *)p - offsetof(struct app, poller)));
+}
+
+/* A start that failed half way: close what was opened and turn the loop
+ * until exactly that is closed -- never until the loop is empty, which
+ * the caller's own handles (an experiment's memcached and signal
+ * watchers) would make forever. */
+static void app_teardown(struct app *a)
+{
+    a->teardown_pending = 1 + a->http_open + a->poller_open;
+    if (a->http_open)
+        admin_http_close(&a->http, on_teardown_http);
+    if (a->poller_open)
+        poller_close(&a->poller, on_teardown_poller);
+    proxy_close(&a->px, on_teardown_proxy);
+    for (int turns = 0; a->teardown_pending > 0 && turns < 100000; turns++)
+        uv_run(a->loop, UV_RUN_ONCE);
 }
 
 int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
@@ -400,11 +538,17 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     a->loop = loop;
     a->cfg = *cfg;
     stats_sample_init(&a->last);
+    if (cfg->http_enabled && !cfg->http_token && !app_loopback(&cfg->http_addr)) {
+        log_error("the admin endpoint binds beyond loopback: --http-token is required");
+        goto out;
+    }
     if (store_open(&a->store, cfg->db_path, err, sizeof err)) {
         log_error("%s", err);
         goto out;
     }
     app_read_runs(a);
+    if (app_listen(a, cfg, err, sizeof err))
+        goto unlisten;
     a->run_id = store_run_begin(&a->store, cfg->run_name, cfg->proxy.upstream_text,
                                 cfg->options_text ? cfg->options_text : "",
                                 keyfmt_mode_name(cfg->proxy.key_mode));
@@ -412,37 +556,39 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     atomic_store(&a->next_phase_id, store_max_phase_id(&a->store) + 1);
     if (a->run_id < 0) {
         log_error("%s: cannot create the run row", cfg->db_path);
-        store_close(&a->store);
-        goto out;
+        goto unlisten;
     }
     if (rec_open(&a->rec, loop, &a->store, a->run_id, cfg->queue_rows, cfg->on_full,
                  proxy_update_reading, &a->px, err, sizeof err)) {
         log_error("recorder: %s", err);
         goto close_rec;
     }
-    if (app_start(a, cfg, err, sizeof err))
+    rc = poller_open(&a->poller, a->loop, (const struct sockaddr *)&cfg->proxy.upstream_addr,
+                     cfg->stats_interval_ms, on_sample, a);
+    if (rc) {
+        log_error("cannot start the stats poller: %s", uv_strerror(rc));
+        rc = -1;
         goto stop;
+    }
+    a->poller_open = true;
     uv_timer_init(loop, &a->final_timer);
     a->final_timer.data = a;
     a->closing_handles = 1;
-    rc = 0;
     goto out;
 stop:
-    /* tear down what started, synchronously enough for the caller to exit */
-    if (a->http_open)
-        admin_http_close(&a->http, NULL);
-    if (a->poller_open)
-        poller_close(&a->poller, NULL);
-    proxy_close(&a->px, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
+    app_teardown(a);
     rec_close(&a->rec, err, sizeof err); /* why the start failed is logged above */
-    uv_run(loop, UV_RUN_DEFAULT);
+    uv_run(loop, UV_RUN_NOWAIT);
     goto out;
 close_rec:
     /* ends the run row; one turn runs the close callbacks of the recorder's
      * handles and leaves the caller's (an experiment's memcached) alone */
     rec_close(&a->rec, err, sizeof err);
-    uv_run(loop, UV_RUN_NOWAIT);
+    app_teardown(a);
+    goto out;
+unlisten:
+    app_teardown(a);
+    store_close(&a->store);
 out:
     if (rc) {
         stats_sample_fini(&a->last);

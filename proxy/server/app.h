@@ -25,6 +25,10 @@
 #define APP_DEFAULT_STATS_MS 1000
 #define APP_FINAL_SAMPLE_WAIT_MS 3000
 #define APP_PHASE_NAME_MAX 128
+/* /health says "degraded" when no stats sample came for this many poll
+ * intervals (an upstream that accepts connections but never answers) */
+#define APP_STALE_INTERVALS 3
+#define APP_STALE_MIN_MS 3000
 
 struct app_config {
     struct proxy_config proxy;
@@ -35,6 +39,8 @@ struct app_config {
     enum rec_on_full on_full;
     bool http_enabled;
     struct sockaddr_storage http_addr;
+    const char *http_token; /* --http-token: required as "Authorization:
+                                    Bearer TOKEN" (NULL: none; loopback only) */
     unsigned stats_interval_ms;
 };
 
@@ -50,13 +56,16 @@ struct app {
     int64_t run_id;
     int64_t started_ns;
     _Atomic int64_t next_phase_id;
-    _Atomic int64_t phase_id; /* current phase, 0 before the first */
-    struct stats_sample last; /* the latest sample, for /api/slabs and /metrics */
+    _Atomic int64_t phase_id;      /* current phase, 0 before the first */
+    struct stats_sample last;      /* the latest sample, for /api/slabs and /metrics */
+    int64_t last_sample_ns;        /* when it came (0: none yet) */
+    char http_host[ADDR_TEXT_MAX]; /* the admin address as a Host header names it */
     bool have_last;
     struct slab_ladder ladder; /* from `stats settings`, tags writes with a class */
     char *runs_before;         /* JSON of earlier runs in the file, read at open */
     bool closing, final_done, poller_open, http_open;
     unsigned closing_handles;
+    int teardown_pending; /* a failed start: components still closing */
     void (*on_closed)(struct app *a);
 };
 

@@ -269,8 +269,15 @@ class StatsHttp(mctest.ServerTestCase):
         return super().proxy(upstream_port, name=name, db=db, http=http,
                              extra=["--stats-interval", str(interval)] + list(extra))
 
-    def health(self, px):
-        return http_json(px.http_port, "GET", "/health")
+    def health(self, px, want=None):
+        """/health's JSON; a probe reads the status code too: 200 ok, 503
+        with the reason otherwise (want: the code it must be)."""
+        st, hdrs, body = http_request(px.http_port, "GET", "/health")
+        h = json.loads(body.decode())
+        self.assertEqual(st, 200 if h["status"] == "ok" else 503, h)
+        if want is not None:
+            self.assertEqual(st, want, h)
+        return h
 
     def wait_samples(self, px, more, timeout=15):
         """Waits until /health counts `more` samples beyond the current
@@ -423,14 +430,17 @@ class StatsHttp(mctest.ServerTestCase):
         port = mc.port
         px = self.proxy(port, interval=100, name="proxy-restart")
         self.wait_samples(px, 3)
-        h = self.health(px)
+        h = self.health(px, want=200)
         self.assertTrue(h["upstream"]["reachable"])
         self.assertEqual(h["status"], "ok")
+        self.assertEqual(h["upstream"]["last_error"], "")
         mc.kill_hard()  # SIGKILL and reaped: memcached is gone from here on
         t_down = time.time_ns()
         h = mctest.wait_for(lambda: (lambda j: j if not j["upstream"]["reachable"] else None)(
             self.health(px)), 10, interval=0.05, what="/health reachable false")
         self.assertEqual(h["status"], "upstream_unreachable")
+        self.assertNotEqual(h["upstream"]["last_error"], "")
+        self.health(px, want=503)
         st, _, body = http_request(px.http_port, "GET", "/metrics")
         self.assertEqual(st, 200)
         self.assertEqual(metric(parse_metrics(body.decode()), "slabtap_upstream_up"), 0)
@@ -442,8 +452,9 @@ class StatsHttp(mctest.ServerTestCase):
         mctest.wait_for(lambda: self.health(px)["upstream"]["reachable"], 15, interval=0.05,
                         what="/health reachable true again")
         self.wait_samples(px, 3)
-        h = self.health(px)
+        h = self.health(px, want=200)
         self.assertEqual(h["status"], "ok")
+        self.assertEqual(h["upstream"]["last_error"], "", "a stale error after recovery")
         self.assertGreaterEqual(h["upstream"]["reconnects"], 1)
         self.stop_clean(px)
         mc2.stop()
@@ -740,6 +751,66 @@ class StatsHttp(mctest.ServerTestCase):
         self.stop_clean(px)
         n_rows = mctest.db_scalar(px.db, "SELECT count(*) FROM sets WHERE cmd = 'set'")
         self.assertEqual(n_rows, n_sets)
+
+
+class AdminGuard(mctest.ServerTestCase):
+    """The admin endpoint answers only its own address (a page that renamed
+    itself via DNS to point at us is refused), takes no cross-origin
+    writes, honours --http-token, and never confirms a phase it drops."""
+    workdir_prefix = "slabtap-guard-"
+    health = StatsHttp.health
+
+    def proxy(self, upstream_port, name="proxy", extra=()):
+        return mctest.ServerTestCase.proxy(self, upstream_port, name=name, http=True,
+                                           extra=["--stats-interval", "100"] + list(extra))
+
+    wait_samples = StatsHttp.wait_samples
+
+    def test_host_and_origin(self):
+        mc = self.mc(name="mc-guard")
+        px = self.proxy(mc.port, name="proxy-guard")
+        host = "127.0.0.1:%d" % px.http_port
+        st, _, _ = http_request(px.http_port, "GET", "/metrics", headers={"Host": host})
+        self.assertEqual(st, 200)
+        st, _, _ = http_request(px.http_port, "GET", "/metrics",
+                                headers={"Host": "localhost:%d" % px.http_port})
+        self.assertEqual(st, 200)
+        st, _, body = http_request(px.http_port, "GET", "/api/runs",
+                                   headers={"Host": "evil.example:%d" % px.http_port})
+        self.assertEqual(st, 403, body)
+        st, _, body = http_request(px.http_port, "POST", "/api/phase?name=x",
+                                   headers={"Host": host, "Origin": "http://evil.example"})
+        self.assertEqual(st, 403, body)
+        st, _, body = http_request(px.http_port, "POST", "/api/phase?name=ok",
+                                   headers={"Host": host, "Origin": "http://" + host})
+        self.assertEqual(st, 200, body)
+        self.stop_clean(px)
+        self.assertEqual([r["name"] for r in mctest.db_rows(px.db, "SELECT name FROM phases")],
+                         ["ok"])
+
+    def test_token(self):
+        mc = self.mc(name="mc-token")
+        px = self.proxy(mc.port, name="proxy-token", extra=["--http-token", "s3cret"])
+        st, _, _ = http_request(px.http_port, "GET", "/metrics")
+        self.assertEqual(st, 401)
+        st, _, _ = http_request(px.http_port, "GET", "/metrics",
+                                headers={"Authorization": "Bearer wrong"})
+        self.assertEqual(st, 401)
+        st, _, _ = http_request(px.http_port, "GET", "/metrics",
+                                headers={"Authorization": "Bearer s3cret"})
+        self.assertEqual(st, 200)
+        self.wait_samples(px, 1)
+        self.health(px, want=200)  # probes need no token
+        self.stop_clean(px)
+
+    def test_beyond_loopback_needs_a_token(self):
+        rc, out, err = mctest.run_slabtap(["proxy", "--upstream", "127.0.0.1:1", "--db",
+                                           self.path("x.db"), "--http", "0.0.0.0:0",
+                                           "--listen", "127.0.0.1:0"], timeout=30)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("--http-token is required", err)
+        # refused before anything was opened: not even the database
+        self.assertFalse(os.path.exists(self.path("x.db")))
 
 
 if __name__ == "__main__":
