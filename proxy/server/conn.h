@@ -68,6 +68,17 @@ struct upconn {
     bool dirty;
 };
 
+/* A request is assembled from at most this many slices; one that needs
+ * more moves its client to a private upstream. Pieces shorter than
+ * CONN_ASM_COPY_MAX are copied. */
+#define CONN_ASM_SEGS 48
+#define CONN_ASM_COPY_MAX 4096
+
+struct asm_seg {
+    struct pbuf *b;
+    uint32_t off, len;
+};
+
 struct conn {
     struct proxy *px;
     struct conn *prev, *next; /* px->conns */
@@ -84,7 +95,13 @@ struct conn {
     bool discard_current; /* the request in progress began on a lost upstream */
     bool moving;          /* waiting to move to a private upstream */
     struct mc_req_parser rq;
-    struct pbuf *asm_buf;    /* shared upstream: a request split across reads */
+    /* shared upstream: a request split across reads, as slices of the
+     * buffers it was read into (large pieces, no copy) or copied into a
+     * buffer of its own (small pieces, so a trickle pins no read buffers) */
+    struct asm_seg asm_segs[CONN_ASM_SEGS];
+    unsigned asm_n;
+    size_t asm_len;          /* bytes assembled so far */
+    bool asm_tail_own;       /* the last slice's buffer is ours to append to */
     size_t asm_reserved;     /* its share of px->assembly_bytes */
     struct pbuf *deferred;   /* moving: bytes to replay once private */
     struct pwrite *reply;    /* answers collected from one upstream read */

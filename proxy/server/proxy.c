@@ -421,11 +421,23 @@ static void conn_forward(struct conn *c, struct pbuf *b, size_t from, size_t to)
 
 static void conn_release_assembly(struct conn *c)
 {
-    if (c->asm_buf)
-        pbuf_unref(&c->px->pool, c->asm_buf);
-    c->asm_buf = NULL;
+    for (unsigned i = 0; i < c->asm_n; i++)
+        pbuf_unref(&c->px->pool, c->asm_segs[i].b);
+    c->asm_n = 0;
+    c->asm_len = 0;
+    c->asm_tail_own = false;
     c->px->assembly_bytes -= c->asm_reserved;
     c->asm_reserved = 0;
+}
+
+/* The assembled bytes, in order, into out (which has room for them). */
+static void conn_assembly_copy(const struct conn *c, char *out)
+{
+    size_t off = 0;
+    for (unsigned i = 0; i < c->asm_n; i++) {
+        memcpy(out + off, c->asm_segs[i].b->data + c->asm_segs[i].off, c->asm_segs[i].len);
+        off += c->asm_segs[i].len;
+    }
 }
 
 static void conn_go_private(struct conn *c)
@@ -443,14 +455,13 @@ static void conn_go_private(struct conn *c)
 static void conn_move(struct conn *c, struct pbuf *b, size_t from, size_t n)
 {
     struct proxy *px = c->px;
-    size_t have = c->asm_buf ? c->asm_buf->len : 0;
+    size_t have = c->asm_len;
     struct pbuf *d = pbuf_get_size(&px->pool, have + (n - from));
     if (!d) {
         conn_nomem(c);
         return;
     }
-    if (have)
-        memcpy(d->data, c->asm_buf->data, have);
+    conn_assembly_copy(c, d->data);
     memcpy(d->data + have, b->data + from, n - from);
     d->len = have + (n - from);
     conn_release_assembly(c);
@@ -521,34 +532,50 @@ static size_t conn_request_size(const struct conn *c)
     return SIZE_MAX; /* a multiget line longer than MC_LINE_MAX: no bound */
 }
 
-/* Makes room for need bytes in the assembly buffer; false when the
- * request is too big to assemble (the caller moves the client). */
+/* Counts need bytes (the whole request, as far as known) against the
+ * bounds; false when it is too big to assemble (the caller moves the
+ * client). */
 static bool conn_assembly_reserve(struct conn *c, size_t need)
 {
     struct proxy *px = c->px;
-    struct pbuf *nb;
-    if (c->asm_buf && need <= c->asm_buf->cap)
+    if (need <= c->asm_reserved)
         return true;
     if (need > px->cfg.max_request ||
         px->assembly_bytes - c->asm_reserved + need > px->cfg.max_assembly)
         return false;
-    if (!(nb = pbuf_get_size(&px->pool, need)))
-        return false;
-    if (c->asm_buf) {
-        memcpy(nb->data, c->asm_buf->data, c->asm_buf->len);
-        nb->len = c->asm_buf->len;
-        pbuf_unref(&px->pool, c->asm_buf);
-    }
-    c->asm_buf = nb;
     px->assembly_bytes += need - c->asm_reserved;
     c->asm_reserved = need;
     return true;
 }
 
-static void conn_assembly_append(struct conn *c, const char *data, size_t len)
+/* Adds b[off, off + len) to the request being assembled: a slice of b when
+ * it is large, a copy when small. false: no slice left or no memory. */
+static bool conn_assembly_append(struct conn *c, struct pbuf *b, size_t off, size_t len)
 {
-    memcpy(c->asm_buf->data + c->asm_buf->len, data, len);
-    c->asm_buf->len += len;
+    struct asm_seg *t = c->asm_n ? &c->asm_segs[c->asm_n - 1] : NULL;
+    if (len == 0)
+        return true;
+    if (len < CONN_ASM_COPY_MAX && t && c->asm_tail_own && t->b->len + len <= t->b->cap) {
+        memcpy(t->b->data + t->b->len, b->data + off, len);
+        t->b->len += len;
+        t->len += (uint32_t)len;
+    } else if (c->asm_n == CONN_ASM_SEGS) {
+        return false;
+    } else if (len < CONN_ASM_COPY_MAX) {
+        struct pbuf *own = pbuf_get(&c->px->pool);
+        if (!own)
+            return false;
+        memcpy(own->data, b->data + off, len);
+        own->len = len;
+        c->asm_segs[c->asm_n++] = (struct asm_seg){ own, 0, (uint32_t)len };
+        c->asm_tail_own = true;
+    } else {
+        pbuf_ref(b);
+        c->asm_segs[c->asm_n++] = (struct asm_seg){ b, (uint32_t)off, (uint32_t)len };
+        c->asm_tail_own = false;
+    }
+    c->asm_len += len;
+    return true;
 }
 
 static void conn_protocol_error(struct conn *c)
@@ -669,26 +696,50 @@ static size_t conn_assembly_continue(struct conn *c, struct pbuf *b, size_t n, u
         conn_protocol_error(c);
         return SIZE_MAX;
     }
-    size_t need = r == MC_OK                   ? c->asm_buf->len + used
-                  : c->rq.state == MC_REQ_DATA ? c->asm_buf->len + used + c->rq.data_left
+    size_t need = r == MC_OK                   ? c->asm_len + used
+                  : c->rq.state == MC_REQ_DATA ? c->asm_len + used + c->rq.data_left
                                                : conn_request_size(c);
     if (need == SIZE_MAX || !conn_assembly_reserve(c, need)) {
         conn_move(c, b, 0, n);
         return SIZE_MAX;
     }
-    conn_assembly_append(c, b->data, used);
-    if (r == MC_NEED_MORE)
-        return SIZE_MAX;
-    if (conn_classify(c, &req, c->inflight == 0) == REQ_MOVE) {
-        /* the assembled request and the rest of b go to its own upstream */
-        conn_move(c, b, used, n);
+    if (r == MC_NEED_MORE) {
+        if (!conn_assembly_append(c, b, 0, used))
+            conn_move(c, b, 0, n);
         return SIZE_MAX;
     }
-    /* whole: it goes out as one slice of the assembly buffer */
-    struct pbuf *a = c->asm_buf;
-    pbuf_ref(a);
-    conn_release_assembly(c);
+    enum req_action act = conn_classify(c, &req, c->inflight == 0);
+    if (!conn_assembly_append(c, b, 0, used) || act == REQ_MOVE) {
+        /* the assembled request and the rest of b go to its own upstream */
+        conn_move(c, b, act == REQ_MOVE ? used : 0, n);
+        return SIZE_MAX;
+    }
     c->px->m.requests_assembled++;
+    if (act == REQ_FORWARD && fwd) {
+        /* whole: out as the slices it was assembled from */
+        if (upconn_needs_split(c->up, &req))
+            upconn_push_barrier(c->up);
+        count_request(c->px, &req);
+        if (!conn_request(c, &req, now, wall)) {
+            conn_nomem(c);
+            return SIZE_MAX;
+        }
+        for (unsigned i = 0; i < c->asm_n && !c->closing; i++)
+            conn_forward(c, c->asm_segs[i].b, c->asm_segs[i].off,
+                         (size_t)c->asm_segs[i].off + c->asm_segs[i].len);
+        conn_release_assembly(c);
+        return used;
+    }
+    /* answered here (quit, a refusal, memcached unreachable): from one
+     * contiguous copy, through the common path */
+    struct pbuf *a = pbuf_get_size(&c->px->pool, c->asm_len);
+    if (!a) {
+        conn_nomem(c);
+        return SIZE_MAX;
+    }
+    conn_assembly_copy(c, a->data);
+    a->len = c->asm_len;
+    conn_release_assembly(c);
     bool go_on = conn_handle_request(c, &req, a, &fwd_from, 0, a->len, a->len, now, wall, &fwd);
     if (fwd && !c->closing)
         conn_forward(c, a, fwd_from, a->len);
@@ -701,11 +752,11 @@ static size_t conn_assembly_continue(struct conn *c, struct pbuf *b, size_t n, u
 static void conn_assembly_start(struct conn *c, struct pbuf *b, size_t from, size_t n)
 {
     size_t need = conn_request_size(c);
-    if (need == SIZE_MAX || !conn_assembly_reserve(c, need)) {
+    if (need == SIZE_MAX || !conn_assembly_reserve(c, need) ||
+        !conn_assembly_append(c, b, from, n - from)) {
+        conn_release_assembly(c);
         conn_move(c, b, from, n);
-        return;
     }
-    conn_assembly_append(c, b->data + from, n - from);
 }
 
 static void conn_binary(struct conn *c, struct pbuf *b, size_t n)
@@ -739,7 +790,7 @@ static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
         conn_forward(c, b, 0, n);
         return;
     }
-    if (c->asm_buf) {
+    if (c->asm_n) {
         pos = fwd_from = conn_assembly_continue(c, b, n, now, wall);
         if (pos == SIZE_MAX || px->stopping)
             return; /* at shutdown nothing after the request in progress */
@@ -1102,10 +1153,17 @@ void proxy_maybe_stopped(struct proxy *px)
 {
     if (!px->stopping || px->conns || px->stopped || px->spare_busy)
         return;
-    /* every client gone: the pool goes, then we are done */
-    for (struct upconn *up = px->ups; up; up = up->next)
-        if (!up->closing)
+    /* every client gone: the pool goes once memcached has answered what
+     * it was sent (those answers are rows, whoever asked), or at the drain
+     * deadline; then we are done */
+    for (struct upconn *up = px->ups; up; up = up->next) {
+        if (up->closing)
+            continue;
+        if (up->state == UP_READY && up->pend.count && !px->drain_expired)
+            upconn_flush(up); /* a silent tail gets its barrier */
+        else
             upconn_close(up);
+    }
     if (px->upstreams_open)
         return;
     px->stopped = true;
@@ -1133,6 +1191,7 @@ static void on_drain_timeout(uv_timer_t *t)
         open++;
     log_warn("shutdown: %u ms passed, closing %zu connection(s) still waiting for answers",
              px->cfg.drain_timeout_ms, open);
+    px->drain_expired = true;
     while (px->conns)
         conn_close(px->conns, false);
     proxy_maybe_stopped(px);

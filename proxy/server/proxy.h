@@ -88,6 +88,7 @@ struct proxy {
     uint64_t next_seq;
     bool stopping;
     bool stopped;
+    bool drain_expired; /* drain_timeout_ms passed: close what still waits */
     bool listener_open;
     void (*on_stopped)(struct proxy *px);
     int64_t get_second;

@@ -579,6 +579,8 @@ static void up_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         pbuf_unref(&px->pool, b);
     conn_reply_flush_all(px);
     proxy_after_read(px);
+    if (px->stopping && !px->conns && !up->pend.count)
+        proxy_maybe_stopped(px); /* the last answers of a stopping proxy are in */
 }
 
 void upconn_update_reading(struct upconn *up)
