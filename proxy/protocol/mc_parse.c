@@ -270,15 +270,20 @@ static void parse_get(struct mc_request *r, const struct token *tok, size_t ntok
     if (first < ntokens - 1)
         set_key(r, &tok[first]);
     r->nkeys = ntokens - 1 > first ? (uint32_t)(ntokens - 1 - first) : 0;
+    /* process_get_command refuses the whole request for one key too long */
+    for (size_t i = first; i + 1 < ntokens; i++)
+        r->key_too_long = r->key_too_long || tok[i].len > MC_KEY_MAX;
     /* keys past the tokenizer's window: count the remaining words */
     for (const char *s = rest; s && s < end;) {
         while (s < end && *s == ' ')
             s++;
         if (s == end)
             break;
+        const char *w = s;
         r->nkeys++;
         while (s < end && *s != ' ')
             s++;
+        r->key_too_long = r->key_too_long || (size_t)(s - w) > MC_KEY_MAX;
     }
 }
 
@@ -615,9 +620,15 @@ static bool req_line_done(struct mc_req_parser *p)
     if (!whole && (p->req.cmd == MC_CMD_GET || p->req.cmd == MC_CMD_GETS ||
                    p->req.cmd == MC_CMD_GAT || p->req.cmd == MC_CMD_GATS)) {
         uint32_t extra = p->ov_words;
+        uint32_t long_words = p->ov_long_words;
         /* the stripped '\r' was counted as a word of its own */
         if (!p->ov_nul && p->line_last == '\r' && p->ov_in_word && p->ov_word_len == 1)
             extra--;
+        /* ... or as the last byte of the last word */
+        if (!p->ov_nul && p->line_last == '\r' && p->ov_in_word &&
+            p->ov_cur_len == MC_KEY_MAX + 2 - 1 && long_words)
+            long_words--;
+        p->req.key_too_long = p->req.key_too_long || long_words;
         p->req.nkeys += extra;
     }
     p->line_len = 0;
@@ -639,6 +650,7 @@ static void req_overflow(struct mc_req_parser *p, const char *s, size_t n)
         } else if (s[i] == ' ') {
             p->ov_in_word = false;
             p->ov_word_len = 0;
+            p->ov_cur_len = 0;
         } else {
             if (!p->ov_in_word) {
                 p->ov_in_word = true;
@@ -646,6 +658,8 @@ static void req_overflow(struct mc_req_parser *p, const char *s, size_t n)
             }
             if (p->ov_word_len < 2)
                 p->ov_word_len++;
+            if (p->ov_cur_len < MC_KEY_MAX + 2 && ++p->ov_cur_len == MC_KEY_MAX + 1)
+                p->ov_long_words++;
         }
     }
 }
@@ -669,6 +683,12 @@ static void req_line_append(struct mc_req_parser *p, const char *s, size_t take)
             p->ov_nul = memchr(p->line, '\0', MC_LINE_MAX) != NULL;
             p->ov_in_word = p->line[MC_LINE_MAX - 1] != ' ';
             p->ov_word_len = p->ov_in_word ? 2 : 0;
+            /* a word cut in two: its kept part counts towards its length */
+            size_t tail = 0;
+            while (tail < MC_LINE_MAX && p->line[MC_LINE_MAX - 1 - tail] != ' ')
+                tail++;
+            p->ov_cur_len = (uint16_t)(tail > MC_KEY_MAX + 1 ? MC_KEY_MAX + 1 : tail);
+            p->ov_long_words = 0;
         }
         req_overflow(p, s + kept, take - kept);
     }

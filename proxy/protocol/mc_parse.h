@@ -72,6 +72,10 @@ struct mc_request {
     bool noreply;        /* text "noreply" or meta "q" */
     bool bad_data;       /* the data block did not end in \r\n */
     bool swallowed;      /* memcached refuses it but reads its data block */
+    bool key_too_long;   /* a get-family request with a key over MC_KEY_MAX:
+                            memcached answers CLIENT_ERROR bad command line
+                            format and drops the answers it had queued on
+                            that connection */
     bool exclusive;      /* cannot share a connection with other clients:
                             watch (a stream without end), lru_crawler
                             metadump and stats detail dump (long dumps) */
@@ -107,7 +111,9 @@ struct mc_req_parser {
     struct mc_request req; /* the request whose data block is being skipped */
     /* words past the MC_LINE_MAX bytes kept of a long line (a multiget) */
     uint32_t ov_words;
-    uint8_t ov_word_len; /* bytes of the current word, counted up to 2 */
+    uint8_t ov_word_len;    /* bytes of the current word, counted up to 2 */
+    uint16_t ov_cur_len;    /* ... counted up to MC_KEY_MAX + 2 */
+    uint32_t ov_long_words; /* words past the cut longer than MC_KEY_MAX */
     bool ov_in_word;
     bool ov_nul; /* the line ended at a NUL byte, as memcached reads it */
     char line[MC_LINE_MAX + 1];

@@ -94,6 +94,8 @@ struct conn {
     bool raw;             /* binary protocol: unparsed both ways */
     bool discard_current; /* the request in progress began on a lost upstream */
     bool moving;          /* waiting to move to a private upstream */
+    bool stacked;         /* this read had a request whose answer memcached
+                             would hold back (see conn_refusal) */
     struct mc_req_parser rq;
     /* shared upstream: a request split across reads, as slices of the
      * buffers it was read into (large pieces, no copy) or copied into a

@@ -596,26 +596,43 @@ static void conn_protocol_error(struct conn *c)
 /* What to do with one whole request before it is forwarded. */
 enum req_action { REQ_FORWARD, REQ_MOVE, REQ_QUIT, REQ_REFUSE };
 
-/* memcached refuses watch and lru_crawler metadump behind other requests
- * whose answers are not out yet (resp_has_stack): proto_text.c's words. */
-static const char *conn_refusal(const struct mc_request *r)
+/* memcached refuses watch and lru_crawler metadump behind answers it has
+ * not sent yet (resp_has_stack: an earlier request of the same read, unless
+ * a get or mn flushed them); proto_text.c's words. A get with a key over
+ * 250 bytes is answered CLIENT_ERROR -- and memcached drops every answer it
+ * had queued on the connection, which on a shared one are other clients':
+ * slabtap answers it itself. */
+static const char *conn_refusal(const struct mc_request *r, bool stacked)
 {
+    if (r->key_too_long)
+        return "CLIENT_ERROR bad command line format\r\n";
+    if (!r->exclusive || !stacked)
+        return NULL;
     return r->cmd == MC_CMD_WATCH   ? "ERROR cannot pipeline other commands before watch\r\n"
            : r->cmd == MC_CMD_OTHER ? "ERROR cannot pipeline other commands before metadump\r\n"
                                     : NULL;
 }
 
-/* first: nothing of c's came before r in this read, nor waits for an
- * answer. */
-static enum req_action conn_classify(const struct conn *c, const struct mc_request *r, bool first)
+static enum req_action conn_classify(const struct conn *c, const struct mc_request *r)
 {
     if (!c->up->shared)
         return REQ_FORWARD;
+    if (conn_refusal(r, c->stacked))
+        return REQ_REFUSE;
     if (r->exclusive)
-        return first || !conn_refusal(r) ? REQ_MOVE : REQ_REFUSE;
+        return REQ_MOVE;
     if (r->reply == MC_REPLY_CLOSE)
         return REQ_QUIT;
     return REQ_FORWARD;
+}
+
+/* After r: does memcached hold answers back (direct, in the same read)?
+ * A get and mn flush them (conn_mwrite); the others stack. */
+static void conn_note_stack(struct conn *c, const struct mc_request *r)
+{
+    bool flushes = r->cmd == MC_CMD_GET || r->cmd == MC_CMD_GETS || r->cmd == MC_CMD_GAT ||
+                   r->cmd == MC_CMD_GATS || r->cmd == MC_CMD_MN;
+    c->stacked = !flushes || r->key_too_long;
 }
 
 /* One whole request whose bytes are b[from, end) (from is SIZE_MAX when it
@@ -627,15 +644,19 @@ static bool conn_handle_request(struct conn *c, const struct mc_request *req, st
                                 int64_t wall, bool *fwd)
 {
     struct upconn *up = c->up;
-    switch (conn_classify(c, req, from == 0 && c->inflight == 0)) {
+    enum req_action act = conn_classify(c, req);
+    conn_note_stack(c, req);
+    switch (act) {
     case REQ_REFUSE:
         count_request(c->px, req);
         if (*fwd) /* the requests before it go first: its answer follows theirs */
             conn_forward(c, b, *fwd_from, from);
         *fwd_from = end;
-        upconn_push_local(up, c, conn_refusal(req));
-        mc_req_init(&c->rq); /* refused: memcached reads on after it */
-        c->rq.started = true;
+        upconn_push_local(up, c, conn_refusal(req, true));
+        if (req->exclusive) {
+            mc_req_init(&c->rq); /* refused: memcached reads on after it */
+            c->rq.started = true;
+        }
         return true;
     case REQ_MOVE: /* counted when it is parsed again, on its own upstream */
         if (*fwd)
@@ -708,7 +729,7 @@ static size_t conn_assembly_continue(struct conn *c, struct pbuf *b, size_t n, u
             conn_move(c, b, 0, n);
         return SIZE_MAX;
     }
-    enum req_action act = conn_classify(c, &req, c->inflight == 0);
+    enum req_action act = conn_classify(c, &req);
     if (!conn_assembly_append(c, b, 0, used) || act == REQ_MOVE) {
         /* the assembled request and the rest of b go to its own upstream */
         conn_move(c, b, act == REQ_MOVE ? used : 0, n);
@@ -716,6 +737,7 @@ static size_t conn_assembly_continue(struct conn *c, struct pbuf *b, size_t n, u
     }
     c->px->m.requests_assembled++;
     if (act == REQ_FORWARD && fwd) {
+        conn_note_stack(c, &req);
         /* whole: out as the slices it was assembled from */
         if (upconn_needs_split(c->up, &req))
             upconn_push_barrier(c->up);
@@ -786,6 +808,7 @@ static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
     bool fwd = up->state == UP_READY && !c->discard_current;
     size_t fwd_from = 0, pos = 0;
 
+    c->stacked = false; /* a new read: memcached sent what it held */
     if (c->raw) {
         conn_forward(c, b, 0, n);
         return;

@@ -44,7 +44,7 @@ struct rq {
     uint32_t flags;
     int64_t exptime;
     int64_t value_len;
-    bool noreply, bad_data, swallowed, want_key, vivify;
+    bool noreply, bad_data, swallowed, want_key, vivify, key_too_long;
     bool not_write; /* a storage command refused before is_write is set */
     uint32_t nkeys;
     const char *opaque; /* NULL: no O flag */
@@ -566,6 +566,8 @@ static bool rq_equal(const char *ctx, size_t idx, const struct rq *w, size_t wby
     FIELD(g->is_write == want_write, "is_write want %d got %d", want_write, g->is_write);
     FIELD(g->want_key == w->want_key, "want_key want %d got %d", w->want_key, g->want_key);
     FIELD(g->vivify == w->vivify, "vivify want %d got %d", w->vivify, g->vivify);
+    FIELD(g->key_too_long == w->key_too_long, "key_too_long want %d got %d", w->key_too_long,
+          g->key_too_long);
     FIELD(g->nkeys == w->nkeys, "nkeys want %u got %u", (unsigned)w->nkeys, (unsigned)g->nkeys);
     FIELD(g->has_opaque == (w->opaque != NULL) && g->opaque_len == olen &&
               !memcmp(g->opaque, w->opaque ? w->opaque : "", olen) && g->opaque[olen] == '\0',
@@ -845,9 +847,17 @@ static void test_long_keys(void)
 
     n = snprintf(in, sizeof in, "get a %s b\r\n", k251);
     e.n = 0;
-    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_GET, .reply = MC_REPLY_MULTI, .key = "a", .nkeys = 3),
+    exp_add(&e,
+            (struct rq)RQ(.cmd = MC_CMD_GET, .reply = MC_REPLY_MULTI, .key = "a", .nkeys = 3,
+                          .key_too_long = true),
             (size_t)n);
     CHECK_REQ_ALL_SPLITS("get with a key of 251 bytes", in, (size_t)n, &e);
+
+    n = snprintf(in, sizeof in, "gets a %s b\r\n", k250);
+    e.n = 0;
+    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_GETS, .reply = MC_REPLY_MULTI, .key = "a", .nkeys = 3),
+            (size_t)n);
+    CHECK_REQ_ALL_SPLITS("gets with a key of 250 bytes", in, (size_t)n, &e);
 
     n = snprintf(in, sizeof in, "mg %s v\r\n", k251);
     e.n = 0;
@@ -963,6 +973,37 @@ static void test_long_lines(void)
         }
     }
 
+    /* a key over 250 bytes past the cut, or cut in two by it, still makes
+     * memcached refuse the whole get; one of exactly 250 at the very end
+     * (its '\r' stripped) does not */
+    static const struct {
+        const char *name;
+        size_t before, key_len; /* bytes of " keyN" words before it; its length */
+        bool too_long;
+    } cut_keys[] = {
+        { "long get, 251-byte key past the cut", 2600, 251, true },
+        { "long get, 250-byte key past the cut", 2600, 250, false },
+        { "long get, 251-byte key cut in two", 1950, 251, true },
+        { "long get, 250-byte key cut in two", 1950, 250, false },
+    };
+    for (size_t i = 0; i < sizeof cut_keys / sizeof cut_keys[0]; i++) {
+        int k = 0;
+        n = (size_t)snprintf(in, sizeof in, "get");
+        while (n < cut_keys[i].before)
+            n += (size_t)snprintf(in + n, sizeof in - n, " key%d", k++);
+        in[n++] = ' ';
+        memset(in + n, 'z', cut_keys[i].key_len);
+        n += cut_keys[i].key_len;
+        n += (size_t)snprintf(in + n, sizeof in - n, "\r\nmn\r\n");
+        e.n = 0;
+        exp_add(&e,
+                (struct rq)RQ(.cmd = MC_CMD_GET, .reply = MC_REPLY_MULTI, .key = "key0",
+                              .nkeys = (uint32_t)k + 1, .key_too_long = cut_keys[i].too_long),
+                n - 4);
+        exp_add(&e, RQ_MN, 4);
+        CHECK_REQ_ALL_SPLITS(cut_keys[i].name, in, n, &e);
+    }
+
     /* a NUL byte ends memcached's line: keys after it do not count */
     n = (size_t)snprintf(in, sizeof in, "get");
     for (int k = 0; k < 500; k++)
@@ -997,7 +1038,7 @@ static void test_long_lines(void)
     memset(a250, 'a', 250);
     exp_add(&e,
             (struct rq)RQ(.cmd = MC_CMD_GET, .reply = MC_REPLY_MULTI, .key = a250, .key_len = 2044,
-                          .nkeys = 1),
+                          .nkeys = 1, .key_too_long = true),
             n);
     CHECK_REQ_ALL_SPLITS("get line of 2049 bytes with \\r", in, n, &e);
 }
