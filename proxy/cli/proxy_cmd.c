@@ -4,9 +4,11 @@
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "cli/cli.h"
@@ -46,6 +48,9 @@ static void proxy_usage(FILE *out)
             "  --queue ROWS         recorder queue bound (default %d)\n"
             "  --on-full MODE       block | drop when the queue is full (default block:\n"
             "                       stop reading clients until it drains, lose nothing)\n"
+            "  --max-stall MS       a FAILING database (locked, full, I/O errors) may\n"
+            "                       keep clients waiting this long; then rows that do not\n"
+            "                       fit the queue are dropped and counted (default %d)\n"
             "  --max-pending N      requests in flight per connection before reading\n"
             "                       that client pauses (default %d)\n"
             "  --drain-ms MS        on SIGINT/SIGTERM, wait this long for answers (default %d)\n"
@@ -65,10 +70,36 @@ static void proxy_usage(FILE *out)
             "  -v, --verbose        debug log lines too\n"
             "  -q, --quiet          warnings and errors only\n"
             "  -h, --help           this text\n",
-            DEFAULT_QUEUE_ROWS, PROXY_DEFAULT_MAX_PENDING, PROXY_DEFAULT_DRAIN_MS,
-            PROXY_DEFAULT_UPSTREAM_CONNS, PROXY_UPSTREAM_CONNS_MAX,
+            DEFAULT_QUEUE_ROWS, REC_DEFAULT_MAX_STALL_MS, PROXY_DEFAULT_MAX_PENDING,
+            PROXY_DEFAULT_DRAIN_MS, PROXY_DEFAULT_UPSTREAM_CONNS, PROXY_UPSTREAM_CONNS_MAX,
             PROXY_DEFAULT_MAX_REQUEST / 1024, PROXY_DEFAULT_MAX_ASSEMBLY / (1024 * 1024),
             APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS, DEFAULT_HTTP);
+}
+
+/* While the last rows are written (the loop has stopped), a second
+ * SIGINT/SIGTERM stops waiting for the database. */
+static struct recorder *finish_rec;
+
+static void on_signal_while_finishing(int sig)
+{
+    static const char msg[] = "slabtap: signal again: giving up on rows not yet written "
+                              "(counted as lost)\n";
+    (void)sig;
+    if (finish_rec)
+        rec_give_up(finish_rec);
+    ssize_t rc = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)rc;
+}
+
+static void finish_signals(struct recorder *r)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    finish_rec = r;
+    sa.sa_handler = on_signal_while_finishing;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 static void on_app_closed(struct app *a)
@@ -83,7 +114,11 @@ static void on_signal(uv_signal_t *h, int signum)
 {
     struct proxy_app *pa = h->data;
     if (pa->stopping) {
-        fprintf(stderr, "slabtap: signal %d again: still draining\n", signum);
+        fprintf(stderr,
+                "slabtap: signal %d again: giving up on what still waits (counted as "
+                "lost)\n",
+                signum);
+        app_force(&pa->app);
         return;
     }
     pa->stopping = true;
@@ -122,7 +157,7 @@ static int parse_upstream_conns(void *dest, const char *value, char *err, size_t
 /* What the table writes before it goes into app_config. */
 struct proxy_args {
     const char *listen, *upstream, *http;
-    uint64_t queue, max_pending, drain, interval, max_request, max_assembly;
+    uint64_t queue, max_pending, drain, interval, max_request, max_assembly, max_stall;
     int keys, on_full, level;
 };
 
@@ -169,6 +204,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
           .max = UINT_MAX },
         { "http", 0, OPT_STRING, .dest = &a->http },
         { "http-token", 0, OPT_STRING, .dest = &cfg->http_token },
+        { "max-stall", 0, OPT_UINT, .dest = &a->max_stall, .min = 1, .max = UINT_MAX },
         { "upstream-conns", 0, OPT_CALL, .dest = &cfg->proxy.upstream_conns,
           .call = parse_upstream_conns },
         { "max-request", 0, OPT_SIZE, .dest = &a->max_request, .min = 1024, .max = 1u << 30 },
@@ -186,6 +222,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
     cfg->proxy.max_pending = (size_t)a->max_pending;
     cfg->proxy.drain_timeout_ms = (unsigned)a->drain;
     cfg->stats_interval_ms = (unsigned)a->interval;
+    cfg->max_stall_ms = (unsigned)a->max_stall;
     cfg->proxy.max_request = (size_t)a->max_request;
     cfg->proxy.max_assembly = (size_t)a->max_assembly;
     return proxy_check_args(a, cfg, err, errlen);
@@ -208,6 +245,7 @@ static enum opt_result proxy_read_args(int argc, char **argv, struct app_config 
                               .drain = PROXY_DEFAULT_DRAIN_MS,
                               .interval = APP_DEFAULT_STATS_MS,
                               .max_request = cfg->proxy.max_request,
+                              .max_stall = REC_DEFAULT_MAX_STALL_MS,
                               .max_assembly = cfg->proxy.max_assembly };
     enum opt_result r = proxy_parse_args(argc, argv, cfg, a, err, errlen);
     if (r != OPT_OK)
@@ -250,6 +288,8 @@ int cli_proxy_main(int argc, char **argv)
     uv_run(&pa->loop, UV_RUN_DEFAULT);
 
     /* the loop is idle: write every row, finish the run, close the file */
+    if (pa->stopping) /* a signal stopped us: a second one must not wait */
+        finish_signals(&pa->app.rec);
     rc = app_finish(&pa->app) ? 1 : 0;
     fprintf(stderr, "slabtap: stopped; %llu rows recorded, %llu dropped\n",
             (unsigned long long)pa->app.rec.written, (unsigned long long)pa->app.rec.dropped);

@@ -4,11 +4,13 @@
 #include "record/recorder.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "record/store.h"
 
@@ -36,10 +38,39 @@ void rec_job_free(struct rec_job *j)
     free(j);
 }
 
-/* Writer thread: nobody to return a failed batch to, so it is logged here,
- * at most once a second (a full disk fails every batch). */
-static void rec_commit(struct recorder *r, const struct rec_row *rows, size_t n,
-                       struct rec_job *jobs)
+static const char *const rec_loss_labels[] = {
+#define REC_LOSS_LABEL(name, label) label,
+    REC_LOSS_REASONS(REC_LOSS_LABEL)
+#undef REC_LOSS_LABEL
+};
+
+const char *rec_loss_label(enum rec_loss reason)
+{
+    return (unsigned)reason < REC_LOST__COUNT ? rec_loss_labels[reason] : "?";
+}
+
+static size_t rec_count_writes(const struct rec_row *rows, size_t n)
+{
+    size_t writes = 0; /* runs.rows_recorded counts writes, not read counters */
+    for (size_t i = 0; i < n; i++)
+        writes += rows[i].kind == REC_ROW_WRITE;
+    return writes;
+}
+
+static void rec_free_jobs(struct rec_job *jobs)
+{
+    while (jobs) {
+        struct rec_job *next = jobs->next;
+        rec_job_free(jobs);
+        jobs = next;
+    }
+}
+
+/* Writer thread: one transaction for the batch. A failure rolls back and
+ * returns -1; the caller keeps the batch and tries again. Logged here, at
+ * most once a second (a full disk fails every try): nobody else could. */
+static int rec_commit(struct recorder *r, const struct rec_row *rows, size_t n,
+                      struct rec_job *jobs)
 {
     char err[1536] = "";
     size_t njobs = 0;
@@ -51,24 +82,71 @@ static void rec_commit(struct recorder *r, const struct rec_row *rows, size_t n,
             rc = store_put_job(r->store, r->run_id, j, err, sizeof err);
     if (store_commit(r->store, rc, err, sizeof err))
         rc = -1;
+    pthread_mutex_lock(&r->mu);
+    if (rc) {
+        r->write_errors++;
+        if (!r->failing) {
+            r->failing = true;
+            r->failing_since_ns = clock_wall_ns();
+        }
+        snprintf(r->last_error, sizeof r->last_error, "%s", err);
+    } else {
+        r->written += rec_count_writes(rows, n);
+    }
+    pthread_mutex_unlock(&r->mu);
     if (rc)
         log_throttled(&r->write_throttle, LOG_LEVEL_ERROR, NULL,
-                      "recorder: a batch of %zu rows and %zu jobs was not written: %s", n, njobs,
-                      err);
-    while (jobs) {
-        struct rec_job *next = jobs->next;
-        rec_job_free(jobs);
-        jobs = next;
+                      "recorder: a batch of %zu rows and %zu jobs was not written (kept, tried "
+                      "again): %s",
+                      n, njobs, err);
+    return rc;
+}
+
+/* Writer thread, under mu: waits ms, or less when stopped. */
+static void rec_writer_sleep(struct recorder *r, unsigned ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    until.tv_sec += ms / 1000 + until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    if (!r->stop)
+        pthread_cond_timedwait(&r->cv, &r->mu, &until);
+}
+
+/* Writer thread, under mu (released while writing): the batch is written,
+ * tried again with backoff while the store fails -- never dropped -- until
+ * the store writes again, or the recorder is stopping and has given the
+ * store REC_SHUTDOWN_GRACE_MS. */
+static void rec_write_batch(struct recorder *r, const struct rec_row *batch, size_t n,
+                            struct rec_job *jobs)
+{
+    unsigned backoff = REC_RETRY_MIN_MS;
+    for (;;) {
+        pthread_mutex_unlock(&r->mu);
+        int rc = rec_commit(r, batch, n, jobs);
+        pthread_mutex_lock(&r->mu);
+        if (rc == 0) {
+            if (r->failing) {
+                log_info("recorder: writing again after %.1f s of failures",
+                         (double)(clock_wall_ns() - r->failing_since_ns) / 1e9);
+                r->failing = false;
+                r->recovered = true; /* the loop stops shedding */
+                uv_async_send(&r->wake);
+            }
+            break;
+        }
+        if (r->stop && (atomic_load(&r->give_up) ||
+                        clock_wall_ns() - r->stop_since_ns >= (int64_t)r->grace_ms * 1000000)) {
+            r->lost_shutdown += rec_count_writes(batch, n); /* given up: counted */
+            break;
+        }
+        rec_writer_sleep(r, backoff);
+        backoff = backoff * 2 > REC_RETRY_MAX_MS ? REC_RETRY_MAX_MS : backoff * 2;
     }
-    pthread_mutex_lock(&r->mu);
-    size_t writes = 0; /* runs.rows_recorded counts writes, not read counters */
-    for (size_t i = 0; i < n; i++)
-        writes += rows[i].kind == REC_ROW_WRITE;
-    if (rc)
-        r->write_errors++;
-    else
-        r->written += writes;
     pthread_mutex_unlock(&r->mu);
+    rec_free_jobs(jobs);
+    pthread_mutex_lock(&r->mu);
 }
 
 static size_t rec_wake_rows(const struct recorder *r)
@@ -109,6 +187,17 @@ static void *rec_writer(void *arg)
         rec_writer_wait(r);
         if (r->count == 0 && !r->jobs_head && r->stop)
             break;
+        if (r->stop && atomic_load(&r->give_up)) {
+            /* a second signal: what is still queued is counted, not written */
+            while (r->count > 0) {
+                r->lost_shutdown += r->ring[r->head].kind == REC_ROW_WRITE;
+                r->head = (r->head + 1) % r->cap;
+                r->count--;
+            }
+            rec_free_jobs(r->jobs_head);
+            r->jobs_head = r->jobs_tail = NULL;
+            break;
+        }
         size_t n = 0;
         while (n < REC_BATCH_MAX && r->count > 0) {
             batch[n++] = r->ring[r->head];
@@ -119,11 +208,9 @@ static void *rec_writer(void *arg)
         r->jobs_head = r->jobs_tail = NULL;
         r->jobs_count = 0;
         bool wake = r->loop_blocked && r->count * 100 <= r->cap * REC_RESUME_PCT;
-        pthread_mutex_unlock(&r->mu);
         if (wake)
             uv_async_send(&r->wake);
-        rec_commit(r, batch, n, jobs);
-        pthread_mutex_lock(&r->mu);
+        rec_write_batch(r, batch, n, jobs);
     }
     pthread_mutex_unlock(&r->mu);
     return NULL;
@@ -149,6 +236,15 @@ static bool rec_unstash(struct recorder *r)
 static void rec_on_wake(uv_async_t *h)
 {
     struct recorder *r = h->data;
+    pthread_mutex_lock(&r->mu);
+    bool recovered = r->recovered;
+    r->recovered = false;
+    pthread_mutex_unlock(&r->mu);
+    if (recovered && r->shedding) {
+        r->shedding = false;
+        log_info("recorder: recording every row again; %llu rows lost while the store failed",
+                 (unsigned long long)r->lost[REC_LOST_WRITE_ERROR]);
+    }
     if (!r->blocked)
         return;
     if (!rec_unstash(r))
@@ -169,6 +265,38 @@ static void rec_on_wake(uv_async_t *h)
 static void rec_on_check(uv_check_t *h)
 {
     rec_flush(h->data);
+}
+
+/* Clients have waited max_stall_ms for room. A store that is only slow
+ * keeps them waiting (nothing is lost); one that fails sheds: what does not
+ * fit is dropped and counted until it writes again. */
+static void rec_on_stall(uv_timer_t *t)
+{
+    struct recorder *r = t->data;
+    char why[256];
+    if (!r->blocked)
+        return;
+    pthread_mutex_lock(&r->mu);
+    bool failing = r->failing;
+    snprintf(why, sizeof why, "%s", r->last_error);
+    pthread_mutex_unlock(&r->mu);
+    if (!failing) {
+        uv_timer_start(&r->stall_timer, rec_on_stall, r->max_stall_ms, 0);
+        return;
+    }
+    r->shedding = true;
+    r->lost[REC_LOST_WRITE_ERROR] += r->stash_count;
+    r->dropped += r->stash_count;
+    log_warn("recorder: the store fails (%s); after %u ms of waiting, rows that do not fit the "
+             "queue are dropped and counted until it writes again",
+             why, r->max_stall_ms);
+    r->stash_count = 0;
+    pthread_mutex_lock(&r->mu);
+    r->loop_blocked = false;
+    pthread_mutex_unlock(&r->mu);
+    r->blocked = false;
+    if (r->on_unblock)
+        r->on_unblock(r->ud);
 }
 
 int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id, size_t cap,
@@ -200,6 +328,11 @@ int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t r
     r->flusher.data = r;
     uv_check_start(&r->flusher, rec_on_check);
     uv_unref((uv_handle_t *)&r->flusher); /* never what keeps the loop alive */
+    uv_timer_init(loop, &r->stall_timer);
+    r->stall_timer.data = r;
+    uv_unref((uv_handle_t *)&r->stall_timer);
+    r->max_stall_ms = REC_DEFAULT_MAX_STALL_MS;
+    r->grace_ms = REC_SHUTDOWN_GRACE_MS;
     if (pthread_create(&r->thread, NULL, rec_writer, r)) {
         snprintf(err, errlen, "cannot start the writer thread");
         goto out;
@@ -229,6 +362,11 @@ static void rec_stash(struct recorder *r, const struct rec_row *row)
     r->stash[r->stash_count++] = *row;
 }
 
+void rec_give_up(struct recorder *r)
+{
+    atomic_store(&r->give_up, true); /* async-signal-safe: a handler may call it */
+}
+
 void rec_flush(struct recorder *r)
 {
     size_t moved = 0, n = r->stage_count;
@@ -239,7 +377,7 @@ void rec_flush(struct recorder *r)
         r->ring[(r->head + r->count) % r->cap] = r->stage[moved++];
         r->count++;
     }
-    bool full = moved < n && r->on_full == REC_BLOCK;
+    bool full = moved < n && r->on_full == REC_BLOCK && !r->shedding;
     if (full)
         r->loop_blocked = true;
     if (r->writer_idle && (r->count >= rec_wake_rows(r) || full))
@@ -249,12 +387,14 @@ void rec_flush(struct recorder *r)
     r->stage_count = 0;
     if (moved == n)
         return;
-    if (r->on_full == REC_DROP) {
+    if (r->on_full == REC_DROP || r->shedding) {
         r->dropped += n - moved;
+        r->lost[r->shedding ? REC_LOST_WRITE_ERROR : REC_LOST_QUEUE_FULL] += n - moved;
         return;
     }
     r->blocked = true;
     r->stalls++;
+    uv_timer_start(&r->stall_timer, rec_on_stall, r->max_stall_ms, 0);
     for (size_t i = moved; i < n; i++) {
         rec_stash(r, &r->stage[i]);
         r->pushed++;
@@ -300,6 +440,21 @@ bool rec_blocked(const struct recorder *r)
     return r->blocked;
 }
 
+uint64_t rec_lost(struct recorder *r, enum rec_loss reason)
+{
+    return (unsigned)reason < REC_LOST__COUNT ? r->lost[reason] : 0;
+}
+
+int64_t rec_failing_since(struct recorder *r, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&r->mu);
+    int64_t since = r->failing ? r->failing_since_ns : 0;
+    if (since && err)
+        snprintf(err, errlen, "%s", r->last_error);
+    pthread_mutex_unlock(&r->mu);
+    return since;
+}
+
 size_t rec_depth(struct recorder *r)
 {
     pthread_mutex_lock(&r->mu);
@@ -314,35 +469,52 @@ int rec_close(struct recorder *r, char *err, size_t errlen)
     if (r->stage)
         rec_flush(r);
     if (r->thread_started) {
-        /* the loop is idle now: waiting here is allowed */
+        /* the loop is idle now: waiting here is allowed -- for a store that
+         * writes, as long as it takes; for one that fails, grace_ms */
+        int64_t t0 = clock_wall_ns();
         while (r->stash_count) {
             rec_unstash(r);
-            if (r->stash_count) {
-                pthread_mutex_lock(&r->mu);
-                pthread_cond_signal(&r->cv);
-                pthread_mutex_unlock(&r->mu);
-                uv_sleep(1);
+            if (!r->stash_count)
+                break;
+            pthread_mutex_lock(&r->mu);
+            bool failing = r->failing;
+            pthread_cond_signal(&r->cv);
+            pthread_mutex_unlock(&r->mu);
+            if ((failing && clock_wall_ns() - t0 >= (int64_t)r->grace_ms * 1000000) ||
+                atomic_load(&r->give_up)) {
+                size_t writes = rec_count_writes(r->stash, r->stash_count);
+                r->lost[REC_LOST_SHUTDOWN] += writes;
+                r->stash_count = 0;
+                break;
             }
+            uv_sleep(1);
         }
         pthread_mutex_lock(&r->mu);
         r->stop = true;
+        r->stop_since_ns = t0;
         pthread_cond_signal(&r->cv);
         pthread_mutex_unlock(&r->mu);
         pthread_join(r->thread, NULL);
         r->thread_started = false;
+        r->lost[REC_LOST_SHUTDOWN] += r->lost_shutdown;
+        if (r->lost[REC_LOST_SHUTDOWN])
+            log_error("recorder: the store still failed at shutdown: %llu writes not recorded",
+                      (unsigned long long)r->lost[REC_LOST_SHUTDOWN]);
     }
     while (r->jobs_head) { /* only left when the thread never started */
         struct rec_job *j = r->jobs_head;
         r->jobs_head = j->next;
         rec_job_free(j);
     }
-    if (r->write_errors) {
-        snprintf(err, errlen, "%llu batch(es) could not be written (logged as they failed)",
-                 (unsigned long long)r->write_errors);
+    if (r->lost[REC_LOST_SHUTDOWN]) {
+        /* failed tries that succeeded later lost nothing; these did */
+        snprintf(err, errlen, "%llu writes could not be recorded before exit",
+                 (unsigned long long)r->lost[REC_LOST_SHUTDOWN]);
         rc = -1;
     }
     if (r->store) {
-        if (store_run_end(r->store, r->run_id, r->written, r->dropped, err, errlen))
+        if (store_run_end(r->store, r->run_id, r->written, r->dropped + r->lost[REC_LOST_SHUTDOWN],
+                          err, errlen))
             rc = -1;
         store_close(r->store);
         r->store = NULL;
@@ -351,6 +523,8 @@ int rec_close(struct recorder *r, char *err, size_t errlen)
         uv_close((uv_handle_t *)&r->wake, NULL);
     if (r->flusher.loop && !uv_is_closing((uv_handle_t *)&r->flusher))
         uv_close((uv_handle_t *)&r->flusher, NULL);
+    if (r->stall_timer.loop && !uv_is_closing((uv_handle_t *)&r->stall_timer))
+        uv_close((uv_handle_t *)&r->stall_timer, NULL);
     free(r->ring);
     free(r->stage);
     free(r->batch);

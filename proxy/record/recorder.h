@@ -13,6 +13,7 @@
 #define SLABTAP_RECORDER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -26,6 +27,30 @@ struct store;
 void rec_job_free(struct rec_job *j);
 
 enum rec_on_full { REC_BLOCK, REC_DROP };
+
+/* Why a row was not recorded. X(name, label): one list for the counters,
+ * /metrics (rows_lost_total{reason=label}) and the log. */
+#define REC_LOSS_REASONS(X) \
+    X(REC_LOST_QUEUE_FULL, "queue_full") \
+    X(REC_LOST_WRITE_ERROR, "write_error") \
+    X(REC_LOST_SHUTDOWN, "shutdown")
+
+enum rec_loss {
+#define REC_LOSS_ENUM(name, label) name,
+    REC_LOSS_REASONS(REC_LOSS_ENUM)
+#undef REC_LOSS_ENUM
+        REC_LOST__COUNT
+};
+
+const char *rec_loss_label(enum rec_loss reason);
+
+/* A failed batch is tried again after this long, doubling up to the max. */
+#define REC_RETRY_MIN_MS 50
+#define REC_RETRY_MAX_MS 2000
+/* At shutdown a failing store gets this long before what it holds is
+ * given up (counted as lost: shutdown). */
+#define REC_SHUTDOWN_GRACE_MS 3000
+#define REC_DEFAULT_MAX_STALL_MS 2000
 
 #define REC_JOBS_MAX 4096 /* queued jobs beyond this are dropped and counted */
 /* Rows are staged on the loop thread and moved into the ring under one lock
@@ -44,8 +69,16 @@ struct recorder {
     struct rec_job *jobs_head, *jobs_tail;
     size_t jobs_count;
     uint64_t jobs_dropped;
-    uint64_t written; /* write rows committed (runs.rows_recorded) */
-    uint64_t write_errors;
+    uint64_t written;      /* write rows committed (runs.rows_recorded) */
+    uint64_t write_errors; /* batches that failed (each is tried again) */
+    bool failing;          /* the last try to write failed */
+    bool recovered;        /* it wrote again: the loop may stop shedding */
+    int64_t failing_since_ns;
+    uint64_t lost_shutdown; /* writes given up at shutdown */
+    int64_t stop_since_ns;
+    unsigned grace_ms;   /* a failing store's time at shutdown (REC_SHUTDOWN_GRACE_MS) */
+    atomic_bool give_up; /* a second signal: stop waiting for the store */
+    char last_error[256];
     /* writer thread only */
     struct rec_row *batch; /* REC_BATCH_MAX rows copied out of the ring */
     struct log_throttle write_throttle;
@@ -57,7 +90,11 @@ struct recorder {
     struct rec_row *stash; /* rows that did not fit while blocked */
     size_t stash_count, stash_cap;
     bool blocked;
+    bool shedding;         /* the writer fails past max_stall: drop, do not block */
+    unsigned max_stall_ms; /* --max-stall */
+    uv_timer_t stall_timer;
     uint64_t pushed, dropped, stalls;
+    uint64_t lost[REC_LOST__COUNT]; /* writes not recorded, by reason (loop's view) */
     struct log_throttle stash_throttle;
     uv_async_t wake; /* writer -> loop: space freed */
     void (*on_unblock)(void *ud);
@@ -71,6 +108,9 @@ struct recorder {
 /* cap = --queue ROWS. The store must be open; the recorder owns it from now
  * on and closes it in rec_close, which must be called whatever this
  * returns. Returns 0, or -1 with the reason in err (errlen bytes). */
+/* max_stall_ms: how long a FAILING store may keep clients waiting (block
+ * mode); after it rows that do not fit are dropped and counted until the
+ * store writes again. A slow store blocks as long as it needs. */
 int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id, size_t cap,
              enum rec_on_full on_full, void (*on_unblock)(void *), void *ud, char *err,
              size_t errlen);
@@ -84,6 +124,14 @@ void rec_flush(struct recorder *r);
  * when it was dropped (REC_JOBS_MAX queued) and counted in jobs_dropped. */
 bool rec_push_job(struct recorder *r, struct rec_job *job);
 bool rec_blocked(const struct recorder *r);
+/* A second Ctrl-C: no more waiting for the store at shutdown (what it has
+ * not written is counted as lost). Any thread, or a signal handler. */
+void rec_give_up(struct recorder *r);
+/* Writes lost so far for reason (loop thread; includes what the writer gave
+ * up at shutdown once rec_close has returned). */
+uint64_t rec_lost(struct recorder *r, enum rec_loss reason);
+/* The writer's state, for /health: failing since (0: not failing). */
+int64_t rec_failing_since(struct recorder *r, char *err, size_t errlen);
 size_t rec_depth(struct recorder *r);
 /* Flushes the stash and the ring, stops the thread, finishes the run row,
  * closes the store. Blocks: call once, at shutdown, after the loop is idle.

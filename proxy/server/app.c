@@ -153,7 +153,7 @@ static const char *app_health(const struct app *a, int *status)
         return "upstream_unreachable";
     if (!a->last_sample_ns || now - a->last_sample_ns > stale_ns)
         return "upstream_not_answering";
-    if (a->rec.write_errors && rec_blocked(&a->rec))
+    if (rec_failing_since((struct recorder *)&a->rec, NULL, 0))
         return "recorder_failing";
     *status = 200;
     return "ok";
@@ -239,11 +239,15 @@ static void route_health(const struct admin_http_request *req, struct admin_http
     jsonb_printf(&b,
                  "\"recorder\":{\"queue_depth\":%zu,\"queue_bound\":%zu,\"blocked\":%s,"
                  "\"on_full\":\"%s\",\"rows_recorded\":%llu,\"rows_dropped\":%llu,"
-                 "\"write_errors\":%llu,\"jobs_dropped\":%llu},",
+                 "\"write_errors\":%llu,\"jobs_dropped\":%llu,\"lost\":{\"queue_full\":%llu,"
+                 "\"write_error\":%llu,\"shutdown\":%llu}},",
                  rec_depth(&a->rec), a->rec.cap, rec_blocked(&a->rec) ? "true" : "false",
                  a->rec.on_full == REC_DROP ? "drop" : "block", (unsigned long long)a->rec.written,
                  (unsigned long long)a->rec.dropped, (unsigned long long)a->rec.write_errors,
-                 (unsigned long long)a->rec.jobs_dropped);
+                 (unsigned long long)a->rec.jobs_dropped,
+                 (unsigned long long)rec_lost(&a->rec, REC_LOST_QUEUE_FULL),
+                 (unsigned long long)rec_lost(&a->rec, REC_LOST_WRITE_ERROR),
+                 (unsigned long long)rec_lost(&a->rec, REC_LOST_SHUTDOWN));
     jsonb_printf(&b, "\"connections\":%llu,\"samples\":%llu}\n",
                  (unsigned long long)a->px.m.connections_open,
                  (unsigned long long)a->poller.counters.samples);
@@ -342,6 +346,16 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
         struct prom_label l = { "command", mc_cmd_name((enum mc_cmd)c) };
         prom_sample_u64(&w, &l, 1, a->px.requests_by_cmd[c]);
     }
+    prom_declare(&w, "slabtap_rows_lost_total", PROM_COUNTER,
+                 "Writes not recorded, by reason: queue_full (--on-full drop), write_error "
+                 "(the store failed past --max-stall), shutdown (still failing at exit)");
+    for (int reason = 0; reason < REC_LOST__COUNT; reason++) {
+        struct prom_label l = { "reason", rec_loss_label((enum rec_loss)reason) };
+        prom_sample_u64(&w, &l, 1, rec_lost(&a->rec, (enum rec_loss)reason));
+    }
+    prom_declare(&w, "slabtap_recorder_failing", PROM_GAUGE,
+                 "1 while the store fails to write (batches are kept and tried again)");
+    prom_sample_u64(&w, NULL, 0, rec_failing_since(&a->rec, NULL, 0) != 0);
     prom_declare(&w, "slabtap_upstream_up", PROM_GAUGE,
                  "1 when the stats connection to memcached is up");
     prom_sample_u64(&w, NULL, 0, a->poller.connected);
@@ -563,6 +577,8 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         log_error("recorder: %s", err);
         goto close_rec;
     }
+    if (cfg->max_stall_ms)
+        a->rec.max_stall_ms = cfg->max_stall_ms;
     rc = poller_open(&a->poller, a->loop, (const struct sockaddr *)&cfg->proxy.upstream_addr,
                      cfg->stats_interval_ms, on_sample, a);
     if (rc) {
@@ -656,6 +672,12 @@ void app_close(struct app *a, void (*on_closed)(struct app *a))
     a->closing = true;
     a->on_closed = on_closed;
     proxy_close(&a->px, on_proxy_stopped);
+}
+
+void app_force(struct app *a)
+{
+    rec_give_up(&a->rec);
+    proxy_force_stop(&a->px);
 }
 
 int app_finish(struct app *a)

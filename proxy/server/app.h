@@ -42,6 +42,7 @@ struct app_config {
     const char *http_token; /* --http-token: required as "Authorization:
                                     Bearer TOKEN" (NULL: none; loopback only) */
     unsigned stats_interval_ms;
+    unsigned max_stall_ms; /* --max-stall (0: REC_DEFAULT_MAX_STALL_MS) */
 };
 
 struct app {
@@ -77,6 +78,9 @@ int64_t app_mark_phase(struct app *a, const char *name);
 /* Drains the proxy, takes the final stats sample, closes the poller and the
  * HTTP endpoint, then calls on_closed on the loop thread. */
 void app_close(struct app *a, void (*on_closed)(struct app *a));
+/* A second SIGINT/SIGTERM: stop waiting (answers, a failing store); what
+ * is given up is counted as lost. */
+void app_force(struct app *a);
 /* After the loop has stopped: writes every queued row, ends the run, closes
  * the database. 0, or -1 if a row could not be written (logged). */
 int app_finish(struct app *a);

@@ -1220,6 +1220,12 @@ static void on_drain_timeout(uv_timer_t *t)
     proxy_maybe_stopped(px);
 }
 
+void proxy_force_stop(struct proxy *px)
+{
+    if (px->stopping && !px->stopped)
+        on_drain_timeout(&px->drain_timer);
+}
+
 void proxy_close(struct proxy *px, void (*on_stopped)(struct proxy *px))
 {
     px->stopping = true;

@@ -114,6 +114,8 @@ int proxy_open(struct proxy *px, uv_loop_t *loop, const struct proxy_config *cfg
  * for answers to what was forwarded, records every row, closes every
  * connection, then calls on_stopped. */
 void proxy_close(struct proxy *px, void (*on_stopped)(struct proxy *px));
+/* A second signal: what still waits for memcached is given up now. */
+void proxy_force_stop(struct proxy *px);
 /* Re-evaluates every connection's reading (the recorder filled or drained). */
 void proxy_update_reading(void *px);
 void proxy_config_defaults(struct proxy_config *cfg);
