@@ -12,16 +12,22 @@
   hwm PID                           VmHWM of PID in kB
   pyload --target H:P --workload F [--scale X]
                                     pipelined sets from a workload file (the
-                                    subset below), for servers that do not
-                                    answer `stats settings` (twemproxy)
+                                    subset below): a second generator, to
+                                    check `slabtap load`'s figures (PYLOAD=1)
   wl-scale FILE FACTOR              print FILE with every set count scaled
+  wl-ops FILE OPS                   print FILE with its one top-level `repeat`
+                                    count set so the file sends about OPS ops
   parse-memcaslap FILE              print "OPS SECONDS OPS_PER_S"
   parse-load FILE                   same, from `slabtap load` / pyload output
+  parse-latency FILE                from `slabtap load --rate` output, one line
+                                    per command: "CMD P50 P99 P99.9 MAX ANSWERS
+                                    LATE MISSES" (latencies in us)
   parse-strace FILE                 print "TOTAL READ WRITE EPOLL_CTL WRITEV TOP"
   report DIR                        print the tables and the target summary
 
-Workload subset understood by pyload (bench/*.wl are written in it, and
-`slabtap load` reads the same files): `connections N`, `pipeline D`,
+Workload subset understood by pyload (bench/sets_400k.wl and
+bench/large_values.wl are written in it; `slabtap load` reads the same
+files; bench/latency_*.wl are for `slabtap load` only): `connections N`, `pipeline D`,
 `seed S` (ignored: nothing is random), `phase NAME` (ignored), comments,
 `repeat R { ... }`, and `set COUNT key=PATTERN size=BYTES [flags=F] [ttl=T]`
 with `{i}` / `{i:W}` in the pattern. Ops go to connections round-robin (slabtap load hashes
@@ -217,6 +223,44 @@ def cmd_wl_scale(path, factor):
     return 0
 
 
+OPS_WORDS = {"set", "add", "replace", "append", "prepend", "get", "gets", "delete", "touch",
+             "incr", "decr"}
+
+
+def cmd_wl_ops(path, ops):
+    """FILE with the count of its one top-level `repeat` block chosen so that
+    the file sends about OPS ops (at least one round of the block)."""
+    ops = float(ops)
+    lines = open(path).read().splitlines(keepends=True)
+    depth, at, inside, outside, blocks = 0, None, 0, 0, 0
+    for n, raw in enumerate(lines):
+        words = raw.split("#", 1)[0].split()
+        if not words:
+            continue
+        if words[0] == "repeat":
+            if depth == 0:
+                at, blocks = n, blocks + 1
+            elif depth >= 1:
+                print(f"wl-ops: {path}:{n + 1}: nested repeat is not supported here", file=sys.stderr)
+                return 1
+            depth += 1
+        elif words == ["}"]:
+            depth -= 1
+        elif words[0] in OPS_WORDS:
+            if depth:
+                inside += int(words[1])
+            else:
+                outside += int(words[1])
+    if blocks != 1 or not inside:
+        print(f"wl-ops: {path}: needs exactly one top-level repeat block with ops in it",
+              file=sys.stderr)
+        return 1
+    times = max(1, round((ops - outside) / inside))
+    lines[at] = re.sub(r"repeat\s+\d+", f"repeat {times}", lines[at], count=1)
+    sys.stdout.write("".join(lines))
+    return 0
+
+
 def cmd_pyload(argv):
     target, wl, scale = None, None, 1.0
     it = iter(argv)
@@ -382,6 +426,24 @@ def cmd_parse_load(path):
     return 0
 
 
+LAT_RE = re.compile(r"^latency (\S+):\s+p50 ([\d.]+) us\s+p99 ([\d.]+) us\s+p99\.9 ([\d.]+) us"
+                    r"\s+max ([\d.]+) us\s+\((\d+) answers\)", re.M)
+
+
+def cmd_parse_latency(path):
+    txt = open(path, errors="replace").read()
+    lat = LAT_RE.findall(txt)
+    late = re.search(r"^rate:.*?(\d+) ops sent over 1 ms late", txt, re.M)
+    ans = re.search(r"^answers:\s+(.*)$", txt, re.M)
+    miss = re.search(r"\bmiss (\d+)", ans.group(1)) if ans else None
+    if not lat:
+        return 1
+    for cmd, p50, p99, p999, mx, n in lat:
+        print(cmd, p50, p99, p999, mx, n, late.group(1) if late else "-",
+              miss.group(1) if miss else 0)
+    return 0
+
+
 def cmd_parse_strace(path):
     calls = {}
     total = 0
@@ -404,12 +466,20 @@ def cmd_parse_strace(path):
 
 # --------------------------------------------------------------------------- report
 
-LOADS = {
-    "memcaslap": "a) memcaslap -T 1 -c 16 -X 100 (90% get / 10% set, 100-byte values)",
-    "sets": "b) pipelined sets",
-    "large": "c) 100 KB values (sets)",
-}
-PATHS = ["direct", "slabtap", "twemproxy"]
+LOADS = ["memcaslap", "sets", "large", "latency"]
+DEFAULT_PATHS = ["direct", "slabtap", "twemproxy"]
+
+
+def load_title(load, meta):
+    if load == "memcaslap":
+        return "a) memcaslap -T 1 -c 16 -X 100 (90% get / 10% set, 100-byte values)"
+    if load == "sets":
+        return f"b) pipelined sets: {meta.get('sets_wl', '')}"
+    if load == "large":
+        return f"c) 100 KB values (sets): {meta.get('large_wl', '')}"
+    return (f"d) latency: open loop at {meta.get('rate', '?')} ops/s for "
+            f"{meta.get('latency_seconds', '?')} s, {meta.get('latency_wl', '')} "
+            f"({meta.get('latency_conns', '?')} connections x {meta.get('latency_pipeline', '?')})")
 
 
 def med(xs):
@@ -421,26 +491,37 @@ def fnum(x, fmt="{:.2f}", none="-"):
     return none if x is None else fmt.format(x)
 
 
+def read_tsv(d, name):
+    p = os.path.join(d, name)
+    if not os.path.exists(p):
+        return []
+    with open(p) as f:
+        return [line.rstrip("\n").split("\t") for line in f if line.strip()]
+
+
 def cmd_report(d):
     rows = []   # load gen path round ops secs ops_s pcpu mcpu rss
-    with open(os.path.join(d, "results.tsv")) as f:
-        for line in f:
-            p = line.rstrip("\n").split("\t")
-            rows.append({"load": p[0], "gen": p[1], "path": p[2], "round": int(p[3]),
-                         "ops": int(p[4]), "secs": float(p[5]), "ops_s": float(p[6]),
-                         "pcpu": None if p[7] == "-" else int(p[7]),
-                         "mcpu": int(p[8]), "rss": None if p[9] == "-" else int(p[9])})
+    for p in read_tsv(d, "results.tsv"):
+        rows.append({"load": p[0], "gen": p[1], "path": p[2], "round": int(p[3]),
+                     "ops": int(p[4]), "secs": float(p[5]), "ops_s": float(p[6]),
+                     "pcpu": None if p[7] == "-" else int(p[7]),
+                     "mcpu": int(p[8]), "rss": None if p[9] == "-" else int(p[9])})
     st = {}
-    sp = os.path.join(d, "strace.tsv")
-    if os.path.exists(sp):
-        for line in open(sp):
-            p = line.rstrip("\n").split("\t")
-            ops = int(p[3])
-            if ops > 0:
-                st[(p[0], p[1], p[2])] = {"ops": ops, "total": int(p[4]) / ops,
-                                          "read": int(p[5]) / ops, "write": int(p[6]) / ops,
-                                          "epoll_ctl": int(p[7]) / ops, "writev": int(p[8]) / ops,
-                                          "top": p[9]}
+    for p in read_tsv(d, "strace.tsv"):
+        ops = int(p[3])
+        if ops > 0:
+            st[(p[0], p[1], p[2])] = {"ops": ops, "total": int(p[4]) / ops,
+                                      "read": int(p[5]) / ops, "write": int(p[6]) / ops,
+                                      "epoll_ctl": int(p[7]) / ops, "writev": int(p[8]) / ops,
+                                      "top": p[9]}
+    lat = {}    # (path, round) -> {cmd: {...}}, and "late"/"misses" per run
+    for p in read_tsv(d, "latency.tsv"):
+        # load path round cmd p50 p99 p99.9 max answers late misses
+        run = lat.setdefault((p[1], int(p[2])), {"cmds": {}})
+        run["cmds"][p[3]] = {"p50": float(p[4]), "p99": float(p[5]), "p999": float(p[6]),
+                             "max": float(p[7]), "n": int(p[8])}
+        run["late"] = None if p[9] == "-" else int(p[9])
+        run["misses"] = int(p[10])
     meta = {}
     mp = os.path.join(d, "meta.txt")
     if os.path.exists(mp):
@@ -449,6 +530,10 @@ def cmd_report(d):
             meta[k] = v
     tck = int(meta.get("clk_tck", os.sysconf("SC_CLK_TCK")))
     us = 1e6 / tck
+    paths = meta.get("paths", "").split() or DEFAULT_PATHS
+    # the targets are on the pooled slabtap (or on the only slabtap path there is)
+    tp = "slabtap" if "slabtap" in paths else next((x for x in paths if x.startswith("slabtap")),
+                                                   "slabtap")
 
     def per_round(load, gen):
         out = {}
@@ -458,7 +543,7 @@ def cmd_report(d):
         return out
 
     summary = {}
-    for load, title in LOADS.items():
+    for load in LOADS:
         gens = []
         for r in rows:
             if r["load"] == load and r["gen"] not in gens:
@@ -466,7 +551,7 @@ def cmd_report(d):
         if not gens:
             continue
         print()
-        print(f"== {title}" + (f": {meta.get(load + '_wl', '')}" if load != "memcaslap" else ""))
+        print(f"== {load_title(load, meta)}")
         hdr = (f"{'path':<10} {'generator':<13} {'ops/s (med)':>12} {'/direct':>8} {'/twemproxy':>10} "
                f"{'proxy us/op':>11} {'mc us/op':>9} {'sys/req':>8} {'read':>6} {'write':>6} "
                f"{'writev':>6} {'ep_ctl':>6} {'peak RSS':>10}")
@@ -474,7 +559,7 @@ def cmd_report(d):
         print("-" * len(hdr))
         for gen in gens:
             pr = per_round(load, gen)
-            for path in PATHS:
+            for path in paths:
                 mine = [rr[path] for rr in pr.values() if path in rr]
                 if not mine:
                     continue
@@ -495,25 +580,23 @@ def cmd_report(d):
                       f"{fnum(rss and rss / 1024, '{:.1f} MB'):>10}")
                 summary[(load, gen, path)] = {"tput": tput, "rdir": rdir, "rtw": rtw,
                                               "pcpu": pcpu, "mcpu": mcpu}
-        if load != "memcaslap" and "slabtap-load" in gens:
-            print("  (no twemproxy/slabtap-load row: twemproxy closes the connection on the")
-            print("   `stats settings` probe slabtap load sends first"
-                  + ("; pyload sends the same file)" if "pyload" in gens else ")"))
         for gen in gens:
-            for path in PATHS:
+            for path in paths:
                 s = st.get((load, gen, path))
                 if s:
                     print(f"  strace {path}/{gen}: {s['ops']} ops; top calls: {s['top']}")
+        if load == "latency" and lat:
+            latency_table(lat, paths, summary)
     print()
     print("ops/s: median over rounds; /direct and /twemproxy: median of the per-round ratios")
     print("(paths alternate within a round); us/op: (utime+stime) delta / ops, median over")
-    print("rounds (memcached's includes slabtap's stats polling); sys/req: strace -c -f on the")
-    print("proxy during one extra short round, calls / ops; peak RSS: VmHWM, reset before")
-    print("each round, max over rounds.")
+    print("rounds (memcached's includes the slabtap proxies' stats polling); sys/req: strace")
+    print("-c -f on the proxy during one extra short round, calls / ops; peak RSS: VmHWM,")
+    print("reset before each round, max over rounds.")
 
     # ---- targets
     print()
-    print("== targets (slabtap vs direct / twemproxy, same generator)")
+    print(f"== targets ({tp} vs direct / twemproxy, same generator)")
     verdicts = []
 
     def check(name, val, op, limit, detail):
@@ -529,28 +612,99 @@ def cmd_report(d):
         v = summary.get((load, gen, path))
         return v and v[k]
 
+    all_gens = ("memcaslap", "slabtap-load", "pyload", "slabtap-rate")
     for load in LOADS:
-        for gen in ("memcaslap", "slabtap-load", "pyload"):
-            sl, tw = g(load, gen, "slabtap", "pcpu"), g(load, gen, "twemproxy", "pcpu")
+        for gen in all_gens:
+            sl, tw = g(load, gen, tp, "pcpu"), g(load, gen, "twemproxy", "pcpu")
             if sl is not None and tw:
-                check(f"proxy CPU/op slabtap/twemproxy, {load} [{gen}]", sl / tw, "<=", 0.5,
+                check(f"proxy CPU/op {tp}/twemproxy, {load} [{gen}]", sl / tw, "<=", 0.5,
                       f"{sl:.2f} vs {tw:.2f} us/op")
     for load in LOADS:
-        for gen in ("memcaslap", "slabtap-load", "pyload"):
-            sl, di = g(load, gen, "slabtap", "mcpu"), g(load, gen, "direct", "mcpu")
+        for gen in all_gens:
+            sl, di = g(load, gen, tp, "mcpu"), g(load, gen, "direct", "mcpu")
             if sl is not None and di:
-                check(f"memcached CPU/op behind slabtap / direct, {load} [{gen}]", sl / di, "<=", 1.0,
+                check(f"memcached CPU/op behind {tp} / direct, {load} [{gen}]", sl / di, "<=", 1.0,
                       f"{sl:.2f} vs {di:.2f} us/op")
-    check("memcaslap throughput slabtap/direct", g("memcaslap", "memcaslap", "slabtap", "rdir"),
-          ">=", 0.8, "median per-round ratio")
-    check("memcaslap throughput slabtap/twemproxy", g("memcaslap", "memcaslap", "slabtap", "rtw"),
-          ">=", 1.5, "median per-round ratio")
-    check("pipelined sets throughput slabtap/direct [slabtap-load]",
-          g("sets", "slabtap-load", "slabtap", "rdir"), ">=", 0.9, "median per-round ratio")
+    if any(r["load"] == "memcaslap" for r in rows):
+        check(f"memcaslap throughput {tp}/direct", g("memcaslap", "memcaslap", tp, "rdir"),
+              ">=", 0.8, "median per-round ratio")
+        check(f"memcaslap throughput {tp}/twemproxy", g("memcaslap", "memcaslap", tp, "rtw"),
+              ">=", 1.5, "median per-round ratio")
+    if any(r["load"] == "sets" for r in rows):
+        check(f"pipelined sets throughput {tp}/direct [slabtap-load]",
+              g("sets", "slabtap-load", tp, "rdir"), ">=", 0.9, "median per-round ratio")
+    for cmd in ("get", "set"):
+        a = summary.get(("latency-added", cmd, tp))
+        b = summary.get(("latency-added", cmd, "twemproxy"))
+        if not lat:
+            continue
+        name = f"p99 added latency {tp} < twemproxy, {cmd}"
+        if a is None or b is None:
+            verdicts.append(None)
+            print(f"  [ n/a] {name}")
+            continue
+        ok = a["p99"] < b["p99"]
+        verdicts.append(ok)
+        print(f"  [{'PASS' if ok else 'FAIL'}] {name}: {a['p99']:+.1f} us < {b['p99']:+.1f} us  "
+              f"(median over rounds of p99 minus direct's p99 of the same round)")
     met = sum(1 for v in verdicts if v)
     known = sum(1 for v in verdicts if v is not None)
     print(f"  {met}/{known} targets met")
     return 0 if met == known else 3
+
+
+def latency_table(lat, paths, summary):
+    """Per command and path: p50/p99/p99.9 (median over rounds), max (over all
+    rounds), the same percentiles minus direct's of the same round (median over
+    rounds), late ops per run and get misses."""
+    rounds = sorted({r for _, r in lat})
+    cmds = []
+    for run in lat.values():
+        for c in run["cmds"]:
+            if c not in cmds:
+                cmds.append(c)
+    cmds.sort(key=lambda c: (c != "get", c))
+    print()
+    hdr = (f"{'cmd':<4} {'path':<10} {'p50 us':>8} {'p99 us':>8} {'p99.9 us':>9} {'max us':>9}  "
+           f"{'+p50':>7} {'+p99':>8} {'+p99.9':>8}  {'answers':>8}")
+    print(hdr)
+    print("-" * len(hdr))
+    for cmd in cmds:
+        for path in paths:
+            mine = [lat[(path, r)]["cmds"][cmd] for r in rounds
+                    if (path, r) in lat and cmd in lat[(path, r)]["cmds"]]
+            if not mine:
+                continue
+            row = {k: med([m[k] for m in mine]) for k in ("p50", "p99", "p999")}
+            mx = max(m["max"] for m in mine)
+            added = {}
+            for k in ("p50", "p99", "p999"):
+                diffs = [lat[(path, r)]["cmds"][cmd][k] - lat[("direct", r)]["cmds"][cmd][k]
+                         for r in rounds
+                         if (path, r) in lat and ("direct", r) in lat
+                         and cmd in lat[(path, r)]["cmds"] and cmd in lat[("direct", r)]["cmds"]]
+                added[k] = med(diffs) if path != "direct" else None
+            if path != "direct":
+                summary[("latency-added", cmd, path)] = added
+            print(f"{cmd:<4} {path:<10} {row['p50']:>8.1f} {row['p99']:>8.1f} {row['p999']:>9.1f} "
+                  f"{mx:>9.1f}  {fnum(added['p50'], '{:+.1f}'):>7} {fnum(added['p99'], '{:+.1f}'):>8} "
+                  f"{fnum(added['p999'], '{:+.1f}'):>8}  {sum(m['n'] for m in mine):>8}")
+    late = []
+    for path in paths:
+        ls = [lat[(path, r)]["late"] for r in rounds if (path, r) in lat]
+        if ls:
+            late.append(f"{path} {fnum(med(ls), '{:.0f}')} (max {max((x for x in ls if x is not None), default='-')})")
+    print("  late (ops the generator released over 1 ms after their due time, median per run):")
+    print("    " + ", ".join(late))
+    misses = {p: sum(lat[(p, r)]["misses"] for r in rounds if (p, r) in lat) for p in paths}
+    if any(misses.values()):
+        print("  WARNING: get misses (the preload did not take?): "
+              + ", ".join(f"{p} {n}" for p, n in misses.items() if n))
+    else:
+        print("  every get hit (preloaded keys)")
+    print("  p50/p99/p99.9: median over rounds; max: over all rounds; +p50/+p99/+p99.9: this")
+    print("  path's percentile minus direct's in the same round, median over rounds; answers:")
+    print("  summed over rounds. Latency is timed from each op's due time (open loop).")
 
 
 # --------------------------------------------------------------------------- main
@@ -593,6 +747,10 @@ def main(argv):
         return cmd_parse_memcaslap(args[0])
     if cmd == "parse-load":
         return cmd_parse_load(args[0])
+    if cmd == "wl-ops":
+        return cmd_wl_ops(*args)
+    if cmd == "parse-latency":
+        return cmd_parse_latency(args[0])
     if cmd == "parse-strace":
         return cmd_parse_strace(args[0])
     if cmd == "report":
