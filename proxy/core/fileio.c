@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 char *fileio_read(const char *path, size_t max, size_t *len, char *err, size_t errlen)
 {
@@ -35,4 +36,32 @@ out:
     if (f)
         fclose(f);
     return buf;
+}
+
+int fileio_mkdirs(const char *path, char *err, size_t errlen)
+{
+    char p[4096];
+    struct stat st;
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof p) {
+        snprintf(err, errlen, "bad directory name");
+        return -1;
+    }
+    memcpy(p, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char c = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0777) && errno != EEXIST) {
+            snprintf(err, errlen, "%s: %s", p, strerror(errno));
+            return -1;
+        }
+        p[i] = c;
+    }
+    if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a directory", path);
+        return -1;
+    }
+    return 0;
 }

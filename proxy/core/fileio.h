@@ -16,4 +16,8 @@
  * "larger than 16 MiB", ...) in err. The caller frees it. */
 char *fileio_read(const char *path, size_t max, size_t *len, char *err, size_t errlen);
 
+/* mkdir -p: path and every missing parent (mode 0777 before umask).
+ * 0, or -1 with the reason in err. */
+int fileio_mkdirs(const char *path, char *err, size_t errlen);
+
 #endif

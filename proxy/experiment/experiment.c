@@ -26,6 +26,7 @@
 #include "load/workload.h"
 #include "model/predict.h"
 #include "record/runs.h"
+#include "record/store.h"
 #include "server/app.h"
 
 struct exp_outcome {
@@ -375,6 +376,28 @@ void experiment_catch_signals(void)
     exp_catch_signals();
 }
 
+/* What would fail after the runs -- or after memcached started -- fails
+ * now: the database, the results directory, a Docker engine. */
+static int exp_preflight(const struct experiment_options *o, const struct exp_spec *sp)
+{
+    char err[1536];
+    struct store s;
+    if (sp->nexports && fileio_mkdirs(o->results, err, sizeof err)) {
+        exp_report(stderr, "--results: %s", err);
+        return -1;
+    }
+    if (store_open(&s, o->db, err, sizeof err)) {
+        exp_report(stderr, "--db: %s", err);
+        return -1;
+    }
+    store_close(&s);
+    if (o->docker && system("docker info >/dev/null 2>&1") != 0) {
+        exp_report(stderr, "--docker: no Docker engine answers (`docker info` failed)");
+        return -1;
+    }
+    return 0;
+}
+
 int experiment_run_spec(const struct experiment_options *o, const char *path)
 {
     struct exp_spec *sp = calloc(1, sizeof *sp);
@@ -383,6 +406,10 @@ int experiment_run_spec(const struct experiment_options *o, const char *path)
     int failed = 0;
     if (!sp || !all || spec_load(sp, path)) {
         exp_report(stderr, "%s", sp ? sp->error : "out of memory");
+        failed = 1;
+        goto out;
+    }
+    if (exp_preflight(o, sp)) {
         failed = 1;
         goto out;
     }
@@ -406,8 +433,6 @@ int experiment_run_spec(const struct experiment_options *o, const char *path)
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     for (size_t i = 0; i < sp->nruns; i++)
         failed += exp_gates(db, sp, &sp->runs[i], &all[i], all);
-    if (sp->nexports)
-        mkdir(o->results, 0777); /* when it cannot be made, every export says why */
     for (size_t i = 0; i < sp->nexports; i++) {
         char msg[EXP_LINE_MAX * 2];
         int bad = export_csv(db, o->results, &sp->exports[i], msg, sizeof msg) != 0;

@@ -442,6 +442,21 @@ class SpecErrors(ExperimentTest):
         self.assertIn("nope.exp", err)
         self.no_memcached_started(err)
 
+    def test_bad_db_or_results_fail_before_any_run(self):
+        """Found before memcached starts, not after every run has finished."""
+        spec = os.path.join(DATA, "exp_tiny.exp")
+        rc, out, err = self.run_exp(spec, db=os.path.join(self.tmp, "no", "such", "dir", "r.db"),
+                                    timeout=30)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("--db: ", err)
+        self.no_memcached_started(err)
+        blocker = os.path.join(self.tmp, "afile")
+        open(blocker, "w").close()
+        rc, out, err = self.run_exp(spec, results=os.path.join(blocker, "res"), timeout=30)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("--results: ", err)
+        self.no_memcached_started(err)
+
     def test_usage(self):
         spec = os.path.join(DATA, "exp_tiny.exp")
         for args in (["--bogus", spec], [], ["--stats-interval", "1", spec]):
@@ -562,8 +577,9 @@ class Docker(ExperimentTest):
             rc, out, err = self.finish(r, 60)
             self.assertNotEqual(rc, 0, err)
             self.assertNotEqual(rc, 2, "not a usage error: " + err)
-            self.assertRegex(err, r"run dock: (cannot start docker|docker exited with status)",
-                             err)
+            # found before any run starts: no memcached, no run row
+            self.assertIn("--docker: no Docker engine answers", err)
+            self.assertNotIn("== run dock", err)
             self.assertNotIn("gate ok", out)
             self.assertEqual(group_pids(r.pgid), [])
 
