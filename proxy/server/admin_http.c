@@ -412,12 +412,37 @@ static void admin_http_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_
 
 static const http_parser_settings admin_http_settings;
 
-/* Takes a connection into service; over the cap, or without memory, it is
- * refused instead. */
+/* At the cap, a new connection is taken in place of the oldest one that is
+ * not sending an answer: slow or idle clients (slowloris) cannot hold every
+ * slot, a probe of /health always gets in. The new one waits in libuv's
+ * backlog until the victim's handles are closed. Returns whether one was
+ * evicted. */
+static int admin_http_evict(struct admin_http *s)
+{
+    struct admin_http_conn *victim = NULL;
+    for (struct admin_http_conn *c = s->conns; c != NULL; c = c->next)
+        if (!c->closing && c->writes == 0)
+            victim = c; /* the list is newest first: the last one is the oldest */
+    if (victim == NULL)
+        return 0;
+    s->stats.evicted++;
+    log_throttled(&s->throttle.rejected, LOG_LEVEL_WARN, victim->peer,
+                  "admin: %zu connections open (the limit); closing the oldest idle one",
+                  s->nconns);
+    admin_http_conn_close(victim);
+    s->accept_pending = 1;
+    return 1;
+}
+
+/* Takes a connection into service; over the cap it replaces the oldest
+ * idle one, or without memory (or with every slot answering) it is refused
+ * instead. */
 static void admin_http_accept_one(struct admin_http *s)
 {
     struct admin_http_conn *c = NULL;
 
+    if (s->nconns >= s->max_connections && admin_http_evict(s))
+        return;
     if (s->nconns < s->max_connections)
         c = calloc(1, sizeof *c);
     if (c == NULL || uv_tcp_init(s->loop, &c->tcp) != 0) {

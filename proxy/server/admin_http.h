@@ -25,8 +25,10 @@
  *   - time: every request must arrive whole, and every queued response must
  *     be taken, within deadline_ms of the previous progress, else close --
  *     trickling bytes does not extend the deadline (slowloris);
- *   - connections: max_connections at once (server-wide); extra ones are
- *     accepted and closed at once, so the backlog never fills.
+ *   - connections: max_connections at once (server-wide); a new one takes
+ *     the place of the oldest connection not sending an answer (a slowloris
+ *     cannot hold every slot), else it is accepted and closed at once, so
+ *     the backlog never fills.
  * Worst case memory: max_connections * (~25 KiB + body + one response).
  *
  * Logs (core/log.h) what a client did wrong with its address as the peer --
@@ -109,6 +111,7 @@ struct admin_http_route {
 struct admin_http_stats {
     uint64_t accepted; /* connections taken into service */
     uint64_t rejected; /* accepted and closed at once: over max_connections */
+    uint64_t evicted;  /* idle or slow connections closed for a new one */
     uint64_t accept_errors;
     uint64_t requests;        /* requests routed (any status) */
     uint64_t bad_requests;    /* 400: http-parser refused the bytes */
