@@ -1,6 +1,6 @@
 -- slabtap schema: the single source of truth for every table and view.
 -- Embedded into the binary at build time and applied by store_open() after
--- the upgrade steps in proxy/store.c (store_upgrade) have brought an older
+-- the upgrade steps in proxy/record/store.c (store_upgrade) have brought an older
 -- file up to date. Tables are only ever CREATEd IF NOT EXISTS; views are
 -- dropped and recreated so they always match the binary that opened the file.
 -- The version lives in PRAGMA user_version (bumped at the end of this file).
@@ -17,33 +17,99 @@ CREATE TABLE IF NOT EXISTS runs (
   slabtap_version TEXT NOT NULL,
   options       TEXT NOT NULL,             -- the proxy's command line options
   key_mode      TEXT NOT NULL,             -- full | prefix | hash
-  rows_recorded INTEGER NOT NULL DEFAULT 0,   -- rows written to `sets`
+  rows_recorded INTEGER NOT NULL DEFAULT 0,   -- rows written to `writes` (view `sets`)
   rows_dropped  INTEGER NOT NULL DEFAULT 0
 );
 
--- One row per write (set add replace append prepend cas, ms) and per delete,
--- touch, incr/decr/ma (value_len NULL for those).
-CREATE TABLE IF NOT EXISTS sets (
-  run_id     INTEGER NOT NULL REFERENCES runs(run_id),
-  seq        INTEGER NOT NULL,             -- order the proxy read requests, per run
-  conn_id    INTEGER NOT NULL,             -- client connection number, per run
-  t_ns       INTEGER NOT NULL,             -- unix time the request was read, ns
-  cmd        TEXT NOT NULL,                -- set add ... ms md delete touch incr decr ma
-  key        TEXT,                         -- full key, or prefix, or NULL (per key_mode)
-  key_hash   INTEGER NOT NULL,             -- 64-bit FNV-1a of the key as sent (signed)
-  key_len    INTEGER NOT NULL,             -- as memcached stores it (base64 decoded)
-  value_len  INTEGER,                      -- data block without \r\n
-  flags      INTEGER,
-  exptime    INTEGER,
-  answer     TEXT NOT NULL,                -- STORED NOT_STORED ... | noreply | quiet
-                                           -- | upstream_error | no_answer
-  latency_ns INTEGER,                      -- last request byte forwarded -> first answer byte
-  class_id   INTEGER,                      -- slab class the model predicts for the item
-                                           -- this write alone makes (v2; for append and
-                                           -- prepend: the appended piece's)
-  ms_mode    TEXT,                         -- ms M<mode> flag: E A P R S; NULL otherwise (v3)
-  PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
+-- Writes (set add replace append prepend cas, ms) and deletes, touches,
+-- incr/decr/ma: one row each in `writes`, read back through the view `sets`
+-- (below), which presents every column of the v3 `sets` table. The format
+-- (schema v4) spends about 30 bytes per row on disk where v3 spent 64:
+--
+--   rowid       write_runs.base + seq: the run (whose rowid range holds it)
+--               and the sequence number, for free. The writer inserts each
+--               batch in seq order, and a rowid table filled in ascending
+--               order packs its pages full.
+--   key_hash    64-bit FNV-1a of the key as sent (signed).
+--   key_ref     INTEGER: key_prefixes.prefix_id (--keys prefix); TEXT: the
+--               key as recorded (--keys full, or a full prefix dictionary);
+--               NULL: no key text (--keys hash).
+--   op          key_len | class_id << 8 | cmd_id << 14 | answer_id << 20.
+--               class_id 0: NULL; cmd_id 0 / answer_id 0: the command / the
+--               answer is in `extra` (an answer with a digit in it, such as
+--               an incr result or a meta opaque, or beyond the dictionary).
+--   sizes       value_len and latency, each + 1 (0: NULL), packed by width:
+--               w | unit << 5 | (value_len + 1) << 6 | (latency + 1) << (6 + w)
+--               with w the bit length of value_len + 1. Latency is kept in
+--               microseconds (unit 0; rounded) or, for rows upgraded from v3
+--               whose nanoseconds are not whole microseconds, in ns (unit 1).
+--   extra       NULL: flags 0 and exptime 0 (where the command has them,
+--               cmds.has_flags / has_exptime); INTEGER: flags << 32 | exptime
+--               (low 32 bits, signed); TEXT: a JSON object of what the packed
+--               columns could not hold (answer; cmd and ms_mode; key_len,
+--               value_len, latency_ns, class_id; flags and exptime unless both
+--               are 0 where the command has them), which overrides them.
+--
+-- conn_id and t_ns are the same for every request of one read from one
+-- client: `arrivals` holds them once per run of consecutive writes that share
+-- them. A write's conn_id and t_ns are those of the arrival with the highest
+-- rowid at or below its own, within its run's range.
+
+-- Dictionaries. Filled here with the common values; the writer adds others.
+CREATE TABLE IF NOT EXISTS cmds (
+  cmd_id      INTEGER PRIMARY KEY,          -- 1..63 (op keeps 6 bits)
+  cmd         TEXT NOT NULL,
+  ms_mode     TEXT NOT NULL DEFAULT '',     -- ms M<mode> flag; '' for none
+  has_flags   INTEGER NOT NULL DEFAULT 0,   -- the command carries flags
+  has_exptime INTEGER NOT NULL DEFAULT 0,   -- ... and an exptime
+  UNIQUE (cmd, ms_mode)
+);
+INSERT OR IGNORE INTO cmds (cmd_id, cmd, ms_mode, has_flags, has_exptime) VALUES
+  (1, 'set', '', 1, 1), (2, 'add', '', 1, 1), (3, 'replace', '', 1, 1),
+  (4, 'append', '', 1, 1), (5, 'prepend', '', 1, 1), (6, 'cas', '', 1, 1),
+  (7, 'ms', '', 1, 1), (8, 'ms', 'E', 1, 1), (9, 'ms', 'A', 1, 1), (10, 'ms', 'P', 1, 1),
+  (11, 'ms', 'R', 1, 1), (12, 'ms', 'S', 1, 1), (13, 'delete', '', 0, 0), (14, 'md', '', 0, 0),
+  (15, 'touch', '', 0, 1), (16, 'incr', '', 0, 0), (17, 'decr', '', 0, 0), (18, 'ma', '', 0, 0);
+
+CREATE TABLE IF NOT EXISTS answers (
+  answer_id INTEGER PRIMARY KEY,            -- 1..7 keep op in 3 bytes
+  answer    TEXT NOT NULL UNIQUE
+);
+INSERT OR IGNORE INTO answers (answer_id, answer) VALUES
+  (1, 'STORED'), (2, 'noreply'), (3, 'quiet'), (4, 'HD'), (5, 'NOT_STORED'), (6, 'EXISTS'),
+  (7, 'NOT_FOUND'), (8, 'DELETED'), (9, 'TOUCHED'), (10, 'NS'), (11, 'EX'), (12, 'NF'),
+  (13, 'upstream_error'), (14, 'no_answer'), (15, 'ERROR'),
+  (16, 'SERVER_ERROR object too large for cache'),
+  (17, 'SERVER_ERROR out of memory storing object'), (18, 'CLIENT_ERROR bad data chunk'),
+  (19, 'CLIENT_ERROR bad command line format');
+
+CREATE TABLE IF NOT EXISTS key_prefixes (
+  prefix_id INTEGER PRIMARY KEY,
+  prefix    TEXT NOT NULL UNIQUE
+);
+
+-- Where each run's writes are: rowids [lo, hi) of `writes`, seq = rowid - base.
+CREATE TABLE IF NOT EXISTS write_runs (
+  run_id INTEGER PRIMARY KEY,               -- runs.run_id (no FK: v3 rows of
+                                            -- another tool may have no run)
+  base   INTEGER NOT NULL,
+  lo     INTEGER NOT NULL,
+  hi     INTEGER NOT NULL,                  -- 2^62 while the run is the last
+  t0     INTEGER NOT NULL                   -- unix ns; arrivals.dt counts from it
+);
+
+CREATE TABLE IF NOT EXISTS writes (
+  key_hash INTEGER NOT NULL,
+  key_ref,                                  -- no type: INTEGER or TEXT as stored
+  op       INTEGER NOT NULL,
+  sizes    INTEGER NOT NULL,
+  extra                                     -- no type: NULL, INTEGER or TEXT
+);
+
+CREATE TABLE IF NOT EXISTS arrivals (
+  dt      INTEGER NOT NULL,                 -- t_ns - write_runs.t0
+  conn_id INTEGER NOT NULL
+);
 
 -- Reads are counted, not recorded row by row: one row per run, second, command.
 CREATE TABLE IF NOT EXISTS get_counts (
@@ -111,6 +177,51 @@ CREATE TABLE IF NOT EXISTS run_meta (
 ) WITHOUT ROWID;
 
 -- ---------------------------------------------------------------- views
+
+-- One row per recorded write, with the columns of the v3 table `sets`
+-- (run_id, seq) is unique; ORDER BY seq sorts (the rowid order is seq order,
+-- but SQLite does not know it).
+DROP VIEW IF EXISTS sets;
+CREATE VIEW sets AS
+SELECT r.run_id AS run_id,
+       w.rowid - r.base AS seq,
+       (SELECT a.conn_id FROM arrivals a WHERE a.rowid BETWEEN r.lo AND w.rowid
+        ORDER BY a.rowid DESC LIMIT 1) AS conn_id,
+       r.t0 + (SELECT a.dt FROM arrivals a WHERE a.rowid BETWEEN r.lo AND w.rowid
+               ORDER BY a.rowid DESC LIMIT 1) AS t_ns,
+       CASE WHEN (w.op >> 14) & 63 THEN (SELECT c.cmd FROM cmds c WHERE c.cmd_id = (w.op >> 14) & 63)
+            ELSE json_extract(w.extra, '$.cmd') END AS cmd,
+       CASE typeof(w.key_ref)
+            WHEN 'integer' THEN (SELECT p.prefix FROM key_prefixes p WHERE p.prefix_id = w.key_ref)
+            ELSE w.key_ref END AS key,
+       w.key_hash AS key_hash,
+       CASE WHEN typeof(w.extra) = 'text' AND json_type(w.extra, '$.key_len') IS NOT NULL
+            THEN json_extract(w.extra, '$.key_len') ELSE w.op & 255 END AS key_len,
+       CASE WHEN typeof(w.extra) = 'text' AND json_type(w.extra, '$.value_len') IS NOT NULL
+            THEN json_extract(w.extra, '$.value_len')
+            ELSE nullif((w.sizes >> 6) & ((1 << (w.sizes & 31)) - 1), 0) - 1 END AS value_len,
+       CASE WHEN typeof(w.extra) = 'text' AND json_type(w.extra, '$.flags') IS NOT NULL
+            THEN json_extract(w.extra, '$.flags')
+            WHEN (SELECT c.has_flags FROM cmds c WHERE c.cmd_id = (w.op >> 14) & 63)
+            THEN CASE typeof(w.extra) WHEN 'integer' THEN (w.extra >> 32) & 4294967295 ELSE 0 END
+            END AS flags,
+       CASE WHEN typeof(w.extra) = 'text' AND json_type(w.extra, '$.exptime') IS NOT NULL
+            THEN json_extract(w.extra, '$.exptime')
+            WHEN (SELECT c.has_exptime FROM cmds c WHERE c.cmd_id = (w.op >> 14) & 63)
+            THEN CASE typeof(w.extra) WHEN 'integer' THEN (w.extra << 32) >> 32 ELSE 0 END
+            END AS exptime,
+       CASE WHEN w.op >> 20 THEN (SELECT n.answer FROM answers n WHERE n.answer_id = w.op >> 20)
+            ELSE json_extract(w.extra, '$.answer') END AS answer,
+       CASE WHEN typeof(w.extra) = 'text' AND json_type(w.extra, '$.latency_ns') IS NOT NULL
+            THEN json_extract(w.extra, '$.latency_ns')
+            ELSE (nullif(w.sizes >> (6 + (w.sizes & 31)), 0) - 1)
+                 * CASE WHEN w.sizes & 32 THEN 1 ELSE 1000 END END AS latency_ns,
+       CASE WHEN typeof(w.extra) = 'text' AND json_type(w.extra, '$.class_id') IS NOT NULL
+            THEN json_extract(w.extra, '$.class_id') ELSE nullif((w.op >> 8) & 63, 0) END AS class_id,
+       CASE WHEN (w.op >> 14) & 63
+            THEN (SELECT nullif(c.ms_mode, '') FROM cmds c WHERE c.cmd_id = (w.op >> 14) & 63)
+            ELSE json_extract(w.extra, '$.ms_mode') END AS ms_mode
+FROM write_runs r CROSS JOIN writes w ON w.rowid >= r.lo AND w.rowid < r.hi;
 
 DROP VIEW IF EXISTS class_stats;
 CREATE VIEW class_stats AS
@@ -278,4 +389,4 @@ SELECT b.run_id, b.phase_id, b.name AS phase,
        (l.t_ns - f.t_ns) / 1e9 AS seconds
 FROM bounds b JOIN samples f ON f.sample_id = b.first_id JOIN samples l ON l.sample_id = b.last_id;
 
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;

@@ -1,20 +1,272 @@
 /* store: the SQLite database. schema/schema.sql, embedded at build time, is
  * the only definition of tables and views; this file applies it, upgrades
- * older files and writes batches with prepared statements.
+ * older files and writes batches with prepared statements. Recorded writes
+ * go into `writes` in the compact format schema.sql describes, through one
+ * encoder (put_write) that both the writer thread and the v3 -> v4 upgrade
+ * use, so what the view `sets` reads back is what was recorded.
  * Must never be used by two threads at once (the writer thread owns it),
  * nor print: every failure comes back as -1 with its reason in err. */
 #include "record/store.h"
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/keyfmt.h"
 #include "protocol/mc_parse.h"
 #include "record/row.h"
 
 extern const char slabtap_schema_sql[];
+
+/* write_runs.hi of the last run: its range ends where the next one begins */
+#define WRITE_RUN_OPEN (INT64_C(1) << 62)
+/* what the packed column `op` has room for (schema.sql) */
+#define OP_KEY_LEN_MAX 255
+#define OP_CLASS_MAX 63
+#define OP_CMD_MAX 63
+#define OP_ANSWER_MAX (INT64_C(1) << 42)
+/* dictionary entries this process keeps in memory (and adds); texts beyond
+ * are stored inline, which is always correct, only bigger */
+#define ANSWERS_MAX 4096
+#define PREFIXES_MAX 65536
+
+/* compact writes go in by statements of this many rows (fewer statements
+ * to run: a third less CPU per row than one INSERT each) */
+#define STAGE_ROWS 32
+
+#define CMD_KNOWN 1u
+#define CMD_HAS_FLAGS 2u
+#define CMD_HAS_EXPTIME 4u
+
+/* --- a bounded text -> id map for the dictionaries ----------------------------- */
+
+struct sdict_ent {
+    uint64_t hash;
+    int64_t id; /* 0: empty slot */
+    uint32_t off, len;
+};
+
+struct sdict {
+    struct sdict_ent *slots;
+    size_t nslots, n, max;
+    char *arena;
+    size_t arena_len, arena_cap;
+};
+
+static int64_t sdict_find(const struct sdict *d, const char *text, size_t len, uint64_t h)
+{
+    if (!d->nslots)
+        return 0;
+    for (size_t i = h & (d->nslots - 1);; i = (i + 1) & (d->nslots - 1)) {
+        const struct sdict_ent *e = &d->slots[i];
+        if (!e->id)
+            return 0;
+        if (e->hash == h && e->len == len && !memcmp(d->arena + e->off, text, len))
+            return e->id;
+    }
+}
+
+static void sdict_place(struct sdict_ent *slots, size_t nslots, const struct sdict_ent *e)
+{
+    size_t i = e->hash & (nslots - 1);
+    while (slots[i].id)
+        i = (i + 1) & (nslots - 1);
+    slots[i] = *e;
+}
+
+/* 0, or -1 when full or out of memory (the caller stores the text inline) */
+static int sdict_add(struct sdict *d, const char *text, size_t len, uint64_t h, int64_t id)
+{
+    if (d->n >= d->max || len > UINT32_MAX / 2)
+        return -1;
+    if ((d->n + 1) * 2 > d->nslots) {
+        size_t ns = d->nslots ? d->nslots * 2 : 256;
+        struct sdict_ent *slots = calloc(ns, sizeof *slots);
+        if (!slots)
+            return -1;
+        for (size_t i = 0; i < d->nslots; i++)
+            if (d->slots[i].id)
+                sdict_place(slots, ns, &d->slots[i]);
+        free(d->slots);
+        d->slots = slots;
+        d->nslots = ns;
+    }
+    if (d->arena_len + len > d->arena_cap) {
+        size_t nc = d->arena_cap ? d->arena_cap : 4096;
+        while (nc < d->arena_len + len)
+            nc *= 2;
+        char *a = realloc(d->arena, nc);
+        if (!a || nc > UINT32_MAX)
+            return a ? (d->arena = a, -1) : -1;
+        d->arena = a;
+        d->arena_cap = nc;
+    }
+    memcpy(d->arena + d->arena_len, text, len);
+    struct sdict_ent e = {
+        .hash = h, .id = id, .off = (uint32_t)d->arena_len, .len = (uint32_t)len
+    };
+    d->arena_len += len;
+    sdict_place(d->slots, d->nslots, &e);
+    d->n++;
+    return 0;
+}
+
+static void sdict_clear(struct sdict *d)
+{
+    if (d->slots)
+        memset(d->slots, 0, d->nslots * sizeof *d->slots);
+    d->n = 0;
+    d->arena_len = 0;
+}
+
+static void sdict_free(struct sdict *d)
+{
+    free(d->slots);
+    free(d->arena);
+    memset(d, 0, sizeof *d);
+}
+
+/* --- a growable buffer for the JSON of `extra` -------------------------------- */
+
+struct sbuf {
+    char *p;
+    size_t len, cap;
+    bool failed;
+};
+
+static void sb_put(struct sbuf *b, const char *d, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 256;
+        while (nc < b->len + n + 1)
+            nc *= 2;
+        char *p = realloc(b->p, nc);
+        if (!p) {
+            b->failed = true;
+            return;
+        }
+        b->p = p;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, d, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+/* ,"key": -- the first key opens the object */
+static void sb_key(struct sbuf *b, const char *key)
+{
+    sb_put(b, b->len ? ",\"" : "{\"", 2);
+    sb_put(b, key, strlen(key));
+    sb_put(b, "\":", 2);
+}
+
+static void sb_int(struct sbuf *b, const char *key, bool has, int64_t v)
+{
+    char num[32];
+    sb_key(b, key);
+    if (has)
+        sb_put(b, num, (size_t)snprintf(num, sizeof num, "%lld", (long long)v));
+    else
+        sb_put(b, "null", 4);
+}
+
+/* A JSON string whose bytes json_extract gives back exactly: only '"', '\'
+ * and control bytes are escaped; bytes >= 0x80 pass as they are. */
+static void sb_text(struct sbuf *b, const char *key, const char *s, size_t n)
+{
+    sb_key(b, key);
+    if (!s) {
+        sb_put(b, "null", 4);
+        return;
+    }
+    sb_put(b, "\"", 1);
+    size_t from = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        char esc[8];
+        sb_put(b, s + from, i - from);
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            sb_put(b, esc, 2);
+        } else {
+            sb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", c));
+        }
+        from = i + 1;
+    }
+    sb_put(b, s + from, n - from);
+    sb_put(b, "\"", 1);
+}
+
+/* A compact write, bound to the next multi-row INSERT. key: the text when
+ * key_ref is 0 (NULL: none); it stays valid until the stage is written. */
+struct staged {
+    int64_t rid, key_hash, key_ref, op, sizes, fe;
+    const char *key;
+    size_t key_len;
+};
+
+/* A write of the batch, until store_commit writes it. */
+struct pending_ref {
+    int64_t run, seq;
+    const struct rec_row *row;
+};
+
+/* --- the encoder's state -------------------------------------------------------- */
+
+struct store_writes {
+    sqlite3_stmt *ins_write, *ins_write_n, *ins_arrival, *arr_last, *arr_cover, *arr_next,
+        *row_after, *max_rowid, *run_get, *cmd_find, *cmd_add, *answer_find, *answer_add,
+        *prefix_find, *prefix_add;
+    /* command -> cmds.cmd_id: 0 not looked up yet, -1 none (goes to extra) */
+    int8_t cmd_plain[MC_CMD_COUNT];
+    int8_t cmd_ms[256]; /* ms by its mode byte */
+    uint8_t cmd_props[OP_CMD_MAX + 1];
+    struct sdict answers, prefixes;
+    /* the run rows are being written for */
+    int64_t run_id; /* -1: none loaded */
+    int64_t base, lo, hi, t0;
+    bool prefix_keys;
+    /* the key mode store_run_begin (or the upgrade) gave for mode_run */
+    int64_t mode_run;
+    bool mode_prefix;
+    /* the run's last arrival (the one with the highest rowid) */
+    bool arr_known;
+    int64_t arr_rid, arr_dt, arr_conn; /* arr_rid -1: the run has none */
+    int64_t max_rid;                   /* the run's highest write rowid; -1: not loaded */
+    struct sbuf json;
+    /* the batch's writes, written at store_commit in (run, seq) order so
+     * that pages fill up in rowid order */
+    struct pending_ref *pending;
+    size_t npending, pending_cap;
+    struct staged stage[STAGE_ROWS];
+    size_t nstage;
+    bool stage_ok; /* keys outlive the stage (not so for the upgrade's) */
+};
+
+/* After a rollback nothing cached can be trusted: dictionary entries and
+ * arrivals of the batch are gone. Everything is looked up again. */
+static void writes_forget(struct store_writes *w)
+{
+    w->npending = 0;
+    w->nstage = 0;
+    w->run_id = -1;
+    w->arr_known = false;
+    w->max_rid = -1;
+    memset(w->cmd_plain, 0, sizeof w->cmd_plain);
+    memset(w->cmd_ms, 0, sizeof w->cmd_ms);
+    memset(w->cmd_props, 0, sizeof w->cmd_props);
+    sdict_clear(&w->answers);
+    sdict_clear(&w->prefixes);
+}
 
 static int exec(struct store *s, const char *sql, char *err, size_t errlen)
 {
@@ -25,6 +277,13 @@ static int exec(struct store *s, const char *sql, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+/* SQLite's reason for the last failure on s, with the file it concerns. */
+static int store_fail(struct store *s, const char *what, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+    return -1;
 }
 
 static int user_version(struct store *s)
@@ -39,6 +298,538 @@ static int user_version(struct store *s)
     return v;
 }
 
+/* One value of a statement that returns at most one row: 1 with *v set, 0
+ * for no row (or NULL), -1 on error. Resets st. */
+static int step_int(sqlite3_stmt *st, int64_t *v)
+{
+    int rc = sqlite3_step(st);
+    int got = rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
+    if (got)
+        *v = sqlite3_column_int64(st, 0);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        got = -1;
+    sqlite3_reset(st);
+    return got;
+}
+
+/* --- dictionaries ------------------------------------------------------------------ */
+
+/* cmds.cmd_id of (cmd, ms_mode) ("" for none), added when missing with the
+ * presence of flags and exptime of the write that brought it: 1..63, 0 when
+ * it has (or can get) no id op can hold, -1 on error. */
+static int cmd_lookup(struct store *s, const char *cmd, size_t len, const char *mode, size_t mlen,
+                      bool has_flags, bool has_exptime)
+{
+    struct store_writes *w = s->w;
+    sqlite3_stmt *st = w->cmd_find;
+    int64_t id = 0, hf = 0, he = 0;
+    sqlite3_bind_text(st, 1, cmd, (int)len, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, mode, (int)mlen, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        id = sqlite3_column_int64(st, 0);
+        hf = sqlite3_column_int64(st, 1);
+        he = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return -1;
+    if (rc == SQLITE_DONE) {
+        st = w->cmd_add;
+        sqlite3_bind_text(st, 1, cmd, (int)len, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, mode, (int)mlen, SQLITE_STATIC);
+        sqlite3_bind_int(st, 3, has_flags);
+        sqlite3_bind_int(st, 4, has_exptime);
+        rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+            return -1;
+        if (!sqlite3_changes(s->db))
+            return 0; /* 63 commands already */
+        id = sqlite3_last_insert_rowid(s->db);
+        hf = has_flags;
+        he = has_exptime;
+    }
+    if (id < 1 || id > OP_CMD_MAX)
+        return 0;
+    w->cmd_props[id] = CMD_KNOWN | (hf ? CMD_HAS_FLAGS : 0) | (he ? CMD_HAS_EXPTIME : 0);
+    return (int)id;
+}
+
+/* The id of a command of the parser's table (mode: ms M<mode>, 0 none). */
+static int cmd_id_of(struct store *s, enum mc_cmd cmd, char mode, bool has_flags, bool has_exptime)
+{
+    struct store_writes *w = s->w;
+    int8_t *slot = NULL;
+    if ((unsigned)cmd < MC_CMD_COUNT && !mode)
+        slot = &w->cmd_plain[cmd];
+    else if (cmd == MC_CMD_MS)
+        slot = &w->cmd_ms[(unsigned char)mode];
+    if (slot && *slot)
+        return *slot > 0 ? *slot : 0;
+    const char *name = mc_cmd_name(cmd);
+    int id = cmd_lookup(s, name, strlen(name), &mode, mode ? 1 : 0, has_flags, has_exptime);
+    if (id >= 0 && slot)
+        *slot = (int8_t)(id ? id : -1);
+    return id;
+}
+
+/* The id of a dictionary text (answers, key_prefixes), looked up or added:
+ * > 0, 0 when it stays inline, -1 on error. */
+static int64_t dict_id(struct store *s, struct sdict *d, sqlite3_stmt *find, sqlite3_stmt *add,
+                       const char *text, size_t len)
+{
+    uint64_t h = keyfmt_hash(text, len);
+    int64_t id = sdict_find(d, text, len, h);
+    if (id || d->n >= d->max || len > 1024 * 1024)
+        return id;
+    sqlite3_bind_text(find, 1, text, (int)len, SQLITE_STATIC);
+    int got = step_int(find, &id);
+    if (got < 0)
+        return -1;
+    if (!got) {
+        sqlite3_bind_text(add, 1, text, (int)len, SQLITE_STATIC);
+        int rc = sqlite3_step(add);
+        sqlite3_reset(add);
+        if (rc != SQLITE_DONE)
+            return -1;
+        id = sqlite3_last_insert_rowid(s->db);
+    }
+    sdict_add(d, text, len, h, id); /* full: looked up again next time */
+    return id;
+}
+
+/* Answers with a digit (incr results, meta flags such as opaques) would
+ * fill the dictionary with one-off texts: they stay inline. */
+static int64_t answer_id(struct store *s, const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (text[i] >= '0' && text[i] <= '9')
+            return 0;
+    return dict_id(s, &s->w->answers, s->w->answer_find, s->w->answer_add, text, len);
+}
+
+/* --- compact writes, STAGE_ROWS at a time -------------------------------------------- */
+
+static void bind_staged(sqlite3_stmt *st, int at, const struct staged *x)
+{
+    sqlite3_bind_int64(st, at + 1, x->rid);
+    sqlite3_bind_int64(st, at + 2, x->key_hash);
+    if (x->key_ref > 0)
+        sqlite3_bind_int64(st, at + 3, x->key_ref);
+    else if (x->key)
+        sqlite3_bind_text(st, at + 3, x->key, (int)x->key_len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, at + 3);
+    sqlite3_bind_int64(st, at + 4, x->op);
+    sqlite3_bind_int64(st, at + 5, x->sizes);
+    if (x->fe)
+        sqlite3_bind_int64(st, at + 6, x->fe);
+    else
+        sqlite3_bind_null(st, at + 6);
+}
+
+static int step_reset(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Writes the staged rows: 0, or -1 with SQLite's error on the connection. */
+static int stage_flush(struct store *s)
+{
+    struct store_writes *w = s->w;
+    size_t n = w->nstage;
+    w->nstage = 0;
+    if (n == STAGE_ROWS) {
+        for (size_t i = 0; i < n; i++)
+            bind_staged(w->ins_write_n, (int)i * 6, &w->stage[i]);
+        return step_reset(w->ins_write_n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        bind_staged(w->ins_write, 0, &w->stage[i]);
+        if (step_reset(w->ins_write))
+            return -1;
+    }
+    return 0;
+}
+
+/* --- runs and arrivals ------------------------------------------------------------ */
+
+/* Reserves the rowids of a run's writes: from the first rowid after every
+ * write in the file; the run before (the open one) ends there. first_seq:
+ * the lowest seq the run will have (1 for the proxy). */
+static int write_run_begin(struct store *s, int64_t run_id, int64_t t0, int64_t first_seq,
+                           char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t max = 0;
+    int rc = -1;
+    if (sqlite3_prepare_v2(s->db, "SELECT max(rowid) FROM writes", -1, &st, NULL) != SQLITE_OK ||
+        step_int(st, &max) < 0)
+        goto fail;
+    sqlite3_finalize(st);
+    st = NULL;
+    int64_t lo = max + 1;
+    if (first_seq > INT64_MAX / 4 || first_seq < -(INT64_MAX / 4) || lo >= WRITE_RUN_OPEN / 2) {
+        snprintf(err, errlen, "%s: run %lld: no room for its rows (seq from %lld)", s->path,
+                 (long long)run_id, (long long)first_seq);
+        return -1;
+    }
+    if (sqlite3_prepare_v2(s->db, "UPDATE write_runs SET hi = ?1 WHERE hi > ?1", -1, &st, NULL) !=
+        SQLITE_OK)
+        goto fail;
+    sqlite3_bind_int64(st, 1, lo);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        goto fail;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT OR REPLACE INTO write_runs (run_id, base, lo, hi, t0)"
+                           " VALUES (?1, ?2, ?3, ?4, ?5)",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, lo - first_seq);
+    sqlite3_bind_int64(st, 3, lo);
+    sqlite3_bind_int64(st, 4, WRITE_RUN_OPEN);
+    sqlite3_bind_int64(st, 5, t0);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        goto fail;
+    s->w->run_id = -1;
+    rc = 0;
+    goto out;
+fail:
+    store_fail(s, "reserving the run's rows", err, errlen);
+out:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int run_ctx(struct store *s, int64_t run_id, char *err, size_t errlen)
+{
+    struct store_writes *w = s->w;
+    if (w->run_id == run_id)
+        return 0;
+    if (stage_flush(s))
+        return store_fail(s, "inserting writes", err, errlen);
+    sqlite3_stmt *st = w->run_get;
+    sqlite3_bind_int64(st, 1, run_id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        w->base = sqlite3_column_int64(st, 0);
+        w->lo = sqlite3_column_int64(st, 1);
+        w->hi = sqlite3_column_int64(st, 2);
+        w->t0 = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE) {
+        snprintf(err, errlen, "%s: run %lld has no row in write_runs", s->path, (long long)run_id);
+        return -1;
+    }
+    if (rc != SQLITE_ROW)
+        return store_fail(s, "reading the run's row range", err, errlen);
+    w->run_id = run_id;
+    w->prefix_keys = w->mode_run == run_id && w->mode_prefix;
+    w->arr_known = false;
+    w->max_rid = -1;
+    return 0;
+}
+
+static int arrival_insert(struct store *s, int64_t rid, int64_t dt, int64_t conn)
+{
+    sqlite3_stmt *st = s->w->ins_arrival;
+    sqlite3_bind_int64(st, 1, rid);
+    sqlite3_bind_int64(st, 2, dt);
+    sqlite3_bind_int64(st, 3, conn);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* The arrival (dt, conn) of the write at rowid rid. The invariant: the
+ * arrival with the highest rowid <= a write's rowid (within its run) holds
+ * that write's conn_id and time. Writes mostly come in rowid order, so
+ * the common case compares with the run's last arrival and writes nothing
+ * (or one row); a write older than others already written takes a look at
+ * the table, and restores the arrival of the writes after it if it has to
+ * start a new one in their midst. */
+static int arrival(struct store *s, int64_t rid, int64_t dt, int64_t conn)
+{
+    struct store_writes *w = s->w;
+    sqlite3_stmt *st;
+    if (w->max_rid < 0) {
+        if (stage_flush(s))
+            return -1;
+        sqlite3_bind_int64(w->max_rowid, 1, w->lo);
+        sqlite3_bind_int64(w->max_rowid, 2, w->hi);
+        int got = step_int(w->max_rowid, &w->max_rid);
+        if (got < 0)
+            return -1;
+        if (!got)
+            w->max_rid = w->lo - 1;
+    }
+    if (!w->arr_known) {
+        st = w->arr_last;
+        sqlite3_bind_int64(st, 1, w->lo);
+        sqlite3_bind_int64(st, 2, w->hi);
+        int rc = sqlite3_step(st);
+        w->arr_rid = -1;
+        if (rc == SQLITE_ROW) {
+            w->arr_rid = sqlite3_column_int64(st, 0);
+            w->arr_dt = sqlite3_column_int64(st, 1);
+            w->arr_conn = sqlite3_column_int64(st, 2);
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+            return -1;
+        w->arr_known = true;
+    }
+    if (w->arr_rid >= 0 && rid >= w->arr_rid && dt == w->arr_dt && conn == w->arr_conn)
+        return 0;
+    if (rid > w->max_rid && rid >= w->arr_rid) { /* nothing after it: a new last arrival */
+        if (arrival_insert(s, rid, dt, conn))
+            return -1;
+        w->arr_rid = rid;
+        w->arr_dt = dt;
+        w->arr_conn = conn;
+        return 0;
+    }
+    /* in the midst of what is written: the arrival covering rid */
+    if (stage_flush(s))
+        return -1;
+    st = w->arr_cover;
+    sqlite3_bind_int64(st, 1, w->lo);
+    sqlite3_bind_int64(st, 2, rid);
+    int rc = sqlite3_step(st);
+    bool cover = rc == SQLITE_ROW;
+    int64_t cdt = 0, cconn = 0;
+    if (cover) {
+        cdt = sqlite3_column_int64(st, 1);
+        cconn = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return -1;
+    if (cover && cdt == dt && cconn == conn)
+        return 0;
+    if (cover) {
+        /* the writes between rid and the next arrival keep the covering one */
+        int64_t next = w->hi, after = 0;
+        sqlite3_bind_int64(w->arr_next, 1, rid);
+        sqlite3_bind_int64(w->arr_next, 2, w->hi);
+        if (step_int(w->arr_next, &next) < 0)
+            return -1;
+        sqlite3_bind_int64(w->row_after, 1, rid);
+        sqlite3_bind_int64(w->row_after, 2, next);
+        int got = step_int(w->row_after, &after);
+        if (got < 0 || (got && arrival_insert(s, after, cdt, cconn)))
+            return -1;
+    }
+    if (arrival_insert(s, rid, dt, conn))
+        return -1;
+    w->arr_known = false;
+    return 0;
+}
+
+/* --- the encoder -------------------------------------------------------------------- */
+
+struct opt {
+    bool has;
+    int64_t v;
+};
+
+/* One write as the view shows it, with its dictionary ids resolved. */
+struct wr {
+    int64_t seq, t_ns, conn_id, key_hash;
+    int cmd_id; /* 1..63, or 0: cmd and ms_mode go to extra */
+    const char *cmd, *ms_mode;
+    size_t cmd_len, ms_len;
+    int64_t answer_id; /* >= 1, or 0: the answer goes to extra */
+    const char *answer;
+    size_t answer_len;
+    int64_t key_ref; /* > 0: key_prefixes.prefix_id; else key (NULL: none) */
+    const char *key;
+    size_t key_text_len;
+    struct opt key_len, value_len, flags, exptime, latency_ns, class_id;
+    bool latency_exact; /* keep nanoseconds that are not whole microseconds */
+};
+
+static int bitlen(uint64_t v)
+{
+    return v ? 64 - __builtin_clzll(v) : 0;
+}
+
+static int put_write(struct store *s, int64_t run_id, const struct wr *r, char *err, size_t errlen)
+{
+    struct store_writes *w = s->w;
+    if (run_ctx(s, run_id, err, errlen))
+        return -1;
+    if (r->seq > INT64_MAX / 4 || r->seq < -(INT64_MAX / 4) || w->base + r->seq < w->lo ||
+        w->base + r->seq >= w->hi) {
+        snprintf(err, errlen, "%s: run %lld: seq %lld is outside the run's row range", s->path,
+                 (long long)run_id, (long long)r->seq);
+        return -1;
+    }
+    int64_t rid = w->base + r->seq;
+    bool esc_key_len = false, esc_class = false, esc_vlen = false, esc_lat = false;
+    uint64_t op = 0;
+    if (r->key_len.has && r->key_len.v >= 0 && r->key_len.v <= OP_KEY_LEN_MAX)
+        op |= (uint64_t)r->key_len.v;
+    else
+        esc_key_len = true;
+    if (r->class_id.has && r->class_id.v >= 1 && r->class_id.v <= OP_CLASS_MAX)
+        op |= (uint64_t)r->class_id.v << 8;
+    else if (r->class_id.has)
+        esc_class = true;
+    if (r->cmd_id > 0)
+        op |= (uint64_t)r->cmd_id << 14;
+    if (r->answer_id > 0 && r->answer_id < OP_ANSWER_MAX)
+        op |= (uint64_t)r->answer_id << 20;
+    bool esc_answer = !(op >> 20);
+
+    uint64_t vl = 0, lt = 0, unit = 0;
+    if (r->value_len.has && r->value_len.v >= 0 && r->value_len.v < INT32_MAX)
+        vl = (uint64_t)r->value_len.v + 1;
+    else if (r->value_len.has)
+        esc_vlen = true;
+    int vw = bitlen(vl);
+    if (r->latency_ns.has && r->latency_ns.v >= 0 && r->latency_ns.v < INT64_MAX - 500) {
+        int64_t ns = r->latency_ns.v;
+        if (r->latency_exact && ns % 1000) {
+            unit = 1;
+            lt = (uint64_t)ns + 1;
+        } else {
+            lt = (uint64_t)(r->latency_exact ? ns / 1000 : (ns + 500) / 1000) + 1;
+        }
+        if (bitlen(lt) + 6 + vw > 63)
+            esc_lat = true;
+    } else if (r->latency_ns.has) {
+        esc_lat = true;
+    }
+    if (esc_lat)
+        lt = unit = 0;
+    uint64_t sizes = lt << (6 + vw) | vl << 6 | unit << 5 | (uint64_t)vw;
+
+    /* flags and exptime: in 0 bytes when both are 0, where the command has them */
+    unsigned props = r->cmd_id > 0 ? w->cmd_props[r->cmd_id] : 0;
+    bool fe_ok = r->cmd_id > 0 && r->flags.has == !!(props & CMD_HAS_FLAGS) &&
+                 r->exptime.has == !!(props & CMD_HAS_EXPTIME) &&
+                 (!r->flags.has || (r->flags.v >= 0 && r->flags.v <= UINT32_MAX)) &&
+                 (!r->exptime.has || (r->exptime.v >= INT32_MIN && r->exptime.v <= INT32_MAX));
+    uint64_t fe = 0;
+    if (fe_ok)
+        fe = (r->flags.has ? (uint64_t)r->flags.v << 32 : 0) |
+             (r->exptime.has ? (uint32_t)r->exptime.v : 0);
+
+    struct sbuf *j = &w->json;
+    j->len = 0;
+    j->failed = false;
+    bool json = !fe_ok || esc_key_len || esc_class || esc_vlen || esc_lat || esc_answer;
+    if (json) {
+        if (!fe_ok || fe) {
+            sb_int(j, "flags", r->flags.has, r->flags.v);
+            sb_int(j, "exptime", r->exptime.has, r->exptime.v);
+        }
+        if (!r->cmd_id) {
+            sb_text(j, "cmd", r->cmd, r->cmd_len);
+            sb_text(j, "ms_mode", r->ms_mode, r->ms_len);
+        }
+        if (esc_answer)
+            sb_text(j, "answer", r->answer, r->answer_len);
+        if (esc_key_len)
+            sb_int(j, "key_len", r->key_len.has, r->key_len.v);
+        if (esc_vlen)
+            sb_int(j, "value_len", true, r->value_len.v);
+        if (esc_lat)
+            sb_int(j, "latency_ns", true, r->latency_ns.v);
+        if (esc_class)
+            sb_int(j, "class_id", true, r->class_id.v);
+        sb_put(j, "}", 1);
+        if (j->failed) {
+            snprintf(err, errlen, "%s: out of memory encoding a write", s->path);
+            return -1;
+        }
+    }
+
+    if (arrival(s, rid, r->t_ns - w->t0, r->conn_id))
+        return store_fail(s, "inserting an arrival", err, errlen);
+    struct staged x = { .rid = rid,
+                        .key_hash = r->key_hash,
+                        .key_ref = r->key_ref,
+                        .op = (int64_t)op,
+                        .sizes = (int64_t)sizes,
+                        .fe = json ? 0 : (int64_t)fe,
+                        .key = r->key,
+                        .key_len = r->key_text_len };
+    if (rid > w->max_rid)
+        w->max_rid = rid;
+    if (!json && w->stage_ok) {
+        w->stage[w->nstage++] = x;
+        if (w->nstage == STAGE_ROWS && stage_flush(s))
+            return store_fail(s, "inserting writes", err, errlen);
+        return 0;
+    }
+    /* rare: extra is JSON (or the key text is about to change) */
+    if (stage_flush(s))
+        return store_fail(s, "inserting writes", err, errlen);
+    bind_staged(w->ins_write, 0, &x);
+    if (json)
+        sqlite3_bind_text(w->ins_write, 6, j->p, (int)j->len, SQLITE_STATIC);
+    if (step_reset(w->ins_write))
+        return store_fail(s, "inserting a write", err, errlen);
+    return 0;
+}
+
+/* The key text as recorded, by reference when the run keeps prefixes. */
+static int key_of(struct store *s, struct wr *r, const char *text, size_t len)
+{
+    r->key = text;
+    r->key_text_len = len;
+    r->key_ref = 0;
+    if (text && s->w->prefix_keys) {
+        r->key_ref = dict_id(s, &s->w->prefixes, s->w->prefix_find, s->w->prefix_add, text, len);
+        if (r->key_ref < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int put_rec_write(struct store *s, int64_t run_id, const struct rec_row *row, char *err,
+                         size_t errlen)
+{
+    struct wr r = { 0 };
+    char mode = row->ms_mode;
+    if (run_ctx(s, run_id, err, errlen))
+        return -1;
+    r.seq = row->seq > INT64_MAX ? INT64_MAX : (int64_t)row->seq;
+    r.t_ns = row->t_ns;
+    r.conn_id = row->conn_id;
+    r.key_hash = (int64_t)row->key_hash;
+    r.key_len = (struct opt){ true, row->key_len };
+    r.value_len = (struct opt){ row->value_len >= 0, row->value_len };
+    r.flags = (struct opt){ row->has_flags, row->flags };
+    r.exptime = (struct opt){ row->has_exptime, row->exptime };
+    r.latency_ns = (struct opt){ row->latency_ns >= 0, row->latency_ns };
+    r.class_id = (struct opt){ row->class_id > 0, row->class_id };
+    r.cmd_id = cmd_id_of(s, (enum mc_cmd)row->cmd, mode, row->has_flags, row->has_exptime);
+    r.cmd = mc_cmd_name((enum mc_cmd)row->cmd);
+    r.cmd_len = strlen(r.cmd);
+    r.ms_mode = mode ? &mode : NULL;
+    r.ms_len = mode ? 1 : 0;
+    r.answer = row->answer;
+    r.answer_len = strnlen(row->answer, sizeof row->answer);
+    r.answer_id = answer_id(s, r.answer, r.answer_len);
+    if (r.cmd_id < 0 || r.answer_id < 0 ||
+        key_of(s, &r, row->key_text_len >= 0 ? row->key_text : NULL,
+               row->key_text_len >= 0 ? (size_t)row->key_text_len : 0))
+        return store_fail(s, "looking up a dictionary", err, errlen);
+    return put_write(s, run_id, &r, err, errlen);
+}
+
+/* --- schema and upgrades ------------------------------------------------------------- */
+
 /* Upgrade steps, one per schema version, for files written by older
  * slabtap builds. schema.sql itself only ever CREATEs IF NOT EXISTS, so a
  * step only has to change what already exists. */
@@ -48,6 +839,11 @@ static const char *const upgrade_steps[STORE_SCHEMA_VERSION] = {
     [1] = "ALTER TABLE sets ADD COLUMN class_id INTEGER;",
     /* 2 -> 3: ms keeps its mode (add, append, prepend, replace, set) */
     [2] = "ALTER TABLE sets ADD COLUMN ms_mode TEXT;",
+    /* 3 -> 4: the table steps aside for the view `sets`; its rows move to
+     * `writes` once schema.sql has run (upgrade_v3_rows). Legacy mode: the
+     * old views are not rewritten, schema.sql replaces them. */
+    [3] = "PRAGMA legacy_alter_table = ON; ALTER TABLE sets RENAME TO sets_v3;"
+          " PRAGMA legacy_alter_table = OFF;",
 };
 
 static int store_upgrade(struct store *s, int from, char *err, size_t errlen)
@@ -65,17 +861,265 @@ static int store_upgrade(struct store *s, int from, char *err, size_t errlen)
     return 0;
 }
 
+enum {
+    V3_RUN,
+    V3_SEQ,
+    V3_CONN,
+    V3_T,
+    V3_CMD,
+    V3_KEY,
+    V3_HASH,
+    V3_KEY_LEN,
+    V3_VALUE_LEN,
+    V3_FLAGS,
+    V3_EXPTIME,
+    V3_ANSWER,
+    V3_LATENCY,
+    V3_CLASS,
+    V3_MS_MODE,
+    V3_KEY_MODE,
+    V3_COLS
+};
+static const char *const v3_names[V3_COLS] = { "run_id",     "seq",      "conn_id",  "t_ns",
+                                               "cmd",        "key",      "key_hash", "key_len",
+                                               "value_len",  "flags",    "exptime",  "answer",
+                                               "latency_ns", "class_id", "ms_mode",  "key_mode" };
+
+/* The column's value when it has the type the v3 schema gave it. */
+static bool v3_col(sqlite3_stmt *st, int col, int type, bool nullable, struct opt *o)
+{
+    int t = sqlite3_column_type(st, col);
+    o->has = t != SQLITE_NULL;
+    o->v = o->has && type == SQLITE_INTEGER ? sqlite3_column_int64(st, col) : 0;
+    return t == type || (nullable && t == SQLITE_NULL);
+}
+
+/* 3 -> 4: every row of the old table, through the same encoder, run by run
+ * in seq order; then the old table goes. */
+static int upgrade_v3_rows(struct store *s, char *err, size_t errlen)
+{
+    struct store_writes *w = s->w;
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    bool have_run = false;
+    int64_t run = 0;
+    if (sqlite3_prepare_v2(
+            s->db,
+            "SELECT s.run_id, s.seq, s.conn_id, s.t_ns, s.cmd, s.key, s.key_hash, s.key_len,"
+            " s.value_len, s.flags, s.exptime, s.answer, s.latency_ns, s.class_id, s.ms_mode,"
+            " (SELECT r.key_mode FROM runs r WHERE r.run_id = s.run_id)"
+            " FROM sets_v3 s ORDER BY s.run_id, s.seq",
+            -1, &st, NULL) != SQLITE_OK) {
+        store_fail(s, "reading the v3 table sets", err, errlen);
+        goto out;
+    }
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        static const struct {
+            int type;
+            bool nullable;
+        } want[V3_COLS] = {
+            [V3_RUN] = { SQLITE_INTEGER, false },      [V3_SEQ] = { SQLITE_INTEGER, false },
+            [V3_CONN] = { SQLITE_INTEGER, false },     [V3_T] = { SQLITE_INTEGER, false },
+            [V3_CMD] = { SQLITE_TEXT, false },         [V3_KEY] = { SQLITE_TEXT, true },
+            [V3_HASH] = { SQLITE_INTEGER, false },     [V3_KEY_LEN] = { SQLITE_INTEGER, false },
+            [V3_VALUE_LEN] = { SQLITE_INTEGER, true }, [V3_FLAGS] = { SQLITE_INTEGER, true },
+            [V3_EXPTIME] = { SQLITE_INTEGER, true },   [V3_ANSWER] = { SQLITE_TEXT, false },
+            [V3_LATENCY] = { SQLITE_INTEGER, true },   [V3_CLASS] = { SQLITE_INTEGER, true },
+            [V3_MS_MODE] = { SQLITE_TEXT, true },      [V3_KEY_MODE] = { SQLITE_TEXT, true },
+        };
+        struct opt v[V3_COLS];
+        for (int c = 0; c < V3_COLS; c++) {
+            if (!v3_col(st, c, want[c].type, want[c].nullable, &v[c])) {
+                snprintf(err, errlen,
+                         "%s: cannot upgrade to schema %d: sets row (run %lld, seq %lld): %s "
+                         "is not %s",
+                         s->path, STORE_SCHEMA_VERSION, (long long)sqlite3_column_int64(st, 0),
+                         (long long)sqlite3_column_int64(st, 1), v3_names[c],
+                         want[c].type == SQLITE_TEXT ? "text" : "an integer");
+                goto out;
+            }
+        }
+        if (!have_run || v[V3_RUN].v != run) {
+            run = v[V3_RUN].v;
+            have_run = true;
+            const char *km = (const char *)sqlite3_column_text(st, V3_KEY_MODE);
+            w->mode_run = run;
+            w->mode_prefix = km && !strcmp(km, "prefix");
+            if (write_run_begin(s, run, v[V3_T].v, v[V3_SEQ].v, err, errlen) ||
+                run_ctx(s, run, err, errlen))
+                goto out;
+        }
+        struct wr r = {
+            .seq = v[V3_SEQ].v,
+            .t_ns = v[V3_T].v,
+            .conn_id = v[V3_CONN].v,
+            .key_hash = v[V3_HASH].v,
+            .key_len = v[V3_KEY_LEN],
+            .value_len = v[V3_VALUE_LEN],
+            .flags = v[V3_FLAGS],
+            .exptime = v[V3_EXPTIME],
+            .latency_ns = v[V3_LATENCY],
+            .class_id = v[V3_CLASS],
+            .latency_exact = true,
+        };
+        r.cmd = (const char *)sqlite3_column_text(st, V3_CMD);
+        r.cmd_len = (size_t)sqlite3_column_bytes(st, V3_CMD);
+        r.ms_mode = (const char *)sqlite3_column_text(st, V3_MS_MODE);
+        r.ms_len = r.ms_mode ? (size_t)sqlite3_column_bytes(st, V3_MS_MODE) : 0;
+        r.answer = (const char *)sqlite3_column_text(st, V3_ANSWER);
+        r.answer_len = (size_t)sqlite3_column_bytes(st, V3_ANSWER);
+        const char *key = (const char *)sqlite3_column_text(st, V3_KEY);
+        size_t key_len = key ? (size_t)sqlite3_column_bytes(st, V3_KEY) : 0;
+        /* an empty ms_mode would read back as no mode: it stays inline */
+        r.cmd_id = r.ms_mode && !r.ms_len
+                       ? 0
+                       : cmd_lookup(s, r.cmd, r.cmd_len, r.ms_mode ? r.ms_mode : "", r.ms_len,
+                                    r.flags.has, r.exptime.has);
+        r.answer_id = answer_id(s, r.answer, r.answer_len);
+        if (r.cmd_id < 0 || r.answer_id < 0 || key_of(s, &r, key, key_len)) {
+            store_fail(s, "looking up a dictionary", err, errlen);
+            goto out;
+        }
+        if (put_write(s, run, &r, err, errlen))
+            goto out;
+    }
+    if (step != SQLITE_DONE) {
+        store_fail(s, "reading the v3 table sets", err, errlen);
+        goto out;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (exec(s, "DROP TABLE sets_v3", err, errlen))
+        goto out;
+    rc = 0;
+out:
+    sqlite3_finalize(st);
+    w->run_id = -1;
+    w->mode_run = -1;
+    return rc;
+}
+
+/* --- open and close ----------------------------------------------------------------- */
+
+static int prepare(struct store *s, const char *sql, sqlite3_stmt **st)
+{
+    return sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) == SQLITE_OK
+               ? 0
+               : -1;
+}
+
+static int prepare_all(struct store *s)
+{
+    struct store_writes *w = s->w;
+    char sql[64 + STAGE_ROWS * 32];
+    size_t len = (size_t)snprintf(sql, sizeof sql,
+                                  "INSERT INTO writes (rowid, key_hash, key_ref, op, sizes, extra)"
+                                  " VALUES (?,?,?,?,?,?)");
+    for (int i = 1; i < STAGE_ROWS; i++)
+        len += (size_t)snprintf(sql + len, sizeof sql - len, ",(?,?,?,?,?,?)");
+    return prepare(s, sql, &w->ins_write_n) ||
+           prepare(s,
+                   "INSERT INTO writes (rowid, key_hash, key_ref, op, sizes, extra)"
+                   " VALUES (?1,?2,?3,?4,?5,?6)",
+                   &w->ins_write) ||
+           prepare(s, "INSERT OR REPLACE INTO arrivals (rowid, dt, conn_id) VALUES (?1,?2,?3)",
+                   &w->ins_arrival) ||
+           prepare(s,
+                   "SELECT rowid, dt, conn_id FROM arrivals WHERE rowid >= ?1 AND rowid < ?2"
+                   " ORDER BY rowid DESC LIMIT 1",
+                   &w->arr_last) ||
+           prepare(s,
+                   "SELECT rowid, dt, conn_id FROM arrivals WHERE rowid BETWEEN ?1 AND ?2"
+                   " ORDER BY rowid DESC LIMIT 1",
+                   &w->arr_cover) ||
+           prepare(s, "SELECT min(rowid) FROM arrivals WHERE rowid > ?1 AND rowid < ?2",
+                   &w->arr_next) ||
+           prepare(s, "SELECT min(rowid) FROM writes WHERE rowid > ?1 AND rowid < ?2",
+                   &w->row_after) ||
+           prepare(s, "SELECT max(rowid) FROM writes WHERE rowid >= ?1 AND rowid < ?2",
+                   &w->max_rowid) ||
+           prepare(s, "SELECT base, lo, hi, t0 FROM write_runs WHERE run_id = ?1", &w->run_get) ||
+           prepare(s,
+                   "SELECT cmd_id, has_flags, has_exptime FROM cmds WHERE cmd = ?1"
+                   " AND ms_mode = ?2",
+                   &w->cmd_find) ||
+           prepare(s,
+                   "INSERT INTO cmds (cmd_id, cmd, ms_mode, has_flags, has_exptime)"
+                   " SELECT coalesce(max(cmd_id), 0) + 1, ?1, ?2, ?3, ?4 FROM cmds"
+                   " HAVING coalesce(max(cmd_id), 0) < 63",
+                   &w->cmd_add) ||
+           prepare(s, "SELECT answer_id FROM answers WHERE answer = ?1", &w->answer_find) ||
+           prepare(s, "INSERT INTO answers (answer) VALUES (?1)", &w->answer_add) ||
+           prepare(s, "SELECT prefix_id FROM key_prefixes WHERE prefix = ?1", &w->prefix_find) ||
+           prepare(s, "INSERT INTO key_prefixes (prefix) VALUES (?1)", &w->prefix_add) ||
+           prepare(s,
+                   "INSERT INTO samples (run_id, t_ns, phase_id, final, stats)"
+                   " VALUES (?1,?2,?3,?4,?5)",
+                   &s->ins_sample) ||
+           prepare(s, "INSERT INTO sample_classes (sample_id, class_id, fields) VALUES (?1,?2,?3)",
+                   &s->ins_class) ||
+           prepare(s,
+                   "INSERT OR REPLACE INTO settings (run_id, t_ns, version, settings) "
+                   "VALUES (?1,?2,?3,?4)",
+                   &s->ins_settings) ||
+           prepare(s,
+                   "INSERT INTO phases (phase_id, run_id, name, started_ns) VALUES (?1,?2,?3,?4)",
+                   &s->ins_phase) ||
+           prepare(s,
+                   "UPDATE phases SET ended_ns = ?2 WHERE run_id = ?1 AND ended_ns IS NULL "
+                   "AND phase_id != ?3",
+                   &s->end_phase) ||
+           prepare(s,
+                   "INSERT INTO get_counts (run_id, second, cmd, requests, keys, hits, misses, "
+                   "bytes_returned)"
+                   " VALUES (?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT (run_id, second, cmd) DO "
+                   "UPDATE SET"
+                   " requests = requests + excluded.requests, keys = keys + excluded.keys,"
+                   " hits = hits + excluded.hits, misses = misses + excluded.misses,"
+                   " bytes_returned = bytes_returned + excluded.bytes_returned",
+                   &s->ins_gets);
+}
+
 int store_open(struct store *s, const char *path, char *err, size_t errlen)
 {
     int rc = -1;
+    char ignored[1536];
     memset(s, 0, sizeof *s);
     snprintf(s->path, sizeof s->path, "%s", path);
-    if (sqlite3_open(path, &s->db) != SQLITE_OK) {
+    s->w = calloc(1, sizeof *s->w);
+    if (!s->w) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
+    s->w->run_id = s->w->mode_run = -1;
+    s->w->max_rid = -1;
+    s->w->answers.max = ANSWERS_MAX;
+    s->w->prefixes.max = PREFIXES_MAX;
+    /* one thread at a time (the loop thread until rec_open, then the
+     * writer): no mutex around every call */
+    if (sqlite3_open_v2(path, &s->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: %s", path, s->db ? sqlite3_errmsg(s->db) : "cannot open");
         goto out;
     }
     sqlite3_busy_timeout(s->db, 5000);
+    /* One writer owns the file while it runs: with exclusive locking the
+     * WAL index lives in this process's memory and a transaction takes no
+     * file lock (no fcntl per batch); the lock is taken by the first read
+     * below and held until store_close. */
+    if (exec(s, "PRAGMA locking_mode = EXCLUSIVE", err, errlen))
+        goto out;
     int from = user_version(s);
+    if (from < 0 &&
+        (sqlite3_errcode(s->db) == SQLITE_BUSY || sqlite3_errcode(s->db) == SQLITE_LOCKED)) {
+        snprintf(err, errlen,
+                 "%s: in use by another process (a running slabtap proxy holds its database "
+                 "exclusively until it exits): %s",
+                 path, sqlite3_errmsg(s->db));
+        goto out;
+    }
     if (from < 0) {
         snprintf(err, errlen, "%s: not a SQLite database (%s)", path, sqlite3_errmsg(s->db));
         goto out;
@@ -85,67 +1129,58 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
         exec(s, "BEGIN IMMEDIATE", err, errlen))
         goto out;
     /* upgrade and schema in one transaction: all of it or none */
-    if (store_upgrade(s, from, err, errlen) || exec(s, slabtap_schema_sql, err, errlen)) {
-        char ignored[1536];
-        exec(s, "ROLLBACK", ignored, sizeof ignored);
-        goto out;
+    if (store_upgrade(s, from, err, errlen) || exec(s, slabtap_schema_sql, err, errlen))
+        goto rollback;
+    if (prepare_all(s)) {
+        store_fail(s, "preparing statements", err, errlen);
+        goto rollback;
     }
+    if (from > 0 && from < 4 && upgrade_v3_rows(s, err, errlen))
+        goto rollback;
     if (exec(s, "COMMIT", err, errlen))
-        goto out;
-    if (sqlite3_prepare_v2(
-            s->db,
-            "INSERT INTO sets (run_id, seq, conn_id, t_ns, cmd, key, key_hash, key_len,"
-            " value_len, flags, exptime, answer, latency_ns, class_id, ms_mode)"
-            " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)",
-            -1, &s->ins_set, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(
-            s->db,
-            "INSERT INTO samples (run_id, t_ns, phase_id, final, stats) VALUES (?1,?2,?3,?4,?5)",
-            -1, &s->ins_sample, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(
-            s->db, "INSERT INTO sample_classes (sample_id, class_id, fields) VALUES (?1,?2,?3)", -1,
-            &s->ins_class, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(s->db,
-                           "INSERT OR REPLACE INTO settings (run_id, t_ns, version, settings) "
-                           "VALUES (?1,?2,?3,?4)",
-                           -1, &s->ins_settings, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(
-            s->db, "INSERT INTO phases (phase_id, run_id, name, started_ns) VALUES (?1,?2,?3,?4)",
-            -1, &s->ins_phase, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(s->db,
-                           "UPDATE phases SET ended_ns = ?2 WHERE run_id = ?1 AND ended_ns IS NULL "
-                           "AND phase_id != ?3",
-                           -1, &s->end_phase, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(
-            s->db,
-            "INSERT INTO get_counts (run_id, second, cmd, requests, keys, hits, misses, "
-            "bytes_returned)"
-            " VALUES (?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT (run_id, second, cmd) DO UPDATE SET"
-            " requests = requests + excluded.requests, keys = keys + excluded.keys,"
-            " hits = hits + excluded.hits, misses = misses + excluded.misses,"
-            " bytes_returned = bytes_returned + excluded.bytes_returned",
-            -1, &s->ins_gets, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(s->db));
-        goto out;
-    }
+        goto rollback;
     rc = 0;
+    goto out;
+rollback:
+    exec(s, "ROLLBACK", ignored, sizeof ignored);
 out:
     if (rc)
         store_close(s);
     return rc;
 }
 
+static void finalize(sqlite3_stmt **st)
+{
+    sqlite3_finalize(*st);
+    *st = NULL;
+}
+
 void store_close(struct store *s)
 {
-    sqlite3_stmt **stmts[] = { &s->ins_set,      &s->ins_gets,  &s->ins_sample, &s->ins_class,
-                               &s->ins_settings, &s->ins_phase, &s->end_phase };
-    for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
-        sqlite3_finalize(*stmts[i]);
-        *stmts[i] = NULL;
+    struct store_writes *w = s->w;
+    sqlite3_stmt **stmts[] = { &s->ins_gets,     &s->ins_sample, &s->ins_class,
+                               &s->ins_settings, &s->ins_phase,  &s->end_phase };
+    for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++)
+        finalize(stmts[i]);
+    if (w) {
+        sqlite3_stmt **ws[] = { &w->ins_write_n, &w->ins_write,   &w->ins_arrival, &w->arr_last,
+                                &w->arr_cover,   &w->arr_next,    &w->row_after,   &w->max_rowid,
+                                &w->run_get,     &w->cmd_find,    &w->cmd_add,     &w->answer_find,
+                                &w->answer_add,  &w->prefix_find, &w->prefix_add };
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+            finalize(ws[i]);
     }
     if (s->db)
         sqlite3_close(s->db);
     s->db = NULL;
+    if (w) {
+        sdict_free(&w->answers);
+        sdict_free(&w->prefixes);
+        free(w->json.p);
+        free(w->pending);
+        free(w);
+        s->w = NULL;
+    }
 }
 
 int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
@@ -153,29 +1188,34 @@ int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
 {
     sqlite3_stmt *st;
     int64_t id = -1;
+    char err[256];
+    int64_t now = clock_wall_ns();
+    if (exec(s, "BEGIN", err, sizeof err))
+        return -1;
     if (sqlite3_prepare_v2(
             s->db,
             "INSERT INTO runs (name, started_ns, upstream, slabtap_version, options, key_mode)"
             " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            -1, &st, NULL) != SQLITE_OK)
+            -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 2, now);
+        sqlite3_bind_text(st, 3, upstream, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 4, SLABTAP_VERSION, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, options, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 6, key_mode, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) == SQLITE_DONE)
+            id = sqlite3_last_insert_rowid(s->db);
+        sqlite3_finalize(st);
+    }
+    if (id < 0 || write_run_begin(s, id, now, 1, err, sizeof err) ||
+        exec(s, "COMMIT", err, sizeof err)) {
+        exec(s, "ROLLBACK", err, sizeof err);
+        s->w->run_id = -1;
         return -1;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, clock_wall_ns());
-    sqlite3_bind_text(st, 3, upstream, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 4, SLABTAP_VERSION, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, options, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 6, key_mode, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) == SQLITE_DONE)
-        id = sqlite3_last_insert_rowid(s->db);
-    sqlite3_finalize(st);
+    }
+    s->w->mode_run = id;
+    s->w->mode_prefix = key_mode && !strcmp(key_mode, "prefix");
     return id;
-}
-
-/* SQLite's reason for the last failure on s, with the file it concerns. */
-static int store_fail(struct store *s, const char *what, char *err, size_t errlen)
-{
-    snprintf(err, errlen, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
-    return -1;
 }
 
 int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped, char *err,
@@ -208,48 +1248,6 @@ out:
     return rc;
 }
 
-static int bind_write(sqlite3_stmt *st, int64_t run_id, const struct rec_row *r)
-{
-    sqlite3_reset(st);
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, (int64_t)r->seq);
-    sqlite3_bind_int64(st, 3, r->conn_id);
-    sqlite3_bind_int64(st, 4, r->t_ns);
-    sqlite3_bind_text(st, 5, mc_cmd_name((enum mc_cmd)r->cmd), -1, SQLITE_STATIC);
-    if (r->key_text_len >= 0)
-        sqlite3_bind_text(st, 6, r->key_text, r->key_text_len, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 6);
-    sqlite3_bind_int64(st, 7, (int64_t)r->key_hash);
-    sqlite3_bind_int64(st, 8, r->key_len);
-    if (r->value_len >= 0)
-        sqlite3_bind_int64(st, 9, r->value_len);
-    else
-        sqlite3_bind_null(st, 9);
-    if (r->has_flags)
-        sqlite3_bind_int64(st, 10, r->flags);
-    else
-        sqlite3_bind_null(st, 10);
-    if (r->has_exptime)
-        sqlite3_bind_int64(st, 11, r->exptime);
-    else
-        sqlite3_bind_null(st, 11);
-    sqlite3_bind_text(st, 12, r->answer, -1, SQLITE_STATIC);
-    if (r->latency_ns >= 0)
-        sqlite3_bind_int64(st, 13, r->latency_ns);
-    else
-        sqlite3_bind_null(st, 13);
-    if (r->class_id > 0)
-        sqlite3_bind_int64(st, 14, r->class_id);
-    else
-        sqlite3_bind_null(st, 14);
-    if (r->ms_mode)
-        sqlite3_bind_text(st, 15, &r->ms_mode, 1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 15);
-    return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-}
-
 static int bind_gets(sqlite3_stmt *st, int64_t run_id, const struct rec_row *r)
 {
     sqlite3_reset(st);
@@ -264,6 +1262,38 @@ static int bind_gets(sqlite3_stmt *st, int64_t run_id, const struct rec_row *r)
     return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
 }
 
+static int pending_cmp(const void *a, const void *b)
+{
+    const struct pending_ref *x = a, *y = b;
+    if (x->run != y->run)
+        return x->run < y->run ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The batch's writes in (run, seq) order: mostly in order already, and
+ * then nothing moves. */
+static int put_pending(struct store *s, char *err, size_t errlen)
+{
+    struct store_writes *w = s->w;
+    struct pending_ref *p = w->pending;
+    size_t n = w->npending;
+    int rc = 0;
+    w->npending = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (pending_cmp(&p[i - 1], &p[i]) > 0) {
+            qsort(p, n, sizeof *p, pending_cmp);
+            break;
+        }
+    }
+    w->stage_ok = true;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = put_rec_write(s, p[i].run, p[i].row, err, errlen);
+    w->stage_ok = false;
+    if (!rc && stage_flush(s))
+        rc = store_fail(s, "inserting writes", err, errlen);
+    return rc;
+}
+
 int store_begin(struct store *s, char *err, size_t errlen)
 {
     return exec(s, "BEGIN", err, errlen);
@@ -271,17 +1301,39 @@ int store_begin(struct store *s, char *err, size_t errlen)
 
 int store_commit(struct store *s, int failed, char *err, size_t errlen)
 {
-    if (exec(s, failed ? "ROLLBACK" : "COMMIT", err, errlen))
-        return -1;
-    return failed ? -1 : 0;
+    char ignored[1536];
+    if (!failed && !put_pending(s, err, errlen) && !exec(s, "COMMIT", err, errlen))
+        return 0;
+    if (failed)
+        exec(s, "ROLLBACK", err, errlen);
+    else if (!sqlite3_get_autocommit(s->db)) /* a failed COMMIT can leave it open */
+        exec(s, "ROLLBACK", ignored, sizeof ignored);
+    writes_forget(s->w);
+    return -1;
 }
 
 int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row, char *err,
                   size_t errlen)
 {
-    bool gets = row->kind == REC_ROW_GETS;
-    if (gets ? bind_gets(s->ins_gets, run_id, row) : bind_write(s->ins_set, run_id, row))
-        return store_fail(s, gets ? "inserting read counts" : "inserting a write", err, errlen);
+    struct store_writes *w = s->w;
+    if (row->kind != REC_ROW_GETS) {
+        if (w->npending == w->pending_cap) {
+            size_t nc = w->pending_cap ? w->pending_cap * 2 : 4096;
+            struct pending_ref *p = realloc(w->pending, nc * sizeof *p);
+            if (!p) {
+                snprintf(err, errlen, "%s: out of memory for a batch of %zu writes", s->path, nc);
+                return -1;
+            }
+            w->pending = p;
+            w->pending_cap = nc;
+        }
+        w->pending[w->npending++] =
+            (struct pending_ref){ run_id, row->seq > INT64_MAX ? INT64_MAX : (int64_t)row->seq,
+                                  row };
+        return 0;
+    }
+    if (bind_gets(s->ins_gets, run_id, row))
+        return store_fail(s, "inserting read counts", err, errlen);
     return 0;
 }
 

@@ -1,9 +1,13 @@
 /* store: the SQLite database -- schema, upgrades, prepared statements,
- * batched transactions.
+ * batched transactions, and the compact encoding of recorded writes
+ * (table `writes`, read back through the view `sets`; schema/schema.sql
+ * documents the format).
  * Must never be called from the event loop thread once the recorder owns
  * it (only the writer thread touches the connection after rec_open), nor
  * print: a failure returns -1 with its reason in the caller's err buffer
- * (errlen bytes, NUL-terminated), for the caller to log. */
+ * (errlen bytes, NUL-terminated), for the caller to log. The connection
+ * holds the file in exclusive locking mode from store_open to store_close:
+ * no other process can read or write it meanwhile. */
 #ifndef SLABTAP_STORE_H
 #define SLABTAP_STORE_H
 
@@ -13,13 +17,15 @@
 
 struct rec_row;
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
+
+struct store_writes; /* the encoder's statements, dictionaries and run state */
 
 struct store {
     sqlite3 *db;
-    sqlite3_stmt *ins_set;
     sqlite3_stmt *ins_gets;
     sqlite3_stmt *ins_sample, *ins_class, *ins_settings, *ins_phase, *end_phase;
+    struct store_writes *w;
     char path[1024];
 };
 
@@ -28,6 +34,9 @@ struct store {
 int store_open(struct store *s, const char *path, char *err, size_t errlen);
 void store_close(struct store *s);
 
+/* Creates the run row (and where its writes go). key_mode: "prefix" keeps
+ * recorded key texts in the key_prefixes dictionary. Returns the run id,
+ * or -1. */
 int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
                         const char *options, const char *key_mode);
 /* Ends the run's last phase and writes its end time and row counts. 0, or
@@ -38,7 +47,11 @@ struct rec_job;
 /* A batch: store_begin, any number of store_put_*, store_commit (which
  * rolls back instead when failed is non-zero, and then returns -1 with err
  * untouched unless the rollback itself failed). All return 0, or -1 with
- * the reason in err. */
+ * the reason in err. A batch that is rolled back (or whose commit fails)
+ * leaves nothing behind, dictionary entries included. Write rows are only
+ * referenced by store_put_row and written by store_commit, sorted by seq
+ * (so the table's pages fill in order): they must stay valid and unchanged
+ * until store_commit returns; an error in one of them comes from there. */
 int store_begin(struct store *s, char *err, size_t errlen);
 int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row, char *err,
                   size_t errlen);

@@ -4,7 +4,7 @@
 -- with --keys full it is cut here; with --keys hash there is none).
 -- The run: `.parameter set @run NAME_OR_ID`, latest run when unset.
 WITH chosen AS (
-  SELECT run_id FROM runs
+  SELECT run_id, key_mode FROM runs
   WHERE @run IS NULL OR run_id = @run OR name = @run
   ORDER BY run_id DESC LIMIT 1),
 chunk AS (  -- chunk size per class from the run's last sample
@@ -14,6 +14,8 @@ w AS (
   SELECT s.*,
          CASE WHEN s.key IS NULL THEN '(hash only)'
               WHEN s.key = '' THEN '(no prefix)'
+              -- --keys prefix kept the prefix itself: it has no delimiter left
+              WHEN c.key_mode = 'prefix' THEN s.key
               ELSE coalesce(nullif(substr(s.key, 1, min(
                      coalesce(nullif(instr(s.key, ':'), 0), 1 << 30),
                      coalesce(nullif(instr(s.key, '/'), 0), 1 << 30),

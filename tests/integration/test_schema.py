@@ -4,9 +4,19 @@ queries.
 
 - upgrade: a v1 file (runs, sets without class_id, get_counts;
   user_version 1) with rows in it is opened by the proxy: afterwards
-  user_version is 3 (v1 -> v2 adds class_id, v2 -> v3 ms_mode), the old
-  rows are intact, the new run's writes carry class_id, and the upgraded
-  file opens again.
+  user_version is 4 (v1 -> v2 adds class_id, v2 -> v3 ms_mode, v3 -> v4
+  moves the rows into the compact table `writes` behind the view `sets`),
+  the old rows are intact, the new run's writes carry class_id, and the
+  upgraded file opens again.
+- upgrade from v3: a v3 file holding rows of every shape the compact format
+  has to cope with (flags/exptime at their limits, answers inline and from
+  the dictionaries, values and latencies too big to pack, seq gaps, runs
+  without a runs row, key modes full / prefix / hash) reads back through
+  the view `sets` exactly -- every column, value and type -- and the
+  queries and views that read `sets` still work.
+- exclusive: while a proxy records into a file, a second proxy on it is
+  refused with a clear message and a reader gets "database is locked";
+  once the proxy exits, both work.
 - refusal: user_version 99 (newer than this slabtap) and a file that is not
   SQLite are refused with a clear message and exit 1, and left untouched.
 - schema/queries/*.sql: each runs without error (sqlite3 -bail) against a
@@ -33,6 +43,7 @@ import mctest  # noqa: E402
 
 SRC = mctest.SRC
 HOST = mctest.HOST
+SCHEMA_VERSION = 4  # STORE_SCHEMA_VERSION in proxy/record/store.h
 
 # The schema as slabtap 1 wrote it (schema/schema.sql at user_version 1).
 V1_DDL = """
@@ -93,6 +104,164 @@ V1_SETS = [
 ]
 V1_GETS = dict(run_id=1, second=1700000001, cmd="get", requests=3, keys=4, hits=2, misses=2,
                bytes_returned=200)
+
+
+# The schema as slabtap wrote it at user_version 3 (schema/schema.sql of
+# schema v3: its tables, and two of its views that read `sets`).
+V3_DDL = """
+PRAGMA journal_mode = WAL;
+CREATE TABLE runs (
+  run_id INTEGER PRIMARY KEY, name TEXT NOT NULL, started_ns INTEGER NOT NULL,
+  ended_ns INTEGER, upstream TEXT NOT NULL, slabtap_version TEXT NOT NULL,
+  options TEXT NOT NULL, key_mode TEXT NOT NULL,
+  rows_recorded INTEGER NOT NULL DEFAULT 0, rows_dropped INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE sets (
+  run_id INTEGER NOT NULL REFERENCES runs(run_id), seq INTEGER NOT NULL,
+  conn_id INTEGER NOT NULL, t_ns INTEGER NOT NULL, cmd TEXT NOT NULL, key TEXT,
+  key_hash INTEGER NOT NULL, key_len INTEGER NOT NULL, value_len INTEGER, flags INTEGER,
+  exptime INTEGER, answer TEXT NOT NULL, latency_ns INTEGER, class_id INTEGER, ms_mode TEXT,
+  PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+CREATE TABLE get_counts (
+  run_id INTEGER NOT NULL REFERENCES runs(run_id), second INTEGER NOT NULL, cmd TEXT NOT NULL,
+  requests INTEGER NOT NULL, keys INTEGER NOT NULL, hits INTEGER NOT NULL,
+  misses INTEGER NOT NULL, bytes_returned INTEGER NOT NULL,
+  PRIMARY KEY (run_id, second, cmd)) WITHOUT ROWID;
+CREATE TABLE phases (
+  phase_id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(run_id),
+  name TEXT NOT NULL, started_ns INTEGER NOT NULL, ended_ns INTEGER);
+CREATE TABLE samples (
+  sample_id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(run_id),
+  t_ns INTEGER NOT NULL, phase_id INTEGER, final INTEGER NOT NULL DEFAULT 0, stats TEXT NOT NULL);
+CREATE INDEX samples_run ON samples(run_id, t_ns);
+CREATE TABLE sample_classes (
+  sample_id INTEGER NOT NULL REFERENCES samples(sample_id), class_id INTEGER NOT NULL,
+  fields TEXT NOT NULL, PRIMARY KEY (sample_id, class_id)) WITHOUT ROWID;
+CREATE TABLE settings (
+  run_id INTEGER NOT NULL REFERENCES runs(run_id), t_ns INTEGER NOT NULL, version TEXT,
+  settings TEXT NOT NULL, PRIMARY KEY (run_id, t_ns)) WITHOUT ROWID;
+CREATE TABLE run_meta (
+  run_id INTEGER NOT NULL REFERENCES runs(run_id), key TEXT NOT NULL, value TEXT,
+  PRIMARY KEY (run_id, key)) WITHOUT ROWID;
+CREATE VIEW sets_phased AS
+SELECT s.*, p.phase_id, p.name AS phase
+FROM sets s
+LEFT JOIN phases p ON p.run_id = s.run_id AND s.t_ns >= p.started_ns
+                  AND (p.ended_ns IS NULL OR s.t_ns < p.ended_ns);
+CREATE VIEW write_size_histogram AS
+SELECT run_id, count(*) AS writes, sum(value_len) AS value_bytes FROM sets
+WHERE value_len IS NOT NULL GROUP BY run_id;
+PRAGMA user_version = 3;
+"""
+
+T0 = 1700000000000000000
+V3_RUNS = [
+    dict(run_id=1, name="v3-prefix", started_ns=T0, ended_ns=T0 + 10 ** 10,
+         upstream="127.0.0.1:11211", slabtap_version="0.1.0", options="--keys prefix",
+         key_mode="prefix", rows_recorded=31, rows_dropped=0),
+    dict(run_id=2, name="v3-full", started_ns=T0 + 2 * 10 ** 10, ended_ns=None,
+         upstream="127.0.0.1:11211", slabtap_version="0.1.0", options="--keys full",
+         key_mode="full", rows_recorded=3, rows_dropped=2),
+    dict(run_id=3, name="v3-hash", started_ns=T0 + 3 * 10 ** 10, ended_ns=T0 + 4 * 10 ** 10,
+         upstream="127.0.0.1:11211", slabtap_version="0.1.0", options="--keys hash",
+         key_mode="hash", rows_recorded=2, rows_dropped=0),
+]
+SET_COLS = ("run_id", "seq", "conn_id", "t_ns", "cmd", "key", "key_hash", "key_len",
+            "value_len", "flags", "exptime", "answer", "latency_ns", "class_id", "ms_mode")
+
+
+def v3_set(run_id, seq, conn_id, t_ns, cmd, key, key_hash, key_len, value_len, flags, exptime,
+           answer, latency_ns, class_id, ms_mode=None):
+    return dict(zip(SET_COLS, (run_id, seq, conn_id, t_ns, cmd, key, key_hash, key_len,
+                               value_len, flags, exptime, answer, latency_ns, class_id, ms_mode)))
+
+
+# Every shape the compact format has to hold, and the rows around its limits.
+V3_SETS = [
+    # run 1, --keys prefix: two writes of one read (same conn and time)
+    v3_set(1, 1, 1, T0 + 1000, "set", "user", -1234567890123, 9, 100, 0, 0, "STORED", 52000, 1),
+    v3_set(1, 2, 1, T0 + 1000, "set", "user", 77, 9, 101, 7, 3600, "STORED", 52001, 5),
+    v3_set(1, 3, 2, T0 + 2000, "add", "", 78, 5, 0, 4294967295, -1, "NOT_STORED", 0, 63),
+    # a gap in seq, meta commands and their answers
+    v3_set(1, 5, 2, T0 + 2000, "ms", "user", 79, 9, 0, 0, 0, "HD O123 kuser", 999, 2, "E"),
+    v3_set(1, 6, 2, T0 + 2000, "ms", "user", 80, 9, 10, 1, 2147483647, "HD", 1, 2),
+    v3_set(1, 7, 2, T0 + 2001, "ms", "user", 81, 9, 10, None, None,
+           "CLIENT_ERROR invalid mode for ms", None, None, "x"),
+    v3_set(1, 8, 3, T0 + 3000, "delete", "user", 82, 9, None, None, None, "DELETED", 1500000, None),
+    v3_set(1, 9, 3, T0 + 3000, "touch", "user", 83, 9, None, None, 100, "TOUCHED", 2000, None),
+    v3_set(1, 10, 3, T0 + 3000, "incr", "ctr", 84, 4, None, None, None, "42", 3000, None),
+    v3_set(1, 11, 3, T0 + 3000, "set", "user", 85, 9, 50, 0, 0, "noreply", None, 3),
+    v3_set(1, 12, 1, T0 + 4000, "set", "big", 86, 7, 1048576, 0, 0, "STORED", 3000000000000, 42),
+    # too big to pack: latency, key_len, class_id, exptime; class_id 0
+    v3_set(1, 13, 1, T0 + 4000, "set", "big", 87, 7, 5, 0, 0, "STORED", 2 ** 62, 1),
+    v3_set(1, 14, 1, T0 + 4000, "set", "big", 88, 300, 6, 0, 5000000000, "STORED", 10, 70),
+    v3_set(1, 15, 1, T0 + 4000, "set", "big", 89, 7, 7, 0, 0, "STORED", 10, 0),
+    # answers: from the dictionary, new to it, inline (digits, quotes,
+    # control bytes, UTF-8)
+    v3_set(1, 16, 1, T0 + 5000, "set", "big", 90, 7, 2000000, 0, 0,
+           "SERVER_ERROR object too large for cache", 10, None),
+    v3_set(1, 17, 1, T0 + 5000, "set", "big", 91, 7, 8, 0, 0, "SERVER_ERROR brand new", 10, 1),
+    v3_set(1, 18, 1, T0 + 5000, "set", "big", 92, 7, 8, 0, 0, 'CLIENT_ERROR "x"\\ 5\t\x01',
+           10, 1),
+    v3_set(1, 19, 1, T0 + 5000, "set", "big", 93, 7, 8, 0, 0, "VA 1 \u00e9t\u00e9", 10, 1),
+    # hash extremes, other write commands, a command slabtap never records
+    v3_set(1, 20, 4, T0 + 6000, "cas", "k", -2 ** 63, 3, 1, 0, 0, "EXISTS", 10, 1),
+    v3_set(1, 21, 4, T0 + 6000, "append", "k", 2 ** 63 - 1, 3, 3, 0, 0, "STORED", 10, 1),
+    v3_set(1, 22, 4, T0 + 6000, "gat", "k", 94, 3, None, None, 10, "END", 10, None),
+    # values no v3 slabtap wrote, but a v3 file may hold
+    v3_set(1, 23, 4, T0 + 6000, "set", "k", 95, 3, -5, 0, 0, "STORED", -7, 1),
+    v3_set(1, 24, 4, T0 + 6000, "set", "k", 96, -1, 3, 0, 0, "STORED", 10, 1),
+    v3_set(1, 25, 4, T0 + 6000, "ms", "k", 97, 3, 3, 0, 0, "HD", 10, 1, ""),
+    v3_set(1, 26, 4, T0 + 6000, "set", "k", 98, 3, 3, None, 0, "STORED", 10, 1),
+    v3_set(1, 27, 4, T0 + 6000, "delete", "k", 99, 3, None, 3, None, "NOT_FOUND", 10, None),
+    # time going backwards, a big connection id, a big seq
+    v3_set(1, 28, 4000000000, T0 - 5, "replace", "k", 100, 3, 3, 0, 0, "STORED", 10, 1),
+    v3_set(1, 29, 4000000000, T0 - 5, "prepend", "k", 101, 3, 3, 0, 0, "NOT_STORED", 10, 1),
+    v3_set(1, 2 ** 40, 5, T0 + 7000, "decr", "k", 102, 3, None, None, None, "NOT_FOUND", 10, None),
+    v3_set(1, 2 ** 40 + 1, 5, T0 + 7000, "ma", "k", 103, 3, None, None, None, "HD", 10, None),
+    v3_set(1, 2 ** 40 + 2, 5, T0 + 7000, "md", "k", 104, 3, None, None, None, "HD", 10, None),
+    # run 2, --keys full: key texts (one all digits), a NULL key
+    v3_set(2, 1, 1, T0 + 2 * 10 ** 10, "set", "user:1:profile", 105, 14, 9, 0, 0, "STORED", 10, 1),
+    v3_set(2, 2, 1, T0 + 2 * 10 ** 10, "set", "12345", 106, 5, 9, 0, 0, "STORED", 10, 1),
+    v3_set(2, 3, 1, T0 + 2 * 10 ** 10, "set", None, 107, 5, 9, 0, 0, "STORED", 10, 1),
+    # run 3, --keys hash
+    v3_set(3, 1, 1, T0 + 3 * 10 ** 10, "set", None, 108, 5, 9, 0, 0, "STORED", 10, 1),
+    v3_set(3, 2, 2, T0 + 3 * 10 ** 10, "set", None, 109, 5, 9, 0, 0, "STORED", 10, 1),
+    # run 9 has no runs row (another tool wrote it); seq from -3
+    v3_set(9, -3, 1, T0, "set", "x", 110, 1, 1, 0, 0, "STORED", 10, 1),
+    v3_set(9, 0, 1, T0, "set", "x", 111, 1, 1, 0, 0, "STORED", 10, 1),
+    v3_set(9, 1, 1, T0, "set", "x", 112, 1, 1, 0, 0, "STORED", 10, 1),
+]
+V3_OTHER = {
+    "get_counts": [dict(run_id=1, second=1700000001, cmd="get", requests=3, keys=4, hits=2,
+                        misses=2, bytes_returned=200)],
+    "phases": [dict(phase_id=1, run_id=1, name="load", started_ns=T0, ended_ns=T0 + 4500),
+               dict(phase_id=2, run_id=1, name="rest", started_ns=T0 + 4500, ended_ns=None)],
+    "samples": [dict(sample_id=1, run_id=1, t_ns=T0 + 100, phase_id=1, final=1,
+                     stats='{"curr_items": 3}')],
+    "sample_classes": [dict(sample_id=1, class_id=1, fields='{"chunk_size": 96}')],
+    "settings": [dict(run_id=1, t_ns=T0, version="1.6.18", settings='{"growth_factor": 1.25}')],
+    "run_meta": [dict(run_id=1, key="workload", value="test")],
+}
+
+
+def make_v3(path):
+    con = sqlite3.connect(path)
+    try:
+        con.executescript(V3_DDL)
+        with con:
+            tables = [("runs", V3_RUNS), ("sets", V3_SETS)] + list(V3_OTHER.items())
+            for table, rs in tables:
+                for r in rs:
+                    con.execute("INSERT INTO %s (%s) VALUES (%s)"
+                                % (table, ", ".join(r), ", ".join("?" * len(r))),
+                                list(r.values()))
+    finally:
+        con.close()
+
+
+def typed(rs):
+    """Rows with each value's type, so 5 and 5.0 or '5' differ."""
+    return [{k: (type(v).__name__, v) for k, v in r.items()} for r in rs]
 
 
 def make_v1(path):
@@ -173,7 +342,7 @@ class Schema(mctest.ServerTestCase):
         send_sets(px.port, [(b"new:1", b"abc"), (b"new:22", b"x" * 500), (b"new:333", b"y" * 5000)])
         self.stop_clean(px)
 
-        self.assertEqual(user_version(db), 3)
+        self.assertEqual(user_version(db), SCHEMA_VERSION)
         self.assertIn("class_id", columns(db, "sets"))
         self.assertIn("ms_mode", columns(db, "sets"))
         for t in ("phases", "samples", "sample_classes", "settings"):
@@ -208,10 +377,78 @@ class Schema(mctest.ServerTestCase):
         px = self.proxy(mc.port, db, "proxy-up2")
         send_sets(px.port, [(b"again", b"z")])
         self.stop_clean(px)
-        self.assertEqual(user_version(db), 3)
+        self.assertEqual(user_version(db), SCHEMA_VERSION)
         self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id = 1"), [V1_RUN])
         self.assertEqual(mctest.db_scalar(db, "SELECT count(*) FROM runs"), 3)
         self.assertEqual(mctest.db_scalar(db, "SELECT class_id FROM sets WHERE run_id = 3"), 1)
+
+    def test_upgrade_from_v3(self):
+        db = self.path("v3.db")
+        make_v3(db)
+        self.assertEqual(user_version(db), 3)
+        want = rows(db, "SELECT * FROM sets ORDER BY run_id, seq")
+        self.assertEqual(len(want), len(V3_SETS))
+        phased = rows(db, "SELECT run_id, seq, phase FROM sets_phased ORDER BY run_id, seq")
+        mc = self.mc(name="mc-v3")
+        px = self.proxy(mc.port, db, "proxy-v3", keys="prefix")
+        send_sets(px.port, [(b"new:1", b"abc"), (b"new:2", b"x" * 500)])
+        self.stop_clean(px)
+
+        self.assertEqual(user_version(db), SCHEMA_VERSION)
+        kinds = {r["name"]: r["type"] for r in rows(db, "SELECT name, type FROM sqlite_master")}
+        self.assertEqual(kinds.get("sets"), "view")
+        self.assertEqual(kinds.get("writes"), "table")
+        self.assertNotIn("sets_v3", kinds)
+        self.assertEqual(columns(db, "sets"), list(SET_COLS))
+        # every old row, every column, value and type
+        got = rows(db, "SELECT * FROM sets WHERE run_id != 4 ORDER BY run_id, seq")
+        self.assertEqual(len(got), len(want))
+        for g, w in zip(typed(got), typed(want)):
+            self.assertEqual(g, w)
+        # the views that read `sets` are the new ones, and see the old rows
+        self.assertEqual(rows(db, "SELECT run_id, seq, phase FROM sets_phased"
+                                  " WHERE run_id != 4 ORDER BY run_id, seq"), phased)
+        self.assertEqual(rows(db, "SELECT run_id, writes_recorded FROM run_summary"
+                                  " ORDER BY run_id"),
+                         [{"run_id": 1, "writes_recorded": 31}, {"run_id": 2, "writes_recorded": 3},
+                          {"run_id": 3, "writes_recorded": 2}, {"run_id": 4, "writes_recorded": 2}])
+        # the other tables as they were
+        self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id < 4 ORDER BY run_id"), V3_RUNS)
+        for table, rs in V3_OTHER.items():
+            old = ("sample_id IN (SELECT sample_id FROM samples WHERE run_id != 4)"
+                   if table == "sample_classes" else "run_id != 4")
+            self.assertEqual(typed(rows(db, "SELECT * FROM %s WHERE %s" % (table, old))),
+                             typed(rs), table)
+        # the new run is recorded in the new format, after the old runs
+        new = rows(db, "SELECT seq, key, key_len, value_len, flags, exptime, answer, cmd"
+                       " FROM sets WHERE run_id = 4 ORDER BY seq")
+        self.assertEqual(new, [
+            dict(seq=1, key="new", key_len=5, value_len=3, flags=0, exptime=0, answer="STORED",
+                 cmd="set"),
+            dict(seq=2, key="new", key_len=5, value_len=500, flags=0, exptime=0,
+                 answer="STORED", cmd="set")])
+        # and the file opens again, unchanged in what it holds
+        px = self.proxy(mc.port, db, "proxy-v3b")
+        self.stop_clean(px)
+        again = rows(db, "SELECT * FROM sets WHERE run_id != 4 ORDER BY run_id, seq")
+        self.assertEqual(typed(again), typed(want))
+
+    def test_database_held_exclusively(self):
+        db = self.path("held.db")
+        mc = self.mc(name="mc-held")
+        px = self.proxy(mc.port, db, "proxy-held")
+        send_sets(px.port, [(b"held:1", b"abc")])
+        rc, err = run_refused(db)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("in use by another process", err)
+        self.assertIn(db, err)
+        r = subprocess.run(["sqlite3", db, "SELECT count(*) FROM runs"], capture_output=True,
+                           timeout=30)
+        self.assertIn(b"database is locked", r.stderr)
+        self.stop_clean(px)
+        self.assertEqual(rows(db, "SELECT key, answer FROM sets"),
+                         [{"key": "held:1", "answer": "STORED"}])
+        self.assertEqual(mctest.db_scalar(db, "SELECT count(*) FROM runs"), 1)
 
     def test_newer_version_refused(self):
         db = self.path("v99.db")
@@ -269,7 +506,7 @@ class Schema(mctest.ServerTestCase):
         mc = self.mc(name="mc-blocked")
         px = self.proxy(mc.port, db, "proxy-blocked")
         self.stop_clean(px)
-        self.assertEqual(user_version(db), 3)
+        self.assertEqual(user_version(db), SCHEMA_VERSION)
 
     # ---- shipped queries ------------------------------------------------------------
 
