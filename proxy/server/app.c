@@ -26,14 +26,14 @@ static struct rec_job *job_new(enum rec_job_kind kind, int64_t t_ns)
     return j;
 }
 
-static struct rec_job *sample_job(struct app *a, const struct stats_sample *s)
+static struct rec_job *sample_job(struct app *a, const struct stats_sample *s, bool final)
 {
     struct rec_job *j = job_new(REC_JOB_SAMPLE, s->t_ns);
     struct jsonb b;
     if (!j)
         return NULL;
     j->phase_id = atomic_load(&a->phase_id);
-    j->final = s->requested;
+    j->final = final;
     jsonb_init(&b);
     stats_json_object(&b, &s->stats);
     j->text = jsonb_take(&b);
@@ -91,20 +91,59 @@ static void settings_job(struct app *a, const struct stats_sample *s)
 
 static void app_final_done(struct app *a);
 
+/* memcached's per-class counters (number, mem_requested, used chunks) in
+ * two samples agree? Its LRU maintainer moves items between sub-LRUs in the
+ * background, and a sample taken mid-move can be one item off in a class. */
+static bool app_settled(const struct stats_sample *a, const struct stats_sample *b)
+{
+    static const char *const fields[] = { "number", "mem_requested", "used_chunks" };
+    unsigned max = a->max_class_id > b->max_class_id ? a->max_class_id : b->max_class_id;
+    for (unsigned id = 0; id <= max; id++)
+        for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+            int64_t x = -1, y = -1;
+            bool hx = stats_sample_get(a, id, fields[f], &x);
+            bool hy = stats_sample_get(b, id, fields[f], &y);
+            if (hx != hy || x != y)
+                return false;
+        }
+    return true;
+}
+
+static void on_settle_timer(uv_timer_t *t)
+{
+    struct app *a = t->data;
+    poller_sample_now(&a->poller);
+}
+
+/* The final sample is the first that agrees with the one before it (at
+ * most APP_FINAL_TRIES tries, APP_FINAL_SETTLE_MS apart): the model gate
+ * compares against it, and a counter caught mid-move would fail it. */
+static bool app_final_sample(struct app *a, const struct stats_sample *s)
+{
+    bool settled = a->final_tries > 0 && app_settled(&a->final_prev, s);
+    if (settled || a->final_tries >= APP_FINAL_TRIES)
+        return true;
+    a->final_tries++;
+    stats_sample_copy(&a->final_prev, s);
+    uv_timer_start(&a->settle_timer, on_settle_timer, APP_FINAL_SETTLE_MS, 0);
+    return false;
+}
+
 static void on_sample(void *ud, const struct stats_sample *s)
 {
     struct app *a = ud;
     struct rec_job *j;
+    bool final = a->closing && s->requested && app_final_sample(a, s);
     if (s->has_settings && (s->settings_changed || !a->px.ladder)) {
         settings_job(a, s);
         app_ladder_from(a, s);
     }
-    if ((j = sample_job(a, s)))
+    if ((j = sample_job(a, s, final)))
         rec_push_job(&a->rec, j);
     if (stats_sample_copy(&a->last, s) == 0)
         a->have_last = true;
     a->last_sample_ns = clock_wall_ns();
-    if (a->closing && s->requested)
+    if (final)
         app_final_done(a);
 }
 
@@ -589,6 +628,9 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     a->poller_open = true;
     uv_timer_init(loop, &a->final_timer);
     a->final_timer.data = a;
+    uv_timer_init(loop, &a->settle_timer);
+    a->settle_timer.data = a;
+    stats_sample_init(&a->final_prev);
     a->closing_handles = 1;
     goto out;
 stop:
@@ -641,8 +683,10 @@ static void app_final_done(struct app *a)
         return;
     a->final_done = true;
     uv_timer_stop(&a->final_timer);
-    a->closing_handles = 1 + a->poller_open + a->http_open;
+    uv_timer_stop(&a->settle_timer);
+    a->closing_handles = 2 + a->poller_open + a->http_open;
     uv_close((uv_handle_t *)&a->final_timer, on_final_timer_closed);
+    uv_close((uv_handle_t *)&a->settle_timer, on_final_timer_closed);
     if (a->poller_open)
         poller_close(&a->poller, on_poller_closed);
     if (a->http_open)
@@ -690,6 +734,7 @@ int app_finish(struct app *a)
      * other handles on the loop (an experiment's memcached) stay alive */
     uv_run(a->loop, UV_RUN_NOWAIT);
     pbuf_pool_free(&a->px.pool);
+    stats_sample_fini(&a->final_prev);
     stats_sample_fini(&a->last);
     free(a->runs_before);
     a->runs_before = NULL;

@@ -25,6 +25,9 @@
 #define APP_DEFAULT_STATS_MS 1000
 #define APP_FINAL_SAMPLE_WAIT_MS 3000
 #define APP_PHASE_NAME_MAX 128
+/* the final sample: taken again until two agree, this far apart */
+#define APP_FINAL_TRIES 10
+#define APP_FINAL_SETTLE_MS 50
 /* /health says "degraded" when no stats sample came for this many poll
  * intervals (an upstream that accepts connections but never answers) */
 #define APP_STALE_INTERVALS 3
@@ -54,6 +57,9 @@ struct app {
     struct poller poller;
     struct admin_http http;
     uv_timer_t final_timer;
+    uv_timer_t settle_timer;        /* the next try at a settled final sample */
+    struct stats_sample final_prev; /* the try before it */
+    unsigned final_tries;
     int64_t run_id;
     int64_t started_ns;
     _Atomic int64_t next_phase_id;
