@@ -18,7 +18,9 @@ CREATE TABLE IF NOT EXISTS runs (
   options       TEXT NOT NULL,             -- the proxy's command line options
   key_mode      TEXT NOT NULL,             -- full | prefix | hash
   rows_recorded INTEGER NOT NULL DEFAULT 0,   -- rows written to `writes` (view `sets`)
-  rows_dropped  INTEGER NOT NULL DEFAULT 0
+  rows_dropped  INTEGER NOT NULL DEFAULT 0,
+  crashed       INTEGER NOT NULL DEFAULT 0  -- 1: never ended (killed); marked, with
+                                           -- its rows counted, at the next open (v5)
 );
 
 -- Writes (set add replace append prepend cas, ms) and deletes, touches,
@@ -316,7 +318,8 @@ SELECT r.run_id, r.name, rs.version AS memcached_version,
        json_extract(ls.stats, '$.curr_items') AS curr_items,
        json_extract(ls.stats, '$.bytes') AS bytes,
        (SELECT count(*) FROM sets s WHERE s.run_id = r.run_id) AS writes_recorded,
-       r.rows_dropped
+       r.rows_dropped,
+       r.crashed
 FROM runs r
 LEFT JOIN last_samples ls ON ls.run_id = r.run_id
 LEFT JOIN run_settings rs ON rs.run_id = r.run_id;
@@ -389,4 +392,4 @@ SELECT b.run_id, b.phase_id, b.name AS phase,
        (l.t_ns - f.t_ns) / 1e9 AS seconds
 FROM bounds b JOIN samples f ON f.sample_id = b.first_id JOIN samples l ON l.sample_id = b.last_id;
 
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;

@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "core/keyfmt.h"
+#include "core/log.h"
 #include "protocol/mc_parse.h"
 #include "record/row.h"
 
@@ -272,7 +273,7 @@ static int exec(struct store *s, const char *sql, char *err, size_t errlen)
 {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", s->path, msg ? msg : "sqlite error");
+        snprintf(err, errlen, "%.200s: %s", s->path, msg ? msg : "sqlite error");
         sqlite3_free(msg);
         return -1;
     }
@@ -844,7 +845,32 @@ static const char *const upgrade_steps[STORE_SCHEMA_VERSION] = {
      * old views are not rewritten, schema.sql replaces them. */
     [3] = "PRAGMA legacy_alter_table = ON; ALTER TABLE sets RENAME TO sets_v3;"
           " PRAGMA legacy_alter_table = OFF;",
+    /* 4 -> 5: a run that never ended is marked crashed at the next open */
+    [4] = "ALTER TABLE runs ADD COLUMN crashed INTEGER NOT NULL DEFAULT 0;",
 };
+
+/* A run without an end when the file is opened was cut short (killed, or
+ * the machine went down): the file is held exclusively, so no proxy is
+ * still writing it. It gets its last write's time as its end and the rows
+ * it did record, so run_summary never shows it as a clean run with 0 rows. */
+static int store_mark_crashed(struct store *s, char *err, size_t errlen)
+{
+    int marked = sqlite3_total_changes(s->db);
+    if (exec(s,
+             "UPDATE runs SET crashed = 1,"
+             " ended_ns = coalesce((SELECT max(t_ns) FROM sets w WHERE w.run_id = runs.run_id),"
+             " started_ns),"
+             " rows_recorded = (SELECT count(*) FROM sets w WHERE w.run_id = runs.run_id)"
+             " WHERE ended_ns IS NULL",
+             err, errlen))
+        return -1;
+    marked = sqlite3_total_changes(s->db) - marked;
+    if (marked > 0)
+        log_warn("%s: %d run(s) had not ended (slabtap was killed?): marked crashed, with the "
+                 "rows they recorded",
+                 s->path, marked);
+    return 0;
+}
 
 static int store_upgrade(struct store *s, int from, char *err, size_t errlen)
 {
@@ -1136,6 +1162,8 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
         goto rollback;
     }
     if (from > 0 && from < 4 && upgrade_v3_rows(s, err, errlen))
+        goto rollback;
+    if (store_mark_crashed(s, err, errlen))
         goto rollback;
     if (exec(s, "COMMIT", err, errlen))
         goto rollback;

@@ -17,7 +17,7 @@
 
 struct rec_row;
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 struct store_writes; /* the encoder's statements, dictionaries and run state */
 

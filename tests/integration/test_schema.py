@@ -34,6 +34,8 @@ import io
 import os
 import re
 import sqlite3
+import time
+import signal
 import subprocess
 import sys
 import unittest
@@ -43,7 +45,7 @@ import mctest  # noqa: E402
 
 SRC = mctest.SRC
 HOST = mctest.HOST
-SCHEMA_VERSION = 4  # STORE_SCHEMA_VERSION in proxy/record/store.h
+SCHEMA_VERSION = 5  # STORE_SCHEMA_VERSION in proxy/record/store.h
 
 # The schema as slabtap 1 wrote it (schema/schema.sql at user_version 1).
 V1_DDL = """
@@ -348,7 +350,7 @@ class Schema(mctest.ServerTestCase):
         for t in ("phases", "samples", "sample_classes", "settings"):
             self.assertTrue(columns(db, t), "table %s missing after the upgrade" % t)
         # the old rows, column for column
-        self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id = 1"), [V1_RUN])
+        self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id = 1"), [dict(V1_RUN, crashed=0)])
         old = rows(db, "SELECT * FROM sets WHERE run_id = 1 ORDER BY seq")
         self.assertEqual(old, [dict(r, class_id=None, ms_mode=None) for r in V1_SETS])
         self.assertEqual(rows(db, "SELECT * FROM get_counts WHERE run_id = 1"), [V1_GETS])
@@ -378,7 +380,7 @@ class Schema(mctest.ServerTestCase):
         send_sets(px.port, [(b"again", b"z")])
         self.stop_clean(px)
         self.assertEqual(user_version(db), SCHEMA_VERSION)
-        self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id = 1"), [V1_RUN])
+        self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id = 1"), [dict(V1_RUN, crashed=0)])
         self.assertEqual(mctest.db_scalar(db, "SELECT count(*) FROM runs"), 3)
         self.assertEqual(mctest.db_scalar(db, "SELECT class_id FROM sets WHERE run_id = 3"), 1)
 
@@ -413,7 +415,16 @@ class Schema(mctest.ServerTestCase):
                          [{"run_id": 1, "writes_recorded": 31}, {"run_id": 2, "writes_recorded": 3},
                           {"run_id": 3, "writes_recorded": 2}, {"run_id": 4, "writes_recorded": 2}])
         # the other tables as they were
-        self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id < 4 ORDER BY run_id"), V3_RUNS)
+        # a run that never ended (run 2) is marked crashed at this open,
+        # with its last write as its end and the rows it recorded
+        def after(r):
+            if r["ended_ns"] is not None:
+                return dict(r, crashed=0)
+            mine = [s for s in V3_SETS if s["run_id"] == r["run_id"]]
+            return dict(r, crashed=1, ended_ns=max(s["t_ns"] for s in mine),
+                        rows_recorded=len(mine))
+        self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id < 4 ORDER BY run_id"),
+                         [after(r) for r in V3_RUNS])
         for table, rs in V3_OTHER.items():
             old = ("sample_id IN (SELECT sample_id FROM samples WHERE run_id != 4)"
                    if table == "sample_classes" else "run_id != 4")
@@ -449,6 +460,30 @@ class Schema(mctest.ServerTestCase):
         self.assertEqual(rows(db, "SELECT key, answer FROM sets"),
                          [{"key": "held:1", "answer": "STORED"}])
         self.assertEqual(mctest.db_scalar(db, "SELECT count(*) FROM runs"), 1)
+
+    def test_crashed_run_is_marked(self):
+        """kill -9: the next open marks the run crashed, with its end and the
+        rows it did record, so run_summary never shows it as a clean run."""
+        db = self.path("crash.db")
+        mc = self.mc(name="mc-crash")
+        px = self.proxy(mc.port, db, "proxy-crash")
+        send_sets(px.port, [(b"c:%d" % i, b"v") for i in range(200)])
+        time.sleep(0.3)  # the writer commits within 20 ms of idleness
+        px.signal(signal.SIGKILL)
+        px.wait(10)
+        px.kill_hard()
+        self.assertIsNone(mctest.db_scalar(db, "SELECT ended_ns FROM runs"))
+        px2 = self.proxy(mc.port, db, "proxy-after")
+        self.stop_clean(px2)
+        r = rows(db, "SELECT run_id, crashed, ended_ns, rows_recorded FROM runs ORDER BY run_id")
+        self.assertEqual([x["crashed"] for x in r], [1, 0])
+        self.assertIsNotNone(r[0]["ended_ns"])
+        self.assertEqual(r[0]["rows_recorded"],
+                         mctest.db_scalar(db, "SELECT count(*) FROM sets WHERE run_id = 1"))
+        self.assertEqual(r[0]["rows_recorded"], 200)
+        self.assertEqual(rows(db, "SELECT crashed FROM run_summary WHERE run_id = 1"),
+                         [{"crashed": 1}])
+        self.assertIn("marked crashed", px2.stderr_text())
 
     def test_newer_version_refused(self):
         db = self.path("v99.db")
