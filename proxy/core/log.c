@@ -19,7 +19,7 @@ static atomic_int log_level = LOG_LEVEL_INFO;
 static atomic_int log_fd = -1;
 
 typedef uint64_t (*log_clock_fn)(void);
-static _Atomic log_clock_fn log_mono_clock = NULL;
+static _Atomic log_clock_fn log_mono_clock; /* NULL: the real clock */
 
 const char *log_level_name(enum log_level level)
 {

@@ -741,11 +741,19 @@ static enum workload_status wl_count_ops(struct wl_parser *ps)
 {
     struct workload *w = ps->w;
     uint64_t mult[WORKLOAD_DEPTH_MAX + 1] = { 1 };
+    uint64_t steps = 0; /* statements the planner walks: repeats of nothing count too */
     uint32_t depth = 0;
     w->total_ops = 0;
     for (uint32_t pc = 0; pc < w->n_stmts; pc++) {
         const struct wl_stmt *s = &w->stmts[pc];
         ps->line = s->line;
+        if (s->kind != WL_ST_OP)
+            steps += mult[depth] > WORKLOAD_STEPS_MAX ? WORKLOAD_STEPS_MAX + 1 : mult[depth];
+        if (steps > WORKLOAD_STEPS_MAX)
+            return wl_perr(ps, WORKLOAD_E_LIMIT,
+                           "the plan walks its repeat, phase and sleep lines more than %llu "
+                           "times (a large repeat of few or no operations)",
+                           (unsigned long long)WORKLOAD_STEPS_MAX);
         if (s->kind == WL_ST_REPEAT) {
             /* a zero-count repeat makes its body contribute nothing */
             uint64_t m = mult[depth];

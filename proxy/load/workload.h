@@ -38,7 +38,10 @@
 #define WORKLOAD_ERR_MAX 320                       /* "file:line: message", NUL included */
 #define WORKLOAD_VALUE_MAX (1024ull * 1024 * 1024) /* memcached's largest -I */
 #define WORKLOAD_OPS_MAX 1000000000000000ull       /* ops in one plan (1e15) */
-#define WORKLOAD_COUNT_MAX 1000000000000ull        /* one statement's COUNT / R */
+/* times the planner may walk a repeat, '}', phase or sleep line: a repeat
+ * of nothing would otherwise spin inside one call */
+#define WORKLOAD_STEPS_MAX 100000000ull
+#define WORKLOAD_COUNT_MAX 1000000000000ull /* one statement's COUNT / R */
 #define WORKLOAD_SLEEP_MAX_MS 3600000u
 #define WORKLOAD_CONNECTIONS_MAX 256
 #define WORKLOAD_PIPELINE_MAX 4096

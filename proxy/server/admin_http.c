@@ -828,6 +828,8 @@ static int admin_http_on_message_begin(http_parser *p)
     c->head_len = 0;
     c->nhdr = 0;
     c->body_len = 0;
+    if (c->body != NULL) /* a bodiless request must not see the last one's body */
+        c->body[0] = '\0';
     return 0;
 }
 

@@ -95,6 +95,13 @@ static void test_parse_errors(void)
         { "sleep soon\n", WORKLOAD_E_NUMBER, "t.wl:1: sleep wants milliseconds (0..3600000)" },
         { "repeat 1000000 {\nrepeat 1000000 {\nset 1000000000 key=a size=1\n}\n}\n",
           WORKLOAD_E_LIMIT, "t.wl:3: the plan has more than 1000000000000000 operations" },
+        /* found by fuzz_workload: the planner would spin 1e12 times in one call */
+        { "repeat 1000000000000 {\n}\n", WORKLOAD_E_LIMIT,
+          "t.wl:2: the plan walks its repeat, phase and sleep lines more than 100000000 times (a "
+          "large repeat of few or no operations)" },
+        { "repeat 200000000 {\nphase x\n}\nset 1 key=a size=1\n", WORKLOAD_E_LIMIT,
+          "t.wl:2: the plan walks its repeat, phase and sleep lines more than 100000000 times (a "
+          "large repeat of few or no operations)" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct workload *w = NULL;
