@@ -638,7 +638,11 @@ static void up_down(struct upconn *up, const char *why, bool connecting)
 {
     struct proxy *px = up->px;
     struct conn *owner = up->owner;
-    bool expected = up->draining || (!up->shared && owner && (owner->quit || owner->client_eof));
+    /* a binary client's connection is its own, and no text line may be
+     * put into its stream: when memcached closes it (QUIT, idle timeout),
+     * the client gets EOF, as direct */
+    bool expected =
+        up->draining || (!up->shared && owner && (owner->quit || owner->client_eof || owner->raw));
     up_undirty(up);
     up_close_tcp(up);
     up->state = UP_DOWN;
