@@ -40,6 +40,26 @@ struct pbuf *pbuf_get_size(struct pbuf_pool *pool, size_t cap)
     return b;
 }
 
+bool pbuf_append(struct pbuf_pool *pool, struct pbuf **b, const char *data, size_t len)
+{
+    struct pbuf *old = *b, *nb;
+    size_t have = old ? old->len : 0;
+    if (old && have + len <= old->cap) {
+        memcpy(old->data + have, data, len);
+        old->len += len;
+        return true;
+    }
+    if (!(nb = pbuf_get_size(pool, have + len)))
+        return false;
+    if (have)
+        memcpy(nb->data, old->data, have);
+    memcpy(nb->data + have, data, len);
+    nb->len = have + len;
+    pbuf_unref(pool, old);
+    *b = nb;
+    return true;
+}
+
 void pbuf_ref(struct pbuf *b)
 {
     b->refs++;

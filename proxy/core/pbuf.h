@@ -59,6 +59,10 @@ struct pbuf_pool {
 struct pbuf *pbuf_get(struct pbuf_pool *pool);
 /* A buffer of at least cap bytes (refs 1); pooled when cap <= PBUF_SIZE. */
 struct pbuf *pbuf_get_size(struct pbuf_pool *pool, size_t cap);
+/* Appends len bytes to *b (a buffer built by copying; NULL: a new one),
+ * moving them to a larger buffer when they do not fit. false: no memory
+ * (*b unchanged). */
+bool pbuf_append(struct pbuf_pool *pool, struct pbuf **b, const char *data, size_t len);
 void pbuf_ref(struct pbuf *b);
 void pbuf_unref(struct pbuf_pool *pool, struct pbuf *b);
 struct pbuf *pbuf_from_base(char *base);

@@ -430,14 +430,14 @@ static void conn_release_assembly(struct conn *c)
     c->asm_reserved = 0;
 }
 
-/* The assembled bytes, in order, into out (which has room for them). */
-static void conn_assembly_copy(const struct conn *c, char *out)
+/* Appends the assembled bytes, in order, to *out (a copied buffer). */
+static bool conn_assembly_append_to(const struct conn *c, struct pbuf **out)
 {
-    size_t off = 0;
-    for (unsigned i = 0; i < c->asm_n; i++) {
-        memcpy(out + off, c->asm_segs[i].b->data + c->asm_segs[i].off, c->asm_segs[i].len);
-        off += c->asm_segs[i].len;
-    }
+    bool ok = true;
+    for (unsigned i = 0; i < c->asm_n && ok; i++)
+        ok = pbuf_append(&c->px->pool, out, c->asm_segs[i].b->data + c->asm_segs[i].off,
+                         c->asm_segs[i].len);
+    return ok;
 }
 
 static void conn_go_private(struct conn *c)
@@ -455,17 +455,12 @@ static void conn_go_private(struct conn *c)
 static void conn_move(struct conn *c, struct pbuf *b, size_t from, size_t n)
 {
     struct proxy *px = c->px;
-    size_t have = c->asm_len;
-    struct pbuf *d = pbuf_get_size(&px->pool, have + (n - from));
-    if (!d) {
+    if (!conn_assembly_append_to(c, &c->deferred) ||
+        !pbuf_append(&px->pool, &c->deferred, b->data + from, n - from)) {
         conn_nomem(c);
         return;
     }
-    conn_assembly_copy(c, d->data);
-    memcpy(d->data + have, b->data + from, n - from);
-    d->len = have + (n - from);
     conn_release_assembly(c);
-    c->deferred = d;
     c->moving = true;
     mc_req_init(&c->rq); /* the deferred bytes are parsed again, from a boundary */
     c->rq.started = !c->raw;
@@ -480,21 +475,8 @@ static void conn_client_data(struct conn *c, struct pbuf *b, size_t n);
 /* Keeps b[from, n) (after what c->deferred holds) for later. */
 static void conn_defer(struct conn *c, struct pbuf *b, size_t from, size_t n)
 {
-    struct pbuf *old = c->deferred, *d;
-    size_t have = old ? old->len : 0;
-    if (from >= n)
-        return;
-    if (!(d = pbuf_get_size(&c->px->pool, have + (n - from)))) {
+    if (from < n && !pbuf_append(&c->px->pool, &c->deferred, b->data + from, n - from))
         conn_nomem(c);
-        return;
-    }
-    if (have)
-        memcpy(d->data, old->data, have);
-    memcpy(d->data + have, b->data + from, n - from);
-    d->len = have + (n - from);
-    if (old)
-        pbuf_unref(&c->px->pool, old);
-    c->deferred = d;
 }
 
 void conn_watch_answered(struct conn *c, bool streaming)
@@ -754,13 +736,12 @@ static size_t conn_assembly_continue(struct conn *c, struct pbuf *b, size_t n, u
     }
     /* answered here (quit, a refusal, memcached unreachable): from one
      * contiguous copy, through the common path */
-    struct pbuf *a = pbuf_get_size(&c->px->pool, c->asm_len);
-    if (!a) {
+    struct pbuf *a = NULL;
+    if (!conn_assembly_append_to(c, &a)) {
+        pbuf_unref(&c->px->pool, a);
         conn_nomem(c);
         return SIZE_MAX;
     }
-    conn_assembly_copy(c, a->data);
-    a->len = c->asm_len;
     conn_release_assembly(c);
     bool go_on = conn_handle_request(c, &req, a, &fwd_from, 0, a->len, a->len, now, wall, &fwd);
     if (fwd && !c->closing)

@@ -108,6 +108,13 @@ static void up_undirty(struct upconn *up)
 
 /* --- the FIFO ------------------------------------------------------------- */
 
+/* The answer being read is over: nobody owns the next bytes yet. */
+static void up_unit_done(struct upconn *up)
+{
+    up->cur = NULL;
+    up->cur_resolved = false;
+}
+
 static void up_pop(struct upconn *up, struct pending_entry *e)
 {
     struct conn *c = e->owner;
@@ -122,12 +129,17 @@ static void up_pop(struct upconn *up, struct pending_entry *e)
 
 /* Answers of slabtap's own that have reached the head go out now: every
  * answer before them is in. */
+static void up_give_local(const struct pending_entry *e)
+{
+    if (e->owner)
+        conn_reply_copy(e->owner, e->local, strlen(e->local));
+}
+
 static void up_deliver_locals(struct upconn *up)
 {
     struct pending_entry *e;
     while ((e = pending_head(&up->pend)) != NULL && e->local) {
-        if (e->owner)
-            conn_reply_copy(e->owner, e->local, strlen(e->local));
+        up_give_local(e);
         up_pop(up, e);
     }
 }
@@ -168,8 +180,7 @@ static void up_fail_pending(struct upconn *up, const char *answer)
     up->held_len = 0;
     up->barriers = 0;
     up->loud = 0;
-    up->cur = NULL;
-    up->cur_resolved = false;
+    up_unit_done(up);
     conn_reply_flush_all(px);
 }
 
@@ -372,8 +383,7 @@ static void up_on_silent(void *ud, struct pending_entry *e)
     struct upconn *up = ud;
     struct proxy *px = up->px;
     if (e->local) { /* it was waiting for the silent ones before it */
-        if (e->owner)
-            conn_reply_copy(e->owner, e->local, strlen(e->local));
+        up_give_local(e);
         if (e->owner)
             conn_entry_done(e->owner);
         return;
@@ -446,12 +456,6 @@ static void up_emit_to(struct upconn *up, struct pbuf *b, size_t *seg_start, siz
     *seg_start = pos;
 }
 
-static void up_unit_done(struct upconn *up)
-{
-    up->cur = NULL;
-    up->cur_resolved = false;
-}
-
 /* One complete line (its data block included) at pos. false: stop. */
 static bool up_line(struct upconn *up, const struct mc_line *l, struct pbuf *b, size_t *seg_start,
                     size_t pos)
@@ -465,8 +469,7 @@ static bool up_line(struct upconn *up, const struct mc_line *l, struct pbuf *b, 
         bool ok = l->code == MC_CODE_MN || l->code == MC_CODE_ERROR;
         up_entry_done(up, e);
         *seg_start = pos; /* slabtap's own: never reaches a client */
-        up->cur = NULL;
-        up->cur_resolved = false;
+        up_unit_done(up);
         if (!ok)
             up_unpaired(up, l, "expected MN, got");
         return ok;
@@ -684,8 +687,7 @@ static void up_on_connect(uv_connect_t *req, int status)
     px->upstream_up = true;
     up->backoff_ms = px->cfg.backoff_min_ms;
     mc_resp_init(&up->rs);
-    up->cur = NULL;
-    up->cur_resolved = false;
+    up_unit_done(up);
     up->in_multi = false;
     up_tell_clients(up, true);
     upconn_update_reading(up);
