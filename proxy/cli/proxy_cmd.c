@@ -61,6 +61,9 @@ static void proxy_usage(FILE *out)
             "                       (default %uk; a bigger one moves its client to a\n"
             "                       connection of its own)\n"
             "  --max-assembly SIZE  bytes of partial requests held at once (default %um)\n"
+            "  --max-memory SIZE    buffers of the whole proxy: past 7/8 of it the clients\n"
+            "                       pinning most unread answers are closed, past it no\n"
+            "                       client is read (default %um; 0: no bound)\n"
             "  --stats-interval MS  poll stats, stats slabs, stats items every MS\n"
             "                       milliseconds (default %d, at least %d)\n"
             "  --http HOST:PORT|off admin endpoint: /health /metrics /api/runs /api/slabs\n"
@@ -73,7 +76,8 @@ static void proxy_usage(FILE *out)
             DEFAULT_QUEUE_ROWS, REC_DEFAULT_MAX_STALL_MS, PROXY_DEFAULT_MAX_PENDING,
             PROXY_DEFAULT_DRAIN_MS, PROXY_DEFAULT_UPSTREAM_CONNS, PROXY_UPSTREAM_CONNS_MAX,
             PROXY_DEFAULT_MAX_REQUEST / 1024, PROXY_DEFAULT_MAX_ASSEMBLY / (1024 * 1024),
-            APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS, DEFAULT_HTTP);
+            PROXY_DEFAULT_MAX_MEMORY / (1024 * 1024), APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS,
+            DEFAULT_HTTP);
 }
 
 /* While the last rows are written (the loop has stopped), a second
@@ -157,7 +161,7 @@ static int parse_upstream_conns(void *dest, const char *value, char *err, size_t
 /* What the table writes before it goes into app_config. */
 struct proxy_args {
     const char *listen, *upstream, *http;
-    uint64_t queue, max_pending, drain, interval, max_request, max_assembly, max_stall;
+    uint64_t queue, max_pending, drain, interval, max_request, max_assembly, max_stall, max_memory;
     int keys, on_full, level;
 };
 
@@ -209,6 +213,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
           .call = parse_upstream_conns },
         { "max-request", 0, OPT_SIZE, .dest = &a->max_request, .min = 1024, .max = 1u << 30 },
         { "max-assembly", 0, OPT_SIZE, .dest = &a->max_assembly, .min = 1024, .max = SIZE_MAX },
+        { "max-memory", 0, OPT_SIZE, .dest = &a->max_memory, .min = 0, .max = SIZE_MAX },
         CLI_OPTS_VERBOSITY(&a->level, NULL),
     };
     enum opt_result r =
@@ -225,6 +230,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
     cfg->max_stall_ms = (unsigned)a->max_stall;
     cfg->proxy.max_request = (size_t)a->max_request;
     cfg->proxy.max_assembly = (size_t)a->max_assembly;
+    cfg->proxy.max_memory = (size_t)a->max_memory;
     return proxy_check_args(a, cfg, err, errlen);
 }
 
@@ -246,7 +252,8 @@ static enum opt_result proxy_read_args(int argc, char **argv, struct app_config 
                               .interval = APP_DEFAULT_STATS_MS,
                               .max_request = cfg->proxy.max_request,
                               .max_stall = REC_DEFAULT_MAX_STALL_MS,
-                              .max_assembly = cfg->proxy.max_assembly };
+                              .max_assembly = cfg->proxy.max_assembly,
+                              .max_memory = cfg->proxy.max_memory };
     enum opt_result r = proxy_parse_args(argc, argv, cfg, a, err, errlen);
     if (r != OPT_OK)
         return r;

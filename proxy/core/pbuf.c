@@ -1,6 +1,7 @@
 /* pbuf: recycled read buffers and write requests. Loop thread only. */
 #include "core/pbuf.h"
 
+#include <malloc.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,4 +219,23 @@ void pbuf_pool_free(struct pbuf_pool *pool)
         pool->free_writes = w->next_free;
         free(w);
     }
+}
+
+size_t pbuf_pool_bytes(const struct pbuf_pool *pool)
+{
+    return pool->bufs_allocated * (sizeof(struct pbuf) + PBUF_SIZE) + pool->big_bytes +
+           pool->writes_allocated * sizeof(struct pwrite);
+}
+
+bool pbuf_pool_trim(struct pbuf_pool *pool, uint64_t now_ms)
+{
+    size_t now = pbuf_pool_bytes(pool);
+    if (now > pool->peak_bytes)
+        pool->peak_bytes = now;
+    if (now > pool->peak_bytes / 2 || now_ms < pool->last_trim_ms + 1000)
+        return false;
+    pool->last_trim_ms = now_ms;
+    pool->peak_bytes = now;
+    malloc_trim(0);
+    return true;
 }

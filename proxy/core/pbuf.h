@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
 #define PBUF_SIZE (64 * 1024)
@@ -52,7 +53,9 @@ struct pbuf_pool {
     struct pwrite *free_writes;
     size_t bufs_allocated, writes_allocated; /* live now */
     size_t free_count, free_writes_count;
-    size_t big_bytes; /* bytes held in buffers larger than PBUF_SIZE */
+    size_t big_bytes;      /* bytes held in buffers larger than PBUF_SIZE */
+    size_t peak_bytes;     /* highest pbuf_pool_bytes since the last trim */
+    uint64_t last_trim_ms; /* pbuf_pool_trim's clock */
 };
 
 /* A PBUF_SIZE buffer (refs 1), or NULL when memory ran out. */
@@ -83,6 +86,15 @@ bool pwrite_add(struct pwrite *w, struct pbuf *b, size_t off, size_t len);
  * later with w's req), or a libuv error (w recycled). */
 int pwrite_send(struct pbuf_pool *pool, uv_stream_t *stream, struct pwrite *w, uv_write_cb cb,
                 bool compact);
+
+/* Bytes the pool holds from the system now: read buffers (free ones
+ * included), larger buffers and write requests. What --max-memory bounds. */
+size_t pbuf_pool_bytes(const struct pbuf_pool *pool);
+/* Gives free heap pages back to the system (malloc_trim) once the pool has
+ * shrunk to half of what it held at the last trim: freed 64 KiB buffers
+ * otherwise stay in the process after a burst. At most once a second by
+ * now_ms; returns whether it trimmed. */
+bool pbuf_pool_trim(struct pbuf_pool *pool, uint64_t now_ms);
 
 void pbuf_pool_free(struct pbuf_pool *pool);
 

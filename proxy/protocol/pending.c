@@ -7,15 +7,25 @@
 
 #define PENDING_INITIAL 64
 
-void pending_init(struct pending *q)
+void pending_init(struct pending *q, size_t *account)
 {
     memset(q, 0, sizeof *q);
+    q->account = account;
+}
+
+static void pending_release(struct pending *q)
+{
+    if (q->account)
+        *q->account -= q->cap * sizeof *q->ring;
+    free(q->ring);
+    q->ring = NULL;
+    q->cap = q->head = q->count = 0;
 }
 
 void pending_free(struct pending *q)
 {
-    free(q->ring);
-    memset(q, 0, sizeof *q);
+    pending_release(q);
+    q->account = NULL;
 }
 
 static int pending_grow(struct pending *q)
@@ -27,6 +37,8 @@ static int pending_grow(struct pending *q)
     for (size_t i = 0; i < q->count; i++)
         n[i] = q->ring[(q->head + i) % q->cap];
     free(q->ring);
+    if (q->account)
+        *q->account += (ncap - q->cap) * sizeof *n;
     q->ring = n;
     q->cap = ncap;
     q->head = 0;
@@ -69,7 +81,8 @@ void pending_pop(struct pending *q)
     if (!q->count)
         return;
     q->head = (q->head + 1) % q->cap;
-    q->count--;
+    if (--q->count == 0 && q->cap > PENDING_KEEP)
+        pending_release(q);
 }
 
 struct pending_entry *pending_owner(struct pending *q, const struct mc_line *line,

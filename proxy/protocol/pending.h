@@ -2,7 +2,9 @@
  * to memcached and not yet answered (from one client or many), and the rule
  * that pairs an answer's first line with its request.
  *
- * Owns the ring of entries (grown by doubling, so no malloc per request).
+ * Owns the ring of entries (grown by doubling, so no malloc per request;
+ * a ring grown past PENDING_KEEP entries is freed when it empties, so one
+ * burst does not pin it), and adds what it holds to *account.
  * Must never do I/O; the proxy decides what to do with popped entries. */
 #ifndef SLABTAP_PENDING_H
 #define SLABTAP_PENDING_H
@@ -29,9 +31,13 @@ struct pending_entry {
 struct pending {
     struct pending_entry *ring;
     size_t cap, head, count;
+    size_t *account; /* bytes of rings, summed over queues; may be NULL */
 };
 
-void pending_init(struct pending *q);
+#define PENDING_KEEP 1024
+
+/* account: a counter the ring's bytes are added to and taken from. */
+void pending_init(struct pending *q, size_t *account);
 void pending_free(struct pending *q);
 /* A slot at the tail, or NULL when memory ran out. */
 struct pending_entry *pending_push(struct pending *q);

@@ -371,6 +371,7 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
     a->px.m.recorder_queue_depth = rec_depth(&a->rec);
     a->px.m.rows_dropped = a->rec.dropped;
     a->px.m.recorder_stalls = a->rec.stalls;
+    a->px.m.buffer_bytes = pbuf_pool_bytes(&a->px.pool) + a->px.pending_bytes;
     for (size_t i = 0; i < sizeof proxy_metrics / sizeof proxy_metrics[0]; i++) {
         snprintf(name, sizeof name, "slabtap_%s%s", proxy_metrics[i].name,
                  proxy_metrics[i].type == PROM_COUNTER ? "_total" : "");

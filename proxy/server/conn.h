@@ -105,7 +105,9 @@ struct conn {
     size_t asm_len;          /* bytes assembled so far */
     bool asm_tail_own;       /* the last slice's buffer is ours to append to */
     size_t asm_reserved;     /* its share of px->assembly_bytes */
-    struct pbuf *deferred;   /* moving: bytes to replay once private */
+    struct pbuf *deferred;   /* moving: bytes to replay once private;
+                                held: whole requests past max_pending */
+    bool held;               /* deferred waits for inflight < max_pending */
     struct pwrite *reply;    /* answers collected from one upstream read */
     struct conn *reply_next; /* px->replying */
     bool on_reply_list;

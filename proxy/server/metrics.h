@@ -33,6 +33,10 @@
     X(clients_moved, counter, \
       "Clients moved to a private upstream (watch, metadump, binary, oversize)") \
     X(slow_clients_closed, counter, "Clients closed because they did not read their answers") \
+    X(memory_clients_closed, counter, \
+      "Clients closed because their unread answers pushed slabtap past 7/8 of --max-memory") \
+    X(memory_pauses, counter, "Times slabtap stopped reading clients at --max-memory") \
+    X(buffer_bytes, gauge, "Bytes slabtap holds in buffers and request queues (what --max-memory bounds)") \
     X(upstream_error_replies, counter, \
       "SERVER_ERROR lines the proxy sent because memcached was unreachable") \
     X(unpaired_responses, counter, \

@@ -36,6 +36,7 @@ void proxy_config_defaults(struct proxy_config *cfg)
     cfg->upstream_conns = PROXY_DEFAULT_UPSTREAM_CONNS;
     cfg->max_request = PROXY_DEFAULT_MAX_REQUEST;
     cfg->max_assembly = PROXY_DEFAULT_MAX_ASSEMBLY;
+    cfg->max_memory = PROXY_DEFAULT_MAX_MEMORY;
 }
 
 static size_t wq(uv_tcp_t *t)
@@ -199,6 +200,8 @@ static void on_client_write_done(uv_write_t *req, int status)
     struct conn *c = w->owner;
     (void)status; /* a failed write shows up as a read error on that socket */
     pwrite_put(&c->px->pool, w);
+    if (c->px->memory_paused)
+        proxy_memory_check(c->px);
     if (c->closing)
         return;
     conn_update_reading(c);
@@ -222,6 +225,69 @@ static void conn_check_backlog(struct conn *c)
         if (c->up && !c->up->shared)
             upconn_update_reading(c->up);
     }
+    if (!c->closing)
+        proxy_memory_check(px);
+}
+
+/* --- the memory bound ------------------------------------------------------ */
+
+/* The client pinning the most unsent answers, at least a read buffer's
+ * worth (a client that reads never holds that much for long). */
+static struct conn *proxy_heaviest_reader(struct proxy *px)
+{
+    struct conn *best = NULL;
+    size_t most = PBUF_SIZE;
+    for (struct conn *c = px->conns; c; c = c->next) {
+        size_t q = c->closing ? 0 : wq(&c->client);
+        if (q >= most) {
+            most = q;
+            best = c;
+        }
+    }
+    return best;
+}
+
+/* Keeps the buffers of the whole process under cfg.max_memory. Past 7/8 of
+ * it, the clients that pin the most unsent answers are closed (largest
+ * first) until what they pin brings the total back under 3/4: memory held
+ * for a client that does not read is memory taken from those that do.
+ * Past the bound itself (memory no one client holds: requests in flight,
+ * assemblies), no client is read until the total is back under 3/4.
+ * Called where buffers are taken for answers and where they come back. */
+void proxy_memory_check(struct proxy *px)
+{
+    size_t limit = px->cfg.max_memory, bytes = pbuf_pool_bytes(&px->pool) + px->pending_bytes;
+    if (!limit)
+        return;
+    if (bytes > limit / 8 * 7 && !px->shedding) {
+        size_t freed = 0;
+        struct conn *c;
+        px->shedding = true; /* conn_close below must not come back here */
+        while (bytes - freed > limit / 4 * 3 && (c = proxy_heaviest_reader(px)) != NULL) {
+            size_t q = wq(&c->client);
+            freed += q < bytes - freed ? q : bytes - freed;
+            px->m.memory_clients_closed++;
+            log_throttled(&px->throttle.memory, LOG_LEVEL_WARN, c->peer,
+                          "connection %u: %zu bytes of answers unread while slabtap holds %zu of "
+                          "--max-memory %zu; closing it",
+                          c->id, q, bytes, limit);
+            conn_close(c, false);
+        }
+        px->shedding = false;
+    }
+    if (!px->memory_paused && bytes > limit) {
+        px->memory_paused = true;
+        px->m.memory_pauses++;
+        log_warn("buffers hold %zu bytes, over --max-memory %zu: clients are not read until "
+                 "they are back under %zu",
+                 bytes, limit, limit / 4 * 3);
+        proxy_update_reading(px);
+    } else if (px->memory_paused && bytes < limit / 4 * 3) {
+        px->memory_paused = false;
+        log_info("buffers back to %zu bytes: reading clients again", bytes);
+        proxy_update_reading(px);
+    }
+    pbuf_pool_trim(&px->pool, uv_now(px->loop));
 }
 
 /* Sends what was collected for c: 1 sent now, 0 queued, < 0 failed. */
@@ -323,9 +389,9 @@ void conn_update_reading(struct conn *c)
      * memcached holds back answers while it waits for the rest of a data
      * block, so the answers that would let us go on might never come */
     bool mid = conn_mid_request(c);
-    bool want = !rec_blocked(px->rec) && !c->client_eof && !c->quit && !c->moving && up &&
-                (!px->stopping || mid) && up->state != UP_CONNECTING &&
-                (c->inflight < px->cfg.max_pending || mid) &&
+    bool want = !rec_blocked(px->rec) && !px->memory_paused && !c->client_eof && !c->quit &&
+                !c->moving && !c->held && up && (!px->stopping || mid) &&
+                up->state != UP_CONNECTING && (c->inflight < px->cfg.max_pending || mid) &&
                 wq(&c->client) < px->cfg.write_backlog_max &&
                 (up->state != UP_READY || wq(&up->tcp) < px->cfg.write_backlog_max);
     if (want == c->client_reading)
@@ -352,6 +418,8 @@ void proxy_update_reading(void *arg)
 void proxy_after_read(struct proxy *px)
 {
     rec_flush(px->rec);
+    if (px->memory_paused)
+        proxy_memory_check(px);
     if (rec_blocked(px->rec) && !px->all_paused) {
         px->all_paused = true;
         proxy_update_reading(px);
@@ -806,8 +874,17 @@ static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
         struct mc_request req;
         size_t used;
         bool started = c->rq.started;
-        if (mc_req_at_boundary(&c->rq))
+        if (mc_req_at_boundary(&c->rq)) {
             req_begin = pos;
+            if (c->inflight >= px->cfg.max_pending) {
+                /* the pending bound holds inside one read too: the rest
+                 * waits, whole, until answers bring it back under */
+                conn_defer(c, b, pos, n);
+                c->held = true;
+                n = pos;
+                break;
+            }
+        }
         enum mc_result r = mc_req_parse(&c->rq, b->data + pos, n - pos, &used, &req);
         pos += used;
         if (r == MC_ERROR && !started && (unsigned char)b->data[req_begin] == 0x80) {
@@ -894,8 +971,10 @@ void conn_entry_done(struct conn *c)
 {
     if (c->inflight)
         c->inflight--;
-    if (c->inflight == 0)
-        conn_touch(c); /* conn_check_done after this read */
+    /* conn_check_done after this read: the last answer, or back under the
+     * bound (reading goes on, held requests go out) */
+    if (c->inflight == 0 || c->inflight + 1 == c->px->cfg.max_pending)
+        conn_touch(c);
 }
 
 /* Called once the answers of a read are sent: a client waiting for its
@@ -903,6 +982,14 @@ void conn_entry_done(struct conn *c)
 static void conn_check_done(struct conn *c)
 {
     struct proxy *px = c->px;
+    if (c->held && c->inflight < px->cfg.max_pending && !c->closing) {
+        struct pbuf *d = c->deferred;
+        c->deferred = NULL;
+        c->held = false;
+        conn_client_data(c, d, d->len);
+        pbuf_unref(&px->pool, d);
+    }
+    conn_update_reading(c);
     if (c->closing || c->inflight)
         return;
     if (c->moving && c->up && c->up->shared) {
@@ -951,6 +1038,7 @@ static void on_client_closed(uv_handle_t *h)
     if (--c->open_handles)
         return;
     free(c);
+    proxy_memory_check(px);
     proxy_maybe_stopped(px);
 }
 

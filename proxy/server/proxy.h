@@ -46,9 +46,14 @@ struct proxy_config {
                                   (bigger ones move the client to its own) */
     size_t max_assembly;     /* bytes of partial requests held at once, all
                                   clients together (beyond: own connection) */
+    size_t max_memory;       /* buffers of the whole process (0: unbounded);
+                                  see proxy_memory_check */
 };
 
-#define PROXY_DEFAULT_MAX_PENDING 65536
+/* 1024 requests keep memcached busy; more only adds what one client can
+ * pin (a pending entry is ~420 bytes, its answer up to a value) and how
+ * long the others on a shared connection wait behind it */
+#define PROXY_DEFAULT_MAX_PENDING 1024
 #define PROXY_DEFAULT_WRITE_BACKLOG (8u * 1024 * 1024)
 #define PROXY_DEFAULT_DRAIN_MS 5000
 #define PROXY_DEFAULT_UPSTREAM_CONNS 2
@@ -56,6 +61,8 @@ struct proxy_config {
 /* memcached's default -I (1 MiB) plus a request line */
 #define PROXY_DEFAULT_MAX_REQUEST (1024u * 1024 + 4096)
 #define PROXY_DEFAULT_MAX_ASSEMBLY (64u * 1024 * 1024)
+/* a sidecar's share: room for 30 clients at their backlog bound */
+#define PROXY_DEFAULT_MAX_MEMORY (256u * 1024 * 1024)
 /* a client whose unread answers pass this many times write_backlog_max is
  * disconnected: on a shared upstream nobody may wait for it */
 #define PROXY_SLOW_CLIENT_FACTOR 4
@@ -83,6 +90,7 @@ struct proxy {
     bool spare_busy;
     struct pbuf *mn_buf;     /* "mn\r\n": the barrier's bytes */
     size_t assembly_bytes;   /* reserved by partial requests being assembled */
+    size_t pending_bytes;    /* rings of requests waiting for their answers */
     unsigned upstreams_open; /* upstream handles not yet closed */
     uint32_t next_conn_id;
     uint64_t next_seq;
@@ -96,13 +104,15 @@ struct proxy {
     uint64_t requests_by_cmd[MC_CMD_COUNT];
     const struct slab_ladder *ladder;  /* tags writes with a class; NULL: untagged */
     bool all_paused;                   /* paused everything for the recorder */
+    bool memory_paused;                /* over cfg.max_memory: no client is read */
+    bool shedding;                     /* proxy_memory_check is closing clients */
     bool upstream_up;                  /* at least one upstream answered lately */
     char upstream_peer[ADDR_TEXT_MAX]; /* upstream_addr as text, for logs */
     /* One per reason a peer can repeat at any rate: a line a second each,
      * with the count held back (loop thread only). */
     struct {
         struct log_throttle protocol_error, upstream_connect, upstream_lost, unpaired, malformed,
-            nomem, accept, slow_client;
+            nomem, accept, slow_client, memory;
     } throttle;
 };
 
@@ -116,6 +126,9 @@ int proxy_open(struct proxy *px, uv_loop_t *loop, const struct proxy_config *cfg
 void proxy_close(struct proxy *px, void (*on_stopped)(struct proxy *px));
 /* A second signal: what still waits for memcached is given up now. */
 void proxy_force_stop(struct proxy *px);
+/* Keeps the buffers under cfg.max_memory (closes the clients pinning the
+ * most unsent answers, pauses reading); cheap when under it. */
+void proxy_memory_check(struct proxy *px);
 /* Re-evaluates every connection's reading (the recorder filled or drained). */
 void proxy_update_reading(void *px);
 void proxy_config_defaults(struct proxy_config *cfg);

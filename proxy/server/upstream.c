@@ -78,7 +78,7 @@ struct upconn *upconn_open(struct proxy *px, bool shared, struct conn *owner)
     up->owner = owner;
     up->backoff_ms = px->cfg.backoff_min_ms;
     up->state = UP_DOWN;
-    pending_init(&up->pend);
+    pending_init(&up->pend, &px->pending_bytes);
     mc_resp_init(&up->rs);
     uv_timer_init(px->loop, &up->retry);
     up->retry.data = up;
