@@ -55,7 +55,10 @@ struct upconn {
     struct conn *cur;  /* its client; NULL: bytes are dropped */
     bool cur_resolved; /* its entry is at the head of pend */
     bool in_multi;
-    bool stream; /* watch / binary: bytes pass unparsed */
+    bool stream;       /* watch / binary: bytes pass unparsed */
+    bool probing;      /* memcached closed it: connecting again to learn
+                          whether on purpose (it answers) or gone (not) */
+    uint64_t ready_ms; /* uv_now when it last became ready */
     uint64_t line_t0, unit_t0;
     uint32_t unit_hits;
     uint64_t unit_bytes;

@@ -19,7 +19,13 @@
 #include "core/log.h"
 #include "server/conn.h"
 
-static void up_down(struct upconn *up, const char *why, bool connecting);
+/* How an upstream connection ended: never made, closed by memcached (EOF
+ * or reset), or reset by slabtap because what came could not be trusted. */
+enum up_loss { UP_LOSS_CONNECT, UP_LOSS_CLOSED, UP_LOSS_BROKEN };
+/* how long memcached has to answer the probe's mn before it counts as gone */
+#define UP_PROBE_TIMEOUT_MS 1000
+static void up_down(struct upconn *up, const char *why, enum up_loss loss);
+static void up_closed_by_memcached(struct upconn *up);
 static void up_connect(struct upconn *up);
 
 static size_t wq(uv_tcp_t *t)
@@ -271,7 +277,7 @@ static void up_send_out(struct upconn *up)
     px->m.upstream_writes++;
     int rc = pwrite_send(&px->pool, (uv_stream_t *)&up->tcp, w, up_on_write_done, false);
     if (rc < 0)
-        up_down(up, uv_strerror(rc), false);
+        up_down(up, uv_strerror(rc), UP_LOSS_CLOSED);
     else if (rc == 0 && wq(&up->tcp) >= px->cfg.write_backlog_max)
         up->backlogged = true; /* its clients pause until it drains */
 }
@@ -418,14 +424,26 @@ static void up_answered(struct upconn *up, const struct mc_line *l)
     up_entry_done(up, e);
 }
 
+/* What memcached sends a connection past its -c limit, then closes it. */
+static const char MC_TOO_MANY_CONNS[] = "ERROR Too many open connections";
+
 static void up_unpaired(struct upconn *up, const struct mc_line *l, const char *what)
 {
     char shown[128];
+    if (!up->shared && up->owner && l->len == sizeof MC_TOO_MANY_CONNS - 1 &&
+        !memcmp(l->text, MC_TOO_MANY_CONNS, l->len)) {
+        /* memcached refused this client's own connection: the client gets
+         * the refusal and the close, as direct */
+        static const char line[] = "ERROR Too many open connections\r\n";
+        conn_reply_copy(up->owner, line, sizeof line - 1);
+        up_closed_by_memcached(up);
+        return;
+    }
     up->px->m.unpaired_responses++;
     json_escape(shown, sizeof shown, l->text, l->len < 60 ? l->len : 60);
     log_throttled(&up->px->throttle.unpaired, LOG_LEVEL_WARN, up->px->upstream_peer,
                   "upstream %u: %s '%s'; reconnecting", up->id, what, shown);
-    up_down(up, "sent an answer nobody asked for", false);
+    up_down(up, "sent an answer nobody asked for", UP_LOSS_BROKEN);
 }
 
 /* The first line of an answer is known (l, or NULL when the head is a loud
@@ -513,7 +531,7 @@ static bool up_partial_first_line(struct upconn *up, struct pbuf *b, size_t *seg
         return up_resolve(up, NULL);
     if (up->held_len + (n - *seg_start) > sizeof up->held) {
         up->px->m.unpaired_responses++;
-        up_down(up, "sent an over-long answer line nobody can own", false);
+        up_down(up, "sent an over-long answer line nobody can own", UP_LOSS_BROKEN);
         return false;
     }
     memcpy(up->held + up->held_len, b->data + *seg_start, n - *seg_start);
@@ -536,7 +554,7 @@ static void up_data(struct upconn *up, struct pbuf *b, size_t n)
         if (r == MC_ERROR) {
             log_throttled(&up->px->throttle.malformed, LOG_LEVEL_WARN, up->px->upstream_peer,
                           "upstream %u: malformed answer from memcached; reconnecting", up->id);
-            up_down(up, "sent a malformed answer", false);
+            up_down(up, "sent a malformed answer", UP_LOSS_BROKEN);
             return;
         }
         if (r == MC_NEED_MORE) {
@@ -576,7 +594,8 @@ static void up_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
             up_data(up, b, (size_t)nread);
         }
     } else if (nread < 0 && !up->closing) {
-        up_down(up, nread == UV_EOF ? "closed the connection" : uv_strerror((int)nread), false);
+        up_down(up, nread == UV_EOF ? "closed the connection" : uv_strerror((int)nread),
+                UP_LOSS_CLOSED);
     }
     if (b)
         pbuf_unref(&px->pool, b);
@@ -635,9 +654,23 @@ static void up_tell_clients(struct upconn *up, bool ready)
     }
 }
 
+/* memcached closed a connection it had accepted: it may have meant to
+ * (idle_timeout, its connection limit, a request it refuses) or it may be
+ * going away. A private connection's client must see what it would see
+ * direct, so memcached is asked (up_probe); a pooled connection is
+ * slabtap's own and is made again at once, clients waiting meanwhile
+ * (unless the last one did not last a second: then the usual backoff). */
+static bool up_should_probe(const struct upconn *up, enum up_loss loss)
+{
+    struct proxy *px = up->px;
+    if (loss != UP_LOSS_CLOSED || up->probing || px->stopping || up->closing)
+        return false;
+    return !up->shared || uv_now(px->loop) - up->ready_ms >= 1000;
+}
+
 /* Connection lost or never made. memcached going away under a private
  * upstream whose client quit or half-closed is the expected end. */
-static void up_down(struct upconn *up, const char *why, bool connecting)
+static void up_down(struct upconn *up, const char *why, enum up_loss loss)
 {
     struct proxy *px = up->px;
     struct conn *owner = up->owner;
@@ -646,18 +679,34 @@ static void up_down(struct upconn *up, const char *why, bool connecting)
      * the client gets EOF, as direct */
     bool expected =
         up->draining || (!up->shared && owner && (owner->quit || owner->client_eof || owner->raw));
+    bool probe = !expected && up_should_probe(up, loss);
     up_undirty(up);
     up_close_tcp(up);
     up->state = UP_DOWN;
     up->stream = false;
     mc_resp_init(&up->rs);
     px->upstream_up = any_upstream_ready(px);
+    if (probe) {
+        /* a private connection's requests wait for the verdict (answered
+         * SERVER_ERROR, or the client closed as memcached closed it); a
+         * shared one's are lost either way. Clients are not read meanwhile. */
+        log_write(LOG_LEVEL_DEBUG, px->upstream_peer, "upstream %u%s: %s %s; connecting again",
+                  up->id, up->shared ? " (pooled)" : "", px->cfg.upstream_text, why);
+        if (up->shared)
+            up_fail_pending(up, "upstream_error");
+        up->probing = !up->shared;
+        up->state = UP_CONNECTING;
+        uv_timer_start(&up->retry, up_on_retry, 0, 0);
+        up_tell_clients(up, false);
+        return;
+    }
     if (!expected && !up->closing) {
         px->m.upstream_errors++;
-        log_throttled(connecting ? &px->throttle.upstream_connect : &px->throttle.upstream_lost,
-                      LOG_LEVEL_WARN, px->upstream_peer, "upstream %u%s: %s %s: %s", up->id,
-                      up->shared ? " (pooled)" : "", connecting ? "cannot connect" : "lost",
-                      px->cfg.upstream_text, why);
+        log_throttled(
+            loss == UP_LOSS_CONNECT ? &px->throttle.upstream_connect : &px->throttle.upstream_lost,
+            LOG_LEVEL_WARN, px->upstream_peer, "upstream %u%s: %s %s: %s", up->id,
+            up->shared ? " (pooled)" : "", loss == UP_LOSS_CONNECT ? "cannot connect" : "lost",
+            px->cfg.upstream_text, why);
     }
     if (expected || px->stopping || up->closing) {
         up_fail_pending(up, "no_answer");
@@ -672,6 +721,76 @@ static void up_down(struct upconn *up, const char *why, bool connecting)
     up_tell_clients(up, false);
 }
 
+/* memcached answered the connection tried after it closed one: it closed
+ * that one on purpose. A client with a connection of its own sees what it
+ * would see direct: its connection closes (requests left unanswered are
+ * recorded no_answer). The pool just goes on. */
+static void up_closed_by_memcached(struct upconn *up)
+{
+    struct proxy *px = up->px;
+    px->m.upstream_closes_passed_on++;
+    log_write(LOG_LEVEL_INFO, px->upstream_peer,
+              "upstream %u: memcached closed connection %u's memcached connection; closing it too",
+              up->id, up->owner ? up->owner->id : 0);
+    up_fail_pending(up, "no_answer");
+    conn_upstream_gone(up->owner);
+}
+
+/* The probe's verdict: memcached answered (it closed the last connection
+ * on purpose), or it did not (gone, or too slow to count as there). */
+static void up_probe_done(struct upconn *up, bool answered, const char *why)
+{
+    uv_timer_stop(&up->retry);
+    up->probing = false;
+    if (answered && up->owner) {
+        up_closed_by_memcached(up);
+        return;
+    }
+    up_down(up, why, UP_LOSS_CONNECT);
+}
+
+static void up_on_probe_timeout(uv_timer_t *t)
+{
+    struct upconn *up = t->data;
+    if (!up->closing && up->probing)
+        up_probe_done(up, false, "no answer to mn");
+}
+
+static void up_on_probe_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct upconn *up = h->data;
+    (void)suggested;
+    *buf = uv_buf_init(up->held, sizeof up->held); /* read and dropped */
+}
+
+static void up_on_probe_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct upconn *up = s->data;
+    (void)buf;
+    if (nread == 0 || up->closing || !up->probing)
+        return;
+    uv_read_stop(s);
+    up_probe_done(up, nread > 0, nread > 0 ? "" : uv_strerror((int)nread));
+    conn_reply_flush_all(up->px);
+}
+
+/* Connected after memcached closed the last connection: does it answer?
+ * A TCP connect alone proves nothing (a dying process's listener can still
+ * complete the handshake), an answer to mn does (MN, or the refusal memcached
+ * sends past its connection limit). */
+static void up_probe(struct upconn *up)
+{
+    static char mn[] = "mn\r\n";
+    uv_buf_t b = uv_buf_init(mn, sizeof mn - 1);
+    int rc = uv_try_write((uv_stream_t *)&up->tcp, &b, 1);
+    if (rc != (int)(sizeof mn - 1)) {
+        up_probe_done(up, false, rc < 0 ? uv_strerror(rc) : "short write");
+        return;
+    }
+    uv_read_start((uv_stream_t *)&up->tcp, up_on_probe_alloc, up_on_probe_read);
+    uv_timer_start(&up->retry, up_on_probe_timeout, UP_PROBE_TIMEOUT_MS, 0);
+}
+
 static void up_on_connect(uv_connect_t *req, int status)
 {
     struct upconn *up = req->data;
@@ -679,10 +798,16 @@ static void up_on_connect(uv_connect_t *req, int status)
     if (up->closing)
         return;
     if (status < 0) {
-        up_down(up, uv_strerror(status), true);
+        up->probing = false;
+        up_down(up, uv_strerror(status), UP_LOSS_CONNECT);
+        return;
+    }
+    if (up->probing) {
+        up_probe(up);
         return;
     }
     up->state = UP_READY;
+    up->ready_ms = uv_now(px->loop);
     px->m.upstream_connections_open++;
     px->upstream_up = true;
     up->backoff_ms = px->cfg.backoff_min_ms;
@@ -707,11 +832,11 @@ static void up_connect(struct upconn *up)
     int rc = uv_tcp_connect(&up->connect_req, &up->tcp,
                             (const struct sockaddr *)&px->cfg.upstream_addr, up_on_connect);
     if (rc)
-        up_down(up, uv_strerror(rc), true);
+        up_down(up, uv_strerror(rc), UP_LOSS_CONNECT);
 }
 
 void upconn_fail(struct upconn *up, const char *why)
 {
     if (!up->closing && up->state == UP_READY)
-        up_down(up, why, false);
+        up_down(up, why, UP_LOSS_BROKEN);
 }

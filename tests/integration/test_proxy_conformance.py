@@ -127,5 +127,76 @@ class Conformance(mctest.ServerTestCase):
         self.assertEqual(ask(self.px.port), ask(self.direct.port))
 
 
+class MemcachedCloses(mctest.ServerTestCase):
+    """memcached closing a connection on purpose (idle_timeout, its -c limit)
+    closes the client that owns that connection, as direct; a memcached that
+    is gone is SERVER_ERROR and a connection that stays (test_proxy_failures).
+    A pooled connection is slabtap's: memcached closing it is not the
+    clients' business, and the next request is served on a new one."""
+    workdir_prefix = "slabtap-closes-"
+
+    def test_idle_timeout(self):
+        mc = self.mc(extra=["-o", "idle_timeout=1"])
+        px = self.proxy(mc.port, http=True)
+        direct = mctest.connect(mc.port)
+        s = mctest.connect(px.port)
+        for c in (direct, s):
+            c.sendall(b"set k 0 0 1\r\nv\r\n")
+            self.assertEqual(mctest.recv_line(c), b"STORED\r\n")
+        # memcached's idle check runs every second or so: wait past two
+        closed, data = mctest.wait_closed(direct, timeout=10)
+        self.assertTrue(closed)
+        self.assertEqual(data, b"")
+        if mctest.POOLED:
+            time.sleep(0.5)
+            s.sendall(b"get k\r\n")
+            self.assertEqual(mctest.recv_until(s, b"END\r\n"), b"VALUE k 0 1\r\nv\r\nEND\r\n")
+        else:
+            closed, data = mctest.wait_closed(s, timeout=10)
+            self.assertTrue(closed)
+            self.assertEqual(data, b"")
+            m = mctest.http_request(px.http_port, "GET", "/metrics")[2].decode()
+            self.assertIn("slabtap_upstream_closes_passed_on_total 1\n", m)
+            self.assertIn("slabtap_upstream_error_replies_total 0\n", m)
+        direct.close()
+        s.close()
+        self.stop_clean(px)
+
+    def test_connection_limit(self):
+        """memcached -c: the client past the limit reads memcached's
+        refusal line, then EOF, through a connection of its own."""
+        mc = self.mc(extra=["-c", "16", "-t", "1"])
+        px = self.proxy(mc.port)
+
+        def fill(port, limit=40):
+            """Connects until memcached refuses; the refused one's bytes."""
+            held = []
+            try:
+                for _ in range(limit):
+                    c = mctest.connect(port)
+                    held.append(c)
+                    c.sendall(b"version\r\n")
+                    line = mctest.recv_line(c)
+                    if not line.startswith(b"VERSION "):
+                        closed, rest = mctest.wait_closed(c, timeout=10)
+                        return line + rest, closed
+                return None, False
+            finally:
+                for c in held:
+                    c.close()
+        direct, closed = fill(mc.port)
+        self.assertEqual(direct, b"ERROR Too many open connections\r\n")
+        self.assertTrue(closed)
+        mctest.wait_for(lambda: int(mctest.mc_stats(mc.port)["curr_connections"]) < 6, 10,
+                        what="memcached's connections closing")
+        got, closed = fill(px.port)
+        if mctest.POOLED:
+            self.assertIsNone(got)  # 2 connections for all clients: never refused
+        else:
+            self.assertEqual(got, direct)
+            self.assertTrue(closed)
+        self.stop_clean(px)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
