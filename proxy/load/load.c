@@ -259,6 +259,10 @@ struct load_engine {
     unsigned n_conns, n_connected;
     unsigned pipeline;
     char *pattern;
+    /* counter keys' values (load/replay.h), LOAD_PATTERN_BYTES + 1 bytes of
+     * each form: for set (add, replace), prepend and append; only when the
+     * replay has counter keys */
+    char *digits[3];
     uv_timer_t tick, sleep_timer;
     /* the rate clock: a timerfd set to the next op's due time, to the
      * microsecond (libuv timers tick in milliseconds, which would add up
@@ -462,6 +466,15 @@ static const struct load_slot *load_slot_back(const struct load_conn *c)
     return c->count ? &c->fifo[(c->head + c->count - 1) % (c->e->pipeline + 1)] : NULL;
 }
 
+/* Which of e->digits a counter key's write takes. */
+static unsigned load_digit_form(enum workload_cmd cmd)
+{
+    return cmd == WORKLOAD_CMD_PREPEND ? 1 : cmd == WORKLOAD_CMD_APPEND ? 2 : 0;
+}
+
+static const enum workload_cmd load_digit_cmds[3] = { WORKLOAD_CMD_SET, WORKLOAD_CMD_PREPEND,
+                                                      WORKLOAD_CMD_APPEND };
+
 static void load_queue_op(struct load_conn *c, const struct workload_op *op)
 {
     struct load_engine *e = c->e;
@@ -470,7 +483,17 @@ static void load_queue_op(struct load_conn *c, const struct workload_op *op)
     size_t n = load_format_request(line, op);
     b->text_len += n;
     load_batch_add(b, line, n);
-    if (workload_cmd_is_write(op->cmd)) {
+    if (workload_cmd_is_write(op->cmd) && e->digits[0] && replay_value_numeric(e->src.replay, op)) {
+        /* a value's last bytes are its form's last bytes, what comes before
+         * them is the form's first byte repeated */
+        char *form = e->digits[load_digit_form(op->cmd)];
+        uint64_t left = op->value_len;
+        for (; left > LOAD_PATTERN_BYTES; left -= LOAD_PATTERN_BYTES)
+            load_batch_add(b, form, LOAD_PATTERN_BYTES);
+        if (left)
+            load_batch_add(b, form + LOAD_PATTERN_BYTES + 1 - left, (size_t)left);
+        load_batch_add(b, load_crlf, 2);
+    } else if (workload_cmd_is_write(op->cmd)) {
         for (uint64_t left = op->value_len; left;) {
             size_t take = left < LOAD_PATTERN_BYTES ? (size_t)left : LOAD_PATTERN_BYTES;
             load_batch_add(b, e->pattern, take);
@@ -1082,6 +1105,11 @@ static int load_alloc(struct load_engine *e)
     e->pattern = malloc(LOAD_PATTERN_BYTES);
     if (!e->conns || !e->pattern)
         return -1;
+    for (unsigned f = 0; f < 3 && replay_has_counters(e->src.replay); f++) {
+        if (!(e->digits[f] = malloc(LOAD_PATTERN_BYTES + 1)))
+            return -1;
+        replay_value_digits(load_digit_cmds[f], e->digits[f], LOAD_PATTERN_BYTES + 1);
+    }
     for (unsigned i = 0; i < e->n_conns; i++) {
         struct load_conn *c = &e->conns[i];
         c->e = e;
@@ -1110,6 +1138,8 @@ static void load_free(struct load_engine *e)
     }
     free(e->conns);
     free(e->pattern);
+    for (unsigned f = 0; f < 3; f++)
+        free(e->digits[f]);
     if (e->rate_fd >= 0)
         close(e->rate_fd);
     if (e->sample) {

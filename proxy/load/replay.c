@@ -7,10 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 #include <sqlite3.h>
 
 #include "core/keyfmt.h"
+#include "core/log.h"
 #include "record/runs.h"
 
 static const char *const replay_status_text[REPLAY_STATUS_COUNT] = {
@@ -36,6 +39,11 @@ struct replay {
     struct workload_op pending; /* a CacheLib row still repeating */
     uint64_t pending_left;
     uint64_t total, skipped;
+    uint64_t keys_cut, first_cut_line; /* rows whose key was cut to 250 bytes */
+    uint8_t *counters;                 /* Bloom filter of counter keys; NULL: none found */
+    bool all_numeric;                  /* read ahead impossible: every value is digits */
+    uint64_t counter_ops;              /* incr/decr found ahead */
+    uint64_t counter_keys;             /* keys that set a bit of the filter */
     char buf[REPLAY_LINE_MAX + 1];
 };
 
@@ -105,6 +113,68 @@ static void replay_set_key(struct workload_op *op, const char *key, size_t len, 
     op->key_len = (uint16_t)key_len;
 }
 
+/* ---- counter keys ------------------------------------------------------------ */
+
+void replay_value_digits(enum workload_cmd cmd, char *out, uint64_t len)
+{
+    if (!len)
+        return;
+    memset(out, cmd == WORKLOAD_CMD_APPEND ? ' ' : '0', (size_t)len);
+    if (cmd != WORKLOAD_CMD_APPEND && cmd != WORKLOAD_CMD_PREPEND)
+        out[len - 1] = '1';
+}
+
+/* The filter's probes for a key as sent: double hashing over a mixed FNV-1a
+ * (splitmix64's finalizer, so that every bit of the hash counts). */
+static uint32_t replay_probe(uint64_t h, unsigned i)
+{
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    uint32_t a = (uint32_t)h, b = (uint32_t)(h >> 32) | 1;
+    return (a + i * b) & (REPLAY_COUNTER_BITS - 1);
+}
+
+static enum replay_status replay_counter_mark(struct replay *r, const struct workload_op *op)
+{
+    if (!r->counters && !(r->counters = calloc(REPLAY_COUNTER_BITS / 8, 1)))
+        return REPLAY_E_MEMORY;
+    uint64_t h = keyfmt_hash(op->key, op->key_len);
+    bool fresh = false;
+    for (unsigned i = 0; i < REPLAY_COUNTER_PROBES; i++) {
+        uint32_t b = replay_probe(h, i);
+        fresh |= !(r->counters[b >> 3] & (1u << (b & 7)));
+        r->counters[b >> 3] |= (uint8_t)(1u << (b & 7));
+    }
+    r->counter_keys += fresh;
+    r->counter_ops++;
+    return REPLAY_OK;
+}
+
+bool replay_value_numeric(const struct replay *r, const struct workload_op *op)
+{
+    if (!r || !workload_cmd_is_write(op->cmd))
+        return false;
+    if (r->all_numeric)
+        return true;
+    if (!r->counters)
+        return false;
+    uint64_t h = keyfmt_hash(op->key, op->key_len);
+    for (unsigned i = 0; i < REPLAY_COUNTER_PROBES; i++) {
+        uint32_t b = replay_probe(h, i);
+        if (!(r->counters[b >> 3] & (1u << (b & 7))))
+            return false;
+    }
+    return true;
+}
+
+bool replay_has_counters(const struct replay *r)
+{
+    return r && (r->all_numeric || r->counters);
+}
+
 /* ---- CSV fields ------------------------------------------------------------ */
 
 struct replay_field {
@@ -171,11 +241,16 @@ static bool replay_twitter_cmd(const struct replay_field *f, enum workload_cmd *
     return workload_cmd_parse(f->s, f->len, out) && *out != WORKLOAD_CMD_TOUCH;
 }
 
-/* The common tail of every trace row: sizes, TTL and the key. */
+/* The common tail of every trace row: sizes, TTL and the key, cut to
+ * memcached's 250 bytes when longer (*cut_from: the size before, else 0). */
 static enum replay_status replay_fill_op(struct workload_op *op, enum workload_cmd cmd,
                                          const struct replay_field *key, uint64_t key_size,
-                                         uint64_t value_size, int64_t ttl)
+                                         uint64_t value_size, int64_t ttl, uint32_t *cut_from)
 {
+    if (cut_from)
+        *cut_from = key_size > WORKLOAD_KEY_MAX ? (uint32_t)key_size : 0;
+    if (key_size > WORKLOAD_KEY_MAX)
+        key_size = WORKLOAD_KEY_MAX;
     memset(op, 0, sizeof *op);
     op->cmd = cmd;
     if (workload_cmd_is_write(cmd)) {
@@ -188,8 +263,22 @@ static enum replay_status replay_fill_op(struct workload_op *op, enum workload_c
     return REPLAY_OK;
 }
 
-enum replay_status replay_twitter_parse(char *line, struct workload_op *op, char *why,
-                                        size_t whylen)
+bool replay_twitter_is_counter_row(const char *line, size_t len)
+{
+    /* the operation is the second field from the end: ...,op,TTL */
+    const char *end = line + len, *p = end;
+    while (p > line && p[-1] != ',')
+        p--;
+    if (p == line)
+        return false;
+    const char *op_end = --p;
+    while (p > line && p[-1] != ',')
+        p--;
+    return p > line && op_end - p == 4 && (!memcmp(p, "incr", 4) || !memcmp(p, "decr", 4));
+}
+
+enum replay_status replay_twitter_parse(char *line, struct workload_op *op, uint32_t *cut_from,
+                                        char *why, size_t whylen)
 {
     struct replay_field f[REPLAY_FIELDS_MAX];
     int n;
@@ -208,9 +297,9 @@ enum replay_status replay_twitter_parse(char *line, struct workload_op *op, char
     uint64_t key_size, value_size;
     int64_t ttl;
     enum workload_cmd cmd;
-    if (!replay_u64(ks, WORKLOAD_KEY_MAX, &key_size) || key_size == 0)
-        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad key size '%.*s' (1..250)",
-                          (int)ks->len, ks->s);
+    if (!replay_u64(ks, REPLAY_KEY_SIZE_MAX, &key_size) || key_size == 0)
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad key size '%.*s' (1..%u)", (int)ks->len,
+                          ks->s, REPLAY_KEY_SIZE_MAX);
     if (!replay_u64(vs, WORKLOAD_VALUE_MAX, &value_size))
         return replay_why(why, whylen, REPLAY_E_FORMAT, "bad value size '%.*s'", (int)vs->len,
                           vs->s);
@@ -219,31 +308,89 @@ enum replay_status replay_twitter_parse(char *line, struct workload_op *op, char
                           opf->s);
     if (!replay_ttl(ttlf, &ttl))
         return replay_why(why, whylen, REPLAY_E_FORMAT, "bad TTL '%.*s'", (int)ttlf->len, ttlf->s);
-    return replay_fill_op(op, cmd, &key, key_size, value_size, ttl);
+    return replay_fill_op(op, cmd, &key, key_size, value_size, ttl, cut_from);
 }
 
 /* ---- CacheLib ---------------------------------------------------------------- */
+
+/* Appends to why[*at..n) (a message built in parts); cut at n. */
+static void replay_why_add(char *why, size_t n, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void replay_why_add(char *why, size_t n, size_t *at, const char *fmt, ...)
+{
+    if (!why || *at + 1 >= n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(why + *at, n - *at, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        *at = *at + (size_t)w < n ? *at + (size_t)w : n - 1;
+}
+
+#define REPLAY_HEADER_SHOWN 120 /* bytes of a bad header quoted back */
 
 enum replay_status replay_cachelib_header(char *line, struct replay_cachelib_cols *cols, char *why,
                                           size_t whylen)
 {
     struct replay_field f[REPLAY_FIELDS_MAX];
     int n;
-    static const char *const names[] = { "key", "key_size", "op", "op_count", "size", "ttl" };
-    int *slots[] = { &cols->key,      &cols->key_size, &cols->op,
-                     &cols->op_count, &cols->size,     &cols->ttl };
-    for (size_t k = 0; k < 6; k++)
+    enum { NCOLS = 6 };
+    static const char *const names[NCOLS] = { "key", "key_size", "op", "op_count", "size", "ttl" };
+    static const bool required[NCOLS] = { true, false, true, false, true, false };
+    int *slots[NCOLS] = { &cols->key,      &cols->key_size, &cols->op,
+                          &cols->op_count, &cols->size,     &cols->ttl };
+    char shown[REPLAY_HEADER_SHOWN + 4];
+    size_t line_len = strlen(line);
+    snprintf(shown, sizeof shown, "%.*s%s", REPLAY_HEADER_SHOWN, line,
+             line_len > REPLAY_HEADER_SHOWN ? "..." : "");
+    for (size_t k = 0; k < NCOLS; k++)
         *slots[k] = -1;
+    cols->n_fields = 0;
     if (!replay_split(line, f, &n))
-        return replay_why(why, whylen, REPLAY_E_FORMAT, "more than %d columns", REPLAY_FIELDS_MAX);
-    cols->n_fields = n;
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad header: more than %d columns: '%s'",
+                          REPLAY_FIELDS_MAX, shown);
+    /* every bad column is named: each required one missing, each known
+     * one given more than once (which of them would be meant?) */
+    bool twice[NCOLS] = { false };
     for (int i = 0; i < n; i++)
-        for (size_t k = 0; k < 6; k++)
+        for (size_t k = 0; k < NCOLS; k++)
+            if (strlen(names[k]) == f[i].len && !memcmp(names[k], f[i].s, f[i].len)) {
+                if (*slots[k] >= 0)
+                    twice[k] = true;
+                else
+                    *slots[k] = i;
+            }
+    size_t at = 0, bad = 0;
+    if (why && whylen)
+        why[0] = '\0';
+    replay_why_add(why, whylen, &at, "bad header:");
+    for (size_t k = 0; k < NCOLS; k++)
+        if (required[k] && *slots[k] < 0)
+            replay_why_add(why, whylen, &at, "%s no column '%s'", bad++ ? ";" : "", names[k]);
+    for (size_t k = 0; k < NCOLS; k++) {
+        if (!twice[k])
+            continue;
+        replay_why_add(why, whylen, &at, "%s column '%s' more than once (columns", bad++ ? ";" : "",
+                       names[k]);
+        for (int i = 0; i < n; i++)
             if (strlen(names[k]) == f[i].len && !memcmp(names[k], f[i].s, f[i].len))
-                *slots[k] = i;
-    if (cols->key < 0 || cols->op < 0 || cols->size < 0)
-        return replay_why(why, whylen, REPLAY_E_FORMAT,
-                          "header must name the columns key, op and size (got '%s')", line);
+                replay_why_add(why, whylen, &at, " %d", i + 1);
+        replay_why_add(why, whylen, &at, ")");
+    }
+    if (bad) {
+        replay_why_add(why, whylen, &at,
+                       " (key, op and size are required, key_size, op_count and ttl used, once "
+                       "each): '%s'",
+                       shown);
+        for (size_t k = 0; k < NCOLS; k++)
+            *slots[k] = -1;
+        return REPLAY_E_FORMAT;
+    }
+    if (why && whylen)
+        why[0] = '\0';
+    cols->n_fields = n;
     return REPLAY_OK;
 }
 
@@ -267,8 +414,8 @@ static bool replay_cachelib_cmd(const struct replay_field *f, enum workload_cmd 
 }
 
 enum replay_status replay_cachelib_parse(char *line, const struct replay_cachelib_cols *cols,
-                                         struct workload_op *op, uint64_t *count, char *why,
-                                         size_t whylen)
+                                         struct workload_op *op, uint64_t *count,
+                                         uint32_t *cut_from, char *why, size_t whylen)
 {
     struct replay_field f[REPLAY_FIELDS_MAX];
     int n;
@@ -285,11 +432,9 @@ enum replay_status replay_cachelib_parse(char *line, const struct replay_cacheli
     if (!replay_cachelib_cmd(opf, &cmd))
         return replay_why(why, whylen, REPLAY_E_FORMAT, "unknown op '%.*s'", (int)opf->len, opf->s);
     if (cols->key_size >= 0 &&
-        (!replay_u64(&f[cols->key_size], UINT64_MAX, &key_size) || key_size == 0))
-        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad key_size '%s'", f[cols->key_size].s);
-    /* CacheLib itself truncates keys it cannot hold; memcached's limit is 250 */
-    if (key_size > WORKLOAD_KEY_MAX)
-        key_size = WORKLOAD_KEY_MAX;
+        (!replay_u64(&f[cols->key_size], REPLAY_KEY_SIZE_MAX, &key_size) || key_size == 0))
+        return replay_why(why, whylen, REPLAY_E_FORMAT, "bad key_size '%s' (1..%u)",
+                          f[cols->key_size].s, REPLAY_KEY_SIZE_MAX);
     if ((size->len || cmd == WORKLOAD_CMD_SET) &&
         !replay_u64(size, WORKLOAD_VALUE_MAX, &value_size))
         return replay_why(why, whylen, REPLAY_E_FORMAT, "bad size '%.*s'", (int)size->len, size->s);
@@ -301,7 +446,7 @@ enum replay_status replay_cachelib_parse(char *line, const struct replay_cacheli
         return replay_why(why, whylen, REPLAY_E_FORMAT, "bad ttl '%s'", f[cols->ttl].s);
     if (key->len == 0)
         return replay_why(why, whylen, REPLAY_E_FORMAT, "empty key");
-    return replay_fill_op(op, cmd, key, key_size, value_size, ttl);
+    return replay_fill_op(op, cmd, key, key_size, value_size, ttl, cut_from);
 }
 
 /* ---- recorded runs ------------------------------------------------------------ */
@@ -376,6 +521,22 @@ fail:
     return rc;
 }
 
+/* op->key of a recorded key: the text when it is the whole key (the one
+ * the hash was taken of) and usable, else regenerated from the hash. */
+static void replay_db_key(struct workload_op *op, const char *key, size_t key_text_len,
+                          uint64_t hash, uint32_t key_len)
+{
+    if (key && key_text_len == key_len && keyfmt_hash(key, key_text_len) != hash)
+        key_text_len = 0;
+    if (key && key_text_len == key_len && replay_key_usable(key, key_text_len)) {
+        memcpy(op->key, key, key_text_len);
+        op->key[key_text_len] = '\0';
+    } else {
+        replay_key_make(hash, key ? key : "", key_text_len, key_len, op->key);
+    }
+    op->key_len = (uint16_t)key_len;
+}
+
 /* One `sets` row into op; REPLAY_SKIP for a command with no replay. */
 static enum replay_status replay_db_row(struct replay *r, struct workload_op *op, char *err,
                                         size_t errlen)
@@ -408,19 +569,40 @@ static enum replay_status replay_db_row(struct replay *r, struct workload_op *op
     if (cmd == WORKLOAD_CMD_INCR || cmd == WORKLOAD_CMD_DECR)
         op->value_len = 1;
     op->noreply = answer && (!strcmp(answer, "noreply") || !strcmp(answer, "quiet"));
-    uint64_t hash = (uint64_t)sqlite3_column_int64(c, 2);
-    /* a full key is used only if it is the key the hash was taken of */
-    if (key && (int64_t)key_text_len == key_len && keyfmt_hash(key, key_text_len) != hash)
-        key_text_len = 0;
-    if (key && (int64_t)key_text_len == key_len && replay_key_usable(key, key_text_len)) {
-        memcpy(op->key, key, key_text_len);
-        op->key[key_text_len] = '\0';
-        op->key_len = (uint16_t)key_len;
-    } else {
-        replay_key_make(hash, key ? key : "", key_text_len, (uint32_t)key_len, op->key);
-        op->key_len = (uint16_t)key_len;
-    }
+    replay_db_key(op, key, key_text_len, (uint64_t)sqlite3_column_int64(c, 2), (uint32_t)key_len);
     return REPLAY_OK;
+}
+
+/* The counter keys of the run: every key an incr, decr or ma names, unless
+ * each of them was refused as non-numeric. One pass of SQLite over the
+ * run's rows, before the replay's own. */
+static enum replay_status replay_db_counters(struct replay *r, char *err, size_t errlen)
+{
+    static const char what[] =
+        "SELECT key, key_hash, key_len FROM sets WHERE run_id = ?1 AND cmd IN ('incr', 'decr', "
+        "'ma') AND answer NOT LIKE 'CLIENT_ERROR cannot incr%'";
+    sqlite3_stmt *st = NULL;
+    enum replay_status rc = REPLAY_OK;
+    int step = SQLITE_DONE;
+    if (sqlite3_prepare_v2(r->db, what, -1, &st, NULL) != SQLITE_OK)
+        return replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, sqlite3_errmsg(r->db));
+    sqlite3_bind_int64(st, 1, r->run_id);
+    while (rc == REPLAY_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(st, 0);
+        size_t key_text_len = key ? (size_t)sqlite3_column_bytes(st, 0) : 0;
+        int64_t key_len = sqlite3_column_int64(st, 2);
+        struct workload_op op = { .cmd = WORKLOAD_CMD_INCR };
+        if (key_len < 1 || key_len > WORKLOAD_KEY_MAX)
+            continue; /* the replay stops at that row, naming it */
+        replay_db_key(&op, key, key_text_len, (uint64_t)sqlite3_column_int64(st, 1),
+                      (uint32_t)key_len);
+        if (replay_counter_mark(r, &op) != REPLAY_OK)
+            rc = replay_why(err, errlen, REPLAY_E_MEMORY, "%s: out of memory", r->path);
+    }
+    if (rc == REPLAY_OK && step != SQLITE_DONE)
+        rc = replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, sqlite3_errmsg(r->db));
+    sqlite3_finalize(st);
+    return rc;
 }
 
 /* ---- the source --------------------------------------------------------------- */
@@ -430,6 +612,43 @@ static enum replay_status replay_open_csv(struct replay *r, char *err, size_t er
     r->f = fopen(r->path, "r");
     if (!r->f)
         return replay_why(err, errlen, REPLAY_E_OPEN, "%s: cannot open", r->path);
+    return REPLAY_OK;
+}
+
+/* The Twitter trace's counter keys: a first pass over the file, parsing
+ * only its incr/decr rows, then back to the start. A row the first pass
+ * cannot parse is passed over: the replay stops there, naming it. */
+static enum replay_status replay_twitter_counters(struct replay *r, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (fstat(fileno(r->f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        r->all_numeric = true;
+        log_warn("%s: not a regular file, so it cannot be read ahead for the keys incr/decr "
+                 "count: every value is sent as digits (of the same lengths)",
+                 r->path);
+        return REPLAY_OK;
+    }
+    bool inside = false; /* in a line longer than the buffer */
+    while (fgets(r->buf, sizeof r->buf, r->f)) {
+        size_t len = strlen(r->buf);
+        bool whole = len && r->buf[len - 1] == '\n', skip = inside;
+        inside = !whole && !feof(r->f);
+        if (skip || inside)
+            continue;
+        if (whole)
+            r->buf[--len] = '\0';
+        if (len && r->buf[len - 1] == '\r')
+            r->buf[--len] = '\0';
+        struct workload_op op;
+        if (!replay_twitter_is_counter_row(r->buf, len) ||
+            replay_twitter_parse(r->buf, &op, NULL, NULL, 0) != REPLAY_OK)
+            continue;
+        if (replay_counter_mark(r, &op) != REPLAY_OK)
+            return replay_why(err, errlen, REPLAY_E_MEMORY, "%s: out of memory", r->path);
+    }
+    if (ferror(r->f) || fseek(r->f, 0, SEEK_SET) != 0)
+        return replay_why(err, errlen, REPLAY_E_OPEN, "%s: read error", r->path);
+    clearerr(r->f);
     return REPLAY_OK;
 }
 
@@ -447,17 +666,24 @@ enum replay_status replay_open(struct replay **out, enum replay_kind kind, const
     snprintf(r->path, sizeof r->path, "%s", path);
     if (kind != REPLAY_DB) {
         rc = replay_open_csv(r, err, errlen);
+        if (rc == REPLAY_OK && kind == REPLAY_TWITTER)
+            rc = replay_twitter_counters(r, err, errlen);
     } else if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         rc = replay_why(err, errlen, REPLAY_E_OPEN, "%s: cannot open: %s", path,
                         r->db ? sqlite3_errmsg(r->db) : "out of memory");
     } else {
         sqlite3_busy_timeout(r->db, 5000);
         rc = replay_db_prepare(r, run_id, err, errlen);
+        if (rc == REPLAY_OK)
+            rc = replay_db_counters(r, err, errlen);
     }
     if (rc != REPLAY_OK) {
         replay_close(r);
         return rc;
     }
+    if (r->counter_ops)
+        log_info("%s: %llu incr/decr on %llu keys: every write to those keys is sent with digits",
+                 path, (unsigned long long)r->counter_ops, (unsigned long long)r->counter_keys);
     *out = r;
     return REPLAY_OK;
 }
@@ -466,6 +692,11 @@ void replay_close(struct replay *r)
 {
     if (!r)
         return;
+    if (r->keys_cut)
+        log_warn("%s: %llu rows had a key over memcached's 250 bytes, cut to 250 (the first at "
+                 "line %llu)",
+                 r->path, (unsigned long long)r->keys_cut, (unsigned long long)r->first_cut_line);
+    free(r->counters);
     if (r->cursor)
         sqlite3_finalize(r->cursor);
     if (r->db)
@@ -488,6 +719,21 @@ uint64_t replay_skipped(const struct replay *r)
 int64_t replay_run_id(const struct replay *r)
 {
     return r ? r->run_id : 0;
+}
+
+uint64_t replay_keys_cut(const struct replay *r)
+{
+    return r ? r->keys_cut : 0;
+}
+
+uint64_t replay_counter_ops(const struct replay *r)
+{
+    return r ? r->counter_ops : 0;
+}
+
+uint64_t replay_counter_keys(const struct replay *r)
+{
+    return r ? r->counter_keys : 0;
 }
 
 /* The next CSV line into r->buf without its line end; false at EOF. */
@@ -525,14 +771,21 @@ static enum workload_next replay_next_csv(struct replay *r, struct workload_op *
             return nx;
         enum replay_status st;
         bool header = r->kind == REPLAY_CACHELIB && r->cols.n_fields == 0;
+        uint32_t cut_from = 0;
         *count = 1;
         if (r->kind == REPLAY_TWITTER)
-            st = replay_twitter_parse(r->buf, op, why, sizeof why);
+            st = replay_twitter_parse(r->buf, op, &cut_from, why, sizeof why);
         else if (header)
             st =
                 r->buf[0] ? replay_cachelib_header(r->buf, &r->cols, why, sizeof why) : REPLAY_SKIP;
         else
-            st = replay_cachelib_parse(r->buf, &r->cols, op, count, why, sizeof why);
+            st = replay_cachelib_parse(r->buf, &r->cols, op, count, &cut_from, why, sizeof why);
+        if (st == REPLAY_OK && cut_from && !r->keys_cut++) {
+            r->first_cut_line = r->line;
+            log_warn("%s:%llu: key of %u bytes cut to memcached's 250 (rows with longer keys are "
+                     "cut and counted; the count comes at the end)",
+                     r->path, (unsigned long long)r->line, cut_from);
+        }
         if (st == REPLAY_OK && !header)
             return WORKLOAD_NEXT_ITEM;
         if (st != REPLAY_OK && st != REPLAY_SKIP) {

@@ -36,7 +36,8 @@
     X(memory_clients_closed, counter, \
       "Clients closed because their unread answers pushed slabtap past 7/8 of --max-memory") \
     X(memory_pauses, counter, "Times slabtap stopped reading clients at --max-memory") \
-    X(buffer_bytes, gauge, "Bytes slabtap holds in buffers and request queues (what --max-memory bounds)") \
+    X(buffer_bytes, gauge, \
+      "Bytes slabtap holds in buffers and request queues (what --max-memory bounds)") \
     X(upstream_closes_passed_on, counter, \
       "Client connections closed because memcached closed their own connection on purpose") \
     X(upstream_error_replies, counter, \

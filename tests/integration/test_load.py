@@ -17,6 +17,15 @@
    keys, two runs) and a run recorded by `slabtap proxy --keys hash` replay
    into a fresh memcached with the same items per slab class, byte for byte
    of mem_requested.
+6. Counters (issue 11): a trace that sets keys and then increments them
+   (tests/data/twitter_counters.csv), replayed through the proxy, gets every
+   incr/decr counted: the answers, memcached's incr_hits/decr_hits and the
+   values read back are what memcached's own arithmetic over the replay's
+   numeric values gives; the run the proxy recorded replays into a fresh
+   memcached with the same answers and the same items per class; from a
+   pipe (no read-ahead) every value is digits, with a warning; a recorded
+   incr refused as non-numeric is refused again. The trace's 256-byte key
+   is cut to 250 with a warning naming file:line and a count.
 
 Needs memcached on PATH and $SLABTAP. Binds 127.0.0.1 only; every wait is
 bounded.
@@ -82,27 +91,52 @@ def signed64(v):
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
+def mc_number(v):
+    """What memcached's safe_strtoull makes of a value: strtoull skips
+    leading blanks, needs a digit, must stop at a blank or the end, and the
+    number must fit 64 bits; None when memcached would refuse to count."""
+    blanks = " \t\n\v\f\r"
+    s = v.lstrip(blanks)
+    n = len(s) - len(s.lstrip("0123456789"))
+    if n == 0 or (s[n:] and s[n] not in blanks):
+        return None
+    return int(s[:n]) if int(s[:n]) < 1 << 64 else None
+
+
 class Sim:
     """memcached's text-protocol semantics over key identities, as the
-    answers the load generator counts."""
+    answers the load generator counts. The generator's values are letters,
+    except those of counter keys (load/replay.h): the number 1 zero-padded
+    for a set, zeros prepended, blanks appended; incr/decr by 1 does
+    memcached's arithmetic on them (rewritten in place, padded with blanks,
+    unless the number outgrows the value)."""
 
-    def __init__(self):
+    def __init__(self, counters=()):
         self.live = {}  # identity -> (key_len, flags, value_len)
+        self.vals = {}  # identity -> the value of a live counter key
+        self.counters = set(counters)
         self.answers = {}
+        self.hits = {"incr": 0, "decr": 0}
+        self.misses = {"incr": 0, "decr": 0}
 
     def _ans(self, a):
         self.answers[a] = self.answers.get(a, 0) + 1
+
+    def _store(self, ident, key_len, flags, value_len):
+        self.live[ident] = (key_len, flags, value_len)
+        if ident in self.counters:
+            self.vals[ident] = "0" * (value_len - 1) + "1" if value_len else ""
 
     def op(self, cmd, ident, key_len, value_len=0, flags=0):
         have = ident in self.live
         if cmd in ("get", "gets"):
             self._ans("hit" if have else "miss")
         elif cmd == "set":
-            self.live[ident] = (key_len, flags, value_len)
+            self._store(ident, key_len, flags, value_len)
             self._ans("STORED")
         elif cmd == "add" or cmd == "replace":
             if have == (cmd == "replace"):
-                self.live[ident] = (key_len, flags, value_len)
+                self._store(ident, key_len, flags, value_len)
                 self._ans("STORED")
             else:
                 self._ans("NOT_STORED")
@@ -110,17 +144,36 @@ class Sim:
             if have:
                 kl, fl, vl = self.live[ident]
                 self.live[ident] = (kl, fl, vl + value_len)
+                if ident in self.counters:
+                    old = self.vals[ident]
+                    self.vals[ident] = old + " " * value_len if cmd == "append" \
+                        else "0" * value_len + old
                 self._ans("STORED")
             else:
                 self._ans("NOT_STORED")
         elif cmd == "delete":
             self._ans("DELETED" if have else "NOT_FOUND")
             self.live.pop(ident, None)
+            self.vals.pop(ident, None)
         elif cmd == "touch":
             self._ans("TOUCHED" if have else "NOT_FOUND")
         elif cmd in ("incr", "decr"):
-            # the generator's values are letters: memcached refuses to count
-            self._ans("CLIENT_ERROR" if have else "NOT_FOUND")
+            # letters (a key that is no counter) are never counted
+            n = mc_number(self.vals[ident]) if have and ident in self.counters else None
+            if not have:
+                self.misses[cmd] += 1
+                self._ans("NOT_FOUND")
+            elif n is None:
+                self._ans("CLIENT_ERROR")
+            else:
+                old = self.vals[ident]
+                n = (n + 1) % (1 << 64) if cmd == "incr" else max(n - 1, 0)
+                new = str(n).ljust(len(old)) if len(str(n)) <= len(old) else str(n)
+                kl, fl, _ = self.live[ident]
+                self.live[ident] = (kl, fl, len(new))
+                self.vals[ident] = new
+                self.hits[cmd] += 1
+                self._ans("NUMBER")
         else:
             raise AssertionError("unknown command " + cmd)
 
@@ -296,7 +349,13 @@ def twitter_ops(path):
             if not row:
                 continue
             key, ksize, vsize, op = ",".join(row[1:-5]), int(row[-5]), int(row[-4]), row[-2]
+            ksize = min(ksize, 250)  # longer keys are cut to memcached's 250
             yield ("set" if op == "cas" else op), (key, ksize), ksize, vsize
+
+
+def counter_idents(ops):
+    """The identities some op increments or decrements: counter keys."""
+    return {ident for cmd, ident, _, _ in ops if cmd in ("incr", "decr")}
 
 
 def cachelib_ops(path):
@@ -311,7 +370,7 @@ def cachelib_ops(path):
 class TraceReplay(LoadBase):
     def replay(self, flag, path, ops):
         mc = self.mc()
-        sim = Sim()
+        sim = Sim(counter_idents(ops))
         n = 0
         for cmd, ident, klen, vlen in ops:
             sim.op(cmd, ident, klen, vlen if cmd not in ("get", "gets", "delete", "incr", "decr") else 0)
@@ -347,12 +406,13 @@ class RecordedReplay(LoadBase):
         db = os.path.join(self.w.path, "rec.db")
         con = sqlite3.connect(db)
         con.execute(SETS_DDL)
-        sim = Sim()
+        sim = Sim(("user:%05d:profile" % (i % 120)).encode() for i in range(8, 300, 10))
         rows = []
         for i in range(300):
             key = "user:%05d:profile" % (i % 120)
             kb = key.encode()
             mode = i % 3  # 0 full key, 1 prefix only, 2 hash only
+        # keys 8, 18, ...: only ever incremented (NOT_FOUND), counter keys
             text = key if mode == 0 else ("user" if mode == 1 else None)
             cmd = ["set", "set", "cas", "ms", "add", "delete", "md", "touch", "incr", "append"][i % 10]
             vlen = None if cmd in ("delete", "md", "touch", "incr") else 50 + (i * 37) % 2000
@@ -394,6 +454,120 @@ class RecordedReplay(LoadBase):
         self.assertEqual(int(s["ops"]), 2650)
         self.assertEqual(items_by_class(b.port), want)
         self.assertEqual(mc_stats(b.port)["curr_items"], mc_stats(a.port)["curr_items"])
+
+
+COUNTERS = os.path.join(DATA, "twitter_counters.csv")
+
+
+class CounterReplay(LoadBase):
+    """Issue 11, item 6: keys a trace sets and later increments replay as
+    counters (numeric values of the recorded lengths), so incr/decr hit."""
+
+    def expected(self, ops):
+        sim = Sim(counter_idents(ops))
+        for cmd, ident, klen, vlen in ops:
+            sim.op(cmd, ident, klen, 0 if cmd in ("get", "delete", "incr", "decr") else vlen)
+        return sim
+
+    def values(self, port, keys):
+        """{key: value} as memcached holds them (get, read directly)."""
+        out = {}
+        with mctest.connect(port) as s:
+            for k in keys:
+                s.sendall(b"get %s\r\n" % k.encode())
+                head = mctest.recv_line(s)
+                if head == b"END\r\n":
+                    continue
+                n = int(head.split()[3])
+                out[k] = mctest.recv_exact(s, n + 2)[:n].decode()
+                self.assertEqual(mctest.recv_line(s), b"END\r\n")
+        return out
+
+    def test_through_the_proxy_and_back(self):
+        ops = list(twitter_ops(COUNTERS))
+        sim = self.expected(ops)
+        # what the file holds, worked out by hand: 22 incr/decr counted, one
+        # refused (an empty value: memcached would not have counted it
+        # either), two on keys not set (yet, or any more)
+        self.assertEqual((sim.answers["NUMBER"], sim.answers["CLIENT_ERROR"],
+                          sim.answers["NOT_FOUND"]), (22, 1, 2))
+        a = self.mc(name="mc-a")
+        px = self.proxy(a.port)
+        s, err = self.load_ok(["--target", "127.0.0.1:%d" % px.port, "--twitter-trace", COUNTERS,
+                               "--connections", "3", "--pipeline", "4"])
+        self.assertEqual(int(s["ops"]), len(ops))
+        self.assertEqual(counts(s["answers"]), sim.answers)
+        st = mc_stats(a.port)
+        self.assertEqual((int(st["incr_hits"]), int(st["decr_hits"]), int(st["incr_misses"])),
+                         (sim.hits["incr"], sim.hits["decr"], sim.misses["incr"]))
+        self.assertEqual((sim.hits["incr"], sim.hits["decr"]), (18, 4))
+        # values read back: memcached's arithmetic, lengths as recorded
+        keys = ["c:%d" % i for i in range(1, 8)]
+        want = {k: sim.vals[(k, 3)] for k in keys if (k, 3) in sim.vals}
+        self.assertEqual(self.values(a.port, keys), want)
+        self.assertEqual(want["c:1"], "4  ")           # "1", 2 incr, 2 blanks appended, incr
+        self.assertEqual(want["c:2"], "0       ")      # 8 digits: 1, incr, 3 decr (floor 0)
+        self.assertEqual(want["c:6"], "2" + " " * 11)  # 5 digits, 3 zeros before, 4 blanks after
+        self.assertEqual(want["c:7"], "9 ")            # 1 digit, 9 incr (outgrows it), decr
+        self.assertEqual(sum(r for _, r in items_by_class(a.port).values()),
+                         sim.mem_requested())
+        self.assertIn("%s: 25 incr/decr on 9 keys" % COUNTERS, err)
+        self.assertIn("%s:24: key of 256 bytes cut to memcached's 250" % COUNTERS, err)
+        self.assertIn("%s: 2 rows had a key over memcached's 250 bytes, cut to 250 (the first at "
+                      "line 24)" % COUNTERS, err)
+        self.stop_clean(px)
+        answers = [r["answer"] for r in mctest.db_rows(
+            px.db, "SELECT answer FROM sets WHERE cmd IN ('incr', 'decr') ORDER BY seq")]
+        self.assertEqual(sum(a.isdigit() for a in answers), 22)
+        # the recorded run, into a fresh memcached: the same counters
+        b = self.mc(name="mc-b")
+        s2, _ = self.load_ok(["--target", "127.0.0.1:%d" % b.port, "--replay-db", px.db])
+        got = counts(s2["answers"])
+        self.assertEqual((got["NUMBER"], got["CLIENT_ERROR"], got["NOT_FOUND"]), (22, 1, 2))
+        self.assertEqual(self.values(b.port, keys), want)
+        self.assertEqual(items_by_class(b.port), items_by_class(a.port))
+
+    def test_from_a_pipe(self):
+        """A pipe cannot be read twice: every value is digits, which counts
+        the same (only the counter keys are ever counted)."""
+        ops = list(twitter_ops(COUNTERS))
+        sim = self.expected(ops)
+        mc = self.mc()
+        with open(COUNTERS, "rb") as f:
+            data = f.read()
+        p = subprocess.run([SLABTAP, "load", "--target", "127.0.0.1:%d" % mc.port,
+                            "--twitter-trace", "/dev/stdin"], input=data, capture_output=True,
+                           timeout=120, env=mctest.slabtap_env())
+        out, err = p.stdout.decode(), p.stderr.decode()
+        self.assertFalse(mctest.sanitizer_errors(err), err[-4000:])
+        self.assertEqual(p.returncode, 0, err[-3000:])
+        self.assertIn("/dev/stdin: not a regular file", err)
+        self.assertEqual(counts(summary(out)["answers"]), sim.answers)
+        self.assertEqual(sum(r for _, r in items_by_class(mc.port).values()),
+                         sim.mem_requested())
+
+    def test_recorded_refusals_stay_refused(self):
+        """A recorded run keeps letters for a key whose every incr memcached
+        refused as non-numeric, so the replay is refused the same way."""
+        db = self.path("refused.db")
+        con = sqlite3.connect(db)
+        con.execute(SETS_DDL)
+        refused = "CLIENT_ERROR cannot increment or decrement non-numeric value"
+        rows = [("set", "a", 5, "STORED"), ("incr", "a", None, refused),
+                ("set", "b", 3, "STORED"), ("incr", "b", None, "2"), ("decr", "b", None, "1"),
+                ("set", "c", 2, "noreply"), ("incr", "c", None, "noreply")]
+        con.executemany("INSERT INTO sets (run_id, seq, conn_id, t_ns, cmd, key, key_hash, key_len,"
+                        " value_len, flags, exptime, answer) VALUES (1,?,1,0,?,?,?,1,?,0,0,?)",
+                        [(i, c, k, signed64(fnv1a64(k.encode())), v, a)
+                         for i, (c, k, v, a) in enumerate(rows)])
+        con.commit()
+        con.close()
+        mc = self.mc()
+        s, _ = self.load_ok(["--target", "127.0.0.1:%d" % mc.port, "--replay-db", db])
+        self.assertEqual(counts(s["answers"]), {"STORED": 2, "CLIENT_ERROR": 1, "NUMBER": 2})
+        v = self.values(mc.port, ["a", "b", "c"])
+        self.assertEqual((len(v["a"]), mc_number(v["a"])), (5, None))  # letters
+        self.assertEqual((v["b"], v["c"]), ("1  ", "2 "))
 
 
 if __name__ == "__main__":
