@@ -920,7 +920,8 @@ def scenario_corrupt(args):
 
 def _open_clients(port, n, wait_s):
     """n connections, each sends `version`; after wait_s: (served sockets,
-    refused/closed count, no-answer count, connect errors)."""
+    closed-without-a-word count, no-answer count, connect errors, refused
+    count: memcached's own "ERROR Too many open connections" line)."""
     sel = selectors.DefaultSelector()
     socks, connect_err = [], 0
     for _ in range(n):
@@ -932,7 +933,7 @@ def _open_clients(port, n, wait_s):
             sel.register(s, selectors.EVENT_READ, bytearray())
         except OSError:
             connect_err += 1
-    served, closed = [], 0
+    served, closed, refused = [], 0, 0
     pending = set(socks)
     deadline = time.monotonic() + wait_s
     while pending and time.monotonic() < deadline:
@@ -956,6 +957,9 @@ def _open_clients(port, n, wait_s):
                 pending.discard(s)
                 if key.data.startswith(b"VERSION "):
                     served.append(s)
+                elif key.data == b"ERROR Too many open connections\r\n":
+                    refused += 1
+                    s.close()
                 else:
                     closed += 1
                     s.close()
@@ -963,7 +967,7 @@ def _open_clients(port, n, wait_s):
     for s in pending:
         s.close()
     sel.close()
-    return served, closed, noanswer, connect_err
+    return served, closed, noanswer, connect_err, refused
 
 
 def scenario_fdlimit(args):
@@ -984,7 +988,7 @@ def scenario_fdlimit(args):
         with open("/proc/%d/limits" % px.pid) as f:
             lim = [l for l in f if l.startswith("Max open files")][0].split()[3:5]
         fds0 = fd_count(px.pid)
-        served, closed, noanswer, cerr = _open_clients(px.port, 200, 3.0)
+        served, closed, noanswer, cerr, refused = _open_clients(px.port, 200, 3.0)
         fds_peak = fd_count(px.pid)
         alive_during = px.alive()
         for s in served:
@@ -993,21 +997,28 @@ def scenario_fdlimit(args):
         m = metrics(px)
         refused_ctr = int(m.get("slabtap_connections_refused_total", -1))
         accepted = int(m.get("slabtap_connections_accepted_total", -1))
-        after, closed2, noanswer2, cerr2 = _open_clients(px.port, 20, 3.0)
+        after, closed2, noanswer2, cerr2, _ = _open_clients(px.port, 20, 3.0)
         n_after = len(after)
+        limit = int(m.get("slabtap_connections_limit", 20))
+        want_after = min(20, limit)
         for s in after:
             s.close()
         rc = px.stop()
         log = px.stderr_text()
-        logged = len([l for l in log.splitlines() if "accept failed" in l])
-        ok = (alive_during and n_after == 20 and rc == 0 and refused_ctr > 0
-              and len(served) + closed + noanswer + cerr == 200 and len(served) > 0)
+        logged = len([l for l in log.splitlines() if "refusing" in l])
+        ok = (alive_during and n_after == want_after and rc == 0 and refused_ctr == refused + closed
+              and closed == 0 and len(served) + closed + noanswer + cerr + refused == 200
+              and len(served) > 0)
         why = []
-        if n_after != 20:
-            why.append("after the clients closed only %d of 20 new ones served" % n_after)
-        if refused_ctr <= 0:
-            why.append("connections_refused = %d" % refused_ctr)
-        if len(served) + closed + noanswer + cerr != 200:
+        if n_after != want_after:
+            why.append("after the clients closed only %d of %d new ones served" %
+                       (n_after, want_after))
+        if refused_ctr != refused + closed:
+            why.append("connections_refused = %d, clients turned away %d" %
+                       (refused_ctr, refused + closed))
+        if closed:
+            why.append("%d closed without a word" % closed)
+        if len(served) + closed + noanswer + cerr + refused != 200:
             why.append("clients unaccounted")
         notes = ["fdlimit: held = the proxy stays up, refuses what it cannot take, counts it, "
                  "and serves new clients once fds are free; exit 0"]
@@ -1020,12 +1031,12 @@ def scenario_fdlimit(args):
         done = ("proxy under `prlimit --nofile=64:64` (limits %s, %d fds open at start); 200 "
                 "clients connect and each sends `version`, answers awaited 3 s; then all "
                 "close and 20 new ones connect" % ("/".join(lim), fds0))
-        saw = ("%d served, %d closed by the proxy without an answer, %d no answer in 3 s, %d "
-               "connect errors (proxy at %d fds); `connections_accepted` = %d, "
-               "`connections_refused` = %d, %d \"accept failed\" log lines; after they "
-               "closed: %d of 20 new clients served"
-               % (len(served), closed, noanswer, cerr, fds_peak, accepted, refused_ctr, logged,
-                  n_after))
+        saw = ("%d served, %d refused with `ERROR Too many open connections`, %d closed by the "
+               "proxy without a word, %d no answer in 3 s, %d connect errors (proxy at %d fds); "
+               "`connections_accepted` = %d, `connections_refused` = %d, %d \"refusing\" log "
+               "lines; `connections_limit` %d; after they closed: %d of 20 new clients served"
+               % (len(served), refused, closed, noanswer, cerr, fds_peak, accepted, refused_ctr,
+                  logged, limit, n_after))
         return result(fault, done, saw, "-- (no writes)", ok, "; ".join(why), notes)
     finally:
         mctest.SLABTAP = old

@@ -61,6 +61,9 @@ static void proxy_usage(FILE *out)
             "                       (default %uk; a bigger one moves its client to a\n"
             "                       connection of its own)\n"
             "  --max-assembly SIZE  bytes of partial requests held at once (default %um)\n"
+            "  --max-conns N        clients at once (default: what the fd limit allows,\n"
+            "                       raised to its hard limit); beyond, a new client reads\n"
+            "                       ERROR Too many open connections and is closed\n"
             "  --max-memory SIZE    buffers of the whole proxy: past 7/8 of it the clients\n"
             "                       pinning most unread answers are closed, past it no\n"
             "                       client is read (default %um; 0: no bound)\n"
@@ -214,6 +217,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "max-request", 0, OPT_SIZE, .dest = &a->max_request, .min = 1024, .max = 1u << 30 },
         { "max-assembly", 0, OPT_SIZE, .dest = &a->max_assembly, .min = 1024, .max = SIZE_MAX },
         { "max-memory", 0, OPT_SIZE, .dest = &a->max_memory, .min = 0, .max = SIZE_MAX },
+        { "max-conns", 0, OPT_UINT, .dest = &cfg->proxy.max_conns, .min = 1, .max = UINT32_MAX },
         CLI_OPTS_VERBOSITY(&a->level, NULL),
     };
     enum opt_result r =

@@ -10,8 +10,9 @@
 #define SLABTAP_METRICS(X) \
     X(connections_accepted, counter, "Client connections accepted") \
     X(connections_open, gauge, "Client connections currently open") \
+    X(connections_limit, gauge, "Clients at once before new ones are refused (--max-conns)") \
     X(connections_refused, counter, \
-      "Client connections refused: accept failed (fd limit) or no memory for them") \
+      "Client connections refused: past the limit, accept failed, or no memory for them") \
     X(requests, counter, "Requests parsed from clients") \
     X(requests_write, counter, "Write requests (set add replace append prepend cas ms)") \
     X(requests_read, counter, "Read requests (get gets gat gats mg)") \

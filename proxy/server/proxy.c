@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "core/clock.h"
 #include "server/conn.h"
@@ -1135,10 +1136,74 @@ static void proxy_refuse(struct proxy *px, uv_stream_t *server)
     uv_close((uv_handle_t *)&px->spare, on_spare_closed);
 }
 
+/* A client past the connection limit, accepted only to be told so. */
+struct refused {
+    uv_tcp_t tcp;
+};
+
+static void on_refused_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+/* At the connection limit: memcached's own refusal line, then the close
+ * (as memcached past its -c). Counted; logged once a second at most. */
+static void proxy_refuse_full(struct proxy *px, uv_stream_t *server)
+{
+    static char line[] = "ERROR Too many open connections\r\n";
+    struct refused *r = malloc(sizeof *r);
+    if (!r) {
+        proxy_refuse(px, server);
+        return;
+    }
+    px->m.connections_refused++;
+    log_throttled(&px->throttle.accept, LOG_LEVEL_WARN, NULL,
+                  "%llu connections open, the limit (--max-conns, from the fd limit): refusing "
+                  "a new one",
+                  (unsigned long long)px->m.connections_open);
+    uv_tcp_init(px->loop, &r->tcp);
+    r->tcp.data = r;
+    if (uv_accept(server, (uv_stream_t *)&r->tcp) == 0) {
+        uv_buf_t b = uv_buf_init(line, sizeof line - 1);
+        uv_try_write((uv_stream_t *)&r->tcp, &b, 1);
+    }
+    uv_close((uv_handle_t *)&r->tcp, on_refused_closed);
+}
+
+/* Clients the fd limit leaves room for: each takes one fd (two with a
+ * memcached connection of its own), after PROXY_FD_RESERVE for the rest of
+ * the process. The soft limit is raised to the hard one first. Without this
+ * bound libuv, out of fds, accepts and closes new clients itself, unseen. */
+static uint64_t proxy_conn_limit(const struct proxy_config *cfg)
+{
+    struct rlimit rl;
+    uint64_t fds, limit;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return cfg->max_conns ? cfg->max_conns : UINT64_MAX;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t want = rl.rlim_max;
+        rl.rlim_cur = want;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    fds = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX / 4 : (uint64_t)rl.rlim_cur;
+    fds = fds > PROXY_FD_RESERVE + cfg->upstream_conns
+              ? fds - PROXY_FD_RESERVE - cfg->upstream_conns
+              : 1;
+    limit = cfg->upstream_conns == 0 ? fds / 2 : fds;
+    if (limit == 0)
+        limit = 1;
+    return cfg->max_conns && cfg->max_conns < limit ? cfg->max_conns : limit;
+}
+
 static void on_accept(uv_stream_t *server, int status)
 {
     struct proxy *px = server->data;
     struct conn *c;
+    if (status == 0 && !px->stopping && px->m.connections_open >= px->conn_limit) {
+        proxy_refuse_full(px, server);
+        return;
+    }
     if (status < 0) {
         /* libuv keeps listening (at the fd limit it accepts and closes with
          * a reserved fd): count and log, once a second at most */
@@ -1203,6 +1268,8 @@ int proxy_open(struct proxy *px, uv_loop_t *loop, const struct proxy_config *cfg
     memset(px, 0, sizeof *px);
     px->loop = loop;
     px->cfg = *cfg;
+    px->conn_limit = proxy_conn_limit(cfg);
+    px->m.connections_limit = px->conn_limit;
     px->rec = rec;
     addr_format((const struct sockaddr *)&cfg->upstream_addr, px->upstream_peer,
                 sizeof px->upstream_peer);

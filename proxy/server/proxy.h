@@ -48,6 +48,8 @@ struct proxy_config {
                                   clients together (beyond: own connection) */
     size_t max_memory;       /* buffers of the whole process (0: unbounded);
                                   see proxy_memory_check */
+    uint64_t max_conns;      /* clients at once (0: what the fd limit allows);
+                                  beyond, memcached's refusal line and a close */
 };
 
 /* 1024 requests keep memcached busy; more only adds what one client can
@@ -63,6 +65,9 @@ struct proxy_config {
 #define PROXY_DEFAULT_MAX_ASSEMBLY (64u * 1024 * 1024)
 /* a sidecar's share: room for 30 clients at their backlog bound */
 #define PROXY_DEFAULT_MAX_MEMORY (256u * 1024 * 1024)
+/* fds kept for all but clients: stdio, loop, listeners, the admin endpoint
+ * and its connections, the database and its journal, the stats connection */
+#define PROXY_FD_RESERVE 48
 /* a client whose unread answers pass this many times write_backlog_max is
  * disconnected: on a shared upstream nobody may wait for it */
 #define PROXY_SLOW_CLIENT_FACTOR 4
@@ -93,6 +98,7 @@ struct proxy {
     size_t pending_bytes;    /* rings of requests waiting for their answers */
     unsigned upstreams_open; /* upstream handles not yet closed */
     uint32_t next_conn_id;
+    uint64_t conn_limit; /* proxy_conn_limit: cfg.max_conns and the fd limit */
     uint64_t next_seq;
     bool stopping;
     bool stopped;

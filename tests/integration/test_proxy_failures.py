@@ -109,6 +109,45 @@ class Failures(mctest.ServerTestCase):
                           ("set", "k", "STORED")])
         mc2.stop()
 
+    def test_connection_limit_refuses_in_memcacheds_words(self):
+        """Past --max-conns (by default what the fd limit leaves room for) a
+        new client reads memcached's own refusal line and is closed, and
+        each is counted; before, libuv at the fd limit accepted and closed
+        them itself, unseen (153 of 200 clients, 0 counted)."""
+        mc = self.mc()
+        px = self.proxy(mc.port, http=True, extra=["--max-conns", "10"])
+        held, refused = [], 0
+        try:
+            for _ in range(25):
+                c = mctest.connect(px.port)
+                c.sendall(b"version\r\n")
+                line = mctest.recv_line(c)
+                if line.startswith(b"VERSION "):
+                    held.append(c)
+                    continue
+                self.assertEqual(line, b"ERROR Too many open connections\r\n")
+                closed, rest = mctest.wait_closed(c, timeout=10)
+                self.assertTrue(closed)
+                self.assertEqual(rest, b"")
+                c.close()
+                refused += 1
+            self.assertEqual((len(held), refused), (10, 15))
+            m = mctest.http_request(px.http_port, "GET", "/metrics")[2].decode()
+            self.assertIn("slabtap_connections_refused_total 15\n", m)
+            self.assertIn("slabtap_connections_limit 10\n", m)
+        finally:
+            for c in held:
+                c.close()
+        # room again once they have gone
+        mctest.wait_for(lambda: "slabtap_connections_open 0\n" in
+                        mctest.http_request(px.http_port, "GET", "/metrics")[2].decode(), 10,
+                        what="connections closed")
+        with mctest.connect(px.port) as c:
+            c.sendall(b"version\r\n")
+            self.assertTrue(mctest.recv_line(c).startswith(b"VERSION "))
+        self.assertIn("refusing a new one", px.stderr_text())
+        self.stop_clean(px)
+
     def test_long_line_closes_only_that_client(self):
         mc = self.mc(name="mc-long")
         px = self.proxy(mc.port, name="proxy-long")
