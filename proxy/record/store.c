@@ -105,7 +105,8 @@ static int sdict_add(struct sdict *d, const char *text, size_t len, uint64_t h, 
         d->arena = a;
         d->arena_cap = nc;
     }
-    memcpy(d->arena + d->arena_len, text, len);
+    if (len) /* an empty text (a key with no prefix) has no bytes, maybe no arena */
+        memcpy(d->arena + d->arena_len, text, len);
     struct sdict_ent e = {
         .hash = h, .id = id, .off = (uint32_t)d->arena_len, .len = (uint32_t)len
     };

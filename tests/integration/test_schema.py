@@ -384,6 +384,18 @@ class Schema(mctest.ServerTestCase):
         self.assertEqual(mctest.db_scalar(db, "SELECT count(*) FROM runs"), 3)
         self.assertEqual(mctest.db_scalar(db, "SELECT class_id FROM sets WHERE run_id = 3"), 1)
 
+    def test_prefix_mode_key_without_prefix_first(self):
+        """--keys prefix (the default) with a first key that has no prefix:
+        its empty text went into a dictionary with no arena yet (a memcpy
+        from NULL that UBSan stopped the proxy on)."""
+        db = self.path("noprefix.db")
+        mc = self.mc(name="mc-noprefix")
+        px = self.proxy(mc.port, db, "proxy-noprefix", keys="prefix")
+        send_sets(px.port, [(b"plainkey", b"abc"), (b"user:1", b"x" * 10)])
+        self.stop_clean(px)
+        self.assertEqual(rows(db, "SELECT key_len, value_len FROM sets ORDER BY seq"),
+                         [{"key_len": 8, "value_len": 3}, {"key_len": 6, "value_len": 10}])
+
     def test_upgrade_from_v3(self):
         db = self.path("v3.db")
         make_v3(db)
