@@ -95,6 +95,7 @@ struct conn {
     bool client_reading, client_eof, closing;
     bool quit;            /* quit (or watch) seen: read no more */
     bool raw;             /* binary protocol: unparsed both ways */
+    struct binrec *bin;   /* binary protocol: its writes' recording */
     bool discard_current; /* the request in progress began on a lost upstream */
     bool moving;          /* waiting to move to a private upstream */
     bool stacked;         /* this read had a request whose answer memcached

@@ -39,6 +39,8 @@
     X(memory_pauses, counter, "Times slabtap stopped reading clients at --max-memory") \
     X(buffer_bytes, gauge, \
       "Bytes slabtap holds in buffers and request queues (what --max-memory bounds)") \
+    X(binary_writes_unrecorded, counter, \
+      "Binary-protocol writes not recorded (more waiting than binrec holds, or unframeable)") \
     X(upstream_closes_passed_on, counter, \
       "Client connections closed because memcached closed their own connection on purpose") \
     X(upstream_error_replies, counter, \

@@ -23,6 +23,7 @@
 #include <sys/resource.h>
 
 #include "core/clock.h"
+#include "server/binrec.h"
 #include "server/conn.h"
 
 void proxy_config_defaults(struct proxy_config *cfg)
@@ -160,17 +161,22 @@ void proxy_record(struct proxy *px, const struct pending_entry *e, const char *a
     row.exptime = r->exptime;
     row.latency_ns = latency_ns;
     row.ms_mode = r->cmd == MC_CMD_MS ? r->ms_mode : 0;
-    if (px->ladder && r->value_len >= 0) {
+    proxy_record_row(px, &row, answer, answer_len);
+}
+
+void proxy_record_row(struct proxy *px, struct rec_row *row, const char *answer, size_t answer_len)
+{
+    if (px->ladder && row->value_len >= 0) {
         struct slab_item_layout it;
-        if (slab_item_layout(px->ladder, r->key_len, r->flags, (uint64_t)r->value_len, &it) ==
+        if (slab_item_layout(px->ladder, row->key_len, row->flags, (uint64_t)row->value_len, &it) ==
             SLAB_OK)
-            row.class_id = it.lru_class;
+            row->class_id = it.lru_class;
     }
-    if (answer_len >= sizeof row.answer)
-        answer_len = sizeof row.answer - 1;
-    memcpy(row.answer, answer, answer_len);
-    row.answer[answer_len] = '\0';
-    rec_push(px->rec, &row);
+    if (answer_len >= sizeof row->answer)
+        answer_len = sizeof row->answer - 1;
+    memcpy(row->answer, answer, answer_len);
+    row->answer[answer_len] = '\0';
+    rec_push(px->rec, row);
     px->m.writes_recorded++;
 }
 
@@ -834,11 +840,12 @@ static void conn_assembly_start(struct conn *c, struct pbuf *b, size_t from, siz
 static void conn_binary(struct conn *c, struct pbuf *b, size_t n)
 {
     /* memcached speaks the binary protocol to a connection whose first
-     * byte is 0x80: slabtap does not parse it, it passes it through on a
-     * connection of its own and records nothing */
+     * byte is 0x80: slabtap passes it through unchanged on a connection of
+     * its own, and binrec records its writes from copies of the bytes */
     c->raw = true;
+    c->bin = binrec_open(c->px, c->id);
     if (c->up->shared) {
-        conn_move(c, b, 0, n);
+        conn_move(c, b, 0, n); /* recorded when forwarded from its own */
         return;
     }
     if (c->up->state != UP_READY) {
@@ -846,6 +853,7 @@ static void conn_binary(struct conn *c, struct pbuf *b, size_t n)
         return;
     }
     c->up->stream = true;
+    binrec_requests(c->bin, b->data, n);
     conn_forward(c, b, 0, n);
 }
 
@@ -860,6 +868,7 @@ static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
 
     c->stacked = false; /* a new read: memcached sent what it held */
     if (c->raw) {
+        binrec_requests(c->bin, b->data, n);
         conn_forward(c, b, 0, n);
         return;
     }
@@ -1056,6 +1065,8 @@ void conn_close(struct conn *c, bool graceful)
     if (c->closing)
         return;
     c->closing = true;
+    binrec_close(c->bin);
+    c->bin = NULL;
     conn_release_assembly(c);
     if (c->deferred)
         pbuf_unref(&px->pool, c->deferred);

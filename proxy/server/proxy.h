@@ -132,6 +132,9 @@ int proxy_open(struct proxy *px, uv_loop_t *loop, const struct proxy_config *cfg
 void proxy_close(struct proxy *px, void (*on_stopped)(struct proxy *px));
 /* A second signal: what still waits for memcached is given up now. */
 void proxy_force_stop(struct proxy *px);
+/* Tags a write row built by the caller (fields up to ms_mode set, the rest
+ * zero) with its slab class and answer, and hands it to the recorder. */
+void proxy_record_row(struct proxy *px, struct rec_row *row, const char *answer, size_t answer_len);
 /* Keeps the buffers under cfg.max_memory (closes the clients pinning the
  * most unsent answers, pauses reading); cheap when under it. */
 void proxy_memory_check(struct proxy *px);

@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/escape.h"
 #include "core/log.h"
+#include "server/binrec.h"
 #include "server/conn.h"
 
 /* How an upstream connection ended: never made, closed by memcached (EOF
@@ -588,6 +589,8 @@ static void up_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread > 0 && !up->closing) {
         px->m.upstream_reads++;
         if (up->stream) {
+            if (up->owner && up->owner->bin)
+                binrec_responses(up->owner->bin, b->data, (size_t)nread);
             if (up->owner)
                 conn_reply(up->owner, b, 0, (size_t)nread);
         } else {

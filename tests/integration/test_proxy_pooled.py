@@ -1118,8 +1118,9 @@ class Pooled(mctest.ServerTestCase):
         self.assertEqual(m["slabtap_unpaired_responses_total"], 0)
         self.stop_clean(px)
         rows = mctest.db_rows(px.db, "SELECT cmd, key, answer FROM sets ORDER BY seq")
+        # the binary client's set is recorded like the text one (binrec)
         self.assertEqual([(r["cmd"], r["key"], r["answer"]) for r in rows],
-                         [("set", "t", "STORED")])   # binary requests are not recorded
+                         [("set", "t", "STORED"), ("set", "bk", "STORED")])
 
 
     # 10 -----------------------------------------------------------------------------------------
