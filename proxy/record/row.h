@@ -38,7 +38,9 @@ struct rec_row {
     /* REC_ROW_GETS: counters for one second and command */
     int64_t second;
     uint64_t requests, keys, hits, misses, bytes_returned;
-    char answer[48];
+    char answer[96]; /* memcached's answer line (a meta answer's k flag
+                        dropped unless --keys full), cut to fit: the longest
+                        text answer to a write is 60 characters */
     char key_text[MC_KEY_MAX + 1];
 };
 

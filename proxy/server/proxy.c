@@ -164,6 +164,31 @@ void proxy_record(struct proxy *px, const struct pending_entry *e, const char *a
     proxy_record_row(px, &row, answer, answer_len);
 }
 
+/* The answer as recorded: cut to fit, and, unless whole keys are kept,
+ * without the key a meta answer echoes (its k flag), so that --keys hash
+ * and prefix keep no key text in answers either. */
+static void proxy_answer_text(enum keyfmt_mode mode, const char *answer, size_t len, char *out,
+                              size_t cap)
+{
+    size_t o = 0;
+    bool meta = len >= 2 && answer[0] >= 'A' && answer[0] <= 'Z' && answer[1] >= 'A' &&
+                answer[1] <= 'Z' && (len == 2 || answer[2] == ' ');
+    for (size_t i = 0; i < len && o + 1 < cap;) {
+        size_t end = i;
+        while (end < len && answer[end] != ' ')
+            end++;
+        /* a token: answer[i, end) */
+        if (!(meta && mode != KEYFMT_FULL && i > 0 && answer[i] == 'k')) {
+            if (o && o + 1 < cap)
+                out[o++] = ' ';
+            for (size_t j = i; j < end && o + 1 < cap; j++)
+                out[o++] = answer[j];
+        }
+        i = end < len ? end + 1 : end;
+    }
+    out[o] = '\0';
+}
+
 void proxy_record_row(struct proxy *px, struct rec_row *row, const char *answer, size_t answer_len)
 {
     if (px->ladder && row->value_len >= 0) {
@@ -172,10 +197,7 @@ void proxy_record_row(struct proxy *px, struct rec_row *row, const char *answer,
             SLAB_OK)
             row->class_id = it.lru_class;
     }
-    if (answer_len >= sizeof row->answer)
-        answer_len = sizeof row->answer - 1;
-    memcpy(row->answer, answer, answer_len);
-    row->answer[answer_len] = '\0';
+    proxy_answer_text(px->cfg.key_mode, answer, answer_len, row->answer, sizeof row->answer);
     rec_push(px->rec, row);
     px->m.writes_recorded++;
 }

@@ -396,6 +396,29 @@ class Schema(mctest.ServerTestCase):
         self.assertEqual(rows(db, "SELECT key_len, value_len FROM sets ORDER BY seq"),
                          [{"key_len": 8, "value_len": 3}, {"key_len": 6, "value_len": 10}])
 
+    def test_answers_whole_and_without_keys(self):
+        """Answers were cut at 47 characters (memcached's longest answer to a
+        write has 60), and a meta answer's k flag kept the key under --keys
+        hash."""
+        for keys, want_k in (("hash", False), ("full", True)):
+            db = self.path("answers-%s.db" % keys)
+            mc = self.mc(name="mc-answers-" + keys)
+            px = self.proxy(mc.port, db, "proxy-answers-" + keys, keys=keys)
+            got = mctest.exchange(px.port, b"set word 0 0 3\r\nabc\r\nincr word 1\r\n"
+                                           b"ms secretkey 1 k O77 c\r\nx\r\nmn\r\n")
+            self.assertTrue(got.endswith(b"MN\r\n"), got)
+            self.stop_clean(px)
+            answers = [r["answer"] for r in rows(db, "SELECT answer FROM sets ORDER BY seq")]
+            self.assertEqual(answers[1],
+                             "CLIENT_ERROR cannot increment or decrement non-numeric value")
+            self.assertTrue(answers[2].startswith("HD "), answers)
+            self.assertIn("O77", answers[2])
+            self.assertEqual("ksecretkey" in answers[2], want_k, answers)
+            if not want_k:
+                # no key text anywhere in the file
+                with open(db, "rb") as f:
+                    self.assertNotIn(b"secretkey", f.read())
+
     def test_upgrade_from_v3(self):
         db = self.path("v3.db")
         make_v3(db)
