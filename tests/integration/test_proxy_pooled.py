@@ -58,7 +58,7 @@ from pymemcache.client.base import Client  # noqa: E402
 
 ERR = mctest.PROXY_ERROR_LINE
 INCR_NON_NUMERIC = "CLIENT_ERROR cannot increment or decrement non-numeric value"
-ANSWER_MAX = 47   # sets.answer keeps the first 47 bytes (record/row.h: char answer[48])
+ANSWER_MAX = 95   # sets.answer keeps the first 95 bytes (record/row.h: char answer[96])
 
 
 def note(msg):
