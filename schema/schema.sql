@@ -282,23 +282,38 @@ SELECT st.run_id, st.version,
 FROM settings st
 WHERE st.t_ns = (SELECT max(t_ns) FROM settings s2 WHERE s2.run_id = st.run_id);
 
--- memcached's chunk ladder (slabs_init) rebuilt from each run's recorded
--- `stats settings`: the same arithmetic as slab_model.c, in SQL, so
--- queries can count classes. (-o slab_sizes ladders are not in the settings.)
+-- memcached's chunk ladder for each run: the one the proxy tagged the
+-- run's writes with and `slabtap model predict` uses (run_meta 'ladder',
+-- JSON: chunk_sizes, origin, flags, note; proxy/model/ladder_source.h:
+-- `stats settings`, the flags slabtap knew, the chunk sizes memcached
+-- showed -- so -o slab_sizes servers and -f with more than two decimals
+-- come out right). Runs without it (recorded before it existed) get the
+-- ladder rebuilt in SQL from their `stats settings`: the arithmetic of
+-- slab_model.c, -n/-f only (origin 'settings (sql)').
 DROP VIEW IF EXISTS run_ladder;
 CREATE VIEW run_ladder AS
-WITH RECURSIVE st AS (
+WITH RECURSIVE recorded AS (
+  SELECT m.run_id, CAST(j.key AS INTEGER) + 1 AS class_id, j.value AS chunk_size,
+         coalesce(json_extract(m.value, '$.origin'), 'recorded') AS origin
+  FROM run_meta m,
+       json_each(CASE WHEN m.key = 'ladder' AND json_valid(m.value) THEN m.value ELSE '{}' END,
+                 '$.chunk_sizes') j
+  WHERE m.key = 'ladder'),
+st AS (
   SELECT run_id, growth_factor AS f, chunk_size_min + 48 AS first, slab_chunk_max AS cmax
-  FROM run_settings),
+  FROM run_settings WHERE run_id NOT IN (SELECT run_id FROM recorded)),
 l(run_id, class_id, size) AS (
   SELECT run_id, 1, first FROM st WHERE first < cmax / f
   UNION ALL
   SELECT l.run_id, l.class_id + 1, CAST(((l.size + 7) / 8 * 8) * st.f AS INTEGER)
   FROM l JOIN st USING (run_id)
   WHERE l.class_id < 62 AND CAST(((l.size + 7) / 8 * 8) * st.f AS INTEGER) < st.cmax / st.f)
-SELECT run_id, class_id, (size + 7) / 8 * 8 AS chunk_size FROM l
+SELECT run_id, class_id, chunk_size, origin FROM recorded
 UNION ALL
-SELECT st.run_id, (SELECT count(*) FROM l WHERE l.run_id = st.run_id) + 1, st.cmax FROM st;
+SELECT run_id, class_id, (size + 7) / 8 * 8 AS chunk_size, 'settings (sql)' FROM l
+UNION ALL
+SELECT st.run_id, (SELECT count(*) FROM l WHERE l.run_id = st.run_id) + 1, st.cmax,
+       'settings (sql)' FROM st;
 
 DROP VIEW IF EXISTS run_summary;
 CREATE VIEW run_summary AS

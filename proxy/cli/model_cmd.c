@@ -18,6 +18,7 @@
 #include "core/opt.h"
 #include "load/verify.h"
 #include "model/advise.h"
+#include "model/ladder_source.h"
 #include "model/predict.h"
 #include "model/slab_model.h"
 #include "record/runs.h"
@@ -46,8 +47,9 @@ static const char settings_usage[] =
     "  -f FACTOR              chunk size growth factor (-f, default 1.25)\n"
     "  -I SIZE                max item size, k/m suffix allowed (-I, default 1m)\n"
     "  -m MEGABYTES           memory limit; only checked against -I (-m, default 64)\n"
-    "  --slab-chunk-max BYTES largest chunk, in BYTES as 1.6.18 reads\n"
-    "                         -o slab_chunk_max (default 524288)\n"
+    "  --slab-chunk-max BYTES largest chunk, in BYTES (default 524288; memcached's\n"
+    "                         -o slab_chunk_max takes bytes up to 1.6.23, KILOBYTES\n"
+    "                         from 1.6.24)\n"
     "  --slab-sizes A-B-C     explicit class sizes (-o slab_sizes=A-B-C)\n"
     "  --no-cas, -C           CAS off: items are 8 bytes smaller (-C)\n";
 
@@ -157,11 +159,16 @@ static int model_ladder(int argc, char **argv)
     return 0;
 }
 
-/* --db FILE [--run N] [--max-classes K] [--verify] [--memcached PATH] */
+/* --db FILE [--run N] [--max-classes K] [--verify] [--memcached PATH]
+ * [--objective memory|items] [--memory-limit MB] [--holdout]
+ * [--holdout-run N] */
 struct run_opts {
     const char *db, *run, *memcached;
     long long max_classes;
     bool verify;
+    const char *objective, *holdout_run;
+    uint64_t memory_limit_mb; /* 0: the run's -m */
+    bool holdout;
 };
 
 /* predict's and advise's flags (advise adds --max-classes, --verify,
@@ -182,8 +189,12 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
           .max = SLAB_MODEL_MAX_CLASSES },
         { "verify", 0, OPT_FLAG, .dest = &o->verify },
         { "memcached", 0, OPT_STRING, .dest = &o->memcached },
+        { "objective", 0, OPT_STRING, .dest = &o->objective },
+        { "memory-limit", 0, OPT_UINT, .dest = &o->memory_limit_mb, .min = 1, .max = 1024 * 1024 },
+        { "holdout", 0, OPT_FLAG, .dest = &o->holdout },
+        { "holdout-run", 0, OPT_STRING, .dest = &o->holdout_run },
     };
-    size_t n = sizeof table / sizeof table[0] - (advise ? 0 : 3);
+    size_t n = sizeof table / sizeof table[0] - (advise ? 0 : 7);
     enum opt_result r = opt_parse(command, table, n, argc, argv, NULL, err, errlen);
     if (r != OPT_OK)
         return r;
@@ -191,16 +202,22 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
     o->max_classes = (long long)max_classes;
     if (!o->db)
         return opt_error(err, errlen, command, "--db FILE is required");
+    if (o->objective && strcmp(o->objective, "memory") && strcmp(o->objective, "items"))
+        return opt_error(err, errlen, command, "--objective is memory or items");
     return OPT_OK;
 }
 
 static void usage_predict(FILE *out)
 {
     fprintf(out, "usage: slabtap model predict --db FILE [--run NAME_OR_ID] [-v|-q]\n\n"
-                 "Replays the run's recorded writes through memcached's slab model (with the\n"
-                 "settings memcached reported for the run) and prints, per class, the\n"
-                 "predicted used_chunks, mem_requested and pages beside the run's last\n"
-                 "stats sample. Exit 1 when an exact prediction does not match.\n\n"
+                 "Replays the run's recorded writes through memcached's slab model and prints,\n"
+                 "per class, the predicted used_chunks, mem_requested and pages beside the\n"
+                 "run's last stats sample. The ladder is the one memcached ran: from its\n"
+                 "`stats settings`, the flags slabtap knew (experiments, proxy --slab-sizes /\n"
+                 "--memcached-flags) and the chunk sizes it showed; printed with where it\n"
+                 "came from. When something besides the writes changed memcached's memory\n"
+                 "(evictions, page moves, expiries, flush_all, ...) the verdict says which.\n"
+                 "Exit 1 when an exact prediction does not match.\n\n"
                  "  -v, --verbose  debug log lines too\n"
                  "  -q, --quiet    warnings and errors only\n"
                  "  -h, --help     this text\n");
@@ -210,12 +227,25 @@ static void usage_advise(FILE *out)
 {
     fprintf(out,
             "usage: slabtap model advise --db FILE [--run NAME_OR_ID] [--max-classes K]\n"
+            "                           [--objective memory|items] [--memory-limit MB]\n"
+            "                           [--holdout | --holdout-run NAME_OR_ID]\n"
             "                           [--verify [--memcached PATH]] [-v|-q]\n\n"
-            "For the items the run left in memcached: the waste under the run's own\n"
-            "settings, under the best -f/-n, and under a slab_sizes ladder fitted to\n"
+            "For the items the run left in memcached: the chunk waste under the run's\n"
+            "own settings, under the best -f/-n, and under a slab_sizes ladder fitted to\n"
             "the sizes (at most K classes, 2..%d, default %d); warns about cliffs.\n"
+            "Then capacity: the run's writes through each candidate with whole 1 MB\n"
+            "pages and memcached's memory limit, ranked by the objective:\n"
+            "  --objective memory    least memory for the whole working set (pages)\n"
+            "  --objective items     most items (then bytes) held in --memory-limit MB\n"
+            "                        (default: the run's -m)\n"
+            "default: items when the run's memcached was full (evictions, or\n"
+            "total_malloced reached limit_maxbytes), else memory. A setting that does\n"
+            "not beat the run's own on the objective is never recommended.\n"
+            "--holdout fits on the first half of the run and checks on the second;\n"
+            "--holdout-run checks the advice on another recorded run.\n"
             "--verify replays the run against memcacheds started with the advised\n"
-            "flags and prints the measured waste beside the prediction.\n\n"
+            "flags: the measured waste beside the prediction, and items held,\n"
+            "evictions and total_malloced at the objective's -m (slab_automove=0).\n\n"
             "  -v, --verbose  debug log lines too\n"
             "  -q, --quiet    warnings and errors only\n"
             "  -h, --help     this text\n",
@@ -325,6 +355,267 @@ static int model_verify_all(const struct run_opts *o, const struct prediction *r
     return failed;
 }
 
+/* --- capacity ---------------------------------------------------------- */
+
+/* Whether the run's memcached was full: evictions during the run, or
+ * total_malloced (else its pages) at limit_maxbytes in the last sample. */
+static bool run_was_full(sqlite3 *db, const struct prediction *r, char *why, size_t len)
+{
+    sqlite3_stmt *st;
+    bool full = false;
+    snprintf(why, len, "the run's memcached was not full");
+    if (r->evictions > 0) {
+        snprintf(why, len, "the run's memcached was full: %lld evictions", (long long)r->evictions);
+        return true;
+    }
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT coalesce(json_extract(s.stats, '$.evictions'), 0),"
+            " coalesce(json_extract(s.stats, '$.limit_maxbytes'), 0),"
+            " coalesce(json_extract(s.stats, '$.total_malloced'),"
+            "  (SELECT sum(json_extract(c.fields, '$.total_pages')) FROM sample_classes c"
+            "   WHERE c.sample_id = s.sample_id) * 1048576, 0)"
+            " FROM samples s WHERE s.run_id = ?1 ORDER BY s.t_ns DESC LIMIT 1",
+            -1, &st, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_int64(st, 1, r->run_id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t ev = sqlite3_column_int64(st, 0), lim = sqlite3_column_int64(st, 1),
+                mal = sqlite3_column_int64(st, 2);
+        if (ev > 0) {
+            snprintf(why, len, "the run's memcached was full: %lld evictions", (long long)ev);
+            full = true;
+        } else if (lim > 0 && mal >= lim) {
+            snprintf(why, len, "the run's memcached was full: total_malloced %lld of %lld",
+                     (long long)mal, (long long)lim);
+            full = true;
+        }
+    }
+    sqlite3_finalize(st);
+    return full;
+}
+
+/* A candidate's memcached flags at the objective's memory: -m, the ladder
+ * and every other flag that differs from the defaults (-I,
+ * slab_chunk_max, -C), in the units of the run's memcached. */
+static void candidate_flags(const struct advise_candidate *c, uint64_t mem_mb, const char *version,
+                            char *out, size_t len)
+{
+    char err[256];
+    if (!mem_mb)
+        mem_mb = (c->cap.malloced + 1024 * 1024 - 1) / (1024 * 1024);
+    if (slab_settings_flags_for(&c->s, mem_mb ? mem_mb : 1, version, out, len, err, sizeof err))
+        snprintf(out, len, "(%s)", err);
+}
+
+static void print_candidate(const struct advise_candidate *c, bool recommended, const char *flags)
+{
+    const struct capacity_result *k = &c->cap;
+    double pct = k->chunk_bytes ? 100.0 * (double)k->chunk_waste / (double)k->chunk_bytes : 0;
+    printf("  %-24s chunk waste %11llu B (%5.2f %%)  page slack %11llu B  memory %11llu B  "
+           "items held %9llu  bytes held %11llu  evictions %8llu  %s%s%s\n",
+           c->label, (unsigned long long)k->chunk_waste, pct, (unsigned long long)k->page_slack,
+           (unsigned long long)k->malloced, (unsigned long long)k->items,
+           (unsigned long long)k->requested, (unsigned long long)k->evictions,
+           c->vs_current > 0   ? "better"
+           : c->vs_current < 0 ? "worse"
+                               : "same",
+           c->over_limit ? "  (over -m: first pages past the limit)" : "",
+           recommended ? "  <- recommended" : "");
+    printf("      %s\n", flags);
+}
+
+/* The best candidate whose label starts with prefix and that is not over
+ * -m; -1 when none. */
+static int best_of(const struct advise_candidate *c, size_t n, const char *prefix,
+                   enum capacity_objective obj)
+{
+    int b = -1;
+    for (size_t i = 1; i < n; i++)
+        if (!strncmp(c[i].label, prefix, strlen(prefix)) && !c[i].over_limit &&
+            (b < 0 || capacity_compare(obj, &c[i].cap, &c[b].cap) > 0))
+            b = (int)i;
+    return b;
+}
+
+/* Replays the run into a memcached with candidate c at the objective's
+ * memory; 0 when the measurement is the prediction. *items gets what it
+ * held (memory objective: total_malloced). */
+static int model_verify_capacity(const struct run_opts *o, const struct prediction *r,
+                                 const struct advise_candidate *c, enum capacity_objective obj,
+                                 uint64_t mem_mb, uint64_t *held)
+{
+    struct verify_capacity_result v;
+    verify_capacity(o->db, r->run_id, &c->s, obj == CAPACITY_OBJ_ITEMS ? mem_mb : 0,
+                    c->cap.malloced, o->memcached, &v);
+    if (!v.measured) {
+        fprintf(stderr, "slabtap model advise --verify: %s: %s\n", c->label, v.error);
+        return -1;
+    }
+    bool ok = v.items == c->cap.items && v.evictions == c->cap.evictions &&
+              (obj == CAPACITY_OBJ_ITEMS || v.malloced == c->cap.malloced);
+    printf("  verify capacity %-24s memcached %s: items held %llu (predicted %llu), evictions "
+           "%llu (predicted %llu), total_malloced %llu (predicted %llu) %s\n",
+           c->label, v.flags, (unsigned long long)v.items, (unsigned long long)c->cap.items,
+           (unsigned long long)v.evictions, (unsigned long long)c->cap.evictions,
+           (unsigned long long)v.malloced, (unsigned long long)c->cap.malloced,
+           ok ? "ok" : "MISMATCH");
+    *held = obj == CAPACITY_OBJ_ITEMS ? v.items : v.malloced;
+    return ok ? 0 : -1;
+}
+
+/* Hold-out: each candidate fitted on one part, run on another. */
+static void model_holdout(const char *what, const struct advise_candidate *c, size_t n, int rec,
+                          const struct capacity_seq *seq, size_t from, size_t to,
+                          enum capacity_objective obj, uint64_t mem_limit)
+{
+    struct capacity_result base, k;
+    if (advise_capacity_eval(&c[0].s, seq, from, to, obj, mem_limit, &base))
+        return;
+    printf("hold-out: the candidates on %s (%zu writes):\n", what, to - from);
+    for (size_t i = 0; i < n; i++) {
+        if (advise_capacity_eval(&c[i].s, seq, from, to, obj, mem_limit, &k))
+            continue;
+        int vs = capacity_compare(obj, &k, &base);
+        printf("  hold-out %-24s items held %9llu (fitted part %9llu)  memory %11llu B  "
+               "vs the run's own %+lld items, %+lld B  %s%s\n",
+               c[i].label, (unsigned long long)k.items, (unsigned long long)c[i].cap.items,
+               (unsigned long long)k.malloced, (long long)k.items - (long long)base.items,
+               (long long)k.malloced - (long long)base.malloced,
+               vs > 0   ? "better"
+               : vs < 0 ? "worse"
+                        : "same",
+               (int)i == rec ? "  <- recommended" : "");
+        if ((int)i == rec && rec != 0)
+            printf("  hold-out: the recommendation %s on %s%s\n",
+                   vs > 0   ? "still beats the run's own settings"
+                   : vs < 0 ? "LOSES to the run's own settings"
+                            : "only ties the run's own settings",
+                   what, vs < 0 ? " (overfitted to the fitted part)" : "");
+    }
+}
+
+/* advise's capacity part; the number of failed checks. */
+static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct prediction *r)
+{
+    struct capacity_seq seq, other;
+    struct advise_candidate *c = calloc(ADVISE_MAX_CANDIDATES, sizeof *c);
+    struct advise_hist half;
+    char why[160], err[512], flags[1024];
+    size_t n = 0, from = 0, to;
+    int failed = 0, rec;
+    capacity_seq_init(&seq);
+    capacity_seq_init(&other);
+    advise_hist_init(&half);
+    if (!c || verify_read_sequence(o->db, r->run_id, &seq, err, sizeof err)) {
+        fprintf(stderr, "slabtap model advise: capacity: %s\n", c ? err : "out of memory");
+        failed = 1;
+        goto out;
+    }
+    bool full = run_was_full(db, r, why, sizeof why);
+    enum capacity_objective obj =
+        o->objective ? (!strcmp(o->objective, "memory") ? CAPACITY_OBJ_MEMORY : CAPACITY_OBJ_ITEMS)
+        : full       ? CAPACITY_OBJ_ITEMS
+                     : CAPACITY_OBJ_MEMORY;
+    uint64_t mem_mb =
+        o->memory_limit_mb ? o->memory_limit_mb : r->settings.mem_limit / (1024 * 1024);
+    uint64_t mem_limit = mem_mb * 1024 * 1024;
+    to = seq.n;
+    const struct advise_hist *h = &r->live;
+    if (o->holdout) { /* fit on the first half */
+        to = seq.n / 2;
+        if (advise_hist_from_seq(&seq, 0, to, r->settings.use_cas, &half) || half.n == 0) {
+            fprintf(stderr, "slabtap model advise: --holdout: the first half leaves no items\n");
+            failed = 1;
+            goto out;
+        }
+        h = &half;
+    }
+    rec = advise_capacity(&r->settings, h, &seq, from, to, obj, mem_limit, (uint32_t)o->max_classes,
+                          c, &n);
+    if (rec < 0) {
+        fprintf(stderr, "slabtap model advise: capacity: out of memory\n");
+        failed = 1;
+        goto out;
+    }
+    if (obj == CAPACITY_OBJ_ITEMS)
+        printf("capacity: objective items -- most items held in -m %llu (%llu bytes)%s%s; "
+               "%zu writes%s:\n",
+               (unsigned long long)mem_mb, (unsigned long long)mem_limit,
+               o->objective ? "" : ", chosen because ", o->objective ? "" : why, to - from,
+               o->holdout ? " (the first half)" : "");
+    else
+        printf("capacity: objective memory -- least memory for the whole working set%s%s; "
+               "%zu writes%s:\n",
+               o->objective ? "" : ", chosen because ", o->objective ? "" : why, to - from,
+               o->holdout ? " (the first half)" : "");
+    for (size_t i = 0; i < n; i++) {
+        candidate_flags(&c[i], obj == CAPACITY_OBJ_ITEMS ? mem_mb : 0, r->version, flags,
+                        sizeof flags);
+        print_candidate(&c[i], (int)i == rec, flags);
+    }
+    candidate_flags(&c[rec], obj == CAPACITY_OBJ_ITEMS ? mem_mb : 0, r->version, flags,
+                    sizeof flags);
+    if (rec == 0) {
+        printf("recommended: keep the run's own settings -- no candidate %s\n",
+               obj == CAPACITY_OBJ_ITEMS ? "holds more items in this memory"
+                                         : "holds the working set in less memory");
+    } else if (obj == CAPACITY_OBJ_ITEMS) {
+        long long d = (long long)c[rec].cap.items - (long long)c[0].cap.items;
+        printf("recommended: %s: %llu items held, %+lld (%+.1f %%) over the run's own settings\n",
+               c[rec].label, (unsigned long long)c[rec].cap.items, d,
+               c[0].cap.items ? 100.0 * (double)d / (double)c[0].cap.items : 0);
+    } else {
+        long long d = (long long)c[rec].cap.malloced - (long long)c[0].cap.malloced;
+        printf("recommended: %s: %llu bytes of pages for the working set, %+lld (%+.1f %%) "
+               "against the run's own settings\n",
+               c[rec].label, (unsigned long long)c[rec].cap.malloced, d,
+               c[0].cap.malloced ? 100.0 * (double)d / (double)c[0].cap.malloced : 0);
+    }
+    printf("  memcached flags: %s\n", flags);
+    if (o->holdout)
+        model_holdout("the second half", c, n, rec, &seq, to, seq.n, obj, mem_limit);
+    if (o->holdout_run) {
+        int64_t id = runs_find(db, o->holdout_run);
+        if (id < 0 || verify_read_sequence(o->db, id, &other, err, sizeof err)) {
+            fprintf(stderr, "slabtap model advise: --holdout-run %s: %s\n", o->holdout_run,
+                    id < 0 ? "no such run" : err);
+            failed++;
+        } else {
+            snprintf(why, sizeof why, "run %lld", (long long)id);
+            model_holdout(why, c, n, rec, &other, 0, other.n, obj, mem_limit);
+        }
+    }
+    if (o->verify && !o->holdout) {
+        int pick[4] = { 0, best_of(c, n, "-f/-n", obj), best_of(c, n, "slab_sizes", obj), rec };
+        uint64_t held[4] = { 0 };
+        bool done[ADVISE_MAX_CANDIDATES] = { false };
+        printf("verifying capacity by replaying run %lld on one connection:\n",
+               (long long)r->run_id);
+        for (int i = 0; i < 4; i++) {
+            if (pick[i] < 0 || done[pick[i]]) {
+                if (pick[i] >= 0 && i == 3)
+                    held[3] = held[pick[3] == pick[0] ? 0 : pick[3] == pick[1] ? 1 : 2];
+                continue;
+            }
+            done[pick[i]] = true;
+            failed += model_verify_capacity(o, r, &c[pick[i]], obj, mem_mb, &held[i]) != 0;
+        }
+        bool ok = obj == CAPACITY_OBJ_ITEMS ? held[3] >= held[0] : held[3] <= held[0];
+        printf("  verify: the recommendation (%s) %s %llu, the run's own settings %llu: %s\n",
+               c[rec].label, obj == CAPACITY_OBJ_ITEMS ? "holds" : "takes",
+               (unsigned long long)held[3], (unsigned long long)held[0],
+               ok ? "ok" : "WORSE THAN THE CURRENT SETTINGS");
+        failed += !ok;
+    }
+out:
+    capacity_seq_free(&seq);
+    capacity_seq_free(&other);
+    advise_hist_free(&half);
+    free(c);
+    return failed;
+}
+
 static int model_advise(int argc, char **argv)
 {
     struct run_opts o;
@@ -333,7 +624,7 @@ static int model_advise(int argc, char **argv)
     struct slab_settings best, fitted;
     struct advise_eval cur, beste, fite;
     struct advise_cliff cliffs[8];
-    char flags[1024];
+    char flags[1024], f[32];
     int rc = 1;
     if (!run_opts_or_usage(argc, argv, &o, true, &rc) || !r)
         goto out;
@@ -344,32 +635,50 @@ static int model_advise(int argc, char **argv)
         goto out;
     }
     advise_evaluate(&r->ladder, &r->live, &cur);
-    if (advise_search_factor(&r->settings, &r->live, &best, &beste) ||
-        advise_fit_sizes(&r->settings, &r->live, (uint32_t)o.max_classes - 1, &fitted, &fite)) {
+    bool no_factor = advise_search_factor_max(&r->settings, &r->live, (uint32_t)o.max_classes,
+                                              &best, &beste) != 0;
+    if (no_factor) { /* -f 2.0 -n 512 still makes 11 classes */
+        best = r->settings;
+        beste = cur;
+    }
+    if (advise_fit_sizes(&r->settings, &r->live, (uint32_t)o.max_classes - 1, &fitted, &fite)) {
         fprintf(stderr, "slabtap model advise: no valid ladder found\n");
         goto out;
     }
     printf("run %lld '%s': %llu items, %u distinct sizes (memcached %s)\n", (long long)r->run_id,
            r->run_name, (unsigned long long)r->live_items, (unsigned)r->live.n, r->version);
-    snprintf(flags, sizeof flags, "-n %u -f %.2f", r->settings.chunk_size_min,
-             r->settings.growth_factor);
-    print_eval("the run's own settings", flags, &cur);
-    snprintf(flags, sizeof flags, "-n %u -f %.2f", best.chunk_size_min, best.growth_factor);
+    /* the run's own ladder as memcached took it: -o slab_sizes, or -f exact */
+    ladder_choice_flags(&r->choice, flags, sizeof flags);
+    print_eval("the run's own settings", strlen(flags) > 34 ? "(below)" : flags, &cur);
+    if (strlen(flags) > 34)
+        printf("    %s\n", flags);
+    slab_factor_text(best.growth_factor, f, sizeof f);
+    snprintf(flags, sizeof flags, "-n %u -f %s", best.chunk_size_min, f);
     print_eval("best -f/-n", flags, &beste);
+    if (no_factor)
+        printf("    (no -f/-n ladder has at most %lld classes: the run's own settings)\n",
+               o.max_classes);
+    else if (beste.waste * cur.allocated > cur.waste * beste.allocated)
+        printf("    (more chunk waste than the run's own settings: no -f/-n with at most %lld "
+               "classes wastes less)\n",
+               o.max_classes);
     slab_sizes_flag(&fitted, flags, sizeof flags);
     print_eval("fitted slab_sizes", fitted.n_slab_sizes > 6 ? "(below)" : flags, &fite);
     if (fitted.n_slab_sizes > 6)
         printf("    %s\n", flags);
+    if (fite.waste * cur.allocated > cur.waste * fite.allocated)
+        printf("    (more chunk waste than the run's own settings: no slab_sizes ladder of at "
+               "most %lld classes wastes less)\n",
+               o.max_classes);
     struct slab_ladder bl;
     if (slab_ladder_build(&best, &bl, NULL, 0) == SLAB_OK) {
         size_t nc = advise_cliffs(&bl, &r->live, cliffs, 8);
         for (size_t i = 0; i < nc; i++)
-            printf(
-                "  cliff under -n %u -f %.2f: class %u (%u-byte chunks) takes items of %llu..%llu "
-                "bytes; %llu of yours land there\n",
-                best.chunk_size_min, best.growth_factor, cliffs[i].class_id, cliffs[i].chunk_size,
-                (unsigned long long)cliffs[i].lo, (unsigned long long)cliffs[i].hi,
-                (unsigned long long)cliffs[i].items);
+            printf("  cliff under -n %u -f %s: class %u (%u-byte chunks) takes items of %llu..%llu "
+                   "bytes; %llu of yours land there\n",
+                   best.chunk_size_min, f, cliffs[i].class_id, cliffs[i].chunk_size,
+                   (unsigned long long)cliffs[i].lo, (unsigned long long)cliffs[i].hi,
+                   (unsigned long long)cliffs[i].items);
     }
     size_t nc = advise_cliffs(&r->ladder, &r->live, cliffs, 8);
     for (size_t i = 0; i < nc; i++)
@@ -380,6 +689,8 @@ static int model_advise(int argc, char **argv)
     rc = 0;
     if (o.verify)
         rc = model_verify_all(&o, r, &best, &beste, &fitted, &fite) ? 1 : 0;
+    if (model_capacity(&o, db, r))
+        rc = 1;
 out:
     if (r)
         predict_free(r);

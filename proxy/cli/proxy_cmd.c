@@ -73,6 +73,12 @@ static void proxy_usage(FILE *out)
             "                       POST /api/phase?name=N (default %s)\n"
             "  --http-token TOKEN   require \"Authorization: Bearer TOKEN\" on the admin\n"
             "                       endpoint (/health excepted); needed beyond loopback\n"
+            "  --slab-sizes A-B-C   memcached runs with -o slab_sizes=A-B-C (it does not\n"
+            "                       say so in `stats settings`): tag writes with that ladder\n"
+            "  --memcached-flags \"FLAGS\"  memcached's command line (e.g. \"-m 1024 -f 1.125\"):\n"
+            "                       its -f, -o slab_sizes, ... decide the ladder with what\n"
+            "                       memcached reports; a ladder that disagrees with the\n"
+            "                       chunk sizes memcached shows is logged, never used silently\n"
             "  -v, --verbose        debug log lines too\n"
             "  -q, --quiet          warnings and errors only\n"
             "  -h, --help           this text\n",
@@ -164,9 +170,32 @@ static int parse_upstream_conns(void *dest, const char *value, char *err, size_t
 /* What the table writes before it goes into app_config. */
 struct proxy_args {
     const char *listen, *upstream, *http;
+    const char *slab_sizes, *mc_flags; /* --slab-sizes, --memcached-flags */
+    char ladder_flags[2048];           /* both, as memcached flags */
     uint64_t queue, max_pending, drain, interval, max_request, max_assembly, max_stall, max_memory;
     int keys, on_full, level;
 };
+
+/* --memcached-flags and --slab-sizes as one memcached command line for
+ * the ladder, checked by the converter the ladder is read with. */
+static enum opt_result proxy_ladder_flags(struct proxy_args *a, struct app_config *cfg, char *err,
+                                          size_t errlen)
+{
+    struct slab_settings s;
+    char why[256] = "";
+    if (!a->mc_flags && !a->slab_sizes)
+        return OPT_OK;
+    int n = snprintf(a->ladder_flags, sizeof a->ladder_flags, "%s%s%s%s",
+                     a->mc_flags ? a->mc_flags : "", a->mc_flags && a->slab_sizes ? " " : "",
+                     a->slab_sizes ? "-o slab_sizes=" : "", a->slab_sizes ? a->slab_sizes : "");
+    if (n < 0 || (size_t)n >= sizeof a->ladder_flags)
+        return opt_error(err, errlen, "proxy", "--memcached-flags / --slab-sizes too long");
+    if (slab_settings_from_flags(&s, NULL, a->ladder_flags, NULL, why, sizeof why) != SLAB_OK)
+        return opt_error(err, errlen, "proxy", "%s: %s",
+                         a->slab_sizes && !a->mc_flags ? "--slab-sizes" : "--memcached-flags", why);
+    cfg->memcached_flags = a->ladder_flags;
+    return OPT_OK;
+}
 
 /* Required flags and addresses, after the table; err set on a mistake. */
 static enum opt_result proxy_check_args(const struct proxy_args *a, struct app_config *cfg,
@@ -216,6 +245,8 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
           .call = parse_upstream_conns },
         { "max-request", 0, OPT_SIZE, .dest = &a->max_request, .min = 1024, .max = 1u << 30 },
         { "max-assembly", 0, OPT_SIZE, .dest = &a->max_assembly, .min = 1024, .max = SIZE_MAX },
+        { "slab-sizes", 0, OPT_STRING, .dest = &a->slab_sizes },
+        { "memcached-flags", 0, OPT_STRING, .dest = &a->mc_flags },
         { "max-memory", 0, OPT_SIZE, .dest = &a->max_memory, .min = 0, .max = SIZE_MAX },
         { "max-conns", 0, OPT_UINT, .dest = &cfg->proxy.max_conns, .min = 1, .max = UINT32_MAX },
         CLI_OPTS_VERBOSITY(&a->level, NULL),
@@ -235,6 +266,8 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
     cfg->proxy.max_request = (size_t)a->max_request;
     cfg->proxy.max_assembly = (size_t)a->max_assembly;
     cfg->proxy.max_memory = (size_t)a->max_memory;
+    if (proxy_ladder_flags(a, cfg, err, errlen) != OPT_OK)
+        return OPT_ERROR;
     return proxy_check_args(a, cfg, err, errlen);
 }
 

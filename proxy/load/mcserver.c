@@ -6,15 +6,21 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/log.h"
+#include "model/slab_model.h"
+
+extern char **environ;
 
 int mcserver_free_port(void)
 {
@@ -193,6 +199,97 @@ out:
     return rc;
 }
 
+int mcserver_version(const char *binary, bool docker, const char *image, char *out, size_t len,
+                     char *err, size_t errlen)
+{
+    char *argv[8], buf[256];
+    int fds[2], n = 0, status = 0;
+    size_t got = 0;
+    pid_t pid;
+    posix_spawn_file_actions_t fa;
+    if (docker) {
+        argv[n++] = "docker";
+        argv[n++] = "run";
+        argv[n++] = "--rm";
+        argv[n++] = (char *)image;
+        argv[n++] = "memcached";
+    } else {
+        argv[n++] = (char *)(binary ? binary : "memcached");
+    }
+    argv[n++] = "-V";
+    argv[n] = NULL;
+    if (pipe(fds)) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (e) {
+        close(fds[0]);
+        snprintf(err, errlen, "cannot run %s -V: %s", argv[0], strerror(e));
+        return -1;
+    }
+    for (int waited = 0; got + 1 < sizeof buf && waited < MCSERVER_READY_MS;) {
+        struct pollfd p = { .fd = fds[0], .events = POLLIN };
+        int r = poll(&p, 1, 100);
+        if (r == 0) {
+            waited += 100;
+            continue;
+        }
+        ssize_t k = r > 0 ? read(fds[0], buf + got, sizeof buf - 1 - got) : -1;
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fds[0]);
+    if (waitpid(pid, &status, WNOHANG) == 0) { /* still running: not a memcached -V */
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    buf[got] = '\0';
+    /* "memcached 1.6.18\n" */
+    char *v = strstr(buf, "memcached ");
+    if (!v || slab_version_at_least(v, 0, 0, 0) < 0) {
+        snprintf(err, errlen, "%s -V printed no memcached version (\"%.60s\")", argv[0], buf);
+        return -1;
+    }
+    v += 10;
+    v[strcspn(v, " \r\n")] = '\0';
+    snprintf(out, len, "%s", v);
+    return 0;
+}
+
+bool mcserver_chunk_max_unit_suspect(const char *version, const char *args, char *msg,
+                                     size_t msglen)
+{
+    const char *p = args ? strstr(args, "slab_chunk_max=") : NULL;
+    char *end;
+    if (!p)
+        return false;
+    unsigned long v = strtoul(p + 15, &end, 10);
+    if (end == p + 15 || v == 0)
+        return false;
+    if (slab_chunk_max_in_kb(version) && v > 1024) {
+        snprintf(msg, msglen,
+                 "memcached %s takes -o slab_chunk_max in kilobytes (since 1.6.24): %lu looks "
+                 "like bytes (slab_chunk_max=%lu)",
+                 version, v, v / 1024);
+        return true;
+    }
+    if (!slab_chunk_max_in_kb(version) && v <= 1024) {
+        snprintf(msg, msglen,
+                 "memcached %s takes -o slab_chunk_max in BYTES (kilobytes only from 1.6.24): "
+                 "%lu is %lu bytes, did you mean slab_chunk_max=%lu?",
+                 version ? version : "(version unknown)", v, v, v * 1024);
+        return true;
+    }
+    return false;
+}
+
 /* The port came from binding port 0 and closing it again, so another
  * process may take it before memcached binds: memcached then exits with
  * EX_OSERR ("failed to listen on TCP port"), docker run with 125. Either
@@ -207,6 +304,11 @@ int mcserver_start(struct mcserver *m, uv_loop_t *loop, const char *binary, bool
                    const char *image, const char *args, char *err, size_t errlen)
 {
     int rc = -1;
+    char version[64], msg[256];
+    if (args && strstr(args, "slab_chunk_max=") &&
+        mcserver_version(binary, docker, image, version, sizeof version, msg, sizeof msg) == 0 &&
+        mcserver_chunk_max_unit_suspect(version, args, msg, sizeof msg))
+        log_warn("%s", msg);
     for (int attempt = 0; attempt < MCSERVER_PORT_TRIES; attempt++) {
         rc = mcserver_start_once(m, loop, binary, docker, image, args, err, errlen);
         if (rc == 0 || !mcserver_lost_port(m))

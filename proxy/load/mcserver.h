@@ -4,7 +4,8 @@
  *
  * Owns the child process (uv_spawn) and the blocking helpers the experiment
  * runner needs around it: a free port, waiting until memcached answers, one
- * stats snapshot. Must never leave a memcached running after
+ * stats snapshot, the binary's version (whose flag units differ: see
+ * mcserver_version). Must never leave a memcached running after
  * mcserver_stop, and never bind anything but 127.0.0.1. */
 #ifndef SLABTAP_MCSERVER_H
 #define SLABTAP_MCSERVER_H
@@ -46,6 +47,20 @@ int mcserver_free_port(void);
  * all). 0, or -1 with err. */
 int mcserver_start(struct mcserver *m, uv_loop_t *loop, const char *binary, bool docker,
                    const char *image, const char *args, char *err, size_t errlen);
+/* What `memcached -V` prints for the binary mcserver_start would run
+ * (NULL: memcached on PATH; docker: in image), as the version alone
+ * ("1.6.18") into out. Blocking, bounded (MCSERVER_READY_MS). Flags that
+ * change unit between versions (-o slab_chunk_max: bytes before 1.6.24,
+ * kilobytes since) are built for it (slab_settings_flags_for). 0, or -1
+ * with err. */
+int mcserver_version(const char *binary, bool docker, const char *image, char *out, size_t len,
+                     char *err, size_t errlen);
+/* A -o slab_chunk_max in args that looks like the other unit for memcached
+ * version (bytes given to 1.6.24+, which refuses them; a kilobyte-sized
+ * number given to an older one, which reads it as bytes): true, with what
+ * to write instead in msg. */
+bool mcserver_chunk_max_unit_suspect(const char *version, const char *args, char *msg,
+                                     size_t msglen);
 /* SIGTERM, then SIGKILL after MCSERVER_STOP_MS; waits for the exit. */
 void mcserver_stop(struct mcserver *m);
 /* One blocking `stats` + `stats slabs` + `stats items` + `stats settings` +

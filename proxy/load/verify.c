@@ -12,6 +12,7 @@
 #include "core/addr.h"
 #include "load/load.h"
 #include "load/mcserver.h"
+#include "load/replay.h"
 #include "protocol/stats_parse.h"
 
 /* Measured rounding waste of a live memcached: sum over classes. */
@@ -63,10 +64,21 @@ int verify_settings(const char *db_path, const struct prediction *r, const struc
     uint64_t mem_mb = pred->allocated / (1024 * 1024) * 2 + 64;
     memset(out, 0, sizeof *out);
     out->predicted_pct = pred->waste_pct;
-    slab_settings_flags(s, mem_mb, out->flags, sizeof out->flags);
+    if (!lr) {
+        snprintf(out->error, sizeof out->error, "out of memory");
+        return -1;
+    }
+    /* the flags in the units of the memcached that will run them */
+    if (mcserver_version(memcached, false, NULL, out->version, sizeof out->version, out->error,
+                         sizeof out->error) ||
+        slab_settings_flags_for(s, mem_mb, out->version, out->flags, sizeof out->flags, out->error,
+                                sizeof out->error)) {
+        free(lr);
+        return -1;
+    }
     uv_loop_init(&loop);
-    if (!lr || mcserver_start(&mc, &loop, memcached, false, NULL, out->flags, err, sizeof err)) {
-        snprintf(out->error, sizeof out->error, "%s", lr ? err : "out of memory");
+    if (mcserver_start(&mc, &loop, memcached, false, NULL, out->flags, err, sizeof err)) {
+        snprintf(out->error, sizeof out->error, "%s", err);
         goto out;
     }
     char target[64];
@@ -88,6 +100,136 @@ int verify_settings(const char *db_path, const struct prediction *r, const struc
 out:
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
+    free(lr);
+    return rc;
+}
+
+/* --- capacity ----------------------------------------------------------- */
+
+static uint64_t key_hash(const char *key, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)key[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+int verify_read_sequence(const char *db_path, int64_t run_id, struct capacity_seq *out, char *err,
+                         size_t errlen)
+{
+    struct replay *rp;
+    struct workload_item *it = malloc(sizeof *it);
+    int rc = -1;
+    if (!it) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (replay_open(&rp, REPLAY_DB, db_path, run_id, err, errlen) != REPLAY_OK) {
+        free(it);
+        return -1;
+    }
+    for (;;) {
+        enum workload_next nx = replay_next(rp, it, err, errlen);
+        if (nx == WORKLOAD_NEXT_END) {
+            rc = 0;
+            break;
+        }
+        if (nx == WORKLOAD_NEXT_ERROR)
+            break;
+        if (it->kind != WORKLOAD_ITEM_OP)
+            continue;
+        const struct workload_op *op = &it->op;
+        enum capacity_kind k;
+        switch (op->cmd) {
+        case WORKLOAD_CMD_SET: k = CAPACITY_SET; break;
+        case WORKLOAD_CMD_ADD: k = CAPACITY_ADD; break;
+        case WORKLOAD_CMD_REPLACE: k = CAPACITY_REPLACE; break;
+        case WORKLOAD_CMD_APPEND: k = CAPACITY_APPEND; break;
+        case WORKLOAD_CMD_PREPEND: k = CAPACITY_PREPEND; break;
+        case WORKLOAD_CMD_DELETE: k = CAPACITY_DELETE; break;
+        case WORKLOAD_CMD_GET:
+        case WORKLOAD_CMD_GETS: continue;
+        default: k = CAPACITY_OTHER; break;
+        }
+        bool write = workload_cmd_is_write(op->cmd);
+        if (capacity_seq_add(out, key_hash(op->key, op->key_len), k, op->key_len,
+                             write ? op->flags : 0, write ? op->value_len : 0)) {
+            snprintf(err, errlen, "out of memory, or a write memcached never takes");
+            break;
+        }
+    }
+    replay_close(rp);
+    free(it);
+    return rc;
+}
+
+int verify_capacity(const char *db_path, int64_t run_id, const struct slab_settings *s,
+                    uint64_t mem_mb, uint64_t mem_hint_bytes, const char *memcached,
+                    struct verify_capacity_result *out)
+{
+    uv_loop_t loop;
+    struct mcserver mc;
+    struct load_result *lr = calloc(1, sizeof *lr);
+    struct stats_sample *st = malloc(sizeof *st);
+    struct load_config lc = { 0 };
+    char err[MCSERVER_ERR_MAX];
+    int rc = -1;
+    size_t len;
+    memset(out, 0, sizeof *out);
+    if (!lr || !st) {
+        snprintf(out->error, sizeof out->error, "out of memory");
+        free(lr);
+        free(st);
+        return -1;
+    }
+    stats_sample_init(st);
+    if (!mem_mb)
+        mem_mb = mem_hint_bytes / (1024 * 1024) * 2 + 64;
+    if (mcserver_version(memcached, false, NULL, out->version, sizeof out->version, out->error,
+                         sizeof out->error) ||
+        slab_settings_flags_for(s, mem_mb, out->version, out->flags, sizeof out->flags, out->error,
+                                sizeof out->error))
+        goto early;
+    len = strlen(out->flags);
+    snprintf(out->flags + len, sizeof out->flags - len, " -o slab_automove=0");
+    uv_loop_init(&loop);
+    if (mcserver_start(&mc, &loop, memcached, false, NULL, out->flags, err, sizeof err)) {
+        snprintf(out->error, sizeof out->error, "%s", err);
+        goto out;
+    }
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", mc.port);
+    addr_parse(target, &lc.target);
+    lc.source = LOAD_SRC_REPLAY_DB;
+    lc.path = db_path;
+    lc.replay_run = run_id;
+    lc.connections = 1; /* memcached sees the recorded order */
+    lc.progress = LOAD_PROGRESS_OFF;
+    if (load_run(&lc, lr)) {
+        snprintf(out->error, sizeof out->error, "replay: %s", lr->error);
+    } else if (mcserver_stats(mc.port, st, out->error, sizeof out->error) == 0) {
+        int64_t items = 0, ev = 0, mal = 0, oom;
+        stats_sample_global(st, "curr_items", &items);
+        stats_sample_global(st, "evictions", &ev);
+        stats_sample_global(st, "total_malloced", &mal);
+        for (unsigned id = 1; id <= st->max_class_id; id++)
+            if (stats_sample_get(st, id, "outofmemory", &oom))
+                out->outofmemory += (uint64_t)oom;
+        out->items = (uint64_t)items;
+        out->evictions = (uint64_t)ev;
+        out->malloced = (uint64_t)mal;
+        out->measured = true;
+        rc = 0;
+    }
+    mcserver_stop(&mc);
+out:
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+early:
+    stats_sample_fini(st);
+    free(st);
     free(lr);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "model/advise.h"
+#include "model/capacity.h"
 #include "model/predict.h"
 #include "model/slab_model.h"
 
@@ -19,7 +20,8 @@
 #define VERIFY_TOLERANCE_PP 0.1
 
 struct verify_result {
-    char flags[1024]; /* the memcached flags used */
+    char flags[1024]; /* the memcached flags used, in the units of ... */
+    char version[64]; /* ... the memcached started (`memcached -V`) */
     double measured_pct, predicted_pct;
     uint64_t waste, allocated; /* measured, bytes */
     bool measured;             /* false: error says why */
@@ -27,11 +29,38 @@ struct verify_result {
     char error[512];
 };
 
-/* Starts memcached (binary memcached, NULL: on PATH) with s's flags and
- * memory for every item twice over, replays run r from db_path into it,
- * measures. Returns 0 when measured and within tolerance, else -1. */
+/* Starts memcached (binary memcached, NULL: on PATH) with s's flags --
+ * in the units of that binary's version: -o slab_chunk_max is bytes
+ * before 1.6.24 and kilobytes since -- and memory for every item twice
+ * over, replays run r from db_path into it, measures. Returns 0 when
+ * measured and within tolerance, else -1. */
 int verify_settings(const char *db_path, const struct prediction *r, const struct slab_settings *s,
                     const struct advise_eval *pred, const char *memcached,
                     struct verify_result *out);
+
+/* --- capacity: what a memcached with -m holds ---------------------------- */
+
+/* The writes a replay of run run_id (0: the newest) would send, in order,
+ * as a capacity sequence (keys as sent, hashed). 0, or -1 with err. */
+int verify_read_sequence(const char *db_path, int64_t run_id, struct capacity_seq *out, char *err,
+                         size_t errlen);
+
+struct verify_capacity_result {
+    char flags[1024];
+    char version[64];
+    uint64_t items, evictions, malloced; /* curr_items, evictions, total_malloced */
+    uint64_t outofmemory;                /* sum of the classes' outofmemory */
+    bool measured;                       /* false: error says why */
+    char error[512];
+};
+
+/* Starts memcached with s's flags, -m mem_mb (0: room for the whole run,
+ * mem_hint_bytes twice over plus 64 MB) and -o slab_automove=0 (the
+ * capacity model moves no pages), replays run run_id on one connection
+ * (the recorded order, so evictions hit the same items), measures. 0 when
+ * measured, else -1. */
+int verify_capacity(const char *db_path, int64_t run_id, const struct slab_settings *s,
+                    uint64_t mem_mb, uint64_t mem_hint_bytes, const char *memcached,
+                    struct verify_capacity_result *out);
 
 #endif

@@ -2,6 +2,7 @@
  * search, the fitted slab_sizes ladder and cliff detection. Pure. */
 #include "model/advise.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,13 +71,16 @@ void advise_hist_sort(struct advise_hist *h)
     free(p);
 }
 
-/* Bytes of chunks one item of size ntotal occupies under l. */
+/* Bytes of chunks one item of size ntotal occupies under l; chunks
+ * (may be NULL) gets count times the chunks it takes, by class. */
 static uint64_t item_allocated(const struct slab_ladder *l, uint64_t ntotal, uint32_t *cls,
-                               bool *chunked)
+                               bool *chunked, uint64_t *chunks, uint64_t count)
 {
     *chunked = ntotal > l->slab_chunk_max;
     if (!*chunked) {
         *cls = slab_ladder_class_for(l, ntotal);
+        if (chunks && *cls)
+            chunks[*cls] += count;
         return *cls ? l->cls[*cls].chunk_size : 0;
     }
     /* memcached's chunked layout: a header item of the key and suffix plus
@@ -89,12 +93,20 @@ static uint64_t item_allocated(const struct slab_ladder *l, uint64_t ntotal, uin
     uint64_t per = l->slab_chunk_max - SLAB_MODEL_CHUNK_HEADER;
     uint64_t full = data / per, rest = data % per;
     uint64_t bytes = (uint64_t)l->slab_chunk_max * full;
-    if (rest)
-        bytes += l->cls[slab_ladder_class_for(l, rest + SLAB_MODEL_CHUNK_HEADER)].chunk_size;
-    bytes +=
-        l->cls[slab_ladder_class_for(l, SLAB_MODEL_ITEM_HEADER + SLAB_MODEL_CHUNK_HEADER + keypart)]
-            .chunk_size;
+    uint32_t hdr =
+        slab_ladder_class_for(l, SLAB_MODEL_ITEM_HEADER + SLAB_MODEL_CHUNK_HEADER + keypart);
+    if (rest) {
+        uint32_t tail = slab_ladder_class_for(l, rest + SLAB_MODEL_CHUNK_HEADER);
+        bytes += l->cls[tail].chunk_size;
+        if (chunks)
+            chunks[tail] += count;
+    }
+    bytes += l->cls[hdr].chunk_size;
     *cls = l->n_classes;
+    if (chunks) {
+        chunks[hdr] += count;
+        chunks[l->n_classes] += full * count;
+    }
     return bytes;
 }
 
@@ -102,6 +114,7 @@ void advise_evaluate(const struct slab_ladder *l, const struct advise_hist *h,
                      struct advise_eval *out)
 {
     bool used[SLAB_MODEL_MAX_CLASSES + 1] = { false };
+    uint64_t chunks[SLAB_MODEL_MAX_CLASSES + 1] = { 0 };
     memset(out, 0, sizeof *out);
     out->classes_in_ladder = l->n_classes;
     for (size_t i = 0; i < h->n; i++) {
@@ -111,7 +124,7 @@ void advise_evaluate(const struct slab_ladder *l, const struct advise_hist *h,
             out->refused_items += h->count[i];
             continue;
         }
-        uint64_t a = item_allocated(l, h->ntotal[i], &cls, &chunked);
+        uint64_t a = item_allocated(l, h->ntotal[i], &cls, &chunked, chunks, h->count[i]);
         out->items += h->count[i];
         out->requested += h->ntotal[i] * h->count[i];
         out->allocated += a * h->count[i];
@@ -121,8 +134,22 @@ void advise_evaluate(const struct slab_ladder *l, const struct advise_hist *h,
             out->classes_used++;
         }
     }
+    for (uint32_t c = 1; c <= l->n_classes; c++)
+        if (chunks[c])
+            out->pages += (chunks[c] + l->cls[c].perslab - 1) / l->cls[c].perslab;
     out->waste = out->allocated - out->requested;
     out->waste_pct = out->allocated ? 100.0 * (double)out->waste / (double)out->allocated : 0;
+}
+
+/* Same chunk sizes, class for class. */
+static bool ladder_same_classes(const struct slab_ladder *a, const struct slab_ladder *b)
+{
+    if (a->n_classes != b->n_classes)
+        return false;
+    for (uint32_t c = 1; c <= a->n_classes; c++)
+        if (a->cls[c].chunk_size != b->cls[c].chunk_size)
+            return false;
+    return true;
 }
 
 static bool better(const struct advise_eval *a, const struct advise_eval *b)
@@ -135,10 +162,18 @@ static bool better(const struct advise_eval *a, const struct advise_eval *b)
 int advise_search_factor(const struct slab_settings *base, const struct advise_hist *h,
                          struct slab_settings *best, struct advise_eval *best_eval)
 {
+    return advise_search_factor_max(base, h, SLAB_MODEL_MAX_CLASSES, best, best_eval);
+}
+
+int advise_search_factor_max(const struct slab_settings *base, const struct advise_hist *h,
+                             uint32_t max_classes, struct slab_settings *best,
+                             struct advise_eval *best_eval)
+{
     struct slab_ladder l;
     bool found = false;
     /* the base itself, so the answer is never worse than what runs now */
-    if (!base->n_slab_sizes && slab_ladder_build(base, &l, NULL, 0) == SLAB_OK) {
+    if (!base->n_slab_sizes && slab_ladder_build(base, &l, NULL, 0) == SLAB_OK &&
+        l.n_classes <= max_classes) {
         *best = *base;
         advise_evaluate(&l, h, best_eval);
         found = true;
@@ -150,7 +185,7 @@ int advise_search_factor(const struct slab_settings *base, const struct advise_h
             s.n_slab_sizes = 0;
             s.chunk_size_min = n;
             s.growth_factor = f100 / 100.0;
-            if (slab_ladder_build(&s, &l, NULL, 0) != SLAB_OK)
+            if (slab_ladder_build(&s, &l, NULL, 0) != SLAB_OK || l.n_classes > max_classes)
                 continue;
             advise_evaluate(&l, h, &e);
             if (!found || better(&e, best_eval)) {
@@ -161,6 +196,53 @@ int advise_search_factor(const struct slab_settings *base, const struct advise_h
         }
     }
     return found ? 0 : -1;
+}
+
+static bool fewer_pages(const struct advise_eval *a, const struct advise_eval *b)
+{
+    if (a->pages != b->pages)
+        return a->pages < b->pages;
+    return better(a, b);
+}
+
+size_t advise_factor_shortlist(const struct slab_settings *base, const struct advise_hist *h,
+                               uint32_t max_classes, size_t k, struct slab_settings *out)
+{
+    struct advise_eval ev[ADVISE_MAX_CANDIDATES];
+    struct slab_ladder lad[ADVISE_MAX_CANDIDATES], l;
+    size_t n = 0;
+    if (k > ADVISE_MAX_CANDIDATES)
+        k = ADVISE_MAX_CANDIDATES;
+    for (uint32_t nn = 8; nn <= 512 && k; nn += 8) {
+        for (int f100 = 101; f100 <= 200; f100++) {
+            struct slab_settings s = *base;
+            struct advise_eval e;
+            s.n_slab_sizes = 0;
+            s.chunk_size_min = nn;
+            s.growth_factor = f100 / 100.0;
+            if (slab_ladder_build(&s, &l, NULL, 0) != SLAB_OK || l.n_classes > max_classes)
+                continue;
+            advise_evaluate(&l, h, &e);
+            if (n == k && !fewer_pages(&e, &ev[n - 1]))
+                continue;
+            bool dup = false;
+            for (size_t i = 0; i < n && !dup; i++)
+                dup = ladder_same_classes(&lad[i], &l);
+            if (dup)
+                continue;
+            size_t at = n < k ? n++ : n - 1;
+            while (at > 0 && fewer_pages(&e, &ev[at - 1])) {
+                ev[at] = ev[at - 1];
+                lad[at] = lad[at - 1];
+                out[at] = out[at - 1];
+                at--;
+            }
+            ev[at] = e;
+            lad[at] = l;
+            out[at] = s;
+        }
+    }
+    return n;
 }
 
 /* --- fitted ladder ----------------------------------------------------------- */
@@ -380,4 +462,141 @@ size_t advise_cliffs(const struct slab_ladder *l, const struct advise_hist *h,
             out[n++] = cl;
     }
     return n;
+}
+
+/* --- capacity: settings ranked by an objective --------------------------- */
+
+int advise_hist_from_seq(const struct capacity_seq *s, size_t from, size_t to, bool use_cas,
+                         struct advise_hist *h)
+{
+    /* per key: value length + 1 (0: absent), key length, flags */
+    uint64_t *vlen = calloc(s->n_keys ? s->n_keys : 1, sizeof *vlen);
+    uint8_t *klen = calloc(s->n_keys ? s->n_keys : 1, 2);
+    int rc = -1;
+    if (!vlen || !klen)
+        goto out;
+    if (to > s->n)
+        to = s->n;
+    for (size_t i = from; i < to; i++) {
+        const struct capacity_op *op = &s->ops[i];
+        bool present = vlen[op->key] != 0;
+        switch ((enum capacity_kind)op->kind) {
+        case CAPACITY_ADD:
+            if (present)
+                break;
+            /* fall through */
+        case CAPACITY_SET:
+        case CAPACITY_REPLACE:
+            if (op->kind == CAPACITY_REPLACE && !present)
+                break;
+            vlen[op->key] = (uint64_t)op->value_len + 1;
+            klen[2 * op->key] = op->key_len;
+            klen[2 * op->key + 1] = op->has_flags;
+            break;
+        case CAPACITY_APPEND:
+        case CAPACITY_PREPEND:
+            if (present)
+                vlen[op->key] += op->value_len;
+            break;
+        case CAPACITY_DELETE: vlen[op->key] = 0; break;
+        case CAPACITY_OTHER: break;
+        }
+    }
+    for (uint32_t k = 0; k < s->n_keys; k++)
+        if (vlen[k] &&
+            advise_hist_add(h, slab_item_ntotal(use_cas, klen[2 * k], klen[2 * k + 1], vlen[k] - 1),
+                            1))
+            goto out;
+    advise_hist_sort(h);
+    rc = 0;
+out:
+    free(vlen);
+    free(klen);
+    return rc;
+}
+
+int advise_capacity_eval(const struct slab_settings *s, const struct capacity_seq *seq, size_t from,
+                         size_t to, enum capacity_objective o, uint64_t mem_limit,
+                         struct capacity_result *out)
+{
+    struct slab_ladder l;
+    if (slab_ladder_build(s, &l, NULL, 0) != SLAB_OK)
+        return -1;
+    return capacity_simulate(&l, o == CAPACITY_OBJ_MEMORY ? 0 : mem_limit, seq, from, to, out);
+}
+
+/* Evaluates s as candidate *n unless its ladder is one already there. */
+static int add_candidate(const char *label, const struct slab_settings *s,
+                         const struct advise_hist *h, const struct capacity_seq *seq, size_t from,
+                         size_t to, enum capacity_objective o, uint64_t mem_limit,
+                         uint32_t max_classes, struct advise_candidate *out, size_t *n)
+{
+    struct slab_ladder l, other;
+    if (*n >= ADVISE_MAX_CANDIDATES || slab_ladder_build(s, &l, NULL, 0) != SLAB_OK ||
+        (*n > 0 && l.n_classes > max_classes))
+        return 0;
+    for (size_t i = 0; i < *n; i++)
+        if (slab_ladder_build(&out[i].s, &other, NULL, 0) == SLAB_OK &&
+            ladder_same_classes(&l, &other))
+            return 0;
+    struct advise_candidate *c = &out[*n];
+    memset(c, 0, sizeof *c);
+    snprintf(c->label, sizeof c->label, "%s", label);
+    c->s = *s;
+    advise_evaluate(&l, h, &c->waste);
+    if (capacity_simulate(&l, o == CAPACITY_OBJ_MEMORY ? 0 : mem_limit, seq, from, to, &c->cap))
+        return -1;
+    c->vs_current = *n ? capacity_compare(o, &c->cap, &out[0].cap) : 0;
+    (*n)++;
+    return 0;
+}
+
+int advise_capacity(const struct slab_settings *current, const struct advise_hist *h,
+                    const struct capacity_seq *seq, size_t from, size_t to,
+                    enum capacity_objective o, uint64_t mem_limit, uint32_t max_classes,
+                    struct advise_candidate *out, size_t *n)
+{
+    static const uint32_t fit_sizes[] = { 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 62 };
+    struct slab_settings s, list[6];
+    struct advise_eval e;
+    char label[ADVISE_LABEL_MAX];
+    *n = 0;
+    if (max_classes < 2)
+        max_classes = 2;
+    if (max_classes > SLAB_MODEL_MAX_CLASSES)
+        max_classes = SLAB_MODEL_MAX_CLASSES;
+    if (add_candidate("the run's own settings", current, h, seq, from, to, o, mem_limit,
+                      max_classes, out, n) ||
+        *n != 1)
+        return -1;
+    if (advise_search_factor_max(current, h, max_classes, &s, &e) == 0 &&
+        add_candidate("-f/-n least waste", &s, h, seq, from, to, o, mem_limit, max_classes, out, n))
+        return -1;
+    size_t k = advise_factor_shortlist(current, h, max_classes, 4, list);
+    for (size_t i = 0; i < k; i++)
+        if (add_candidate("-f/-n fewest pages", &list[i], h, seq, from, to, o, mem_limit,
+                          max_classes, out, n))
+            return -1;
+    for (size_t i = 0; i <= sizeof fit_sizes / sizeof fit_sizes[0]; i++) {
+        /* the fit with all the classes allowed, then fewer */
+        uint32_t sizes = i == 0 ? max_classes - 1 : fit_sizes[i - 1];
+        if (i > 0 && sizes >= max_classes - 1)
+            continue;
+        if (advise_fit_sizes(current, h, sizes, &s, &e))
+            continue;
+        snprintf(label, sizeof label, "slab_sizes, %u sizes", s.n_slab_sizes);
+        if (add_candidate(label, &s, h, seq, from, to, o, mem_limit, max_classes, out, n))
+            return -1;
+    }
+    /* memcached grants each class its first page past -m: a ladder of many
+     * classes can end far above the limit, and holding more that way is
+     * not holding more in M */
+    uint64_t cap = out[0].cap.malloced > mem_limit ? out[0].cap.malloced : mem_limit;
+    int best = 0;
+    for (size_t i = 1; i < *n; i++) {
+        out[i].over_limit = o == CAPACITY_OBJ_ITEMS && out[i].cap.malloced > cap;
+        if (!out[i].over_limit && capacity_compare(o, &out[i].cap, &out[best].cap) > 0)
+            best = (int)i;
+    }
+    return best;
 }

@@ -1,9 +1,15 @@
 /* model_advise: given the item sizes a run left in memcached, how much
- * would other settings waste? Evaluates a ladder against a size histogram,
- * searches -f/-n, fits a custom slab_sizes ladder, and finds cliffs.
+ * would other settings waste, and which settings hold the most of it in
+ * the memory there is? Evaluates a ladder against a size histogram,
+ * searches -f/-n, fits a custom slab_sizes ladder, finds cliffs, and ranks
+ * candidate settings by an operator's objective with the capacity model
+ * (model/capacity.h: whole pages, the memory limit, evictions).
  *
- * Owns only arithmetic over slab_model ladders. Must never do I/O or
- * allocate per item: it works on a histogram of distinct item sizes. */
+ * Owns only arithmetic over slab_model ladders and capacity results. Must
+ * never do I/O, allocate per item in the waste arithmetic (it works on a
+ * histogram of distinct item sizes), or recommend settings that lose to
+ * the current ones on the objective (advise_capacity picks the current
+ * settings then). */
 #ifndef SLABTAP_MODEL_ADVISE_H
 #define SLABTAP_MODEL_ADVISE_H
 
@@ -11,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/capacity.h"
 #include "model/slab_model.h"
 
 /* Items by ntotal (the size memcached stores, header included), ascending. */
@@ -36,6 +43,9 @@ struct advise_eval {
     uint32_t classes_used;
     uint64_t chunked_items; /* larger than slab_chunk_max: header + chunks */
     uint64_t refused_items; /* larger than -I */
+    /* whole pages the items need, ceil(chunks / perslab) per class: the
+     * live set's memory with page slack, without the history's peaks */
+    uint64_t pages;
 };
 
 /* Waste of the histogram's items under ladder l (chunked items count their
@@ -47,6 +57,17 @@ void advise_evaluate(const struct slab_ladder *l, const struct advise_hist *h,
  * other settings as in base; ties go to fewer classes. */
 int advise_search_factor(const struct slab_settings *base, const struct advise_hist *h,
                          struct slab_settings *best, struct advise_eval *best_eval);
+
+/* The same with at most max_classes classes in the ladder (2..63). */
+int advise_search_factor_max(const struct slab_settings *base, const struct advise_hist *h,
+                             uint32_t max_classes, struct slab_settings *best,
+                             struct advise_eval *best_eval);
+
+/* Up to k distinct -f/-n ladders (same grid, at most max_classes classes)
+ * whose items need the fewest whole pages (advise_eval.pages; ties: less
+ * waste), best first, into out[k]. Returns how many. */
+size_t advise_factor_shortlist(const struct slab_settings *base, const struct advise_hist *h,
+                               uint32_t max_classes, size_t k, struct slab_settings *out);
 
 /* A slab_sizes ladder with at most max_sizes custom classes (memcached adds
  * slab_chunk_max as the last), minimising waste for the histogram: dynamic
@@ -70,5 +91,49 @@ struct advise_cliff {
 
 size_t advise_cliffs(const struct slab_ladder *l, const struct advise_hist *h,
                      struct advise_cliff *out, size_t max);
+
+/* --- capacity: settings ranked by an objective ------------------------- */
+
+/* The live items at the end of ops [from, to) of s (no memory limit), as a
+ * histogram of ntotal (use_cas: 8 bytes more each). 0 or -1 (memory). */
+int advise_hist_from_seq(const struct capacity_seq *s, size_t from, size_t to, bool use_cas,
+                         struct advise_hist *h);
+
+#define ADVISE_LABEL_MAX 48
+#define ADVISE_MAX_CANDIDATES 24
+
+struct advise_candidate {
+    char label[ADVISE_LABEL_MAX]; /* "the run's own settings", "-f/-n least waste", ... */
+    struct slab_settings s;
+    struct advise_eval waste;   /* chunk waste of the histogram's items */
+    struct capacity_result cap; /* the write sequence at the objective's memory */
+    int vs_current;             /* capacity_compare against candidate 0 */
+    /* items objective: it ends with more pages than both -m and the current
+     * settings take (each class's first page is granted past -m), so it
+     * holds more only by using more memory: never recommended */
+    bool over_limit;
+};
+
+/* Candidates for the objective, evaluated on ops [from, to) of seq and on
+ * histogram h: [0] the current settings, then the least-waste -f/-n, the
+ * -f/-n ladders needing the fewest pages, and slab_sizes ladders fitted
+ * with several class counts (the fit minimises chunk waste; fewer classes
+ * leave fewer partly filled pages), every ladder with at most max_classes
+ * classes. The memory objective runs the sequence without a limit, the
+ * items objective in mem_limit bytes. Fills out[ADVISE_MAX_CANDIDATES] and
+ * *n; returns the index of the recommendation: the best on the objective
+ * among those not over_limit, 0 (the current settings) unless another
+ * strictly beats them; -1 when out of memory or the current settings give
+ * no ladder. */
+int advise_capacity(const struct slab_settings *current, const struct advise_hist *h,
+                    const struct capacity_seq *seq, size_t from, size_t to,
+                    enum capacity_objective o, uint64_t mem_limit, uint32_t max_classes,
+                    struct advise_candidate *out, size_t *n);
+
+/* Candidate c's settings run on another part of the sequence (hold-out):
+ * 0 or -1. */
+int advise_capacity_eval(const struct slab_settings *s, const struct capacity_seq *seq, size_t from,
+                         size_t to, enum capacity_objective o, uint64_t mem_limit,
+                         struct capacity_result *out);
 
 #endif

@@ -1,6 +1,7 @@
 /* predict: recorded writes through the slab model, beside memcached's own
  * last sample. Pure: the rows come from the caller (record/runs.c reads
  * them from a database). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,16 +75,41 @@ static bool answer_is(const char *a, const char *w)
     return a && !strncmp(a, w, strlen(w));
 }
 
+/* An incr/decr result: digits only. */
+static bool answer_number(const char *a)
+{
+    if (!a || !*a)
+        return false;
+    for (; *a; a++)
+        if (*a < '0' || *a > '9')
+            return false;
+    return true;
+}
+
+static void layout_remove(struct prediction *r, const struct live_item *it)
+{
+    struct slab_item_layout l;
+    if (slab_item_layout(&r->ladder, it->key_len, it->flags, it->value_len, &l) == SLAB_OK)
+        slab_counters_remove(&r->predicted, &r->ladder, &l);
+}
+
 /* The key's old item leaves memcached (delete, refused set). */
 static void unlink_old(struct prediction *r, struct live_map *m, struct live_item *old)
 {
-    struct slab_item_layout ol;
-    if (slab_item_layout(&r->ladder, old->key_len, old->flags, old->value_len, &ol) == SLAB_OK)
-        slab_counters_remove(&r->predicted, &r->ladder, &ol);
+    layout_remove(r, old);
     live_remove(m, old);
 }
 
-/* One recorded row applied to the model. */
+/* memcached allocated an item and freed it again (process_update_command
+ * allocates before store_item decides): its chunks count towards the
+ * class's pages, which stay. */
+static void throwaway(struct prediction *r, const struct slab_item_layout *l)
+{
+    if (slab_counters_add(&r->predicted, &r->ladder, l) == SLAB_OK)
+        slab_counters_remove(&r->predicted, &r->ladder, l);
+    r->throwaway++;
+}
+
 /* ms with a mode is the text command of that mode; unlinking on refusal
  * stays ms's own rule (any mode). */
 static const char *ms_as(const char *cmd, char mode)
@@ -99,76 +125,190 @@ static const char *ms_as(const char *cmd, char mode)
     }
 }
 
-static void apply_row(struct prediction *r, struct live_map *m, const char *cmd, char ms_mode,
-                      uint64_t hash, uint32_t key_len, int64_t value_len, uint32_t flags,
-                      const char *answer)
+/* The live item of hash, created when it is new; NULL out of memory. */
+static struct live_item *live_put(struct live_map *m, struct live_item *old, uint64_t hash)
 {
-    struct slab_item_layout nl, ol;
+    if (old)
+        return old;
+    old = live_find(m, hash, true);
+    if (old) {
+        old->used = true;
+        m->count++;
+    }
+    return old;
+}
+
+/* incr/decr (memcached.c do_add_delta): a result that fits the old value
+ * (res + 2 <= nbytes) is written in place, padded with spaces; a longer
+ * one is a new item of the result's length, allocated while the old one
+ * is linked. Failures (NOT_FOUND, non-numeric) allocate nothing. */
+static void apply_arith(struct prediction *r, struct live_map *m, const char *cmd,
+                        const char *answer, bool silent, uint64_t hash)
+{
     struct live_item *old = live_find(m, hash, false);
-    bool stored = answer_is(answer, "STORED") || answer_is(answer, "HD");
+    uint64_t res;
+    bool meta = !strcmp(cmd, "ma");
+    if (silent) {
+        /* no answer: a decr never lengthens the number, and an incr cannot
+         * outgrow 20 digits; otherwise the new size is unknown */
+        if (!old)
+            return; /* NOT_FOUND as far as the model knows */
+        if (!meta && (!strcmp(cmd, "decr") || old->value_len >= 20))
+            r->arith_applied++;
+        else
+            r->arith_unknown++;
+        return;
+    }
+    if (!meta && answer_number(answer))
+        res = strlen(answer);
+    else if (meta && answer_is(answer, "VA ") && answer_number(answer + 3))
+        res = strtoull(answer + 3, NULL, 10);
+    else if (meta && (answer_is(answer, "HD") || answer_is(answer, "OK")))
+        res = UINT64_MAX; /* succeeded, size not said */
+    else
+        return; /* NOT_FOUND, NF, NS, EX, CLIENT_ERROR: nothing allocated */
+    if (!old || res == UINT64_MAX) {
+        if (old)
+            r->arith_unknown++;
+        else
+            r->unknown_items++;
+        return;
+    }
+    if (res > old->value_len) {
+        struct slab_item_layout nl;
+        if (slab_item_layout(&r->ladder, old->key_len, old->flags, res, &nl) == SLAB_OK) {
+            slab_counters_add(&r->predicted, &r->ladder, &nl);
+            layout_remove(r, old);
+            old->value_len = res;
+        }
+    }
+    r->arith_applied++;
+}
+
+/* What memcached did with a storage command that got no answer (noreply,
+ * meta quiet): what the model knows of the key decides add, replace,
+ * append and prepend exactly; a too-large item is refused; a cas is
+ * assumed stored. Returns "STORED", "NOT_STORED" or "SERVER_ERROR". */
+static const char *silent_outcome(const char *as, bool have_old, bool fits, bool whole_fits)
+{
+    if (!fits)
+        return "SERVER_ERROR";
+    if (!whole_fits) /* an append whose result memcached cannot allocate */
+        return "NOT_STORED";
+    if (!strcmp(as, "add"))
+        return have_old ? "NOT_STORED" : "STORED";
+    if (!strcmp(as, "replace") || !strcmp(as, "append") || !strcmp(as, "prepend"))
+        return have_old ? "STORED" : "NOT_STORED";
+    return "STORED";
+}
+
+/* One recorded row applied to the model. */
+static void apply_row(struct prediction *r, struct live_map *m, const struct predict_write *w)
+{
+    const char *cmd = w->cmd, *answer = w->answer;
+    uint64_t hash = w->key_hash;
+    uint32_t key_len = w->key_len, flags = w->flags;
+    int64_t value_len = w->value_len;
+    struct slab_item_layout nl, pl, cl;
+    struct live_item *old = live_find(m, hash, false);
     bool silent = answer_is(answer, "noreply") || answer_is(answer, "quiet");
-    bool del = !strcmp(cmd, "delete") || !strcmp(cmd, "md");
     r->rows++;
-    if (del) {
+    if (!strcmp(cmd, "delete") || !strcmp(cmd, "md")) {
         if ((answer_is(answer, "DELETED") || answer_is(answer, "HD") || silent) && old) {
             unlink_old(r, m, old);
             r->deletes++;
         }
         return;
     }
-    if (value_len < 0) { /* incr decr touch ma: sizes memcached keeps to itself */
-        r->untracked += !strcmp(cmd, "incr") || !strcmp(cmd, "decr") || !strcmp(cmd, "ma");
+    if (!strcmp(cmd, "incr") || !strcmp(cmd, "decr") || !strcmp(cmd, "ma")) {
+        apply_arith(r, m, cmd, answer, silent, hash);
         return;
     }
-    if (silent) {
-        r->assumed++;
-        stored = true;
+    if (value_len < 0) /* touch, and anything else without a value */
+        return;
+    if (!answer || answer_is(answer, "upstream_error") || answer_is(answer, "no_answer")) {
+        r->unanswered++; /* memcached may or may not have seen it */
+        r->failed++;
+        return;
     }
-    const char *as = ms_as(cmd, ms_mode);
+    const char *as = ms_as(cmd, w->ms_mode);
     bool append = !strcmp(as, "append") || !strcmp(as, "prepend");
     /* a refused set also unlinks the key's old item (process_update_command);
      * so does a refused ms, whatever its mode (process_mset_command) */
     bool unlinks = !strcmp(cmd, "set") || !strcmp(cmd, "ms");
+    /* the incoming item (for append/prepend: the piece, with the command's
+     * own flags), allocated before memcached looks at the key */
+    bool fits = slab_item_layout(&r->ladder, key_len, flags, (uint64_t)value_len, &nl) == SLAB_OK;
+    if (fits && w->class_id && w->class_id != nl.lru_class)
+        r->mistagged++;
+    if (silent) {
+        bool whole = !append || !old ||
+                     slab_item_layout(&r->ladder, key_len, old->flags,
+                                      old->value_len + (uint64_t)value_len, &cl) == SLAB_OK;
+        r->assumed++;
+        answer = silent_outcome(as, old != NULL, fits, whole);
+    }
+    bool stored = answer_is(answer, "STORED") || answer_is(answer, "HD");
+    if (answer_is(answer, "SERVER_ERROR")) {
+        /* too large (item_alloc failed: nothing allocated) or out of memory */
+        r->failed++;
+        if (old && unlinks)
+            unlink_old(r, m, old);
+        return;
+    }
     if (!stored) {
         r->failed++;
-        if (answer_is(answer, "SERVER_ERROR") && old && unlinks)
-            unlink_old(r, m, old);
+        /* NOT_STORED, EXISTS, NOT_FOUND (NS, EX, NF) and a bad data chunk
+         * came after the allocation; other errors (bad command line) before */
+        bool allocated = answer_is(answer, "NOT_") || answer_is(answer, "EXISTS") ||
+                         answer_is(answer, "NS") || answer_is(answer, "EX") ||
+                         answer_is(answer, "NF") || answer_is(answer, "CLIENT_ERROR bad data");
+        if (allocated && fits)
+            throwaway(r, &nl);
         return;
     }
-    if (append && !old) {
+    if (!fits) { /* memcached stored what the model thinks it cannot */
         r->failed++;
+        r->unknown_items++;
         return;
     }
-    uint64_t nvalue = append ? old->value_len + (uint64_t)value_len : (uint64_t)value_len;
-    uint32_t nflags = append ? old->flags : flags;
-    if (slab_item_layout(&r->ladder, key_len, nflags, nvalue, &nl) != SLAB_OK) {
-        r->failed++;
-        /* too large: memcached refused it without a word (noreply), and a
-         * refused set still unlinks the old item */
-        if (silent && !append && old && unlinks)
-            unlink_old(r, m, old);
-        return;
-    }
-    /* memcached builds an append piece by piece when the result (so also
-     * the old item) or the appended data is chunked: not modelled
-     * (slab_model.h), so such a run cannot be compared exactly */
-    if (append && (nl.chunked || slab_item_ntotal(r->ladder.use_cas, key_len, flags,
-                                                  (uint64_t)value_len) > r->ladder.slab_chunk_max))
-        r->untracked++;
-    slab_counters_add(&r->predicted, &r->ladder, &nl); /* new before old, as memcached */
-    if (old &&
-        slab_item_layout(&r->ladder, old->key_len, old->flags, old->value_len, &ol) == SLAB_OK)
-        slab_counters_remove(&r->predicted, &r->ladder, &ol);
-    if (!old) {
-        old = live_find(m, hash, true);
-        if (!old)
+    if (append) {
+        if (!old) {
+            r->failed++;
+            r->unknown_items++; /* stored onto an item the model did not have */
             return;
-        old->used = true;
-        m->count++;
+        }
+        /* memcached.c do_store_item: the piece (nl) is held while the whole
+         * new item is allocated with the old one's flags; then the new one
+         * replaces the old and the piece is freed */
+        uint64_t nvalue = old->value_len + (uint64_t)value_len;
+        if (slab_item_layout(&r->ladder, key_len, old->flags, nvalue, &cl) != SLAB_OK) {
+            r->failed++;
+            r->unknown_items++;
+            return;
+        }
+        /* when the result or the piece is chunked memcached builds it piece
+         * by piece: not modelled (slab_model.h) */
+        if (cl.chunked || nl.chunked)
+            r->chunked_appends++;
+        pl = nl;
+        slab_counters_add(&r->predicted, &r->ladder, &pl);
+        slab_counters_add(&r->predicted, &r->ladder, &cl);
+        layout_remove(r, old);
+        slab_counters_remove(&r->predicted, &r->ladder, &pl);
+        r->throwaway++;
+        old->value_len = nvalue;
+        r->applied++;
+        return;
     }
+    slab_counters_add(&r->predicted, &r->ladder, &nl); /* new before old, as memcached */
+    if (old)
+        layout_remove(r, old);
+    if (!(old = live_put(m, old, hash)))
+        return;
     old->key_len = key_len;
-    old->flags = nflags;
-    old->value_len = nvalue;
+    old->flags = flags;
+    old->value_len = (uint64_t)value_len;
     r->applied++;
 }
 
@@ -200,12 +340,35 @@ int predict_mismatches(const struct prediction *r)
     return n;
 }
 
+/* The ladder: what it is, where it came from, and what the proxy used. */
+static void print_ladder(const struct prediction *r, FILE *out)
+{
+    char flags[1024];
+    ladder_choice_flags(&r->choice, flags, sizeof flags);
+    fprintf(out, "ladder: %s (%u classes), from %s%s\n", flags, r->ladder.n_classes,
+            ladder_origin_str(r->choice.origin), r->choice.trusted ? "" : " -- NOT SURE");
+    if (r->choice.note[0])
+        fprintf(out, "ladder note: %s\n", r->choice.note);
+    if (r->recorded_ladder < 0)
+        fprintf(out, "ladder note: the proxy recorded another ladder for this run (run_meta "
+                     "'ladder'; view run_ladder)\n");
+    if (r->mistagged)
+        fprintf(out,
+                "ladder note: %llu writes are tagged (sets.class_id) with another class than "
+                "this ladder gives: the proxy tagged them before memcached had shown enough "
+                "chunk sizes (give it --slab-sizes or --memcached-flags)\n",
+                (unsigned long long)r->mistagged);
+}
+
 void predict_print(const struct prediction *r, FILE *out)
 {
-    fprintf(out, "run %lld '%s', memcached %s, -n %u -f %.2f -I %u, slab_chunk_max %u, CAS %s\n",
+    char f[32];
+    slab_factor_text(r->settings.growth_factor, f, sizeof f);
+    fprintf(out, "run %lld '%s', memcached %s, -n %u -f %s -I %u, slab_chunk_max %u, CAS %s\n",
             (long long)r->run_id, r->run_name, r->version[0] ? r->version : "?",
-            r->settings.chunk_size_min, r->settings.growth_factor, r->settings.item_size_max,
-            r->settings.slab_chunk_max, r->settings.use_cas ? "on" : "off");
+            r->settings.chunk_size_min, f, r->settings.item_size_max, r->settings.slab_chunk_max,
+            r->settings.use_cas ? "on" : "off");
+    print_ladder(r, out);
     fprintf(out, "%5s %9s | %12s %12s | %14s %14s | %6s %6s | %s\n", "class", "chunk", "used pred",
             "used obs", "requested pred", "requested obs", "pages", "obs", "");
     for (uint32_t c = 1; c <= r->ladder.n_classes; c++) {
@@ -225,50 +388,63 @@ void predict_print(const struct prediction *r, FILE *out)
             (unsigned long long)r->rows, (unsigned long long)r->applied,
             (unsigned long long)r->assumed, (unsigned long long)r->failed,
             (unsigned long long)r->deletes, (unsigned long long)r->live_items);
+    fprintf(out,
+            "also: %llu items allocated and freed at once (refused add/replace/cas/append, "
+            "append pieces), %llu incr/decr applied, %llu writes with a TTL\n",
+            (unsigned long long)r->throwaway, (unsigned long long)r->arith_applied,
+            (unsigned long long)r->ttl_writes);
     int diff = predict_mismatches(r);
     if (!r->have_sample) {
         fprintf(out, "verdict: NO SAMPLE -- the run has no stats sample to compare with\n");
     } else if (!r->exact_expected) {
-        fprintf(out,
-                "verdict: NOT COMPARABLE EXACTLY -- evictions %lld, slabs moved %lld, "
-                "reclaimed/expired %lld, writes with TTL %llu, incr/decr or chunked appends %llu, "
-                "rows dropped %lld, "
-                "items memcached held that the run did not write %lld, items the run left "
-                "that memcached did not hold %lld; %d classes differ\n",
-                (long long)r->evictions, (long long)r->slabs_moved, (long long)r->reclaimed,
-                (unsigned long long)r->ttl_writes, (unsigned long long)r->untracked,
-                (long long)r->rows_dropped,
-                (long long)(r->foreign_items > 0 ? r->foreign_items : 0),
-                (long long)(r->foreign_items < 0 ? -r->foreign_items : 0), diff);
+        fprintf(out, "verdict: NOT COMPARABLE EXACTLY -- %s; %d classes differ\n", r->why_not,
+                diff);
     } else if (diff == 0) {
         fprintf(out, "verdict: EXACT -- every class matches memcached's own counters\n");
     } else {
-        fprintf(out, "verdict: MISMATCH -- %d classes differ from memcached's counters\n", diff);
+        fprintf(out, "verdict: MISMATCH -- %d classes differ from memcached's counters%s\n", diff,
+                r->choice.origin == LADDER_SETTINGS
+                    ? " (the ladder is stats settings' own, known to two decimals of -f and "
+                      "without -o slab_sizes: if memcached was started with either, give its "
+                      "flags to the proxy: --memcached-flags)"
+                    : "");
     }
 }
 
-int predict_begin(struct prediction *r, int64_t run_id, const struct slab_settings *s, char *err,
-                  size_t errlen)
+int predict_begin_choice(struct prediction *r, int64_t run_id, const struct ladder_choice *c,
+                         char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
     advise_hist_init(&r->live);
     slab_counters_init(&r->predicted);
     r->run_id = run_id;
-    r->settings = *s;
+    r->choice = *c;
+    r->settings = c->settings;
+    r->ladder = c->ladder;
     r->keys = calloc(1, sizeof *r->keys);
-    if (!r->keys) {
-        snprintf(err, errlen, "out of memory");
+    if (!r->keys || r->ladder.n_classes == 0) {
+        snprintf(err, errlen, r->keys ? "the ladder has no classes" : "out of memory");
         return -1;
     }
-    return slab_ladder_build(&r->settings, &r->ladder, err, errlen) == SLAB_OK ? 0 : -1;
+    return 0;
+}
+
+int predict_begin(struct prediction *r, int64_t run_id, const struct slab_settings *s, char *err,
+                  size_t errlen)
+{
+    struct ladder_choice c;
+    memset(r, 0, sizeof *r);
+    advise_hist_init(&r->live);
+    if (ladder_choose(s, NULL, NULL, NULL, &c, err, errlen) != SLAB_OK)
+        return -1;
+    return predict_begin_choice(r, run_id, &c, err, errlen);
 }
 
 void predict_apply(struct prediction *r, const struct predict_write *w)
 {
     if (w->has_ttl)
         r->ttl_writes++;
-    apply_row(r, r->keys, w->cmd, w->ms_mode, w->key_hash, w->key_len, w->value_len, w->flags,
-              w->answer);
+    apply_row(r, r->keys, w);
 }
 
 void predict_observe(struct prediction *r, uint32_t class_id, const struct predict_observed *o)
@@ -278,6 +454,72 @@ void predict_observe(struct prediction *r, uint32_t class_id, const struct predi
     r->observed[class_id] = *o;
     r->observed[class_id].present = true;
     r->have_sample = true;
+}
+
+/* One reason into why_not. */
+static void why(struct prediction *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void why(struct prediction *r, const char *fmt, ...)
+{
+    size_t n = strlen(r->why_not);
+    va_list ap;
+    if (n + 3 >= sizeof r->why_not)
+        return;
+    if (n) {
+        memcpy(r->why_not + n, "; ", 3);
+        n += 2;
+    }
+    va_start(ap, fmt);
+    vsnprintf(r->why_not + n, sizeof r->why_not - n, fmt, ap);
+    va_end(ap);
+}
+
+/* Everything besides the recorded writes that changed memcached's memory,
+ * or that the model cannot follow, each with its count. */
+static void decide(struct prediction *r)
+{
+    r->why_not[0] = '\0';
+    if (!r->choice.trusted)
+        why(r, "the ladder is not sure (%s)",
+            r->choice.ambiguous ? "several growth factors fit"
+                                : "it disagrees with memcached's chunk sizes");
+    if (r->restarted)
+        why(r, "memcached restarted during the run");
+    if (r->evictions > 0)
+        why(r, "evictions %lld during the run (memcached's memory was full)",
+            (long long)r->evictions);
+    if (r->slabs_moved > 0)
+        why(r, "slabs moved %lld (pages moved between classes)", (long long)r->slabs_moved);
+    if (r->reclaimed > 0)
+        why(r, "reclaimed %lld (expired items freed by the LRU)", (long long)r->reclaimed);
+    if (r->crawler_reclaimed > 0)
+        why(r, "crawler_reclaimed %lld (expired items freed by the LRU crawler)",
+            (long long)r->crawler_reclaimed);
+    if (r->get_expired > 0)
+        why(r, "get_expired %lld (expired items removed when read)", (long long)r->get_expired);
+    if (r->flushes > 0)
+        why(r, "flush_all %lld", (long long)r->flushes);
+    if (r->chunked_appends)
+        why(r,
+            "%llu appends/prepends with chunked data (memcached builds those piece by piece; "
+            "not modelled)",
+            (unsigned long long)r->chunked_appends);
+    if (r->arith_unknown)
+        why(r, "%llu incr/decr/ma whose new size is unknown (no answer, or ma without a value)",
+            (unsigned long long)r->arith_unknown);
+    if (r->unknown_items)
+        why(r, "%llu writes changed items the model did not know",
+            (unsigned long long)r->unknown_items);
+    if (r->unanswered)
+        why(r, "%llu writes memcached never answered (upstream_error/no_answer)",
+            (unsigned long long)r->unanswered);
+    if (r->rows_dropped > 0)
+        why(r, "rows dropped %lld (writes not recorded)", (long long)r->rows_dropped);
+    if (r->foreign_items > 0)
+        why(r, "memcached holds %lld items the run did not write", (long long)r->foreign_items);
+    if (r->foreign_items < 0)
+        why(r, "the run left %lld items memcached does not hold", (long long)-r->foreign_items);
+    r->exact_expected = r->have_sample && !r->why_not[0];
 }
 
 int predict_end(struct prediction *r)
@@ -294,9 +536,8 @@ int predict_end(struct prediction *r)
             return -1;
     }
     advise_hist_sort(&r->live);
+    r->untracked = r->chunked_appends + r->arith_unknown;
     r->foreign_items = r->observed_curr_items - (int64_t)r->live_items;
-    r->exact_expected = r->have_sample && r->evictions == 0 && r->slabs_moved == 0 &&
-                        r->reclaimed == 0 && r->ttl_writes == 0 && r->untracked == 0 &&
-                        r->rows_dropped == 0 && r->foreign_items == 0;
+    decide(r);
     return 0;
 }

@@ -3,9 +3,13 @@
  * stats sample says they were.
  *
  * Owns the rules for what each recorded answer did to memcached's memory
- * and the verdict. Must never do I/O (record/runs.c reads the rows from a
- * database and feeds them in), and never call a prediction exact when
- * evictions, page moves, TTLs or unknown outcomes make it not. */
+ * (stored items, items memcached allocated and freed again, incr/decr
+ * that grow a value) and the verdict with its reasons. The ladder comes
+ * from ladder_source (the same choice the proxy tags writes with). Must
+ * never do I/O (record/runs.c reads the rows from a database and feeds
+ * them in), and never call a prediction exact when evictions, page moves,
+ * expiries, flushes, unknown outcomes or an unsure ladder make it not --
+ * nor refuse to when none of those happened. */
 #ifndef SLABTAP_MODEL_PREDICT_H
 #define SLABTAP_MODEL_PREDICT_H
 
@@ -14,6 +18,7 @@
 #include <stdio.h>
 
 #include "model/advise.h"
+#include "model/ladder_source.h"
 #include "model/slab_model.h"
 
 struct predict_observed {
@@ -21,25 +26,45 @@ struct predict_observed {
     int64_t chunk_size, used_chunks, mem_requested, total_pages, number, evicted;
 };
 
+/* Why an exact comparison is not possible; empty when it is. */
+#define PREDICT_WHY_MAX 1536
+
 struct prediction {
     int64_t run_id;
     char run_name[128];
     char version[64];
-    struct slab_settings settings;
-    struct slab_ladder ladder;
+    struct slab_settings settings; /* = choice.settings */
+    struct slab_ladder ladder;     /* = choice.ladder */
+    struct ladder_choice choice;   /* where the ladder came from, and how sure */
+    /* the ladder the proxy recorded for the run (run_meta 'ladder'):
+     * 0 none recorded, 1 the same as choice, -1 another one */
+    int recorded_ladder;
     struct slab_counters predicted;
     struct predict_observed observed[SLAB_MODEL_MAX_CLASSES + 1];
     bool have_sample;
     /* what the writes did */
     uint64_t rows, applied, failed, assumed, deletes, untracked;
+    uint64_t throwaway;       /* allocated and freed at once: refused add/replace/
+                                 cas/append/prepend, append pieces, bad data chunks */
+    uint64_t arith_applied;   /* incr/decr whose size change is known */
+    uint64_t arith_unknown;   /* incr/decr/ma whose new size is not */
+    uint64_t chunked_appends; /* append/prepend onto or of chunked data: not modelled */
+    uint64_t unanswered;      /* writes memcached never answered: outcome unknown */
+    uint64_t unknown_items;   /* memcached changed an item the model did not have */
+    uint64_t mistagged;       /* tagged (sets.class_id) with another class than
+                                 this ladder gives: the proxy knew less then */
     uint64_t live_items;
-    /* why the prediction cannot be exact (0 when it can) */
+    /* set by the caller from the run's first and last stats samples: what
+     * changed memcached's memory besides the writes, during the run */
     int64_t evictions, slabs_moved, reclaimed, foreign_items, rows_dropped;
-    uint64_t ttl_writes;
+    int64_t crawler_reclaimed, get_expired, flushes;
+    bool restarted;              /* memcached's pid or uptime went back between them */
+    uint64_t ttl_writes;         /* writes with an exptime (fine unless something expired) */
     int64_t observed_curr_items; /* curr_items of the last sample */
     bool exact_expected;
-    struct advise_hist live; /* ntotal of the items left at the end */
-    struct live_map *keys;   /* live items by key hash, while rows are applied */
+    char why_not[PREDICT_WHY_MAX]; /* the reasons exact_expected is false */
+    struct advise_hist live;       /* ntotal of the items left at the end */
+    struct live_map *keys;         /* live items by key hash, while rows are applied */
 };
 
 /* One recorded write, delete, touch or incr/decr as predict needs it. */
@@ -52,21 +77,24 @@ struct predict_write {
     uint32_t flags;
     const char *answer; /* memcached's answer, "noreply"/"quiet" when none */
     bool has_ttl;       /* exptime != 0 */
+    uint32_t class_id;  /* the class the proxy tagged it with (sets.class_id), 0: none */
 };
 
 struct live_map;
 
-/* The run's writes in order: predict_begin, predict_apply for each row,
- * predict_observe for each class of the run's last sample (and the
- * sample's global counters set in r: evictions, slabs_moved, reclaimed,
- * observed_curr_items, rows_dropped), then predict_end. Any order of
- * predict_observe relative to the rows. 0, or -1 with a message in err. */
+/* The run's writes in order: predict_begin (or predict_begin_choice),
+ * predict_apply for each row, predict_observe for each class of the run's
+ * last sample (and the counters above set in r), then predict_end. Any
+ * order of predict_observe relative to the rows. 0, or -1 with a message
+ * in err. predict_begin takes the settings' own ladder. */
 int predict_begin(struct prediction *r, int64_t run_id, const struct slab_settings *s, char *err,
                   size_t errlen);
+int predict_begin_choice(struct prediction *r, int64_t run_id, const struct ladder_choice *c,
+                         char *err, size_t errlen);
 void predict_apply(struct prediction *r, const struct predict_write *w);
 void predict_observe(struct prediction *r, uint32_t class_id, const struct predict_observed *o);
-/* Sizes what is left and decides whether an exact match is to be expected.
- * 0, or -1 when out of memory. */
+/* Sizes what is left and decides whether an exact match is to be expected
+ * (why_not says why not). 0, or -1 when out of memory. */
 int predict_end(struct prediction *r);
 void predict_free(struct prediction *r);
 /* Per-class comparison; returns the number of classes that differ. */

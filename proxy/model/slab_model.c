@@ -506,24 +506,311 @@ enum slab_status slab_counters_remove(struct slab_counters *c, const struct slab
     return SLAB_OK;
 }
 
-size_t slab_settings_flags(const struct slab_settings *s, uint64_t mem_mb, char *out, size_t len)
+int slab_factor_text(double f, char *out, size_t len)
+{
+    char buf[64];
+    /* the fewest decimals (two at least) that strtod reads back as f */
+    for (int d = 2; d <= 17; d++) {
+        snprintf(buf, sizeof buf, "%.*f", d, f);
+        if (strtod(buf, NULL) == f)
+            break;
+    }
+    return snprintf(out, len, "%s", buf);
+}
+
+int slab_version_at_least(const char *version, unsigned a, unsigned b, unsigned c)
+{
+    unsigned v[3] = { 0, 0, 0 }, want[3] = { a, b, c };
+    const char *p = version;
+    if (!p)
+        return -1;
+    if (!strncmp(p, "memcached ", 10))
+        p += 10;
+    while (*p == ' ')
+        p++;
+    for (int i = 0; i < 3; i++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        unsigned long n = strtoul(p, (char **)&p, 10);
+        v[i] = n > UINT_MAX ? UINT_MAX : (unsigned)n;
+        if (i < 2) {
+            if (*p != '.')
+                return -1;
+            p++;
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        if (v[i] != want[i])
+            return v[i] > want[i];
+    return 1;
+}
+
+bool slab_chunk_max_in_kb(const char *version)
+{
+    /* memcached.c, `case SLAB_CHUNK_MAX:` -- 1.6.23: safe_strtol, bytes;
+     * 1.6.24 (commit 1b3b855, "core: fix issues with -o slab_chunk_max=kb"):
+     * refuses values over 1024 ("must be specified in kilobytes") and
+     * multiplies by 1024. */
+    return slab_version_at_least(version, 1, 6, 24) == 1;
+}
+
+/* --- memcached's command line ------------------------------------------- */
+
+/* memcached.c 1.6.18 shortopts: the flag letters, ':' after those that
+ * take an argument. */
+static const char mc_shortopts[] = "a:AZp:s:U:m:Mc:khiVrvdl:u:P:f:n:t:D:LR:Cb:B:I:SFXWY:e:o:N:";
+
+/* memcached.c longopts: name, takes an argument, its letter. */
+static const struct {
+    const char *name;
+    bool arg;
+    char letter;
+} mc_longopts[] = {
+    { "unix-mask", true, 'a' },
+    { "enable-shutdown", false, 'A' },
+    { "enable-ssl", false, 'Z' },
+    { "port", true, 'p' },
+    { "unix-socket", true, 's' },
+    { "udp-port", true, 'U' },
+    { "memory-limit", true, 'm' },
+    { "disable-evictions", false, 'M' },
+    { "conn-limit", true, 'c' },
+    { "lock-memory", false, 'k' },
+    { "help", false, 'h' },
+    { "license", false, 'i' },
+    { "version", false, 'V' },
+    { "enable-coredumps", false, 'r' },
+    { "verbose", false, 'v' },
+    { "daemon", false, 'd' },
+    { "listen", true, 'l' },
+    { "user", true, 'u' },
+    { "pidfile", true, 'P' },
+    { "slab-growth-factor", true, 'f' },
+    { "slab-min-size", true, 'n' },
+    { "threads", true, 't' },
+    { "enable-largepages", false, 'L' },
+    { "max-reqs-per-event", true, 'R' },
+    { "disable-cas", false, 'C' },
+    { "listen-backlog", true, 'b' },
+    { "protocol", true, 'B' },
+    { "max-item-size", true, 'I' },
+    { "enable-sasl", false, 'S' },
+    { "disable-flush-all", false, 'F' },
+    { "disable-dumping", false, 'X' },
+    { "disable-watch", false, 'W' },
+    { "auth-file", true, 'Y' },
+    { "memory-file", true, 'e' },
+    { "extended", true, 'o' },
+    { "napi-ids", true, 'N' },
+};
+
+/* A whole decimal number into *out (at most UINT32_MAX). */
+static bool flag_uint(const char *text, uint32_t *out)
+{
+    uint64_t v;
+    if (parse_digits(text, strlen(text), &v) != SLAB_OK || v > UINT32_MAX)
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* One `-o` argument: comma-separated name[=value] (getsubopt). */
+static enum slab_status flag_extended(struct slab_settings *s, unsigned *given, const char *arg,
+                                      bool kb, char *err, size_t errlen)
+{
+    char buf[1024];
+    if (strlen(arg) >= sizeof buf)
+        return fail(SLAB_ERR_SYNTAX, err, errlen, "-o argument too long");
+    strcpy(buf, arg);
+    for (char *save = NULL, *opt = strtok_r(buf, ",", &save); opt;
+         opt = strtok_r(NULL, ",", &save)) {
+        char *value = strchr(opt, '=');
+        if (value)
+            *value++ = '\0';
+        if (!strcmp(opt, "slab_sizes")) {
+            if (!value)
+                return fail(SLAB_ERR_SYNTAX, err, errlen, "-o slab_sizes needs a value");
+            enum slab_status st = slab_parse_slab_sizes(value, s, err, errlen);
+            if (st != SLAB_OK)
+                return st;
+            *given |= SLAB_GIVEN_SIZES;
+        } else if (!strcmp(opt, "slab_chunk_max")) {
+            uint32_t v;
+            if (!value || !flag_uint(value, &v) || (kb && v > UINT32_MAX / 1024))
+                return fail(SLAB_ERR_SYNTAX, err, errlen,
+                            "-o slab_chunk_max needs a whole number (%s)",
+                            kb ? "kilobytes from memcached 1.6.24" : "bytes before 1.6.24");
+            s->slab_chunk_max = kb ? v * 1024 : v;
+            *given |= SLAB_GIVEN_CHUNK_MAX;
+        }
+    }
+    return SLAB_OK;
+}
+
+/* One flag (its letter) and its argument into s. */
+static enum slab_status flag_apply(struct slab_settings *s, unsigned *given, char letter,
+                                   const char *arg, bool kb, char *err, size_t errlen)
+{
+    char *end;
+    uint32_t v;
+    switch (letter) {
+    case 'f':
+        s->growth_factor = strtod(arg, &end);
+        if (end == arg || *end)
+            return fail(SLAB_ERR_SYNTAX, err, errlen, "-f '%.40s' is not a number", arg);
+        *given |= SLAB_GIVEN_FACTOR;
+        break;
+    case 'n':
+        if (!flag_uint(arg, &s->chunk_size_min))
+            return fail(SLAB_ERR_SYNTAX, err, errlen, "-n '%.40s' is not a number", arg);
+        *given |= SLAB_GIVEN_MIN;
+        break;
+    case 'I':
+        if (slab_parse_size(arg, &s->item_size_max) != SLAB_OK)
+            return fail(SLAB_ERR_SYNTAX, err, errlen, "-I '%.40s' is not a size", arg);
+        *given |= SLAB_GIVEN_ITEM_MAX;
+        break;
+    case 'm':
+        if (!flag_uint(arg, &v))
+            return fail(SLAB_ERR_SYNTAX, err, errlen, "-m '%.40s' is not a number of megabytes",
+                        arg);
+        s->mem_limit = (uint64_t)v * 1024 * 1024;
+        *given |= SLAB_GIVEN_MEM;
+        break;
+    case 'C':
+        s->use_cas = false;
+        *given |= SLAB_GIVEN_NO_CAS;
+        break;
+    case 'o': return flag_extended(s, given, arg, kb, err, errlen);
+    default: break; /* does not shape the ladder */
+    }
+    return SLAB_OK;
+}
+
+/* "--name[=value]": its letter and whether it takes an argument; 0 when
+ * memcached has no such option. */
+static char flag_long(const char *tok, size_t n, bool *arg)
+{
+    for (size_t i = 0; i < sizeof mc_longopts / sizeof mc_longopts[0]; i++)
+        if (strlen(mc_longopts[i].name) == n && !strncmp(mc_longopts[i].name, tok, n)) {
+            *arg = mc_longopts[i].arg;
+            return mc_longopts[i].letter;
+        }
+    return 0;
+}
+
+#define FLAGS_MAX_TOKENS 128
+
+enum slab_status slab_settings_from_flags(struct slab_settings *out, unsigned *given,
+                                          const char *flags, const char *version, char *err,
+                                          size_t errlen)
+{
+    char buf[4096], *tok[FLAGS_MAX_TOKENS];
+    unsigned dummy = 0;
+    size_t nt = 0;
+    bool kb = slab_chunk_max_in_kb(version);
+    if (!out || !flags)
+        return SLAB_ERR_ARG;
+    if (!given)
+        given = &dummy;
+    *given = 0;
+    slab_settings_default(out);
+    if (strlen(flags) >= sizeof buf)
+        return fail(SLAB_ERR_SYNTAX, err, errlen, "memcached flags too long");
+    strcpy(buf, flags);
+    for (char *save = NULL, *t = strtok_r(buf, " \t\r\n", &save); t;
+         t = strtok_r(NULL, " \t\r\n", &save)) {
+        if (nt == FLAGS_MAX_TOKENS)
+            return fail(SLAB_ERR_SYNTAX, err, errlen, "too many memcached flags");
+        tok[nt++] = t;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        const char *t = tok[i], *arg = NULL;
+        enum slab_status st;
+        if (t[0] != '-' || !t[1])
+            return fail(SLAB_ERR_SYNTAX, err, errlen, "'%.40s' is not a memcached flag", t);
+        if (t[1] == '-') { /* --name, --name=value, --name value */
+            const char *eq = strchr(t + 2, '=');
+            bool takes = false;
+            char letter = flag_long(t + 2, eq ? (size_t)(eq - t - 2) : strlen(t + 2), &takes);
+            if (!letter)
+                return fail(SLAB_ERR_SYNTAX, err, errlen, "memcached has no option '%.40s'", t);
+            if (takes && !eq && i + 1 == nt)
+                return fail(SLAB_ERR_SYNTAX, err, errlen, "%.40s needs a value", t);
+            arg = takes ? (eq ? eq + 1 : tok[++i]) : NULL;
+            if ((st = flag_apply(out, given, letter, arg ? arg : "", kb, err, errlen)) != SLAB_OK)
+                return st;
+            continue;
+        }
+        for (const char *c = t + 1; *c; c++) { /* a cluster: -Cv, -f1.25, -vvv */
+            const char *spec = *c != ':' ? strchr(mc_shortopts, *c) : NULL;
+            if (!spec)
+                return fail(SLAB_ERR_SYNTAX, err, errlen, "memcached has no flag -%c", *c);
+            if (spec[1] != ':') {
+                if ((st = flag_apply(out, given, *c, "", kb, err, errlen)) != SLAB_OK)
+                    return st;
+                continue;
+            }
+            if (c[1])
+                arg = c + 1;
+            else if (i + 1 < nt)
+                arg = tok[++i];
+            else
+                return fail(SLAB_ERR_SYNTAX, err, errlen, "-%c needs a value", *c);
+            if ((st = flag_apply(out, given, *c, arg, kb, err, errlen)) != SLAB_OK)
+                return st;
+            break;
+        }
+    }
+    return SLAB_OK;
+}
+
+int slab_settings_flags_for(const struct slab_settings *s, uint64_t mem_mb, const char *version,
+                            char *out, size_t len, char *err, size_t errlen)
 {
     struct slab_settings d;
+    char f[32];
     size_t n = 0;
+    int w;
+    bool kb = slab_chunk_max_in_kb(version);
     slab_settings_default(&d);
-    n += (size_t)snprintf(out + n, len - n, "-m %llu", (unsigned long long)mem_mb);
+    if (!s || !out || len == 0)
+        return -1;
+    out[0] = '\0';
+    if (s->slab_chunk_max != d.slab_chunk_max && kb && s->slab_chunk_max % 1024) {
+        fail(SLAB_ERR_SETTINGS, err, errlen,
+             "slab_chunk_max %u bytes is not a whole number of kilobytes, which memcached %s "
+             "takes it in",
+             s->slab_chunk_max, version);
+        return -1;
+    }
+    w = snprintf(out, len, "-m %llu", (unsigned long long)mem_mb);
+    n = w > 0 ? (size_t)w : 0;
     if (s->n_slab_sizes && n + 1 < len) {
         out[n++] = ' ';
+        out[n] = '\0';
         n += slab_sizes_flag(s, out + n, len - n);
-    } else {
-        n += (size_t)snprintf(out + n, len - n, " -n %u -f %.2f", s->chunk_size_min,
-                              s->growth_factor);
+    } else if (n < len) {
+        slab_factor_text(s->growth_factor, f, sizeof f);
+        n += (size_t)snprintf(out + n, len - n, " -n %u -f %s", s->chunk_size_min, f);
     }
     if (s->item_size_max != d.item_size_max && n < len)
         n += (size_t)snprintf(out + n, len - n, " -I %u", s->item_size_max);
-    if (s->slab_chunk_max != s->slab_page_size / 2 && n < len)
-        n += (size_t)snprintf(out + n, len - n, " -o slab_chunk_max=%u", s->slab_chunk_max);
+    if (s->slab_chunk_max != d.slab_chunk_max && n < len)
+        n += (size_t)snprintf(out + n, len - n, " -o slab_chunk_max=%u",
+                              kb ? s->slab_chunk_max / 1024 : s->slab_chunk_max);
     if (!s->use_cas && n < len)
         n += (size_t)snprintf(out + n, len - n, " -C");
-    return n;
+    if (n >= len) {
+        fail(SLAB_ERR_SPACE, err, errlen, "memcached flags do not fit %zu bytes", len);
+        return -1;
+    }
+    return 0;
+}
+
+size_t slab_settings_flags(const struct slab_settings *s, uint64_t mem_mb, char *out, size_t len)
+{
+    if (slab_settings_flags_for(s, mem_mb, NULL, out, len, NULL, 0))
+        return len ? strlen(out) : 0;
+    return strlen(out);
 }

@@ -1,7 +1,9 @@
 /* slab_model: memcached 1.6's slab allocator as arithmetic.
  *
  * Owns: the settings that shape the chunk ladder (-n, -f, -I, -m,
- * slab_chunk_max, slab_sizes, -C), their validation, the ladder itself
+ * slab_chunk_max, slab_sizes, -C), the two converters into them (memcached's
+ * `stats settings` and its command line) and the one back into flags for a
+ * given memcached version, their validation, the ladder itself
  * (slabs_init), the size and slab class of an item (item_make_header,
  * slabs_clsid, chunked items), memcached's `-vv` ladder lines, and a
  * per-class counter accumulator predicting `stats slabs` / `stats items`.
@@ -17,6 +19,10 @@
  *     piece, not as one fresh upload) and the binary protocol's extra \r\n;
  *   - the fallback that puts a chunked item's tail into a slab_chunk_max
  *     chunk when the tail's own class has no memory left.
+ * The flags converter (slab_settings_from_flags) and the flag builder
+ * (slab_settings_flags_for) know that -o slab_chunk_max is bytes up to
+ * 1.6.23 and kilobytes from 1.6.24 (checked in memcached's memcached.c at
+ * both tags).
  */
 #ifndef SLABTAP_SLAB_MODEL_H
 #define SLABTAP_SLAB_MODEL_H
@@ -63,7 +69,8 @@ struct slab_settings {
     /* 1 MiB, fixed: 1.6.18 never changes slab_page_size (not even for
      * -I > 1m; there it only resets slab_chunk_max to page/2). */
     uint32_t slab_page_size;
-    uint32_t slab_chunk_max; /* -o slab_chunk_max, BYTES on 1.6.18 (page/2) */
+    uint32_t slab_chunk_max; /* bytes (page/2); -o slab_chunk_max takes bytes up
+                                to 1.6.23, kilobytes from 1.6.24 */
     bool use_cas;            /* -C turns it off */
     uint32_t slab_sizes[SLAB_MODEL_MAX_CUSTOM_SIZES]; /* -o slab_sizes=A-B-C */
     uint32_t n_slab_sizes;                            /* 0: use the growth factor */
@@ -82,18 +89,71 @@ typedef const char *(*slab_stat_lookup_fn)(void *ctx, const char *name);
  * rebuilt from what the live server said, not from assumed flags. The one
  * converter: the proxy, the load generator and predict all use it.
  * SLAB_ERR_SETTINGS with a message when a required field is missing or not
- * a positive number. (slab_sizes is not reported by memcached.) */
+ * a positive number. (slab_sizes is not reported by memcached, and
+ * growth_factor only to two decimals: model/ladder_source.h completes the
+ * ladder from the flags and the chunk sizes memcached shows.) */
 enum slab_status slab_settings_from_stats(struct slab_settings *out, slab_stat_lookup_fn lookup,
                                           void *ctx, char *err, size_t errlen);
+
+/* What memcached's command-line flags set (slab_settings_from_flags). */
+enum {
+    SLAB_GIVEN_FACTOR = 1u << 0,    /* -f */
+    SLAB_GIVEN_MIN = 1u << 1,       /* -n */
+    SLAB_GIVEN_ITEM_MAX = 1u << 2,  /* -I */
+    SLAB_GIVEN_MEM = 1u << 3,       /* -m */
+    SLAB_GIVEN_CHUNK_MAX = 1u << 4, /* -o slab_chunk_max */
+    SLAB_GIVEN_SIZES = 1u << 5,     /* -o slab_sizes */
+    SLAB_GIVEN_NO_CAS = 1u << 6     /* -C */
+};
+
+/* The same converter for memcached's own command line: the flags slabtap
+ * started memcached with (experiments, --verify) or was told
+ * (`proxy --memcached-flags`), e.g. "-m 1024 -f 1.125 -o
+ * slab_sizes=100-200,slab_chunk_max=16", over memcached's defaults.
+ * Short and long options as memcached's getopt takes them ("-f1.2",
+ * "--slab-growth-factor=1.2", "-Cv"); flags that do not shape the ladder
+ * (-p, -t, -l, -vv, ...) are skipped with their arguments. slab_chunk_max
+ * is read in the unit of memcached `version` (slab_chunk_max_in_kb; NULL:
+ * bytes, as 1.6.18). *given (may be NULL) gets the SLAB_GIVEN_* bits of
+ * what the flags set. SLAB_ERR_SYNTAX with a message for a flag memcached
+ * does not have, a missing argument or a value that is not a number. No
+ * range checks (slab_settings_validate does those). */
+enum slab_status slab_settings_from_flags(struct slab_settings *out, unsigned *given,
+                                          const char *flags, const char *version, char *err,
+                                          size_t errlen);
+
+/* memcached `version` text ("1.6.18", "1.6.24-rc1", "memcached 1.6.45")
+ * against a.b.c: 1 when at least that, 0 when older, -1 when it is not a
+ * version. */
+int slab_version_at_least(const char *version, unsigned a, unsigned b, unsigned c);
+
+/* memcached 1.6.24 changed `-o slab_chunk_max` from bytes to kilobytes
+ * (memcached.c; `stats settings` still reports bytes). True for a version
+ * of 1.6.24 or later; false for older ones and for NULL or unparsable
+ * text (the 1.6.18 unit). */
+bool slab_chunk_max_in_kb(const char *version);
+
+/* The growth factor as -f text that memcached reads back as exactly f: at
+ * least two decimals ("1.25", "1.125"; `stats settings` prints only two).
+ * Returns the length like snprintf. */
+int slab_factor_text(double f, char *out, size_t len);
 
 /* memcached's flag for s's custom ladder, "-o slab_sizes=A-B-C", into out
  * (NUL terminated, cut at len); "" when s has none. Returns the length. */
 size_t slab_sizes_flag(const struct slab_settings *s, char *out, size_t len);
 
 /* The memcached flags that give a server s's ladder and item sizes:
- * "-m MEM_MB" then "-o slab_sizes=..." or "-n N -f F", and -I,
- * -o slab_chunk_max (bytes, as 1.6.18 takes it) and -C where they differ
- * from the defaults. Returns the length (like snprintf). */
+ * "-m MEM_MB" then "-o slab_sizes=..." or "-n N -f F" (F exact:
+ * slab_factor_text), and -I, -o slab_chunk_max and -C where they differ
+ * from the defaults; slab_chunk_max in the unit of memcached `version`
+ * (slab_chunk_max_in_kb; NULL: bytes). 0, or -1 with a message when
+ * slab_chunk_max cannot be said in that unit (not a whole number of
+ * kilobytes) or out is too small. */
+int slab_settings_flags_for(const struct slab_settings *s, uint64_t mem_mb, const char *version,
+                            char *out, size_t len, char *err, size_t errlen);
+
+/* slab_settings_flags_for for memcached 1.6.18 (slab_chunk_max in bytes).
+ * Returns the length (like snprintf). */
 size_t slab_settings_flags(const struct slab_settings *s, uint64_t mem_mb, char *out, size_t len);
 
 /* Parse -I's argument the way memcached does: a number with an optional

@@ -44,10 +44,10 @@ struct rec_row {
     char key_text[MC_KEY_MAX + 1];
 };
 
-/* Rare, variable-size records (a stats sample, settings, a phase mark)
- * travel as jobs: heap blobs handed over whole, written in the same
- * transactions as rows. */
-enum rec_job_kind { REC_JOB_SAMPLE, REC_JOB_SETTINGS, REC_JOB_PHASE };
+/* Rare, variable-size records (a stats sample, settings, a phase mark, a
+ * run_meta entry) travel as jobs: heap blobs handed over whole, written in
+ * the same transactions as rows. */
+enum rec_job_kind { REC_JOB_SAMPLE, REC_JOB_SETTINGS, REC_JOB_PHASE, REC_JOB_META };
 
 struct rec_job {
     struct rec_job *next;
@@ -55,8 +55,9 @@ struct rec_job {
     int64_t t_ns;
     int64_t phase_id; /* SAMPLE: phase active; PHASE: the new phase's id */
     bool final;       /* SAMPLE: the snapshot taken at shutdown */
-    char *text;       /* SAMPLE: `stats` JSON; SETTINGS: settings JSON; PHASE: name */
-    char *version;    /* SETTINGS */
+    char *text;       /* SAMPLE: `stats` JSON; SETTINGS: settings JSON; PHASE: name;
+                         META: the value */
+    char *version;    /* SETTINGS; META: the run_meta key */
     size_t nclasses;  /* SAMPLE: per-class JSON objects */
     unsigned *class_ids;
     char **class_json;

@@ -86,14 +86,14 @@ static int settings_pairs_add(struct settings_pairs *p, const char *k, const cha
 }
 
 static int read_settings(sqlite3 *db, int64_t run_id, struct slab_settings *s, char *version,
-                         size_t vlen, char *err, size_t errlen)
+                         size_t vlen, int64_t *t_ns, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
     struct settings_pairs p = { 0 };
     int rc = -1;
     if (sqlite3_prepare_v2(
             db,
-            "SELECT j.key, j.value, s.version FROM settings s, json_each(s.settings) j"
+            "SELECT j.key, j.value, s.version, s.t_ns FROM settings s, json_each(s.settings) j"
             " WHERE s.run_id = ?1 AND s.t_ns = (SELECT max(t_ns) FROM settings WHERE run_id = ?1)",
             -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s", sqlite3_errmsg(db));
@@ -110,6 +110,7 @@ static int read_settings(sqlite3 *db, int64_t run_id, struct slab_settings *s, c
         }
         if (ver)
             snprintf(version, vlen, "%s", ver);
+        *t_ns = sqlite3_column_int64(st, 3);
     }
     if (!p.n) {
         snprintf(err, errlen, "run %lld has no recorded `stats settings`", (long long)run_id);
@@ -128,13 +129,15 @@ static int replay_writes(sqlite3 *db, struct prediction *r)
     if (sqlite3_prepare_v2(
             db,
             "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
-            " coalesce(exptime, 0), ms_mode FROM sets WHERE run_id = ?1 ORDER BY seq",
+            " coalesce(exptime, 0), ms_mode, coalesce(class_id, 0) FROM sets WHERE run_id = ?1"
+            " ORDER BY seq",
             -1, &st, NULL) != SQLITE_OK &&
         /* before schema v3 there is no ms_mode: every ms was a set */
-        sqlite3_prepare_v2(db,
-                           "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
-                           " coalesce(exptime, 0), NULL FROM sets WHERE run_id = ?1 ORDER BY seq",
-                           -1, &st, NULL) != SQLITE_OK)
+        sqlite3_prepare_v2(
+            db,
+            "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
+            " coalesce(exptime, 0), NULL, 0 FROM sets WHERE run_id = ?1 ORDER BY seq",
+            -1, &st, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_int64(st, 1, r->run_id);
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -149,6 +152,7 @@ static int replay_writes(sqlite3 *db, struct prediction *r)
             .flags = (uint32_t)sqlite3_column_int64(st, 4),
             .answer = (const char *)sqlite3_column_text(st, 5),
             .has_ttl = sqlite3_column_int64(st, 6) != 0,
+            .class_id = (uint32_t)sqlite3_column_int64(st, 8),
         };
         predict_apply(r, &w);
     }
@@ -156,16 +160,141 @@ static int replay_writes(sqlite3 *db, struct prediction *r)
     return 0;
 }
 
+/* One run_meta value (NULL: none, or no run_meta table); free it. */
+static char *read_meta(sqlite3 *db, int64_t run_id, const char *key)
+{
+    sqlite3_stmt *st;
+    char *v = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM run_meta WHERE run_id = ?1 AND key = ?2", -1, &st,
+                           NULL) != SQLITE_OK)
+        return NULL;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        v = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Every chunk size memcached showed since the run's settings were read
+ * (a restart with other settings starts a new ladder). */
+static void read_chunk_sizes(sqlite3 *db, int64_t run_id, int64_t since_ns,
+                             struct ladder_observed *o)
+{
+    sqlite3_stmt *st;
+    ladder_observed_init(o);
+    if (sqlite3_prepare_v2(db,
+                           "SELECT DISTINCT c.class_id, json_extract(c.fields, '$.chunk_size')"
+                           " FROM samples s JOIN sample_classes c USING (sample_id)"
+                           " WHERE s.run_id = ?1 AND s.t_ns >= ?2"
+                           " AND json_extract(c.fields, '$.chunk_size') IS NOT NULL",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, since_ns);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0), chunk = sqlite3_column_int64(st, 1);
+        if (id >= 1 && id <= SLAB_MODEL_MAX_CLASSES && chunk > 0)
+            ladder_observed_add(o, (uint32_t)id, (uint64_t)chunk);
+    }
+    sqlite3_finalize(st);
+}
+
+/* Whether the ladder the proxy recorded for the run (run_meta 'ladder',
+ * its chunk_sizes) is the one predict chose: 0 none, 1 same, -1 not. */
+static int recorded_ladder(sqlite3 *db, int64_t run_id, const struct slab_ladder *l)
+{
+    sqlite3_stmt *st;
+    uint32_t n = 0;
+    int rc = 1;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT CAST(j.key AS INTEGER) + 1, j.value FROM run_meta m,"
+                           " json_each(CASE WHEN json_valid(m.value) THEN m.value ELSE '{}' END,"
+                           " '$.chunk_sizes') j WHERE m.run_id = ?1 AND m.key = 'ladder'",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_int64(st, 1, run_id);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t c = sqlite3_column_int64(st, 0), chunk = sqlite3_column_int64(st, 1);
+        n++;
+        if (c < 1 || c > (int64_t)l->n_classes || l->cls[c].chunk_size != chunk)
+            rc = -1;
+    }
+    sqlite3_finalize(st);
+    return n == 0 ? 0 : n != l->n_classes ? -1 : rc;
+}
+
+/* memcached's global counters that change memory besides the writes. */
+enum {
+    K_EVICT,
+    K_MOVED,
+    K_RECLAIMED,
+    K_CRAWLER,
+    K_GET_EXPIRED,
+    K_FLUSH,
+    K_CURR,
+    K_PID,
+    K_UPTIME,
+    K_COUNT
+};
+
+static void read_counters(sqlite3 *db, int64_t sample_id, int64_t *v)
+{
+    sqlite3_stmt *st;
+    memset(v, 0, K_COUNT * sizeof *v);
+    if (sqlite3_prepare_v2(db,
+                           "SELECT coalesce(json_extract(stats, '$.evictions'), 0),"
+                           " coalesce(json_extract(stats, '$.slabs_moved'), 0),"
+                           " coalesce(json_extract(stats, '$.reclaimed'), 0),"
+                           " coalesce(json_extract(stats, '$.crawler_reclaimed'), 0),"
+                           " coalesce(json_extract(stats, '$.get_expired'), 0),"
+                           " coalesce(json_extract(stats, '$.cmd_flush'), 0),"
+                           " coalesce(json_extract(stats, '$.curr_items'), 0),"
+                           " coalesce(json_extract(stats, '$.pid'), 0),"
+                           " coalesce(json_extract(stats, '$.uptime'), 0)"
+                           " FROM samples WHERE sample_id = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, sample_id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        for (int i = 0; i < K_COUNT; i++)
+            v[i] = sqlite3_column_int64(st, i);
+    sqlite3_finalize(st);
+}
+
+/* The run's first or last sample id (-1: none). */
+static int64_t edge_sample(sqlite3 *db, int64_t run_id, bool last)
+{
+    sqlite3_stmt *st;
+    int64_t id = -1;
+    if (sqlite3_prepare_v2(db,
+                           last ? "SELECT sample_id FROM samples WHERE run_id = ?1"
+                                  " ORDER BY t_ns DESC, sample_id DESC LIMIT 1"
+                                : "SELECT sample_id FROM samples WHERE run_id = ?1"
+                                  " ORDER BY t_ns ASC, sample_id ASC LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return id;
+}
+
 static void read_observed(sqlite3 *db, struct prediction *r)
 {
     sqlite3_stmt *st;
+    int64_t first_id = edge_sample(db, r->run_id, false),
+            last_id = edge_sample(db, r->run_id, true);
+    int64_t a[K_COUNT], b[K_COUNT];
+    if (last_id < 0)
+        return;
     if (sqlite3_prepare_v2(
             db,
             "SELECT class_id, chunk_size, used_chunks, mem_requested, total_pages, number, evicted"
-            " FROM class_stats WHERE sample_id = (SELECT max(sample_id) FROM samples WHERE run_id "
-            "= ?1)",
+            " FROM class_stats WHERE sample_id = ?1",
             -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, r->run_id);
+        sqlite3_bind_int64(st, 1, last_id);
         while (sqlite3_step(st) == SQLITE_ROW) {
             int64_t c = sqlite3_column_int64(st, 0);
             struct predict_observed o = {
@@ -181,24 +310,29 @@ static void read_observed(sqlite3 *db, struct prediction *r)
         }
         sqlite3_finalize(st);
     }
-    if (sqlite3_prepare_v2(db,
-                           "SELECT coalesce(json_extract(stats, '$.evictions'), 0),"
-                           " coalesce(json_extract(stats, '$.slabs_moved'), 0),"
-                           " coalesce(json_extract(stats, '$.reclaimed'), 0) + "
-                           "coalesce(json_extract(stats, '$.expired_unfetched'), 0),"
-                           " coalesce(json_extract(stats, '$.curr_items'), 0),"
-                           " (SELECT rows_dropped FROM runs WHERE run_id = ?1)"
-                           " FROM samples WHERE sample_id = (SELECT max(sample_id) FROM samples "
-                           "WHERE run_id = ?1)",
-                           -1, &st, NULL) == SQLITE_OK) {
+    /* what happened DURING the run: the last sample's counters less the
+     * first's (memcached's are cumulative since it started) */
+    read_counters(db, last_id, b);
+    if (first_id != last_id)
+        read_counters(db, first_id, a);
+    else
+        memset(a, 0, sizeof a);
+    if (first_id != last_id && (a[K_PID] != b[K_PID] || b[K_UPTIME] < a[K_UPTIME])) {
+        r->restarted = true;
+        memset(a, 0, sizeof a); /* the counters started again */
+    }
+    r->evictions = b[K_EVICT] - a[K_EVICT];
+    r->slabs_moved = b[K_MOVED] - a[K_MOVED];
+    r->reclaimed = b[K_RECLAIMED] - a[K_RECLAIMED];
+    r->crawler_reclaimed = b[K_CRAWLER] - a[K_CRAWLER];
+    r->get_expired = b[K_GET_EXPIRED] - a[K_GET_EXPIRED];
+    r->flushes = b[K_FLUSH] - a[K_FLUSH];
+    r->observed_curr_items = b[K_CURR];
+    if (sqlite3_prepare_v2(db, "SELECT rows_dropped FROM runs WHERE run_id = ?1", -1, &st, NULL) ==
+        SQLITE_OK) {
         sqlite3_bind_int64(st, 1, r->run_id);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            r->evictions = sqlite3_column_int64(st, 0);
-            r->slabs_moved = sqlite3_column_int64(st, 1);
-            r->reclaimed = sqlite3_column_int64(st, 2);
-            r->observed_curr_items = sqlite3_column_int64(st, 3);
-            r->rows_dropped = sqlite3_column_int64(st, 4);
-        }
+        if (sqlite3_step(st) == SQLITE_ROW)
+            r->rows_dropped = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
     }
 }
@@ -207,10 +341,17 @@ int runs_read_prediction(sqlite3 *db, int64_t run_id, struct prediction *r, char
                          size_t errlen)
 {
     struct slab_settings s;
-    char version[64] = "", name[128] = "";
+    struct ladder_observed *obs = malloc(sizeof *obs);
+    struct ladder_choice *choice = malloc(sizeof *choice);
+    char version[64] = "", name[128] = "", *flags = NULL;
+    int64_t settings_ns = 0;
     sqlite3_stmt *st;
     int rc = -1;
     memset(r, 0, sizeof *r);
+    if (!obs || !choice) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
     if (run_id < 0) {
         snprintf(err, errlen, "no such run");
         goto out;
@@ -222,9 +363,15 @@ int runs_read_prediction(sqlite3 *db, int64_t run_id, struct prediction *r, char
             snprintf(name, sizeof name, "%s", (const char *)sqlite3_column_text(st, 0));
         sqlite3_finalize(st);
     }
-    if (read_settings(db, run_id, &s, version, sizeof version, err, errlen) ||
-        predict_begin(r, run_id, &s, err, errlen))
+    if (read_settings(db, run_id, &s, version, sizeof version, &settings_ns, err, errlen))
         goto out;
+    /* the same three witnesses, and the same rule, as the proxy's tags */
+    flags = read_meta(db, run_id, "memcached_flags");
+    read_chunk_sizes(db, run_id, settings_ns, obs);
+    if (ladder_choose(&s, flags, version, obs, choice, err, errlen) != SLAB_OK ||
+        predict_begin_choice(r, run_id, choice, err, errlen))
+        goto out;
+    r->recorded_ladder = recorded_ladder(db, run_id, &r->ladder);
     snprintf(r->run_name, sizeof r->run_name, "%s", name);
     snprintf(r->version, sizeof r->version, "%s", version);
     if (replay_writes(db, r)) {
@@ -238,5 +385,8 @@ int runs_read_prediction(sqlite3 *db, int64_t run_id, struct prediction *r, char
     }
     rc = 0;
 out:
+    free(obs);
+    free(choice);
+    free(flags);
     return rc;
 }

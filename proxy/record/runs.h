@@ -21,10 +21,14 @@ int64_t runs_find(sqlite3 *db, const char *name_or_id);
  * the highest run_id in sets. */
 int64_t runs_latest(sqlite3 *db);
 
-/* Reads run run_id's recorded `stats settings` (the last one), replays its
- * writes through the model in recorded order, and sets what its last stats
- * sample observed. 0, or -1 with a message in err. Free with predict_free
- * (also after a failure). */
+/* Reads run run_id's recorded `stats settings` (the last one), the
+ * memcached flags slabtap knew (run_meta 'memcached_flags') and every chunk
+ * size its samples showed since those settings, picks the ladder with
+ * ladder_choose (the proxy's rule for its class tags), replays its writes
+ * through the model in recorded order, and sets what its last stats sample
+ * observed and what changed memcached's memory between its first and last
+ * sample (evictions, moves, expiries, flushes, a restart). 0, or -1 with a
+ * message in err. Free with predict_free (also after a failure). */
 int runs_read_prediction(sqlite3 *db, int64_t run_id, struct prediction *out, char *err,
                          size_t errlen);
 

@@ -1415,6 +1415,21 @@ int store_put_job(struct store *s, int64_t run_id, const struct rec_job *j, char
         sqlite3_bind_text(st, 3, j->version, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 4, j->text, -1, SQLITE_STATIC);
         return step_done(s, st, "inserting settings", err, errlen);
+    case REC_JOB_META: /* rare (the ladder, the flags the proxy was given) */
+        if (sqlite3_prepare_v2(s->db,
+                               "INSERT OR REPLACE INTO run_meta (run_id, key, value) VALUES "
+                               "(?1,?2,?3)",
+                               -1, &st, NULL) != SQLITE_OK)
+            return store_fail(s, "preparing a run_meta insert", err, errlen);
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_text(st, 2, j->version, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, j->text, -1, SQLITE_STATIC);
+        if (step_done(s, st, "inserting run_meta", err, errlen)) {
+            sqlite3_finalize(st);
+            return -1;
+        }
+        sqlite3_finalize(st);
+        return 0;
     case REC_JOB_PHASE:
         st = s->end_phase;
         sqlite3_reset(st);

@@ -57,19 +57,124 @@ fail:
     return NULL;
 }
 
-/* The run's settings decide the ladder each write is tagged with. */
-static void app_ladder_from(struct app *a, const struct stats_sample *s)
+/* --- the ladder writes are tagged with ---------------------------------- */
+
+/* One run_meta entry, written with the rows (value is taken over). */
+static void meta_job(struct app *a, int64_t t_ns, const char *key, char *value)
 {
-    struct slab_settings set;
-    char err[160];
-    if (slab_settings_from_stats(&set, stats_sample_setting_lookup, (void *)s, err, sizeof err) ==
-            SLAB_OK &&
-        slab_ladder_build(&set, &a->ladder, err, sizeof err) == SLAB_OK) {
-        a->px.ladder = &a->ladder;
-    } else {
+    struct rec_job *j = job_new(REC_JOB_META, t_ns);
+    if (!j || !value || !(j->version = strdup(key))) {
+        free(value);
+        rec_job_free(j);
+        return;
+    }
+    j->text = value;
+    rec_push_job(&a->rec, j);
+}
+
+/* run_meta 'ladder': what the writes are tagged with from now on, read
+ * back by the view run_ladder and checked by `model predict`. */
+static char *ladder_json(const struct app *a)
+{
+    const struct ladder_choice *c = &a->ladder_choice;
+    struct jsonb b;
+    char flags[1024];
+    ladder_choice_flags(c, flags, sizeof flags);
+    jsonb_init(&b);
+    jsonb_printf(&b, "{\"origin\":\"%s\",\"trusted\":%s,\"partial\":%s,\"flags\":",
+                 ladder_origin_key(c->origin), c->trusted ? "true" : "false",
+                 c->partial ? "true" : "false");
+    jsonb_string(&b, flags, strlen(flags));
+    jsonb_raw(&b, ",\"chunk_sizes\":[");
+    for (uint32_t id = 1; id <= c->ladder.n_classes; id++)
+        jsonb_printf(&b, "%s%u", id > 1 ? "," : "", c->ladder.cls[id].chunk_size);
+    jsonb_raw(&b, "],\"note\":");
+    jsonb_string(&b, c->note, strlen(c->note));
+    jsonb_raw(&b, "}");
+    return jsonb_take(&b);
+}
+
+/* The chunk sizes of the classes with a page, into a->ladder_seen; true
+ * when one is new. A class with another size than before means memcached
+ * restarted with another ladder: what was seen before is forgotten. */
+static bool app_ladder_observe(struct app *a, const struct stats_sample *s)
+{
+    bool fresh = false;
+    for (int pass = 0; pass < 2; pass++) {
+        bool contradicted = false;
+        for (unsigned id = 1; id <= s->max_class_id && id <= SLAB_MODEL_MAX_CLASSES; id++) {
+            int64_t chunk;
+            if (!stats_sample_get(s, id, "chunk_size", &chunk) || chunk <= 0)
+                continue;
+            int r = ladder_observed_add(&a->ladder_seen, id, (uint64_t)chunk);
+            fresh |= r == 1;
+            contradicted |= r < 0;
+        }
+        if (!contradicted)
+            break;
+        ladder_observed_init(&a->ladder_seen);
+        fresh = true;
+    }
+    return fresh;
+}
+
+/* The ladder each write is tagged with: memcached's `stats settings`, the
+ * flags the proxy knows (cfg.memcached_flags) and the chunk sizes memcached
+ * shows, through the same rule `model predict` applies to the recorded run
+ * (model/ladder_source.h); chosen again when the settings change or a class
+ * shows a chunk size for the first time. A ladder that disagrees with
+ * memcached is logged as a warning, and recorded (run_meta 'ladder'). */
+static void app_ladder_update(struct app *a, const struct stats_sample *s)
+{
+    struct ladder_choice c;
+    char err[160] = "";
+    bool redo = false;
+    if (s->has_settings && (s->settings_changed || !a->ladder_have_reported)) {
+        if (slab_settings_from_stats(&a->ladder_reported, stats_sample_setting_lookup, (void *)s,
+                                     err, sizeof err) != SLAB_OK) {
+            a->ladder_have_reported = false;
+            a->px.ladder = NULL;
+            log_warn("memcached's settings give no ladder (%s); writes stay untagged", err);
+            return;
+        }
+        if (a->ladder_have_reported) /* restarted with other settings */
+            ladder_observed_init(&a->ladder_seen);
+        a->ladder_have_reported = true;
+        redo = true;
+    }
+    if (!a->ladder_have_reported)
+        return;
+    redo |= app_ladder_observe(a, s);
+    if (!redo)
+        return;
+    if (ladder_choose(&a->ladder_reported, a->cfg.memcached_flags,
+                      s->has_version ? s->version : NULL, &a->ladder_seen, &c, err,
+                      sizeof err) != SLAB_OK) {
         a->px.ladder = NULL;
         log_warn("memcached's settings give no ladder (%s); writes stay untagged", err);
+        return;
     }
+    bool had = a->px.ladder != NULL;
+    bool same_ladder = had && ladder_same(&c.ladder, &a->ladder);
+    bool same = same_ladder && c.origin == a->ladder_choice.origin &&
+                c.trusted == a->ladder_choice.trusted && !strcmp(c.note, a->ladder_choice.note);
+    a->ladder_choice = c;
+    a->ladder = c.ladder;
+    a->px.ladder = &a->ladder;
+    if (same)
+        return;
+    char flags[1024];
+    ladder_choice_flags(&c, flags, sizeof flags);
+    if (!c.trusted || (c.mismatch_class && !same_ladder))
+        log_warn("slab ladder %s (%u classes) from %s: %s", flags, c.ladder.n_classes,
+                 ladder_origin_str(c.origin), c.note);
+    else if (c.origin == LADDER_SETTINGS && !c.note[0])
+        log_debug("slab ladder %s (%u classes) from %s", flags, c.ladder.n_classes,
+                  ladder_origin_str(c.origin));
+    else
+        log_info("slab ladder %s (%u classes) from %s%s%s", flags, c.ladder.n_classes,
+                 ladder_origin_str(c.origin), c.note[0] ? ": " : "", c.note);
+    meta_job(a, s->t_ns, "ladder", ladder_json(a));
 }
 
 static void settings_job(struct app *a, const struct stats_sample *s)
@@ -134,10 +239,9 @@ static void on_sample(void *ud, const struct stats_sample *s)
     struct app *a = ud;
     struct rec_job *j;
     bool final = a->closing && s->requested && app_final_sample(a, s);
-    if (s->has_settings && (s->settings_changed || !a->px.ladder)) {
+    if (s->has_settings && (s->settings_changed || !a->ladder_have_reported))
         settings_job(a, s);
-        app_ladder_from(a, s);
-    }
+    app_ladder_update(a, s);
     if ((j = sample_job(a, s, final)))
         rec_push_job(&a->rec, j);
     if (stats_sample_copy(&a->last, s) == 0)
@@ -619,6 +723,8 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     }
     if (cfg->max_stall_ms)
         a->rec.max_stall_ms = cfg->max_stall_ms;
+    if (cfg->memcached_flags && *cfg->memcached_flags) /* read by `model predict` */
+        meta_job(a, a->started_ns, "memcached_flags", strdup(cfg->memcached_flags));
     rc = poller_open(&a->poller, a->loop, (const struct sockaddr *)&cfg->proxy.upstream_addr,
                      cfg->stats_interval_ms, on_sample, a);
     if (rc) {

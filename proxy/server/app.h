@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "model/ladder_source.h"
 #include "model/slab_model.h"
 #include "protocol/stats_parse.h"
 #include "record/recorder.h"
@@ -46,6 +47,11 @@ struct app_config {
                                     Bearer TOKEN" (NULL: none; loopback only) */
     unsigned stats_interval_ms;
     unsigned max_stall_ms; /* --max-stall (0: REC_DEFAULT_MAX_STALL_MS) */
+    /* memcached's command line as far as slabtap knows it (the flags it
+     * started memcached with, or --slab-sizes / --memcached-flags): with
+     * `stats settings` and the chunk sizes memcached shows, it decides the
+     * ladder writes are tagged with (model/ladder_source.h). NULL: none. */
+    const char *memcached_flags;
 };
 
 struct app {
@@ -68,8 +74,14 @@ struct app {
     int64_t last_sample_ns;        /* when it came (0: none yet) */
     char http_host[ADDR_TEXT_MAX]; /* the admin address as a Host header names it */
     bool have_last;
-    struct slab_ladder ladder; /* from `stats settings`, tags writes with a class */
-    char *runs_before;         /* JSON of earlier runs in the file, read at open */
+    struct slab_ladder ladder; /* tags writes with a class (app_ladder_update) */
+    /* what decides it: `stats settings`, cfg.memcached_flags and the chunk
+     * sizes memcached showed (model/ladder_source.h) */
+    struct slab_settings ladder_reported;
+    bool ladder_have_reported;
+    struct ladder_observed ladder_seen;
+    struct ladder_choice ladder_choice;
+    char *runs_before; /* JSON of earlier runs in the file, read at open */
     bool closing, final_done, poller_open, http_open;
     unsigned closing_handles;
     int teardown_pending; /* a failed start: components still closing */

@@ -22,6 +22,19 @@ items of ntotal 945 with a 10-byte key and an 876-byte value: 20.19 %
 waste under the default ladder). With --max-classes 4 the fitted ladder
 has at most 3 custom sizes (memcached adds slab_chunk_max as the 4th).
 
+Capacity (test_capacity_full, test_capacity_roomy): a run recorded in
+front of a memcached started with -m 8 and written more than 8 MB (a
+bimodal mix, a third of the small keys rewritten); `advise` must choose the
+items objective by itself (the run's memcached evicted), print chunk
+waste, page slack and items held for every candidate, and with --verify
+replay the run into memcacheds started with -m 8 and each of the run's
+own, the best -f/-n and the best slab_sizes settings: items held,
+evictions and total_malloced measured must equal the prediction, and the
+recommendation must hold at least as many items as the run's own settings
+(measured). The same run with --objective memory: no limit, the working
+set's pages predicted to the byte. --holdout prints the candidates on the
+second half.
+
 Needs memcached on PATH and $SLABTAP. Binds 127.0.0.1 only; every wait is
 bounded; everything started is stopped in tearDown.
 """
@@ -43,6 +56,38 @@ VERIFY = re.compile(r"^  verify (the run's own settings|best -f/-n|fitted slab_s
                     r"memcached (.*): measured waste\s+([\d.]+) % \((\d+) of (\d+) bytes\), "
                     r"predicted\s+([\d.]+) %, difference ([+-][\d.]+) pp (.*)$")
 
+VERIFY_CAP = re.compile(r"^  verify capacity (.*?)\s+memcached (.*): items held (\d+) \(predicted "
+                        r"(\d+)\), evictions (\d+) \(predicted (\d+)\), total_malloced (\d+) "
+                        r"\(predicted (\d+)\) (ok|MISMATCH)$")
+CAND = re.compile(r"^  (\S.*?)\s+chunk waste\s+(\d+) B \(\s*([\d.]+) %\)\s+page slack\s+(\d+) B\s+"
+                  r"memory\s+(\d+) B\s+items held\s+(\d+)\s+bytes held\s+(\d+)\s+"
+                  r"evictions\s+(\d+)\s+(better|worse|same)(.*)$")
+
+
+def parse_candidates(out):
+    """The capacity table: label -> fields, in order (labels may repeat)."""
+    cands = []
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        m = CAND.match(line)
+        if m:
+            cands.append({"label": m.group(1), "waste": int(m.group(2)),
+                          "slack": int(m.group(4)), "memory": int(m.group(5)),
+                          "items": int(m.group(6)), "bytes": int(m.group(7)),
+                          "evictions": int(m.group(8)), "vs": m.group(9),
+                          "recommended": "<- recommended" in m.group(10),
+                          "over": "over -m" in m.group(10),
+                          "flags": lines[i + 1].strip() if i + 1 < len(lines) else ""})
+    return cands
+
+
+CAPACITY_WL = """connections 4
+pipeline 64
+seed 5
+set 6000 key=cap:s:{i:6} size=uniform(200,400)
+set 2500 key=cap:l:{i:6} size=uniform(4000,6000)
+set 3000 key=cap:s:{i%6000:6} size=uniform(200,400)
+"""
 
 run_slabtap = mctest.run_slabtap
 
@@ -72,6 +117,15 @@ def parse_advise(out):
                                     "waste": int(m.group(4)), "alloc": int(m.group(5)),
                                     "pred": float(m.group(6)), "diff": float(m.group(7)),
                                     "tail": m.group(8)}
+        m = VERIFY_CAP.match(line)
+        if m:
+            verifies["cap:" + m.group(1)] = {"flags": m.group(2), "items": int(m.group(3)),
+                                             "pred_items": int(m.group(4)),
+                                             "evictions": int(m.group(5)),
+                                             "pred_evictions": int(m.group(6)),
+                                             "malloced": int(m.group(7)),
+                                             "pred_malloced": int(m.group(8)),
+                                             "tail": m.group(9)}
     # a long slab_sizes list is printed on the next line
     m = re.search(r"^    (-o slab_sizes=[\d-]+)$", out, re.M)
     if m and "fitted slab_sizes" in evals and evals["fitted slab_sizes"]["flags"] == "(below)":
@@ -110,13 +164,17 @@ class ModelAdviseTest(mctest.ServerTestCase):
         # the run's own settings, against memcached's own counters
         self.assertEqual((mine["waste"], mine["alloc"]), own, ctx)
         self.assertEqual(mine["flags"], "-n 48 -f 1.25", ctx)
-        # (a) strictly less waste than the run's own settings
-        for label in ("best -f/-n", "fitted slab_sizes"):
+        # (a) strictly less waste than the run's own settings (no -f/-n
+        # ladder has 4 classes: then the run's own, said so)
+        few = "--max-classes" in extra
+        if few:
+            self.assertIn("no -f/-n ladder has at most 4 classes", out, ctx)
+        for label in ("fitted slab_sizes",) if few else ("best -f/-n", "fitted slab_sizes"):
             self.assertLess(ev[label]["pct"], mine["pct"], label + "\n" + ctx)
             self.assertLess(ev[label]["waste"] * mine["alloc"], mine["waste"] * ev[label]["alloc"],
                             label + "\n" + ctx)
         # (b) one verify line each, within 0.1 pp, "ok"
-        self.assertEqual(sorted(vf), sorted(LABELS), ctx)
+        self.assertEqual(sorted(k for k in vf if not k.startswith("cap:")), sorted(LABELS), ctx)
         for label in LABELS:
             v = vf[label]
             self.assertLessEqual(abs(v["diff"]), 0.1, label + "\n" + ctx)
@@ -124,6 +182,12 @@ class ModelAdviseTest(mctest.ServerTestCase):
             self.assertEqual(v["tail"], "ok", label + "\n" + ctx)
             self.assertAlmostEqual(v["pred"], ev[label]["pct"], places=2, msg=ctx)
         self.assertNotIn("OUT OF TOLERANCE", out)
+        self.assertNotIn("MISMATCH", out)
+        self.assertNotIn("WORSE THAN THE CURRENT", out)
+        # never a recommendation that loses to the current settings
+        for c in parse_candidates(out):
+            if c["recommended"]:
+                self.assertIn(c["vs"], ("better", "same"), ctx)
         # (c) exit 0
         self.assertEqual(rc, 0, ctx)
         return ev, vf, out
@@ -166,6 +230,97 @@ class ModelAdviseTest(mctest.ServerTestCase):
         m = re.match(r"-o slab_sizes=([\d-]+)$", ev4["fitted slab_sizes"]["flags"])
         self.assertTrue(m, out4)
         self.assertLessEqual(len(m.group(1).split("-")), 3, out4)
+
+    def record_full(self, name, mem_mb):
+        """The capacity workload through the proxy in front of memcached -m
+        mem_mb (full: it evicts); returns (db, curr_items, evictions)."""
+        wl = os.path.join(self.w.path, "capacity.wl")
+        with open(wl, "w") as f:
+            f.write(CAPACITY_WL)
+        mc = self.mc(extra=["-m", str(mem_mb)], name="mc-" + name)
+        px = self.proxy(mc.port, keys="hash", name="px-" + name, extra=["--run", name])
+        rc, out, err = run_slabtap(["load", "--target", "127.0.0.1:%d" % px.port,
+                                    "--workload", wl, "--quiet"])
+        self.assertEqual(rc, 0, out + err)
+        st = mc_stats(mc.port, "")
+        self.stop_clean(px)
+        return px.db, int(st["curr_items"]), int(st["evictions"])
+
+    def test_capacity_full(self):
+        db, items, evictions = self.record_full("cap8", 8)
+        self.assertGreater(evictions, 0)  # more data than fits in 8 MB
+        rc, out, err = run_slabtap(["model", "advise", "--db", db, "--run", "cap8", "--verify"])
+        ctx = "advise output:\n%s\nstderr:\n%s" % (out, err[-3000:])
+        self.assertEqual(rc, 0, ctx)
+        # the objective follows from the full run; -m from the run's settings
+        self.assertIn("capacity: objective items -- most items held in -m 8 (8388608 bytes), "
+                      "chosen because the run's memcached was full", out, ctx)
+        cands = parse_candidates(out)
+        self.assertGreaterEqual(len(cands), 4, ctx)
+        own = cands[0]
+        self.assertEqual(own["label"], "the run's own settings", ctx)
+        self.assertEqual(own["flags"], "-m 8 -n 48 -f 1.25", ctx)
+        for c in cands:  # memory = held + chunk waste + page slack
+            self.assertEqual(c["bytes"] + c["waste"] + c["slack"], c["memory"], ctx)
+        rec = [c for c in cands if c["recommended"]]
+        self.assertEqual(len(rec), 1, ctx)
+        self.assertGreaterEqual(rec[0]["items"], own["items"], ctx)
+        self.assertFalse(rec[0]["over"], ctx)
+        self.assertRegex(out, r"(?m)^  memcached flags: -m 8 ", ctx)
+        _, vf = parse_advise(out)
+        caps = {k[4:]: v for k, v in vf.items() if k.startswith("cap:")}
+        self.assertIn("the run's own settings", caps, ctx)
+        self.assertGreaterEqual(len(caps), 2, ctx)
+        for label, v in caps.items():
+            # predicted items held == measured, at -m 8, evictions too
+            self.assertEqual(v["items"], v["pred_items"], label + "\n" + ctx)
+            self.assertEqual(v["evictions"], v["pred_evictions"], label + "\n" + ctx)
+            self.assertEqual(v["malloced"], v["pred_malloced"], label + "\n" + ctx)
+            self.assertEqual(v["tail"], "ok", ctx)
+            self.assertIn("-m 8 ", v["flags"], ctx)
+        # replayed on one connection in the recorded order: the run's own
+        # settings hold what the recorded memcached held
+        self.assertEqual(caps["the run's own settings"]["items"], items, ctx)
+        self.assertEqual(caps["the run's own settings"]["evictions"], evictions, ctx)
+        self.assertGreater(evictions, 0, ctx)
+        self.assertRegex(out, r"(?m)^  verify: the recommendation .* holds (\d+), the run's own "
+                              r"settings (\d+): ok$", ctx)
+        m = re.search(r"(?m)^  verify: the recommendation .* holds (\d+), the run's own "
+                      r"settings (\d+): ok$", out)
+        self.assertGreaterEqual(int(m.group(1)), int(m.group(2)), ctx)
+
+        # hold-out: fitted on the first half, checked on the second
+        rc, out, err = run_slabtap(["model", "advise", "--db", db, "--run", "cap8", "--holdout"])
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("hold-out: the candidates on the second half", out)
+        self.assertRegex(out, r"(?m)^  hold-out the run's own settings\s+items held\s+\d+")
+
+    def test_capacity_roomy(self):
+        db, items, evictions = self.record_full("cap8m", 8)
+        rc, out, err = run_slabtap(["model", "advise", "--db", db, "--run", "cap8m", "--verify",
+                                    "--objective", "memory", "--max-classes", "20"])
+        ctx = "advise output:\n%s\nstderr:\n%s" % (out, err[-3000:])
+        self.assertEqual(rc, 0, ctx)
+        self.assertIn("capacity: objective memory -- least memory for the whole working set", out)
+        cands = parse_candidates(out)
+        own = cands[0]
+        for c in cands:
+            self.assertEqual(c["evictions"], 0, ctx)  # no limit
+            self.assertEqual(c["items"], own["items"], ctx)
+        rec = [c for c in cands if c["recommended"]][0]
+        self.assertLessEqual(rec["memory"], own["memory"], ctx)
+        # every ladder within --max-classes 20 (item 7): slab_sizes <= 19 sizes
+        for c in cands[1:]:
+            m = re.search(r"slab_sizes=([\d-]+)", c["flags"])
+            if m:
+                self.assertLessEqual(len(m.group(1).split("-")), 19, ctx)
+        _, vf = parse_advise(out)
+        caps = {k[4:]: v for k, v in vf.items() if k.startswith("cap:")}
+        self.assertGreaterEqual(len(caps), 2, ctx)
+        for label, v in caps.items():
+            self.assertEqual(v["malloced"], v["pred_malloced"], label + "\n" + ctx)
+            self.assertEqual(v["items"], v["pred_items"], label + "\n" + ctx)
+            self.assertEqual(v["evictions"], 0, ctx)
 
 
 if __name__ == "__main__":

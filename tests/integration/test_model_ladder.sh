@@ -146,6 +146,10 @@ check "slab_sizes 100-200-1000-9000" "-o slab_sizes=100-200-1000-9000" \
     "--slab-sizes 100-200-1000-9000"
 check "-I 2m slab_chunk_max 262144" "-I 2m -o $(scm 262144)" "-I 2m --slab-chunk-max 262144"
 check "-n 10 -f 2" "-n 10 -f 2" "-n 10 -f 2"
+# a factor with three decimals (stats settings prints 1.12) and issue 11's slab_sizes
+check "-f 1.125" "-f 1.125" "-f 1.125"
+check "slab_sizes 100-200-400-800-1600" "-o slab_sizes=100-200-400-800-1600" \
+    "--slab-sizes 100-200-400-800-1600"
 check "-C (ladder unchanged)" "-C" "--no-cas"
 check "62 slab_sizes" "-o slab_sizes=$(seq -s- 100 10 710)" "--slab-sizes $(seq -s- 100 10 710)"
 

@@ -393,7 +393,7 @@ class ModelPredictTest(mctest.ServerTestCase):
             self.stop_clean(px)
             rc, out, err = self.predict(px.db, name)
             self.assertIn("verdict: NOT COMPARABLE EXACTLY", out, name + "\n" + out + err)
-            self.assertIn("incr/decr or chunked appends 1,", out)
+            self.assertIn("1 appends/prepends with chunked data", out)
             self.assertEqual(rc, 0, out + err)
 
     def test_evictions_not_exact(self):

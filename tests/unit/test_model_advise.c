@@ -13,11 +13,18 @@
  *   - advise_search_factor: a valid ladder, never worse than the settings
  *     it starts from;
  *   - advise_cliffs: the -f 1.08 cliff (class 63 = 524288 takes items of
- *     13,801..524,288 bytes).
+ *     13,801..524,288 bytes);
+ *   - advise_search_factor_max keeps to its class count; advise_eval.pages
+ *     by hand; advise_hist_from_seq follows overwrites, deletes, appends;
+ *   - advise_capacity: on a bimodal write sequence, for both objectives and
+ *     several memory limits, the recommendation never loses to the current
+ *     settings, is never over_limit, and is the current settings when
+ *     nothing beats them (a single size the default ladder fits).
  * Prints every failing case; exits 1 if any.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/advise.h"
@@ -544,9 +551,107 @@ static void test_cliffs(struct tally *t)
     advise_hist_free(&h);
 }
 
+static void test_capacity_advice(struct tally *t)
+{
+    struct slab_settings base, best;
+    struct slab_ladder l;
+    struct advise_eval be;
+    struct advise_hist h;
+    struct capacity_seq seq;
+    slab_settings_default(&base);
+    /* pages by hand: 1770 items of 1067 in 1184-byte chunks (885 a page) */
+    static const uint64_t one[][2] = { { 1067, 1770 } };
+    hist_of(&h, one, N(one));
+    build(&l, &base);
+    advise_evaluate(&l, &h, &be);
+    TALLY_CHECK(t, be.pages == 2, "pages %llu, want 2", (unsigned long long)be.pages);
+    for (uint32_t k = 16; k <= 63; k += 7) { /* -f 2.0 -n 512 still has 11 */
+        TALLY_CHECK(t, advise_search_factor_max(&base, &h, k, &best, &be) == 0, "max %u", k);
+        build(&l, &best);
+        TALLY_CHECK(t, l.n_classes <= k, "max %u: %u classes", k, l.n_classes);
+    }
+    TALLY_CHECK(t, advise_search_factor_max(&base, &h, 4, &best, &be) == -1,
+                "no -f/-n ladder has 4 classes");
+    advise_hist_free(&h);
+
+    /* a bimodal sequence: 6000 small keys (value 200..400), 2000 large
+     * (4700..5300), a third of the small ones rewritten, 500 deleted, 100
+     * appended to */
+    capacity_seq_init(&seq);
+    uint64_t x = 88172645463325252ULL;
+#define RND() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+    for (uint64_t i = 0; i < 6000; i++)
+        capacity_seq_add(&seq, i, CAPACITY_SET, 12, 0, 200 + RND() % 201);
+    for (uint64_t i = 0; i < 2000; i++)
+        capacity_seq_add(&seq, 100000 + i, CAPACITY_SET, 12, 0, 4700 + RND() % 601);
+    for (uint64_t i = 0; i < 2000; i++)
+        capacity_seq_add(&seq, i, CAPACITY_SET, 12, 0, 200 + RND() % 201);
+    for (uint64_t i = 0; i < 500; i++)
+        capacity_seq_add(&seq, 3000 + i, CAPACITY_DELETE, 12, 0, 0);
+    for (uint64_t i = 0; i < 100; i++)
+        capacity_seq_add(&seq, 4000 + i, CAPACITY_APPEND, 12, 0, 10);
+#undef RND
+    advise_hist_init(&h);
+    TALLY_CHECK(t, advise_hist_from_seq(&seq, 0, seq.n, true, &h) == 0, "hist_from_seq");
+    uint64_t items = 0;
+    for (size_t i = 0; i < h.n; i++)
+        items += h.count[i];
+    TALLY_CHECK(t, items == 7500, "live items %llu, want 7500", (unsigned long long)items);
+    struct advise_candidate *c = calloc(ADVISE_MAX_CANDIDATES, sizeof *c);
+    static const uint64_t limits[] = { 2, 4, 8, 16, 64 };
+    for (int obj = 0; obj < 2 && c; obj++) {
+        for (size_t li = 0; li < N(limits); li++) {
+            size_t n = 0;
+            uint32_t maxc = li % 2 ? 20 : 63;
+            int rec = advise_capacity(&base, &h, &seq, 0, seq.n, (enum capacity_objective)obj,
+                                      limits[li] << 20, maxc, c, &n);
+            TALLY_CHECK(t, rec >= 0 && n >= 3, "obj %d -m %llu: rec %d, %zu candidates", obj,
+                        (unsigned long long)limits[li], rec, n);
+            if (rec < 0)
+                continue;
+            TALLY_CHECK(
+                t, capacity_compare((enum capacity_objective)obj, &c[rec].cap, &c[0].cap) >= 0,
+                "obj %d -m %llu: recommendation loses", obj, (unsigned long long)limits[li]);
+            TALLY_CHECK(t, rec == 0 || (c[rec].vs_current > 0 && !c[rec].over_limit),
+                        "obj %d -m %llu: recommended %s ties or is over -m", obj,
+                        (unsigned long long)limits[li], c[rec].label);
+            TALLY_CHECK(t, !strcmp(c[0].label, "the run's own settings"), "label 0");
+            for (size_t i = 1; i < n; i++) {
+                build(&l, &c[i].s);
+                TALLY_CHECK(t, l.n_classes <= maxc, "%s: %u classes over %u", c[i].label,
+                            l.n_classes, maxc);
+                if (obj == CAPACITY_OBJ_MEMORY)
+                    TALLY_CHECK(t, c[i].cap.evictions == 0 && c[i].cap.items == 7500,
+                                "memory objective runs without a limit");
+            }
+        }
+    }
+    advise_hist_free(&h);
+    capacity_seq_free(&seq);
+
+    /* one size that the default ladder fits snugly: nothing beats it on memory */
+    capacity_seq_init(&seq);
+    for (uint64_t i = 0; i < 3000; i++) /* 48 + 8 + 1 + 1117 + 2 + 8 = 1184 */
+        capacity_seq_add(&seq, i, CAPACITY_SET, 8, 0, 1117);
+    advise_hist_init(&h);
+    advise_hist_from_seq(&seq, 0, seq.n, true, &h);
+    size_t n = 0;
+    int rec =
+        c ? advise_capacity(&base, &h, &seq, 0, seq.n, CAPACITY_OBJ_MEMORY, 0, 63, c, &n) : -1;
+    TALLY_CHECK(t, rec == 0, "snug fit: recommended %d (%s)", rec, rec > 0 ? c[rec].label : "-");
+    if (rec == 0)
+        TALLY_CHECK(t, c[0].cap.chunk_waste == 0 && c[0].cap.pages == 4,
+                    "snug: waste %llu pages %llu", (unsigned long long)c[0].cap.chunk_waste,
+                    (unsigned long long)c[0].cap.pages);
+    advise_hist_free(&h);
+    capacity_seq_free(&seq);
+    free(c);
+}
+
 int main(void)
 {
     struct tally t = { 0, 0 };
+    test_capacity_advice(&t);
     test_evaluate(&t);
     test_evaluate_chunked(&t);
     test_fit_brute(&t);

@@ -617,6 +617,188 @@ static void test_class_for(struct tally *t)
     TALLY_CHECK(t, slab_ladder_class_for(&l, 1048577) == 0, "above -I");
 }
 
+/* ---- memcached's command line: slab_settings_from_flags ---- */
+
+struct flags_case {
+    const char *flags, *version;
+    enum slab_status st;
+    unsigned given;
+    double f;
+    uint32_t n, item_max, scm, nsizes, first_size;
+    uint64_t mem_mb;
+    bool cas;
+};
+
+/* memcached.c 1.6.18 getopt string and longopts; -o slab_chunk_max as
+ * 1.6.23 (bytes) and 1.6.24 (kilobytes) parse it. */
+static const struct flags_case flags_cases[] = {
+    { "", NULL, SLAB_OK, 0, 1.25, 48, 1048576, 524288, 0, 0, 64, true },
+    { "-m 1024 -f 1.125", NULL, SLAB_OK, SLAB_GIVEN_MEM | SLAB_GIVEN_FACTOR, 1.125, 48, 1048576,
+      524288, 0, 0, 1024, true },
+    { "-f1.08 -n16", NULL, SLAB_OK, SLAB_GIVEN_FACTOR | SLAB_GIVEN_MIN, 1.08, 16, 1048576, 524288,
+      0, 0, 64, true },
+    { "--slab-growth-factor=1.5 --slab-min-size 32 --max-item-size=2m", NULL, SLAB_OK,
+      SLAB_GIVEN_FACTOR | SLAB_GIVEN_MIN | SLAB_GIVEN_ITEM_MAX, 1.5, 32, 2097152, 524288, 0, 0, 64,
+      true },
+    { "-o slab_sizes=100-200-400-800-1600", NULL, SLAB_OK, SLAB_GIVEN_SIZES, 1.25, 48, 1048576,
+      524288, 5, 100, 64, true },
+    { "-o modern,slab_sizes=100-200,slab_chunk_max=16384", "1.6.18", SLAB_OK,
+      SLAB_GIVEN_SIZES | SLAB_GIVEN_CHUNK_MAX, 1.25, 48, 1048576, 16384, 2, 100, 64, true },
+    { "-o slab_chunk_max=16384", "1.6.23", SLAB_OK, SLAB_GIVEN_CHUNK_MAX, 1.25, 48, 1048576, 16384,
+      0, 0, 64, true },
+    { "-o slab_chunk_max=16", "1.6.24", SLAB_OK, SLAB_GIVEN_CHUNK_MAX, 1.25, 48, 1048576, 16384, 0,
+      0, 64, true },
+    { "--extended=slab_chunk_max=64", "memcached 1.6.45", SLAB_OK, SLAB_GIVEN_CHUNK_MAX, 1.25, 48,
+      1048576, 65536, 0, 0, 64, true },
+    { "-Cv -vv -t 4 -p 11211 -U 0 -l 127.0.0.1 -c 1024 -u nobody", NULL, SLAB_OK, SLAB_GIVEN_NO_CAS,
+      1.25, 48, 1048576, 524288, 0, 0, 64, false },
+    { "--disable-cas --threads=2 -M", NULL, SLAB_OK, SLAB_GIVEN_NO_CAS, 1.25, 48, 1048576, 524288,
+      0, 0, 64, false },
+    { "-Q", NULL, SLAB_ERR_SYNTAX, 0, 0, 0, 0, 0, 0, 0, 0, true },
+    { "-f", NULL, SLAB_ERR_SYNTAX, 0, 0, 0, 0, 0, 0, 0, 0, true },
+    { "-f 1.2x", NULL, SLAB_ERR_SYNTAX, 0, 0, 0, 0, 0, 0, 0, 0, true },
+    { "-m lots", NULL, SLAB_ERR_SYNTAX, 0, 0, 0, 0, 0, 0, 0, 0, true },
+    { "--no-such-option", NULL, SLAB_ERR_SYNTAX, 0, 0, 0, 0, 0, 0, 0, 0, true },
+    { "1024", NULL, SLAB_ERR_SYNTAX, 0, 0, 0, 0, 0, 0, 0, 0, true },
+    { "-o slab_sizes=100-x", NULL, SLAB_ERR_SYNTAX, 0, 0, 0, 0, 0, 0, 0, 0, true },
+    { "-o slab_chunk_max=abc", NULL, SLAB_ERR_SYNTAX, 0, 0, 0, 0, 0, 0, 0, 0, true },
+};
+
+static void test_from_flags(struct tally *t)
+{
+    for (size_t i = 0; i < sizeof flags_cases / sizeof flags_cases[0]; i++) {
+        const struct flags_case *c = &flags_cases[i];
+        struct slab_settings s;
+        unsigned given = 99;
+        char err[200] = "";
+        enum slab_status st =
+            slab_settings_from_flags(&s, &given, c->flags, c->version, err, sizeof err);
+        TALLY_CHECK(t, st == c->st, "flags \"%s\": status %s, want %s (%s)", c->flags,
+                    slab_status_str(st), slab_status_str(c->st), err);
+        if (st != SLAB_OK) {
+            TALLY_CHECK(t, err[0] != '\0', "flags \"%s\": no message", c->flags);
+            continue;
+        }
+        TALLY_CHECK(t,
+                    given == c->given && s.growth_factor == c->f && s.chunk_size_min == c->n &&
+                        s.item_size_max == c->item_max && s.slab_chunk_max == c->scm &&
+                        s.n_slab_sizes == c->nsizes &&
+                        (!c->nsizes || s.slab_sizes[0] == c->first_size) &&
+                        s.mem_limit == c->mem_mb * 1024 * 1024 && s.use_cas == c->cas,
+                    "flags \"%s\" (version %s): given %x f %g n %u I %u scm %u sizes %u mem %llu "
+                    "cas %d",
+                    c->flags, c->version ? c->version : "-", given, s.growth_factor,
+                    s.chunk_size_min, s.item_size_max, s.slab_chunk_max, s.n_slab_sizes,
+                    (unsigned long long)s.mem_limit, s.use_cas);
+    }
+}
+
+/* ---- the -o slab_chunk_max unit boundary: 1.6.23 bytes, 1.6.24 kilobytes ---- */
+
+static void test_versions(struct tally *t)
+{
+    static const struct {
+        const char *v;
+        int at_least_1_6_24;
+    } cases[] = {
+        { "1.6.18", 0 },     { "1.6.23", 0 },
+        { "1.6.24", 1 },     { "1.6.25", 1 },
+        { "1.6.45", 1 },     { "1.7.0", 1 },
+        { "2.0.0", 1 },      { "1.5.99", 0 },
+        { "1.6.24-rc1", 1 }, { "memcached 1.6.24", 1 },
+        { "1.6", -1 },       { "", -1 },
+        { "garbage", -1 },   { "1.6.x", -1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int got = slab_version_at_least(cases[i].v, 1, 6, 24);
+        TALLY_CHECK(t, got == cases[i].at_least_1_6_24, "version \"%s\" >= 1.6.24: %d, want %d",
+                    cases[i].v, got, cases[i].at_least_1_6_24);
+        TALLY_CHECK(t, slab_chunk_max_in_kb(cases[i].v) == (cases[i].at_least_1_6_24 == 1),
+                    "version \"%s\": slab_chunk_max in kilobytes", cases[i].v);
+    }
+    TALLY_CHECK(t, !slab_chunk_max_in_kb(NULL), "no version: bytes (1.6.18)");
+}
+
+/* ---- the flag builder, both sides of the boundary ---- */
+
+static void test_flags_for(struct tally *t)
+{
+    static const struct {
+        const char *settings, *version, *want; /* want NULL: refused */
+    } cases[] = {
+        { "", "1.6.18", "-m 64 -n 48 -f 1.25" },
+        { "", "1.6.45", "-m 64 -n 48 -f 1.25" },
+        { "-f 1.125", "1.6.18", "-m 64 -n 48 -f 1.125" },
+        { "-f 1.08 -n 16 -C", "1.6.24", "-m 64 -n 16 -f 1.08 -C" },
+        { "-o slab_chunk_max=16384", "1.6.23", "-m 64 -n 48 -f 1.25 -o slab_chunk_max=16384" },
+        { "-o slab_chunk_max=16384", "1.6.24", "-m 64 -n 48 -f 1.25 -o slab_chunk_max=16" },
+        { "-o slab_chunk_max=16384", NULL, "-m 64 -n 48 -f 1.25 -o slab_chunk_max=16384" },
+        { "-I 2m -o slab_chunk_max=262144", "1.6.45",
+          "-m 64 -n 48 -f 1.25 -I 2097152 -o slab_chunk_max=256" },
+        { "-o slab_sizes=100-200-400,slab_chunk_max=16384", "1.6.18",
+          "-m 64 -o slab_sizes=100-200-400 -o slab_chunk_max=16384" },
+        { "-o slab_sizes=100-200-400,slab_chunk_max=16384", "1.6.45",
+          "-m 64 -o slab_sizes=100-200-400 -o slab_chunk_max=16" },
+        { "-o slab_chunk_max=16000", "1.6.18", "-m 64 -n 48 -f 1.25 -o slab_chunk_max=16000" },
+        { "-o slab_chunk_max=16000", "1.6.24", NULL }, /* not a whole number of KB */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct slab_settings s;
+        char out[256] = "", err[200] = "";
+        TALLY_CHECK(t,
+                    slab_settings_from_flags(&s, NULL, cases[i].settings, NULL, err, sizeof err) ==
+                        SLAB_OK,
+                    "settings \"%s\": %s", cases[i].settings, err);
+        int rc =
+            slab_settings_flags_for(&s, 64, cases[i].version, out, sizeof out, err, sizeof err);
+        if (!cases[i].want) {
+            TALLY_CHECK(t, rc == -1 && strstr(err, "kilobytes"),
+                        "\"%s\" on %s: refused (%d, \"%s\", \"%s\")", cases[i].settings,
+                        cases[i].version, rc, out, err);
+            continue;
+        }
+        TALLY_CHECK(t, rc == 0 && !strcmp(out, cases[i].want),
+                    "\"%s\" on %s: \"%s\", want \"%s\" (%s)", cases[i].settings,
+                    cases[i].version ? cases[i].version : "-", out, cases[i].want, err);
+        /* what the builder writes, the converter reads back the same */
+        struct slab_settings back;
+        TALLY_CHECK(t,
+                    slab_settings_from_flags(&back, NULL, out, cases[i].version, err, sizeof err) ==
+                            SLAB_OK &&
+                        back.slab_chunk_max == s.slab_chunk_max &&
+                        back.growth_factor == s.growth_factor &&
+                        back.n_slab_sizes == s.n_slab_sizes && back.use_cas == s.use_cas,
+                    "\"%s\" read back on %s", out, cases[i].version ? cases[i].version : "-");
+    }
+    /* the 1.6.18 wrapper: bytes */
+    struct slab_settings s;
+    char out[128];
+    slab_settings_default(&s);
+    s.slab_chunk_max = 32768;
+    slab_settings_flags(&s, 100, out, sizeof out);
+    TALLY_CHECK(t, !strcmp(out, "-m 100 -n 48 -f 1.25 -o slab_chunk_max=32768"), "wrapper: %s",
+                out);
+}
+
+/* ---- -f text memcached reads back exactly ---- */
+
+static void test_factor_text(struct tally *t)
+{
+    static const struct {
+        double f;
+        const char *want;
+    } cases[] = {
+        { 1.25, "1.25" }, { 1.125, "1.125" },   { 1.08, "1.08" },        { 1.1, "1.10" },
+        { 2.0, "2.00" },  { 1.1242, "1.1242" }, { 109 / 100.0, "1.09" }, { 1.00001, "1.00001" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[32];
+        slab_factor_text(cases[i].f, out, sizeof out);
+        TALLY_CHECK(t, !strcmp(out, cases[i].want), "factor %.17g: \"%s\", want \"%s\"", cases[i].f,
+                    out, cases[i].want);
+    }
+}
+
 int main(void)
 {
     struct tally t = { 0, 0 };
@@ -630,5 +812,9 @@ int main(void)
     test_counters_mixed(&t);
     test_counters_pages(&t);
     test_counters_underflow(&t);
+    test_from_flags(&t);
+    test_versions(&t);
+    test_flags_for(&t);
+    test_factor_text(&t);
     return tally_done("test_slab_model", &t);
 }
