@@ -751,8 +751,14 @@ static enum workload_next replay_read_line(struct replay *r, char *err, size_t e
     if (len && r->buf[len - 1] == '\n')
         r->buf[--len] = '\0';
     else if (!feof(r->f)) {
-        replay_why(err, errlen, REPLAY_E_FORMAT, "%s:%llu: line longer than %d bytes", r->path,
-                   (unsigned long long)r->line, REPLAY_LINE_MAX - 1);
+        /* fgets stops at a newline or a full buffer: a line that ends
+         * short of both held a NUL byte, which strlen stopped at */
+        if (len + 1 < sizeof r->buf)
+            replay_why(err, errlen, REPLAY_E_FORMAT, "%s:%llu: a NUL byte at column %zu", r->path,
+                       (unsigned long long)r->line, len + 1);
+        else
+            replay_why(err, errlen, REPLAY_E_FORMAT, "%s:%llu: line longer than %d bytes", r->path,
+                       (unsigned long long)r->line, REPLAY_LINE_MAX - 1);
         return WORKLOAD_NEXT_ERROR;
     }
     if (len && r->buf[len - 1] == '\r')

@@ -247,6 +247,21 @@ static void test_csv_file(void)
     snprintf(want, sizeof want, "%s:5: unknown op 'GRAB'", path);
     CHECK(r && nx == WORKLOAD_NEXT_ERROR && !strcmp(err, want), "error '%s' want '%s'", err, want);
     replay_close(r);
+    /* a NUL byte in a line is named as such, not as a line too long */
+    fd = open(path, O_WRONLY | O_TRUNC);
+    static const char nul_text[] =
+        "op_time,key,key_size,op,op_count,size,cache_hits,ttl\n"
+        "1,111,3,SET,3,10,0,\n2,1\0001,3,GET,1,10,1,\n3,111,3,GET,1,1,0,\n";
+    CHECK(fd >= 0 && write(fd, nul_text, sizeof nul_text - 1) == (ssize_t)(sizeof nul_text - 1),
+          "write nul");
+    close(fd);
+    r = NULL;
+    CHECK(replay_open(&r, REPLAY_CACHELIB, path, 0, err, sizeof err) == REPLAY_OK, "open: %s", err);
+    while (r && (nx = replay_next(r, &it, err, sizeof err)) == WORKLOAD_NEXT_ITEM)
+        ;
+    snprintf(want, sizeof want, "%s:3: a NUL byte at column 4", path);
+    CHECK(r && nx == WORKLOAD_NEXT_ERROR && !strcmp(err, want), "error '%s' want '%s'", err, want);
+    replay_close(r);
     CHECK(replay_open(&r, REPLAY_TWITTER, "/nonexistent/trace.csv", 0, err, sizeof err) ==
                   REPLAY_E_OPEN &&
               !strcmp(err, "/nonexistent/trace.csv: cannot open"),
