@@ -3,12 +3,22 @@
 # recording proxy, each run against a memcached this script's runner starts
 # itself (the memcached on PATH; MEMCACHED=/path/to/memcached for another,
 # SLABTAP_DOCKER=1 for the digest-pinned image in docker/). Writes results/:
-# the CSVs and summary.txt, every figure produced by a query in
-# schema/queries over results/runs.db.
+# the CSVs, the charts (SVG, drawn by slabtap from the same queries) and
+# summary.txt, every figure produced by a query in schema/queries over
+# results/runs.db.
+#
+# The reference harness's knobs, read by `slabtap experiment` itself:
+#   RESULTS_DIR  where everything goes (default results)
+#   N_ITEMS      items of experiments 1 and 2 (default 400000; gates follow)
+#   MC_IMAGE     run memcached from this Docker image (implies docker)
+#   MC_HOST, MC_PORT  an existing memcached (default 127.0.0.1, 11311): the
+#                runs whose flags its `stats settings` show use it, the others
+#                are refused (slabtap cannot restart someone else's server)
+# On a terminal each run shows a live progress line; never in summary.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS=(build-essential cmake pkg-config libuv1-dev libhttp-parser-dev libsqlite3-dev sqlite3 memcached)
+PKGS=(build-essential cmake pkg-config libuv1-dev libhttp-parser-dev libsqlite3-dev sqlite3 memcached libjs-chart.js)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -28,16 +38,25 @@ mkdir -p "$RESULTS"
 rm -f "$RESULTS/runs.db" "$RESULTS/runs.db-wal" "$RESULTS/runs.db-shm"
 RUNNER=(build/slabtap experiment --db "$RESULTS/runs.db" --results "$RESULTS")
 [ -n "${MEMCACHED:-}" ] && RUNNER+=(--memcached "$MEMCACHED")
-[ -n "${SLABTAP_DOCKER:-}" ] && RUNNER+=(--docker)
+[ -n "${SLABTAP_DOCKER:-}" ] && [ -z "${MC_IMAGE:-}" ] && RUNNER+=(--docker)
+# the progress line goes to the terminal, not through tee into summary.txt
+if [ -t 2 ]; then exec 3>&2; RUNNER+=(--progress-fd 3); fi
+if [ -n "${MC_HOST:-}${MC_PORT:-}" ]; then
+  MC_DESC="existing memcached at ${MC_HOST:-127.0.0.1}:${MC_PORT:-11311}"
+elif [ -n "${MC_IMAGE:-}" ]; then
+  MC_DESC="docker image $MC_IMAGE"
+else
+  MC_DESC="${MEMCACHED:-$(command -v memcached)} ($(${MEMCACHED:-memcached} -V))"
+fi
 
 {
   echo "slabtap $(build/slabtap --version | cut -d' ' -f2) -- memcached slab experiments through the recording proxy"
-  echo "memcached: ${MEMCACHED:-$(command -v memcached)} ($(${MEMCACHED:-memcached} -V))"
+  echo "memcached: $MC_DESC"
   echo "started: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(nproc) cores"
   echo
   start=$(date +%s)
   "${RUNNER[@]}" experiments/exp1_rounding.exp experiments/exp2_growth_factor.exp \
-                 experiments/exp3_calcification.exp 2>&1 | grep -v '^slabtap load: .*ETA'
+                 experiments/exp3_calcification.exp 2>&1
   sqlite3 -header -csv "$RESULTS/runs.db" < schema/queries/run_metadata.sql > "$RESULTS/run_metadata.csv"
   echo "wrote $RESULTS/run_metadata.csv (schema/queries/run_metadata.sql)"
   echo

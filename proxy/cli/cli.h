@@ -28,6 +28,7 @@ int cli_proxy_main(int argc, char **argv);
 int cli_model_main(int argc, char **argv);
 int cli_experiment_main(int argc, char **argv);
 int cli_load_main(int argc, char **argv);
+int cli_top_main(int argc, char **argv);
 
 /* -v/--verbose and -q/--quiet: two table rows writing an int log level
  * (start it at log_get_level(); log_set_level() it after parsing). seen

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/addr.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "experiment/experiment.h"
@@ -23,15 +24,24 @@ static void exp_usage(FILE *f)
             "loopback port, puts the recording proxy in front, sends the workload through\n"
             "it, takes a final stats sample, checks the gates (every write recorded,\n"
             "same-plan-as fingerprints, gate=model exactness), then writes the exports.\n\n"
-            "  --db FILE          database (default results/runs.db)\n"
-            "  --results DIR      where exports go (default results)\n"
+            "  --db FILE          database (default RESULTS/runs.db)\n"
+            "  --results DIR      where exports and charts go (env RESULTS_DIR, default "
+            "results)\n"
             "  --memcached PATH   memcached binary (default: memcached on PATH)\n"
             "  --docker           run memcached with docker, image from docker/memcached.image\n"
-            "  --image REF        the image for --docker\n"
+            "  --image REF        the image for --docker (implies --docker; env MC_IMAGE)\n"
+            "  --items N          item count of the runs with items= (experiments 1 and 2);\n"
+            "                     the gates follow it (env N_ITEMS; default: the spec's)\n"
+            "  --upstream HOST:PORT  an existing memcached (env MC_HOST, MC_PORT): runs whose\n"
+            "                     flags its `stats settings` show use it, never restarted;\n"
+            "                     the others are refused\n"
             "  --stats-interval MS  stats poll interval (default 250, at least %d)\n"
             "  -v, --verbose      debug log lines too\n"
             "  -q, --quiet        warnings and errors only\n"
-            "  -h, --help         this text\n",
+            "  -h, --help         this text\n"
+            "  --progress-fd N    the live line goes to descriptor N instead of stderr\n"
+            "On a terminal each run shows a live line (phase, ops done, ETA) on stderr\n"
+            "(or --progress-fd); nothing of it otherwise.\n",
             POLLER_INTERVAL_MIN_MS);
 }
 
@@ -57,11 +67,12 @@ static int exp_default_image(char *out, size_t len, const char *spec)
 
 /* Flags into o and image; the spec files are argv[*first..argc-1]. */
 static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_options *o,
-                                      char *image, size_t image_len, int *first, char *err,
-                                      size_t errlen)
+                                      char *image, size_t image_len, char *upstream,
+                                      size_t upstream_len, int *first, char *err, size_t errlen)
 {
-    const char *image_arg = NULL;
-    uint64_t stats_ms = o->stats_ms;
+    const char *image_arg = getenv("MC_IMAGE");
+    const char *upstream_arg = NULL, *items_env = getenv("N_ITEMS");
+    uint64_t stats_ms = o->stats_ms, items = 0, progress_fd = 0;
     int level = (int)log_get_level();
     const struct opt_spec table[] = {
         { "db", 0, OPT_STRING, .dest = &o->db },
@@ -69,6 +80,9 @@ static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_o
         { "memcached", 0, OPT_STRING, .dest = &o->memcached },
         { "docker", 0, OPT_FLAG, .dest = &o->docker },
         { "image", 0, OPT_STRING, .dest = &image_arg },
+        { "items", 0, OPT_UINT, .dest = &items, .min = 1, .max = 1000000000000ull },
+        { "upstream", 0, OPT_STRING, .dest = &upstream_arg },
+        { "progress-fd", 0, OPT_UINT, .dest = &progress_fd, .min = 1, .max = 1023 },
         { "stats-interval", 0, OPT_UINT, .dest = &stats_ms, .min = POLLER_INTERVAL_MIN_MS,
           .max = UINT_MAX },
         CLI_OPTS_VERBOSITY(&level, NULL),
@@ -79,9 +93,37 @@ static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_o
         return r;
     log_set_level((enum log_level)level);
     o->stats_ms = (unsigned)stats_ms;
+    if (!items && items_env && items_env[0]) {
+        char *end;
+        items = strtoull(items_env, &end, 10);
+        if (*end || !items || items_env[0] == '-')
+            return opt_error(err, errlen, "experiment", "N_ITEMS: want a count of 1 or more");
+    }
+    o->items = items;
+    o->progress_fd = (int)progress_fd;
+    if (upstream_arg)
+        snprintf(upstream, upstream_len, "%s", upstream_arg);
+    else if ((getenv("MC_HOST") && getenv("MC_HOST")[0]) ||
+             (getenv("MC_PORT") && getenv("MC_PORT")[0]))
+        snprintf(upstream, upstream_len, "%s:%s",
+                 getenv("MC_HOST") && getenv("MC_HOST")[0] ? getenv("MC_HOST") : "127.0.0.1",
+                 getenv("MC_PORT") && getenv("MC_PORT")[0] ? getenv("MC_PORT") : "11311");
+    if (upstream[0]) {
+        struct sockaddr_storage a;
+        if (addr_parse(upstream, &a))
+            return opt_error(err, errlen, "experiment",
+                             "--upstream / MC_HOST:MC_PORT: '%s' is not HOST:PORT", upstream);
+        if (o->docker || o->memcached)
+            return opt_error(err, errlen, "experiment",
+                             "--upstream is a memcached slabtap does not start: not with "
+                             "--docker or --memcached");
+        o->upstream = upstream;
+    }
+    if (image_arg && image_arg[0] && !upstream[0])
+        o->docker = true;
     if (*first >= argc)
         return opt_error(err, errlen, "experiment", "need a spec file");
-    snprintf(image, image_len, "%s", image_arg ? image_arg : "");
+    snprintf(image, image_len, "%s", image_arg && o->docker ? image_arg : "");
     if (o->docker && !image[0] && exp_default_image(image, image_len, argv[*first]))
         return opt_error(err, errlen, "experiment",
                          "--docker needs docker/memcached.image or --image");
@@ -90,18 +132,24 @@ static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_o
 
 int cli_experiment_main(int argc, char **argv)
 {
-    struct experiment_options o = { .db = "results/runs.db",
-                                    .results = "results",
+    const char *rd = getenv("RESULTS_DIR");
+    struct experiment_options o = { .db = NULL,
+                                    .results = rd && rd[0] ? rd : "results",
                                     .stats_ms = 250 };
-    char image[256] = "", err[512];
+    char image[256] = "", upstream[ADDR_TEXT_MAX + 16] = "", err[512], db[1024];
     int first = argc, failed = 0;
-    switch (exp_parse_args(argc, argv, &o, image, sizeof image, &first, err, sizeof err)) {
+    switch (exp_parse_args(argc, argv, &o, image, sizeof image, upstream, sizeof upstream, &first,
+                           err, sizeof err)) {
     case OPT_HELP: exp_usage(stdout); return 0;
     case OPT_ERROR:
         fprintf(stderr, "%s\n\n", err);
         exp_usage(stderr);
         return 2;
     case OPT_OK: break;
+    }
+    if (!o.db) {
+        snprintf(db, sizeof db, "%s/runs.db", o.results);
+        o.db = db;
     }
     o.image = image;
     /* load_run and the proxy write with write(2): a client or memcached that

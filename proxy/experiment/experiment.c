@@ -15,11 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/addr.h"
 #include "core/fileio.h"
 #include "core/log.h"
+#include "experiment/chart.h"
 #include "experiment/export.h"
+#include "experiment/extmc.h"
+#include "experiment/mcflags.h"
 #include "experiment/spec.h"
 #include "load/load.h"
 #include "load/mcserver.h"
@@ -34,6 +38,7 @@ struct exp_outcome {
     int64_t run_id;
     struct load_result load;
     char mc_cmdline[1024];
+    unsigned long long items; /* items=N of the run, as --items made it (0: none) */
     bool ok;
 };
 
@@ -85,12 +90,58 @@ struct exp_live {
     atomic_bool stop;
     int load_rc;
     bool closing;
+    /* the live progress line (stderr a terminal only) */
+    uv_timer_t progress;
+    bool progress_on, progress_shown;
+    int progress_fd;
+    const char *run_name;
+    uint64_t total_ops, t_start;
+    uv_mutex_t phase_lock;
+    char phase[WORKLOAD_NAME_MAX];
 };
+
+#define EXP_PROGRESS_MS 250
 
 static void exp_load_phase(void *ud, const char *name)
 {
     struct exp_live *x = ud;
+    uv_mutex_lock(&x->phase_lock);
+    snprintf(x->phase, sizeof x->phase, "%s", name);
+    uv_mutex_unlock(&x->phase_lock);
     app_mark_phase(&x->app, name);
+}
+
+/* "\r== exp1_worst  phase load  123456/400000 ops  ETA 0:03": requests the
+ * proxy has forwarded (the fences behind noreply ops included) against
+ * the plan's ops. */
+static void exp_progress_line(struct exp_live *x, bool final)
+{
+    char phase[WORKLOAD_NAME_MAX], eta[48] = "";
+    uint64_t done = 0;
+    for (int c = 0; c < MC_CMD_COUNT; c++)
+        done += x->app.px.requests_by_cmd[c];
+    if (x->total_ops && done > x->total_ops)
+        done = x->total_ops;
+    uv_mutex_lock(&x->phase_lock);
+    snprintf(phase, sizeof phase, "%s", x->phase[0] ? x->phase : "-");
+    uv_mutex_unlock(&x->phase_lock);
+    double secs = (double)(uv_hrtime() - x->t_start) / 1e9;
+    if (!final && done && x->total_ops > done && secs > 0) {
+        uint64_t left = (uint64_t)((double)(x->total_ops - done) / ((double)done / secs));
+        snprintf(eta, sizeof eta, "  ETA %llu:%02llu", (unsigned long long)(left / 60),
+                 (unsigned long long)(left % 60));
+    } else if (final) {
+        snprintf(eta, sizeof eta, "  %.1f s", secs);
+    }
+    fflush(stderr);
+    dprintf(x->progress_fd, "\r== %s  phase %s  %llu/%llu ops%s\033[K%s", x->run_name, phase,
+            (unsigned long long)done, (unsigned long long)x->total_ops, eta, final ? "\n" : "");
+    x->progress_shown = true;
+}
+
+static void exp_on_progress(uv_timer_t *t)
+{
+    exp_progress_line(t->data, false);
 }
 
 static void exp_load_thread(void *arg)
@@ -113,6 +164,11 @@ static void exp_on_done(uv_async_t *h)
     if (x->closing)
         return;
     x->closing = true;
+    if (x->progress_on) {
+        uv_timer_stop(&x->progress);
+        uv_close((uv_handle_t *)&x->progress, NULL);
+        exp_progress_line(x, true);
+    }
     app_close(&x->app, exp_app_closed);
 }
 
@@ -125,15 +181,15 @@ static void exp_on_signal(uv_signal_t *h, int sig)
 }
 
 static void exp_app_config(struct app_config *cfg, const struct experiment_options *o,
-                           const struct exp_run *r, int proxy_port, int mc_port, char *options,
-                           size_t olen)
+                           const struct exp_run *r, int proxy_port, const char *upstream,
+                           char *options, size_t olen)
 {
     char addr[64];
     memset(cfg, 0, sizeof *cfg);
     proxy_config_defaults(&cfg->proxy);
     snprintf(addr, sizeof addr, "127.0.0.1:%d", proxy_port);
     addr_parse(addr, &cfg->proxy.listen_addr);
-    snprintf(cfg->proxy.upstream_text, sizeof cfg->proxy.upstream_text, "127.0.0.1:%d", mc_port);
+    snprintf(cfg->proxy.upstream_text, sizeof cfg->proxy.upstream_text, "%s", upstream);
     addr_parse(cfg->proxy.upstream_text, &cfg->proxy.upstream_addr);
     cfg->db_path = o->db;
     cfg->run_name = r->name;
@@ -152,6 +208,12 @@ static int exp_serve(struct exp_live *x)
     uv_thread_t tid;
     uv_async_init(&x->loop, &x->done, exp_on_done);
     x->done.data = x;
+    x->t_start = uv_hrtime();
+    if (x->progress_on) {
+        uv_timer_init(&x->loop, &x->progress);
+        x->progress.data = x;
+        uv_timer_start(&x->progress, exp_on_progress, EXP_PROGRESS_MS, EXP_PROGRESS_MS);
+    }
     if (uv_thread_create(&tid, exp_load_thread, x)) {
         log_error("cannot start the load thread");
         x->load_rc = -1;
@@ -164,6 +226,51 @@ static int exp_serve(struct exp_live *x)
     return 0;
 }
 
+/* A memcached someone else started may serve run r when its settings are
+ * the ones r's flags give and it has stored nothing yet: slabtap cannot
+ * restart it, and items from before would be counted as the run's. */
+static int exp_external_check(const struct experiment_options *o, const struct exp_run *r,
+                              char *version, size_t vlen)
+{
+    struct mcflags_stats *settings = calloc(1, sizeof *settings);
+    struct mcflags_stats *stats = calloc(1, sizeof *stats);
+    char err[1024];
+    int rc = -1;
+    if (!settings || !stats) {
+        exp_report(stderr, "run %s: out of memory", r->name);
+        goto out;
+    }
+    if (extmc_fetch(o->upstream, settings, stats, err, sizeof err)) {
+        exp_report(stderr, "run %s: --upstream %s", r->name, err);
+        goto out;
+    }
+    if (mcflags_check(r->mc_args, settings, err, sizeof err)) {
+        exp_report(stderr,
+                   "run %s refused: the memcached at %s was not started with the run's flags "
+                   "\"%s\": %s. slabtap cannot restart a memcached it did not start: start one "
+                   "with `memcached %s` for this run, or leave out --upstream / MC_HOST / MC_PORT "
+                   "and let slabtap start its own",
+                   r->name, o->upstream, r->mc_args, err, r->mc_args);
+        goto out;
+    }
+    const char *stored = mcflags_stats_get(stats, "total_items");
+    if (!stored || strcmp(stored, "0")) {
+        exp_report(stderr,
+                   "run %s refused: the memcached at %s has stored %s items since it started; "
+                   "the run's figures need one that has stored nothing yet (flush_all does not "
+                   "give slab pages back): restart it yourself",
+                   r->name, o->upstream, stored ? stored : "some");
+        goto out;
+    }
+    const char *v = mcflags_stats_get(stats, "version");
+    snprintf(version, vlen, "%s", v ? v : "?");
+    rc = 0;
+out:
+    free(settings);
+    free(stats);
+    return rc;
+}
+
 static int exp_run_one(const struct experiment_options *o, const struct exp_run *r,
                        struct exp_outcome *out)
 {
@@ -172,15 +279,21 @@ static int exp_run_one(const struct experiment_options *o, const struct exp_run 
     struct workload_error werr;
     struct mcserver mc;
     char err[MCSERVER_ERR_MAX], options[1200], *text = NULL;
-    char ferr[128];
+    char ferr[128], upstream[ADDR_TEXT_MAX + 16];
     size_t tlen;
     int rc = -1;
+    bool own_mc = !o->upstream;
 
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", r->name);
+    out->items = r->items && o->items ? o->items : r->items;
     if (!x)
         return -1;
     uv_loop_init(&x->loop);
+    uv_mutex_init(&x->phase_lock);
+    x->run_name = r->name;
+    x->progress_fd = o->progress_fd > 0 ? o->progress_fd : STDERR_FILENO;
+    x->progress_on = isatty(x->progress_fd);
     /* from before memcached starts until it is stopped: a signal anywhere in
      * between stops the run instead of killing us with memcached left behind */
     uv_signal_init(&x->loop, &x->sigint);
@@ -192,23 +305,45 @@ static int exp_run_one(const struct experiment_options *o, const struct exp_run 
         exp_report(stderr, "%s: %s", r->workload, ferr);
         goto out_loop;
     }
+    if (r->items && o->items) {
+        char *moved, ierr[160];
+        size_t mlen;
+        if (spec_items_text(text, tlen, r->items, o->items, &moved, &mlen, ierr, sizeof ierr)) {
+            exp_report(stderr, "run %s: %s", r->name, ierr);
+            goto out_loop;
+        }
+        free(text);
+        text = moved;
+        tlen = mlen;
+    }
     if (workload_parse(r->workload, text, tlen, &w, &werr) != WORKLOAD_OK) {
         exp_report(stderr, "%s", werr.msg);
         goto out_loop;
     }
-    if (mcserver_start(&mc, &x->loop, o->memcached, o->docker, o->image, r->mc_args, err,
-                       sizeof err)) {
-        exp_report(stderr, "run %s: %s", r->name, err);
-        goto out_loop;
+    x->total_ops = workload_total_ops(w);
+    if (!own_mc) {
+        char version[64];
+        if (exp_external_check(o, r, version, sizeof version))
+            goto out_loop;
+        snprintf(upstream, sizeof upstream, "%s", o->upstream);
+        snprintf(out->mc_cmdline, sizeof out->mc_cmdline,
+                 "external memcached %s at %s (not started by slabtap)", version, o->upstream);
+    } else {
+        if (mcserver_start(&mc, &x->loop, o->memcached, o->docker, o->image, r->mc_args, err,
+                           sizeof err)) {
+            exp_report(stderr, "run %s: %s", r->name, err);
+            goto out_loop;
+        }
+        snprintf(upstream, sizeof upstream, "127.0.0.1:%d", mc.port);
+        snprintf(out->mc_cmdline, sizeof out->mc_cmdline, "%s", mc.argv_text);
     }
-    snprintf(out->mc_cmdline, sizeof out->mc_cmdline, "%s", mc.argv_text);
     uv_run(&x->loop, UV_RUN_NOWAIT); /* a signal that came during the start */
     if (atomic_load(&exp_interrupted))
         goto out_mc;
     struct app_config cfg;
     /* port 0: the kernel picks a free one, read back below */
-    exp_app_config(&cfg, o, r, 0, mc.port, options, sizeof options);
-    exp_report(stderr, "== run %s: %s", r->name, mc.argv_text);
+    exp_app_config(&cfg, o, r, 0, upstream, options, sizeof options);
+    exp_report(stderr, "== run %s: %s", r->name, out->mc_cmdline);
     if (app_open(&x->app, &x->loop, &cfg))
         goto out_mc;
     out->run_id = x->app.run_id;
@@ -219,7 +354,7 @@ static int exp_run_one(const struct experiment_options *o, const struct exp_run 
     x->lc.workload = w;
     x->lc.on_phase = exp_load_phase;
     x->lc.ud = x;
-    x->lc.progress = LOAD_PROGRESS_AUTO;
+    x->lc.progress = LOAD_PROGRESS_OFF; /* the runner's own line, exp_progress_line */
     x->lc.stop = &x->stop;
     exp_serve(x);
     out->load = x->lr;
@@ -235,7 +370,8 @@ static int exp_run_one(const struct experiment_options *o, const struct exp_run 
     }
     rc = 0;
 out_mc:
-    mcserver_stop(&mc);
+    if (own_mc)
+        mcserver_stop(&mc);
 out_loop:
     uv_close((uv_handle_t *)&x->sigint, NULL);
     uv_close((uv_handle_t *)&x->sigterm, NULL);
@@ -244,6 +380,7 @@ out_loop:
         log_warn("experiment: handles left open");
     workload_free(w);
     free(text);
+    uv_mutex_destroy(&x->phase_lock);
     free(x);
     out->ok = rc == 0;
     return rc;
@@ -297,6 +434,10 @@ static void exp_write_meta(sqlite3 *db, const struct exp_spec *sp, const struct 
     meta_put(db, o->run_id, "pipeline", v);
     snprintf(v, sizeof v, "%.3f", o->load.elapsed_ns / 1e9);
     meta_put(db, o->run_id, "load_seconds", v);
+    if (r->items) {
+        snprintf(v, sizeof v, "%llu", o->items);
+        meta_put(db, o->run_id, "items", v);
+    }
 }
 
 static int64_t count_rows(sqlite3 *db, int64_t run_id)
@@ -314,10 +455,36 @@ static int64_t count_rows(sqlite3 *db, int64_t run_id)
     return n;
 }
 
+/* memcached's curr_items at the run's end (final sample), -1: unknown. */
+static int64_t items_at_end(sqlite3 *db, int64_t run_id)
+{
+    sqlite3_stmt *st;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(db, "SELECT curr_items FROM run_summary WHERE run_id = ?1", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
 static int exp_gates(sqlite3 *db, const struct exp_spec *sp, const struct exp_run *r,
                      const struct exp_outcome *o, const struct exp_outcome *all)
 {
     int failed = 0;
+    if (o->items) {
+        int64_t have = items_at_end(db, o->run_id);
+        if (have < 0 || (uint64_t)have != o->items) {
+            exp_report(stderr, "GATE FAILED %s: memcached holds %lld items at the end, items=%llu",
+                       r->name, (long long)have, o->items);
+            failed++;
+        } else {
+            exp_report(stdout, "gate ok   %-14s memcached holds the %llu items of items=%llu",
+                       r->name, o->items, o->items);
+        }
+    }
     int64_t rows = count_rows(db, o->run_id);
     uint64_t sent = writes_sent(&o->load);
     if (rows < 0 || (uint64_t)rows != sent) {
@@ -437,6 +604,12 @@ int experiment_run_spec(const struct experiment_options *o, const char *path)
     for (size_t i = 0; i < sp->nexports; i++) {
         char msg[EXP_LINE_MAX * 2];
         int bad = export_csv(db, o->results, &sp->exports[i], msg, sizeof msg) != 0;
+        exp_report(bad ? stderr : stdout, "%s", msg);
+        failed += bad;
+    }
+    for (size_t i = 0; i < sp->ncharts; i++) {
+        char msg[EXP_LINE_MAX * 2];
+        int bad = chart_write(db, o->results, sp, &sp->charts[i], msg, sizeof msg) != 0;
         exp_report(bad ? stderr : stdout, "%s", msg);
         failed += bad;
     }

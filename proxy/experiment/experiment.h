@@ -4,10 +4,14 @@
  * stats sample; then the verification gates and the CSV exports, each
  * produced by a SQL file over the database.
  *
+ * Then the charts (results/ SVG files), drawn from the same queries.
+ *
  * Owns the spec format (experiments/README.md, "Experiment specs") and the
- * whole lifecycle of what it starts. Must never leave a memcached or a
- * proxy behind (done, error or Ctrl-C), and never format a result number
- * in C: every figure in results/ comes out of a query. */
+ * whole lifecycle of what it starts, and the live progress line (stderr,
+ * only when it is a terminal). Must never leave a memcached or a proxy
+ * behind (done, error or Ctrl-C), restart or write to a memcached it did
+ * not start beyond the run's own workload, and never format a result
+ * number in C: every figure in results/ comes out of a query. */
 #ifndef SLABTAP_EXPERIMENT_H
 #define SLABTAP_EXPERIMENT_H
 
@@ -20,6 +24,16 @@ struct experiment_options {
     const char *image;     /* with docker */
     bool docker;
     unsigned stats_ms; /* the proxy's stats poll interval */
+    /* runs with items=N store this many instead (0: the spec's N) */
+    unsigned long long items;
+    /* HOST:PORT of a memcached someone else started: runs whose flags its
+     * `stats settings` show use it (never restarted, must have stored
+     * nothing yet); the others are refused. NULL: start our own. */
+    const char *upstream;
+    /* where the live progress line goes when it is a terminal (0: stderr;
+     * experiments/run.sh pipes stderr into summary.txt and hands over the
+     * terminal as another descriptor) */
+    int progress_fd;
 };
 
 /* Runs every run of the spec at path, then the gates and the exports.

@@ -17,4 +17,18 @@
 int export_csv(sqlite3 *db, const char *results_dir, const struct exp_export *e, char *err,
                size_t errlen);
 
+/* What export_query hands over: columns() at the start of every statement
+ * that returns columns, then row() per row (a NULL value is NULL). Either
+ * returns non-zero to stop, with the reason in err. */
+struct export_sink {
+    int (*columns)(void *ud, int ncol, const char *const *names, char *err, size_t errlen);
+    int (*row)(void *ud, int ncol, const char *const *values, char *err, size_t errlen);
+    void *ud;
+};
+
+/* Runs every statement of e->query with e's bindings into sink: the rows
+ * export_csv writes, for other consumers (the charts). 0 or -1 with err. */
+int export_query(sqlite3 *db, const struct exp_export *e, const struct export_sink *sink, char *err,
+                 size_t errlen);
+
 #endif

@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "record/query.h"
 #include "record/store.h"
 
 #define REC_BATCH_MAX 4096
@@ -160,7 +161,8 @@ static void rec_writer_wait(struct recorder *r)
 {
     struct timespec until;
     bool lingering = false;
-    while (!r->stop && !r->jobs_head && r->count < rec_wake_rows(r) && !r->loop_blocked) {
+    while (!r->stop && !r->jobs_head && r->count < rec_wake_rows(r) && !r->loop_blocked &&
+           !(r->queries && query_pending(r->queries))) {
         r->writer_idle = true;
         if (r->count == 0) {
             lingering = false;
@@ -185,6 +187,15 @@ static void *rec_writer(void *arg)
     pthread_mutex_lock(&r->mu);
     for (;;) {
         rec_writer_wait(r);
+        if (r->queries && !r->stop && query_pending(r->queries)) {
+            /* one step of a web API query between batches (its time budget) */
+            struct query_queue *q = r->queries;
+            pthread_mutex_unlock(&r->mu);
+            query_step(q, r->store->db);
+            pthread_mutex_lock(&r->mu);
+            if (r->count == 0 && !r->jobs_head && !r->stop)
+                continue;
+        }
         if (r->count == 0 && !r->jobs_head && r->stop)
             break;
         if (r->stop && atomic_load(&r->give_up)) {
@@ -433,6 +444,21 @@ bool rec_push_job(struct recorder *r, struct rec_job *job)
     if (!room)
         rec_job_free(job);
     return room;
+}
+
+void rec_set_queries(struct recorder *r, struct query_queue *q)
+{
+    pthread_mutex_lock(&r->mu);
+    r->queries = q;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void rec_wake_writer(void *ud)
+{
+    struct recorder *r = ud;
+    pthread_mutex_lock(&r->mu);
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
 }
 
 bool rec_blocked(const struct recorder *r)

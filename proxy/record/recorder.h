@@ -22,6 +22,7 @@
 #include "record/row.h"
 
 struct store;
+struct query_queue;
 
 /* Frees a job and everything it holds. */
 void rec_job_free(struct rec_job *j);
@@ -103,6 +104,7 @@ struct recorder {
     bool thread_started;
     struct store *store;
     int64_t run_id;
+    struct query_queue *queries; /* under mu: run by the writer between batches */
 };
 
 /* cap = --queue ROWS. The store must be open; the recorder owns it from now
@@ -124,6 +126,11 @@ void rec_flush(struct recorder *r);
  * when it was dropped (REC_JOBS_MAX queued) and counted in jobs_dropped. */
 bool rec_push_job(struct recorder *r, struct rec_job *job);
 bool rec_blocked(const struct recorder *r);
+/* Loop thread: the writer runs one step of q's pending queries between
+ * batches (record/query.h), each within its time budget. */
+void rec_set_queries(struct recorder *r, struct query_queue *q);
+/* Any thread: wakes the writer (a query_queue's wake callback; ud: r). */
+void rec_wake_writer(void *r);
 /* A second Ctrl-C: no more waiting for the store at shutdown (what it has
  * not written is counted as lost). Any thread, or a signal handler. */
 void rec_give_up(struct recorder *r);

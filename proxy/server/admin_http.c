@@ -18,7 +18,7 @@
 #define ADMIN_HTTP_BACKLOG 64
 /* status line + the headers we write; the longest is ~420 bytes with a
  * full Content-Type and Allow */
-#define ADMIN_HTTP_RESPONSE_HEAD_MAX 512
+#define ADMIN_HTTP_RESPONSE_HEAD_MAX (512 + ADMIN_HTTP_EXTRA_HEADERS_MAX)
 #define ADMIN_HTTP_ALLOW_MAX 128
 #define ADMIN_HTTP_BODY_MIN_CAP 1024
 #define ADMIN_HTTP_DEFAULT_CONTENT_TYPE "text/plain; charset=utf-8"
@@ -73,6 +73,8 @@ struct admin_http_conn {
     unsigned handles;         /* open libuv handles; the conn is freed at 0 */
     unsigned writes;          /* uv_write requests in flight */
     int reading, paused, finishing, closing, read_eof, shut;
+    uint64_t later;                   /* admin_http_defer's token (0: none); paused till then */
+    int later_keep_alive, later_head; /* how to send the answer given later */
 };
 
 struct admin_http_write {
@@ -85,10 +87,15 @@ struct admin_http_write {
 struct admin_http_response {
     int status;
     char content_type[ADMIN_HTTP_CONTENT_TYPE_MAX];
+    char extra[ADMIN_HTTP_EXTRA_HEADERS_MAX]; /* admin_http_add_header's lines */
+    size_t extra_len;
+    int own_cache_control; /* extra holds a Cache-Control: no default */
     char *body;
     size_t len, cap;
     int answered; /* the handler said something */
     int broken;   /* too large or invalid: the client gets a 500 */
+    int deferred; /* admin_http_defer: answered later */
+    struct admin_http_conn *conn;
 };
 
 static const char *const admin_http_error_text[ADMIN_HTTP_ERR__COUNT] = {
@@ -488,7 +495,7 @@ static void admin_http_on_write(uv_write_t *req, int status)
         admin_http_conn_close(c);
     } else if (!c->finishing) {
         admin_http_conn_arm(c);
-        if (c->paused && c->writes == 0) {
+        if (c->paused && c->writes == 0 && !c->later) {
             c->paused = 0;
             admin_http_conn_feed(c); /* the requests that waited in rbuf */
             if (!c->paused && !c->finishing)
@@ -552,12 +559,17 @@ static void admin_http_conn_send(struct admin_http_conn *c, struct admin_http_re
     if (w == NULL) {
         admin_http_conn_close(c);
     } else {
+        char length[48] = ""; /* a 304 has no body: no length either */
+        if (resp->status != 304)
+            snprintf(length, sizeof length, "Content-Length: %zu\r\n", resp->len);
+        else
+            head_only = 1;
         n = snprintf(w->head, sizeof w->head,
-                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                     "Cache-Control: no-store\r\n%s%s%s%s\r\n",
-                     resp->status, admin_http_reason(resp->status), resp->content_type, resp->len,
-                     allow[0] != '\0' ? "Allow: " : "", allow, allow[0] != '\0' ? "\r\n" : "",
-                     conn_hdr);
+                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n%s%s%.*s%s%s%s%s\r\n", resp->status,
+                     admin_http_reason(resp->status), resp->content_type, length,
+                     resp->own_cache_control ? "" : "Cache-Control: no-store\r\n",
+                     (int)resp->extra_len, resp->extra, allow[0] != '\0' ? "Allow: " : "", allow,
+                     allow[0] != '\0' ? "\r\n" : "", conn_hdr);
         /* every field is bounded so n always fits; clamp anyway */
         if (n < 0 || (size_t)n >= sizeof w->head)
             n = (int)sizeof w->head - 1;
@@ -591,6 +603,8 @@ static void admin_http_response_init(struct admin_http_response *resp)
 
 static void admin_http_response_text(struct admin_http_response *resp, int status, const char *text)
 {
+    resp->extra_len = 0; /* the server's own answer: no ETag of the handler's */
+    resp->own_cache_control = 0;
     admin_http_respond(resp, status, ADMIN_HTTP_DEFAULT_CONTENT_TYPE, text, strlen(text));
 }
 
@@ -719,6 +733,8 @@ static void admin_http_call(struct admin_http *s, const struct admin_http_conn *
     char body[64];
 
     route->handler(req, resp);
+    if (resp->deferred)
+        return;
     if (!resp->answered)
         why = "handler gave no answer";
     else if (resp->broken)
@@ -743,6 +759,7 @@ static void admin_http_dispatch(struct admin_http_conn *c)
 
     s->stats.requests++;
     admin_http_response_init(&resp);
+    resp.conn = c;
     if (admin_http_request_init(c, &req) != 0) {
         s->stats.bad_requests++;
         log_throttled(&s->throttle.bad_request, LOG_LEVEL_WARN, c->peer,
@@ -753,6 +770,18 @@ static void admin_http_dispatch(struct admin_http_conn *c)
                NULL) {
         allow[0] = '\0';
         admin_http_call(s, c, route, &req, &resp);
+        if (resp.deferred) {
+            /* no further request is read or answered before this one's */
+            free(resp.body);
+            c->later_keep_alive = keep_alive;
+            c->later_head = c->parser.method == HTTP_HEAD;
+            c->paused = 1;
+            admin_http_conn_read_stop(c);
+            c->phase = ADMIN_HTTP_PHASE_HEAD;
+            c->head_bytes = 0;
+            admin_http_conn_arm(c); /* the answer is due within the deadline */
+            return;
+        }
     } else if (allow[0] != '\0') {
         admin_http_response_text(&resp, 405, "method not allowed\n");
     } else {
@@ -1048,6 +1077,25 @@ int admin_http_set_status(struct admin_http_response *resp, int status, const ch
     return err;
 }
 
+int admin_http_add_header(struct admin_http_response *resp, const char *name, const char *value)
+{
+    size_t nlen = name != NULL ? strlen(name) : 0, vlen = value != NULL ? strlen(value) : 0;
+    static const char token[] = "!#$%&'*+-.^_`|~0123456789"
+                                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+    if (nlen == 0 || strspn(name, token) != nlen || value == NULL ||
+        strpbrk(value, "\r\n") != NULL || nlen + vlen + 4 > sizeof resp->extra - resp->extra_len)
+        return ADMIN_HTTP_ERR_HEADER;
+    memcpy(resp->extra + resp->extra_len, name, nlen);
+    memcpy(resp->extra + resp->extra_len + nlen, ": ", 2);
+    memcpy(resp->extra + resp->extra_len + nlen + 2, value, vlen);
+    memcpy(resp->extra + resp->extra_len + nlen + 2 + vlen, "\r\n", 2);
+    resp->extra_len += nlen + vlen + 4;
+    if (strcasecmp(name, "Cache-Control") == 0)
+        resp->own_cache_control = 1;
+    return ADMIN_HTTP_OK;
+}
+
 /* Room for extra more bytes plus the NUL vsnprintf writes. */
 static int admin_http_body_reserve(struct admin_http_response *resp, size_t extra)
 {
@@ -1121,4 +1169,48 @@ int admin_http_respond(struct admin_http_response *resp, int status, const char 
     if (err == ADMIN_HTTP_OK)
         err = admin_http_body_append(resp, body, len);
     return err;
+}
+
+uint64_t admin_http_defer(struct admin_http_response *resp)
+{
+    struct admin_http_conn *c = resp->conn;
+
+    if (c == NULL || c->later != 0)
+        return 0;
+    c->later = ++c->server->next_later;
+    resp->deferred = 1;
+    resp->answered = 1;
+    return c->later;
+}
+
+int admin_http_answer_later(struct admin_http *s, uint64_t token, int status,
+                            const char *content_type, const void *body, size_t len)
+{
+    struct admin_http_conn *c = s->conns;
+    struct admin_http_response resp;
+    int rc;
+
+    while (c != NULL && (c->later != token || token == 0 || c->closing))
+        c = c->next;
+    if (c == NULL)
+        return ADMIN_HTTP_ERR_ARGS;
+    c->later = 0;
+    admin_http_response_init(&resp);
+    rc = admin_http_respond(&resp, status, content_type, body, len);
+    if (rc != ADMIN_HTTP_OK)
+        admin_http_response_text(&resp, 500, "answer too large or invalid\n");
+    admin_http_conn_send(c, &resp, c->later_keep_alive, c->later_head, "");
+    free(resp.body);
+    if (!c->later_keep_alive) {
+        admin_http_conn_finish(c);
+    } else if (!c->closing) {
+        admin_http_conn_arm(c);
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) <= ADMIN_HTTP_WRITE_HIGH_WATER) {
+            c->paused = 0;
+            admin_http_conn_feed(c); /* requests that waited in rbuf */
+            if (!c->paused && !c->finishing && !c->later)
+                admin_http_conn_read_start(c);
+        }
+    }
+    return rc;
 }

@@ -59,6 +59,8 @@
 #define ADMIN_HTTP_MAX_CONNECTIONS 16
 #define ADMIN_HTTP_CONTENT_TYPE_MAX 128
 #define ADMIN_HTTP_PARAM_NAME_MAX 64
+/* headers a handler adds (admin_http_add_header), all together */
+#define ADMIN_HTTP_EXTRA_HEADERS_MAX 512
 
 /* X(name, text): one list, so the enum and its text table cannot drift. */
 #define ADMIN_HTTP_ERRORS(X) \
@@ -73,6 +75,7 @@
     X(ADMIN_HTTP_ERR_PARAM_ESCAPE, "query parameter has a bad or NUL %-escape") \
     X(ADMIN_HTTP_ERR_TOO_LARGE, "response body over ADMIN_HTTP_MAX_RESPONSE_BYTES") \
     X(ADMIN_HTTP_ERR_CONTENT_TYPE, "content type empty, too long or not one header line") \
+    X(ADMIN_HTTP_ERR_HEADER, "header: name not a token, value not one line, or no room") \
     X(ADMIN_HTTP_ERR_NOMEM, "out of memory")
 
 enum admin_http_err {
@@ -144,6 +147,7 @@ struct admin_http {
     int listener_open;
     int closing;
     int closed;
+    uint64_t next_later; /* the last admin_http_defer token */
     void (*on_closed)(struct admin_http *s);
     struct {
         struct log_throttle accept, rejected, bad_request, too_large, timeout, overflow, internal;
@@ -178,6 +182,13 @@ int admin_http_respond(struct admin_http_response *resp, int status, const char 
 /* For a body built piece by piece: status and content type only (the
  * defaults are 200 and "text/plain; charset=utf-8"). */
 int admin_http_set_status(struct admin_http_response *resp, int status, const char *content_type);
+/* One more response header (ETag, Content-Security-Policy, ...), kept
+ * whatever the handler answers next, dropped if the server answers 500 for
+ * it. A Cache-Control replaces the default "no-store". Returns
+ * ADMIN_HTTP_ERR_HEADER for a name that is not a token, a value with CR or
+ * LF, or no room left; the response is unchanged then. A 304 is sent
+ * without a body or Content-Length. */
+int admin_http_add_header(struct admin_http_response *resp, const char *name, const char *value);
 /* Append to the body. Past ADMIN_HTTP_MAX_RESPONSE_BYTES they return
  * ADMIN_HTTP_ERR_TOO_LARGE and the client gets a 500 instead. */
 int admin_http_body_append(struct admin_http_response *resp, const void *data, size_t len);
@@ -186,5 +197,18 @@ int admin_http_body_printf(struct admin_http_response *resp, const char *fmt, ..
 /* admin_http_body_append in the shape of prom_write_fn (ctx is the
  * response; 0 ok, -1 refused), so prom.c can write a body directly. */
 int admin_http_body_sink(void *resp, const char *data, size_t len);
+
+/* Answering later (an answer another thread computes): the handler calls
+ * admin_http_defer and returns without answering; the connection then
+ * reads and answers nothing else (pipelined requests wait, in order)
+ * until admin_http_answer_later(token) on the loop thread. The deadline
+ * still runs: a connection whose answer takes longer than deadline_ms is
+ * closed, and so is one the client closes or that is evicted; answering
+ * it later then finds nothing (ADMIN_HTTP_ERR_ARGS) and is harmless.
+ * Returns the token, or 0 when the request cannot be deferred. */
+uint64_t admin_http_defer(struct admin_http_response *resp);
+/* The deferred request's whole answer, as admin_http_respond. */
+int admin_http_answer_later(struct admin_http *s, uint64_t token, int status,
+                            const char *content_type, const void *body, size_t len);
 
 #endif

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "protocol/stats_json.h"
 #include "server/prom.h"
+#include "server/webui.h"
 
 /* --- samples -> database ------------------------------------------------- */
 
@@ -522,10 +523,30 @@ static void route_runs(const struct admin_http_request *req, struct admin_http_r
     jsonb_printf(&b, ",\"started_ns\":%lld,\"upstream\":", (long long)a->started_ns);
     jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
     jsonb_printf(&b,
-                 ",\"rows_recorded\":%llu,\"rows_dropped\":%llu,\"phase_id\":%lld},"
-                 "\"earlier\":%s}\n",
+                 ",\"rows_recorded\":%llu,\"rows_dropped\":%llu,\"phase_id\":%lld,"
+                 "\"stats_interval_ms\":%u},\"earlier\":%s,\"runs\":[",
                  (unsigned long long)a->rec.written, (unsigned long long)a->rec.dropped,
-                 (long long)atomic_load(&a->phase_id), a->runs_before ? a->runs_before : "[]");
+                 (long long)atomic_load(&a->phase_id), a->cfg.stats_interval_ms,
+                 a->runs_before ? a->runs_before : "[]");
+    /* the running run first (newest), then the file's earlier ones */
+    jsonb_printf(&b, "{\"run_id\":%lld,\"name\":", (long long)a->run_id);
+    jsonb_string(&b, a->cfg.run_name, strlen(a->cfg.run_name));
+    jsonb_printf(&b,
+                 ",\"started_ns\":%lld,\"ended_ns\":null,\"rows_recorded\":%llu,"
+                 "\"crashed\":false,\"upstream\":",
+                 (long long)a->started_ns, (unsigned long long)a->rec.written);
+    jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
+    if (a->ladder_have_reported)
+        jsonb_printf(&b,
+                     ",\"settings\":{\"growth_factor\":%g,\"chunk_size\":%u,"
+                     "\"item_size_max\":%u,\"slab_page_size\":%u}}",
+                     a->ladder_reported.growth_factor, a->ladder_reported.chunk_size_min,
+                     a->ladder_reported.item_size_max, a->ladder_reported.slab_page_size);
+    else
+        jsonb_raw(&b, ",\"settings\":null}");
+    if (a->runs_all && *a->runs_all)
+        jsonb_printf(&b, ",%s", a->runs_all);
+    jsonb_raw(&b, "]}\n");
     json_reply(resp, 200, &b);
 }
 
@@ -594,10 +615,48 @@ static void route_phase(const struct admin_http_request *req, struct admin_http_
     json_reply(resp, 200, &b);
 }
 
+/* The page and its assets (server/webui.h). They hold no data, so with
+ * --http-token they are served without it (a browser sends no Bearer
+ * header when it opens a page; the page sends the token it is given in
+ * its URL, /#token=TOKEN, with every API call); otherwise admitted as
+ * every route is. */
+static void route_webui(const struct admin_http_request *req, struct admin_http_response *resp)
+{
+    const struct app *a = req->ud;
+    if (!a->cfg.http_token && !app_admit(req, resp))
+        return;
+    if (webui_serve(req, resp) != ADMIN_HTTP_OK)
+        admin_http_respond(resp, 500, "text/plain; charset=utf-8", "page failed\n", 12);
+}
+
+#define APP_WEBUI_ROUTE(path) { "GET", path, route_webui },
+/* /api/run/...: the live page's queries (server/webapi.h) */
+#define APP_WEBAPI_ROUTE(fn, route) \
+    static void fn(const struct admin_http_request *req, struct admin_http_response *resp) \
+    { \
+        if (app_admit(req, resp)) \
+            webapi_handle(&((struct app *)req->ud)->web, route, req, resp); \
+    }
+APP_WEBAPI_ROUTE(route_run_sizes, WEBAPI_SIZES)
+APP_WEBAPI_ROUTE(route_run_classes, WEBAPI_CLASSES)
+APP_WEBAPI_ROUTE(route_run_series, WEBAPI_SERIES)
+APP_WEBAPI_ROUTE(route_run_traffic, WEBAPI_TRAFFIC)
+APP_WEBAPI_ROUTE(route_run_advice, WEBAPI_ADVICE)
+
 static const struct admin_http_route app_routes[] = {
-    { "GET", "/health", route_health },    { "GET", "/metrics", route_metrics },
-    { "GET", "/api/runs", route_runs },    { "GET", "/api/slabs", route_slabs },
+    // clang-format off: one entry per path of the page
+    WEBUI_PATHS(APP_WEBUI_ROUTE)
+    // clang-format on
+    { "GET", "/health", route_health },
+    { "GET", "/metrics", route_metrics },
+    { "GET", "/api/runs", route_runs },
+    { "GET", "/api/slabs", route_slabs },
     { "POST", "/api/phase", route_phase },
+    { "GET", "/api/run/sizes", route_run_sizes },
+    { "GET", "/api/run/classes", route_run_classes },
+    { "GET", "/api/run/series", route_run_series },
+    { "GET", "/api/run/traffic", route_run_traffic },
+    { "GET", "/api/run/advice", route_run_advice },
 };
 
 /* --- lifecycle ------------------------------------------------------------- */
@@ -705,6 +764,7 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         goto out;
     }
     app_read_runs(a);
+    a->runs_all = query_runs_json(a->store.db, -1, QUERY_RUNS_MAX - 1);
     if (app_listen(a, cfg, err, sizeof err))
         goto unlisten;
     a->run_id = store_run_begin(&a->store, cfg->run_name, cfg->proxy.upstream_text,
@@ -723,6 +783,8 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     }
     if (cfg->max_stall_ms)
         a->rec.max_stall_ms = cfg->max_stall_ms;
+    if (webapi_open(&a->web, loop, &a->http, &a->rec, a->run_id, err, sizeof err))
+        log_warn("the /api/run endpoints are off: %s", err);
     if (cfg->memcached_flags && *cfg->memcached_flags) /* read by `model predict` */
         meta_job(a, a->started_ns, "memcached_flags", strdup(cfg->memcached_flags));
     rc = poller_open(&a->poller, a->loop, (const struct sockaddr *)&cfg->proxy.upstream_addr,
@@ -743,6 +805,7 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
 stop:
     app_teardown(a);
     rec_close(&a->rec, err, sizeof err); /* why the start failed is logged above */
+    webapi_close(&a->web);
     uv_run(loop, UV_RUN_NOWAIT);
     goto out;
 close_rec:
@@ -759,6 +822,8 @@ out:
         stats_sample_fini(&a->last);
         free(a->runs_before);
         a->runs_before = NULL;
+        free(a->runs_all);
+        a->runs_all = NULL;
     }
     return rc;
 }
@@ -837,6 +902,7 @@ int app_finish(struct app *a)
     int rc = rec_close(&a->rec, err, sizeof err);
     if (rc)
         log_error("recorder: %s", err);
+    webapi_close(&a->web); /* the writer has stopped: queries left are dropped */
     /* one turn runs the close callback of the recorder's async handle;
      * other handles on the loop (an experiment's memcached) stay alive */
     uv_run(a->loop, UV_RUN_NOWAIT);
@@ -845,5 +911,7 @@ int app_finish(struct app *a)
     stats_sample_fini(&a->last);
     free(a->runs_before);
     a->runs_before = NULL;
+    free(a->runs_all);
+    a->runs_all = NULL;
     return rc;
 }

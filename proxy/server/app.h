@@ -22,6 +22,7 @@
 #include "server/admin_http.h"
 #include "server/poller.h"
 #include "server/proxy.h"
+#include "server/webapi.h"
 
 #define APP_DEFAULT_STATS_MS 1000
 #define APP_FINAL_SAMPLE_WAIT_MS 3000
@@ -82,6 +83,8 @@ struct app {
     struct ladder_observed ladder_seen;
     struct ladder_choice ladder_choice;
     char *runs_before; /* JSON of earlier runs in the file, read at open */
+    char *runs_all;    /* the same for /api/runs "runs" (query_runs_json) */
+    struct webapi web; /* /api/run/...: queries on the writer thread */
     bool closing, final_done, poller_open, http_open;
     unsigned closing_handles;
     int teardown_pending; /* a failed start: components still closing */

@@ -132,18 +132,41 @@ static void route_silent(const struct admin_http_request *req, struct admin_http
     (void)resp;
 }
 
+/* Answers later, from a timer (as webapi answers from the writer thread):
+ * the request after it on the same connection must wait for it. */
+static uv_timer_t test_later_timer;
+static uint64_t test_later_token, test_later_stale;
+static int test_later_stale_rc = -1;
+static struct admin_http test_srv;
+
+static void on_later(uv_timer_t *t)
+{
+    (void)t;
+    admin_http_answer_later(&test_srv, test_later_token, 200, "text/plain", "later", 5);
+    /* a token answered already, or never given: nothing happens */
+    test_later_stale_rc =
+        admin_http_answer_later(&test_srv, test_later_token, 200, "text/plain", "again", 5);
+    test_later_stale = test_later_token;
+}
+
+static void route_later(const struct admin_http_request *req, struct admin_http_response *resp)
+{
+    (void)req;
+    test_later_token = admin_http_defer(resp);
+    uv_timer_start(&test_later_timer, on_later, 50, 0);
+}
+
 static const struct admin_http_route test_route_table[] = {
-    { "GET", "/health", route_health },   { "POST", "/api/phase", route_phase },
-    { "GET", "/metrics", route_metrics }, { "POST", "/echo", route_echo },
-    { "GET", "/hdr", route_hdr },         { "GET", "/big", route_big },
-    { "GET", "/huge", route_huge },       { "GET", "/silent", route_silent },
-    { "GET", "/slow", route_slow },
+    { "GET", "/later", route_later },      { "GET", "/health", route_health },
+    { "POST", "/api/phase", route_phase }, { "GET", "/metrics", route_metrics },
+    { "POST", "/echo", route_echo },       { "GET", "/hdr", route_hdr },
+    { "GET", "/big", route_big },          { "GET", "/huge", route_huge },
+    { "GET", "/silent", route_silent },    { "GET", "/slow", route_slow },
 };
 
 /* ---- the loop thread and the bridge to it ----------------------------------- */
 
 static uv_loop_t test_loop;
-static struct admin_http test_srv;
 static uv_timer_t test_limit;
 static int test_limit_hit, test_srv_closed;
 
@@ -218,6 +241,7 @@ static void shutdown_on_loop(void *arg)
     (void)arg;
     admin_http_close(&test_srv, on_srv_closed);
     uv_close((uv_handle_t *)&test_limit, NULL);
+    uv_close((uv_handle_t *)&test_later_timer, NULL);
     uv_close((uv_handle_t *)&bridge.async, NULL);
 }
 
@@ -480,6 +504,32 @@ static void test_pipelined(int port)
     cli_close(k);
 }
 
+static void test_later(int port)
+{
+    struct cli *k = cli_open(port);
+    static struct resp r;
+
+    /* pipelined: the deferred answer comes first, then the next request's */
+    CHECK(cli_sends(k, "GET /later HTTP/1.1\r\n\r\nGET /health HTTP/1.1\r\n\r\n") == 0,
+          "later send");
+    CHECK(cli_read(k, &r, 0) == 0 && r.status == 200 && strcmp(r.body, "later") == 0,
+          "later 1: %d %s", r.status, r.body);
+    CHECK(cli_read(k, &r, 0) == 0 && r.status == 200 && strcmp(r.body, "{\"status\":\"ok\"}") == 0,
+          "later 2: %d %s", r.status, r.body);
+    CHECK(test_later_stale_rc == ADMIN_HTTP_ERR_ARGS, "a second answer to a token: %d",
+          test_later_stale_rc);
+    expect(k, "HEAD /later HTTP/1.1\r\n\r\n", 200, "", &r);
+    expect_header(&r, "Content-Length", "5");
+    expect(k, "GET /later HTTP/1.1\r\nConnection: close\r\n\r\n", 200, "later", &r);
+    expect_closed(k, "later, Connection: close");
+    cli_close(k);
+    /* the client goes away before the answer: answering later is harmless */
+    k = cli_open(port);
+    CHECK(cli_sends(k, "GET /later HTTP/1.1\r\n\r\n") == 0, "later send");
+    cli_close(k);
+    usleep(150 * 1000);
+}
+
 static void test_slow_handler(int port)
 {
     static struct resp r;
@@ -698,6 +748,7 @@ static void *client_main(void *arg)
 
     test_routes(port);
     test_pipelined(port);
+    test_later(port);
     test_slow_handler(port);
     test_connection_close(port);
     test_bad_and_large(port);
@@ -774,6 +825,7 @@ int main(void)
     port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
     test_open_errors(port);
     uv_async_init(&test_loop, &bridge.async, bridge_on_async);
+    uv_timer_init(&test_loop, &test_later_timer);
     uv_timer_init(&test_loop, &test_limit);
     uv_timer_start(&test_limit, on_limit, TEST_RUN_LIMIT_MS, 0);
     pthread_create(&th, NULL, client_main, &port);

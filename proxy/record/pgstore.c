@@ -1,0 +1,1208 @@
+/* pgstore: the PostgreSQL store. schema/pg/schema.sql, embedded at build
+ * time, defines every table and view; this file applies it, encodes
+ * recorded writes in the format of schema.sql's `writes` (op, sizes, extra:
+ * the same bits as store.c's encoder) plus run_id, seq, t_ns and conn_id,
+ * and sends a batch's writes with one binary COPY.
+ * Must never be used by two threads at once, nor print: every failure comes
+ * back as -1 with its reason in err, the password scrubbed out. */
+#include "record/pgstore.h"
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/sha256.h"
+#include "protocol/mc_parse.h"
+#include "record/row.h"
+
+extern const char slabtap_pg_schema_sql[];
+
+/* advisory lock keys: the schema (applied once at a time) and, at
+ * PG_LOCK_RUN + run_id, each run's liveness (held by its proxy's session) */
+#define PG_LOCK_SCHEMA INT64_C(0x5354000000000000)
+#define PG_LOCK_RUN INT64_C(0x5354000000000000)
+#define PG_RUN_ID_MAX (INT64_C(1) << 48)
+
+#define NS_PER_DAY INT64_C(86400000000000)
+
+/* what the packed column `op` has room for (schema.sql) */
+#define OP_KEY_LEN_MAX 255
+#define OP_CLASS_MAX 63
+#define OP_CMD_MAX 63
+#define ANSWERS_MAX 256 /* dictionary rows read at open; more are ignored */
+#define ANSWER_TEXT_MAX 96
+
+#define JSON_MAX 2048 /* extra of one write: what a rec_row can need, escaped */
+#define JOB_TEXT_MAX (16 * 1024 * 1024)
+
+#define COPY_FIELDS 9
+
+/* --- the state ------------------------------------------------------------------- */
+
+struct pg_answer {
+    int id;
+    size_t len;
+    char text[ANSWER_TEXT_MAX];
+};
+
+struct pending_ref {
+    int64_t run, seq;
+    const struct rec_row *row;
+};
+
+struct pgstore_state {
+    /* dictionaries as the database has them (read at open, never added to) */
+    int8_t cmd_plain[MC_CMD_COUNT]; /* -1: not in cmds */
+    int8_t cmd_ms[256];             /* ms by mode byte; [0]: ms without a mode */
+    uint8_t cmd_flags[OP_CMD_MAX + 1], cmd_exptime[OP_CMD_MAX + 1];
+    struct pg_answer answers[ANSWERS_MAX];
+    size_t nanswers;
+    /* day partitions known to exist, and those created by the open batch */
+    int64_t days[PGSTORE_DAYS_MAX];
+    size_t ndays, days_next;
+    int64_t new_days[PGSTORE_DAYS_MAX];
+    size_t nnew_days;
+    /* runs whose liveness lock this session holds */
+    int64_t runs[PGSTORE_RUNS_MAX];
+    size_t nruns;
+    bool in_batch;
+    struct pending_ref *pending;
+    size_t npending, pending_cap;
+    char *copy; /* PGSTORE_COPY_BUF bytes */
+    size_t copy_len;
+    char *job_text, *job_classes; /* scratch for sanitized job texts */
+    size_t job_text_cap, job_classes_cap;
+    char password[256]; /* the connection's, only to scrub it out of messages */
+};
+
+/* --- messages ----------------------------------------------------------------------- */
+
+/* Replaces every occurrence of the password in msg (cap bytes) by "***". */
+static void scrub(const struct pgstore *s, char *msg, size_t cap)
+{
+    const char *pw = s->st ? s->st->password : "";
+    size_t pl = strlen(pw), o = 0;
+    char out[2048];
+    if (!pl || !cap)
+        return;
+    for (const char *p = msg; *p && o + 4 < sizeof out;) {
+        if (!strncmp(p, pw, pl)) {
+            memcpy(out + o, "***", 3);
+            o += 3;
+            p += pl;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+    snprintf(msg, cap, "%s", out);
+}
+
+/* "<shown uri>: <what>: <libpq's reason>" in err; -1. */
+static int pg_fail(struct pgstore *s, const char *what, const char *reason, char *err,
+                   size_t errlen)
+{
+    char r[1024];
+    snprintf(r, sizeof r, "%s", reason && *reason ? reason : "unknown error");
+    size_t n = strlen(r);
+    while (n && (r[n - 1] == '\n' || r[n - 1] == ' '))
+        r[--n] = '\0';
+    for (char *p = r; *p; p++) /* libpq's multi-line messages on one line */
+        if (*p == '\n')
+            *p = ' ';
+    snprintf(err, errlen, "%s: %s: %s", s->shown, what, r);
+    scrub(s, err, errlen);
+    return -1;
+}
+
+static int conn_fail(struct pgstore *s, const char *what, char *err, size_t errlen)
+{
+    return pg_fail(s, what, s->conn ? PQerrorMessage(s->conn) : "no connection", err, errlen);
+}
+
+/* Checks a result: 0 when it has the status wanted (it is cleared either
+ * way), else -1 with its message. */
+static int res_ok(struct pgstore *s, PGresult *res, ExecStatusType want, const char *what,
+                  char *err, size_t errlen)
+{
+    int rc = 0;
+    if (!res)
+        rc = conn_fail(s, what, err, errlen);
+    else if (PQresultStatus(res) != want)
+        rc = pg_fail(s, what, PQresultErrorMessage(res), err, errlen);
+    PQclear(res);
+    return rc;
+}
+
+static int exec(struct pgstore *s, const char *sql, const char *what, char *err, size_t errlen)
+{
+    PGresult *res = PQexec(s->conn, sql);
+    ExecStatusType want =
+        res && PQresultStatus(res) == PGRES_TUPLES_OK ? PGRES_TUPLES_OK : PGRES_COMMAND_OK;
+    return res_ok(s, res, want, what, err, errlen);
+}
+
+/* --- connection strings ----------------------------------------------------------- */
+
+bool pgstore_is_uri(const char *db)
+{
+    return db && (!strncmp(db, "postgresql://", 13) || !strncmp(db, "postgres://", 11));
+}
+
+static void put_str(char *out, size_t outlen, size_t *at, const char *p, size_t n)
+{
+    while (n-- && *at + 1 < outlen)
+        out[(*at)++] = *p++;
+    out[*at < outlen ? *at : outlen - 1] = '\0';
+}
+
+/* URI form: scheme://[user[:password]@]host.../db[?k=v&...] */
+static void redact_uri(const char *uri, char *out, size_t outlen)
+{
+    size_t at = 0;
+    const char *p = strstr(uri, "://") + 3;
+    put_str(out, outlen, &at, uri, (size_t)(p - uri));
+    /* libpq: the user info ends at the first '@' before any '/' */
+    const char *slash = p + strcspn(p, "/?"), *amp = memchr(p, '@', (size_t)(slash - p));
+    if (amp) {
+        const char *colon = memchr(p, ':', (size_t)(amp - p));
+        put_str(out, outlen, &at, p, (size_t)((colon ? colon : amp) - p));
+        put_str(out, outlen, &at, "@", 1);
+        p = amp + 1;
+    }
+    const char *q = strchr(p, '?');
+    if (!q) {
+        put_str(out, outlen, &at, p, strlen(p));
+        return;
+    }
+    put_str(out, outlen, &at, p, (size_t)(q - p));
+    char sep = '?';
+    for (q++; *q;) {
+        size_t n = strcspn(q, "&");
+        if (!(n >= 9 && !strncmp(q, "password=", 9)) && n) {
+            put_str(out, outlen, &at, &sep, 1);
+            put_str(out, outlen, &at, q, n);
+            sep = '&';
+        }
+        q += n;
+        if (*q == '&')
+            q++;
+    }
+}
+
+/* keyword = value form: every password keyword and its value dropped */
+static void redact_kv(const char *s, char *out, size_t outlen)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    while (*s) {
+        while (*s == ' ' || *s == '\t' || *s == '\n')
+            s++;
+        if (!*s)
+            break;
+        const char *start = s;
+        while (*s && *s != '=' && *s != ' ' && *s != '\t')
+            s++;
+        bool pw = (size_t)(s - start) == 8 && !strncmp(start, "password", 8);
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '=') {
+            s++;
+            while (*s == ' ' || *s == '\t')
+                s++;
+            if (*s == '\'') { /* quoted, with backslash escapes */
+                for (s++; *s && *s != '\''; s++)
+                    if (*s == '\\' && s[1])
+                        s++;
+                if (*s == '\'')
+                    s++;
+            } else {
+                while (*s && *s != ' ' && *s != '\t' && *s != '\n')
+                    s++;
+            }
+        }
+        if (!pw) {
+            if (at)
+                put_str(out, outlen, &at, " ", 1);
+            put_str(out, outlen, &at, start, (size_t)(s - start));
+        }
+    }
+}
+
+void pgstore_redact(const char *uri, char *out, size_t outlen)
+{
+    if (!outlen)
+        return;
+    out[0] = '\0';
+    if (!uri)
+        return;
+    if (pgstore_is_uri(uri))
+        redact_uri(uri, out, outlen);
+    else
+        redact_kv(uri, out, outlen);
+}
+
+/* --- text for PostgreSQL ------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), 0 when invalid. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    if (c >= 0x01 && c < 0x80)
+        return 1;
+    size_t len;
+    unsigned min;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        min = 0x10000;
+    } else {
+        return 0; /* NUL, a continuation byte, or never valid */
+    }
+    if (len > n)
+        return 0;
+    unsigned cp = c & (0x7f >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+/* Copies n bytes as valid UTF-8 without NUL: each byte that is not part of
+ * a valid sequence becomes U+FFFD. Writes at most 3 * n bytes; returns how
+ * many. */
+static size_t utf8_clean(char *dst, const char *src, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)src;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq(p + i, n - i);
+        if (k) {
+            memcpy(dst + o, p + i, k);
+            o += k;
+            i += k;
+        } else {
+            memcpy(dst + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
+    }
+    return o;
+}
+
+static int grow(char **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap : 4096;
+    while (nc < need)
+        nc *= 2;
+    char *p = realloc(*buf, nc);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = nc;
+    return 0;
+}
+
+/* A job's text as PostgreSQL takes it: valid UTF-8, and for JSON no \u0000
+ * (jsonb refuses it; it becomes \ufffd). Into *buf; NULL when too large or
+ * out of memory. */
+static const char *job_clean(char **buf, size_t *cap, const char *text, bool json)
+{
+    size_t n = strlen(text);
+    if (n > JOB_TEXT_MAX || grow(buf, cap, 3 * n + 1))
+        return NULL;
+    size_t o = utf8_clean(*buf, text, n);
+    (*buf)[o] = '\0';
+    if (json) {
+        for (char *p = *buf; *p; p++) {
+            if (*p != '\\')
+                continue;
+            if (p[1] == 'u' && !strncmp(p + 2, "0000", 4))
+                memcpy(p + 2, "fffd", 4);
+            if (p[1])
+                p++; /* the escaped character is never an escape itself */
+        }
+    }
+    return *buf;
+}
+
+/* --- the encoder ------------------------------------------------------------------- */
+
+/* extra's JSON, bounded (JSON_MAX): fails instead of overflowing */
+struct jbuf {
+    char p[JSON_MAX];
+    size_t len;
+    bool full;
+};
+
+static void jb_put(struct jbuf *b, const char *d, size_t n)
+{
+    if (b->full || b->len + n >= sizeof b->p) {
+        b->full = true;
+        return;
+    }
+    memcpy(b->p + b->len, d, n);
+    b->len += n;
+}
+
+static void jb_key(struct jbuf *b, const char *key)
+{
+    jb_put(b, b->len ? ",\"" : "{\"", 2);
+    jb_put(b, key, strlen(key));
+    jb_put(b, "\":", 2);
+}
+
+static void jb_int(struct jbuf *b, const char *key, bool has, int64_t v)
+{
+    char num[32];
+    jb_key(b, key);
+    if (has)
+        jb_put(b, num, (size_t)snprintf(num, sizeof num, "%lld", (long long)v));
+    else
+        jb_put(b, "null", 4);
+}
+
+/* A JSON string of valid UTF-8 (other bytes become U+FFFD, as in key_ref). */
+static void jb_text(struct jbuf *b, const char *key, const char *s, size_t n)
+{
+    jb_key(b, key);
+    if (!s) {
+        jb_put(b, "null", 4);
+        return;
+    }
+    jb_put(b, "\"", 1);
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq(p + i, n - i);
+        if (k == 1 && (p[i] < 0x20 || p[i] == '"' || p[i] == '\\')) {
+            char esc[8];
+            if (p[i] == '"' || p[i] == '\\')
+                jb_put(b, (const char[]){ '\\', (char)p[i] }, 2);
+            else
+                jb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", p[i]));
+        } else if (k) {
+            jb_put(b, s + i, k);
+        } else {
+            jb_put(b, "\\ufffd", 6);
+            k = 1;
+        }
+        i += k;
+    }
+    jb_put(b, "\"", 1);
+}
+
+static int bitlen(uint64_t v)
+{
+    return v ? 64 - __builtin_clzll(v) : 0;
+}
+
+static int cmd_id_of(const struct pgstore_state *st, const struct rec_row *r)
+{
+    int id = -1;
+    if (r->cmd == MC_CMD_MS)
+        id = st->cmd_ms[(unsigned char)r->ms_mode];
+    else if (r->cmd < MC_CMD_COUNT && !r->ms_mode)
+        id = st->cmd_plain[r->cmd];
+    return id > 0 ? id : 0;
+}
+
+/* answers with a digit (incr results, opaques) stay inline, as in store.c */
+static int answer_id_of(const struct pgstore_state *st, const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (text[i] >= '0' && text[i] <= '9')
+            return 0;
+    for (size_t i = 0; i < st->nanswers; i++)
+        if (st->answers[i].len == len && !memcmp(st->answers[i].text, text, len))
+            return st->answers[i].id;
+    return 0;
+}
+
+static char *put_be16(char *p, uint16_t v)
+{
+    p[0] = (char)(v >> 8);
+    p[1] = (char)v;
+    return p + 2;
+}
+
+static char *put_be32(char *p, uint32_t v)
+{
+    for (int i = 3; i >= 0; i--)
+        *p++ = (char)(v >> (8 * i));
+    return p;
+}
+
+static char *put_i64(char *p, int64_t v) /* a field: length 8, then the value */
+{
+    p = put_be32(p, 8);
+    uint64_t u = (uint64_t)v;
+    for (int i = 7; i >= 0; i--)
+        *p++ = (char)(u >> (8 * i));
+    return p;
+}
+
+/* One write as a binary COPY tuple at p (PGSTORE_ROW_MAX bytes free):
+ * the bytes written, or 0 when the row cannot be encoded. */
+static size_t encode_row(const struct pgstore_state *st, int64_t run_id, const struct rec_row *r,
+                         char *p0)
+{
+    struct jbuf j = { .len = 0 };
+    int cmd_id = cmd_id_of(st, r);
+    size_t alen = strnlen(r->answer, sizeof r->answer);
+    int answer_id = answer_id_of(st, r->answer, alen);
+    bool esc_key_len = r->key_len > OP_KEY_LEN_MAX;
+    bool esc_class = r->class_id > OP_CLASS_MAX;
+    bool esc_vlen = false, esc_lat = false, esc_answer = !answer_id;
+    uint64_t op = (esc_key_len ? 0 : r->key_len) | (esc_class ? 0 : (uint64_t)r->class_id << 8) |
+                  (uint64_t)cmd_id << 14 | (uint64_t)answer_id << 20;
+
+    uint64_t vl = 0, lt = 0;
+    if (r->value_len >= 0 && r->value_len < INT32_MAX)
+        vl = (uint64_t)r->value_len + 1;
+    else if (r->value_len >= 0)
+        esc_vlen = true;
+    int vw = bitlen(vl);
+    if (r->latency_ns >= 0 && r->latency_ns < INT64_MAX - 500) {
+        lt = (uint64_t)((r->latency_ns + 500) / 1000) + 1; /* microseconds, unit 0 */
+        if (bitlen(lt) + 6 + vw > 63)
+            esc_lat = true;
+    } else if (r->latency_ns >= 0) {
+        esc_lat = true;
+    }
+    if (esc_lat)
+        lt = 0;
+    uint64_t sizes = lt << (6 + vw) | vl << 6 | (uint64_t)vw;
+
+    bool fe_ok = cmd_id > 0 && r->has_flags == !!st->cmd_flags[cmd_id] &&
+                 r->has_exptime == !!st->cmd_exptime[cmd_id] &&
+                 (!r->has_exptime || (r->exptime >= INT32_MIN && r->exptime <= INT32_MAX));
+    uint64_t fe = 0;
+    if (fe_ok)
+        fe = (r->has_flags ? (uint64_t)r->flags << 32 : 0) |
+             (r->has_exptime ? (uint32_t)r->exptime : 0);
+    bool json = !fe_ok || esc_key_len || esc_class || esc_vlen || esc_lat || esc_answer;
+    if (json) {
+        if (!fe_ok || fe) {
+            jb_int(&j, "flags", r->has_flags, r->flags);
+            jb_int(&j, "exptime", r->has_exptime, r->exptime);
+        }
+        if (!cmd_id) {
+            const char *name = mc_cmd_name((enum mc_cmd)r->cmd);
+            jb_text(&j, "cmd", name, strlen(name));
+            jb_text(&j, "ms_mode", r->ms_mode ? &r->ms_mode : NULL, r->ms_mode ? 1 : 0);
+        }
+        if (esc_answer)
+            jb_text(&j, "answer", r->answer, alen);
+        if (esc_key_len)
+            jb_int(&j, "key_len", true, r->key_len);
+        if (esc_vlen)
+            jb_int(&j, "value_len", true, r->value_len);
+        if (esc_lat)
+            jb_int(&j, "latency_ns", true, r->latency_ns);
+        if (esc_class)
+            jb_int(&j, "class_id", true, r->class_id);
+        jb_put(&j, "}", 1);
+        if (j.full)
+            return 0;
+    } else if (fe) {
+        j.len = (size_t)snprintf(j.p, sizeof j.p, "%lld", (long long)(int64_t)fe);
+    }
+
+    char *p = put_be16(p0, COPY_FIELDS);
+    p = put_i64(p, run_id);
+    p = put_i64(p, r->seq > INT64_MAX ? INT64_MAX : (int64_t)r->seq);
+    p = put_i64(p, r->t_ns);
+    p = put_i64(p, r->conn_id);
+    p = put_i64(p, (int64_t)r->key_hash);
+    if (r->key_text_len >= 0) {
+        size_t kn = (size_t)r->key_text_len < sizeof r->key_text ? (size_t)r->key_text_len
+                                                                 : sizeof r->key_text;
+        size_t n = utf8_clean(p + 4, r->key_text, kn); /* <= 3 * MC_KEY_MAX */
+        p = put_be32(p, (uint32_t)n) + n;
+    } else {
+        p = put_be32(p, UINT32_MAX); /* -1: NULL */
+    }
+    p = put_i64(p, (int64_t)op);
+    p = put_i64(p, (int64_t)sizes);
+    if (json || fe) {
+        p = put_be32(p, (uint32_t)j.len + 1);
+        *p++ = 1; /* jsonb's binary format: version 1, then the text */
+        memcpy(p, j.p, j.len);
+        p += j.len;
+    } else {
+        p = put_be32(p, UINT32_MAX);
+    }
+    return (size_t)(p - p0);
+}
+
+/* the bound PGSTORE_ROW_MAX holds: 2 + 8 fields of 12 + a key of 4 + 3 *
+ * the key text + a jsonb of 4 + 1 + JSON_MAX */
+_Static_assert(2 + 8 * 12 + 4 + 3 * (MC_KEY_MAX + 1) + 5 + JSON_MAX <= PGSTORE_ROW_MAX,
+               "PGSTORE_ROW_MAX holds the largest encoded row");
+
+/* --- schema --------------------------------------------------------------------------- */
+
+/* Upgrade steps, one per schema version, run before schema.sql on an older
+ * database (index v: from version v to v + 1). Version 1 is the first. */
+static const char *const upgrade_steps[PGSTORE_SCHEMA_VERSION] = {
+    [0] = NULL, /* 0: an empty database; schema.sql creates everything */
+};
+
+static int apply_schema(struct pgstore *s, char *err, size_t errlen)
+{
+    uint8_t d[SHA256_DIGEST_LEN];
+    char hex[SHA256_HEX_LEN + 1], sql[256];
+    sha256(slabtap_pg_schema_sql, strlen(slabtap_pg_schema_sql), d);
+    sha256_hex(d, hex);
+    if (exec(s, "BEGIN", "starting the schema transaction", err, errlen))
+        return -1;
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%lld)", (long long)PG_LOCK_SCHEMA);
+    if (exec(s, sql, "waiting for the schema lock", err, errlen))
+        goto rollback;
+    int from = 0;
+    bool same = false;
+    PGresult *res = PQexec(s->conn, "SELECT to_regclass('schema_version') IS NOT NULL");
+    bool have = PQresultStatus(res) == PGRES_TUPLES_OK && !strcmp(PQgetvalue(res, 0, 0), "t");
+    if (res_ok(s, res, PGRES_TUPLES_OK, "reading the schema version", err, errlen))
+        goto rollback;
+    res = PQexec(s->conn, have ? "SELECT version, sha256 FROM schema_version" : "SELECT 0, ''");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        res_ok(s, res, PGRES_TUPLES_OK, "reading the schema version", err, errlen);
+        goto rollback;
+    }
+    if (PQntuples(res) == 1) {
+        from = atoi(PQgetvalue(res, 0, 0));
+        same = !strcmp(PQgetvalue(res, 0, 1), hex);
+    }
+    PQclear(res);
+    if (from > PGSTORE_SCHEMA_VERSION) {
+        snprintf(err, errlen, "%s: schema version %d is newer than this slabtap (%d)", s->shown,
+                 from, PGSTORE_SCHEMA_VERSION);
+        goto rollback;
+    }
+    if (from == PGSTORE_SCHEMA_VERSION && same)
+        return exec(s, "COMMIT", "committing the schema", err, errlen);
+    for (int v = from; v > 0 && v < PGSTORE_SCHEMA_VERSION; v++)
+        if (upgrade_steps[v] && exec(s, upgrade_steps[v], "upgrading the schema", err, errlen))
+            goto rollback;
+    /* the schema, quiet about what already exists */
+    if (exec(s, "SET LOCAL client_min_messages = warning", "applying the schema", err, errlen) ||
+        exec(s, slabtap_pg_schema_sql, "applying schema/pg/schema.sql", err, errlen))
+        goto rollback;
+    const char *params[2] = { NULL, hex };
+    char ver[16];
+    snprintf(ver, sizeof ver, "%d", PGSTORE_SCHEMA_VERSION);
+    params[0] = ver;
+    res = PQexecParams(s->conn,
+                       "INSERT INTO schema_version (one, version, sha256) VALUES (true, $1, $2)"
+                       " ON CONFLICT (one) DO UPDATE SET version = $1, sha256 = $2",
+                       2, NULL, params, NULL, NULL, 0);
+    if (res_ok(s, res, PGRES_COMMAND_OK, "writing the schema version", err, errlen))
+        goto rollback;
+    return exec(s, "COMMIT", "committing the schema", err, errlen);
+rollback:
+    PQclear(PQexec(s->conn, "ROLLBACK"));
+    return -1;
+}
+
+/* Runs that never ended and whose proxy's session is gone (nobody holds
+ * their liveness lock): marked crashed with the rows they did record. */
+static int mark_crashed(struct pgstore *s, char *err, size_t errlen)
+{
+    char sql[768];
+    snprintf(sql, sizeof sql,
+             "UPDATE runs SET crashed = 1,"
+             " ended_ns = coalesce((SELECT max(t_ns) FROM writes w WHERE w.run_id = runs.run_id),"
+             " started_ns),"
+             " rows_recorded = (SELECT count(*) FROM writes w WHERE w.run_id = runs.run_id)"
+             " WHERE ended_ns IS NULL AND crashed = 0 AND run_id > 0 AND run_id < %lld"
+             " AND pg_try_advisory_xact_lock(%lld + run_id)",
+             (long long)PG_RUN_ID_MAX, (long long)PG_LOCK_RUN);
+    return exec(s, sql, "marking crashed runs", err, errlen);
+}
+
+/* --- statements ------------------------------------------------------------------------ */
+
+static const struct {
+    const char *name, *sql;
+    int nparams;
+} statements[] = {
+    { "gets",
+      "INSERT INTO get_counts (run_id, second, cmd, requests, keys, hits, misses, bytes_returned)"
+      " VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT (run_id, second, cmd) DO UPDATE SET"
+      " requests = get_counts.requests + excluded.requests,"
+      " keys = get_counts.keys + excluded.keys, hits = get_counts.hits + excluded.hits,"
+      " misses = get_counts.misses + excluded.misses,"
+      " bytes_returned = get_counts.bytes_returned + excluded.bytes_returned",
+      8 },
+    /* a sample and its classes in one statement: $6 is {"<class_id>": fields, ...} */
+    { "sample",
+      "WITH s AS (INSERT INTO samples (run_id, t_ns, phase_id, final, stats)"
+      " VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING sample_id)"
+      " INSERT INTO sample_classes (sample_id, class_id, fields)"
+      " SELECT s.sample_id, c.key::integer, c.value FROM s, jsonb_each($6::jsonb) c",
+      6 },
+    { "settings",
+      "INSERT INTO settings (run_id, t_ns, version, settings) VALUES ($1, $2, $3, $4::jsonb)"
+      " ON CONFLICT (run_id, t_ns) DO UPDATE SET version = excluded.version,"
+      " settings = excluded.settings",
+      4 },
+    { "meta",
+      "INSERT INTO run_meta (run_id, key, value) VALUES ($1, $2, $3)"
+      " ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value",
+      3 },
+    { "end_phase",
+      "UPDATE phases SET ended_ns = $2 WHERE run_id = $1 AND ended_ns IS NULL AND phase_id <> $3",
+      3 },
+    { "phase", "INSERT INTO phases (phase_id, run_id, name, started_ns) VALUES ($1, $2, $3, $4)",
+      4 },
+    { "partition", "SELECT slabtap_writes_partition($1)", 1 },
+};
+
+static int prepare_all(struct pgstore *s, char *err, size_t errlen)
+{
+    PQclear(PQexec(s->conn, "DEALLOCATE ALL"));
+    for (size_t i = 0; i < sizeof statements / sizeof statements[0]; i++) {
+        PGresult *res =
+            PQprepare(s->conn, statements[i].name, statements[i].sql, statements[i].nparams, NULL);
+        if (res_ok(s, res, PGRES_COMMAND_OK, "preparing statements", err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+/* A prepared statement with text parameters (NULL: SQL NULL). */
+static int run_prepared(struct pgstore *s, const char *name, int n, const char *const *params,
+                        const char *what, char *err, size_t errlen)
+{
+    PGresult *res = PQexecPrepared(s->conn, name, n, params, NULL, NULL, 0);
+    ExecStatusType want =
+        res && PQresultStatus(res) == PGRES_TUPLES_OK ? PGRES_TUPLES_OK : PGRES_COMMAND_OK;
+    return res_ok(s, res, want, what, err, errlen);
+}
+
+/* Reads cmds and answers: what op may point at. */
+static int load_dicts(struct pgstore *s, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    memset(st->cmd_plain, -1, sizeof st->cmd_plain);
+    memset(st->cmd_ms, -1, sizeof st->cmd_ms);
+    memset(st->cmd_flags, 0, sizeof st->cmd_flags);
+    memset(st->cmd_exptime, 0, sizeof st->cmd_exptime);
+    st->nanswers = 0;
+    PGresult *res = PQexec(s->conn, "SELECT cmd_id, cmd, ms_mode, has_flags, has_exptime FROM cmds"
+                                    " WHERE cmd_id BETWEEN 1 AND 63");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        return res_ok(s, res, PGRES_TUPLES_OK, "reading cmds", err, errlen);
+    for (int i = 0; i < PQntuples(res); i++) {
+        int id = atoi(PQgetvalue(res, i, 0));
+        const char *cmd = PQgetvalue(res, i, 1), *mode = PQgetvalue(res, i, 2);
+        st->cmd_flags[id] = atoi(PQgetvalue(res, i, 3)) != 0;
+        st->cmd_exptime[id] = atoi(PQgetvalue(res, i, 4)) != 0;
+        if (!strcmp(cmd, "ms") && strlen(mode) <= 1) {
+            st->cmd_ms[(unsigned char)mode[0]] = (int8_t)id;
+            continue;
+        }
+        if (*mode)
+            continue;
+        for (int c = 0; c < MC_CMD_COUNT; c++)
+            if (c != MC_CMD_MS && !strcmp(mc_cmd_name((enum mc_cmd)c), cmd))
+                st->cmd_plain[c] = (int8_t)id;
+    }
+    PQclear(res);
+    res = PQexec(s->conn, "SELECT answer_id, answer FROM answers WHERE answer_id BETWEEN 1 AND "
+                          "4398046511103 ORDER BY answer_id");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        return res_ok(s, res, PGRES_TUPLES_OK, "reading answers", err, errlen);
+    for (int i = 0; i < PQntuples(res) && st->nanswers < ANSWERS_MAX; i++) {
+        size_t len = (size_t)PQgetlength(res, i, 1);
+        if (len >= ANSWER_TEXT_MAX)
+            continue;
+        struct pg_answer *a = &st->answers[st->nanswers++];
+        a->id = atoi(PQgetvalue(res, i, 0));
+        a->len = len;
+        memcpy(a->text, PQgetvalue(res, i, 1), len);
+    }
+    PQclear(res);
+    return 0;
+}
+
+/* After a (re)connection: session settings, statements, dictionaries, the
+ * runs' liveness locks. */
+static int session_setup(struct pgstore *s, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    const char *pw = PQpass(s->conn);
+    snprintf(st->password, sizeof st->password, "%s", pw ? pw : "");
+    if (prepare_all(s, err, errlen) || load_dicts(s, err, errlen))
+        return -1;
+    for (size_t i = 0; i < st->nruns; i++) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(%lld)",
+                 (long long)(PG_LOCK_RUN + st->runs[i]));
+        if (exec(s, sql, "taking the run's lock again", err, errlen))
+            return -1;
+    }
+    st->ndays = st->days_next = 0; /* partitions are looked up again */
+    return 0;
+}
+
+/* --- open and close ----------------------------------------------------------------- */
+
+int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    pgstore_redact(uri, s->shown, sizeof s->shown);
+    if (strlen(uri) >= sizeof s->uri) {
+        snprintf(err, errlen, "%.200s...: connection string longer than %d bytes", s->shown,
+                 PGSTORE_URI_MAX - 1);
+        return -1;
+    }
+    snprintf(s->uri, sizeof s->uri, "%s", uri);
+    s->st = calloc(1, sizeof *s->st);
+    if (s->st)
+        s->st->copy = malloc(PGSTORE_COPY_BUF);
+    if (!s->st || !s->st->copy) {
+        snprintf(err, errlen, "%s: out of memory", s->shown);
+        pgstore_close(s);
+        return -1;
+    }
+    /* defaults first: what the connection string says overrides them,
+     * except the encoding, which the encoder needs */
+    const char *keys[] = { "connect_timeout", "application_name", "options",
+                           "dbname",          "client_encoding",  NULL };
+    const char *vals[] = { "10", "slabtap", "-c synchronous_commit=off", uri, "UTF8", NULL };
+    s->conn = (struct pg_conn *)PQconnectdbParams(keys, vals, 1);
+    if (!s->conn) {
+        snprintf(err, errlen, "%s: out of memory", s->shown);
+        pgstore_close(s);
+        return -1;
+    }
+    const char *pw = PQpass(s->conn);
+    snprintf(s->st->password, sizeof s->st->password, "%s", pw ? pw : "");
+    if (PQstatus(s->conn) != CONNECTION_OK) {
+        conn_fail(s, "cannot connect", err, errlen);
+        pgstore_close(s);
+        return -1;
+    }
+    if (apply_schema(s, err, errlen) || session_setup(s, err, errlen) ||
+        mark_crashed(s, err, errlen)) {
+        pgstore_close(s);
+        return -1;
+    }
+    return 0;
+}
+
+void pgstore_close(struct pgstore *s)
+{
+    if (s->conn)
+        PQfinish(s->conn); /* the session's locks go with it */
+    s->conn = NULL;
+    if (s->st) {
+        memset(s->st->password, 0, sizeof s->st->password);
+        free(s->st->pending);
+        free(s->st->copy);
+        free(s->st->job_text);
+        free(s->st->job_classes);
+        free(s->st);
+        s->st = NULL;
+    }
+}
+
+/* --- runs ------------------------------------------------------------------------------ */
+
+static int64_t floor_day(int64_t t_ns)
+{
+    return t_ns >= 0 ? t_ns / NS_PER_DAY : -((-(t_ns + 1)) / NS_PER_DAY) - 1;
+}
+
+static bool day_known(const struct pgstore_state *st, int64_t day)
+{
+    for (size_t i = 0; i < st->ndays; i++)
+        if (st->days[i] == day)
+            return true;
+    for (size_t i = 0; i < st->nnew_days; i++)
+        if (st->new_days[i] == day)
+            return true;
+    return false;
+}
+
+static void day_remember(struct pgstore_state *st, int64_t day)
+{
+    if (st->ndays < PGSTORE_DAYS_MAX) {
+        st->days[st->ndays++] = day;
+        return;
+    }
+    st->days[st->days_next] = day;
+    st->days_next = (st->days_next + 1) % PGSTORE_DAYS_MAX;
+}
+
+/* The partition of day exists (made if missing, in the open transaction if
+ * there is one: it is remembered once that commits). */
+static int ensure_day(struct pgstore *s, int64_t day, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    if (day_known(st, day))
+        return 0;
+    char num[32];
+    snprintf(num, sizeof num, "%lld", (long long)day);
+    const char *params[1] = { num };
+    if (run_prepared(s, "partition", 1, params, "creating a partition of writes", err, errlen))
+        return -1;
+    if (st->in_batch && st->nnew_days < PGSTORE_DAYS_MAX)
+        st->new_days[st->nnew_days++] = day;
+    else if (!st->in_batch)
+        day_remember(st, day);
+    return 0;
+}
+
+int64_t pgstore_run_begin(struct pgstore *s, const char *name, const char *upstream,
+                          const char *options, const char *key_mode, const char *node, char *err,
+                          size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    char started[32], sql[96];
+    int64_t now = clock_wall_ns(), id = -1;
+    if (st->nruns >= PGSTORE_RUNS_MAX) {
+        snprintf(err, errlen, "%s: more than %d runs on one connection", s->shown,
+                 PGSTORE_RUNS_MAX);
+        return -1;
+    }
+    snprintf(started, sizeof started, "%lld", (long long)now);
+    const char *params[7] = { name,    node ? node : "", started, upstream, SLABTAP_VERSION,
+                              options, key_mode };
+    if (exec(s, "BEGIN", "starting a run", err, errlen))
+        return -1;
+    PGresult *res = PQexecParams(s->conn,
+                                 "INSERT INTO runs (name, node, started_ns, upstream,"
+                                 " slabtap_version, options, key_mode)"
+                                 " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING run_id",
+                                 7, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    if (id <= 0 || id >= PG_RUN_ID_MAX) {
+        if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+            PQclear(res);
+            pg_fail(s, "starting a run", "run id out of range", err, errlen);
+        } else {
+            res_ok(s, res, PGRES_TUPLES_OK, "starting a run", err, errlen);
+        }
+        PQclear(PQexec(s->conn, "ROLLBACK"));
+        return -1;
+    }
+    PQclear(res);
+    /* the lock before the row is visible: no one can take the run for crashed */
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(%lld)", (long long)(PG_LOCK_RUN + id));
+    if (exec(s, sql, "taking the run's lock", err, errlen) ||
+        exec(s, "COMMIT", "starting a run", err, errlen)) {
+        PQclear(PQexec(s->conn, "ROLLBACK"));
+        snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%lld)", (long long)(PG_LOCK_RUN + id));
+        PQclear(PQexec(s->conn, sql));
+        return -1;
+    }
+    st->runs[st->nruns++] = id;
+    /* today's and tomorrow's partitions now, off the path of the first batch */
+    int64_t day = floor_day(now);
+    if (ensure_day(s, day, err, errlen) || ensure_day(s, day + 1, err, errlen))
+        return -1;
+    return id;
+}
+
+int pgstore_run_end(struct pgstore *s, int64_t run_id, uint64_t recorded, uint64_t dropped,
+                    char *err, size_t errlen)
+{
+    char id[32], now[32], rec[32], drop[32];
+    snprintf(id, sizeof id, "%lld", (long long)run_id);
+    snprintf(now, sizeof now, "%lld", (long long)clock_wall_ns());
+    snprintf(rec, sizeof rec, "%llu", (unsigned long long)recorded);
+    snprintf(drop, sizeof drop, "%llu", (unsigned long long)dropped);
+    const char *ep[3] = { id, now, "-1" };
+    if (run_prepared(s, "end_phase", 3, ep, "ending the last phase", err, errlen))
+        return -1;
+    const char *params[4] = { id, now, rec, drop };
+    /* crashed = 0: it may have been taken for crashed while its connection was down */
+    PGresult *res = PQexecParams(s->conn,
+                                 "UPDATE runs SET ended_ns = $2, rows_recorded = $3,"
+                                 " rows_dropped = $4, crashed = 0 WHERE run_id = $1",
+                                 4, NULL, params, NULL, NULL, 0);
+    return res_ok(s, res, PGRES_COMMAND_OK, "ending the run", err, errlen);
+}
+
+/* --- batches ----------------------------------------------------------------------------- */
+
+static void batch_forget(struct pgstore_state *st)
+{
+    st->npending = 0;
+    st->nnew_days = 0;
+    st->in_batch = false;
+    st->copy_len = 0;
+}
+
+int pgstore_begin(struct pgstore *s, char *err, size_t errlen)
+{
+    batch_forget(s->st);
+    if (PQstatus(s->conn) != CONNECTION_OK) {
+        PQreset(s->conn);
+        if (PQstatus(s->conn) != CONNECTION_OK)
+            return conn_fail(s, "reconnecting", err, errlen);
+        if (session_setup(s, err, errlen))
+            return -1;
+    }
+    if (exec(s, "BEGIN", "starting a batch", err, errlen))
+        return -1;
+    s->st->in_batch = true;
+    return 0;
+}
+
+int pgstore_put_row(struct pgstore *s, int64_t run_id, const struct rec_row *row, char *err,
+                    size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    if (row->kind == REC_ROW_GETS) {
+        char v[7][32];
+        snprintf(v[0], sizeof v[0], "%lld", (long long)run_id);
+        snprintf(v[1], sizeof v[1], "%lld", (long long)row->second);
+        snprintf(v[2], sizeof v[2], "%llu", (unsigned long long)row->requests);
+        snprintf(v[3], sizeof v[3], "%llu", (unsigned long long)row->keys);
+        snprintf(v[4], sizeof v[4], "%llu", (unsigned long long)row->hits);
+        snprintf(v[5], sizeof v[5], "%llu", (unsigned long long)row->misses);
+        snprintf(v[6], sizeof v[6], "%llu", (unsigned long long)row->bytes_returned);
+        const char *params[8] = { v[0], v[1], mc_cmd_name((enum mc_cmd)row->cmd), v[2], v[3], v[4],
+                                  v[5], v[6] };
+        return run_prepared(s, "gets", 8, params, "inserting read counts", err, errlen);
+    }
+    if (st->npending == st->pending_cap) {
+        size_t nc = st->pending_cap ? st->pending_cap * 2 : 4096;
+        struct pending_ref *p = realloc(st->pending, nc * sizeof *p);
+        if (!p) {
+            snprintf(err, errlen, "%s: out of memory for a batch of %zu writes", s->shown, nc);
+            return -1;
+        }
+        st->pending = p;
+        st->pending_cap = nc;
+    }
+    st->pending[st->npending++] =
+        (struct pending_ref){ run_id, row->seq > INT64_MAX ? INT64_MAX : (int64_t)row->seq, row };
+    return 0;
+}
+
+static int put_sample(struct pgstore *s, const char *id, const struct rec_job *j, char *err,
+                      size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    char t[32], phase[32];
+    snprintf(t, sizeof t, "%lld", (long long)j->t_ns);
+    snprintf(phase, sizeof phase, "%lld", (long long)j->phase_id);
+    /* the classes as one object {"<class_id>": fields, ...} */
+    size_t need = 3;
+    for (size_t i = 0; i < j->nclasses; i++)
+        need += 16 + 3 * strlen(j->class_json[i]);
+    if (need > JOB_TEXT_MAX || grow(&st->job_classes, &st->job_classes_cap, need)) {
+        snprintf(err, errlen, "%s: a stats sample of %zu bytes: too large or out of memory",
+                 s->shown, need);
+        return -1;
+    }
+    char *o = st->job_classes;
+    size_t at = 0;
+    o[at++] = '{';
+    for (size_t i = 0; i < j->nclasses; i++) {
+        at += (size_t)snprintf(o + at, need - at, "%s\"%u\":", i ? "," : "", j->class_ids[i]);
+        at += utf8_clean(o + at, j->class_json[i], strlen(j->class_json[i]));
+    }
+    o[at++] = '}';
+    o[at] = '\0';
+    for (char *p = o; *p; p++) { /* \u0000 refused by jsonb */
+        if (*p == '\\') {
+            if (p[1] == 'u' && !strncmp(p + 2, "0000", 4))
+                memcpy(p + 2, "fffd", 4);
+            if (p[1])
+                p++;
+        }
+    }
+    const char *stats = job_clean(&st->job_text, &st->job_text_cap, j->text ? j->text : "{}", true);
+    if (!stats) {
+        snprintf(err, errlen, "%s: a stats sample: too large or out of memory", s->shown);
+        return -1;
+    }
+    const char *params[6] = {
+        id, t, j->phase_id > 0 ? phase : NULL, j->final ? "1" : "0", stats, o
+    };
+    return run_prepared(s, "sample", 6, params, "inserting a stats sample", err, errlen);
+}
+
+int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, char *err,
+                    size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    char id[32], t[32], phase[32];
+    snprintf(id, sizeof id, "%lld", (long long)run_id);
+    snprintf(t, sizeof t, "%lld", (long long)j->t_ns);
+    snprintf(phase, sizeof phase, "%lld", (long long)j->phase_id);
+    const char *text;
+    char small[256];
+    switch (j->kind) {
+    case REC_JOB_SAMPLE: return put_sample(s, id, j, err, errlen);
+    case REC_JOB_SETTINGS: {
+        text = job_clean(&st->job_text, &st->job_text_cap, j->text ? j->text : "{}", true);
+        if (!text)
+            break;
+        size_t vn = j->version ? strlen(j->version) : 0;
+        if (vn > (sizeof small - 1) / 3)
+            vn = (sizeof small - 1) / 3;
+        small[utf8_clean(small, j->version ? j->version : "", vn)] = '\0';
+        const char *params[4] = { id, t, j->version ? small : NULL, text };
+        return run_prepared(s, "settings", 4, params, "inserting settings", err, errlen);
+    }
+    case REC_JOB_META: {
+        size_t kn = j->version ? strlen(j->version) : 0;
+        if (kn > (sizeof small - 1) / 3)
+            kn = (sizeof small - 1) / 3;
+        small[utf8_clean(small, j->version ? j->version : "", kn)] = '\0';
+        text = j->text ? job_clean(&st->job_text, &st->job_text_cap, j->text, false) : NULL;
+        if (j->text && !text)
+            break;
+        const char *params[3] = { id, small, text };
+        return run_prepared(s, "meta", 3, params, "inserting run_meta", err, errlen);
+    }
+    case REC_JOB_PHASE: {
+        const char *ep[3] = { id, t, phase };
+        if (run_prepared(s, "end_phase", 3, ep, "ending a phase", err, errlen))
+            return -1;
+        text = job_clean(&st->job_text, &st->job_text_cap, j->text ? j->text : "", false);
+        if (!text)
+            break;
+        const char *params[4] = { phase, id, text, t };
+        return run_prepared(s, "phase", 4, params, "inserting a phase", err, errlen);
+    }
+    default: snprintf(err, errlen, "%s: unknown job kind %d", s->shown, (int)j->kind); return -1;
+    }
+    snprintf(err, errlen, "%s: a job's text is too large or out of memory", s->shown);
+    return -1;
+}
+
+static int pending_cmp(const void *a, const void *b)
+{
+    const struct pending_ref *x = a, *y = b;
+    if (x->run != y->run)
+        return x->run < y->run ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int copy_send(struct pgstore *s, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    if (st->copy_len && PQputCopyData(s->conn, st->copy, (int)st->copy_len) != 1)
+        return conn_fail(s, "sending writes", err, errlen);
+    st->copy_len = 0;
+    return 0;
+}
+
+/* The batch's writes: their days' partitions, then one COPY. */
+static int put_pending(struct pgstore *s, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    struct pending_ref *p = st->pending;
+    size_t n = st->npending;
+    if (!n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if (pending_cmp(&p[i - 1], &p[i]) > 0) {
+            qsort(p, n, sizeof *p, pending_cmp);
+            break;
+        }
+    }
+    int64_t last = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        int64_t day = floor_day(p[i].row->t_ns);
+        if (day != last && ensure_day(s, day, err, errlen))
+            return -1;
+        last = day;
+    }
+    PGresult *res = PQexec(s->conn, "COPY writes (run_id, seq, t_ns, conn_id, key_hash, key_ref,"
+                                    " op, sizes, extra) FROM STDIN (FORMAT binary)");
+    if (PQresultStatus(res) != PGRES_COPY_IN)
+        return res_ok(s, res, PGRES_COPY_IN, "starting COPY into writes", err, errlen);
+    PQclear(res);
+    /* header: signature, flags, extension length */
+    static const char header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+    memcpy(st->copy, header, sizeof header);
+    st->copy_len = sizeof header;
+    const char *why = NULL;
+    for (size_t i = 0; i < n && !why; i++) {
+        if (st->copy_len + PGSTORE_ROW_MAX > PGSTORE_COPY_BUF && copy_send(s, err, errlen))
+            why = "";
+        size_t k = why ? 0 : encode_row(st, p[i].run, p[i].row, st->copy + st->copy_len);
+        if (!why && !k)
+            why = "a write does not fit PGSTORE_ROW_MAX";
+        st->copy_len += k;
+    }
+    if (!why) {
+        put_be16(st->copy + st->copy_len, UINT16_MAX); /* a field count of -1: the end */
+        st->copy_len += 2;
+        if (copy_send(s, err, errlen))
+            why = "";
+    }
+    if (PQputCopyEnd(s->conn, why ? (*why ? why : "slabtap: send failed") : NULL) != 1 && !why) {
+        conn_fail(s, "ending COPY into writes", err, errlen);
+        why = "";
+    }
+    res = PQgetResult(s->conn);
+    int rc = why ? -1 : 0;
+    if (!why)
+        rc = res_ok(s, res, PGRES_COMMAND_OK, "COPY into writes", err, errlen);
+    else {
+        if (*why)
+            pg_fail(s, "COPY into writes", why, err, errlen);
+        PQclear(res);
+    }
+    while ((res = PQgetResult(s->conn)))
+        PQclear(res);
+    return rc;
+}
+
+int pgstore_commit(struct pgstore *s, int failed, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    char ignored[256];
+    if (!failed && !put_pending(s, err, errlen) &&
+        !exec(s, "COMMIT", "committing a batch", err, errlen)) {
+        for (size_t i = 0; i < st->nnew_days; i++)
+            day_remember(st, st->new_days[i]);
+        batch_forget(st);
+        return 0;
+    }
+    /* a failed COPY or COMMIT can leave the transaction open (or aborted) */
+    if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
+        exec(s, "ROLLBACK", "rolling back a batch", failed ? err : ignored,
+             failed ? errlen : sizeof ignored);
+    batch_forget(st);
+    return -1;
+}
+
+int64_t pgstore_max_phase_id(struct pgstore *s, int64_t run_id)
+{
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)run_id);
+    const char *params[1] = { id };
+    PGresult *res =
+        PQexecParams(s->conn, "SELECT coalesce(max(phase_id), 0) FROM phases WHERE run_id = $1", 1,
+                     NULL, params, NULL, NULL, 0);
+    int64_t v = 0;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return v;
+}

@@ -1,0 +1,94 @@
+/* pgstore: the PostgreSQL store -- the same shape as store.h (open, run,
+ * batches of rows and jobs, run end, close) for a fleet of proxies writing
+ * into one server: schema/pg/schema.sql (embedded), recorded writes sent
+ * with one binary COPY per batch into `writes` (partitioned by day of t_ns,
+ * partitions created on demand), jobs with prepared INSERTs in the same
+ * transaction.
+ * Owns one libpq connection, its prepared statements, the batch's COPY
+ * buffer (PGSTORE_COPY_BUF bytes, sent whenever it fills) and the set of
+ * day partitions it knows exist.
+ * Must never be used by two threads at once (the writer thread owns it once
+ * the recorder has it), nor print: failures return -1 with the reason in
+ * the caller's err buffer, for the caller to log. Must never put a password
+ * into a message: the connection string is shown through pgstore_redact
+ * and libpq's texts are scrubbed of the password the connection used. */
+#ifndef SLABTAP_PGSTORE_H
+#define SLABTAP_PGSTORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rec_row;
+struct rec_job;
+
+#define PGSTORE_SCHEMA_VERSION 1
+
+/* The COPY data of a batch is sent in pieces of at most this many bytes;
+ * one encoded row takes at most PGSTORE_ROW_MAX. */
+#define PGSTORE_COPY_BUF (256 * 1024)
+#define PGSTORE_ROW_MAX 4096
+/* Day partitions remembered as existing (older ones are looked up again). */
+#define PGSTORE_DAYS_MAX 64
+/* Runs whose liveness lock this connection holds (retaken after a reconnect). */
+#define PGSTORE_RUNS_MAX 16
+/* Connection strings longer than this are refused. */
+#define PGSTORE_URI_MAX 1024
+
+struct pgstore_state; /* statements, dictionaries, batch, partition cache */
+
+struct pgstore {
+    struct pg_conn *conn; /* libpq's PGconn */
+    struct pgstore_state *st;
+    char uri[PGSTORE_URI_MAX];   /* as given (may hold a password: never shown) */
+    char shown[PGSTORE_URI_MAX]; /* pgstore_redact(uri): what messages show */
+};
+
+/* Whether --db names a PostgreSQL database rather than a SQLite file: a
+ * postgresql:// or postgres:// URI. */
+bool pgstore_is_uri(const char *db);
+
+/* The connection string without its password (URI user:password@, a
+ * password= parameter, or a password= keyword), for messages and logs.
+ * Always NUL-terminates out (cut to outlen). */
+void pgstore_redact(const char *uri, char *out, size_t outlen);
+
+/* Connects (libpq connection string: URI or keyword/value; password from
+ * the string, PGPASSWORD or ~/.pgpass; connect_timeout 10 s unless it says
+ * otherwise; synchronous_commit off unless its `options` say otherwise),
+ * applies schema/pg/schema.sql when the database's schema is older or
+ * differs (refusing a newer one), and marks runs whose proxy is gone as
+ * crashed. 0, or -1 with the reason in err; pgstore_close either way. */
+int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen);
+void pgstore_close(struct pgstore *s);
+
+/* Creates the run row for node (the fleet member; "" for none) and holds
+ * its liveness lock until pgstore_close. Returns the run id (an identity:
+ * unique across nodes, no lock any other node waits for), or -1 with the
+ * reason in err. */
+int64_t pgstore_run_begin(struct pgstore *s, const char *name, const char *upstream,
+                          const char *options, const char *key_mode, const char *node, char *err,
+                          size_t errlen);
+/* Ends the run's last phase and writes its end time and row counts. */
+int pgstore_run_end(struct pgstore *s, int64_t run_id, uint64_t recorded, uint64_t dropped,
+                    char *err, size_t errlen);
+
+/* A batch, as store.h's: pgstore_begin, any number of pgstore_put_*,
+ * pgstore_commit (rolls back instead when failed is non-zero, then returns
+ * -1 with err untouched unless the rollback failed). Write rows are only
+ * referenced by pgstore_put_row and sent by pgstore_commit in one COPY: they
+ * must stay valid and unchanged until it returns. A failed or rolled back
+ * batch leaves nothing behind. pgstore_begin reconnects a connection that
+ * was lost. All return 0, or -1 with the reason in err. */
+int pgstore_begin(struct pgstore *s, char *err, size_t errlen);
+int pgstore_put_row(struct pgstore *s, int64_t run_id, const struct rec_row *row, char *err,
+                    size_t errlen);
+int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *job, char *err,
+                    size_t errlen);
+int pgstore_commit(struct pgstore *s, int failed, char *err, size_t errlen);
+
+/* Phase ids are per run in PostgreSQL ((run_id, phase_id) is the key): the
+ * highest of run_id's, 0 for a new run (or on error). */
+int64_t pgstore_max_phase_id(struct pgstore *s, int64_t run_id);
+
+#endif

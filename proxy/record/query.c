@@ -1,0 +1,1195 @@
+/* query: the web API's SQL, run by the writer thread between batches. */
+#include "record/query.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/jsonb.h"
+#include "model/advise.h"
+#include "model/predict.h"
+#include "record/runs.h"
+
+/* advice replays the whole run (record/runs.c): its own, larger budget */
+#define QUERY_ADVICE_BUDGET_MS 2000
+#define QUERY_PROGRESS_OPS 10000 /* VM steps between looks at the clock */
+#define QUERY_PAGE 1048576       /* a slab page, when the settings do not say */
+#define QUERY_SLICE_MIN 2000     /* a step over budget is tried again with half the rows */
+
+/* ---- SQL: every text the web API runs ----------------------------------- */
+
+/* The columns of one row of `writes` (schema/schema.sql gives the format;
+ * the view `sets` decodes the same way, but per row through subqueries:
+ * these read the packed columns directly). */
+#define W_KEY_LEN \
+    "(CASE WHEN typeof(w.extra) = 'text' AND json_type(w.extra, '$.key_len') IS NOT NULL" \
+    " THEN json_extract(w.extra, '$.key_len') ELSE w.op & 255 END)"
+#define W_VALUE_LEN \
+    "(CASE WHEN typeof(w.extra) = 'text' AND json_type(w.extra, '$.value_len') IS NOT NULL" \
+    " THEN json_extract(w.extra, '$.value_len')" \
+    " ELSE nullif((w.sizes >> 6) & ((1 << (w.sizes & 31)) - 1), 0) - 1 END)"
+#define W_FLAGS \
+    "(CASE typeof(w.extra) WHEN 'integer' THEN (w.extra >> 32) & 4294967295" \
+    " WHEN 'text' THEN coalesce(json_extract(w.extra, '$.flags'), 0) ELSE 0 END)"
+/* in microseconds; NULL: no answer */
+#define W_LATENCY_US \
+    "(CASE WHEN typeof(w.extra) = 'text' AND json_type(w.extra, '$.latency_ns') IS NOT NULL" \
+    " THEN json_extract(w.extra, '$.latency_ns') / 1000" \
+    " ELSE (nullif(w.sizes >> (6 + (w.sizes & 31)), 0) - 1)" \
+    " / CASE WHEN w.sizes & 32 THEN 1000 ELSE 1 END END)"
+/* writes that store a whole item: set add replace cas, ms (not E/A/P mode
+ * pieces: cmds 1 2 3 6 7 8 11 12) */
+#define W_STORES \
+    "(((w.op >> 14) & 63) IN (1, 2, 3, 6, 7, 8, 11, 12) OR (((w.op >> 14) & 63) = 0" \
+    " AND json_extract(w.extra, '$.cmd') IN ('set', 'add', 'replace', 'cas')))"
+
+static const char SQL_RUN[] =
+    "SELECT r.started_ns, r.ended_ns, r.crashed, wr.lo, wr.hi, wr.t0,"
+    " (SELECT max(rowid) FROM writes) FROM runs r LEFT JOIN write_runs wr USING (run_id)"
+    " WHERE r.run_id = ?1";
+
+/* sizes: item size (ntotal) of every stored item, ?3 = 8 with CAS */
+static const char SQL_SIZES_SLICE[] =
+    "SELECT nt, count(*), sum(nt) FROM (SELECT 51 + ?3 + " W_KEY_LEN " + " W_VALUE_LEN
+    " + CASE WHEN " W_FLAGS " != 0 THEN 4 ELSE 0 END AS nt"
+    " FROM writes w WHERE w.rowid >= ?1 AND w.rowid < ?2 AND " W_STORES ")"
+    " WHERE nt IS NOT NULL GROUP BY nt";
+static const char SQL_LADDER[] =
+    "SELECT class_id, chunk_size FROM run_ladder WHERE run_id = ?1 ORDER BY class_id";
+static const char SQL_CAS[] =
+    "SELECT CASE WHEN cas_enabled IN ('no', 'false', '0', 0) THEN 0 ELSE 8 END,"
+    " coalesce(json_extract(settings, '$.slab_page_size'), 1048576)"
+    " FROM run_settings WHERE run_id = ?1";
+
+/* traffic: writes per time bucket and latency (us, two significant
+ * digits) from the arrivals of a slice of rowids; ?1 ?2 the slice, ?3 the
+ * run's first rowid, ?4 t0, ?5 from, ?6 buckets, ?7 span (ns) */
+static const char SQL_TRAFFIC_SLICE[] =
+    "WITH ar AS (SELECT x.rowid AS lo, lead(x.rowid, 1, ?2) OVER (ORDER BY x.rowid) AS hi,"
+    " x.dt AS dt FROM arrivals x WHERE x.rowid >= coalesce((SELECT max(y.rowid) FROM arrivals y"
+    " WHERE y.rowid <= ?1 AND y.rowid >= ?3), ?1) AND x.rowid < ?2),"
+    " lat AS (SELECT (?4 + ar.dt - ?5) * ?6 / ?7 AS k, " W_LATENCY_US " AS l"
+    " FROM ar CROSS JOIN writes w ON w.rowid >= max(ar.lo, ?1) AND w.rowid < ar.hi)"
+    " SELECT k, CASE WHEN l IS NULL THEN -1 WHEN l < 100 THEN l WHEN l < 1000 THEN l / 10 * 10"
+    " WHEN l < 10000 THEN l / 100 * 100 WHEN l < 100000 THEN l / 1000 * 1000"
+    " ELSE l / 10000 * 10000 END AS q, count(*) FROM lat GROUP BY k, q";
+static const char SQL_PREFIX_SLICE[] =
+    "SELECT w.key_ref, count(*), sum(coalesce(" W_VALUE_LEN ", 0)) FROM writes w"
+    " WHERE w.rowid >= ?1 AND w.rowid < ?2 AND typeof(w.key_ref) = 'integer' GROUP BY w.key_ref";
+static const char SQL_PREFIX_NAME[] = "SELECT prefix FROM key_prefixes WHERE prefix_id = ?1";
+static const char SQL_READS[] =
+    "SELECT max(0, (second * 1000000000 - ?2) * ?3 / ?4) AS k, sum(keys), sum(hits),"
+    " sum(misses) FROM get_counts WHERE run_id = ?1 AND second * 1000000000 + 1000000000 > ?2"
+    " AND second * 1000000000 < ?2 + ?4 GROUP BY k";
+
+/* classes: the run's last two samples, then the last one's classes */
+static const char SQL_LAST_SAMPLES[] =
+    "SELECT s.sample_id, s.t_ns, coalesce(json_extract(s.stats, '$.total_malloced'),"
+    " (SELECT sum(json_extract(c.fields, '$.total_pages')) FROM sample_classes c"
+    " WHERE c.sample_id = s.sample_id) * ?2, 0),"
+    " coalesce(json_extract(s.stats, '$.limit_maxbytes'), 0)"
+    " FROM samples s WHERE s.run_id = ?1 ORDER BY s.t_ns DESC, s.sample_id DESC LIMIT 2";
+static const char SQL_CLASSES[] =
+    "SELECT class_id, coalesce(chunk_size, 0), coalesce(total_pages, 0),"
+    " coalesce(total_chunks, 0), coalesce(used_chunks, 0), coalesce(mem_requested, 0),"
+    " coalesce(evicted, 0) FROM class_stats WHERE sample_id = ?1 ORDER BY class_id";
+
+/* series: the last sample of each of ?4 time buckets in [?2, ?3] */
+#define SERIES_PICK \
+    "WITH pick AS (SELECT max(t_ns) AS t, sample_id AS sid FROM samples" \
+    " WHERE run_id = ?1 AND t_ns >= ?2 AND t_ns <= ?3" \
+    " GROUP BY (t_ns - ?2) * ?4 / (?3 - ?2 + 1)) "
+static const char SQL_SERIES[] = SERIES_PICK
+    "SELECT p.t, coalesce(json_extract(s.stats, '$.total_malloced'),"
+    " (SELECT sum(json_extract(c.fields, '$.total_pages')) FROM sample_classes c"
+    " WHERE c.sample_id = p.sid) * ?5, 0), coalesce(json_extract(s.stats, '$.limit_maxbytes'), 0)"
+    " FROM pick p JOIN samples s ON s.sample_id = p.sid ORDER BY p.t";
+static const char SQL_SERIES_CLASSES[] = SERIES_PICK
+    "SELECT c.class_id, p.t, coalesce(json_extract(c.fields, '$.chunk_size'), 0),"
+    " coalesce(json_extract(c.fields, '$.total_pages'), 0),"
+    " coalesce(json_extract(c.fields, '$.evicted'), 0)"
+    " FROM pick p JOIN sample_classes c ON c.sample_id = p.sid ORDER BY c.class_id, p.t";
+
+/* /api/runs: the runs of the file */
+static const char SQL_RUNS[] =
+    "SELECT json_object('run_id', r.run_id, 'name', r.name, 'started_ns', r.started_ns,"
+    " 'ended_ns', r.ended_ns, 'rows_recorded', r.rows_recorded,"
+    " 'crashed', json(CASE WHEN r.crashed THEN 'true' ELSE 'false' END),"
+    " 'upstream', r.upstream, 'settings', (SELECT CASE WHEN st.run_id IS NULL THEN NULL ELSE"
+    " json_object('growth_factor', st.growth_factor, 'chunk_size', st.chunk_size_min,"
+    " 'item_size_max', st.item_size_max, 'slab_page_size',"
+    " coalesce(json_extract(st.settings, '$.slab_page_size'), 1048576)) END"
+    " FROM run_settings st WHERE st.run_id = r.run_id))"
+    " FROM runs r WHERE r.run_id != ?1 ORDER BY r.run_id DESC LIMIT ?2";
+
+/* ---- jobs, cache -------------------------------------------------------- */
+
+/* (k1, k2) -> n, sum: what a slice's GROUP BY gives, merged across slices */
+struct agg_ent {
+    int64_t k1, k2, n, sum;
+};
+struct agg {
+    struct agg_ent *e;
+    size_t n, cap;
+    bool failed;
+};
+
+struct query_job {
+    struct query_job *next;
+    struct query_params p;
+    query_done_fn done;
+    void *ud;
+    enum query_status st;
+    char *text;
+    /* writer thread: a scan in progress */
+    bool started;
+    bool finished_run; /* ended: its answers do not change */
+    int64_t run_id, started_ns, ended_ns, lo, hi, cursor, t0, from, span;
+    int points, cas, page;
+    int64_t slice;   /* rows per step: halved when a step goes over the budget */
+    struct agg a, b; /* sizes: a; traffic: a (k, latency), b (prefixes) */
+};
+
+struct query_cache_ent {
+    bool used;
+    struct query_params key; /* run_id resolved */
+    char *text;
+    enum query_status st;
+    int64_t made_ns;
+    uint64_t used_at;
+};
+
+static int agg_cmp(const void *x, const void *y)
+{
+    const struct agg_ent *a = x, *b = y;
+    if (a->k1 != b->k1)
+        return a->k1 < b->k1 ? -1 : 1;
+    return a->k2 < b->k2 ? -1 : a->k2 > b->k2;
+}
+
+static void agg_add(struct agg *g, int64_t k1, int64_t k2, int64_t n, int64_t sum)
+{
+    if (g->n == g->cap) {
+        size_t ncap = g->cap ? g->cap * 2 : 256;
+        struct agg_ent *e = realloc(g->e, ncap * sizeof *e);
+        if (!e) {
+            g->failed = true;
+            return;
+        }
+        g->e = e;
+        g->cap = ncap;
+    }
+    g->e[g->n++] = (struct agg_ent){ k1, k2, n, sum };
+}
+
+/* Sorts and merges equal keys. */
+static void agg_merge(struct agg *g)
+{
+    size_t out = 0;
+    if (!g->n)
+        return;
+    qsort(g->e, g->n, sizeof *g->e, agg_cmp);
+    for (size_t i = 1; i < g->n; i++) {
+        if (g->e[i].k1 == g->e[out].k1 && g->e[i].k2 == g->e[out].k2) {
+            g->e[out].n += g->e[i].n;
+            g->e[out].sum += g->e[i].sum;
+        } else {
+            g->e[++out] = g->e[i];
+        }
+    }
+    g->n = out + 1;
+}
+
+static void job_free(struct query_job *j)
+{
+    free(j->a.e);
+    free(j->b.e);
+    free(j->text);
+    free(j);
+}
+
+static int64_t mono_ns(void)
+{
+    return (int64_t)clock_mono_ns();
+}
+
+static int query_progress(void *arg)
+{
+    struct query_queue *q = arg;
+    if (mono_ns() > q->step_deadline_ns) {
+        q->interrupted = true;
+        return 1;
+    }
+    return 0;
+}
+
+static void budget_start(struct query_queue *q, sqlite3 *db, unsigned ms)
+{
+    q->interrupted = false;
+    q->step_deadline_ns = mono_ns() + (int64_t)ms * 1000000;
+    sqlite3_progress_handler(db, QUERY_PROGRESS_OPS, query_progress, q);
+}
+
+static void budget_end(sqlite3 *db)
+{
+    sqlite3_progress_handler(db, 0, NULL, NULL);
+}
+
+static void set_error(struct query_job *j, enum query_status st, const char *msg)
+{
+    free(j->text);
+    j->st = st;
+    j->text = msg ? strdup(msg) : NULL;
+}
+
+static bool cache_key_eq(const struct query_params *a, const struct query_params *b)
+{
+    return a->kind == b->kind && a->run_id == b->run_id && a->from_ns == b->from_ns &&
+           a->to_ns == b->to_ns && a->points == b->points && a->buckets == b->buckets &&
+           a->top == b->top;
+}
+
+static struct query_cache_ent *cache_find(struct query_queue *q, const struct query_params *k)
+{
+    for (size_t i = 0; q->cache && i < QUERY_CACHE_MAX; i++)
+        if (q->cache[i].used && cache_key_eq(&q->cache[i].key, k)) {
+            q->cache[i].used_at = ++q->cache_clock;
+            return &q->cache[i];
+        }
+    return NULL;
+}
+
+static void cache_put(struct query_queue *q, const struct query_params *k, enum query_status st,
+                      const char *text)
+{
+    struct query_cache_ent *e = cache_find(q, k);
+    char *copy = text ? strdup(text) : NULL;
+    if (!q->cache || (text && !copy))
+        return;
+    for (size_t i = 0; !e && i < QUERY_CACHE_MAX; i++)
+        if (!q->cache[i].used || !e || q->cache[i].used_at < e->used_at)
+            e = &q->cache[i];
+    free(e->text);
+    e->used = true;
+    e->key = *k;
+    e->st = st;
+    e->text = copy;
+    e->made_ns = mono_ns();
+    e->used_at = ++q->cache_clock;
+}
+
+/* ---- the queue ---------------------------------------------------------- */
+
+static void query_on_done(uv_async_t *h)
+{
+    struct query_queue *q = h->data;
+    pthread_mutex_lock(&q->mu);
+    struct query_job *j = q->done_head;
+    q->done_head = q->done_tail = NULL;
+    pthread_mutex_unlock(&q->mu);
+    while (j) {
+        struct query_job *next = j->next;
+        char *text = j->text;
+        j->text = NULL;
+        j->done(j->ud, j->st, text);
+        job_free(j);
+        j = next;
+    }
+}
+
+int query_open(struct query_queue *q, uv_loop_t *loop, int64_t current_run, void (*wake)(void *),
+               void *wake_ud, char *err, size_t errlen)
+{
+    memset(q, 0, sizeof *q);
+    q->cache = calloc(QUERY_CACHE_MAX, sizeof *q->cache);
+    if (!q->cache) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pthread_mutex_init(&q->mu, NULL);
+    if (uv_async_init(loop, &q->done, query_on_done)) {
+        snprintf(err, errlen, "cannot create the query answer handle");
+        pthread_mutex_destroy(&q->mu);
+        free(q->cache);
+        q->cache = NULL;
+        return -1;
+    }
+    q->done.data = q;
+    q->wake = wake;
+    q->wake_ud = wake_ud;
+    q->current_run = current_run;
+    q->budget_ms = QUERY_BUDGET_MS;
+    q->open = true;
+    return 0;
+}
+
+static bool params_ok(const struct query_params *p)
+{
+    bool pts = p->points >= QUERY_POINTS_MIN && p->points <= QUERY_POINTS_MAX;
+    switch (p->kind) {
+    case QUERY_SIZES: return p->buckets >= QUERY_BUCKETS_MIN && p->buckets <= QUERY_BUCKETS_MAX;
+    case QUERY_SERIES:
+        return pts && p->from_ns >= 0 && p->to_ns >= 0 && (!p->to_ns || p->to_ns > p->from_ns);
+    case QUERY_TRAFFIC: return pts && p->top >= 1 && p->top <= QUERY_TOP_MAX;
+    case QUERY_CLASSES:
+    case QUERY_ADVICE: return true;
+    }
+    return false;
+}
+
+enum query_status query_submit(struct query_queue *q, const struct query_params *p,
+                               query_done_fn done, void *ud)
+{
+    if (!q->open || !done || p->run_id < 0 || !params_ok(p))
+        return QUERY_BAD;
+    struct query_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return QUERY_FULL;
+    j->p = *p;
+    j->done = done;
+    j->ud = ud;
+    pthread_mutex_lock(&q->mu);
+    bool room = q->queued < QUERY_QUEUE_MAX;
+    if (room) {
+        q->queued++;
+        if (q->pending_tail)
+            q->pending_tail->next = j;
+        else
+            q->pending_head = j;
+        q->pending_tail = j;
+    } else {
+        q->full++;
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (!room) {
+        free(j);
+        return QUERY_FULL;
+    }
+    if (q->wake)
+        q->wake(q->wake_ud);
+    return QUERY_OK;
+}
+
+bool query_pending(struct query_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    bool any = q->pending_head != NULL;
+    pthread_mutex_unlock(&q->mu);
+    return any;
+}
+
+/* ---- the steps (writer thread) ------------------------------------------ */
+
+static int sql_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct query_job *j)
+{
+    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK)
+        return 0;
+    set_error(j, QUERY_FAILED, sqlite3_errmsg(db));
+    return -1;
+}
+
+/* After a loop of sqlite3_step: 0 when it ran to the end. */
+static int sql_done(struct query_queue *q, sqlite3 *db, sqlite3_stmt *st, int rc,
+                    struct query_job *j)
+{
+    if (rc == SQLITE_DONE) {
+        sqlite3_finalize(st);
+        return 0;
+    }
+    if (q->interrupted || rc == SQLITE_INTERRUPT)
+        set_error(j, QUERY_BUSY, "the query went over its time budget");
+    else
+        set_error(j, QUERY_FAILED, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return -1;
+}
+
+/* The run's row and rowid range; 0, or -1 with j's answer set. */
+static int job_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    sqlite3_stmt *st;
+    int rc;
+    j->run_id = j->p.run_id ? j->p.run_id : q->current_run;
+    if (sql_prepare(db, SQL_RUN, &st, j))
+        return -1;
+    sqlite3_bind_int64(st, 1, j->run_id);
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        set_error(j, rc == SQLITE_DONE ? QUERY_NOT_FOUND : QUERY_FAILED,
+                  rc == SQLITE_DONE ? "no such run" : sqlite3_errmsg(db));
+        return -1;
+    }
+    j->started_ns = sqlite3_column_int64(st, 0);
+    bool ended = sqlite3_column_type(st, 1) != SQLITE_NULL;
+    j->ended_ns = ended ? sqlite3_column_int64(st, 1) : 0;
+    j->finished_run = j->run_id != q->current_run && (ended || sqlite3_column_int64(st, 2));
+    bool has_writes = sqlite3_column_type(st, 3) != SQLITE_NULL;
+    j->lo = has_writes ? sqlite3_column_int64(st, 3) : 0;
+    j->hi = has_writes ? sqlite3_column_int64(st, 4) : 0;
+    j->t0 = has_writes ? sqlite3_column_int64(st, 5) : j->started_ns;
+    int64_t maxrow = sqlite3_column_int64(st, 6);
+    if (j->hi > maxrow + 1)
+        j->hi = maxrow + 1;
+    if (j->hi < j->lo)
+        j->hi = j->lo;
+    j->cursor = j->lo;
+    j->slice = QUERY_SLICE_ROWS;
+    sqlite3_finalize(st);
+    j->cas = 8;
+    j->page = QUERY_PAGE;
+    if (sqlite3_prepare_v2(db, SQL_CAS, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, j->run_id);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            j->cas = sqlite3_column_int(st, 0);
+            j->page = sqlite3_column_int(st, 1) > 0 ? sqlite3_column_int(st, 1) : QUERY_PAGE;
+        }
+        sqlite3_finalize(st);
+    }
+    /* the time window: the run's span, or what was asked */
+    int64_t end = j->ended_ns ? j->ended_ns : clock_wall_ns();
+    j->from = j->p.from_ns ? j->p.from_ns : j->started_ns;
+    int64_t to = j->p.to_ns ? j->p.to_ns : end;
+    if (to <= j->from)
+        to = j->from + 1;
+    j->span = to - j->from + 1;
+    j->points = j->p.points;
+    if (j->p.kind == QUERY_TRAFFIC && j->span / 1000000000 < j->points) /* >= 1 s per point */
+        j->points = j->span / 1000000000 > 1 ? (int)(j->span / 1000000000) : 1;
+    j->started = true;
+    return 0;
+}
+
+/* One slice of the scan: true when the scan is complete. */
+static bool scan_slice(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    sqlite3_stmt *st;
+    int rc;
+    int64_t a = j->cursor, b = j->cursor + j->slice < j->hi ? j->cursor + j->slice : j->hi;
+    size_t na = j->a.n, nb = j->b.n; /* merged so far: a step over budget is undone */
+    if (a >= b)
+        return true;
+    if (j->p.kind == QUERY_SIZES) {
+        if (sql_prepare(db, SQL_SIZES_SLICE, &st, j))
+            return true;
+        sqlite3_bind_int64(st, 1, a);
+        sqlite3_bind_int64(st, 2, b);
+        sqlite3_bind_int(st, 3, j->cas);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            agg_add(&j->a, sqlite3_column_int64(st, 0), 0, sqlite3_column_int64(st, 1),
+                    sqlite3_column_int64(st, 2));
+        if (sql_done(q, db, st, rc, j))
+            goto failed;
+    } else {
+        if (sql_prepare(db, SQL_TRAFFIC_SLICE, &st, j))
+            return true;
+        sqlite3_bind_int64(st, 1, a);
+        sqlite3_bind_int64(st, 2, b);
+        sqlite3_bind_int64(st, 3, j->lo);
+        sqlite3_bind_int64(st, 4, j->t0);
+        sqlite3_bind_int64(st, 5, j->from);
+        sqlite3_bind_int64(st, 6, j->points);
+        sqlite3_bind_int64(st, 7, j->span);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            agg_add(&j->a, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                    sqlite3_column_int64(st, 2), 0);
+        if (sql_done(q, db, st, rc, j))
+            goto failed;
+        if (sql_prepare(db, SQL_PREFIX_SLICE, &st, j))
+            return true;
+        sqlite3_bind_int64(st, 1, a);
+        sqlite3_bind_int64(st, 2, b);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            agg_add(&j->b, sqlite3_column_int64(st, 0), 0, sqlite3_column_int64(st, 1),
+                    sqlite3_column_int64(st, 2));
+        if (sql_done(q, db, st, rc, j))
+            goto failed;
+    }
+    agg_merge(&j->a);
+    agg_merge(&j->b);
+    if (j->a.failed || j->b.failed) {
+        set_error(j, QUERY_FAILED, "out of memory");
+        return true;
+    }
+    j->cursor = b;
+    return b >= j->hi;
+failed:
+    if (j->st != QUERY_BUSY || j->slice <= QUERY_SLICE_MIN)
+        return true;
+    /* over the budget: the same rows again, fewer at a time */
+    j->a.n = na;
+    j->b.n = nb;
+    j->slice /= 2;
+    free(j->text);
+    j->text = NULL;
+    j->st = QUERY_OK;
+    return false;
+}
+
+static void json_finish(struct query_job *j, struct jsonb *b)
+{
+    if (b->failed) {
+        jsonb_free(b);
+        set_error(j, QUERY_FAILED, "out of memory or answer too large");
+        return;
+    }
+    free(j->text);
+    j->st = QUERY_OK;
+    j->text = jsonb_take(b);
+}
+
+struct ladder_rows {
+    int64_t id[64], chunk[64];
+    int n;
+};
+
+static void read_ladder(sqlite3 *db, int64_t run_id, struct ladder_rows *l)
+{
+    sqlite3_stmt *st;
+    l->n = 0;
+    if (sqlite3_prepare_v2(db, SQL_LADDER, -1, &st, NULL) != SQLITE_OK)
+        return;
+    sqlite3_bind_int64(st, 1, run_id);
+    while (l->n < 64 && sqlite3_step(st) == SQLITE_ROW) {
+        l->id[l->n] = sqlite3_column_int64(st, 0);
+        l->chunk[l->n] = sqlite3_column_int64(st, 1);
+        l->n++;
+    }
+    sqlite3_finalize(st);
+}
+
+/* The ladder index an item of ntotal nt goes to (the largest for a chunked
+ * item); -1 without a ladder. */
+static int ladder_index(const struct ladder_rows *l, int64_t nt)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->chunk[i] >= nt)
+            return i;
+    return l->n - 1;
+}
+
+static void answer_sizes(sqlite3 *db, struct query_job *j)
+{
+    struct ladder_rows l;
+    struct jsonb b;
+    int nb = j->p.buckets;
+    int64_t cw[64] = { 0 }, creq[64] = { 0 }, calloc_[64] = { 0 };
+    read_ladder(db, j->run_id, &l);
+    jsonb_init(&b);
+    jsonb_printf(&b, "{\"run_id\":%lld,\"ladder\":[", (long long)j->run_id);
+    for (int i = 0; i < l.n; i++)
+        jsonb_printf(&b, "%s{\"class_id\":%lld,\"chunk_size\":%lld}", i ? "," : "",
+                     (long long)l.id[i], (long long)l.chunk[i]);
+    jsonb_raw(&b, "],\"buckets\":[");
+    if (j->a.n) {
+        double mn = (double)j->a.e[0].k1, mx = (double)j->a.e[j->a.n - 1].k1;
+        if (mx <= mn)
+            nb = 1;
+        double step = nb > 1 ? log(mx / mn) / nb : 1;
+        int64_t *w = calloc((size_t)nb, sizeof *w), *by = calloc((size_t)nb, sizeof *by);
+        if (!w || !by) {
+            b.failed = true;
+        } else {
+            for (size_t i = 0; i < j->a.n; i++) {
+                const struct agg_ent *e = &j->a.e[i];
+                int k = nb > 1 ? (int)(log((double)e->k1 / mn) / step) : 0;
+                k = k < 0 ? 0 : k >= nb ? nb - 1 : k;
+                w[k] += e->n;
+                by[k] += e->sum;
+                int c = ladder_index(&l, e->k1);
+                if (c >= 0) {
+                    int64_t chunks = e->k1 > l.chunk[c] ? (e->k1 + l.chunk[c] - 1) / l.chunk[c] : 1;
+                    cw[c] += e->n;
+                    creq[c] += e->sum;
+                    calloc_[c] += e->n * chunks * l.chunk[c];
+                }
+            }
+            for (int k = 0; k < nb; k++) {
+                int64_t lo = (int64_t)ceil(mn * exp(step * k) - 1e-9);
+                int64_t hi =
+                    k == nb - 1 ? (int64_t)mx + 1 : (int64_t)ceil(mn * exp(step * (k + 1)) - 1e-9);
+                if (k == 0)
+                    lo = (int64_t)mn;
+                jsonb_printf(&b, "%s{\"lo\":%lld,\"hi\":%lld,\"writes\":%lld,\"bytes\":%lld}",
+                             k ? "," : "", (long long)lo, (long long)hi, (long long)w[k],
+                             (long long)by[k]);
+            }
+        }
+        free(w);
+        free(by);
+    }
+    jsonb_raw(&b, "],\"classes\":[");
+    bool first = true;
+    for (int c = 0; c < l.n; c++) {
+        if (!cw[c])
+            continue;
+        double waste = calloc_[c] ? 100.0 * (double)(calloc_[c] - creq[c]) / (double)calloc_[c] : 0;
+        jsonb_printf(&b,
+                     "%s{\"class_id\":%lld,\"chunk_size\":%lld,\"writes\":%lld,"
+                     "\"bytes_requested\":%lld,\"bytes_allocated\":%lld,\"waste_pct\":%.2f}",
+                     first ? "" : ",", (long long)l.id[c], (long long)l.chunk[c], (long long)cw[c],
+                     (long long)creq[c], (long long)calloc_[c], waste);
+        first = false;
+    }
+    jsonb_raw(&b, "]}\n");
+    json_finish(j, &b);
+}
+
+/* The latency (us) at quantile f of the (q, n) entries [from, to) of the
+ * sorted aggregate, answered ones only (q >= 0); -1 when none. */
+static int64_t quantile(const struct agg_ent *e, size_t from, size_t to, double f)
+{
+    int64_t total = 0, seen = 0;
+    for (size_t i = from; i < to; i++)
+        total += e[i].k2 >= 0 ? e[i].n : 0;
+    if (!total)
+        return -1;
+    int64_t want = (int64_t)ceil(f * (double)total);
+    for (size_t i = from; i < to; i++) {
+        if (e[i].k2 < 0)
+            continue;
+        seen += e[i].n;
+        if (seen >= want)
+            return e[i].k2;
+    }
+    return e[to - 1].k2;
+}
+
+static int prefix_cmp(const void *x, const void *y)
+{
+    const struct agg_ent *a = x, *b = y;
+    return a->sum != b->sum ? (a->sum < b->sum ? 1 : -1) : (a->n < b->n) - (a->n > b->n);
+}
+
+static void answer_traffic(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    struct jsonb b;
+    int np = j->points;
+    double bucket_s = (double)j->span / np / 1e9;
+    int64_t *wr = calloc((size_t)np, sizeof *wr), *rd = calloc((size_t)np, sizeof *rd),
+            *hit = calloc((size_t)np, sizeof *hit), *mis = calloc((size_t)np, sizeof *mis),
+            *p50 = calloc((size_t)np, sizeof *p50), *p99 = calloc((size_t)np, sizeof *p99);
+    sqlite3_stmt *st;
+    int rc;
+    jsonb_init(&b);
+    if (!wr || !rd || !hit || !mis || !p50 || !p99) {
+        set_error(j, QUERY_FAILED, "out of memory");
+        goto out;
+    }
+    for (int k = 0; k < np; k++)
+        p50[k] = p99[k] = -1;
+    for (size_t i = 0; i < j->a.n;) {
+        size_t e = i;
+        while (e < j->a.n && j->a.e[e].k1 == j->a.e[i].k1)
+            e++;
+        int64_t k = j->a.e[i].k1;
+        if (k >= 0 && k < np) {
+            for (size_t x = i; x < e; x++)
+                wr[k] += j->a.e[x].n;
+            p50[k] = quantile(j->a.e, i, e, 0.50);
+            p99[k] = quantile(j->a.e, i, e, 0.99);
+        }
+        i = e;
+    }
+    budget_start(q, db, q->budget_ms);
+    if (sql_prepare(db, SQL_READS, &st, j))
+        goto out;
+    sqlite3_bind_int64(st, 1, j->run_id);
+    sqlite3_bind_int64(st, 2, j->from);
+    sqlite3_bind_int64(st, 3, np);
+    sqlite3_bind_int64(st, 4, j->span);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t k = sqlite3_column_int64(st, 0);
+        if (k >= 0 && k < np) {
+            rd[k] += sqlite3_column_int64(st, 1);
+            hit[k] += sqlite3_column_int64(st, 2);
+            mis[k] += sqlite3_column_int64(st, 3);
+        }
+    }
+    if (sql_done(q, db, st, rc, j))
+        goto out;
+    jsonb_printf(&b, "{\"run_id\":%lld,\"bucket_ns\":%lld,\"t\":[", (long long)j->run_id,
+                 (long long)(j->span / np));
+    for (int k = 0; k < np; k++)
+        jsonb_printf(&b, "%s%lld", k ? "," : "",
+                     (long long)(j->from + (int64_t)((double)j->span * k / np)));
+    const char *names[] = { "writes", "reads", "hits", "misses" };
+    int64_t *arrs[] = { wr, rd, hit, mis };
+    for (int a = 0; a < 4; a++) {
+        jsonb_printf(&b, "],\"%s\":[", names[a]);
+        for (int k = 0; k < np; k++)
+            jsonb_printf(&b, "%s%.3f", k ? "," : "", (double)arrs[a][k] / bucket_s);
+    }
+    const char *pn[] = { "write_p50_us", "write_p99_us" };
+    int64_t *pa[] = { p50, p99 };
+    for (int a = 0; a < 2; a++) {
+        jsonb_printf(&b, "],\"%s\":[", pn[a]);
+        for (int k = 0; k < np; k++) {
+            if (pa[a][k] < 0)
+                jsonb_printf(&b, "%snull", k ? "," : "");
+            else
+                jsonb_printf(&b, "%s%lld", k ? "," : "", (long long)pa[a][k]);
+        }
+    }
+    jsonb_raw(&b, "],\"top_prefixes\":[");
+    if (j->b.n)
+        qsort(j->b.e, j->b.n, sizeof *j->b.e, prefix_cmp);
+    if (sql_prepare(db, SQL_PREFIX_NAME, &st, j))
+        goto out;
+    for (size_t i = 0; i < j->b.n && (int)i < j->p.top; i++) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, j->b.e[i].k1);
+        const char *name =
+            sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+        jsonb_raw(&b, i ? ",{\"prefix\":" : "{\"prefix\":");
+        jsonb_string(&b, name ? name : "", name ? strlen(name) : 0);
+        jsonb_printf(&b, ",\"writes\":%lld,\"bytes\":%lld}", (long long)j->b.e[i].n,
+                     (long long)j->b.e[i].sum);
+    }
+    sqlite3_finalize(st);
+    jsonb_raw(&b, "]}\n");
+    json_finish(j, &b);
+out:
+    budget_end(db);
+    jsonb_free(&b);
+    free(wr);
+    free(rd);
+    free(hit);
+    free(mis);
+    free(p50);
+    free(p99);
+}
+
+static void answer_classes(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    sqlite3_stmt *st;
+    struct jsonb b;
+    int64_t sid[2] = { -1, -1 }, t[2] = { 0, 0 }, malloced = 0, limit = 0;
+    int64_t prev_ev[64] = { 0 };
+    bool have_prev[64] = { false };
+    int n = 0, rc;
+    jsonb_init(&b);
+    if (sql_prepare(db, SQL_LAST_SAMPLES, &st, j))
+        return;
+    sqlite3_bind_int64(st, 1, j->run_id);
+    sqlite3_bind_int64(st, 2, j->page);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < 2) {
+        sid[n] = sqlite3_column_int64(st, 0);
+        t[n] = sqlite3_column_int64(st, 1);
+        if (n == 0) {
+            malloced = sqlite3_column_int64(st, 2);
+            limit = sqlite3_column_int64(st, 3);
+        }
+        n++;
+    }
+    if (rc == SQLITE_ROW)
+        rc = SQLITE_DONE;
+    if (sql_done(q, db, st, rc, j))
+        return;
+    if (n == 0) {
+        jsonb_printf(&b,
+                     "{\"run_id\":%lld,\"t_ns\":null,\"total_malloced\":0,\"limit_maxbytes\":0,"
+                     "\"classes\":[]}\n",
+                     (long long)j->run_id);
+        json_finish(j, &b);
+        return;
+    }
+    if (n == 2) {
+        if (sql_prepare(db, SQL_CLASSES, &st, j))
+            return;
+        sqlite3_bind_int64(st, 1, sid[1]);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            int64_t c = sqlite3_column_int64(st, 0);
+            if (c >= 0 && c < 64) {
+                prev_ev[c] = sqlite3_column_int64(st, 6);
+                have_prev[c] = true;
+            }
+        }
+        if (sql_done(q, db, st, rc, j))
+            return;
+    }
+    jsonb_printf(&b,
+                 "{\"run_id\":%lld,\"t_ns\":%lld,\"total_malloced\":%lld,\"limit_maxbytes\":%lld,"
+                 "\"classes\":[",
+                 (long long)j->run_id, (long long)t[0], (long long)malloced, (long long)limit);
+    if (sql_prepare(db, SQL_CLASSES, &st, j)) {
+        jsonb_free(&b);
+        return;
+    }
+    sqlite3_bind_int64(st, 1, sid[0]);
+    double dt = n == 2 && t[0] > t[1] ? (double)(t[0] - t[1]) / 1e9 : 0;
+    for (int i = 0; (rc = sqlite3_step(st)) == SQLITE_ROW; i++) {
+        int64_t c = sqlite3_column_int64(st, 0), chunk = sqlite3_column_int64(st, 1),
+                used = sqlite3_column_int64(st, 4), reqd = sqlite3_column_int64(st, 5),
+                ev = sqlite3_column_int64(st, 6);
+        double rate = 0;
+        if (dt > 0 && c >= 0 && c < 64 && have_prev[c] && ev > prev_ev[c])
+            rate = (double)(ev - prev_ev[c]) / dt;
+        double waste =
+            used * chunk > 0 ? 100.0 * (double)(used * chunk - reqd) / (double)(used * chunk) : 0;
+        jsonb_printf(
+            &b,
+            "%s{\"class_id\":%lld,\"chunk_size\":%lld,\"pages\":%lld,\"total_chunks\":%lld,"
+            "\"used_chunks\":%lld,\"mem_requested\":%lld,\"evicted\":%lld,"
+            "\"evicted_per_s\":%.3f,\"waste_pct\":%.2f}",
+            i ? "," : "", (long long)c, (long long)chunk, (long long)sqlite3_column_int64(st, 2),
+            (long long)sqlite3_column_int64(st, 3), (long long)used, (long long)reqd, (long long)ev,
+            rate, waste);
+    }
+    if (sql_done(q, db, st, rc, j)) {
+        jsonb_free(&b);
+        return;
+    }
+    jsonb_raw(&b, "]}\n");
+    json_finish(j, &b);
+}
+
+static void answer_series(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    sqlite3_stmt *st;
+    struct jsonb b;
+    int np = j->p.points, n = 0, rc;
+    int64_t to = j->from + j->span - 1, limit = 0;
+    int64_t *t = calloc((size_t)np + 1, sizeof *t), *mal = calloc((size_t)np + 1, sizeof *mal);
+    int64_t *pages = NULL, *ev = NULL;
+    jsonb_init(&b);
+    if (!t || !mal) {
+        set_error(j, QUERY_FAILED, "out of memory");
+        goto out;
+    }
+    if (sql_prepare(db, SQL_SERIES, &st, j))
+        goto out;
+    sqlite3_bind_int64(st, 1, j->run_id);
+    sqlite3_bind_int64(st, 2, j->from);
+    sqlite3_bind_int64(st, 3, to);
+    sqlite3_bind_int64(st, 4, np);
+    sqlite3_bind_int64(st, 5, j->page);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n <= np) {
+        t[n] = sqlite3_column_int64(st, 0);
+        mal[n] = sqlite3_column_int64(st, 1);
+        limit = sqlite3_column_int64(st, 2);
+        n++;
+    }
+    if (rc == SQLITE_ROW)
+        rc = SQLITE_DONE;
+    if (sql_done(q, db, st, rc, j))
+        goto out;
+    jsonb_printf(&b, "{\"run_id\":%lld,\"t\":[", (long long)j->run_id);
+    for (int i = 0; i < n; i++)
+        jsonb_printf(&b, "%s%lld", i ? "," : "", (long long)t[i]);
+    jsonb_raw(&b, "],\"total_malloced\":[");
+    for (int i = 0; i < n; i++)
+        jsonb_printf(&b, "%s%lld", i ? "," : "", (long long)mal[i]);
+    jsonb_printf(&b, "],\"limit_maxbytes\":%lld,\"classes\":[", (long long)limit);
+    pages = calloc((size_t)n + 1, sizeof *pages);
+    ev = calloc((size_t)n + 1, sizeof *ev);
+    if (!pages || !ev) {
+        set_error(j, QUERY_FAILED, "out of memory");
+        goto out;
+    }
+    if (sql_prepare(db, SQL_SERIES_CLASSES, &st, j))
+        goto out;
+    sqlite3_bind_int64(st, 1, j->run_id);
+    sqlite3_bind_int64(st, 2, j->from);
+    sqlite3_bind_int64(st, 3, to);
+    sqlite3_bind_int64(st, 4, np);
+    int64_t cur = -1, chunk = 0;
+    bool first = true;
+    for (;;) {
+        rc = sqlite3_step(st);
+        int64_t c = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -2;
+        if (c != cur && cur != -1) { /* the class before is complete */
+            jsonb_printf(&b, "%s{\"class_id\":%lld,\"chunk_size\":%lld,\"pages\":[",
+                         first ? "" : ",", (long long)cur, (long long)chunk);
+            for (int i = 0; i < n; i++)
+                jsonb_printf(&b, "%s%lld", i ? "," : "", (long long)pages[i]);
+            jsonb_raw(&b, "],\"evicted\":[");
+            for (int i = 0; i < n; i++)
+                jsonb_printf(&b, "%s%lld", i ? "," : "", (long long)ev[i]);
+            jsonb_raw(&b, "]}");
+            first = false;
+            memset(pages, 0, (size_t)n * sizeof *pages);
+            memset(ev, 0, (size_t)n * sizeof *ev);
+            chunk = 0;
+        }
+        if (rc != SQLITE_ROW)
+            break;
+        cur = c;
+        int64_t tt = sqlite3_column_int64(st, 1);
+        int lo = 0, hi = n - 1;
+        while (lo < hi) { /* t is sorted: the point of this sample */
+            int mid = (lo + hi) / 2;
+            if (t[mid] < tt)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (n && t[lo] == tt) {
+            if (sqlite3_column_int64(st, 2))
+                chunk = sqlite3_column_int64(st, 2);
+            pages[lo] = sqlite3_column_int64(st, 3);
+            ev[lo] = sqlite3_column_int64(st, 4);
+        }
+    }
+    if (sql_done(q, db, st, rc, j))
+        goto out;
+    jsonb_raw(&b, "]}\n");
+    json_finish(j, &b);
+out:
+    jsonb_free(&b);
+    free(t);
+    free(mal);
+    free(pages);
+    free(ev);
+}
+
+static void eval_json(struct jsonb *b, const char *flags, const struct advise_eval *e,
+                      uint32_t page, int recommended)
+{
+    uint64_t bytes = e->pages * (uint64_t)page;
+    uint64_t slack = bytes > e->allocated ? bytes - e->allocated : 0;
+    jsonb_raw(b, "{\"flags\":");
+    jsonb_string(b, flags, strlen(flags));
+    jsonb_printf(b, ",\"chunk_waste_pct\":%.2f,\"page_slack_bytes\":%llu,\"items_held\":%llu",
+                 e->waste_pct, (unsigned long long)slack, (unsigned long long)e->items);
+    if (recommended >= 0)
+        jsonb_printf(b, ",\"recommended\":%s", recommended ? "true" : "false");
+    jsonb_raw(b, "}");
+}
+
+/* advise.h: the run's own settings, the best -f/-n and a fitted slab_sizes
+ * ladder on the items the run left; the one needing the fewest pages (then
+ * the least waste) is recommended when it beats the run's own. */
+static void answer_advice(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    struct prediction *r = calloc(1, sizeof *r);
+    struct slab_settings best, fitted;
+    struct advise_eval cur, beste, fite;
+    char err[512], flags[1024], f[32], fl[3][1024];
+    struct jsonb b;
+    jsonb_init(&b);
+    if (!r) {
+        set_error(j, QUERY_FAILED, "out of memory");
+        return;
+    }
+    budget_start(q, db,
+                 QUERY_ADVICE_BUDGET_MS > q->budget_ms ? QUERY_ADVICE_BUDGET_MS : q->budget_ms);
+    int rc = runs_read_prediction(db, j->run_id, r, err, sizeof err);
+    budget_end(db);
+    if (q->interrupted) {
+        set_error(j, QUERY_BUSY, "busy: the run is too large to advise within the time budget");
+        goto out;
+    }
+    if (rc) {
+        set_error(j, QUERY_OK, NULL);
+        jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"NO DATA\",\"why\":", (long long)j->run_id);
+        jsonb_string(&b, err, strlen(err));
+        jsonb_raw(&b, ",\"current\":null,\"candidates\":[]}\n");
+        json_finish(j, &b);
+        goto out;
+    }
+    int diff = predict_mismatches(r);
+    const char *verdict = !r->have_sample      ? "NO SAMPLE"
+                          : !r->exact_expected ? "NOT COMPARABLE"
+                          : diff               ? "MISMATCH"
+                                               : "EXACT";
+    char why[PREDICT_WHY_MAX + 64];
+    if (!r->exact_expected)
+        snprintf(why, sizeof why, "%s", r->why_not);
+    else if (diff)
+        snprintf(why, sizeof why, "%d classes differ from memcached's counters", diff);
+    else
+        snprintf(why, sizeof why, "every class matches memcached's own counters");
+    jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)j->run_id, verdict);
+    jsonb_string(&b, why, strlen(why));
+    jsonb_raw(&b, ",\"current\":");
+    if (r->live.n == 0) {
+        jsonb_raw(&b, "null,\"candidates\":[]}\n");
+        json_finish(j, &b);
+        goto out;
+    }
+    advise_evaluate(&r->ladder, &r->live, &cur);
+    if (advise_search_factor_max(&r->settings, &r->live, SLAB_MODEL_MAX_CLASSES, &best, &beste)) {
+        best = r->settings;
+        beste = cur;
+    }
+    bool have_fit =
+        !advise_fit_sizes(&r->settings, &r->live, SLAB_MODEL_MAX_CLASSES - 1, &fitted, &fite);
+    ladder_choice_flags(&r->choice, fl[0], sizeof fl[0]);
+    slab_factor_text(best.growth_factor, f, sizeof f);
+    snprintf(fl[1], sizeof fl[1], "-n %u -f %s", best.chunk_size_min, f);
+    if (have_fit)
+        slab_sizes_flag(&fitted, fl[2], sizeof fl[2]);
+    const struct advise_eval *ev[3] = { &cur, &beste, have_fit ? &fite : NULL };
+    int rec = 0;
+    for (int i = 1; i < 3; i++)
+        if (ev[i] && (ev[i]->pages < ev[rec]->pages ||
+                      (ev[i]->pages == ev[rec]->pages && ev[i]->waste < ev[rec]->waste)))
+            rec = i;
+    eval_json(&b, fl[0], &cur, r->settings.slab_page_size, -1);
+    jsonb_raw(&b, ",\"candidates\":[");
+    for (int i = 0; i < 3; i++) {
+        if (!ev[i])
+            continue;
+        snprintf(flags, sizeof flags, "%s", fl[i]);
+        if (i)
+            jsonb_raw(&b, ",");
+        eval_json(&b, flags, ev[i], r->settings.slab_page_size, i == rec);
+    }
+    jsonb_raw(&b, "]}\n");
+    json_finish(j, &b);
+out:
+    jsonb_free(&b);
+    predict_free(r);
+    free(r);
+}
+
+/* One step of j; true when j is answered. */
+static bool job_step(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    if (!j->started) {
+        budget_start(q, db, q->budget_ms);
+        int rc = job_start(q, db, j);
+        budget_end(db);
+        if (rc)
+            return true;
+        struct query_params key = j->p;
+        key.run_id = j->run_id;
+        key.from_ns = j->from;
+        key.to_ns = j->from + j->span - 1;
+        if (j->p.kind == QUERY_ADVICE)
+            key.from_ns = key.to_ns = 0;
+        struct query_cache_ent *e = cache_find(q, &key);
+        bool fresh = e && (j->finished_run ||
+                           (j->p.kind == QUERY_ADVICE &&
+                            mono_ns() - e->made_ns < (int64_t)QUERY_ADVICE_TTL_MS * 1000000));
+        if (fresh) {
+            set_error(j, e->st, e->text);
+            return true;
+        }
+    }
+    switch (j->p.kind) {
+    case QUERY_SIZES:
+    case QUERY_TRAFFIC: {
+        budget_start(q, db, q->budget_ms);
+        bool done = scan_slice(q, db, j);
+        budget_end(db);
+        if (!done)
+            return false;
+        if (j->text) /* failed: answered */
+            return true;
+        if (j->p.kind == QUERY_SIZES) {
+            budget_start(q, db, q->budget_ms);
+            answer_sizes(db, j);
+            budget_end(db);
+        } else {
+            answer_traffic(q, db, j);
+        }
+        break;
+    }
+    case QUERY_CLASSES:
+        budget_start(q, db, q->budget_ms);
+        answer_classes(q, db, j);
+        budget_end(db);
+        break;
+    case QUERY_SERIES:
+        budget_start(q, db, q->budget_ms);
+        answer_series(q, db, j);
+        budget_end(db);
+        break;
+    case QUERY_ADVICE: answer_advice(q, db, j); break;
+    }
+    if (j->st == QUERY_OK || j->p.kind == QUERY_ADVICE) {
+        struct query_params key = j->p;
+        key.run_id = j->run_id;
+        key.from_ns = j->from;
+        key.to_ns = j->from + j->span - 1;
+        if (j->p.kind == QUERY_ADVICE)
+            key.from_ns = key.to_ns = 0;
+        if (j->finished_run || j->p.kind == QUERY_ADVICE)
+            cache_put(q, &key, j->st, j->text);
+    }
+    return true;
+}
+
+void query_step(struct query_queue *q, sqlite3 *db)
+{
+    pthread_mutex_lock(&q->mu);
+    struct query_job *j = q->pending_head;
+    if (j) {
+        q->pending_head = j->next;
+        if (!q->pending_head)
+            q->pending_tail = NULL;
+        j->next = NULL;
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (!j)
+        return;
+    bool answered = job_step(q, db, j);
+    pthread_mutex_lock(&q->mu);
+    if (answered) {
+        q->queued--;
+        q->answered++;
+        q->busy += j->st == QUERY_BUSY;
+        if (q->done_tail)
+            q->done_tail->next = j;
+        else
+            q->done_head = j;
+        q->done_tail = j;
+    } else { /* a scan goes on after the next batch */
+        if (q->pending_tail)
+            q->pending_tail->next = j;
+        else
+            q->pending_head = j;
+        q->pending_tail = j;
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (answered)
+        uv_async_send(&q->done);
+}
+
+void query_close(struct query_queue *q)
+{
+    if (!q->open)
+        return;
+    q->open = false;
+    pthread_mutex_lock(&q->mu);
+    struct query_job *lists[2] = { q->done_head, q->pending_head };
+    q->done_head = q->done_tail = q->pending_head = q->pending_tail = NULL;
+    q->queued = 0;
+    pthread_mutex_unlock(&q->mu);
+    for (int i = 0; i < 2; i++)
+        for (struct query_job *j = lists[i], *next; j; j = next) {
+            next = j->next;
+            j->done(j->ud, QUERY_CANCELLED, NULL);
+            job_free(j);
+        }
+    for (size_t i = 0; q->cache && i < QUERY_CACHE_MAX; i++)
+        free(q->cache[i].text);
+    free(q->cache);
+    q->cache = NULL;
+    uv_close((uv_handle_t *)&q->done, NULL);
+    pthread_mutex_destroy(&q->mu);
+}
+
+char *query_runs_json(sqlite3 *db, int64_t skip, size_t max)
+{
+    sqlite3_stmt *st;
+    struct jsonb b;
+    jsonb_init(&b);
+    jsonb_raw(&b, "");
+    if (sqlite3_prepare_v2(db, SQL_RUNS, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, skip);
+        sqlite3_bind_int64(st, 2, (int64_t)max);
+        for (int i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
+            if (i)
+                jsonb_raw(&b, ",");
+            jsonb_raw(&b, (const char *)sqlite3_column_text(st, 0));
+        }
+        sqlite3_finalize(st);
+    }
+    return jsonb_take(&b);
+}

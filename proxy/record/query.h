@@ -1,0 +1,115 @@
+/* query: read-only questions about recorded runs (the live page's JSON
+ * API), answered by the recorder's writer thread on its own connection
+ * between write batches, because that connection holds the database file
+ * exclusively (PRAGMA locking_mode = EXCLUSIVE) and the loop thread must
+ * never run SQL.
+ *
+ * Owns: the bounded queue of pending queries (QUERY_QUEUE_MAX; full: the
+ * caller answers 503), every SQL text of the web API (aggregating in SQL:
+ * time buckets, size buckets, GROUP BY; never a row per write in an
+ * answer), the time budget of each step (sqlite3_progress_handler;
+ * over it the step is interrupted and the query answers QUERY_BUSY), the
+ * slicing of scans over a run's writes into steps of QUERY_SLICE_ROWS rows
+ * so recording goes on between them, the cache of answers about finished
+ * runs and of advice, and handing answers back to the loop (uv_async).
+ * Must never: take SQL text from its caller (a query is a kind plus
+ * validated integers), run SQL on any thread but the writer's
+ * (query_step), hold the writer for more than one budget per step, call a
+ * caller's callback on any thread but the loop's, or print (errors are
+ * answered, the caller logs). */
+#ifndef SLABTAP_RECORD_QUERY_H
+#define SLABTAP_RECORD_QUERY_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#define QUERY_QUEUE_MAX 16        /* queries waiting or in progress; more: QUERY_FULL */
+#define QUERY_BUDGET_MS 300       /* one step's time on the writer thread */
+#define QUERY_SLICE_ROWS 250000   /* rowids of `writes` one step of a scan covers */
+#define QUERY_CACHE_MAX 32        /* answers about finished runs kept */
+#define QUERY_ADVICE_TTL_MS 30000 /* advice about the running run is reused this long */
+#define QUERY_RUNS_MAX 500        /* runs listed by /api/runs */
+#define QUERY_TOP_MAX 50
+#define QUERY_POINTS_MIN 10
+#define QUERY_POINTS_MAX 2000
+#define QUERY_BUCKETS_MIN 8
+#define QUERY_BUCKETS_MAX 512
+
+enum query_kind { QUERY_SIZES, QUERY_CLASSES, QUERY_SERIES, QUERY_TRAFFIC, QUERY_ADVICE };
+
+/* What is asked: validated by the caller (server/webapi.c), checked again
+ * here (QUERY_BAD). */
+struct query_params {
+    enum query_kind kind;
+    int64_t run_id;         /* 0: the current run */
+    int64_t from_ns, to_ns; /* series: 0 = the run's start / end (or now) */
+    int points;             /* series, traffic: QUERY_POINTS_MIN..MAX */
+    int buckets;            /* sizes: QUERY_BUCKETS_MIN..MAX */
+    int top;                /* traffic: 1..QUERY_TOP_MAX */
+};
+
+enum query_status {
+    QUERY_OK,        /* text: the JSON answer */
+    QUERY_NOT_FOUND, /* no such run */
+    QUERY_BAD,       /* parameters out of range */
+    QUERY_FULL,      /* no room in the queue (never queued) */
+    QUERY_BUSY,      /* over its time budget, or advice still being computed */
+    QUERY_FAILED,    /* SQLite or memory failed; text says why */
+    QUERY_CANCELLED  /* the recorder stopped first */
+};
+
+/* Loop thread. text (may be NULL) is the caller's to free: the JSON answer
+ * for QUERY_OK, otherwise a message. */
+typedef void (*query_done_fn)(void *ud, enum query_status st, char *text);
+
+struct query_job;
+struct query_cache_ent;
+
+struct query_queue {
+    pthread_mutex_t mu;
+    struct query_job *pending_head, *pending_tail; /* under mu */
+    struct query_job *done_head, *done_tail;       /* under mu */
+    size_t queued;                                 /* under mu: pending + in progress */
+    uv_async_t done;                               /* writer -> loop: answers ready */
+    void (*wake)(void *ud);                        /* wakes the writer thread */
+    void *wake_ud;
+    int64_t current_run;
+    unsigned budget_ms; /* QUERY_BUDGET_MS; settable before the first query */
+    bool open;
+    /* writer thread only */
+    struct query_cache_ent *cache; /* QUERY_CACHE_MAX entries */
+    uint64_t cache_clock;
+    int64_t step_deadline_ns;
+    bool interrupted;
+    /* counters, under mu */
+    uint64_t answered, busy, full;
+};
+
+/* Loop thread. wake(wake_ud) is called after a query is queued, to wake
+ * the writer (recorder.h: rec_wake_writer). 0, or -1 with err. */
+int query_open(struct query_queue *q, uv_loop_t *loop, int64_t current_run, void (*wake)(void *),
+               void *wake_ud, char *err, size_t errlen);
+/* Loop thread: queues p; done(ud, ...) runs on the loop once answered.
+ * QUERY_OK when queued, QUERY_FULL or QUERY_BAD (then done is not called). */
+enum query_status query_submit(struct query_queue *q, const struct query_params *p,
+                               query_done_fn done, void *ud);
+/* Any thread: whether a query waits for the writer. */
+bool query_pending(struct query_queue *q);
+/* Writer thread, outside any transaction: one step of the oldest query (at
+ * most one budget). A scan that is not finished goes back to the queue. */
+void query_step(struct query_queue *q, sqlite3 *db);
+/* Loop thread, once the writer has stopped: every query not answered gets
+ * QUERY_CANCELLED, answers not delivered are delivered as cancelled, the
+ * async handle is closed (its close callback needs one more loop turn). */
+void query_close(struct query_queue *q);
+
+/* JSON array items (no brackets) of up to max runs, newest first, in the
+ * /api/runs "runs" format; run_id skip excluded. Before the writer thread
+ * owns db (at open). NULL when out of memory. */
+char *query_runs_json(sqlite3 *db, int64_t skip, size_t max);
+
+#endif

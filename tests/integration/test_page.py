@@ -1,0 +1,438 @@
+#!/usr/bin/python3
+"""test_page: the admin endpoint's page (GET /) in a real browser.
+
+Debian's headless `chromium`, driven over the DevTools protocol on a pipe
+(--remote-debugging-pipe: JSON messages on fds 3 and 4, no extra Python
+package), loads the page from a proxy in front of a real memcached under a
+small load (a reader and a trickle of writes to another class while the
+page is open), after an earlier run recorded into the same database:
+
+- HTTP: GET / and /assets/* answer with their content types, an ETag (304
+  on If-None-Match), Cache-Control no-cache and a Content-Security-Policy
+  that allows only this origin; a foreign Host is refused (403) as on every
+  route; the page has no inline script.
+- the page at 1280 px: no error of any kind (console.error/warn,
+  exceptions, failed loads, CSP violations: the browser's own log as well
+  as the page's data-errors); every chart drawn with data (canvas
+  data-points > 0); the numbers the class table shows for the loaded class
+  (data-v of each cell, and the text formatted from it) equal
+  /api/run/classes and memcached's own `stats slabs` / `stats items`; the
+  advice panel shows the verdict /api/run/advice gives (or "computing"
+  while it answers 503); live polling updates without a reload.
+- at 390 px (mobile emulation): nothing scrolls sideways.
+- the run picker switches to the earlier run (choosing it in the <select>)
+  and /?run=N&cmp=M shows two runs side by side, each with data.
+- screenshots at 1280 and 390 px are saved in the artifact dir
+  ($SLABTAP_ARTIFACTS, default ./artifacts, then test_page/); the path is
+  printed. SLABTAP_PAGE_PNG=path copies the 1280 one there (docs/page.png).
+
+Skipped, with a message, only when no `chromium` binary is installed. One
+browser run is enough: the page does not depend on the proxy's upstream
+mode, so this file starts its proxies through a local name and is not
+registered a second time for per-client mode.
+"""
+import base64
+import fcntl
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mctest  # noqa: E402
+
+HOST = mctest.HOST
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = os.path.join(os.environ.get("SLABTAP_ARTIFACTS") or os.path.join(os.getcwd(), "artifacts"),
+                         "test_page")
+StartProxy = mctest.Proxy  # see the docstring: one run, not one per upstream mode
+STATS_MS = 250
+VALUE_BIG = 900   # the loaded class: 38-byte keys, 900-byte values
+VALUE_SMALL = 60  # the trickle while the page is open (another class)
+
+
+class CDPError(Exception):
+    pass
+
+
+class Browser:
+    """Headless chromium over --remote-debugging-pipe: requests are JSON
+    objects ending in NUL written to its fd 3, answers and events come back
+    the same way on its fd 4. One page target, attached in flat mode."""
+
+    def __init__(self, workdir):
+        # the child's ends are moved above 9 first: dup2 onto the same
+        # number would keep close-on-exec set
+        to_r, to_w = os.pipe()
+        from_r, from_w = os.pipe()
+        for name in ("to_r", "from_w"):
+            fd = locals()[name]
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+            os.close(fd)
+            if name == "to_r":
+                to_r = high
+            else:
+                from_w = high
+
+        def child_fds():
+            os.dup2(to_r, 3)
+            os.dup2(from_w, 4)
+
+        self.errlog = open(os.path.join(workdir, "chromium.log"), "wb")
+        self.proc = subprocess.Popen(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
+             "--user-data-dir=" + os.path.join(workdir, "chromium-profile"), "--no-first-run",
+             "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+             "--disable-sync", "--disable-component-update", "--hide-scrollbars",
+             "--mute-audio", "about:blank"],
+            stdin=subprocess.DEVNULL, stdout=self.errlog, stderr=self.errlog,
+            preexec_fn=child_fds, close_fds=False, start_new_session=True)
+        os.close(to_r)
+        os.close(from_w)
+        self.wfd, self.rfd = to_w, from_r
+        self.buf = b""
+        self.next_id = 0
+        self.events = []
+        self.lock = threading.Lock()
+        self.session = None
+        targets = self.call("Target.getTargets")["targetInfos"]
+        page = [t for t in targets if t["type"] == "page"]
+        tid = page[0]["targetId"] if page else self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": tid, "flatten": True})["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            self.call(domain + ".enable")
+
+    def _read_message(self, deadline):
+        while b"\0" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CDPError("chromium did not answer in time")
+            r, _, _ = select.select([self.rfd], [], [], min(left, 0.5))
+            if r:
+                chunk = os.read(self.rfd, 1 << 20)
+                if not chunk:
+                    raise CDPError("chromium closed the pipe (exit %r)" % self.proc.poll())
+                self.buf += chunk
+        msg, self.buf = self.buf.split(b"\0", 1)
+        return json.loads(msg.decode("utf-8"))
+
+    def call(self, method, params=None, timeout=30):
+        self.next_id += 1
+        mid = self.next_id
+        msg = {"id": mid, "method": method, "params": params or {}}
+        if self.session and not method.startswith("Target."):
+            msg["sessionId"] = self.session
+        data = json.dumps(msg).encode() + b"\0"
+        while data:
+            data = data[os.write(self.wfd, data):]
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self._read_message(deadline)
+            if m.get("id") == mid:
+                if "error" in m:
+                    raise CDPError("%s: %s" % (method, m["error"]))
+                return m.get("result", {})
+            if "method" in m:
+                self.events.append(m)
+
+    def eval(self, expr, timeout=30):
+        r = self.call("Runtime.evaluate", {"expression": expr, "returnByValue": True,
+                                           "awaitPromise": True}, timeout=timeout)
+        if "exceptionDetails" in r:
+            raise CDPError("evaluate %r: %s" % (expr[:80], r["exceptionDetails"]))
+        return r["result"].get("value")
+
+    def wait(self, expr, timeout, what):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.eval(expr):
+                return
+            time.sleep(0.1)
+        raise AssertionError("page: %s not within %.0f s" % (what, timeout))
+
+    def viewport(self, width, height, mobile):
+        self.call("Emulation.setDeviceMetricsOverride", {
+            "width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
+
+    def open(self, url):
+        self.call("Page.navigate", {"url": url})
+
+    def screenshot(self, path, width, mobile):
+        """The whole page at width, saved as PNG."""
+        h = int(self.eval("Math.ceil(document.documentElement.scrollHeight)"))
+        self.viewport(width, min(h, 16000), mobile)
+        time.sleep(0.3)  # charts resize on the next frame
+        png = self.call("Page.captureScreenshot", {"format": "png"}, timeout=60)["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(png))
+
+    def problems(self):
+        """Everything the browser itself reported as wrong: console errors
+        and warnings, exceptions, log entries of level error (failed loads,
+        CSP violations)."""
+        out = []
+        for e in self.events:
+            m, p = e.get("method"), e.get("params", {})
+            if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "warning", "assert"):
+                out.append("console.%s: %s" % (p["type"], " ".join(
+                    str(a.get("value", a.get("description", ""))) for a in p.get("args", []))))
+            elif m == "Runtime.exceptionThrown":
+                out.append("exception: %s" % p.get("exceptionDetails", {}).get("exception", {}).get(
+                    "description", p))
+            elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+                out.append("log: %s %s" % (p["entry"].get("text"), p["entry"].get("url", "")))
+        return out
+
+    def close(self):
+        try:
+            self.call("Browser.close", timeout=5)
+        except (CDPError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, 9)
+            self.proc.wait(timeout=10)
+        for fd in (self.wfd, self.rfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.errlog.close()
+
+
+# the page's state, read in one evaluate
+STATE_JS = r"""(() => {
+  const b = document.body;
+  const views = [...document.querySelectorAll('.view')].map((v) => ({
+    run_id: Number(v.dataset.runId), ready: v.dataset.ready === '1', polls: Number(v.dataset.polls || 0),
+    charts: Object.fromEntries([...v.querySelectorAll('canvas[data-chart]')].map(
+      (c) => [c.dataset.chart, Number(c.dataset.points || 0)])),
+    classes: Object.fromEntries([...v.querySelectorAll('table.classes tbody tr')].map((tr) => [
+      tr.dataset.classId, Object.fromEntries([...tr.querySelectorAll('td')].map(
+        (td) => [td.dataset.key, { v: Number(td.dataset.v), text: td.firstChild ? td.firstChild.textContent : '' }]))])),
+    verdict: (v.querySelector('[data-verdict]') || {}).textContent || null,
+    advice: v.querySelector('.advice-body').textContent,
+    errors: [...v.querySelectorAll('.panel-error')].filter((p) => !p.hidden).map((p) => p.textContent),
+  }));
+  return { state: b.dataset.state, errors: Number(b.dataset.errors), error_text: document.getElementById('errors').textContent,
+           scroll_width: document.documentElement.scrollWidth, client_width: document.documentElement.clientWidth,
+           inline_scripts: [...document.scripts].filter((s) => !s.src).length,
+           picker: document.getElementById('run-picker').value, views: views };
+})()"""
+
+
+def mc_client(port):
+    from pymemcache.client.base import Client
+    return Client((HOST, port), connect_timeout=10, timeout=10)
+
+
+class PageTest(mctest.ServerTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        if not CHROMIUM:
+            raise unittest.SkipTest("no chromium binary on PATH (Debian package `chromium`; "
+                                    "tests/run.sh installs it): the page's browser test is skipped")
+        super().setUpClass()
+
+    def load(self, port, prefix, n, size):
+        c = mc_client(port)
+        try:
+            for i in range(n):
+                c.set("%s:%033d" % (prefix, i), b"v" * size, noreply=False)
+            for i in range(0, 2 * n, 3):  # hits and misses
+                c.get("%s:%033d" % (prefix, i))
+        finally:
+            c.close()
+
+    def api(self, px, path, expect=200):
+        return mctest.http_json(px.http_port, "GET", path, expect=expect)
+
+    def check_http(self, px):
+        port = px.http_port
+        st, h, body = mctest.http_request(port, "GET", "/")
+        self.assertEqual(st, 200, body[:300])
+        self.assertTrue(h["content-type"].startswith("text/html"), h)
+        csp = h.get("content-security-policy", "")
+        for d in ("default-src 'none'", "script-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"):
+            self.assertIn(d, csp)
+        self.assertNotIn("unsafe-inline", csp)
+        self.assertEqual(h.get("cache-control"), "no-cache")
+        self.assertNotIn(b"<script>", body)  # no inline script: every <script> has src
+        for path, ctype in (("/assets/app.js", "text/javascript"), ("/assets/app.css", "text/css"),
+                            ("/assets/chart.min.js", "text/javascript")):
+            st, h, body = mctest.http_request(port, "GET", path)
+            self.assertEqual(st, 200, path)
+            self.assertTrue(h["content-type"].startswith(ctype), (path, h))
+            self.assertGreater(len(body), 1000, path)
+            etag = h.get("etag")
+            self.assertRegex(etag or "", r'^"[0-9a-f]{16}"$')
+            st, h2, body2 = mctest.http_request(port, "GET", path, headers={"If-None-Match": etag})
+            self.assertEqual((st, body2, h2.get("etag")), (304, b"", etag), path)
+            st, _, body3 = mctest.http_request(port, "HEAD", path)
+            self.assertEqual((st, body3), (200, b""), path)
+        st, _, _ = mctest.http_request(port, "GET", "/", headers={"Host": "evil.example:80"})
+        self.assertEqual(st, 403)
+        st, _, _ = mctest.http_request(port, "GET", "/assets/nope.js")
+        self.assertEqual(st, 404)
+
+    def assert_clean(self, br, state, what):
+        self.assertEqual(br.problems(), [], "%s: the browser reported problems" % what)
+        self.assertEqual((state["errors"], state["error_text"]), (0, ""), "%s: the page caught errors" % what)
+        for v in state["views"]:
+            self.assertEqual(v["errors"], [], "%s: run %d shows API errors" % (what, v["run_id"]))
+
+    def assert_charts(self, view, what):
+        self.assertEqual(len(view["charts"]), 7, view["charts"])
+        empty = [k for k, n in view["charts"].items() if n <= 0]
+        self.assertEqual(empty, [], "%s: charts without data in run %d: %r" % (what, view["run_id"], view["charts"]))
+
+    def assert_class_row(self, view, api_classes, mc=None):
+        """The loaded class's row equals the API's numbers (and memcached's)."""
+        want = next(c for c in api_classes["classes"] if c["chunk_size"] >= mctest.ntotal(38, VALUE_BIG)
+                    and c["used_chunks"] > 0)
+        row = view["classes"].get(str(want["class_id"]))
+        self.assertIsNotNone(row, "class %d not in the page's table: %r" % (want["class_id"], list(view["classes"])))
+        for k in ("chunk_size", "pages", "used_chunks", "mem_requested", "evicted"):
+            self.assertEqual(row[k]["v"], want[k], "page vs /api/run/classes, class %d %s" % (want["class_id"], k))
+        for k in ("chunk_size", "pages", "used_chunks"):
+            self.assertEqual(row[k]["text"], "{:,}".format(want[k]), "shown text of %s" % k)
+        self.assertEqual(row["allocated"]["v"], want["used_chunks"] * want["chunk_size"])
+        if mc is not None:
+            m = mc[want["class_id"]]
+            self.assertEqual((row["chunk_size"]["v"], row["pages"]["v"], row["used_chunks"]["v"],
+                              row["mem_requested"]["v"], row["evicted"]["v"]),
+                             (m["chunk_size"], m["total_pages"], m["used_chunks"], m["mem_requested"],
+                              m.get("evicted", 0)),
+                             "page vs memcached's stats slabs/items, class %d" % want["class_id"])
+        return want["class_id"]
+
+    def test_page(self):
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        mc = self.mc(extra=["-m", "64"])
+        db = self.path("page.db")
+        # an earlier run, finished: two sizes
+        px1 = self.started(StartProxy(self.w.path, mc.port, db=db, name="earlier", http=True, keys="prefix",
+                                      extra=["--run", "earlier", "--stats-interval", str(STATS_MS)]))
+        self.load(px1.port, "old", 3000, 400)
+        self.load(px1.port, "user", 2000, VALUE_BIG)
+        time.sleep(1.5)  # reads are counted per second
+        self.stop_clean(px1)
+        # the live run
+        px = self.started(StartProxy(self.w.path, mc.port, db=db, name="live", http=True, keys="prefix",
+                                     extra=["--run", "live", "--stats-interval", str(STATS_MS)]))
+        self.load(px.port, "user", 4000, VALUE_BIG)
+        self.load(px.port, "sess", 1500, 2000)
+        runs = self.api(px, "/api/runs")
+        live_id = runs["current"]["run_id"]
+        earlier_id = max(r["run_id"] for r in runs["runs"] if r["run_id"] != live_id)
+        self.assertEqual(runs["current"]["stats_interval_ms"], STATS_MS)
+        # the stored sample has caught up with memcached for the loaded class
+        big = mctest.ntotal(38, VALUE_BIG)
+
+        def caught_up():
+            api = self.api(px, "/api/run/classes")
+            m = mctest.mc_classes(mc.port)
+            return all(c["used_chunks"] == m.get(c["class_id"], {}).get("used_chunks")
+                       for c in api["classes"] if c["chunk_size"] >= big)
+        mctest.wait_for(caught_up, 20, interval=0.1, what="a stats sample with the load in it")
+        self.check_http(px)
+
+        # a small load while the page is open: reads, and writes to another class
+        stop = threading.Event()
+
+        def trickle():
+            c = mc_client(px.port)
+            i = 0
+            while not stop.is_set():
+                c.get("user:%033d" % (i % 5000))
+                if i % 4 == 0:
+                    c.set("tick:%033d" % (i % 50), b"t" * VALUE_SMALL)
+                i += 1
+                time.sleep(0.002)
+            c.close()
+        t = threading.Thread(target=trickle, daemon=True)
+        t.start()
+        self.addCleanup(stop.set)
+
+        br = Browser(self.w.path)
+        self.addCleanup(br.close)
+        base = "http://%s:%d" % (HOST, px.http_port)
+        br.viewport(1280, 900, False)
+        br.open(base + "/")
+        br.wait("document.body && document.body.dataset.state === 'ready'", 30, "state ready")
+        # live: polled again without a reload
+        br.wait("Number(document.querySelector('.view').dataset.polls) >= 3", 30, "three polls")
+        state = br.eval(STATE_JS)
+        self.assertEqual(state["inline_scripts"], 0)
+        self.assertEqual(len(state["views"]), 1)
+        view = state["views"][0]
+        self.assertEqual(view["run_id"], live_id)
+        self.assert_charts(view, "live run")
+        stop.set()
+        t.join(10)
+        api_classes = self.api(px, "/api/run/classes?run=%d" % live_id)
+        cid = self.assert_class_row(view, api_classes, mctest.mc_classes(mc.port))
+        # advice: the verdict the API gives, or "computing" while it is busy
+        st, _, body = mctest.http_request(px.http_port, "GET", "/api/run/advice?run=%d" % live_id, timeout=30)
+        if st == 200:
+            verdict = json.loads(body)["verdict"]
+            br.wait("(document.querySelector('[data-verdict]') || {}).textContent === %s" % json.dumps(verdict),
+                    40, "advice verdict %s" % verdict)
+        else:
+            self.assertIn("computing", view["advice"] + br.eval(STATE_JS)["views"][0]["advice"])
+        self.assert_clean(br, br.eval(STATE_JS), "live run at 1280 px")
+        shot = os.path.join(ARTIFACTS, "page-1280.png")
+        br.screenshot(shot, 1280, False)
+        print("test_page: screenshot %s (class %d compared)" % (shot, cid))
+
+        # phone width: nothing scrolls sideways
+        br.viewport(390, 844, True)
+        time.sleep(0.5)
+        st390 = br.eval(STATE_JS)
+        self.assertLessEqual(st390["scroll_width"], 390, "the page scrolls sideways at 390 px")
+        shot390 = os.path.join(ARTIFACTS, "page-390.png")
+        br.screenshot(shot390, 390, True)
+        print("test_page: screenshot %s" % shot390)
+        if os.environ.get("SLABTAP_PAGE_PNG"):
+            shutil.copyfile(shot, os.environ["SLABTAP_PAGE_PNG"])
+
+        # the run picker: choose the earlier run in the <select>
+        br.viewport(1280, 900, False)
+        br.eval("(() => { const s = document.getElementById('run-picker'); s.value = '%d';"
+                " s.dispatchEvent(new Event('change')); return true; })()" % earlier_id)
+        br.wait("document.body.dataset.state === 'ready' && document.querySelector('.view').dataset.runId === '%d'"
+                % earlier_id, 30, "the earlier run shown")
+        state = br.eval(STATE_JS)
+        self.assertIn("run=%d" % earlier_id, br.eval("location.search"))
+        view = state["views"][0]
+        self.assert_charts(view, "earlier run")
+        self.assert_class_row(view, self.api(px, "/api/run/classes?run=%d" % earlier_id))
+        polls = view["polls"]
+        time.sleep(4 * STATS_MS / 1000)
+        self.assertEqual(br.eval(STATE_JS)["views"][0]["polls"], polls, "a finished run is read once")
+
+        # two runs side by side, from the URL
+        br.open(base + "/?run=%d&cmp=%d" % (live_id, earlier_id))
+        br.wait("document.body && document.body.dataset.state === 'ready' && "
+                "document.querySelectorAll('.view[data-ready]').length === 2", 30, "two views ready")
+        state = br.eval(STATE_JS)
+        self.assertEqual([v["run_id"] for v in state["views"]], [live_id, earlier_id])
+        for v in state["views"]:
+            self.assert_charts(v, "side by side")
+        shot2 = os.path.join(ARTIFACTS, "page-compare-1280.png")
+        br.screenshot(shot2, 1280, False)
+        print("test_page: screenshot %s" % shot2)
+        self.assert_clean(br, br.eval(STATE_JS), "side by side")
+        br.close()
+        self.stop_clean(px)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,262 @@
+#!/usr/bin/python3
+"""test_pgstore: the PostgreSQL store (proxy/record/pgstore.c) against a
+throwaway cluster (pgcluster.py), driven by bench/pg_writer_bench.
+
+- rows: 30,000 writes of every shape the encoder has a case for, pushed out
+  of order within reads and across a UTC midnight, read back through the
+  view `sets` by the bench (--check: every column of every row), and here:
+  each seq exactly once, in two day partitions, the run row's counts.
+- two nodes at once: two benches writing simultaneously with different
+  --node (both crossing the same midnight, so both create partitions at
+  once) get distinct run ids, and each run holds exactly its rows.
+- views: every view of schema.sql and the fleet views answer, and say what
+  the two nodes wrote (fleet_settings_diff names growth_factor, fleet_sizes
+  counts every write, fleet_waste has a total per node).
+- names: schema/pg/schema.sql has the tables, columns and views of
+  schema/schema.sql (applied to SQLite here), but for the documented
+  dialect differences.
+- versions: a second open leaves the schema alone; a newer version is
+  refused with a clear message.
+- crashed: a bench killed mid-run is marked crashed with its rows counted
+  when the next store opens; a live run is not.
+- login refused: a wrong password gives a clear error naming the role, and
+  neither the password given nor the right one appears anywhere in what
+  the bench prints; the right password works.
+
+Needs PostgreSQL (initdb; tests/run.sh installs it) and pg_writer_bench
+(beside $SLABTAP, or $PG_WRITER_BENCH). 127.0.0.1 only; bounded waits.
+"""
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mctest  # noqa: E402
+import pgcluster  # noqa: E402
+
+BENCH = os.environ.get("PG_WRITER_BENCH") or os.path.join(os.path.dirname(mctest.SLABTAP),
+                                                          "pg_writer_bench")
+SQLITE_ONLY_TABLES = {"arrivals", "write_runs"}
+PG_ONLY_TABLES = {"schema_version"}
+PG_EXTRA_COLUMNS = {"writes": {"run_id", "seq", "t_ns", "conn_id"}, "runs": {"node"}}
+FLEET_VIEWS = {"fleet_runs", "fleet_waste", "fleet_pages", "fleet_sizes", "fleet_settings_diff"}
+
+
+def bench(uri, rows, *args, timeout=300):
+    p = subprocess.run([BENCH, uri, str(rows)] + list(args), stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, env=mctest.slabtap_env(), timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def run_id_of(out):
+    for line in out.splitlines():
+        if line.startswith("pg_writer_bench: run "):
+            return int(line.split()[2])
+    raise AssertionError("no run id in:\n" + out)
+
+
+class PgStoreTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(BENCH):
+            raise AssertionError("%s is not built (cmake --build ... --target pg_writer_bench)"
+                                 % BENCH)
+        cls.pg = pgcluster.PgCluster()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pg.stop()
+
+    def ok(self, rc, out, err):
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(mctest.sanitizer_errors(err), [], err)
+
+    def test_01_rows_exactly_once(self):
+        rc, out, err = bench(self.pg.uri(), 30000, "--check", "--jobs", "--midnight",
+                             "--node", "solo", "--batch", "1000")
+        self.ok(rc, out, err)
+        self.assertIn("every row reads back exactly through the view sets", out)
+        run = run_id_of(out)
+        n, distinct, lo, hi = self.pg.psql(
+            "SELECT count(*), count(DISTINCT seq), min(seq), max(seq) FROM writes"
+            " WHERE run_id = %d" % run)[0]
+        self.assertEqual((n, distinct, lo, hi), ("30000", "30000", "1", "30000"))
+        parts = self.pg.psql("SELECT tableoid::regclass, count(*) FROM writes WHERE run_id = %d"
+                             " GROUP BY 1 ORDER BY 1" % run)
+        self.assertEqual(len(parts), 2, parts)  # both sides of midnight
+        node, rec, ended, crashed = self.pg.psql(
+            "SELECT node, rows_recorded, ended_ns IS NOT NULL, crashed FROM runs"
+            " WHERE run_id = %d" % run)[0]
+        self.assertEqual((node, rec, ended, crashed), ("solo", "30000", "t", "0"))
+
+    def test_02_two_nodes_at_once(self):
+        results = {}
+
+        def go(node, growth):
+            results[node] = bench(self.pg.uri(), 20000, "--check", "--jobs", "--midnight",
+                                  "--node", node, "--growth", growth, "--batch", "500")
+        threads = [threading.Thread(target=go, args=a) for a in (("a", "1.25"), ("b", "1.08"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        runs = {}
+        for node in ("a", "b"):
+            rc, out, err = results[node]
+            self.ok(rc, out, err)
+            self.assertIn("every row reads back exactly", out)
+            runs[node] = run_id_of(out)
+        self.assertNotEqual(runs["a"], runs["b"])
+        for node, run in runs.items():
+            got = self.pg.psql("SELECT r.node, count(w.*), count(DISTINCT w.seq) FROM runs r"
+                               " JOIN writes w USING (run_id) WHERE run_id = %d GROUP BY r.node"
+                               % run)
+            self.assertEqual(got, [[node, "20000", "20000"]])
+
+    def test_03_views_answer(self):
+        if not self.pg.scalar("SELECT count(*) FROM runs WHERE node IN ('a', 'b')") == "2":
+            self.test_02_two_nodes_at_once()
+        views = [r[0] for r in self.pg.psql(
+            "SELECT table_name FROM information_schema.views WHERE table_schema = 'public'"
+            " ORDER BY 1")]
+        for v in views:
+            rows = self.pg.psql("SELECT count(*) FROM (SELECT * FROM %s) v" % v)
+            if v not in ("fleet_settings_diff",):
+                self.assertGreater(int(rows[0][0]), 0, "view %s is empty" % v)
+        diff = self.pg.psql("SELECT node, value FROM fleet_settings_diff"
+                            " WHERE setting = 'growth_factor' AND node IN ('a', 'b') ORDER BY 1")
+        self.assertEqual(diff, [["a", "1.25"], ["b", "1.08"]])
+        total = self.pg.scalar("SELECT count(*) FROM sets WHERE value_len IS NOT NULL")
+        self.assertEqual(self.pg.scalar("SELECT sum(writes) FROM fleet_sizes"), total)
+        totals = self.pg.psql("SELECT node, allocated > 0, waste_pct FROM fleet_waste"
+                              " WHERE class_id IS NULL AND node IN ('a', 'b') ORDER BY 1")
+        self.assertEqual([r[:2] for r in totals], [["a", "t"], ["b", "t"]])
+        pages = self.pg.psql("SELECT count(*), count(DISTINCT node) FROM fleet_pages"
+                             " WHERE node IN ('a', 'b')")[0]
+        self.assertGreater(int(pages[0]), 2)
+        self.assertEqual(pages[1], "2")
+        # the ladder rebuilt from the settings, as schema.sql's run_ladder does
+        ladder = self.pg.psql("SELECT l.chunk_size FROM run_ladder l JOIN runs r USING (run_id)"
+                              " WHERE r.node = 'a' ORDER BY class_id LIMIT 4")
+        self.assertEqual([r[0] for r in ladder], ["96", "120", "152", "192"])
+
+    def test_04_names_match_sqlite(self):
+        with open(os.path.join(mctest.SRC, "schema", "schema.sql")) as f:
+            db = sqlite3.connect(":memory:")
+            db.executescript(f.read())
+        lite = {}
+        for name, kind in db.execute("SELECT name, type FROM sqlite_master"
+                                     " WHERE type IN ('table', 'view')"):
+            lite[name] = (kind, {r[1] for r in db.execute("PRAGMA table_info(%s)" % name)})
+        pg = {}
+        for name, kind, col in self.pg.psql(
+                "SELECT c.table_name, t.table_type, c.column_name FROM information_schema.columns c"
+                " JOIN information_schema.tables t USING (table_schema, table_name)"
+                " WHERE c.table_schema = 'public' AND c.table_name NOT LIKE 'writes\\_2%'"):
+            kind = "view" if kind == "VIEW" else "table"
+            pg.setdefault(name, (kind, set()))[1].add(col)
+        self.assertEqual(set(lite) - SQLITE_ONLY_TABLES, set(pg) - PG_ONLY_TABLES - FLEET_VIEWS)
+        for name, (kind, cols) in lite.items():
+            if name in SQLITE_ONLY_TABLES:
+                continue
+            self.assertEqual(pg[name][0], kind, name)
+            self.assertEqual(pg[name][1] - PG_EXTRA_COLUMNS.get(name, set()), cols, name)
+
+    def test_05_schema_versions(self):
+        rc, out, err = bench(self.pg.uri(), 10)
+        self.ok(rc, out, err)
+        before = self.pg.psql("SELECT version, sha256 FROM schema_version")
+        self.assertEqual(before[0][0], "1")
+        oid = self.pg.scalar("SELECT 'sets'::regclass::oid")
+        rc, out, err = bench(self.pg.uri(), 10)
+        self.ok(rc, out, err)
+        # same version and text: nothing reapplied (the view is the same object)
+        self.assertEqual(self.pg.scalar("SELECT 'sets'::regclass::oid"), oid)
+        self.pg.psql("UPDATE schema_version SET version = 99")
+        try:
+            rc, out, err = bench(self.pg.uri(), 10)
+            self.assertEqual(rc, 1, out + err)
+            self.assertIn("schema version 99 is newer than this slabtap (1)", err)
+        finally:
+            self.pg.psql("UPDATE schema_version SET version = 1")
+        # a changed text (same version) is applied again
+        self.pg.psql("UPDATE schema_version SET sha256 = 'x'")
+        rc, out, err = bench(self.pg.uri(), 10)
+        self.ok(rc, out, err)
+        self.assertEqual(self.pg.psql("SELECT version, sha256 FROM schema_version"), before)
+
+    def test_06_crashed_run(self):
+        p = subprocess.Popen([BENCH, self.pg.uri(), "1000000", "--node", "victim", "--batch",
+                              "1000", "--pause-ms", "20"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=mctest.slabtap_env())
+        try:
+            run = run_id_of(p.stdout.readline())
+            mctest.wait_for(lambda: int(self.pg.scalar(
+                "SELECT count(*) FROM writes WHERE run_id = %d" % run)) >= 3000, 60,
+                what="the victim's rows")
+            # a store opening meanwhile leaves the live run alone
+            rc, out, err = bench(self.pg.uri(), 10, "--node", "bystander")
+            self.ok(rc, out, err)
+            self.assertEqual(self.pg.scalar("SELECT crashed FROM runs WHERE run_id = %d" % run),
+                             "0")
+            p.kill()
+            p.wait(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=30)
+            p.stdout.close()
+            p.stderr.close()
+        # its session is gone once the server has noticed the closed socket
+        def marked():
+            bench(self.pg.uri(), 10, "--node", "next")
+            return self.pg.scalar("SELECT crashed FROM runs WHERE run_id = %d" % run) == "1"
+        mctest.wait_for(marked, 30, interval=0.2, what="the killed run marked crashed")
+        rec, n, ended = self.pg.psql(
+            "SELECT rows_recorded, (SELECT count(*) FROM writes WHERE run_id = %d),"
+            " ended_ns IS NOT NULL FROM runs WHERE run_id = %d" % (run, run))[0]
+        self.assertEqual(rec, n)
+        self.assertGreaterEqual(int(n), 3000)
+        self.assertEqual(ended, "t")
+
+    def test_07_login_refused(self):
+        wrong = "wrong-" + self.pg.password[::-1]
+        for uri in (self.pg.uri(user=pgcluster.PW_ROLE, password=wrong),
+                    "postgresql://%s@127.0.0.1:%d/slabtap?password=%s&connect_timeout=5"
+                    % (pgcluster.PW_ROLE, self.pg.port, wrong),
+                    "host=127.0.0.1 port=%d dbname=slabtap user=%s password='%s'"
+                    % (self.pg.port, pgcluster.PW_ROLE, wrong)):
+            rc, out, err = bench(uri, 10)
+            self.assertEqual(rc, 1, out + err)
+            self.assertIn('password authentication failed for user "%s"' % pgcluster.PW_ROLE,
+                          err)
+            self.assertIn("127.0.0.1", err)
+            for secret in (wrong, self.pg.password):
+                self.assertNotIn(secret, out + err)
+        # PGPASSWORD, not in the URI: the same error, nothing of it printed
+        env = dict(mctest.slabtap_env(), PGPASSWORD=wrong)
+        p = subprocess.run([BENCH, self.pg.uri(user=pgcluster.PW_ROLE), "10"],
+                           capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("password authentication failed", p.stderr)
+        self.assertNotIn(wrong, p.stdout + p.stderr)
+        # the right one works, and is not shown either (the role may write; the
+        # partitions it needs are made by slabtap_writes_partition, SECURITY DEFINER)
+        self.pg.psql("GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO %s;"
+                     " GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s"
+                     % (pgcluster.PW_ROLE, pgcluster.PW_ROLE))
+        rc, out, err = bench(self.pg.uri(user=pgcluster.PW_ROLE, password=self.pg.password), 100)
+        self.ok(rc, out, err)
+        self.assertIn("postgresql://%s@127.0.0.1:%d/slabtap" % (pgcluster.PW_ROLE, self.pg.port),
+                      out)
+        self.assertNotIn(self.pg.password, out + err)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""test_webapi: the live page's JSON API (/api/runs, /api/run/sizes, classes,
+series, traffic, advice) on a proxy in front of a real memcached under a
+small load: shapes, numbers equal to SQL over the file once the proxy has
+stopped and to memcached's own `stats slabs`, 400 for bad parameters, 404
+for an unknown run, a finished run answered by a second proxy on the same
+file. With SLABTAP_WEBAPI_BIG=ROWS (e.g. 3000000) it also writes a run of
+that many rows into a file and prints each endpoint's latency on it."""
+import json
+import math
+import os
+import sqlite3
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mctest  # noqa: E402
+
+http_json = mctest.http_json
+http_request = mctest.http_request
+
+SIZES = (100, 300, 900, 2000, 5000)
+PREFIXES = ("user", "sess", "img")
+
+
+def prefix_of(i):
+    """user for half the keys, sess for a third, img for a sixth"""
+    return PREFIXES[(0, 0, 0, 1, 1, 2)[i % 6]]
+
+
+def load(port, n=600):
+    """n sets over prefixes and sizes, then gets (hits and misses); the
+    (key, value length) of what was set."""
+    written = []
+    with mctest.connect(port) as s:
+        out = []
+        for i in range(n):
+            key = "%s:%d" % (prefix_of(i), i)
+            size = SIZES[i % len(SIZES)]
+            out.append(b"set %s %d 0 %d\r\n%s\r\n" % (key.encode(), i % 2, size, b"x" * size))
+            written.append((key, size, i % 2))
+        s.sendall(b"".join(out))
+        mctest.recv_exact(s, len(b"STORED\r\n") * n)
+        for i in range(0, n, 3):
+            s.sendall(b"get %s:%d missing:%d\r\n" % (prefix_of(i).encode(), i, i))
+            mctest.recv_until(s, b"END\r\n")
+    return written
+
+
+def get(port, path, expect=200):
+    """The JSON of GET path, retried while 503 (busy) for a bounded time."""
+    deadline = time.monotonic() + 20
+    while True:
+        st, hdrs, body = http_request(port, "GET", path)
+        if st != 503 or expect == 503 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    if st != expect:
+        raise AssertionError("GET %s: %d (want %d): %r" % (path, st, expect, body[:300]))
+    assert hdrs.get("content-type", "").startswith("application/json"), hdrs
+    return json.loads(body)
+
+
+class WebApiTest(mctest.ServerTestCase):
+    workdir_prefix = "slabtap-webapi-"
+
+    def check_bad(self, hp):
+        for path in ("/api/run/sizes?buckets=7", "/api/run/sizes?buckets=abc",
+                     "/api/run/sizes?run=1&run=1", "/api/run/sizes?nope=1",
+                     "/api/run/series?points=9", "/api/run/series?from=10&to=5",
+                     "/api/run/traffic?top=51", "/api/run/traffic?points=",
+                     "/api/run/classes?run=-1", "/api/run/classes?run=0",
+                     "/api/run/advice?run=1%20OR%201=1"):
+            d = get(hp, path, expect=400)
+            self.assertIn("error", d, path)
+            self.assertTrue(d["error"], path)
+        for path in ("/api/run/sizes?run=999", "/api/run/classes?run=999",
+                     "/api/run/series?run=999", "/api/run/traffic?run=999",
+                     "/api/run/advice?run=999"):
+            self.assertIn("error", get(hp, path, expect=404), path)
+
+    def test_endpoints(self):
+        mc = self.mc(name="mc")
+        db = self.path("web.db")
+        px = self.proxy(mc.port, db=db, http=True, keys="prefix",
+                        extra=("--stats-interval", "100"))
+        hp = px.http_port
+        written = load(px.port)
+        # the live run: every row recorded and a sample after the load
+        mctest.wait_for(lambda: http_json(hp, "GET", "/api/runs")["current"]["rows_recorded"]
+                        >= len(written), 20, what="rows recorded")
+        time.sleep(0.5)
+        runs = http_json(hp, "GET", "/api/runs")
+        cur = runs["current"]
+        self.assertEqual(cur["stats_interval_ms"], 100)
+        self.assertEqual(runs["runs"][0]["run_id"], cur["run_id"])
+        self.assertIsNone(runs["runs"][0]["ended_ns"])
+        self.assertFalse(runs["runs"][0]["crashed"])
+        self.assertEqual(runs["runs"][0]["settings"]["growth_factor"], 1.25)
+        run = cur["run_id"]
+
+        classes = get(hp, "/api/run/classes")
+        mine = mctest.mc_classes(mc.port)
+        self.assertEqual(classes["run_id"], run)
+        got = {c["class_id"]: c for c in classes["classes"]}
+        for cid, f in mine.items():
+            if "chunk_size" not in f:
+                continue
+            self.assertIn(cid, got)
+            self.assertEqual(got[cid]["chunk_size"], f["chunk_size"])
+            self.assertEqual(got[cid]["pages"], f["total_pages"])
+            self.assertEqual(got[cid]["used_chunks"], f["used_chunks"])
+            self.assertEqual(got[cid]["mem_requested"], f.get("mem_requested", 0))
+        for c in classes["classes"]:
+            for k in ("class_id", "chunk_size", "pages", "total_chunks", "used_chunks",
+                      "mem_requested", "evicted", "evicted_per_s", "waste_pct"):
+                self.assertIn(k, c)
+
+        sizes = get(hp, "/api/run/sizes?buckets=16")
+        self.assertEqual(len(sizes["buckets"]), 16)
+        self.assertEqual(sum(b["writes"] for b in sizes["buckets"]), len(written))
+        nts = [mctest.ntotal(len(k), v, f) for k, v, f in written]
+        self.assertEqual(sum(b["bytes"] for b in sizes["buckets"]), sum(nts))
+        self.assertEqual(sizes["buckets"][0]["lo"], min(nts))
+        self.assertEqual(sizes["buckets"][-1]["hi"], max(nts) + 1)
+        for b in sizes["buckets"]:
+            inside = [n for n in nts if b["lo"] <= n < b["hi"]]
+            self.assertEqual(b["writes"], len(inside), b)
+        self.assertEqual(sum(c["writes"] for c in sizes["classes"]), len(written))
+        ladder = {c["class_id"]: c["chunk_size"] for c in sizes["ladder"]}
+        for c in sizes["classes"]:
+            self.assertEqual(ladder[c["class_id"]], c["chunk_size"])
+            # every item is stored in exactly one chunk of its class here
+            self.assertEqual(c["bytes_allocated"], c["writes"] * c["chunk_size"])
+            self.assertEqual(c["writes"], got[c["class_id"]]["used_chunks"])
+
+        series = get(hp, "/api/run/series?points=20")
+        self.assertLessEqual(len(series["t"]), 21)
+        self.assertEqual(len(series["t"]), len(series["total_malloced"]))
+        self.assertEqual(series["t"], sorted(series["t"]))
+        for c in series["classes"]:
+            self.assertEqual(len(c["pages"]), len(series["t"]))
+            self.assertEqual(len(c["evicted"]), len(series["t"]))
+
+        traffic = get(hp, "/api/run/traffic?points=10&top=2")
+        n = len(traffic["t"])
+        for k in ("writes", "reads", "hits", "misses", "write_p50_us", "write_p99_us"):
+            self.assertEqual(len(traffic[k]), n, k)
+        self.assertEqual([p["prefix"] for p in traffic["top_prefixes"]], ["user", "sess"])
+        self.assertEqual(len(traffic["top_prefixes"]), 2)
+
+        advice = get(hp, "/api/run/advice")
+        self.assertIn(advice["verdict"], ("EXACT", "MISMATCH", "NOT COMPARABLE", "NO SAMPLE"))
+        self.assertTrue(advice["candidates"])
+        self.assertEqual(sum(1 for c in advice["candidates"] if c["recommended"]), 1)
+        self.check_bad(hp)
+        self.stop_clean(px)
+
+        # what SQL says over the file, now that the proxy has stopped
+        rows = mctest.db_rows(db, "SELECT count(*) AS n, sum(value_len) AS v FROM sets"
+                              " WHERE run_id = ? AND cmd = 'set'", (run,))[0]
+        self.assertEqual(rows["n"], len(written))
+        self.assertEqual(rows["v"], sum(v for _, v, _ in written))
+        width = traffic["bucket_ns"] / 1e9  # rates per second: times the bucket, counts
+        self.assertAlmostEqual(sum(traffic["writes"]) * width, mctest.db_scalar(
+            db, "SELECT count(*) FROM sets WHERE run_id = ?", (run,)), delta=0.01)
+        lat = sorted(r["l"] for r in mctest.db_rows(
+            db, "SELECT latency_ns / 1000 AS l FROM sets WHERE run_id = ? AND latency_ns"
+            " IS NOT NULL", (run,)))
+        if n == 1:  # one bucket: its median is the run's (two significant digits)
+            med = lat[math.ceil(0.5 * len(lat)) - 1]
+            self.assertLessEqual(abs(traffic["write_p50_us"][0] - med), max(1, med * 0.1))
+        prefixes = {r["key"]: r["n"] for r in mctest.db_rows(
+            db, "SELECT key, count(*) AS n FROM sets WHERE run_id = ? GROUP BY key", (run,))}
+        for p in traffic["top_prefixes"]:
+            self.assertEqual(p["writes"], prefixes[p["prefix"]])
+        last = mctest.db_rows(db, "SELECT class_id, total_pages, used_chunks FROM class_stats"
+                              " WHERE sample_id = (SELECT sample_id FROM last_samples"
+                              " WHERE run_id = ?)", (run,))
+
+        reads = {key: mctest.db_scalar(db, "SELECT sum(%s) FROM get_counts WHERE run_id = ?"
+                                       % col, (run,))
+                 for col, key in (("keys", "reads"), ("hits", "hits"), ("misses", "misses"))}
+
+        # a second proxy on the same file answers for the finished run
+        px2 = self.proxy(mc.port, db=db, http=True, name="proxy2")
+        hp2 = px2.http_port
+        runs2 = http_json(hp2, "GET", "/api/runs")
+        self.assertEqual(runs2["runs"][1]["run_id"], run)
+        self.assertIsNotNone(runs2["runs"][1]["ended_ns"])
+        self.assertEqual(runs2["runs"][1]["rows_recorded"], len(written))
+        c2 = get(hp2, "/api/run/classes?run=%d" % run)
+        pages = {c["class_id"]: c["pages"] for c in c2["classes"]}
+        for r in last:
+            self.assertEqual(pages[r["class_id"]], r["total_pages"] or 0)
+        s2 = get(hp2, "/api/run/sizes?run=%d&buckets=16" % run)
+        self.assertEqual(s2["buckets"], sizes["buckets"])
+        self.assertEqual(s2, get(hp2, "/api/run/sizes?run=%d&buckets=16" % run))  # cached
+        t2 = get(hp2, "/api/run/traffic?run=%d&points=10&top=2" % run)
+        # read counters of a second reach the file when the next second's
+        # first read comes, or at exit: compare the finished run's
+        width2 = t2["bucket_ns"] / 1e9
+        self.assertAlmostEqual(sum(t2["writes"]) * width2, len(written), delta=0.01)
+        for key, want in reads.items():
+            self.assertGreater(want, 0)
+            self.assertAlmostEqual(sum(t2[key]) * width2, want, delta=0.01)
+        self.assertEqual(get(hp2, "/api/run/series?run=%d" % run)["run_id"], run)
+        self.assertEqual(get(hp2, "/api/run/advice?run=%d" % run)["run_id"], run)
+        # the new run has no writes yet: empty, not an error
+        self.assertEqual(get(hp2, "/api/run/sizes")["buckets"], [])
+        self.stop_clean(px2)
+
+    @unittest.skipUnless(os.environ.get("SLABTAP_WEBAPI_BIG"), "SLABTAP_WEBAPI_BIG=ROWS not set")
+    def test_big_run_latency(self):
+        rows = int(os.environ["SLABTAP_WEBAPI_BIG"])
+        mc = self.mc(name="mc-big")
+        db = self.path("big.db")
+        px = self.proxy(mc.port, db=db, keys="prefix", extra=("--stats-interval", "100"))
+        load(px.port, 300)
+        time.sleep(0.5)
+        self.stop_clean(px)
+        big = add_big_run(db, rows)
+        px = self.proxy(mc.port, db=db, http=True, name="proxy-big")
+        hp = px.http_port
+        print("\nrun of %d rows:" % rows, file=sys.stderr)
+        for path in ("/api/runs", "/api/run/sizes?run=%d" % big, "/api/run/classes?run=%d" % big,
+                     "/api/run/series?run=%d" % big, "/api/run/traffic?run=%d" % big,
+                     "/api/run/advice?run=%d" % big, "/api/run/sizes?run=%d" % big):
+            t0 = time.monotonic()
+            st, _, body = http_request(hp, "GET", path, timeout=60)
+            ms = (time.monotonic() - t0) * 1000
+            print("  %-32s %d %8.1f ms %7d bytes" % (path, st, ms, len(body)), file=sys.stderr)
+            self.assertIn(st, (200, 503), body[:200])
+        self.stop_clean(px)
+
+
+def add_big_run(db, n):
+    """A finished run of n writes in the `writes` format (sets of 100..4099
+    bytes over 5 prefixes, 10 writes per arrival over 600 s), with the first
+    run's settings and samples copied; its run id."""
+    con = sqlite3.connect(db)
+    cur = con.cursor()
+    src = cur.execute("SELECT max(run_id) FROM runs").fetchone()[0]
+    t0 = cur.execute("SELECT started_ns FROM runs WHERE run_id = ?", (src,)).fetchone()[0]
+    run = src + 1
+    span = 600 * 10**9
+    lo = (cur.execute("SELECT max(rowid) FROM writes").fetchone()[0] or 0) + 1
+    cur.execute("UPDATE write_runs SET hi = ? WHERE hi > ?", (lo, lo))
+    cur.execute("INSERT INTO runs (run_id, name, started_ns, ended_ns, upstream, slabtap_version,"
+                " options, key_mode, rows_recorded) VALUES (?, 'big', ?, ?, 'x', 'x', '',"
+                " 'prefix', ?)", (run, t0, t0 + span, n))
+    cur.execute("INSERT INTO write_runs (run_id, base, lo, hi, t0) VALUES (?, ?, ?, ?, ?)",
+                (run, lo - 1, lo, lo + n, t0))
+    for i, p in enumerate(PREFIXES + ("feed", "cart")):
+        cur.execute("INSERT OR IGNORE INTO key_prefixes (prefix) VALUES (?)", (p,))
+    ids = [r[0] for r in cur.execute("SELECT prefix_id FROM key_prefixes LIMIT 5")]
+    # op: key_len 20 | set << 14 | STORED << 20; sizes: width 13, value+1, latency+1
+    cur.execute(
+        "INSERT INTO writes (rowid, key_hash, key_ref, op, sizes, extra)"
+        " WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < ? - 1)"
+        " SELECT ? + i, (i * 2654435761) % 200000, ? + i % 5 * 0,"
+        " 20 | (1 << 14) | (1 << 20),"
+        " 13 | (((100 + (i * 7919) % 4000) + 1) << 6) | (((40 + i % 300) + 1) << 19),"
+        " NULL FROM s", (n, lo, ids[0]))
+    cur.execute("UPDATE writes SET key_ref = ? + (rowid % 5) WHERE rowid >= ?", (ids[0], lo))
+    cur.execute(
+        "INSERT INTO arrivals (rowid, dt, conn_id)"
+        " WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 10 FROM s WHERE i < ? - 10)"
+        " SELECT ? + i, i * ? / ?, i % 16 FROM s", (n, lo, span, n))
+    cur.execute(
+        "INSERT INTO get_counts (run_id, second, cmd, requests, keys, hits, misses,"
+        " bytes_returned) WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s"
+        " WHERE i < 599) SELECT ?, ? / 1000000000 + i, 'get', 100, 100, 90, 10, 9000 FROM s",
+        (run, t0))
+    cur.execute("INSERT INTO settings (run_id, t_ns, version, settings) SELECT ?, t_ns, version,"
+                " settings FROM settings WHERE run_id = ?", (run, src))
+    samples = cur.execute("SELECT sample_id, stats FROM samples WHERE run_id = ?"
+                          " ORDER BY t_ns", (src,)).fetchall()
+    for k in range(600):
+        sid, stats = samples[min(k, len(samples) - 1)]
+        cur.execute("INSERT INTO samples (run_id, t_ns, stats) VALUES (?, ?, ?)",
+                    (run, t0 + k * 10**9, stats))
+        new = cur.lastrowid
+        cur.execute("INSERT INTO sample_classes (sample_id, class_id, fields)"
+                    " SELECT ?, class_id, fields FROM sample_classes WHERE sample_id = ?",
+                    (new, sid))
+    con.commit()
+    con.close()
+    return run
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,716 @@
+/* slabtap's page: one or two runs (?run=N&cmp=M), every panel drawn from the
+ * admin endpoint's JSON API (/api/runs, /api/run/{sizes,classes,series,
+ * traffic,advice}), polled every stats interval while the run is live and
+ * read once for a finished run. No inline script, nothing from another
+ * origin (the server's Content-Security-Policy forbids both).
+ *
+ * For tests and tools the page writes its own state into the DOM:
+ *   body[data-state]        "loading", then "ready" once every view drew
+ *   body[data-errors]       errors seen (window.onerror, unhandled
+ *                           rejections, console.error/warn, CSP violations)
+ *   body[data-scroll-width] document width vs body[data-client-width]
+ *   .view[data-run-id], [data-polls], [data-ready]
+ *   canvas[data-points]     points drawn in that chart (all datasets)
+ *   table.classes tr[data-class-id] > td[data-key][data-v]: the raw numbers
+ */
+'use strict';
+
+(function () {
+  // --- errors: counted and shown, never silent ---------------------------
+  const errors = [];
+  function noteError(msg) {
+    errors.push(String(msg));
+    document.body.dataset.errors = String(errors.length);
+    const box = document.getElementById('errors');
+    if (box) {
+      box.hidden = false;
+      box.textContent = errors.slice(-10).join('\n');
+    }
+  }
+  window.addEventListener('error', function (e) {
+    noteError('error: ' + (e.message || e.type) + (e.filename ? ' (' + e.filename + ':' + e.lineno + ')' : ''));
+  });
+  window.addEventListener('unhandledrejection', function (e) {
+    noteError('unhandled rejection: ' + (e.reason && e.reason.stack ? e.reason.stack : e.reason));
+  });
+  document.addEventListener('securitypolicyviolation', function (e) {
+    noteError('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI);
+  });
+  for (const level of ['error', 'warn']) {
+    const orig = console[level].bind(console);
+    console[level] = function () {
+      noteError('console.' + level + ': ' + Array.prototype.map.call(arguments, String).join(' '));
+      orig.apply(null, arguments);
+    };
+  }
+
+  // --- palette: Okabe-Ito, plus a dash pattern and a point shape each ----
+  const OI = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#B8A000'];
+  const DASHES = [[], [6, 3], [2, 2], [10, 3, 2, 3]];
+  const SHAPES = ['circle', 'triangle', 'rect', 'rectRot', 'star', 'crossRot', 'rectRounded', 'cross'];
+  function style(i) {
+    return {
+      borderColor: OI[i % OI.length],
+      backgroundColor: OI[i % OI.length],
+      borderDash: DASHES[i % DASHES.length],
+      pointStyle: SHAPES[i % SHAPES.length],
+    };
+  }
+  // a hatched fill, so an area is told apart by more than its color
+  function hatch(color, angle) {
+    const c = document.createElement('canvas');
+    c.width = c.height = 8;
+    const g = c.getContext('2d');
+    g.strokeStyle = color;
+    g.globalAlpha = 0.55;
+    g.lineWidth = 2;
+    g.beginPath();
+    if (angle) { g.moveTo(0, 0); g.lineTo(8, 8); } else { g.moveTo(0, 8); g.lineTo(8, 0); }
+    g.stroke();
+    return g.createPattern(c, 'repeat');
+  }
+
+  // --- formatting ----------------------------------------------------------
+  const nf = new Intl.NumberFormat('en-US');
+  function fmtInt(v) { return v == null ? '–' : nf.format(Math.round(v)); }
+  function fmtNum(v, d) { return v == null || !isFinite(v) ? '–' : Number(v).toFixed(d); }
+  function fmtBytes(v) {
+    if (v == null) return '–';
+    const u = ['B', 'KB', 'MB', 'GB', 'TB'];
+    let i = 0, x = Math.abs(v);
+    while (x >= 1024 && i < u.length - 1) { x /= 1024; i++; }
+    return (v < 0 ? '-' : '') + (i ? x.toFixed(x < 10 ? 2 : 1) : String(Math.round(x))) + ' ' + u[i];
+  }
+  function fmtTime(ns) { return ns ? new Date(ns / 1e6).toISOString().replace('T', ' ').replace(/\..*/, ' UTC') : '–'; }
+  function fmtSecs(s) {
+    if (s < 0) return '-' + fmtSecs(-s);
+    s = Math.round(s);
+    const m = Math.floor(s / 60);
+    return m ? m + ':' + String(s % 60).padStart(2, '0') : s + 's';
+  }
+  function el(tag, attrs, text) {
+    const e = document.createElement(tag);
+    for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text != null) e.textContent = text; // data is never parsed as HTML
+    return e;
+  }
+
+  // --- the API ---------------------------------------------------------------
+  // With --http-token the page is opened as /#token=TOKEN and sends it.
+  const token = (location.hash.match(/token=([^&]+)/) || [])[1];
+  async function api(path) {
+    const headers = token ? { Authorization: 'Bearer ' + decodeURIComponent(token) } : {};
+    let r;
+    try {
+      r = await fetch(path, { headers: headers, cache: 'no-store' });
+    } catch (e) {
+      return { status: 0, body: { error: 'endpoint unreachable' } };
+    }
+    let body = null;
+    try { body = await r.json(); } catch (e) { body = { error: 'answer is not JSON (status ' + r.status + ')' }; }
+    return { status: r.status, body: body };
+  }
+
+  // --- charts ------------------------------------------------------------------
+  Chart.defaults.animation = false;
+  Chart.defaults.font.size = 11;
+  Chart.defaults.color = '#3d3d3d';
+  Chart.defaults.plugins.legend.labels.usePointStyle = true;
+  Chart.defaults.plugins.legend.labels.boxWidth = 8;
+  Chart.defaults.elements.point.radius = 0;
+  Chart.defaults.elements.point.hoverRadius = 3;
+  Chart.defaults.elements.line.borderWidth = 1.5;
+  Chart.defaults.maintainAspectRatio = false;
+
+  // vertical lines at the ladder's chunk sizes, labelled with class and waste
+  const ladderPlugin = {
+    id: 'ladder',
+    afterDatasetsDraw(chart, args, opts) {
+      const lad = opts && opts.ladder;
+      if (!lad || !lad.length) return;
+      const x = chart.scales.x, area = chart.chartArea, g = chart.ctx;
+      g.save();
+      g.font = '10px system-ui, sans-serif';
+      g.textAlign = 'right';
+      let lastLabel = Infinity;
+      for (let i = lad.length - 1; i >= 0; i--) {
+        const c = lad[i];
+        if (c.chunk_size < x.min || c.chunk_size > x.max) continue;
+        const px = x.getPixelForValue(c.chunk_size);
+        g.strokeStyle = c.writes ? '#D55E00' : '#9a9a9a';
+        g.setLineDash(c.writes ? [4, 2] : [1, 3]);
+        g.lineWidth = 1;
+        g.beginPath(); g.moveTo(px, area.top); g.lineTo(px, area.bottom); g.stroke();
+        if (c.writes && lastLabel - px > 34) {
+          g.fillStyle = '#9a4400';
+          g.save();
+          g.translate(px - 2, area.top + 2);
+          g.rotate(-Math.PI / 2);
+          g.fillText('c' + c.class_id + ' ' + fmtNum(c.waste_pct, 1) + '%', 0, 0);
+          g.restore();
+          lastLabel = px;
+        }
+      }
+      g.restore();
+    },
+  };
+  Chart.register(ladderPlugin);
+
+  // each line's name at its right end, so a series is told by its label and
+  // not by its color alone (labels nudged apart so they never overlap)
+  const endLabelPlugin = {
+    id: 'endLabels',
+    afterDatasetsDraw(chart, args, opts) {
+      if (!opts || !opts.on || chart.data.datasets.length < 2) return;
+      const g = chart.ctx, area = chart.chartArea, y = chart.scales.y;
+      const items = [];
+      chart.data.datasets.forEach((ds, i) => {
+        if (!chart.isDatasetVisible(i)) return;
+        for (let k = ds.data.length - 1; k >= 0; k--) {
+          const p = ds.data[k];
+          if (p && p.y != null) {
+            items.push({ y: y.getPixelForValue(p.y), text: String(ds.label).split(' (')[0], color: ds.borderColor });
+            break;
+          }
+        }
+      });
+      items.sort((a, b) => a.y - b.y);
+      for (let i = 1; i < items.length; i++) items[i].y = Math.max(items[i].y, items[i - 1].y + 10);
+      g.save();
+      g.font = '10px system-ui, sans-serif';
+      g.textBaseline = 'middle';
+      for (const it of items) {
+        g.fillStyle = it.color;
+        g.fillText(it.text, area.right + 3, Math.min(it.y, area.bottom + 20));
+      }
+      g.restore();
+    },
+  };
+  Chart.register(endLabelPlugin);
+  const END_LABELS = { endLabels: { on: true } };
+
+  function secondsAxis(title) {
+    return {
+      type: 'linear',
+      title: { display: !!title, text: title },
+      ticks: { maxTicksLimit: 6, callback: (v, i, ticks) => {
+        const span = ticks.length > 1 ? ticks[ticks.length - 1].value - ticks[0].value : 0;
+        return span < 20 ? Number(v).toFixed(span < 2 ? 2 : 1) + 's' : fmtSecs(v);
+      } },
+    };
+  }
+  function countPoints(chart) {
+    let n = 0;
+    for (const ds of chart.data.datasets) for (const p of ds.data) if (p != null && (typeof p !== 'object' || p.y != null)) n++;
+    return n;
+  }
+
+  // --- one run: all its panels --------------------------------------------------
+  class View {
+    constructor(root, run, side, page) {
+      this.root = root;
+      this.run = run;       // a row of /api/runs' runs, or the current run
+      this.side = side;
+      this.page = page;
+      this.charts = {};
+      this.timer = null;
+      this.adviceTimer = null;
+      this.polls = 0;
+      this.sort = { key: 'class_id', dir: 1 };
+      this.classRows = [];
+      this.stopped = false;
+      root.dataset.runId = String(run.run_id);
+      root.dataset.side = side;
+      root.dataset.polls = '0';
+      root.querySelector('.run-title').textContent = (side === 'B' ? 'B: ' : compareOn(page) ? 'A: ' : '') +
+        'run ' + run.run_id + ' · ' + run.name;
+      this.setupTable();
+    }
+
+    get live() { return this.page.current && this.run.run_id === this.page.current.run_id; }
+
+    q(sel) { return this.root.querySelector(sel); }
+
+    meta(extra) {
+      const r = this.run;
+      const parts = [this.live ? 'live' : r.crashed ? 'crashed' : 'finished',
+        'started ' + fmtTime(r.started_ns)];
+      if (r.ended_ns) parts.push('ran ' + fmtSecs((r.ended_ns - r.started_ns) / 1e9));
+      if (r.upstream) parts.push('memcached ' + r.upstream);
+      if (r.rows_recorded != null) parts.push(fmtInt(r.rows_recorded) + ' writes recorded');
+      if (r.settings) parts.push('-f ' + r.settings.growth_factor + ', -n ' + r.settings.chunk_size);
+      if (extra) parts.push(extra);
+      this.q('.run-meta').textContent = parts.join(' · ');
+    }
+
+    chart(name, config) {
+      const canvas = this.q('canvas[data-chart="' + name + '"]');
+      let ch = this.charts[name];
+      if (!ch) {
+        ch = this.charts[name] = new Chart(canvas, config);
+      } else {
+        ch.data = config.data;
+        Object.assign(ch.options, config.options || {});
+        ch.update('none');
+      }
+      canvas.dataset.points = String(countPoints(ch));
+      canvas.dataset.datasets = String(ch.data.datasets.length);
+      return ch;
+    }
+
+    panelError(panel, msg) {
+      const sec = this.q('[data-panel="' + panel + '"]');
+      let p = sec.querySelector('.panel-error');
+      if (!p) { p = el('p', { class: 'panel-error muted' }); sec.appendChild(p); }
+      p.textContent = msg || '';
+      p.hidden = !msg;
+    }
+
+    start() {
+      this.meta();
+      this.poll();
+      this.advice(0);
+    }
+
+    stop() {
+      this.stopped = true;
+      clearTimeout(this.timer);
+      clearTimeout(this.adviceTimer);
+      for (const k in this.charts) this.charts[k].destroy();
+    }
+
+    async poll() {
+      if (this.stopped) return;
+      const id = this.run.run_id;
+      const interval = Math.max(200, (this.page.current && this.page.current.stats_interval_ms) || 1000);
+      const [sizes, classes, series, traffic] = await Promise.all([
+        api('/api/run/sizes?run=' + id + '&buckets=96'),
+        api('/api/run/classes?run=' + id),
+        api('/api/run/series?run=' + id + '&points=300'),
+        api('/api/run/traffic?run=' + id + '&points=300&top=10'),
+      ]);
+      if (this.stopped) return;
+      this.drawSizes(sizes);
+      this.drawClasses(classes);
+      this.drawSeries(series);
+      this.drawTraffic(traffic);
+      this.polls++;
+      this.root.dataset.polls = String(this.polls);
+      this.root.dataset.ready = '1';
+      this.meta(this.live ? 'updated ' + new Date().toLocaleTimeString('en-GB') : null);
+      this.page.viewReady();
+      if (this.live) this.timer = setTimeout(() => this.poll(), interval);
+    }
+
+    // advice: 503 while the model computes; asked again until it answers
+    async advice(tries) {
+      if (this.stopped) return;
+      const box = this.q('.advice-body');
+      const r = await api('/api/run/advice?run=' + this.run.run_id);
+      if (this.stopped) return;
+      if (r.status === 503 && tries < 60) {
+        box.replaceChildren(el('p', { class: 'muted' }, 'computing… (asked ' + (tries + 1) + ' times)'));
+        this.adviceTimer = setTimeout(() => this.advice(tries + 1), 2000);
+        return;
+      }
+      if (r.status !== 200) {
+        box.replaceChildren(el('p', { class: 'muted' }, 'no advice: ' + (r.body && r.body.error || 'status ' + r.status)));
+      } else {
+        this.drawAdvice(r.body);
+      }
+      // a live run's advice changes with its writes: ask again now and then
+      if (this.live) this.adviceTimer = setTimeout(() => this.advice(0), 30000);
+    }
+
+    drawAdvice(a) {
+      const box = this.q('.advice-body');
+      const v = String(a.verdict || '?');
+      const cls = v === 'EXACT' ? 'good' : v === 'MISMATCH' ? 'bad' : 'other';
+      const head = el('p');
+      head.append(el('span', { class: 'verdict ' + cls, 'data-verdict': v }, v), ' ', el('span', {}, a.why || ''));
+      const parts = [head];
+      const cur = a.current || {};
+      parts.push(el('p', {}, 'now (' + (cur.flags || 'current flags') + '): ' + fmtNum(cur.chunk_waste_pct, 1) +
+        ' % chunk waste, ' + fmtBytes(cur.page_slack_bytes) + ' page slack, ' + fmtInt(cur.items_held) + ' items held'));
+      const cands = a.candidates || [];
+      if (cands.length) {
+        const t = el('table', { class: 'advice-table' });
+        const hr = el('tr');
+        for (const h of ['settings', 'chunk waste', 'vs now', 'page slack', 'items held', 'vs now']) hr.append(el('th', {}, h));
+        t.append(el('thead'));
+        t.tHead.append(hr);
+        const tb = el('tbody');
+        for (const c of cands) {
+          const tr = el('tr', c.recommended ? { class: 'recommended' } : {});
+          const dw = c.chunk_waste_pct - cur.chunk_waste_pct;
+          const di = cur.items_held ? (c.items_held / cur.items_held - 1) * 100 : null;
+          tr.append(el('td', {}, c.flags + (c.recommended ? ' (recommended)' : '')),
+            el('td', {}, fmtNum(c.chunk_waste_pct, 1) + ' %'),
+            el('td', {}, (dw > 0 ? '+' : '') + fmtNum(dw, 1) + ' pp'),
+            el('td', {}, fmtBytes(c.page_slack_bytes)),
+            el('td', {}, fmtInt(c.items_held)),
+            el('td', {}, di == null ? '–' : (di > 0 ? '+' : '') + fmtNum(di, 1) + ' %'));
+          tb.append(tr);
+        }
+        t.append(tb);
+        const wrap = el('div', { class: 'table-wrap' });
+        wrap.append(t);
+        parts.push(wrap);
+      }
+      box.replaceChildren.apply(box, parts);
+    }
+
+    drawSizes(r) {
+      if (r.status !== 200) { this.panelError('sizes', 'sizes: ' + (r.body.error || r.status)); return; }
+      this.panelError('sizes', '');
+      const d = r.body;
+      const buckets = (d.buckets || []).filter((b) => b.hi > 0);
+      const byClass = {};
+      for (const c of d.classes || []) byClass[c.class_id] = c;
+      const ladder = (d.ladder || []).map((l) => Object.assign({}, l, byClass[l.class_id] || {}));
+      // a step line over log-spaced buckets: each bucket a flat top from lo to hi
+      const pts = [];
+      for (const b of buckets) { pts.push({ x: b.lo, y: b.writes }); }
+      if (buckets.length) {
+        const last = buckets[buckets.length - 1];
+        pts.push({ x: last.hi, y: last.writes }, { x: last.hi, y: 0 });
+        pts.unshift({ x: buckets[0].lo, y: 0 });
+      }
+      const waste = (d.classes || []).filter((c) => c.writes > 0).map((c) => ({ x: c.chunk_size, y: c.waste_pct }));
+      let xmin = buckets.length ? buckets[0].lo : 1, xmax = buckets.length ? buckets[buckets.length - 1].hi : 2;
+      for (const w of waste) { xmin = Math.min(xmin, w.x); xmax = Math.max(xmax, w.x); }
+      this.chart('sizes', {
+        type: 'line',
+        data: {
+          datasets: [
+            { label: 'writes per size bucket', data: pts, stepped: 'after', fill: 'origin',
+              borderColor: OI[0], backgroundColor: hatch(OI[0], 0), yAxisID: 'y', pointRadius: 0 },
+            { label: 'waste % of the class (at its chunk size)', data: waste, showLine: false,
+              borderColor: OI[1], backgroundColor: OI[1], pointStyle: 'triangle', pointRadius: 5,
+              yAxisID: 'y2' },
+          ],
+        },
+        options: {
+          parsing: false,
+          scales: {
+            x: { type: 'logarithmic', min: xmin * 0.95, max: xmax * 1.05,
+              title: { display: true, text: 'item size in memcached (ntotal, bytes, log scale)' },
+              ticks: { maxTicksLimit: 8, callback: (v) => fmtBytes(v) } },
+            y: { beginAtZero: true, title: { display: true, text: 'writes' },
+              ticks: { callback: (v) => fmtInt(v) } },
+            y2: { position: 'right', beginAtZero: true, suggestedMax: 25, grid: { drawOnChartArea: false },
+              title: { display: true, text: 'waste %' } },
+          },
+          plugins: { ladder: { ladder: ladder },
+            tooltip: { callbacks: { label: (c) => c.datasetIndex ? 'waste ' + fmtNum(c.parsed.y, 1) + ' % at chunk ' + fmtInt(c.parsed.x) + ' B'
+              : fmtInt(c.parsed.y) + ' writes from ' + fmtInt(c.parsed.x) + ' B' } } },
+        },
+      });
+      const used = (d.classes || []).filter((c) => c.writes > 0);
+      const req = used.reduce((s, c) => s + c.bytes_requested, 0), alloc = used.reduce((s, c) => s + c.bytes_allocated, 0);
+      this.q('.sizes-note').textContent = used.length
+        ? 'dashed lines: chunk sizes of the ' + (d.ladder || []).length + ' classes (labelled: classes written to). ' +
+          fmtInt(used.reduce((s, c) => s + c.writes, 0)) + ' writes into ' + used.length + ' classes: ' +
+          fmtBytes(req) + ' requested in ' + fmtBytes(alloc) + ' of chunks, ' +
+          fmtNum(alloc ? (alloc - req) * 100 / alloc : 0, 1) + ' % wasted.'
+        : 'no writes recorded yet.';
+    }
+
+    setupTable() {
+      const ths = this.root.querySelectorAll('table.classes th');
+      for (const th of ths) {
+        th.tabIndex = 0;
+        const go = () => {
+          const k = th.dataset.key;
+          this.sort = { key: k, dir: this.sort.key === k ? -this.sort.dir : (k === 'class_id' || k === 'chunk_size' ? 1 : -1) };
+          this.renderTable();
+        };
+        th.addEventListener('click', go);
+        th.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); go(); } });
+      }
+    }
+
+    drawClasses(r) {
+      if (r.status !== 200) { this.panelError('classes', 'classes: ' + (r.body.error || r.status)); return; }
+      this.panelError('classes', '');
+      const d = r.body;
+      this.classRows = (d.classes || []).map((c) => Object.assign({ allocated: c.used_chunks * c.chunk_size }, c));
+      this.renderTable();
+      const lim = d.limit_maxbytes;
+      this.q('.classes-note').textContent = 'sample of ' + fmtTime(d.t_ns) + ': ' + fmtBytes(d.total_malloced) +
+        ' of ' + fmtBytes(lim) + ' malloced (' + fmtNum(lim ? d.total_malloced * 100 / lim : 0, 1) + ' %), ' +
+        this.classRows.length + ' classes with pages.';
+    }
+
+    renderTable() {
+      const { key, dir } = this.sort;
+      const rows = this.classRows.slice().sort((a, b) => ((a[key] ?? -1) - (b[key] ?? -1)) * dir || a.class_id - b.class_id);
+      for (const th of this.root.querySelectorAll('table.classes th')) {
+        if (th.dataset.key === key) th.setAttribute('aria-sort', dir > 0 ? 'ascending' : 'descending');
+        else th.removeAttribute('aria-sort');
+      }
+      const tb = this.q('table.classes tbody');
+      const out = [];
+      for (const c of rows) {
+        const tr = el('tr', { 'data-class-id': String(c.class_id) });
+        const cell = (k, text, title) => {
+          const td = el('td', { 'data-key': k, 'data-v': String(c[k]) }, text);
+          if (title) td.title = title;
+          tr.append(td);
+          return td;
+        };
+        cell('class_id', String(c.class_id));
+        cell('chunk_size', fmtInt(c.chunk_size));
+        cell('allocated', fmtBytes(c.allocated), fmtInt(c.allocated) + ' bytes');
+        cell('mem_requested', fmtBytes(c.mem_requested), fmtInt(c.mem_requested) + ' bytes');
+        const w = cell('waste_pct', fmtNum(c.waste_pct, 1));
+        const bar = el('span', { class: 'waste-bar', 'aria-hidden': 'true' });
+        bar.style.width = Math.max(0, Math.min(40, (c.waste_pct || 0) * 0.8)) + 'px';
+        w.append(bar);
+        cell('pages', fmtInt(c.pages));
+        cell('used_chunks', fmtInt(c.used_chunks));
+        cell('evicted', fmtInt(c.evicted));
+        cell('evicted_per_s', fmtNum(c.evicted_per_s, 1));
+        out.push(tr);
+      }
+      tb.replaceChildren.apply(tb, out);
+    }
+
+    drawSeries(r) {
+      for (const p of ['pages', 'evictions', 'memory']) this.panelError(p, r.status !== 200 ? 'series: ' + (r.body.error || r.status) : '');
+      if (r.status !== 200) return;
+      const d = r.body, t = d.t || [];
+      const t0 = this.run.started_ns || (t.length ? t[0] : 0);
+      const xs = t.map((v) => (v - t0) / 1e9);
+      const classes = d.classes || [];
+      // the eight classes that matter most get a line each, the rest one "other"
+      const top = (arr, f) => {
+        const scored = classes.map((c) => ({ c: c, s: f(c) })).filter((x) => x.s > 0).sort((a, b) => b.s - a.s);
+        return { keep: scored.slice(0, 7).map((x) => x.c), rest: scored.slice(7).map((x) => x.c) };
+      };
+      const line = (label, ys, i) => Object.assign({ label: label, data: ys.map((y, k) => ({ x: xs[k], y: y })), fill: false,
+        pointRadius: xs.length < 60 ? 2 : 0 }, style(i));
+      const pagesSel = top(classes, (c) => Math.max.apply(null, (c.pages || []).concat(0)));
+      const pagesDs = pagesSel.keep.map((c, i) => line('c' + c.class_id + ' (' + fmtBytes(c.chunk_size) + ')', c.pages, i));
+      if (pagesSel.rest.length) {
+        pagesDs.push(line(pagesSel.rest.length + ' other classes', xs.map((_, k) => pagesSel.rest.reduce((s, c) => s + (c.pages[k] || 0), 0)), 7));
+      }
+      if (!pagesDs.length) pagesDs.push(line('no pages yet', xs.map(() => 0), 6));
+      this.chart('pages', {
+        type: 'line',
+        data: { datasets: pagesDs },
+        options: { parsing: false, scales: { x: secondsAxis('since start'), y: { beginAtZero: true, title: { display: true, text: 'pages (1 MB)' } } }, plugins: END_LABELS, layout: { padding: { right: 34 } } },
+      });
+
+      const rate = (cum) => cum.map((v, k) => k === 0 ? 0 : Math.max(0, (v - cum[k - 1]) / Math.max(1e-9, (t[k] - t[k - 1]) / 1e9)));
+      const evSel = top(classes, (c) => { const e = c.evicted || []; return e.length ? e[e.length - 1] - e[0] : 0; });
+      const evDs = evSel.keep.map((c, i) => line('c' + c.class_id, rate(c.evicted), i));
+      if (evSel.rest.length) {
+        const sum = xs.map((_, k) => evSel.rest.reduce((s, c) => s + (c.evicted[k] || 0), 0));
+        evDs.push(line(evSel.rest.length + ' other classes', rate(sum), 7));
+      }
+      if (!evDs.length) evDs.push(line('all classes (no evictions)', xs.map(() => 0), 6));
+      this.chart('evictions', {
+        type: 'line',
+        data: { datasets: evDs },
+        options: { parsing: false, scales: { x: secondsAxis('since start'), y: { beginAtZero: true, title: { display: true, text: 'evictions/s' } } }, plugins: END_LABELS, layout: { padding: { right: 34 } } },
+      });
+
+      const lim = d.limit_maxbytes;
+      this.chart('memory', {
+        type: 'line',
+        data: { datasets: [
+          Object.assign(line('total_malloced', d.total_malloced || [], 0), { fill: 'origin', backgroundColor: hatch(OI[0], 0) }),
+          Object.assign(line('limit (-m)', xs.map(() => lim), 1), { borderDash: [6, 3] }),
+        ] },
+        options: { parsing: false, scales: { x: secondsAxis('since start'),
+          y: { beginAtZero: true, ticks: { callback: (v) => fmtBytes(v) } } } },
+      });
+    }
+
+    drawTraffic(r) {
+      for (const p of ['rates', 'hits', 'latency']) this.panelError(p, r.status !== 200 ? 'traffic: ' + (r.body.error || r.status) : '');
+      if (r.status !== 200) return;
+      const d = r.body, t = d.t || [];
+      const t0 = this.run.started_ns || (t.length ? t[0] : 0);
+      const xy = (ys) => (ys || []).map((y, k) => ({ x: (t[k] - t0) / 1e9, y: y }));
+      const line = (label, ys, i, extra) => Object.assign({ label: label, data: xy(ys), fill: false,
+        pointRadius: t.length < 60 ? 2 : 0 }, style(i), extra || {});
+      this.chart('rates', {
+        type: 'line',
+        data: { datasets: [line('writes/s', d.writes, 1), line('reads/s', d.reads, 0, { borderDash: [6, 3] })] },
+        options: { parsing: false, scales: { x: secondsAxis('since start'), y: { beginAtZero: true, ticks: { callback: (v) => fmtInt(v) } } } },
+      });
+      const ratio = (d.hits || []).map((h, k) => {
+        const n = h + ((d.misses || [])[k] || 0);
+        return n > 0 ? (h * 100) / n : null;
+      });
+      this.chart('hits', {
+        type: 'line',
+        data: { datasets: [line('hit ratio %', ratio, 2, { spanGaps: true })] },
+        options: { parsing: false, scales: { x: secondsAxis('since start'), y: { min: 0, max: 100, title: { display: true, text: '%' } } } },
+      });
+      this.chart('latency', {
+        type: 'line',
+        data: { datasets: [line('p50 µs', d.write_p50_us, 0), line('p99 µs', d.write_p99_us, 1, { borderDash: [6, 3] })] },
+        options: { parsing: false, scales: { x: secondsAxis('since start'), y: { beginAtZero: true, title: { display: true, text: 'µs' } } } },
+      });
+      const pre = d.top_prefixes || [];
+      const maxb = pre.reduce((m, p) => Math.max(m, p.bytes), 0) || 1;
+      const tb = this.q('table.prefixes tbody');
+      const rows = pre.map((p) => {
+        const tr = el('tr');
+        const bar = el('span', { class: 'bar', 'aria-hidden': 'true' });
+        bar.style.width = (p.bytes * 100 / maxb).toFixed(1) + '%';
+        const bc = el('td', { class: 'barcol' });
+        bc.append(bar);
+        tr.append(el('td', {}, p.prefix === '' ? '(none)' : p.prefix), el('td', {}, fmtInt(p.writes)), el('td', {}, fmtBytes(p.bytes)), bc);
+        return tr;
+      });
+      if (!rows.length) {
+        const tr = el('tr');
+        tr.append(el('td', { colspan: '4' }, 'no key prefixes recorded (the proxy keeps them with --keys prefix, its default)'));
+        rows.push(tr);
+      }
+      tb.replaceChildren.apply(tb, rows);
+    }
+  }
+
+  function compareOn(page) { return page.cmp != null; }
+
+  // --- the page: run pickers, one or two views ------------------------------
+  const page = { current: null, runs: [], views: [], run: null, cmp: null };
+
+  function param(name) {
+    const v = new URLSearchParams(location.search).get(name);
+    return v && /^[0-9]{1,18}$/.test(v) ? Number(v) : null;
+  }
+
+  // side by side: the same scales on both sides, so heights compare
+  const SYNCED = ['pages', 'evictions', 'memory', 'rates', 'latency'];
+  page.sync = function () {
+    if (page.views.length < 2 || !page.views.every((v) => v.root.dataset.ready === '1')) return;
+    for (const name of SYNCED) {
+      let ymax = 0, xmax = 0;
+      const charts = page.views.map((v) => v.charts[name]).filter(Boolean);
+      for (const ch of charts) {
+        for (const ds of ch.data.datasets) {
+          for (const p of ds.data) {
+            if (p && p.y != null && isFinite(p.y)) ymax = Math.max(ymax, p.y);
+            if (p && isFinite(p.x)) xmax = Math.max(xmax, p.x);
+          }
+        }
+      }
+      for (const ch of charts) {
+        ch.options.scales.y.suggestedMax = ymax;
+        ch.options.scales.x.max = xmax;
+        ch.update('none');
+      }
+    }
+  };
+
+  page.viewReady = function () {
+    page.sync();
+    const all = page.views.length && page.views.every((v) => v.root.dataset.ready === '1');
+    if (all) document.body.dataset.state = 'ready';
+    const de = document.documentElement;
+    document.body.dataset.scrollWidth = String(de.scrollWidth);
+    document.body.dataset.clientWidth = String(de.clientWidth);
+  };
+
+  function runLabel(r) {
+    const live = page.current && r.run_id === page.current.run_id;
+    return '#' + r.run_id + ' ' + r.name + ' · ' + fmtTime(r.started_ns).slice(0, 16) +
+      (live ? ' (live)' : r.crashed ? ' (crashed)' : '');
+  }
+
+  function fillPickers() {
+    for (const [id, sel, none] of [['run-picker', page.run, false], ['cmp-picker', page.cmp, true]]) {
+      const s = document.getElementById(id);
+      const opts = none ? [el('option', { value: '' }, 'none')] : [];
+      for (const r of page.runs) {
+        const o = el('option', { value: String(r.run_id) }, runLabel(r));
+        if (r.run_id === sel) o.selected = true;
+        opts.push(o);
+      }
+      s.replaceChildren.apply(s, opts);
+      if (none && sel == null) s.value = '';
+    }
+  }
+
+  function navigate() {
+    const q = new URLSearchParams();
+    if (page.run != null && !(page.current && page.run === page.current.run_id)) q.set('run', String(page.run));
+    if (page.cmp != null) q.set('cmp', String(page.cmp));
+    const s = q.toString();
+    history.replaceState(null, '', location.pathname + (s ? '?' + s : '') + location.hash);
+    build();
+  }
+
+  function build() {
+    for (const v of page.views) v.stop();
+    page.views = [];
+    document.body.dataset.state = 'loading';
+    const main = document.getElementById('views');
+    main.replaceChildren();
+    main.classList.toggle('compare', page.cmp != null);
+    const tpl = document.getElementById('view-template');
+    const ids = [page.run].concat(page.cmp != null ? [page.cmp] : []);
+    ids.forEach((id, i) => {
+      const run = page.runs.find((r) => r.run_id === id);
+      if (!run) return;
+      const frag = tpl.content.cloneNode(true);
+      const root = frag.querySelector('.view');
+      main.append(frag);
+      const v = new View(root, run, i ? 'B' : 'A', page);
+      page.views.push(v);
+      v.start();
+    });
+    if (!page.views.length) {
+      main.append(el('p', {}, 'run ' + page.run + ' is not in this database.'));
+      document.body.dataset.state = 'ready';
+    }
+  }
+
+  async function loadRuns() {
+    const r = await api('/api/runs');
+    if (r.status !== 200) {
+      document.getElementById('page-status').textContent = 'cannot read /api/runs: ' + (r.body.error || r.status);
+      return false;
+    }
+    const d = r.body;
+    page.current = d.current || null;
+    const runs = (d.runs || d.earlier || []).slice();
+    if (page.current && !runs.some((x) => x.run_id === page.current.run_id)) runs.unshift(page.current);
+    runs.sort((a, b) => b.run_id - a.run_id);
+    page.runs = runs;
+    return true;
+  }
+
+  async function main() {
+    if (!(await loadRuns())) { document.body.dataset.state = 'ready'; return; }
+    page.run = param('run');
+    if (page.run == null) page.run = page.current ? page.current.run_id : (page.runs[0] || {}).run_id;
+    page.cmp = param('cmp');
+    if (page.cmp === page.run) page.cmp = null;
+    const cur = page.current;
+    document.getElementById('page-status').textContent = cur
+      ? 'proxy run #' + cur.run_id + ' in front of ' + cur.upstream + ', stats every ' + (cur.stats_interval_ms || '?') + ' ms'
+      : '';
+    fillPickers();
+    document.getElementById('run-picker').addEventListener('change', (e) => {
+      page.run = Number(e.target.value);
+      if (page.cmp === page.run) page.cmp = null;
+      fillPickers();
+      navigate();
+    });
+    document.getElementById('cmp-picker').addEventListener('change', (e) => {
+      page.cmp = e.target.value === '' ? null : Number(e.target.value);
+      navigate();
+    });
+    build();
+  }
+
+  window.addEventListener('resize', () => page.viewReady && page.views.length && page.viewReady());
+  main();
+})();
