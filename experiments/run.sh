@@ -15,6 +15,8 @@
 #                runs whose flags its `stats settings` show use it, the others
 #                are refused (slabtap cannot restart someone else's server)
 # On a terminal each run shows a live progress line; never in summary.txt.
+# SLABTAP_HTTP=127.0.0.1:11380 serves the live page (and /metrics) of the run
+# in progress there: open http://127.0.0.1:11380/ and watch exp3's pages move.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

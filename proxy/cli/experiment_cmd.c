@@ -36,6 +36,8 @@ static void exp_usage(FILE *f)
             "                     flags its `stats settings` show use it, never restarted;\n"
             "                     the others are refused\n"
             "  --stats-interval MS  stats poll interval (default 250, at least %d)\n"
+            "  --http HOST:PORT   each run's proxy serves the admin endpoint there while it\n"
+            "                     runs: the live page, /metrics (env SLABTAP_HTTP)\n"
             "  -v, --verbose      debug log lines too\n"
             "  -q, --quiet        warnings and errors only\n"
             "  -h, --help         this text\n"
@@ -83,6 +85,7 @@ static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_o
         { "items", 0, OPT_UINT, .dest = &items, .min = 1, .max = 1000000000000ull },
         { "upstream", 0, OPT_STRING, .dest = &upstream_arg },
         { "progress-fd", 0, OPT_UINT, .dest = &progress_fd, .min = 1, .max = 1023 },
+        { "http", 0, OPT_STRING, .dest = &o->http },
         { "stats-interval", 0, OPT_UINT, .dest = &stats_ms, .min = POLLER_INTERVAL_MIN_MS,
           .max = UINT_MAX },
         CLI_OPTS_VERBOSITY(&level, NULL),
@@ -101,6 +104,14 @@ static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_o
     }
     o->items = items;
     o->progress_fd = (int)progress_fd;
+    if (!o->http && getenv("SLABTAP_HTTP") && getenv("SLABTAP_HTTP")[0])
+        o->http = getenv("SLABTAP_HTTP");
+    if (o->http) {
+        struct sockaddr_storage a;
+        if (addr_parse(o->http, &a))
+            return opt_error(err, errlen, "experiment",
+                             "--http / SLABTAP_HTTP: '%s' is not HOST:PORT", o->http);
+    }
     if (upstream_arg)
         snprintf(upstream, upstream_len, "%s", upstream_arg);
     else if ((getenv("MC_HOST") && getenv("MC_HOST")[0]) ||

@@ -200,6 +200,7 @@ static void exp_app_config(struct app_config *cfg, const struct experiment_optio
     cfg->on_full = REC_BLOCK;
     cfg->stats_interval_ms = o->stats_ms;
     cfg->memcached_flags = r->mc_args; /* the ladder: what memcached was started with */
+    cfg->http_enabled = o->http && !addr_parse(o->http, &cfg->http_addr);
 }
 
 /* Starts the load thread and serves the proxy until both are done. */

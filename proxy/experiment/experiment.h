@@ -34,6 +34,9 @@ struct experiment_options {
      * experiments/run.sh pipes stderr into summary.txt and hands over the
      * terminal as another descriptor) */
     int progress_fd;
+    /* HOST:PORT of the admin endpoint (the live page, /metrics) each run's
+     * proxy serves while it runs; NULL: none */
+    const char *http;
 };
 
 /* Runs every run of the spec at path, then the gates and the exports.

@@ -208,7 +208,7 @@ static bool differ_below(const struct slab_ladder *a, const struct slab_ladder *
 static bool try_recover(const struct slab_settings *base, const struct ladder_observed *obs,
                         struct ladder_choice *c)
 {
-    struct slab_ladder l, prev, best;
+    struct slab_ladder l, prev = { 0 }, best;
     char want[32], f[32], lo[32], hi[32];
     long center = lround(base->growth_factor * 100.0) * 1000, best_u = 0, best_lo = 0, best_hi = 0,
          run_lo = 0;

@@ -508,7 +508,7 @@ enum slab_status slab_counters_remove(struct slab_counters *c, const struct slab
 
 int slab_factor_text(double f, char *out, size_t len)
 {
-    char buf[64];
+    char buf[32]; /* a growth factor: "1." and at most 17 decimals */
     /* the fewest decimals (two at least) that strtod reads back as f */
     for (int d = 2; d <= 17; d++) {
         snprintf(buf, sizeof buf, "%.*f", d, f);

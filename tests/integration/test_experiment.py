@@ -29,6 +29,7 @@ Needs memcached on PATH and $SLABTAP; $SLABTAP_SRC is the repo root (see
 mctest.py). Binds 127.0.0.1 only; every wait is bounded.
 """
 import csv
+import json
 import os
 import re
 import shlex
@@ -982,6 +983,36 @@ class Knobs(ExperimentTest):
                 p.wait()
             os.close(master)
         return rc, data
+
+    def test_page_served_while_a_run_runs(self):
+        """--http: each run's proxy serves the admin endpoint (the live page)
+        while it runs, so exp3's pages can be watched moving."""
+        with open(os.path.join(self.tmp, "slow.wl"), "w") as f:
+            f.write("phase fill\nset 20000 key=pg:{i:6} size=100\nphase wait\nsleep 3000\n")
+        spec = os.path.join(self.tmp, "slow.exp")
+        with open(spec, "w") as f:
+            f.write('run watched memcached="-m 64" workload=slow.wl\n')
+        admin = mctest.reserve_port()  # held while the proxies bind it (SO_REUSEADDR)
+        self.addCleanup(admin.release)
+        port = admin.port
+        r = self.start(spec, extra=["--http", "127.0.0.1:%d" % port])
+        seen = {}
+
+        def current():
+            try:
+                st, _, body = mctest.http_request(port, "GET", "/api/runs", timeout=2)
+            except OSError:
+                return False
+            if st == 200:
+                seen.update(json.loads(body)["current"])
+            return seen.get("name") == "watched"
+        mctest.wait_for(current, 30, what="the run's admin endpoint")
+        st, hdrs, body = mctest.http_request(port, "GET", "/")
+        self.assertEqual(st, 200)
+        self.assertIn(b"<html", body.lower())
+        rc, out, err = self.finish(r, 60)
+        self.assertEqual(rc, 0, err[-3000:])
+        self.assertIn("gate ok", out)
 
     def test_progress_only_on_a_terminal(self):
         with open(os.path.join(self.tmp, "slow.wl"), "w") as f:
