@@ -32,7 +32,7 @@
 #include "core/keyfmt.h"
 #include "record/recorder.h"
 #include "record/row.h"
-#include "record/store.h"
+#include "record/sink.h"
 
 static void on_unblock(void *ud)
 {
@@ -207,19 +207,22 @@ int main(int argc, char **argv)
     }
     snprintf(path, sizeof path, "%s/bench.db", dir);
 
-    static struct store store;
+    static struct sink sink;
     static struct recorder rec;
     char err[1536];
     uv_loop_t loop;
     uv_loop_init(&loop);
-    if (store_open(&store, path, err, sizeof err)) {
+    sink_init(&sink, path);
+    if (sink_open(&sink, path, err, sizeof err)) {
         fprintf(stderr, "writer_bench: %s\n", err);
         return 1;
     }
-    int64_t run = store_run_begin(&store, "writer_bench", "-", "writer_bench", "prefix");
-    if (run < 0 ||
-        rec_open(&rec, &loop, &store, run, queue, REC_BLOCK, on_unblock, NULL, err, sizeof err)) {
-        fprintf(stderr, "writer_bench: %s\n", run < 0 ? "cannot create the run" : err);
+    struct rec_config rc_cfg = { .cap = queue,
+                                 .on_full = REC_BLOCK,
+                                 .run = { "writer_bench", "-", "writer_bench", "prefix", "" } };
+    int64_t run = sink_run_begin(&sink, &rc_cfg.run, err, sizeof err);
+    if (run < 0 || rec_open(&rec, &loop, &sink, run, &rc_cfg, on_unblock, NULL, err, sizeof err)) {
+        fprintf(stderr, "writer_bench: %s\n", err);
         return 1;
     }
 

@@ -126,6 +126,44 @@ CREATE TABLE IF NOT EXISTS get_counts (
   PRIMARY KEY (run_id, second, cmd)
 ) WITHOUT ROWID;
 
+-- Write aggregates, kept by the writer beside the rows (proxy/record/wagg.h)
+-- so that the live page answers from a few rows per minute instead of
+-- scanning a run's writes; a run listed in agg_runs has them from its first
+-- write on (runs recorded before have none). Written with the batches at
+-- most every 250 ms, so a crash loses at most what it loses of the rows.
+CREATE TABLE IF NOT EXISTS agg_runs (
+  run_id      INTEGER PRIMARY KEY REFERENCES runs(run_id)
+);
+-- Writes that store a whole item (set add replace cas, ms but append and
+-- prepend pieces) by size: body = key length + value length + 4 when flags
+-- are not 0; memcached's ntotal is 51 + body, + 8 with CAS.
+CREATE TABLE IF NOT EXISTS agg_sizes (
+  run_id      INTEGER NOT NULL REFERENCES runs(run_id),
+  minute      INTEGER NOT NULL,            -- unix minutes
+  body        INTEGER NOT NULL,
+  writes      INTEGER NOT NULL,
+  value_bytes INTEGER NOT NULL,
+  PRIMARY KEY (run_id, minute, body)
+) WITHOUT ROWID;
+-- Every recorded write by second and answer time: band_us keeps two
+-- significant digits of the microseconds (-1: no answer).
+CREATE TABLE IF NOT EXISTS agg_latency (
+  run_id      INTEGER NOT NULL REFERENCES runs(run_id),
+  second      INTEGER NOT NULL,            -- unix seconds
+  band_us     INTEGER NOT NULL,
+  writes      INTEGER NOT NULL,
+  PRIMARY KEY (run_id, second, band_us)
+) WITHOUT ROWID;
+-- Writes and value bytes per key prefix (--keys prefix runs).
+CREATE TABLE IF NOT EXISTS agg_prefixes (
+  run_id      INTEGER NOT NULL REFERENCES runs(run_id),
+  minute      INTEGER NOT NULL,
+  prefix_id   INTEGER NOT NULL,            -- key_prefixes.prefix_id
+  writes      INTEGER NOT NULL,
+  value_bytes INTEGER NOT NULL,
+  PRIMARY KEY (run_id, minute, prefix_id)
+) WITHOUT ROWID;
+
 -- Phases of a run, marked over HTTP (POST /api/phase) or by the load
 -- generator. A phase lasts until the next one starts (ended_ns NULL: until
 -- the run ended).

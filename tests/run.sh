@@ -12,7 +12,8 @@ BUILD_DIR=${BUILD_DIR:-build-test}
 
 # Debian packages the build and the tests use.
 PKGS=(build-essential cmake pkg-config libuv1-dev libhttp-parser-dev libsqlite3-dev
-      sqlite3 memcached python3 python3-pymemcache libjs-chart.js chromium libpq-dev postgresql)
+      sqlite3 memcached python3 python3-pymemcache python3-yaml libjs-chart.js chromium libpq-dev
+      postgresql)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

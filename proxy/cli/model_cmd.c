@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "core/log.h"
@@ -21,6 +22,7 @@
 #include "model/ladder_source.h"
 #include "model/predict.h"
 #include "model/slab_model.h"
+#include "record/pgstore.h"
 #include "record/runs.h"
 
 struct model_subcommand {
@@ -159,11 +161,12 @@ static int model_ladder(int argc, char **argv)
     return 0;
 }
 
-/* --db FILE [--run N] [--max-classes K] [--verify] [--memcached PATH]
- * [--objective memory|items] [--memory-limit MB] [--holdout]
- * [--holdout-run N] */
+/* --db FILE|URI [--run N | --node PATTERN --since DURATION] [--max-classes K]
+ * [--verify] [--memcached PATH] [--objective memory|items] [--memory-limit MB]
+ * [--holdout] [--holdout-run N] */
 struct run_opts {
-    const char *db, *run, *memcached;
+    const char *db, *run, *memcached, *node, *since;
+    int64_t since_ns; /* from --since: unix ns, 0 without */
     long long max_classes;
     bool verify;
     const char *objective, *holdout_run;
@@ -183,6 +186,8 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
     const struct opt_spec table[] = {
         { "db", 0, OPT_STRING, .dest = &o->db },
         { "run", 0, OPT_STRING, .dest = &o->run },
+        { "node", 0, OPT_STRING, .dest = &o->node },
+        { "since", 0, OPT_STRING, .dest = &o->since },
         CLI_OPTS_VERBOSITY(&level, NULL),
         /* advise only, from here */
         { "max-classes", 0, OPT_UINT, .dest = &max_classes, .min = 2,
@@ -201,7 +206,25 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
     log_set_level((enum log_level)level);
     o->max_classes = (long long)max_classes;
     if (!o->db)
-        return opt_error(err, errlen, command, "--db FILE is required");
+        return opt_error(err, errlen, command, "--db FILE|URI is required");
+    if (o->run && (o->node || o->since))
+        return opt_error(err, errlen, command, "--run or --node/--since, not both");
+    if (o->since) {
+        int64_t d = runs_parse_duration(o->since);
+        struct timespec now;
+        if (d < 0)
+            return opt_error(err, errlen, command,
+                             "--since takes a duration such as '1 hour', 30m, 2h, '1 day'");
+        clock_gettime(CLOCK_REALTIME, &now);
+        o->since_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - d;
+    }
+    if (advise && (o->node || o->since) && (o->verify || o->holdout || o->holdout_run))
+        return opt_error(err, errlen, command,
+                         "--verify and --holdout take one run (--run), not --node/--since");
+    if (advise && pgstore_is_uri(o->db) && (o->verify || o->holdout_run))
+        return opt_error(err, errlen, command,
+                         "--verify and --holdout-run replay a SQLite file, not a postgresql:// "
+                         "database");
     if (o->objective && strcmp(o->objective, "memory") && strcmp(o->objective, "items"))
         return opt_error(err, errlen, command, "--objective is memory or items");
     return OPT_OK;
@@ -209,24 +232,35 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
 
 static void usage_predict(FILE *out)
 {
-    fprintf(out, "usage: slabtap model predict --db FILE [--run NAME_OR_ID] [-v|-q]\n\n"
-                 "Replays the run's recorded writes through memcached's slab model and prints,\n"
-                 "per class, the predicted used_chunks, mem_requested and pages beside the\n"
-                 "run's last stats sample. The ladder is the one memcached ran: from its\n"
-                 "`stats settings`, the flags slabtap knew (experiments, proxy --slab-sizes /\n"
-                 "--memcached-flags) and the chunk sizes it showed; printed with where it\n"
-                 "came from. When something besides the writes changed memcached's memory\n"
-                 "(evictions, page moves, expiries, flush_all, ...) the verdict says which.\n"
-                 "Exit 1 when an exact prediction does not match.\n\n"
-                 "  -v, --verbose  debug log lines too\n"
-                 "  -q, --quiet    warnings and errors only\n"
-                 "  -h, --help     this text\n");
+    fprintf(out,
+            "usage: slabtap model predict --db FILE|URI [--run NAME_OR_ID] [-v|-q]\n"
+            "       slabtap model predict --db FILE|URI [--node PATTERN] [--since DURATION]\n\n"
+            "Replays the run's recorded writes through memcached's slab model and prints,\n"
+            "per class, the predicted used_chunks, mem_requested and pages beside the\n"
+            "run's last stats sample. The ladder is the one memcached ran: from its\n"
+            "`stats settings`, the flags slabtap knew (experiments, proxy --slab-sizes /\n"
+            "--memcached-flags) and the chunk sizes it showed; printed with where it\n"
+            "came from. When something besides the writes changed memcached's memory\n"
+            "(evictions, page moves, expiries, flush_all, ...) the verdict says which.\n"
+            "Exit 1 when an exact prediction does not match.\n\n"
+            "  --db FILE|URI        a SQLite file, or a fleet's PostgreSQL\n"
+            "                       (postgresql://USER@HOST/DB; the password from\n"
+            "                       PGPASSWORD or ~/.pgpass)\n"
+            "  --run NAME_OR_ID     the run (default: the latest)\n"
+            "  --node PATTERN       every run of the nodes matching PATTERN (SQL LIKE:\n"
+            "                       'cache-%%'), each predicted on its own\n"
+            "  --since DURATION     the runs still running or ended within DURATION\n"
+            "                       ('1 hour', 30m, 2h, '1 day'); each run whole\n"
+            "  -v, --verbose  debug log lines too\n"
+            "  -q, --quiet    warnings and errors only\n"
+            "  -h, --help     this text\n");
 }
 
 static void usage_advise(FILE *out)
 {
     fprintf(out,
-            "usage: slabtap model advise --db FILE [--run NAME_OR_ID] [--max-classes K]\n"
+            "usage: slabtap model advise --db FILE|URI [--run NAME_OR_ID |\n"
+            "                           --node PATTERN [--since DURATION]] [--max-classes K]\n"
             "                           [--objective memory|items] [--memory-limit MB]\n"
             "                           [--holdout | --holdout-run NAME_OR_ID]\n"
             "                           [--verify [--memcached PATH]] [-v|-q]\n\n"
@@ -245,7 +279,14 @@ static void usage_advise(FILE *out)
             "--holdout-run checks the advice on another recorded run.\n"
             "--verify replays the run against memcacheds started with the advised\n"
             "flags: the measured waste beside the prediction, and items held,\n"
-            "evictions and total_malloced at the objective's -m (slab_automove=0).\n\n"
+            "evictions and total_malloced at the objective's -m (slab_automove=0).\n"
+            "--db takes a SQLite file or a postgresql:// URI (the password from\n"
+            "PGPASSWORD or ~/.pgpass). --node PATTERN (SQL LIKE, 'cache-%%') and\n"
+            "--since DURATION ('1 hour', 30m, '1 day': runs still running or ended\n"
+            "within it, each whole) advise for the fleet: the items all those runs\n"
+            "left behind, as one size distribution, under the first run's settings\n"
+            "(capacity, --verify and --holdout need one run; capacity, --verify and\n"
+            "--holdout-run read a SQLite file).\n\n"
             "  -v, --verbose  debug log lines too\n"
             "  -q, --quiet    warnings and errors only\n"
             "  -h, --help     this text\n",
@@ -273,20 +314,49 @@ static bool run_opts_or_usage(int argc, char **argv, struct run_opts *o, bool ad
     return true;
 }
 
-static int open_run(const struct run_opts *o, sqlite3 **db, struct prediction *r)
+static int open_src(const struct run_opts *o, struct runs_src **src)
 {
-    char err[256];
-    if (sqlite3_open_v2(o->db, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        fprintf(stderr, "slabtap model: %s: %s\n", o->db, sqlite3_errmsg(*db));
+    char err[512];
+    if (runs_src_open(src, o->db, err, sizeof err)) {
+        char shown[PGSTORE_URI_MAX];
+        pgstore_redact(o->db, shown, sizeof shown);
+        fprintf(stderr, "slabtap model: %s: %s\n", shown, err);
         return -1;
     }
-    int64_t id = runs_find(*db, o->run);
+    return 0;
+}
+
+static int open_run(const struct run_opts *o, struct runs_src *src, int64_t id,
+                    struct prediction *r)
+{
+    char err[512];
+    if (id < 0)
+        id = runs_src_find(src, o->run);
     if (id < 0) {
-        fprintf(stderr, "slabtap model: %s: no run %s\n", o->db, o->run ? o->run : "at all");
+        fprintf(stderr, "slabtap model: %s: no run %s\n", runs_src_name(src),
+                o->run ? o->run : "at all");
         return -1;
     }
-    if (runs_read_prediction(*db, id, r, err, sizeof err)) {
-        fprintf(stderr, "slabtap model: %s: %s\n", o->db, err);
+    if (runs_src_prediction(src, id, r, err, sizeof err)) {
+        fprintf(stderr, "slabtap model: %s: run %lld: %s\n", runs_src_name(src), (long long)id,
+                err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The runs --node/--since select; 0 with at least one, else -1 (said). */
+static int select_runs(const struct run_opts *o, struct runs_src *src, int64_t **ids, char ***nodes,
+                       size_t *n)
+{
+    char err[512];
+    if (runs_src_select(src, o->node, o->since_ns, ids, nodes, n, err, sizeof err)) {
+        fprintf(stderr, "slabtap model: %s: selecting runs: %s\n", runs_src_name(src), err);
+        return -1;
+    }
+    if (*n == 0) {
+        fprintf(stderr, "slabtap model: %s: no run of a node like '%s'%s%s\n", runs_src_name(src),
+                o->node ? o->node : "%", o->since ? " within " : "", o->since ? o->since : "");
         return -1;
     }
     return 0;
@@ -295,20 +365,44 @@ static int open_run(const struct run_opts *o, sqlite3 **db, struct prediction *r
 static int model_predict(int argc, char **argv)
 {
     struct run_opts o;
-    sqlite3 *db = NULL;
+    struct runs_src *src = NULL;
     struct prediction *r = calloc(1, sizeof *r);
+    int64_t *ids = NULL;
+    char **nodes = NULL;
+    size_t n = 0;
     int rc = 1;
     if (!run_opts_or_usage(argc, argv, &o, false, &rc) || !r)
         goto out;
-    if (open_run(&o, &db, r))
+    if (open_src(&o, &src))
         goto out;
-    predict_print(r, stdout);
-    rc = r->exact_expected && predict_mismatches(r) ? 1 : 0;
+    if (!o.node && !o.since) {
+        if (open_run(&o, src, -1, r))
+            goto out;
+        predict_print(r, stdout);
+        rc = r->exact_expected && predict_mismatches(r) ? 1 : 0;
+        goto out;
+    }
+    /* the fleet: each selected run on its own */
+    if (select_runs(&o, src, &ids, &nodes, &n))
+        goto out;
+    rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        printf("%snode '%s', run %lld:\n", i ? "\n" : "", nodes[i], (long long)ids[i]);
+        if (open_run(&o, src, ids[i], r)) {
+            rc = 1;
+        } else {
+            predict_print(r, stdout);
+            if (r->exact_expected && predict_mismatches(r))
+                rc = 1;
+        }
+        predict_free(r);
+    }
 out:
     if (r)
         predict_free(r);
     free(r);
-    sqlite3_close(db);
+    runs_select_free(ids, nodes, n);
+    runs_src_close(src);
     return rc;
 }
 
@@ -616,11 +710,62 @@ out:
     return failed;
 }
 
+/* --node/--since: every selected run's leftover items added into r (the
+ * first run's prediction, its settings the fleet's baseline); 0 or -1
+ * (said). */
+static int fleet_union(const struct run_opts *o, struct runs_src *src, struct prediction *r,
+                       size_t *nruns, size_t *nnodes)
+{
+    int64_t *ids = NULL;
+    char **nodes = NULL;
+    size_t n = 0, differ = 0;
+    int rc = -1;
+    struct prediction *other = calloc(1, sizeof *other);
+    if (!other || select_runs(o, src, &ids, &nodes, &n) || open_run(o, src, ids[0], r))
+        goto out;
+    *nnodes = 1;
+    for (size_t i = 1; i < n; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i; j++)
+            seen = seen || !strcmp(nodes[i], nodes[j]);
+        *nnodes += !seen;
+        if (open_run(o, src, ids[i], other))
+            goto out;
+        for (size_t k = 0; k < other->live.n; k++)
+            if (advise_hist_add(&r->live, other->live.ntotal[k], other->live.count[k])) {
+                fprintf(stderr, "slabtap model advise: out of memory\n");
+                goto out;
+            }
+        r->live_items += other->live_items;
+        if (other->ladder.n_classes != r->ladder.n_classes ||
+            memcmp(other->ladder.cls, r->ladder.cls, sizeof r->ladder.cls))
+            differ++;
+        predict_free(other);
+    }
+    advise_hist_sort(&r->live);
+    printf("fleet: %zu runs of %zu nodes like '%s'%s%s (first: run %lld, node '%s')\n", n, *nnodes,
+           o->node ? o->node : "%", o->since ? ", within " : "", o->since ? o->since : "",
+           (long long)ids[0], nodes[0]);
+    if (differ)
+        printf("  %zu of them ran another chunk ladder than the first: \"the run's own "
+               "settings\" below are the first run's\n",
+               differ);
+    *nruns = n;
+    rc = 0;
+out:
+    if (other)
+        predict_free(other);
+    free(other);
+    runs_select_free(ids, nodes, n);
+    return rc;
+}
+
 static int model_advise(int argc, char **argv)
 {
     struct run_opts o;
-    sqlite3 *db = NULL;
+    struct runs_src *src = NULL;
     struct prediction *r = calloc(1, sizeof *r);
+    size_t nruns = 1, nnodes = 1;
     struct slab_settings best, fitted;
     struct advise_eval cur, beste, fite;
     struct advise_cliff cliffs[8];
@@ -628,7 +773,10 @@ static int model_advise(int argc, char **argv)
     int rc = 1;
     if (!run_opts_or_usage(argc, argv, &o, true, &rc) || !r)
         goto out;
-    if (open_run(&o, &db, r))
+    if (open_src(&o, &src))
+        goto out;
+    bool fleet = o.node || o.since;
+    if (fleet ? fleet_union(&o, src, r, &nruns, &nnodes) : open_run(&o, src, -1, r))
         goto out;
     if (r->live.n == 0) {
         fprintf(stderr, "slabtap model advise: the run left no items to size\n");
@@ -645,8 +793,13 @@ static int model_advise(int argc, char **argv)
         fprintf(stderr, "slabtap model advise: no valid ladder found\n");
         goto out;
     }
-    printf("run %lld '%s': %llu items, %u distinct sizes (memcached %s)\n", (long long)r->run_id,
-           r->run_name, (unsigned long long)r->live_items, (unsigned)r->live.n, r->version);
+    if (fleet)
+        printf("fleet: %llu items, %u distinct sizes (memcached %s)\n",
+               (unsigned long long)r->live_items, (unsigned)r->live.n, r->version);
+    else
+        printf("run %lld '%s': %llu items, %u distinct sizes (memcached %s)\n",
+               (long long)r->run_id, r->run_name, (unsigned long long)r->live_items,
+               (unsigned)r->live.n, r->version);
     /* the run's own ladder as memcached took it: -o slab_sizes, or -f exact */
     ladder_choice_flags(&r->choice, flags, sizeof flags);
     print_eval("the run's own settings", strlen(flags) > 34 ? "(below)" : flags, &cur);
@@ -689,13 +842,19 @@ static int model_advise(int argc, char **argv)
     rc = 0;
     if (o.verify)
         rc = model_verify_all(&o, r, &best, &beste, &fitted, &fite) ? 1 : 0;
-    if (model_capacity(&o, db, r))
+    /* capacity replays one run's writes from a SQLite file */
+    if (fleet)
+        printf("capacity: per run (--run ID on a SQLite file); not for %zu runs of %zu nodes\n",
+               nruns, nnodes);
+    else if (!runs_src_sqlite(src))
+        printf("capacity: reads a SQLite file's writes (--db FILE); not on PostgreSQL yet\n");
+    else if (model_capacity(&o, runs_src_sqlite(src), r))
         rc = 1;
 out:
     if (r)
         predict_free(r);
     free(r);
-    sqlite3_close(db);
+    runs_src_close(src);
     return rc;
 }
 

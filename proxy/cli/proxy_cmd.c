@@ -15,6 +15,9 @@
 #include "core/addr.h"
 #include "core/log.h"
 #include "core/opt.h"
+#include "record/pgstore.h"
+#include "record/sink.h"
+#include "record/spill.h"
 #include "server/app.h"
 #include "server/proxy.h"
 
@@ -31,16 +34,31 @@ struct proxy_app {
 static void proxy_usage(FILE *out)
 {
     fprintf(out,
-            "usage: slabtap proxy --upstream HOST:PORT --db FILE [options]\n"
+            "usage: slabtap proxy --upstream HOST:PORT --db FILE|postgresql://... [options]\n"
             "\n"
             "Forwards memcached's text and meta protocols byte for byte and records\n"
             "every write (set add replace append prepend cas ms), delete, touch and\n"
-            "incr/decr into SQLite; reads are counted per second; memcached's stats\n"
-            "are polled on a side connection and kept as a time series.\n"
+            "incr/decr into SQLite or PostgreSQL; reads are counted per second;\n"
+            "memcached's stats are polled on a side connection and kept as a time series.\n"
             "\n"
             "  --listen HOST:PORT   address for clients (default 127.0.0.1:11311)\n"
             "  --upstream HOST:PORT memcached to forward to (required)\n"
-            "  --db FILE            SQLite database (created if missing; required)\n"
+            "  --db FILE|URI        SQLite database (created if missing), or a\n"
+            "                       postgresql:// URI (libpq; the password from\n"
+            "                       PGPASSWORD or ~/.pgpass, never shown in logs)\n"
+            "  --node NAME          this memcached in the fleet (default: the host name;\n"
+            "                       runs.node in PostgreSQL, run_meta 'node' in SQLite)\n"
+            "  --spill FILE|off     PostgreSQL only: rows go to this local SQLite file\n"
+            "                       while the server fails past --max-stall, shipped in\n"
+            "                       order, exactly once, when it is back (default\n"
+            "                       slabtap-spill-NODE.db in $STATE_DIRECTORY, else in\n"
+            "                       the current directory; off: rows are shed as with\n"
+            "                       SQLite)\n"
+            "  --spill-max SIZE     bound of the spill (default %llum); past it rows are\n"
+            "                       dropped and counted (spill_full)\n"
+            "  --record-optional    a PostgreSQL that refuses us at start does not stop\n"
+            "                       the proxy: it forwards, counts every write as lost\n"
+            "                       (store_unavailable) and keeps trying to connect\n"
             "  --run NAME           name of this run (default: proxy)\n"
             "  --keys MODE          full | prefix | hash: what of each key is kept\n"
             "                       (default prefix: text before the first : / . |,\n"
@@ -82,11 +100,11 @@ static void proxy_usage(FILE *out)
             "  -v, --verbose        debug log lines too\n"
             "  -q, --quiet          warnings and errors only\n"
             "  -h, --help           this text\n",
-            DEFAULT_QUEUE_ROWS, REC_DEFAULT_MAX_STALL_MS, PROXY_DEFAULT_MAX_PENDING,
-            PROXY_DEFAULT_DRAIN_MS, PROXY_DEFAULT_UPSTREAM_CONNS, PROXY_UPSTREAM_CONNS_MAX,
-            PROXY_DEFAULT_MAX_REQUEST / 1024, PROXY_DEFAULT_MAX_ASSEMBLY / (1024 * 1024),
-            PROXY_DEFAULT_MAX_MEMORY / (1024 * 1024), APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS,
-            DEFAULT_HTTP);
+            SPILL_DEFAULT_MAX_BYTES / (1024 * 1024), DEFAULT_QUEUE_ROWS, REC_DEFAULT_MAX_STALL_MS,
+            PROXY_DEFAULT_MAX_PENDING, PROXY_DEFAULT_DRAIN_MS, PROXY_DEFAULT_UPSTREAM_CONNS,
+            PROXY_UPSTREAM_CONNS_MAX, PROXY_DEFAULT_MAX_REQUEST / 1024,
+            PROXY_DEFAULT_MAX_ASSEMBLY / (1024 * 1024), PROXY_DEFAULT_MAX_MEMORY / (1024 * 1024),
+            APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS, DEFAULT_HTTP);
 }
 
 /* While the last rows are written (the loop has stopped), a second
@@ -139,12 +157,26 @@ static void on_signal(uv_signal_t *h, int signum)
     app_close(&pa->app, on_app_closed);
 }
 
+/* The command line as recorded in runs.options: a connection string's
+ * password never (pgstore_redact). */
 static void join_args(int argc, char **argv, char *out, size_t cap)
 {
     size_t len = 0;
+    char shown[PGSTORE_URI_MAX];
     out[0] = '\0';
-    for (int i = 1; i < argc && len + 1 < cap; i++)
-        len += (size_t)snprintf(out + len, cap - len, "%s%s", i > 1 ? " " : "", argv[i]);
+    for (int i = 1; i < argc && len + 1 < cap; i++) {
+        const char *arg = argv[i];
+        if (!strncmp(arg, "--db=", 5) && sink_is_remote(arg + 5)) {
+            memcpy(shown, "--db=", 5);
+            pgstore_redact(arg + 5, shown + 5, sizeof shown - 5);
+            arg = shown;
+        } else if (i > 1 && !strcmp(argv[i - 1], "--db")) {
+            pgstore_redact(arg, shown, sizeof shown);
+            arg = sink_is_remote(arg) ? shown : arg;
+        }
+        int n = snprintf(out + len, cap - len, "%s%s", i > 1 ? " " : "", arg);
+        len += n > 0 ? (size_t)n : 0;
+    }
 }
 
 /* --upstream-conns: a number of pooled connections, or per-client (0). */
@@ -171,7 +203,12 @@ static int parse_upstream_conns(void *dest, const char *value, char *err, size_t
 struct proxy_args {
     const char *listen, *upstream, *http;
     const char *slab_sizes, *mc_flags; /* --slab-sizes, --memcached-flags */
-    char ladder_flags[2048];           /* both, as memcached flags */
+    const char *spill;                 /* --spill FILE|off */
+    char node[256];                    /* the host name, when --node is not given */
+    char spill_path[1024];             /* the default spill file */
+    uint64_t spill_max;
+    bool record_optional;
+    char ladder_flags[2048]; /* both, as memcached flags */
     uint64_t queue, max_pending, drain, interval, max_request, max_assembly, max_stall, max_memory;
     int keys, on_full, level;
 };
@@ -194,6 +231,39 @@ static enum opt_result proxy_ladder_flags(struct proxy_args *a, struct app_confi
         return opt_error(err, errlen, "proxy", "%s: %s",
                          a->slab_sizes && !a->mc_flags ? "--slab-sizes" : "--memcached-flags", why);
     cfg->memcached_flags = a->ladder_flags;
+    return OPT_OK;
+}
+
+/* --node (default: the host name) and --spill (default: beside the
+ * state: $STATE_DIRECTORY, systemd's, else the current directory). */
+static enum opt_result proxy_store_args(struct proxy_args *a, struct app_config *cfg, char *err,
+                                        size_t errlen)
+{
+    if (!cfg->node) {
+        if (gethostname(a->node, sizeof a->node - 1))
+            snprintf(a->node, sizeof a->node, "unknown");
+        a->node[sizeof a->node - 1] = '\0';
+        cfg->node = a->node;
+    }
+    if (strlen(cfg->node) > 200 || strpbrk(cfg->node, "/\\"))
+        return opt_error(err, errlen, "proxy", "--node '%s': at most 200 bytes, no / or \\",
+                         cfg->node);
+    bool remote = cfg->db_path && sink_is_remote(cfg->db_path);
+    if (a->spill && !remote)
+        return opt_error(err, errlen, "proxy", "--spill needs a postgresql:// --db");
+    if (a->record_optional && !remote)
+        return opt_error(err, errlen, "proxy", "--record-optional needs a postgresql:// --db");
+    if (!remote || (a->spill && !strcmp(a->spill, "off")))
+        return OPT_OK;
+    if (a->spill) {
+        cfg->spill_path = a->spill;
+        return OPT_OK;
+    }
+    const char *dir = getenv("STATE_DIRECTORY");
+    int dlen = dir ? (int)strcspn(dir, ":") : 0; /* several: the first */
+    snprintf(a->spill_path, sizeof a->spill_path, "%.*s%sslabtap-spill-%s.db", dlen, dir ? dir : "",
+             dlen ? "/" : "", cfg->node);
+    cfg->spill_path = a->spill_path;
     return OPT_OK;
 }
 
@@ -249,6 +319,10 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "memcached-flags", 0, OPT_STRING, .dest = &a->mc_flags },
         { "max-memory", 0, OPT_SIZE, .dest = &a->max_memory, .min = 0, .max = SIZE_MAX },
         { "max-conns", 0, OPT_UINT, .dest = &cfg->proxy.max_conns, .min = 1, .max = UINT32_MAX },
+        { "node", 0, OPT_STRING, .dest = &cfg->node },
+        { "spill", 0, OPT_STRING, .dest = &a->spill },
+        { "spill-max", 0, OPT_SIZE, .dest = &a->spill_max, .min = 65536, .max = UINT64_MAX },
+        { "record-optional", 0, OPT_FLAG, .dest = &a->record_optional },
         CLI_OPTS_VERBOSITY(&a->level, NULL),
     };
     enum opt_result r =
@@ -266,6 +340,10 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
     cfg->proxy.max_request = (size_t)a->max_request;
     cfg->proxy.max_assembly = (size_t)a->max_assembly;
     cfg->proxy.max_memory = (size_t)a->max_memory;
+    cfg->spill_max = a->spill_max;
+    cfg->record_optional = a->record_optional;
+    if (proxy_store_args(a, cfg, err, errlen) != OPT_OK)
+        return OPT_ERROR;
     if (proxy_ladder_flags(a, cfg, err, errlen) != OPT_OK)
         return OPT_ERROR;
     return proxy_check_args(a, cfg, err, errlen);
@@ -289,6 +367,7 @@ static enum opt_result proxy_read_args(int argc, char **argv, struct app_config 
                               .interval = APP_DEFAULT_STATS_MS,
                               .max_request = cfg->proxy.max_request,
                               .max_stall = REC_DEFAULT_MAX_STALL_MS,
+                              .spill_max = SPILL_DEFAULT_MAX_BYTES,
                               .max_assembly = cfg->proxy.max_assembly,
                               .max_memory = cfg->proxy.max_memory };
     enum opt_result r = proxy_parse_args(argc, argv, cfg, a, err, errlen);
@@ -327,8 +406,10 @@ int cli_proxy_main(int argc, char **argv)
     pa->sigint.data = pa->sigterm.data = pa;
     uv_signal_start(&pa->sigint, on_signal, SIGINT);
     uv_signal_start(&pa->sigterm, on_signal, SIGTERM);
-    fprintf(stderr, "slabtap: proxy %s -> %s, run %lld '%s' into %s, admin %s\n", a.listen,
-            cfg.proxy.upstream_text, (long long)pa->app.run_id, cfg.run_name, cfg.db_path, a.http);
+    fprintf(stderr, "slabtap: proxy %s -> %s, run %lld '%s' node '%s' into %s%s%s, admin %s\n",
+            a.listen, cfg.proxy.upstream_text, (long long)pa->app.run_id, cfg.run_name, cfg.node,
+            sink_name(&pa->app.sink), cfg.spill_path ? ", spill " : "",
+            cfg.spill_path ? cfg.spill_path : "", a.http);
     uv_run(&pa->loop, UV_RUN_DEFAULT);
 
     /* the loop is idle: write every row, finish the run, close the file */

@@ -1,7 +1,7 @@
 /* pgstore: the PostgreSQL store. schema/pg/schema.sql, embedded at build
  * time, defines every table and view; this file applies it, encodes
  * recorded writes in the format of schema.sql's `writes` (op, sizes, extra:
- * the same bits as store.c's encoder) plus run_id, seq, t_ns and conn_id,
+ * record/rowcode.h, the encoder store.c uses too) plus run_id, seq, t_ns and conn_id,
  * and sends a batch's writes with one binary COPY.
  * Must never be used by two threads at once, nor print: every failure comes
  * back as -1 with its reason in err, the password scrubbed out. */
@@ -16,6 +16,7 @@
 #include "core/sha256.h"
 #include "protocol/mc_parse.h"
 #include "record/row.h"
+#include "record/rowcode.h"
 
 extern const char slabtap_pg_schema_sql[];
 
@@ -28,9 +29,7 @@ extern const char slabtap_pg_schema_sql[];
 #define NS_PER_DAY INT64_C(86400000000000)
 
 /* what the packed column `op` has room for (schema.sql) */
-#define OP_KEY_LEN_MAX 255
-#define OP_CLASS_MAX 63
-#define OP_CMD_MAX 63
+#define OP_CMD_MAX ROWCODE_CMD_MAX
 #define ANSWERS_MAX 256 /* dictionary rows read at open; more are ignored */
 #define ANSWER_TEXT_MAX 96
 
@@ -74,7 +73,8 @@ struct pgstore_state {
     size_t copy_len;
     char *job_text, *job_classes; /* scratch for sanitized job texts */
     size_t job_text_cap, job_classes_cap;
-    char password[256]; /* the connection's, only to scrub it out of messages */
+    struct rowcode_buf extra; /* a write's extra JSON (at most JSON_MAX bytes) */
+    char password[256];       /* the connection's, only to scrub it out of messages */
 };
 
 /* --- messages ----------------------------------------------------------------------- */
@@ -246,39 +246,6 @@ void pgstore_redact(const char *uri, char *out, size_t outlen)
 
 /* --- text for PostgreSQL ------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at p (n bytes left), 0 when invalid. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-    unsigned c = p[0];
-    if (c >= 0x01 && c < 0x80)
-        return 1;
-    size_t len;
-    unsigned min;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        min = 0x10000;
-    } else {
-        return 0; /* NUL, a continuation byte, or never valid */
-    }
-    if (len > n)
-        return 0;
-    unsigned cp = c & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 /* Copies n bytes as valid UTF-8 without NUL: each byte that is not part of
  * a valid sequence becomes U+FFFD. Writes at most 3 * n bytes; returns how
  * many. */
@@ -287,7 +254,7 @@ static size_t utf8_clean(char *dst, const char *src, size_t n)
     const unsigned char *p = (const unsigned char *)src;
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq(p + i, n - i);
+        size_t k = rowcode_utf8_seq(p + i, n - i);
         if (k) {
             memcpy(dst + o, p + i, k);
             o += k;
@@ -341,74 +308,6 @@ static const char *job_clean(char **buf, size_t *cap, const char *text, bool jso
 
 /* --- the encoder ------------------------------------------------------------------- */
 
-/* extra's JSON, bounded (JSON_MAX): fails instead of overflowing */
-struct jbuf {
-    char p[JSON_MAX];
-    size_t len;
-    bool full;
-};
-
-static void jb_put(struct jbuf *b, const char *d, size_t n)
-{
-    if (b->full || b->len + n >= sizeof b->p) {
-        b->full = true;
-        return;
-    }
-    memcpy(b->p + b->len, d, n);
-    b->len += n;
-}
-
-static void jb_key(struct jbuf *b, const char *key)
-{
-    jb_put(b, b->len ? ",\"" : "{\"", 2);
-    jb_put(b, key, strlen(key));
-    jb_put(b, "\":", 2);
-}
-
-static void jb_int(struct jbuf *b, const char *key, bool has, int64_t v)
-{
-    char num[32];
-    jb_key(b, key);
-    if (has)
-        jb_put(b, num, (size_t)snprintf(num, sizeof num, "%lld", (long long)v));
-    else
-        jb_put(b, "null", 4);
-}
-
-/* A JSON string of valid UTF-8 (other bytes become U+FFFD, as in key_ref). */
-static void jb_text(struct jbuf *b, const char *key, const char *s, size_t n)
-{
-    jb_key(b, key);
-    if (!s) {
-        jb_put(b, "null", 4);
-        return;
-    }
-    jb_put(b, "\"", 1);
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq(p + i, n - i);
-        if (k == 1 && (p[i] < 0x20 || p[i] == '"' || p[i] == '\\')) {
-            char esc[8];
-            if (p[i] == '"' || p[i] == '\\')
-                jb_put(b, (const char[]){ '\\', (char)p[i] }, 2);
-            else
-                jb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", p[i]));
-        } else if (k) {
-            jb_put(b, s + i, k);
-        } else {
-            jb_put(b, "\\ufffd", 6);
-            k = 1;
-        }
-        i += k;
-    }
-    jb_put(b, "\"", 1);
-}
-
-static int bitlen(uint64_t v)
-{
-    return v ? 64 - __builtin_clzll(v) : 0;
-}
-
 static int cmd_id_of(const struct pgstore_state *st, const struct rec_row *r)
 {
     int id = -1;
@@ -456,69 +355,43 @@ static char *put_i64(char *p, int64_t v) /* a field: length 8, then the value */
 
 /* One write as a binary COPY tuple at p (PGSTORE_ROW_MAX bytes free):
  * the bytes written, or 0 when the row cannot be encoded. */
-static size_t encode_row(const struct pgstore_state *st, int64_t run_id, const struct rec_row *r,
+static size_t encode_row(struct pgstore_state *st, int64_t run_id, const struct rec_row *r,
                          char *p0)
 {
-    struct jbuf j = { .len = 0 };
+    /* the bits and extra's JSON: record/rowcode.h, shared with store.c */
     int cmd_id = cmd_id_of(st, r);
-    size_t alen = strnlen(r->answer, sizeof r->answer);
-    int answer_id = answer_id_of(st, r->answer, alen);
-    bool esc_key_len = r->key_len > OP_KEY_LEN_MAX;
-    bool esc_class = r->class_id > OP_CLASS_MAX;
-    bool esc_vlen = false, esc_lat = false, esc_answer = !answer_id;
-    uint64_t op = (esc_key_len ? 0 : r->key_len) | (esc_class ? 0 : (uint64_t)r->class_id << 8) |
-                  (uint64_t)cmd_id << 14 | (uint64_t)answer_id << 20;
-
-    uint64_t vl = 0, lt = 0;
-    if (r->value_len >= 0 && r->value_len < INT32_MAX)
-        vl = (uint64_t)r->value_len + 1;
-    else if (r->value_len >= 0)
-        esc_vlen = true;
-    int vw = bitlen(vl);
-    if (r->latency_ns >= 0 && r->latency_ns < INT64_MAX - 500) {
-        lt = (uint64_t)((r->latency_ns + 500) / 1000) + 1; /* microseconds, unit 0 */
-        if (bitlen(lt) + 6 + vw > 63)
-            esc_lat = true;
-    } else if (r->latency_ns >= 0) {
-        esc_lat = true;
-    }
-    if (esc_lat)
-        lt = 0;
-    uint64_t sizes = lt << (6 + vw) | vl << 6 | (uint64_t)vw;
-
-    bool fe_ok = cmd_id > 0 && r->has_flags == !!st->cmd_flags[cmd_id] &&
-                 r->has_exptime == !!st->cmd_exptime[cmd_id] &&
-                 (!r->has_exptime || (r->exptime >= INT32_MIN && r->exptime <= INT32_MAX));
-    uint64_t fe = 0;
-    if (fe_ok)
-        fe = (r->has_flags ? (uint64_t)r->flags << 32 : 0) |
-             (r->has_exptime ? (uint32_t)r->exptime : 0);
-    bool json = !fe_ok || esc_key_len || esc_class || esc_vlen || esc_lat || esc_answer;
-    if (json) {
-        if (!fe_ok || fe) {
-            jb_int(&j, "flags", r->has_flags, r->flags);
-            jb_int(&j, "exptime", r->has_exptime, r->exptime);
-        }
-        if (!cmd_id) {
-            const char *name = mc_cmd_name((enum mc_cmd)r->cmd);
-            jb_text(&j, "cmd", name, strlen(name));
-            jb_text(&j, "ms_mode", r->ms_mode ? &r->ms_mode : NULL, r->ms_mode ? 1 : 0);
-        }
-        if (esc_answer)
-            jb_text(&j, "answer", r->answer, alen);
-        if (esc_key_len)
-            jb_int(&j, "key_len", true, r->key_len);
-        if (esc_vlen)
-            jb_int(&j, "value_len", true, r->value_len);
-        if (esc_lat)
-            jb_int(&j, "latency_ns", true, r->latency_ns);
-        if (esc_class)
-            jb_int(&j, "class_id", true, r->class_id);
-        jb_put(&j, "}", 1);
-        if (j.full)
-            return 0;
-    } else if (fe) {
-        j.len = (size_t)snprintf(j.p, sizeof j.p, "%lld", (long long)(int64_t)fe);
+    const char *name = mc_cmd_name((enum mc_cmd)r->cmd);
+    struct rowcode_in in = {
+        .cmd_id = cmd_id,
+        .cmd_has_flags = cmd_id > 0 && st->cmd_flags[cmd_id],
+        .cmd_has_exptime = cmd_id > 0 && st->cmd_exptime[cmd_id],
+        .cmd = name,
+        .cmd_len = strlen(name),
+        .ms_mode = r->ms_mode ? &r->ms_mode : NULL,
+        .ms_len = r->ms_mode ? 1 : 0,
+        .answer = r->answer,
+        .answer_len = strnlen(r->answer, sizeof r->answer),
+        .key_len = { true, r->key_len },
+        .value_len = { r->value_len >= 0, r->value_len },
+        .flags = { r->has_flags, r->flags },
+        .exptime = { r->has_exptime, r->exptime },
+        .latency_ns = { r->latency_ns >= 0, r->latency_ns },
+        .class_id = { r->class_id > 0, r->class_id },
+    };
+    in.answer_id = answer_id_of(st, r->answer, in.answer_len);
+    struct rowcode_out enc;
+    struct rowcode_buf *j = &st->extra;
+    j->max = JSON_MAX;
+    if (rowcode_encode(&in, ROWCODE_TEXT_UTF8, j, &enc))
+        return 0;
+    bool json = enc.json;
+    int64_t fe = enc.fe;
+    char num[32];
+    const char *jtext = j->p;
+    size_t jlen = j->len;
+    if (!json && fe) { /* flags and exptime as a jsonb number */
+        jlen = (size_t)snprintf(num, sizeof num, "%lld", (long long)fe);
+        jtext = num;
     }
 
     char *p = put_be16(p0, COPY_FIELDS);
@@ -535,13 +408,13 @@ static size_t encode_row(const struct pgstore_state *st, int64_t run_id, const s
     } else {
         p = put_be32(p, UINT32_MAX); /* -1: NULL */
     }
-    p = put_i64(p, (int64_t)op);
-    p = put_i64(p, (int64_t)sizes);
+    p = put_i64(p, enc.op);
+    p = put_i64(p, enc.sizes);
     if (json || fe) {
-        p = put_be32(p, (uint32_t)j.len + 1);
+        p = put_be32(p, (uint32_t)jlen + 1);
         *p++ = 1; /* jsonb's binary format: version 1, then the text */
-        memcpy(p, j.p, j.len);
-        p += j.len;
+        memcpy(p, jtext, jlen);
+        p += jlen;
     } else {
         p = put_be32(p, UINT32_MAX);
     }
@@ -817,6 +690,7 @@ void pgstore_close(struct pgstore *s)
         free(s->st->copy);
         free(s->st->job_text);
         free(s->st->job_classes);
+        rowcode_buf_free(&s->st->extra);
         free(s->st);
         s->st = NULL;
     }
@@ -951,16 +825,22 @@ static void batch_forget(struct pgstore_state *st)
     st->copy_len = 0;
 }
 
+/* A lost connection made again (session settings, statements, locks). */
+static int ensure_conn(struct pgstore *s, char *err, size_t errlen)
+{
+    if (PQstatus(s->conn) == CONNECTION_OK)
+        return 0;
+    PQreset(s->conn);
+    if (PQstatus(s->conn) != CONNECTION_OK)
+        return conn_fail(s, "reconnecting", err, errlen);
+    return session_setup(s, err, errlen);
+}
+
 int pgstore_begin(struct pgstore *s, char *err, size_t errlen)
 {
     batch_forget(s->st);
-    if (PQstatus(s->conn) != CONNECTION_OK) {
-        PQreset(s->conn);
-        if (PQstatus(s->conn) != CONNECTION_OK)
-            return conn_fail(s, "reconnecting", err, errlen);
-        if (session_setup(s, err, errlen))
-            return -1;
-    }
+    if (ensure_conn(s, err, errlen))
+        return -1;
     if (exec(s, "BEGIN", "starting a batch", err, errlen))
         return -1;
     s->st->in_batch = true;
@@ -1201,6 +1081,24 @@ int64_t pgstore_max_phase_id(struct pgstore *s, int64_t run_id)
         PQexecParams(s->conn, "SELECT coalesce(max(phase_id), 0) FROM phases WHERE run_id = $1", 1,
                      NULL, params, NULL, NULL, 0);
     int64_t v = 0;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return v;
+}
+
+int64_t pgstore_meta_int(struct pgstore *s, int64_t run_id, const char *key)
+{
+    char id[32], ignored[256];
+    if (ensure_conn(s, ignored, sizeof ignored))
+        return -1;
+    snprintf(id, sizeof id, "%lld", (long long)run_id);
+    const char *params[2] = { id, key };
+    PGresult *res = PQexecParams(s->conn,
+                                 "SELECT coalesce((SELECT value FROM run_meta"
+                                 " WHERE run_id = $1 AND key = $2), '0')",
+                                 2, NULL, params, NULL, NULL, 0);
+    int64_t v = -1;
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
         v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);

@@ -91,4 +91,8 @@ int pgstore_commit(struct pgstore *s, int failed, char *err, size_t errlen);
  * highest of run_id's, 0 for a new run (or on error). */
 int64_t pgstore_max_phase_id(struct pgstore *s, int64_t run_id);
 
+/* run_meta's value of key for run_id as an integer (0 when absent), -1 when
+ * the server cannot be asked (reconnects a lost connection first). */
+int64_t pgstore_meta_int(struct pgstore *s, int64_t run_id, const char *key);
+
 #endif

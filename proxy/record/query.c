@@ -15,6 +15,9 @@
 
 /* advice replays the whole run (record/runs.c): its own, larger budget */
 #define QUERY_ADVICE_BUDGET_MS 2000
+/* above this many writes the page's advice is not computed (the replay
+ * runs on the writer thread: about 0.7 us a row) */
+#define QUERY_ADVICE_ROWS_MAX 1000000
 #define QUERY_PROGRESS_OPS 10000 /* VM steps between looks at the clock */
 #define QUERY_PAGE 1048576       /* a slab page, when the settings do not say */
 #define QUERY_SLICE_MIN 2000     /* a step over budget is tried again with half the rows */
@@ -79,6 +82,19 @@ static const char SQL_TRAFFIC_SLICE[] =
 static const char SQL_PREFIX_SLICE[] =
     "SELECT w.key_ref, count(*), sum(coalesce(" W_VALUE_LEN ", 0)) FROM writes w"
     " WHERE w.rowid >= ?1 AND w.rowid < ?2 AND typeof(w.key_ref) = 'integer' GROUP BY w.key_ref";
+/* the same, from the write aggregates the writer keeps (record/wagg.h):
+ * a few rows per minute instead of every write */
+static const char SQL_HAS_AGG[] = "SELECT 1 FROM agg_runs WHERE run_id = ?1";
+static const char SQL_SIZES_AGG[] =
+    "SELECT 51 + ?2 + body, sum(writes), sum(writes * (51 + ?2 + body)) FROM agg_sizes"
+    " WHERE run_id = ?1 GROUP BY body";
+static const char SQL_TRAFFIC_AGG[] =
+    "SELECT max(0, (second * 1000000000 - ?2) * ?3 / ?4) AS k, band_us, sum(writes)"
+    " FROM agg_latency WHERE run_id = ?1 AND second * 1000000000 + 1000000000 > ?2"
+    " AND second * 1000000000 < ?2 + ?4 GROUP BY k, band_us";
+static const char SQL_PREFIX_AGG[] =
+    "SELECT prefix_id, sum(writes), sum(value_bytes) FROM agg_prefixes WHERE run_id = ?1"
+    " GROUP BY prefix_id";
 static const char SQL_PREFIX_NAME[] = "SELECT prefix FROM key_prefixes WHERE prefix_id = ?1";
 static const char SQL_READS[] =
     "SELECT max(0, (second * 1000000000 - ?2) * ?3 / ?4) AS k, sum(keys), sum(hits),"
@@ -150,6 +166,7 @@ struct query_job {
     int64_t run_id, started_ns, ended_ns, lo, hi, cursor, t0, from, span;
     int points, cas, page;
     int64_t slice;   /* rows per step: halved when a step goes over the budget */
+    bool from_agg;   /* the run has write aggregates: read them, no scan */
     struct agg a, b; /* sizes: a; traffic: a (k, latency), b (prefixes) */
 };
 
@@ -459,8 +476,57 @@ static int job_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
     j->points = j->p.points;
     if (j->p.kind == QUERY_TRAFFIC && j->span / 1000000000 < j->points) /* >= 1 s per point */
         j->points = j->span / 1000000000 > 1 ? (int)(j->span / 1000000000) : 1;
+    if (sqlite3_prepare_v2(db, SQL_HAS_AGG, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, j->run_id);
+        j->from_agg = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
     j->started = true;
     return 0;
+}
+
+/* The scan's result from the write aggregates, in one step: what a scan of
+ * every row would give, but for traffic's time buckets, which start at
+ * whole seconds (a write counts in the bucket its second begins in). */
+static void agg_fill(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    sqlite3_stmt *st;
+    int rc;
+    if (j->p.kind == QUERY_SIZES) {
+        if (sql_prepare(db, SQL_SIZES_AGG, &st, j))
+            return;
+        sqlite3_bind_int64(st, 1, j->run_id);
+        sqlite3_bind_int(st, 2, j->cas);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            agg_add(&j->a, sqlite3_column_int64(st, 0), 0, sqlite3_column_int64(st, 1),
+                    sqlite3_column_int64(st, 2));
+        if (sql_done(q, db, st, rc, j))
+            return;
+    } else {
+        if (sql_prepare(db, SQL_TRAFFIC_AGG, &st, j))
+            return;
+        sqlite3_bind_int64(st, 1, j->run_id);
+        sqlite3_bind_int64(st, 2, j->from);
+        sqlite3_bind_int64(st, 3, j->points);
+        sqlite3_bind_int64(st, 4, j->span);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            agg_add(&j->a, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                    sqlite3_column_int64(st, 2), 0);
+        if (sql_done(q, db, st, rc, j))
+            return;
+        if (sql_prepare(db, SQL_PREFIX_AGG, &st, j))
+            return;
+        sqlite3_bind_int64(st, 1, j->run_id);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            agg_add(&j->b, sqlite3_column_int64(st, 0), 0, sqlite3_column_int64(st, 1),
+                    sqlite3_column_int64(st, 2));
+        if (sql_done(q, db, st, rc, j))
+            return;
+    }
+    agg_merge(&j->a);
+    agg_merge(&j->b);
+    if (j->a.failed || j->b.failed)
+        set_error(j, QUERY_FAILED, "out of memory");
 }
 
 /* One slice of the scan: true when the scan is complete. */
@@ -470,6 +536,10 @@ static bool scan_slice(struct query_queue *q, sqlite3 *db, struct query_job *j)
     int rc;
     int64_t a = j->cursor, b = j->cursor + j->slice < j->hi ? j->cursor + j->slice : j->hi;
     size_t na = j->a.n, nb = j->b.n; /* merged so far: a step over budget is undone */
+    if (j->from_agg) {
+        agg_fill(q, db, j);
+        return true;
+    }
     if (a >= b)
         return true;
     if (j->p.kind == QUERY_SIZES) {
@@ -974,6 +1044,21 @@ static void answer_advice(struct query_queue *q, sqlite3 *db, struct query_job *
     if (!r) {
         set_error(j, QUERY_FAILED, "out of memory");
         return;
+    }
+    if (j->hi - j->lo > QUERY_ADVICE_ROWS_MAX) {
+        /* replaying them would hold the writer up for seconds */
+        char why[256];
+        snprintf(why, sizeof why,
+                 "%lld writes: more than the page replays (%d); run `slabtap model advise "
+                 "--run %lld` on the database",
+                 (long long)(j->hi - j->lo), QUERY_ADVICE_ROWS_MAX, (long long)j->run_id);
+        set_error(j, QUERY_OK, NULL);
+        jsonb_printf(
+            &b, "{\"run_id\":%lld,\"verdict\":\"NOT COMPUTED\",\"why\":", (long long)j->run_id);
+        jsonb_string(&b, why, strlen(why));
+        jsonb_raw(&b, ",\"current\":null,\"candidates\":[]}\n");
+        json_finish(j, &b);
+        goto out;
     }
     budget_start(q, db,
                  QUERY_ADVICE_BUDGET_MS > q->budget_ms ? QUERY_ADVICE_BUDGET_MS : q->budget_ms);

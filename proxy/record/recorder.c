@@ -1,6 +1,8 @@
-/* recorder: bounded queue from the event loop to one SQLite writer thread.
- * The loop thread copies rows in under a short lock and never waits for the
- * writer; the writer copies a batch out, unlocks, then commits it. */
+/* recorder: bounded queue from the event loop to one writer thread that
+ * commits batches to the sink (SQLite or PostgreSQL), spills them while a
+ * remote sink fails and ships them back in order. The loop thread copies
+ * rows in under a short lock and never waits for the writer; the writer
+ * copies a batch out, unlocks, then commits it. */
 #include "record/recorder.h"
 
 #include <errno.h>
@@ -13,7 +15,8 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "record/query.h"
-#include "record/store.h"
+#include "record/sink.h"
+#include "record/spill.h"
 
 #define REC_BATCH_MAX 4096
 /* Reading resumes once the ring is at most this full (percent), so the
@@ -67,39 +70,81 @@ static void rec_free_jobs(struct rec_job *jobs)
     }
 }
 
-/* Writer thread: one transaction for the batch. A failure rolls back and
- * returns -1; the caller keeps the batch and tries again. Logged here, at
- * most once a second (a full disk fails every try): nobody else could. */
+static void rec_time_text(int64_t ns, char *out, size_t outlen)
+{
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Writer thread: one transaction for the batch of run_id, numbered
+ * batch_no. recheck: an earlier try may have committed it (its answer
+ * lost): the sink is asked first, and a batch it has is not sent again. A
+ * failure rolls back and returns -1; the caller keeps the batch. The
+ * outage is logged once when it starts and once when it ends (a full disk
+ * or a server that is gone fails every try): nobody else could. own: the
+ * rows are the running run's (runs.rows_recorded counts them). */
 static int rec_commit(struct recorder *r, const struct rec_row *rows, size_t n,
-                      struct rec_job *jobs)
+                      struct rec_job *jobs, int64_t run_id, int64_t batch_no, bool recheck,
+                      bool own)
 {
     char err[1536] = "";
     size_t njobs = 0;
-    int rc = store_begin(r->store, err, sizeof err);
-    for (size_t i = 0; i < n && !rc; i++)
-        rc = store_put_row(r->store, r->run_id, &rows[i], err, sizeof err);
-    for (struct rec_job *j = jobs; j; j = j->next, njobs++)
-        if (!rc)
-            rc = store_put_job(r->store, r->run_id, j, err, sizeof err);
-    if (store_commit(r->store, rc, err, sizeof err))
-        rc = -1;
+    int rc = 0;
+    bool already = recheck && batch_no > 0 && sink_committed_batch(r->sink, run_id) >= batch_no;
+    if (!already) {
+        rc = sink_begin(r->sink, err, sizeof err);
+        for (size_t i = 0; i < n && !rc; i++)
+            rc = sink_put_row(r->sink, run_id, &rows[i], err, sizeof err);
+        for (struct rec_job *j = jobs; j; j = j->next, njobs++)
+            if (!rc)
+                rc = sink_put_job(r->sink, run_id, j, err, sizeof err);
+        if (sink_commit(r->sink, run_id, batch_no, rc, err, sizeof err))
+            rc = -1;
+    }
+    char t0[32], t1[32];
     pthread_mutex_lock(&r->mu);
+    bool started = false, ended = false;
+    int64_t since = r->failing_since_ns, now = clock_wall_ns();
     if (rc) {
         r->write_errors++;
         if (!r->failing) {
             r->failing = true;
-            r->failing_since_ns = clock_wall_ns();
+            r->failing_since_ns = since = now;
+            started = true;
         }
-        snprintf(r->last_error, sizeof r->last_error, "%s", err);
+        snprintf(r->last_error, sizeof r->last_error, "%.*s", (int)sizeof r->last_error - 1, err);
     } else {
-        r->written += rec_count_writes(rows, n);
+        if (own)
+            r->written += rec_count_writes(rows, n);
+        if (r->failing) {
+            r->failing = false;
+            r->recovered = true; /* the loop stops shedding */
+            ended = true;
+            uv_async_send(&r->wake);
+        }
     }
+    uint64_t backlog = r->spill_rows;
     pthread_mutex_unlock(&r->mu);
-    if (rc)
-        log_throttled(&r->write_throttle, LOG_LEVEL_ERROR, NULL,
-                      "recorder: a batch of %zu rows and %zu jobs was not written (kept, tried "
-                      "again): %s",
-                      n, njobs, err);
+    rec_time_text(since, t0, sizeof t0);
+    rec_time_text(now, t1, sizeof t1);
+    if (started)
+        log_error("recorder: %s: outage from %s: a batch of %zu rows and %zu jobs was not written "
+                  "(kept, tried again%s): %s",
+                  sink_name(r->sink), t0, n, njobs,
+                  r->spill ? "; spilled once it has failed for --max-stall" : "", err);
+    else if (rc)
+        log_throttled(&r->write_throttle, LOG_LEVEL_DEBUG, NULL,
+                      "recorder: still failing: a batch of %zu rows and %zu jobs: %s", n, njobs,
+                      err);
+    if (ended) {
+        log_info("recorder: %s: outage over: from %s to %s (%.1f s)%s", sink_name(r->sink), t0, t1,
+                 (double)(now - since) / 1e9, backlog ? "; shipping the spill" : "");
+        if (backlog)
+            log_info("recorder: %llu rows wait in the spill, shipped oldest first",
+                     (unsigned long long)backlog);
+    }
     return rc;
 }
 
@@ -115,34 +160,126 @@ static void rec_writer_sleep(struct recorder *r, unsigned ms)
         pthread_cond_timedwait(&r->cv, &r->mu, &until);
 }
 
+/* Writer thread: the spill's counts, for the loop's /metrics and /health. */
+static void rec_spill_mirror(struct recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->spill_batches = r->spill->batches;
+    r->spill_rows = r->spill->rows;
+    r->spill_bytes = r->spill->bytes;
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Writer thread: the sink opened late (--record-optional) and its run
+ * begun; 0, or -1 (tried again after REC_RETRY_MAX_MS). */
+static int rec_try_open(struct recorder *r)
+{
+    char err[1536];
+    int64_t now = clock_wall_ns();
+    if (now < r->next_open_ns)
+        return -1;
+    r->next_open_ns = now + (int64_t)REC_RETRY_MAX_MS * 1000000;
+    int64_t id = -1;
+    if (sink_open(r->sink, r->db, err, sizeof err) == 0 &&
+        (id = sink_run_begin(r->sink, &r->run, err, sizeof err)) < 0)
+        sink_close(r->sink);
+    if (id < 0) {
+        log_throttled(&r->write_throttle, LOG_LEVEL_DEBUG, NULL, "recorder: still no store: %s",
+                      err);
+        pthread_mutex_lock(&r->mu);
+        snprintf(r->last_error, sizeof r->last_error, "%.*s", (int)sizeof r->last_error - 1, err);
+        pthread_mutex_unlock(&r->mu);
+        return -1;
+    }
+    pthread_mutex_lock(&r->mu);
+    r->run_id = id;
+    r->sink_ready = true;
+    uint64_t lost = r->wlost[REC_LOST_STORE_UNAVAILABLE];
+    pthread_mutex_unlock(&r->mu);
+    log_info("recorder: %s: connected; recording from now on as run %lld (%llu writes were not "
+             "recorded before: store_unavailable)",
+             sink_name(r->sink), (long long)id, (unsigned long long)lost);
+    return 0;
+}
+
+/* Writer thread: the batch into the spill. 0 when it is there (or was
+ * counted lost because the spill is full), -1 when the spill failed. */
+static int rec_spill_batch(struct recorder *r, const struct rec_row *batch, size_t n,
+                           struct rec_job *jobs, int64_t batch_no)
+{
+    char err[1536];
+    uint64_t writes = rec_count_writes(batch, n);
+    enum spill_put_result res =
+        spill_put(r->spill, r->run_id, batch_no, batch, n, jobs, err, sizeof err);
+    if (res == SPILL_ERROR) {
+        log_throttled(&r->stash_throttle, LOG_LEVEL_ERROR, NULL, "recorder: %s", err);
+        return -1;
+    }
+    pthread_mutex_lock(&r->mu);
+    if (res == SPILL_FULL)
+        r->wlost[REC_LOST_SPILL_FULL] += writes;
+    else
+        r->spilled += writes;
+    pthread_mutex_unlock(&r->mu);
+    rec_spill_mirror(r);
+    if (res == SPILL_FULL)
+        log_throttled(&r->stash_throttle, LOG_LEVEL_ERROR, NULL,
+                      "recorder: the spill %s is full (--spill-max %llu bytes): %llu writes "
+                      "dropped and counted (spill_full)",
+                      r->spill->path, (unsigned long long)r->spill->max_bytes,
+                      (unsigned long long)writes);
+    else if (!r->outage_spilled) {
+        r->outage_spilled = true;
+        log_warn("recorder: %s fails: rows go to the spill %s until it writes again, then are "
+                 "shipped in order",
+                 sink_name(r->sink), r->spill->path);
+    }
+    return 0;
+}
+
 /* Writer thread, under mu (released while writing): the batch is written,
- * tried again with backoff while the store fails -- never dropped -- until
- * the store writes again, or the recorder is stopping and has given the
- * store REC_SHUTDOWN_GRACE_MS. */
+ * tried again with backoff while the sink fails -- never dropped -- until
+ * the sink writes again; or, with a spill, once it has failed for
+ * max_stall_ms (at once when stopping, or while the spill holds older
+ * batches: order), put into the spill; or the recorder is stopping and has
+ * given the sink REC_SHUTDOWN_GRACE_MS. A sink not open yet: the batch is
+ * counted lost (store_unavailable). */
 static void rec_write_batch(struct recorder *r, const struct rec_row *batch, size_t n,
                             struct rec_job *jobs)
 {
     unsigned backoff = REC_RETRY_MIN_MS;
+    bool tried = false;
+    int64_t batch_no = ++r->batch_no;
     for (;;) {
+        bool ready = r->sink_ready, failing = r->failing, stop = r->stop;
+        int64_t failing_for = failing ? clock_wall_ns() - r->failing_since_ns : 0;
         pthread_mutex_unlock(&r->mu);
-        int rc = rec_commit(r, batch, n, jobs);
-        pthread_mutex_lock(&r->mu);
-        if (rc == 0) {
-            if (r->failing) {
-                log_info("recorder: writing again after %.1f s of failures",
-                         (double)(clock_wall_ns() - r->failing_since_ns) / 1e9);
-                r->failing = false;
-                r->recovered = true; /* the loop stops shedding */
-                uv_async_send(&r->wake);
-            }
+        if (!ready && rec_try_open(r)) {
+            pthread_mutex_lock(&r->mu);
+            r->wlost[REC_LOST_STORE_UNAVAILABLE] += rec_count_writes(batch, n);
             break;
         }
+        int64_t stall_ns = (int64_t)r->max_stall_ms * 1000000;
+        bool to_spill =
+            r->spill && (r->spill->batches > 0 || (failing && (stop || failing_for >= stall_ns)));
+        int rc = to_spill ? rec_spill_batch(r, batch, n, jobs, batch_no)
+                          : rec_commit(r, batch, n, jobs, r->run_id, batch_no, tried, true);
+        tried |= !to_spill;
+        pthread_mutex_lock(&r->mu);
+        if (rc == 0)
+            break;
         if (r->stop && (atomic_load(&r->give_up) ||
                         clock_wall_ns() - r->stop_since_ns >= (int64_t)r->grace_ms * 1000000)) {
             r->lost_shutdown += rec_count_writes(batch, n); /* given up: counted */
             break;
         }
-        rec_writer_sleep(r, backoff);
+        unsigned wait = backoff;
+        if (r->spill && r->failing) { /* not past the moment it should spill */
+            int64_t left = stall_ns - (clock_wall_ns() - r->failing_since_ns);
+            if (left < (int64_t)wait * 1000000)
+                wait = left > 1000000 ? (unsigned)(left / 1000000) : 1;
+        }
+        rec_writer_sleep(r, wait);
         backoff = backoff * 2 > REC_RETRY_MAX_MS ? REC_RETRY_MAX_MS : backoff * 2;
     }
     pthread_mutex_unlock(&r->mu);
@@ -150,21 +287,91 @@ static void rec_write_batch(struct recorder *r, const struct rec_row *batch, siz
     pthread_mutex_lock(&r->mu);
 }
 
+/* Writer thread: the oldest spilled batch shipped to the sink (its batch
+ * number committed with it, and looked up first: a batch whose commit
+ * answer was lost is not sent twice), then removed from the spill. */
+static void rec_ship_one(struct recorder *r)
+{
+    char err[1536];
+    struct spill_batch b;
+    int got = spill_first(r->spill, &b, r->ship, REC_BATCH_MAX, err, sizeof err);
+    if (got == 0)
+        return;
+    if (got == -2) { /* unreadable: dropped, counted */
+        log_error("recorder: %s: %llu writes dropped (write_error)", err,
+                  (unsigned long long)b.writes);
+        pthread_mutex_lock(&r->mu);
+        r->wlost[REC_LOST_WRITE_ERROR] += b.writes;
+        pthread_mutex_unlock(&r->mu);
+        if (spill_drop(r->spill, &b, err, sizeof err))
+            log_error("recorder: %s", err);
+        rec_spill_mirror(r);
+        return;
+    }
+    int rc = got < 0 ? -1
+                     : rec_commit(r, r->ship, b.n, b.jobs, b.run_id, b.batch_no, true,
+                                  b.run_id == r->run_id);
+    rec_free_jobs(b.jobs);
+    if (got < 0)
+        log_throttled(&r->stash_throttle, LOG_LEVEL_ERROR, NULL, "recorder: %s", err);
+    if (rc == 0 && spill_drop(r->spill, &b, err, sizeof err)) {
+        /* shipped, still in the file: the next try finds it committed */
+        log_throttled(&r->stash_throttle, LOG_LEVEL_ERROR, NULL, "recorder: %s", err);
+        rc = -1;
+    }
+    if (rc) {
+        r->next_ship_ns = clock_wall_ns() + (int64_t)r->ship_backoff * 1000000;
+        r->ship_backoff =
+            r->ship_backoff * 2 > REC_RETRY_MAX_MS ? REC_RETRY_MAX_MS : r->ship_backoff * 2;
+        return;
+    }
+    r->ship_backoff = REC_RETRY_MIN_MS;
+    r->next_ship_ns = 0;
+    pthread_mutex_lock(&r->mu);
+    r->shipped += b.writes;
+    uint64_t shipped = r->shipped;
+    pthread_mutex_unlock(&r->mu);
+    rec_spill_mirror(r);
+    if (!r->spill->batches) {
+        r->outage_spilled = false;
+        log_info("recorder: the spill is shipped: %llu writes in all so far, in order",
+                 (unsigned long long)shipped);
+    }
+}
+
+/* Writer thread, under mu: when it has something to do besides batches
+ * (open a sink that is not open, ship the spill), in wall ns; 0: nothing. */
+static int64_t rec_duty_ns(const struct recorder *r)
+{
+    if (!r->sink_ready && r->db)
+        return r->next_open_ns ? r->next_open_ns : 1;
+    if (r->spill && r->spill_batches && r->sink_ready)
+        return r->next_ship_ns ? r->next_ship_ns : 1;
+    return 0;
+}
+
 static size_t rec_wake_rows(const struct recorder *r)
 {
     return r->cap / 4 < REC_WAKE_ROWS ? (r->cap / 4 ? r->cap / 4 : 1) : REC_WAKE_ROWS;
 }
 
-/* Under mu: until there is a batch worth writing, a job, the end, or rows
- * that have waited REC_LINGER_MS. */
+/* Under mu: until there is a batch worth writing, a job, the end, rows
+ * that have waited REC_LINGER_MS, or a duty (rec_duty_ns) is due. */
 static void rec_writer_wait(struct recorder *r)
 {
     struct timespec until;
     bool lingering = false;
+    int64_t duty;
     while (!r->stop && !r->jobs_head && r->count < rec_wake_rows(r) && !r->loop_blocked &&
-           !(r->queries && query_pending(r->queries))) {
+           !(r->queries && query_pending(r->queries) && sink_sqlite(r->sink))) {
+        duty = rec_duty_ns(r);
+        if (duty && clock_wall_ns() >= duty)
+            break;
         r->writer_idle = true;
-        if (r->count == 0) {
+        if (r->count == 0 && duty) {
+            struct timespec d = { (time_t)(duty / 1000000000), (long)(duty % 1000000000) };
+            pthread_cond_timedwait(&r->cv, &r->mu, &d); /* CLOCK_REALTIME, as clock_wall_ns */
+        } else if (r->count == 0) {
             lingering = false;
             pthread_cond_wait(&r->cv, &r->mu);
         } else if (!lingering) {
@@ -180,6 +387,22 @@ static void rec_writer_wait(struct recorder *r)
     r->writer_idle = false;
 }
 
+/* Under mu: the duties that are due (released while doing them). At stop
+ * the spill is shipped as long as the grace allows. */
+static void rec_writer_duties(struct recorder *r)
+{
+    int64_t duty = rec_duty_ns(r);
+    if (!duty || clock_wall_ns() < duty)
+        return;
+    bool ready = r->sink_ready;
+    pthread_mutex_unlock(&r->mu);
+    if (!ready)
+        rec_try_open(r);
+    else
+        rec_ship_one(r);
+    pthread_mutex_lock(&r->mu);
+}
+
 static void *rec_writer(void *arg)
 {
     struct recorder *r = arg;
@@ -187,17 +410,33 @@ static void *rec_writer(void *arg)
     pthread_mutex_lock(&r->mu);
     for (;;) {
         rec_writer_wait(r);
-        if (r->queries && !r->stop && query_pending(r->queries)) {
+        rec_writer_duties(r);
+        if (r->count == 0 && !r->jobs_head && !r->stop && !r->loop_blocked &&
+            !(r->queries && query_pending(r->queries)))
+            continue; /* woken for a duty only */
+        if (r->queries && !r->stop && query_pending(r->queries) && sink_sqlite(r->sink)) {
             /* one step of a web API query between batches (its time budget) */
             struct query_queue *q = r->queries;
+            char ignored[256];
             pthread_mutex_unlock(&r->mu);
-            query_step(q, r->store->db);
+            /* the aggregates a query reads are the rows written so far */
+            store_write_aggregates(&r->sink->sq, ignored, sizeof ignored);
+            query_step(q, sink_sqlite(r->sink));
             pthread_mutex_lock(&r->mu);
             if (r->count == 0 && !r->jobs_head && !r->stop)
                 continue;
         }
-        if (r->count == 0 && !r->jobs_head && r->stop)
+        if (r->count == 0 && !r->jobs_head && r->stop) {
+            /* the spill's backlog, while the sink writes and the grace lasts */
+            if (r->spill && r->spill_batches && r->sink_ready && !atomic_load(&r->give_up) &&
+                clock_wall_ns() - r->stop_since_ns < (int64_t)r->grace_ms * 1000000) {
+                if (rec_duty_ns(r) > clock_wall_ns())
+                    rec_writer_sleep(r, REC_RETRY_MIN_MS);
+                rec_writer_duties(r);
+                continue;
+            }
             break;
+        }
         if (r->stop && atomic_load(&r->give_up)) {
             /* a second signal: what is still queued is counted, not written */
             while (r->count > 0) {
@@ -291,7 +530,7 @@ static void rec_on_stall(uv_timer_t *t)
     bool failing = r->failing;
     snprintf(why, sizeof why, "%s", r->last_error);
     pthread_mutex_unlock(&r->mu);
-    if (!failing) {
+    if (!failing || r->spill) { /* with a spill the writer makes room itself */
         uv_timer_start(&r->stall_timer, rec_on_stall, r->max_stall_ms, 0);
         return;
     }
@@ -310,27 +549,39 @@ static void rec_on_stall(uv_timer_t *t)
         r->on_unblock(r->ud);
 }
 
-int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id, size_t cap,
-             enum rec_on_full on_full, void (*on_unblock)(void *), void *ud, char *err,
+int rec_open(struct recorder *r, uv_loop_t *loop, struct sink *sink, int64_t run_id,
+             const struct rec_config *cfg, void (*on_unblock)(void *), void *ud, char *err,
              size_t errlen)
 {
     int rc = -1;
+    size_t cap = cfg->cap;
     memset(r, 0, sizeof *r);
     /* everything rec_close tears down exists from here on, failed or not */
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
-    r->store = store;
+    r->sink = sink;
     r->run_id = run_id;
+    r->sink_ready = run_id >= 0;
+    r->spill = cfg->spill;
+    r->db = cfg->db;
+    r->run = cfg->run;
+    r->ship_backoff = REC_RETRY_MIN_MS;
+    if (r->spill) {
+        r->spill_batches = r->spill->batches;
+        r->spill_rows = r->spill->rows;
+        r->spill_bytes = r->spill->bytes;
+    }
     r->cap = cap < 16 ? 16 : cap;
     r->ring = malloc(sizeof *r->ring * r->cap);
     r->stage = malloc(sizeof *r->stage * REC_STAGE_ROWS);
     /* the writer's batch too, so the thread itself cannot fail */
     r->batch = malloc(sizeof *r->batch * REC_BATCH_MAX);
-    if (!r->ring || !r->stage || !r->batch) {
+    r->ship = r->spill ? malloc(sizeof *r->ship * REC_BATCH_MAX) : NULL;
+    if (!r->ring || !r->stage || !r->batch || (r->spill && !r->ship)) {
         snprintf(err, errlen, "cannot allocate a queue of %zu rows", r->cap);
         goto out;
     }
-    r->on_full = on_full;
+    r->on_full = cfg->on_full;
     r->on_unblock = on_unblock;
     r->ud = ud;
     uv_async_init(loop, &r->wake, rec_on_wake);
@@ -342,7 +593,7 @@ int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t r
     uv_timer_init(loop, &r->stall_timer);
     r->stall_timer.data = r;
     uv_unref((uv_handle_t *)&r->stall_timer);
-    r->max_stall_ms = REC_DEFAULT_MAX_STALL_MS;
+    r->max_stall_ms = cfg->max_stall_ms ? cfg->max_stall_ms : REC_DEFAULT_MAX_STALL_MS;
     r->grace_ms = REC_SHUTDOWN_GRACE_MS;
     if (pthread_create(&r->thread, NULL, rec_writer, r)) {
         snprintf(err, errlen, "cannot start the writer thread");
@@ -468,7 +719,49 @@ bool rec_blocked(const struct recorder *r)
 
 uint64_t rec_lost(struct recorder *r, enum rec_loss reason)
 {
-    return (unsigned)reason < REC_LOST__COUNT ? r->lost[reason] : 0;
+    if ((unsigned)reason >= REC_LOST__COUNT)
+        return 0;
+    pthread_mutex_lock(&r->mu);
+    uint64_t w = r->wlost[reason];
+    pthread_mutex_unlock(&r->mu);
+    return r->lost[reason] + w;
+}
+
+void rec_spill_state(struct recorder *r, struct rec_spill_state *out)
+{
+    pthread_mutex_lock(&r->mu);
+    *out = (struct rec_spill_state){ r->spill != NULL, r->spill_batches, r->spill_rows,
+                                     r->spill_bytes,   r->spilled,       r->shipped };
+    pthread_mutex_unlock(&r->mu);
+}
+
+int64_t rec_run_id(struct recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int64_t id = r->sink_ready ? r->run_id : -1;
+    pthread_mutex_unlock(&r->mu);
+    return id;
+}
+
+bool rec_degraded(struct recorder *r, char *why, size_t whylen)
+{
+    bool degraded = true;
+    pthread_mutex_lock(&r->mu);
+    if (!r->sink_ready)
+        snprintf(why, whylen, "no store (%s): rows are not recorded (store_unavailable)",
+                 r->last_error);
+    else if (r->failing && r->spill)
+        snprintf(why, whylen, "the store fails (%s): rows go to the spill (%llu waiting)",
+                 r->last_error, (unsigned long long)r->spill_rows);
+    else if (r->failing)
+        snprintf(why, whylen, "the store fails: %s", r->last_error);
+    else if (r->spill_rows)
+        snprintf(why, whylen, "shipping the spill: %llu rows waiting",
+                 (unsigned long long)r->spill_rows);
+    else
+        degraded = false;
+    pthread_mutex_unlock(&r->mu);
+    return degraded;
 }
 
 int64_t rec_failing_since(struct recorder *r, char *err, size_t errlen)
@@ -538,12 +831,24 @@ int rec_close(struct recorder *r, char *err, size_t errlen)
                  (unsigned long long)r->lost[REC_LOST_SHUTDOWN]);
         rc = -1;
     }
-    if (r->store) {
-        if (store_run_end(r->store, r->run_id, r->written, r->dropped + r->lost[REC_LOST_SHUTDOWN],
-                          err, errlen))
+    if (r->sink) {
+        uint64_t wl = 0;
+        for (int i = 0; i < REC_LOST__COUNT; i++)
+            wl += r->wlost[i];
+        if (r->sink_ready &&
+            sink_run_end(r->sink, r->run_id, r->written,
+                         r->dropped + r->lost[REC_LOST_SHUTDOWN] + wl, err, errlen))
             rc = -1;
-        store_close(r->store);
-        r->store = NULL;
+        sink_close(r->sink);
+        r->sink = NULL;
+    }
+    if (r->spill) {
+        if (r->spill->batches)
+            log_warn("recorder: %llu rows wait in the spill %s: they are shipped when slabtap "
+                     "starts again with this spill file",
+                     (unsigned long long)r->spill->rows, r->spill->path);
+        spill_close(r->spill);
+        r->spill = NULL;
     }
     if (r->wake.loop && !uv_is_closing((uv_handle_t *)&r->wake))
         uv_close((uv_handle_t *)&r->wake, NULL);
@@ -554,6 +859,8 @@ int rec_close(struct recorder *r, char *err, size_t errlen)
     free(r->ring);
     free(r->stage);
     free(r->batch);
+    free(r->ship);
+    r->ship = NULL;
     r->stage = NULL;
     r->batch = NULL;
     free(r->stash);

@@ -1,8 +1,14 @@
 /* recorder: the bounded queue between the event loop and the one thread
- * that writes rows to SQLite.
+ * that writes rows to the sink (record/sink.h: SQLite or PostgreSQL).
  *
- * Owns the writer thread, the ring of rows and the overflow stash.
- * Must never make the loop thread wait on SQLite or on the writer: rec_push
+ * Owns the writer thread, the ring of rows, the overflow stash, the sink
+ * and the spill file (record/spill.h) once rec_open has them. A remote sink
+ * that fails past max_stall_ms has its batches spilled, in order, and
+ * shipped oldest first when it writes again, each exactly once (its batch
+ * number committed with it: sink.h SINK_BATCH_KEY); a sink not open yet
+ * (--record-optional) is opened by the writer, tried again every
+ * REC_RETRY_MAX_MS, its rows counted lost until then.
+ * Must never make the loop thread wait on the sink or on the writer: rec_push
  * only takes a short lock to copy a row. In block mode a full ring sends
  * rows to the stash and sets rec_blocked() so the proxy stops reading until
  * the writer has drained (the writer wakes the loop through uv_async);
@@ -21,8 +27,10 @@
 #include "core/log.h"
 #include "record/row.h"
 
-struct store;
+#include "record/sink.h"
+
 struct query_queue;
+struct spill;
 
 /* Frees a job and everything it holds. */
 void rec_job_free(struct rec_job *j);
@@ -34,7 +42,9 @@ enum rec_on_full { REC_BLOCK, REC_DROP };
 #define REC_LOSS_REASONS(X) \
     X(REC_LOST_QUEUE_FULL, "queue_full") \
     X(REC_LOST_WRITE_ERROR, "write_error") \
-    X(REC_LOST_SHUTDOWN, "shutdown")
+    X(REC_LOST_SHUTDOWN, "shutdown") \
+    X(REC_LOST_SPILL_FULL, "spill_full") \
+    X(REC_LOST_STORE_UNAVAILABLE, "store_unavailable")
 
 enum rec_loss {
 #define REC_LOSS_ENUM(name, label) name,
@@ -80,7 +90,19 @@ struct recorder {
     unsigned grace_ms;   /* a failing store's time at shutdown (REC_SHUTDOWN_GRACE_MS) */
     atomic_bool give_up; /* a second signal: stop waiting for the store */
     char last_error[256];
+    uint64_t wlost[REC_LOST__COUNT]; /* writes the writer could not keep, by reason */
+    uint64_t spill_batches, spill_rows, spill_bytes; /* the spill's backlog now */
+    uint64_t spilled, shipped; /* writes put into the spill, and shipped from it */
+    bool sink_ready;           /* the sink is open and the run begun */
     /* writer thread only */
+    struct spill *spill;  /* NULL: none (rows of a failing sink wait, then are shed) */
+    struct rec_row *ship; /* REC_BATCH_MAX rows read back from the spill */
+    int64_t batch_no;     /* the last batch's number in the run */
+    int64_t next_ship_ns, next_open_ns;
+    unsigned ship_backoff;
+    bool outage_spilled;   /* this outage's rows went to the spill (logged once) */
+    const char *db;        /* --db: for a sink opened late */
+    struct sink_run run;   /* the run row it begins then */
     struct rec_row *batch; /* REC_BATCH_MAX rows copied out of the ring */
     struct log_throttle write_throttle;
     /* loop thread only */
@@ -102,19 +124,32 @@ struct recorder {
     void *ud;
     pthread_t thread;
     bool thread_started;
-    struct store *store;
-    int64_t run_id;
+    struct sink *sink;
+    int64_t run_id;              /* under mu while the sink is not ready */
     struct query_queue *queries; /* under mu: run by the writer between batches */
 };
 
-/* cap = --queue ROWS. The store must be open; the recorder owns it from now
- * on and closes it in rec_close, which must be called whatever this
- * returns. Returns 0, or -1 with the reason in err (errlen bytes). */
-/* max_stall_ms: how long a FAILING store may keep clients waiting (block
- * mode); after it rows that do not fit are dropped and counted until the
- * store writes again. A slow store blocks as long as it needs. */
-int rec_open(struct recorder *r, uv_loop_t *loop, struct store *store, int64_t run_id, size_t cap,
-             enum rec_on_full on_full, void (*on_unblock)(void *), void *ud, char *err,
+struct rec_config {
+    size_t cap; /* --queue ROWS */
+    enum rec_on_full on_full;
+    /* how long a FAILING sink may keep clients waiting (block mode; 0:
+     * REC_DEFAULT_MAX_STALL_MS); after it rows go to the spill, or without
+     * one, rows that do not fit are dropped and counted until the sink
+     * writes again. A slow sink blocks as long as it needs. */
+    unsigned max_stall_ms;
+    struct spill *spill; /* an open spill file, owned from rec_open on; NULL: none */
+    /* for a sink that is not open (run_id < 0): what opens it and its run */
+    const char *db;
+    struct sink_run run;
+};
+
+/* The sink is open with its run begun (run_id), or closed (run_id -1: the
+ * writer opens it with cfg->db and begins cfg->run). The recorder owns the
+ * sink and the spill from now on and closes them in rec_close, which must
+ * be called whatever this returns. Returns 0, or -1 with the reason in err
+ * (errlen bytes). */
+int rec_open(struct recorder *r, uv_loop_t *loop, struct sink *sink, int64_t run_id,
+             const struct rec_config *cfg, void (*on_unblock)(void *), void *ud, char *err,
              size_t errlen);
 /* Loop thread. Never blocks on the writer: stages the row. */
 void rec_push(struct recorder *r, const struct rec_row *row);
@@ -139,6 +174,17 @@ void rec_give_up(struct recorder *r);
 uint64_t rec_lost(struct recorder *r, enum rec_loss reason);
 /* The writer's state, for /health: failing since (0: not failing). */
 int64_t rec_failing_since(struct recorder *r, char *err, size_t errlen);
+/* The spill's backlog (rows, bytes) and the writes spilled and shipped. */
+struct rec_spill_state {
+    bool enabled;
+    uint64_t batches, rows, bytes, spilled, shipped;
+};
+void rec_spill_state(struct recorder *r, struct rec_spill_state *out);
+/* The run being recorded: its id, or -1 while the sink is not open yet. */
+int64_t rec_run_id(struct recorder *r);
+/* Recording is degraded -- the sink is not open, fails, or rows wait in the
+ * spill -- and why (into why); false when every row reaches the sink. */
+bool rec_degraded(struct recorder *r, char *why, size_t whylen);
 size_t rec_depth(struct recorder *r);
 /* Flushes the stash and the ring, stops the thread, finishes the run row,
  * closes the store. Blocks: call once, at shutdown, after the loop is idle.

@@ -1,47 +1,275 @@
-/* runs: SQL over recorded runs, read-only. */
+/* runs: SQL over recorded runs, read-only, on SQLite or PostgreSQL. */
 #include "record/runs.h"
 
+#include <ctype.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "model/slab_model.h"
+#include "record/pgstore.h"
 
-static int64_t runs_max_in_sets(sqlite3 *db)
-{
+struct runs_src {
+    sqlite3 *db; /* SQLite, or NULL */
+    bool own_db; /* opened here (closed by runs_src_close) */
+    PGconn *pg;  /* PostgreSQL, or NULL */
+    char name[PGSTORE_URI_MAX];
+};
+
+/* --- one query on either store ------------------------------------------
+ * Each query is written twice, SQLite's and PostgreSQL's, with the same
+ * columns in the same order; parameters are ?1.. / $1.. (int64 or text).
+ * PostgreSQL rows come one at a time (single-row mode): a run's millions of
+ * writes are never held at once. */
+struct runs_param {
+    bool is_text;
+    int64_t i;
+    const char *t;
+};
+#define RP_INT(v) ((struct runs_param){ false, (v), NULL })
+#define RP_TEXT(v) ((struct runs_param){ true, 0, (v) })
+
+struct runs_q {
+    struct runs_src *s;
     sqlite3_stmt *st;
-    int64_t id = -1;
-    if (sqlite3_prepare_v2(db, "SELECT max(run_id) FROM sets", -1, &st, NULL) != SQLITE_OK)
+    PGresult *res; /* the current row's result */
+    bool done, send_failed;
+};
+
+static int runs_q_start(struct runs_q *q, struct runs_src *s, const char *sql_lite,
+                        const char *sql_pg, const struct runs_param *p, int np)
+{
+    memset(q, 0, sizeof *q);
+    q->s = s;
+    if (s->db) {
+        if (sqlite3_prepare_v2(s->db, sql_lite, -1, &q->st, NULL) != SQLITE_OK)
+            return -1;
+        for (int i = 0; i < np; i++) {
+            if (p[i].is_text && p[i].t)
+                sqlite3_bind_text(q->st, i + 1, p[i].t, -1, SQLITE_STATIC);
+            else if (!p[i].is_text)
+                sqlite3_bind_int64(q->st, i + 1, p[i].i);
+        }
+        return 0;
+    }
+    char num[8][24];
+    const char *vals[8];
+    if (np > 8)
         return -1;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        id = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return id;
+    for (int i = 0; i < np; i++) {
+        if (p[i].is_text) {
+            vals[i] = p[i].t;
+        } else {
+            snprintf(num[i], sizeof num[i], "%" PRId64, p[i].i);
+            vals[i] = num[i];
+        }
+    }
+    if (!PQsendQueryParams(s->pg, sql_pg, np, NULL, vals, NULL, NULL, 0) ||
+        !PQsetSingleRowMode(s->pg)) {
+        q->done = q->send_failed = true;
+        while ((q->res = PQgetResult(s->pg)))
+            PQclear(q->res);
+        return -1;
+    }
+    return 0;
+}
+
+/* The next row: true, or false at the end (or on an error: runs_q_end
+ * says which). */
+static bool runs_q_next(struct runs_q *q)
+{
+    if (q->st)
+        return sqlite3_step(q->st) == SQLITE_ROW;
+    if (q->done || !q->s->pg)
+        return false;
+    PQclear(q->res);
+    q->res = PQgetResult(q->s->pg);
+    if (q->res && PQresultStatus(q->res) == PGRES_SINGLE_TUPLE)
+        return true;
+    q->done = true;
+    return false;
+}
+
+static bool runs_q_null(const struct runs_q *q, int col)
+{
+    return q->st ? sqlite3_column_type(q->st, col) == SQLITE_NULL
+                 : PQgetisnull(q->res, 0, col) != 0;
+}
+
+static int64_t runs_q_int(const struct runs_q *q, int col)
+{
+    if (q->st)
+        return sqlite3_column_int64(q->st, col);
+    if (PQgetisnull(q->res, 0, col))
+        return 0;
+    const char *v = PQgetvalue(q->res, 0, col);
+    /* numeric results (sum, json numbers) may carry a fraction: truncate */
+    return strchr(v, '.') || strchr(v, 'e') ? (int64_t)strtod(v, NULL) : strtoll(v, NULL, 10);
+}
+
+static const char *runs_q_text(const struct runs_q *q, int col)
+{
+    if (q->st)
+        return (const char *)sqlite3_column_text(q->st, col);
+    return PQgetisnull(q->res, 0, col) ? NULL : PQgetvalue(q->res, 0, col);
+}
+
+/* Ends the query: 0, or -1 when it failed (reason in err when err). */
+static int runs_q_end(struct runs_q *q, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (q->st) {
+        rc = sqlite3_finalize(q->st) == SQLITE_OK ? 0 : -1;
+        if (rc && err)
+            snprintf(err, errlen, "%s", sqlite3_errmsg(q->s->db));
+        q->st = NULL;
+        return rc;
+    }
+    if (!q->s->pg)
+        return -1;
+    if (q->send_failed) {
+        rc = -1;
+        if (err)
+            snprintf(err, errlen, "%s", PQerrorMessage(q->s->pg));
+    }
+    if (q->res && PQresultStatus(q->res) != PGRES_SINGLE_TUPLE &&
+        PQresultStatus(q->res) != PGRES_TUPLES_OK) {
+        rc = -1;
+        if (err)
+            snprintf(err, errlen, "%s", PQresultErrorMessage(q->res));
+    }
+    PQclear(q->res);
+    while ((q->res = PQgetResult(q->s->pg))) { /* the rest of an early stop */
+        if (PQresultStatus(q->res) == PGRES_FATAL_ERROR && !rc) {
+            rc = -1;
+            if (err)
+                snprintf(err, errlen, "%s", PQresultErrorMessage(q->res));
+        }
+        PQclear(q->res);
+    }
+    if (err && rc) { /* libpq's messages end in a newline */
+        size_t n = strlen(err);
+        while (n && (err[n - 1] == '\n' || err[n - 1] == ' '))
+            err[--n] = 0;
+    }
+    return rc;
+}
+
+/* A query's first row's first column as an integer (def when none). */
+static int64_t runs_q_scalar(struct runs_src *s, const char *lite, const char *pg,
+                             const struct runs_param *p, int np, int64_t def)
+{
+    struct runs_q q;
+    int64_t v = def;
+    if (runs_q_start(&q, s, lite, pg, p, np))
+        return def;
+    if (runs_q_next(&q) && !runs_q_null(&q, 0))
+        v = runs_q_int(&q, 0);
+    runs_q_end(&q, NULL, 0);
+    return v;
+}
+
+/* --- opening ------------------------------------------------------------- */
+
+int runs_src_open(struct runs_src **out, const char *db, char *err, size_t errlen)
+{
+    struct runs_src *s = calloc(1, sizeof *s);
+    *out = NULL;
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (pgstore_is_uri(db)) {
+        pgstore_redact(db, s->name, sizeof s->name);
+        s->pg = PQconnectdb(db);
+        if (!s->pg || PQstatus(s->pg) != CONNECTION_OK) {
+            snprintf(err, errlen, "%s", s->pg ? PQerrorMessage(s->pg) : "out of memory");
+            size_t n = strlen(err);
+            while (n && err[n - 1] == '\n')
+                err[--n] = 0;
+            PQfinish(s->pg);
+            free(s);
+            return -1;
+        }
+        /* read-only, whatever the role may do; UTC for any time text */
+        PGresult *r = PQexec(s->pg, "SET default_transaction_read_only = on; SET TIME ZONE 'UTC'");
+        PQclear(r);
+    } else {
+        snprintf(s->name, sizeof s->name, "%s", db);
+        s->own_db = true;
+        if (sqlite3_open_v2(db, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "%s", sqlite3_errmsg(s->db));
+            sqlite3_close(s->db);
+            free(s);
+            return -1;
+        }
+    }
+    *out = s;
+    return 0;
+}
+
+void runs_src_close(struct runs_src *s)
+{
+    if (!s)
+        return;
+    if (s->own_db)
+        sqlite3_close(s->db);
+    if (s->pg)
+        PQfinish(s->pg);
+    free(s);
+}
+
+bool runs_src_is_pg(const struct runs_src *s)
+{
+    return s->pg != NULL;
+}
+
+const char *runs_src_name(const struct runs_src *s)
+{
+    return s->name;
+}
+
+sqlite3 *runs_src_sqlite(struct runs_src *s)
+{
+    return s->db;
+}
+
+/* A SQLite handle as a source (not owned). */
+static void runs_src_wrap(struct runs_src *s, sqlite3 *db)
+{
+    memset(s, 0, sizeof *s);
+    s->db = db;
 }
 
 int64_t runs_latest(sqlite3 *db)
 {
-    int64_t id = runs_find(db, NULL);
+    struct runs_src s;
+    runs_src_wrap(&s, db);
+    int64_t id = runs_src_find(&s, NULL);
     /* a sets table written by another tool, with no runs beside it */
-    return id >= 0 ? id : runs_max_in_sets(db);
+    return id >= 0 ? id : runs_q_scalar(&s, "SELECT max(run_id) FROM sets", NULL, NULL, 0, -1);
 }
 
 int64_t runs_find(sqlite3 *db, const char *name_or_id)
 {
-    sqlite3_stmt *st;
-    int64_t id = -1;
-    if (sqlite3_prepare_v2(
-            db,
-            "SELECT run_id FROM runs WHERE ?1 IS NULL OR CAST(run_id AS TEXT) = ?1 OR name = ?1"
-            " ORDER BY run_id DESC LIMIT 1",
-            -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    if (name_or_id)
-        sqlite3_bind_text(st, 1, name_or_id, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        id = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return id;
+    struct runs_src s;
+    runs_src_wrap(&s, db);
+    return runs_src_find(&s, name_or_id);
+}
+
+int64_t runs_src_find(struct runs_src *s, const char *name_or_id)
+{
+    struct runs_param p[] = { RP_TEXT(name_or_id) };
+    return runs_q_scalar(
+        s,
+        "SELECT run_id FROM runs WHERE ?1 IS NULL OR CAST(run_id AS TEXT) = ?1 OR name = ?1"
+        " ORDER BY run_id DESC LIMIT 1",
+        "SELECT run_id FROM runs WHERE $1::text IS NULL OR run_id::text = $1 OR name = $1"
+        " ORDER BY run_id DESC LIMIT 1",
+        p, 1, -1);
 }
 
 /* `stats settings` of one recorded settings row, as name/value pairs. */
@@ -85,142 +313,160 @@ static int settings_pairs_add(struct settings_pairs *p, const char *k, const cha
     return p->names[p->n - 1] && p->values[p->n - 1] ? 0 : -1;
 }
 
-static int read_settings(sqlite3 *db, int64_t run_id, struct slab_settings *s, char *version,
-                         size_t vlen, int64_t *t_ns, char *err, size_t errlen)
+static int read_settings(struct runs_src *src, int64_t run_id, struct slab_settings *s,
+                         char *version, size_t vlen, int64_t *t_ns, char *err, size_t errlen)
 {
-    sqlite3_stmt *st;
+    struct runs_q q;
     struct settings_pairs p = { 0 };
+    struct runs_param par[] = { RP_INT(run_id) };
     int rc = -1;
-    if (sqlite3_prepare_v2(
-            db,
+    if (runs_q_start(
+            &q, src,
             "SELECT j.key, j.value, s.version, s.t_ns FROM settings s, json_each(s.settings) j"
             " WHERE s.run_id = ?1 AND s.t_ns = (SELECT max(t_ns) FROM settings WHERE run_id = ?1)",
-            -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+            "SELECT j.key, j.value, s.version, s.t_ns FROM settings s,"
+            " jsonb_each_text(s.settings) j"
+            " WHERE s.run_id = $1 AND s.t_ns = (SELECT max(t_ns) FROM settings WHERE run_id = $1)",
+            par, 1)) {
+        runs_q_end(&q, err, errlen);
         return -1;
     }
-    sqlite3_bind_int64(st, 1, run_id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *k = (const char *)sqlite3_column_text(st, 0);
-        const char *v = (const char *)sqlite3_column_text(st, 1);
-        const char *ver = (const char *)sqlite3_column_text(st, 2);
+    while (runs_q_next(&q)) {
+        const char *k = runs_q_text(&q, 0);
+        const char *v = runs_q_text(&q, 1);
+        const char *ver = runs_q_text(&q, 2);
         if (k && v && settings_pairs_add(&p, k, v)) {
             snprintf(err, errlen, "out of memory");
             goto out;
         }
         if (ver)
             snprintf(version, vlen, "%s", ver);
-        *t_ns = sqlite3_column_int64(st, 3);
+        *t_ns = runs_q_int(&q, 3);
     }
+    if (runs_q_end(&q, err, errlen))
+        goto out;
     if (!p.n) {
         snprintf(err, errlen, "run %lld has no recorded `stats settings`", (long long)run_id);
         goto out;
     }
     rc = slab_settings_from_stats(s, settings_pairs_lookup, &p, err, errlen) == SLAB_OK ? 0 : -1;
 out:
-    sqlite3_finalize(st);
+    runs_q_end(&q, NULL, 0);
     settings_pairs_free(&p);
     return rc;
 }
 
-static int replay_writes(sqlite3 *db, struct prediction *r)
+static int replay_writes(struct runs_src *s, struct prediction *r, char *err, size_t errlen)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(
-            db,
-            "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
-            " coalesce(exptime, 0), ms_mode, coalesce(class_id, 0) FROM sets WHERE run_id = ?1"
-            " ORDER BY seq",
-            -1, &st, NULL) != SQLITE_OK &&
-        /* before schema v3 there is no ms_mode: every ms was a set */
-        sqlite3_prepare_v2(
-            db,
-            "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
-            " coalesce(exptime, 0), NULL, 0 FROM sets WHERE run_id = ?1 ORDER BY seq",
-            -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_int64(st, 1, r->run_id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *mode = (const char *)sqlite3_column_text(st, 7);
+    struct runs_q q;
+    struct runs_param p[] = { RP_INT(r->run_id) };
+    if (runs_q_start(&q, s,
+                     "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
+                     " coalesce(exptime, 0), ms_mode, coalesce(class_id, 0) FROM sets"
+                     " WHERE run_id = ?1 ORDER BY seq",
+                     "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
+                     " coalesce(exptime, 0), ms_mode, coalesce(class_id, 0) FROM sets"
+                     " WHERE run_id = $1 ORDER BY seq",
+                     p, 1)) {
+        if (!s->db) /* PostgreSQL: its schema always has ms_mode */
+            return runs_q_end(&q, err, errlen) ? -1 : -1;
+        runs_q_end(&q, NULL, 0);
+        /* before schema v3 (SQLite) there is no ms_mode: every ms was a set */
+        if (runs_q_start(&q, s,
+                         "SELECT cmd, key_hash, key_len, value_len, coalesce(flags, 0), answer,"
+                         " coalesce(exptime, 0), NULL, 0 FROM sets WHERE run_id = ?1 ORDER BY seq",
+                         NULL, p, 1)) {
+            runs_q_end(&q, err, errlen);
+            return -1;
+        }
+    }
+    while (runs_q_next(&q)) {
+        const char *mode = runs_q_text(&q, 7);
         struct predict_write w = {
-            .cmd = (const char *)sqlite3_column_text(st, 0),
+            .cmd = runs_q_text(&q, 0),
             .ms_mode = mode ? mode[0] : 0,
-            .key_hash = (uint64_t)sqlite3_column_int64(st, 1),
-            .key_len = (uint32_t)sqlite3_column_int64(st, 2),
-            .value_len =
-                sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3),
-            .flags = (uint32_t)sqlite3_column_int64(st, 4),
-            .answer = (const char *)sqlite3_column_text(st, 5),
-            .has_ttl = sqlite3_column_int64(st, 6) != 0,
-            .class_id = (uint32_t)sqlite3_column_int64(st, 8),
+            .key_hash = (uint64_t)runs_q_int(&q, 1),
+            .key_len = (uint32_t)runs_q_int(&q, 2),
+            .value_len = runs_q_null(&q, 3) ? -1 : runs_q_int(&q, 3),
+            .flags = (uint32_t)runs_q_int(&q, 4),
+            .answer = runs_q_text(&q, 5),
+            .has_ttl = runs_q_int(&q, 6) != 0,
+            .class_id = (uint32_t)runs_q_int(&q, 8),
         };
         predict_apply(r, &w);
     }
-    sqlite3_finalize(st);
-    return 0;
+    return runs_q_end(&q, err, errlen);
 }
 
 /* One run_meta value (NULL: none, or no run_meta table); free it. */
-static char *read_meta(sqlite3 *db, int64_t run_id, const char *key)
+static char *read_meta(struct runs_src *s, int64_t run_id, const char *key)
 {
-    sqlite3_stmt *st;
+    struct runs_q q;
+    struct runs_param p[] = { RP_INT(run_id), RP_TEXT(key) };
     char *v = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM run_meta WHERE run_id = ?1 AND key = ?2", -1, &st,
-                           NULL) != SQLITE_OK)
-        return NULL;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        v = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
+    if (!runs_q_start(&q, s, "SELECT value FROM run_meta WHERE run_id = ?1 AND key = ?2",
+                      "SELECT value FROM run_meta WHERE run_id = $1 AND key = $2", p, 2) &&
+        runs_q_next(&q) && runs_q_text(&q, 0))
+        v = strdup(runs_q_text(&q, 0));
+    runs_q_end(&q, NULL, 0);
     return v;
 }
 
 /* Every chunk size memcached showed since the run's settings were read
  * (a restart with other settings starts a new ladder). */
-static void read_chunk_sizes(sqlite3 *db, int64_t run_id, int64_t since_ns,
+static void read_chunk_sizes(struct runs_src *s, int64_t run_id, int64_t since_ns,
                              struct ladder_observed *o)
 {
-    sqlite3_stmt *st;
+    struct runs_q q;
+    struct runs_param p[] = { RP_INT(run_id), RP_INT(since_ns) };
     ladder_observed_init(o);
-    if (sqlite3_prepare_v2(db,
-                           "SELECT DISTINCT c.class_id, json_extract(c.fields, '$.chunk_size')"
-                           " FROM samples s JOIN sample_classes c USING (sample_id)"
-                           " WHERE s.run_id = ?1 AND s.t_ns >= ?2"
-                           " AND json_extract(c.fields, '$.chunk_size') IS NOT NULL",
-                           -1, &st, NULL) != SQLITE_OK)
-        return;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, since_ns);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0), chunk = sqlite3_column_int64(st, 1);
-        if (id >= 1 && id <= SLAB_MODEL_MAX_CLASSES && chunk > 0)
-            ladder_observed_add(o, (uint32_t)id, (uint64_t)chunk);
-    }
-    sqlite3_finalize(st);
+    if (!runs_q_start(&q, s,
+                      "SELECT DISTINCT c.class_id, json_extract(c.fields, '$.chunk_size')"
+                      " FROM samples s JOIN sample_classes c USING (sample_id)"
+                      " WHERE s.run_id = ?1 AND s.t_ns >= ?2"
+                      " AND json_extract(c.fields, '$.chunk_size') IS NOT NULL",
+                      "SELECT DISTINCT c.class_id, (c.fields ->> 'chunk_size')::numeric"
+                      " FROM samples s JOIN sample_classes c USING (sample_id)"
+                      " WHERE s.run_id = $1 AND s.t_ns >= $2"
+                      " AND c.fields ? 'chunk_size'",
+                      p, 2))
+        while (runs_q_next(&q)) {
+            int64_t id = runs_q_int(&q, 0), chunk = runs_q_int(&q, 1);
+            if (id >= 1 && id <= SLAB_MODEL_MAX_CLASSES && chunk > 0)
+                ladder_observed_add(o, (uint32_t)id, (uint64_t)chunk);
+        }
+    runs_q_end(&q, NULL, 0);
 }
 
 /* Whether the ladder the proxy recorded for the run (run_meta 'ladder',
  * its chunk_sizes) is the one predict chose: 0 none, 1 same, -1 not. */
-static int recorded_ladder(sqlite3 *db, int64_t run_id, const struct slab_ladder *l)
+static int recorded_ladder(struct runs_src *s, int64_t run_id, const struct slab_ladder *l)
 {
-    sqlite3_stmt *st;
+    struct runs_q q;
+    struct runs_param p[] = { RP_INT(run_id) };
     uint32_t n = 0;
     int rc = 1;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT CAST(j.key AS INTEGER) + 1, j.value FROM run_meta m,"
-                           " json_each(CASE WHEN json_valid(m.value) THEN m.value ELSE '{}' END,"
-                           " '$.chunk_sizes') j WHERE m.run_id = ?1 AND m.key = 'ladder'",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (runs_q_start(&q, s,
+                     "SELECT CAST(j.key AS INTEGER) + 1, j.value FROM run_meta m,"
+                     " json_each(CASE WHEN json_valid(m.value) THEN m.value ELSE '{}' END,"
+                     " '$.chunk_sizes') j WHERE m.run_id = ?1 AND m.key = 'ladder'",
+                     "SELECT j.n, j.v::numeric FROM run_meta m,"
+                     " jsonb_array_elements_text(CASE WHEN jsonb_typeof(slabtap_try_jsonb(m.value)"
+                     " -> 'chunk_sizes') = 'array' THEN slabtap_try_jsonb(m.value) -> 'chunk_sizes'"
+                     " ELSE '[]'::jsonb END) WITH ORDINALITY j(v, n)"
+                     " WHERE m.run_id = $1 AND m.key = 'ladder'",
+                     p, 1)) {
+        runs_q_end(&q, NULL, 0);
         return 0;
-    sqlite3_bind_int64(st, 1, run_id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t c = sqlite3_column_int64(st, 0), chunk = sqlite3_column_int64(st, 1);
+    }
+    while (runs_q_next(&q)) {
+        int64_t c = runs_q_int(&q, 0), chunk = runs_q_int(&q, 1);
         n++;
         if (c < 1 || c > (int64_t)l->n_classes || l->cls[c].chunk_size != chunk)
             rc = -1;
     }
-    sqlite3_finalize(st);
+    if (runs_q_end(&q, NULL, 0))
+        return 0;
     return n == 0 ? 0 : n != l->n_classes ? -1 : rc;
 }
 
@@ -238,83 +484,86 @@ enum {
     K_COUNT
 };
 
-static void read_counters(sqlite3 *db, int64_t sample_id, int64_t *v)
+static void read_counters(struct runs_src *s, int64_t sample_id, int64_t *v)
 {
-    sqlite3_stmt *st;
+    struct runs_q q;
+    struct runs_param p[] = { RP_INT(sample_id) };
     memset(v, 0, K_COUNT * sizeof *v);
-    if (sqlite3_prepare_v2(db,
-                           "SELECT coalesce(json_extract(stats, '$.evictions'), 0),"
-                           " coalesce(json_extract(stats, '$.slabs_moved'), 0),"
-                           " coalesce(json_extract(stats, '$.reclaimed'), 0),"
-                           " coalesce(json_extract(stats, '$.crawler_reclaimed'), 0),"
-                           " coalesce(json_extract(stats, '$.get_expired'), 0),"
-                           " coalesce(json_extract(stats, '$.cmd_flush'), 0),"
-                           " coalesce(json_extract(stats, '$.curr_items'), 0),"
-                           " coalesce(json_extract(stats, '$.pid'), 0),"
-                           " coalesce(json_extract(stats, '$.uptime'), 0)"
-                           " FROM samples WHERE sample_id = ?1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return;
-    sqlite3_bind_int64(st, 1, sample_id);
-    if (sqlite3_step(st) == SQLITE_ROW)
+#define PG_STAT(k) " coalesce((stats ->> '" k "')::numeric, 0)"
+    if (!runs_q_start(
+            &q, s,
+            "SELECT coalesce(json_extract(stats, '$.evictions'), 0),"
+            " coalesce(json_extract(stats, '$.slabs_moved'), 0),"
+            " coalesce(json_extract(stats, '$.reclaimed'), 0),"
+            " coalesce(json_extract(stats, '$.crawler_reclaimed'), 0),"
+            " coalesce(json_extract(stats, '$.get_expired'), 0),"
+            " coalesce(json_extract(stats, '$.cmd_flush'), 0),"
+            " coalesce(json_extract(stats, '$.curr_items'), 0),"
+            " coalesce(json_extract(stats, '$.pid'), 0),"
+            " coalesce(json_extract(stats, '$.uptime'), 0)"
+            " FROM samples WHERE sample_id = ?1",
+            "SELECT" PG_STAT("evictions") "," PG_STAT("slabs_moved") "," PG_STAT("reclaimed") "," PG_STAT("crawler_reclaimed") "," PG_STAT(
+                "get_expired") "," PG_STAT("cmd_flush") "," PG_STAT("curr_items") "," PG_STAT("pid") "," PG_STAT("uptime") " FROM samples WHERE sample_id = $1",
+            p, 1) &&
+        runs_q_next(&q))
         for (int i = 0; i < K_COUNT; i++)
-            v[i] = sqlite3_column_int64(st, i);
-    sqlite3_finalize(st);
+            v[i] = runs_q_int(&q, i);
+#undef PG_STAT
+    runs_q_end(&q, NULL, 0);
 }
 
 /* The run's first or last sample id (-1: none). */
-static int64_t edge_sample(sqlite3 *db, int64_t run_id, bool last)
+static int64_t edge_sample(struct runs_src *s, int64_t run_id, bool last)
 {
-    sqlite3_stmt *st;
-    int64_t id = -1;
-    if (sqlite3_prepare_v2(db,
-                           last ? "SELECT sample_id FROM samples WHERE run_id = ?1"
-                                  " ORDER BY t_ns DESC, sample_id DESC LIMIT 1"
-                                : "SELECT sample_id FROM samples WHERE run_id = ?1"
-                                  " ORDER BY t_ns ASC, sample_id ASC LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        id = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return id;
+    struct runs_param p[] = { RP_INT(run_id) };
+    return last ? runs_q_scalar(s,
+                                "SELECT sample_id FROM samples WHERE run_id = ?1"
+                                " ORDER BY t_ns DESC, sample_id DESC LIMIT 1",
+                                "SELECT sample_id FROM samples WHERE run_id = $1"
+                                " ORDER BY t_ns DESC, sample_id DESC LIMIT 1",
+                                p, 1, -1)
+                : runs_q_scalar(s,
+                                "SELECT sample_id FROM samples WHERE run_id = ?1"
+                                " ORDER BY t_ns ASC, sample_id ASC LIMIT 1",
+                                "SELECT sample_id FROM samples WHERE run_id = $1"
+                                " ORDER BY t_ns ASC, sample_id ASC LIMIT 1",
+                                p, 1, -1);
 }
 
-static void read_observed(sqlite3 *db, struct prediction *r)
+static void read_observed(struct runs_src *s, struct prediction *r)
 {
-    sqlite3_stmt *st;
-    int64_t first_id = edge_sample(db, r->run_id, false),
-            last_id = edge_sample(db, r->run_id, true);
+    struct runs_q q;
+    int64_t first_id = edge_sample(s, r->run_id, false), last_id = edge_sample(s, r->run_id, true);
     int64_t a[K_COUNT], b[K_COUNT];
     if (last_id < 0)
         return;
-    if (sqlite3_prepare_v2(
-            db,
+    struct runs_param p[] = { RP_INT(last_id) };
+    if (!runs_q_start(
+            &q, s,
             "SELECT class_id, chunk_size, used_chunks, mem_requested, total_pages, number, evicted"
             " FROM class_stats WHERE sample_id = ?1",
-            -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, last_id);
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            int64_t c = sqlite3_column_int64(st, 0);
+            "SELECT class_id, chunk_size, used_chunks, mem_requested, total_pages, number, evicted"
+            " FROM class_stats WHERE sample_id = $1",
+            p, 1))
+        while (runs_q_next(&q)) {
+            int64_t c = runs_q_int(&q, 0);
             struct predict_observed o = {
-                .chunk_size = sqlite3_column_int64(st, 1),
-                .used_chunks = sqlite3_column_int64(st, 2),
-                .mem_requested = sqlite3_column_int64(st, 3),
-                .total_pages = sqlite3_column_int64(st, 4),
-                .number = sqlite3_column_int64(st, 5),
-                .evicted = sqlite3_column_int64(st, 6),
+                .chunk_size = runs_q_int(&q, 1),
+                .used_chunks = runs_q_int(&q, 2),
+                .mem_requested = runs_q_int(&q, 3),
+                .total_pages = runs_q_int(&q, 4),
+                .number = runs_q_int(&q, 5),
+                .evicted = runs_q_int(&q, 6),
             };
             if (c >= 1 && c <= SLAB_MODEL_MAX_CLASSES)
                 predict_observe(r, (uint32_t)c, &o);
         }
-        sqlite3_finalize(st);
-    }
+    runs_q_end(&q, NULL, 0);
     /* what happened DURING the run: the last sample's counters less the
      * first's (memcached's are cumulative since it started) */
-    read_counters(db, last_id, b);
+    read_counters(s, last_id, b);
     if (first_id != last_id)
-        read_counters(db, first_id, a);
+        read_counters(s, first_id, a);
     else
         memset(a, 0, sizeof a);
     if (first_id != last_id && (a[K_PID] != b[K_PID] || b[K_UPTIME] < a[K_UPTIME])) {
@@ -328,24 +577,28 @@ static void read_observed(sqlite3 *db, struct prediction *r)
     r->get_expired = b[K_GET_EXPIRED] - a[K_GET_EXPIRED];
     r->flushes = b[K_FLUSH] - a[K_FLUSH];
     r->observed_curr_items = b[K_CURR];
-    if (sqlite3_prepare_v2(db, "SELECT rows_dropped FROM runs WHERE run_id = ?1", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, r->run_id);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            r->rows_dropped = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
+    struct runs_param rp[] = { RP_INT(r->run_id) };
+    r->rows_dropped = runs_q_scalar(s, "SELECT rows_dropped FROM runs WHERE run_id = ?1",
+                                    "SELECT rows_dropped FROM runs WHERE run_id = $1", rp, 1, 0);
 }
 
 int runs_read_prediction(sqlite3 *db, int64_t run_id, struct prediction *r, char *err,
                          size_t errlen)
+{
+    struct runs_src s;
+    runs_src_wrap(&s, db);
+    return runs_src_prediction(&s, run_id, r, err, errlen);
+}
+
+int runs_src_prediction(struct runs_src *src, int64_t run_id, struct prediction *r, char *err,
+                        size_t errlen)
 {
     struct slab_settings s;
     struct ladder_observed *obs = malloc(sizeof *obs);
     struct ladder_choice *choice = malloc(sizeof *choice);
     char version[64] = "", name[128] = "", *flags = NULL;
     int64_t settings_ns = 0;
-    sqlite3_stmt *st;
+    struct runs_q q;
     int rc = -1;
     memset(r, 0, sizeof *r);
     if (!obs || !choice) {
@@ -356,29 +609,26 @@ int runs_read_prediction(sqlite3 *db, int64_t run_id, struct prediction *r, char
         snprintf(err, errlen, "no such run");
         goto out;
     }
-    if (sqlite3_prepare_v2(db, "SELECT name FROM runs WHERE run_id = ?1", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, run_id);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            snprintf(name, sizeof name, "%s", (const char *)sqlite3_column_text(st, 0));
-        sqlite3_finalize(st);
-    }
-    if (read_settings(db, run_id, &s, version, sizeof version, &settings_ns, err, errlen))
+    struct runs_param p[] = { RP_INT(run_id) };
+    if (!runs_q_start(&q, src, "SELECT name FROM runs WHERE run_id = ?1",
+                      "SELECT name FROM runs WHERE run_id = $1", p, 1) &&
+        runs_q_next(&q) && runs_q_text(&q, 0))
+        snprintf(name, sizeof name, "%s", runs_q_text(&q, 0));
+    runs_q_end(&q, NULL, 0);
+    if (read_settings(src, run_id, &s, version, sizeof version, &settings_ns, err, errlen))
         goto out;
     /* the same three witnesses, and the same rule, as the proxy's tags */
-    flags = read_meta(db, run_id, "memcached_flags");
-    read_chunk_sizes(db, run_id, settings_ns, obs);
+    flags = read_meta(src, run_id, "memcached_flags");
+    read_chunk_sizes(src, run_id, settings_ns, obs);
     if (ladder_choose(&s, flags, version, obs, choice, err, errlen) != SLAB_OK ||
         predict_begin_choice(r, run_id, choice, err, errlen))
         goto out;
-    r->recorded_ladder = recorded_ladder(db, run_id, &r->ladder);
+    r->recorded_ladder = recorded_ladder(src, run_id, &r->ladder);
     snprintf(r->run_name, sizeof r->run_name, "%s", name);
     snprintf(r->version, sizeof r->version, "%s", version);
-    if (replay_writes(db, r)) {
-        snprintf(err, errlen, "%s", sqlite3_errmsg(db));
+    if (replay_writes(src, r, err, errlen))
         goto out;
-    }
-    read_observed(db, r);
+    read_observed(src, r);
     if (predict_end(r)) {
         snprintf(err, errlen, "out of memory");
         goto out;
@@ -389,4 +639,106 @@ out:
     free(choice);
     free(flags);
     return rc;
+}
+
+/* --- the fleet ----------------------------------------------------------- */
+
+int runs_src_select(struct runs_src *s, const char *node_like, int64_t since_ns, int64_t **ids,
+                    char ***nodes, size_t *n, char *err, size_t errlen)
+{
+    struct runs_q q;
+    struct runs_param p[] = { RP_TEXT(node_like), RP_INT(since_ns) };
+    size_t cap = 0;
+    *ids = NULL;
+    *nodes = NULL;
+    *n = 0;
+    if (runs_q_start(&q, s,
+                     "SELECT r.run_id, coalesce((SELECT value FROM run_meta m"
+                     " WHERE m.run_id = r.run_id AND m.key = 'node'), '') AS node FROM runs r"
+                     " WHERE (?1 IS NULL OR node LIKE ?1)"
+                     " AND (?2 <= 0 OR r.ended_ns IS NULL OR r.ended_ns >= ?2)"
+                     " ORDER BY r.started_ns, r.run_id",
+                     "SELECT run_id, node FROM runs"
+                     " WHERE ($1::text IS NULL OR node LIKE $1)"
+                     " AND ($2::bigint <= 0 OR ended_ns IS NULL OR ended_ns >= $2)"
+                     " ORDER BY started_ns, run_id",
+                     p, 2)) {
+        runs_q_end(&q, err, errlen);
+        return -1;
+    }
+    while (runs_q_next(&q)) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            int64_t *ni = realloc(*ids, cap * sizeof *ni);
+            if (ni)
+                *ids = ni;
+            char **nn = realloc(*nodes, cap * sizeof *nn);
+            if (nn)
+                *nodes = nn;
+            if (!ni || !nn) {
+                snprintf(err, errlen, "out of memory");
+                runs_q_end(&q, NULL, 0);
+                return -1;
+            }
+        }
+        const char *node = runs_q_text(&q, 1);
+        (*ids)[*n] = runs_q_int(&q, 0);
+        (*nodes)[*n] = strdup(node ? node : "");
+        (*n)++;
+    }
+    return runs_q_end(&q, err, errlen);
+}
+
+void runs_select_free(int64_t *ids, char **nodes, size_t n)
+{
+    for (size_t i = 0; nodes && i < n; i++)
+        free(nodes[i]);
+    free(nodes);
+    free(ids);
+}
+
+int64_t runs_parse_duration(const char *text)
+{
+    static const struct {
+        const char *unit;
+        int64_t ns;
+    } units[] = {
+        { "s", 1000000000LL },         { "sec", 1000000000LL },        { "second", 1000000000LL },
+        { "seconds", 1000000000LL },   { "m", 60000000000LL },         { "min", 60000000000LL },
+        { "minute", 60000000000LL },   { "minutes", 60000000000LL },   { "h", 3600000000000LL },
+        { "hour", 3600000000000LL },   { "hours", 3600000000000LL },   { "d", 86400000000000LL },
+        { "day", 86400000000000LL },   { "days", 86400000000000LL },   { "w", 604800000000000LL },
+        { "week", 604800000000000LL }, { "weeks", 604800000000000LL },
+    };
+    const char *p = text;
+    int64_t total = 0;
+    bool any = false;
+    if (!p)
+        return -1;
+    for (;;) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            break;
+        if (!isdigit((unsigned char)*p))
+            return -1;
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        p = end;
+        while (isspace((unsigned char)*p))
+            p++;
+        size_t ul = 0;
+        while (isalpha((unsigned char)p[ul]))
+            ul++;
+        int64_t mul = -1;
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (strlen(units[i].unit) == ul && !strncmp(units[i].unit, p, ul))
+                mul = units[i].ns;
+        if (mul < 0 || v < 0 || v > INT64_MAX / mul || total > INT64_MAX - v * mul)
+            return -1;
+        total += v * mul;
+        any = true;
+        p += ul;
+    }
+    return any && total > 0 ? total : -1;
 }

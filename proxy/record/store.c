@@ -19,16 +19,15 @@
 #include "core/log.h"
 #include "protocol/mc_parse.h"
 #include "record/row.h"
+#include "record/rowcode.h"
+#include "record/wagg.h"
 
 extern const char slabtap_schema_sql[];
 
 /* write_runs.hi of the last run: its range ends where the next one begins */
 #define WRITE_RUN_OPEN (INT64_C(1) << 62)
-/* what the packed column `op` has room for (schema.sql) */
-#define OP_KEY_LEN_MAX 255
-#define OP_CLASS_MAX 63
-#define OP_CMD_MAX 63
-#define OP_ANSWER_MAX (INT64_C(1) << 42)
+/* what the packed column `op` has room for (record/rowcode.h) */
+#define OP_CMD_MAX ROWCODE_CMD_MAX
 /* dictionary entries this process keeps in memory (and adds); texts beyond
  * are stored inline, which is always correct, only bigger */
 #define ANSWERS_MAX 4096
@@ -131,83 +130,6 @@ static void sdict_free(struct sdict *d)
     memset(d, 0, sizeof *d);
 }
 
-/* --- a growable buffer for the JSON of `extra` -------------------------------- */
-
-struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool failed;
-};
-
-static void sb_put(struct sbuf *b, const char *d, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->len + n + 1)
-            nc *= 2;
-        char *p = realloc(b->p, nc);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, d, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-/* ,"key": -- the first key opens the object */
-static void sb_key(struct sbuf *b, const char *key)
-{
-    sb_put(b, b->len ? ",\"" : "{\"", 2);
-    sb_put(b, key, strlen(key));
-    sb_put(b, "\":", 2);
-}
-
-static void sb_int(struct sbuf *b, const char *key, bool has, int64_t v)
-{
-    char num[32];
-    sb_key(b, key);
-    if (has)
-        sb_put(b, num, (size_t)snprintf(num, sizeof num, "%lld", (long long)v));
-    else
-        sb_put(b, "null", 4);
-}
-
-/* A JSON string whose bytes json_extract gives back exactly: only '"', '\'
- * and control bytes are escaped; bytes >= 0x80 pass as they are. */
-static void sb_text(struct sbuf *b, const char *key, const char *s, size_t n)
-{
-    sb_key(b, key);
-    if (!s) {
-        sb_put(b, "null", 4);
-        return;
-    }
-    sb_put(b, "\"", 1);
-    size_t from = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        char esc[8];
-        sb_put(b, s + from, i - from);
-        if (c == '"' || c == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)c;
-            sb_put(b, esc, 2);
-        } else {
-            sb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", c));
-        }
-        from = i + 1;
-    }
-    sb_put(b, s + from, n - from);
-    sb_put(b, "\"", 1);
-}
-
 /* A compact write, bound to the next multi-row INSERT. key: the text when
  * key_ref is 0 (NULL: none); it stays valid until the stage is written. */
 struct staged {
@@ -244,7 +166,7 @@ struct store_writes {
     bool arr_known;
     int64_t arr_rid, arr_dt, arr_conn; /* arr_rid -1: the run has none */
     int64_t max_rid;                   /* the run's highest write rowid; -1: not loaded */
-    struct sbuf json;
+    struct rowcode_buf json;           /* extra's JSON (record/rowcode.h) */
     /* the batch's writes, written at store_commit in (run, seq) order so
      * that pages fill up in rowid order */
     struct pending_ref *pending;
@@ -252,6 +174,13 @@ struct store_writes {
     struct staged stage[STAGE_ROWS];
     size_t nstage;
     bool stage_ok; /* keys outlive the stage (not so for the upgrade's) */
+    /* write aggregates (record/wagg.h) of agg_run, written with a batch at
+     * most every STORE_AGG_FLUSH_MS, and before a query reads them */
+    struct wagg agg;
+    int64_t agg_run;        /* 0: nothing counted yet */
+    int64_t agg_written_ns; /* when they were last written */
+    bool agg_in_batch;      /* this batch's transaction writes them */
+    sqlite3_stmt *agg_size, *agg_latency, *agg_prefix, *agg_mark;
 };
 
 /* After a rollback nothing cached can be trusted: dictionary entries and
@@ -658,11 +587,6 @@ struct wr {
     bool latency_exact; /* keep nanoseconds that are not whole microseconds */
 };
 
-static int bitlen(uint64_t v)
-{
-    return v ? 64 - __builtin_clzll(v) : 0;
-}
-
 static int put_write(struct store *s, int64_t run_id, const struct wr *r, char *err, size_t errlen)
 {
     struct store_writes *w = s->w;
@@ -675,94 +599,43 @@ static int put_write(struct store *s, int64_t run_id, const struct wr *r, char *
         return -1;
     }
     int64_t rid = w->base + r->seq;
-    bool esc_key_len = false, esc_class = false, esc_vlen = false, esc_lat = false;
-    uint64_t op = 0;
-    if (r->key_len.has && r->key_len.v >= 0 && r->key_len.v <= OP_KEY_LEN_MAX)
-        op |= (uint64_t)r->key_len.v;
-    else
-        esc_key_len = true;
-    if (r->class_id.has && r->class_id.v >= 1 && r->class_id.v <= OP_CLASS_MAX)
-        op |= (uint64_t)r->class_id.v << 8;
-    else if (r->class_id.has)
-        esc_class = true;
-    if (r->cmd_id > 0)
-        op |= (uint64_t)r->cmd_id << 14;
-    if (r->answer_id > 0 && r->answer_id < OP_ANSWER_MAX)
-        op |= (uint64_t)r->answer_id << 20;
-    bool esc_answer = !(op >> 20);
-
-    uint64_t vl = 0, lt = 0, unit = 0;
-    if (r->value_len.has && r->value_len.v >= 0 && r->value_len.v < INT32_MAX)
-        vl = (uint64_t)r->value_len.v + 1;
-    else if (r->value_len.has)
-        esc_vlen = true;
-    int vw = bitlen(vl);
-    if (r->latency_ns.has && r->latency_ns.v >= 0 && r->latency_ns.v < INT64_MAX - 500) {
-        int64_t ns = r->latency_ns.v;
-        if (r->latency_exact && ns % 1000) {
-            unit = 1;
-            lt = (uint64_t)ns + 1;
-        } else {
-            lt = (uint64_t)(r->latency_exact ? ns / 1000 : (ns + 500) / 1000) + 1;
-        }
-        if (bitlen(lt) + 6 + vw > 63)
-            esc_lat = true;
-    } else if (r->latency_ns.has) {
-        esc_lat = true;
-    }
-    if (esc_lat)
-        lt = unit = 0;
-    uint64_t sizes = lt << (6 + vw) | vl << 6 | unit << 5 | (uint64_t)vw;
-
-    /* flags and exptime: in 0 bytes when both are 0, where the command has them */
+    /* the bits and extra's JSON: record/rowcode.h, shared with pgstore.c */
     unsigned props = r->cmd_id > 0 ? w->cmd_props[r->cmd_id] : 0;
-    bool fe_ok = r->cmd_id > 0 && r->flags.has == !!(props & CMD_HAS_FLAGS) &&
-                 r->exptime.has == !!(props & CMD_HAS_EXPTIME) &&
-                 (!r->flags.has || (r->flags.v >= 0 && r->flags.v <= UINT32_MAX)) &&
-                 (!r->exptime.has || (r->exptime.v >= INT32_MIN && r->exptime.v <= INT32_MAX));
-    uint64_t fe = 0;
-    if (fe_ok)
-        fe = (r->flags.has ? (uint64_t)r->flags.v << 32 : 0) |
-             (r->exptime.has ? (uint32_t)r->exptime.v : 0);
-
-    struct sbuf *j = &w->json;
-    j->len = 0;
-    j->failed = false;
-    bool json = !fe_ok || esc_key_len || esc_class || esc_vlen || esc_lat || esc_answer;
-    if (json) {
-        if (!fe_ok || fe) {
-            sb_int(j, "flags", r->flags.has, r->flags.v);
-            sb_int(j, "exptime", r->exptime.has, r->exptime.v);
-        }
-        if (!r->cmd_id) {
-            sb_text(j, "cmd", r->cmd, r->cmd_len);
-            sb_text(j, "ms_mode", r->ms_mode, r->ms_len);
-        }
-        if (esc_answer)
-            sb_text(j, "answer", r->answer, r->answer_len);
-        if (esc_key_len)
-            sb_int(j, "key_len", r->key_len.has, r->key_len.v);
-        if (esc_vlen)
-            sb_int(j, "value_len", true, r->value_len.v);
-        if (esc_lat)
-            sb_int(j, "latency_ns", true, r->latency_ns.v);
-        if (esc_class)
-            sb_int(j, "class_id", true, r->class_id.v);
-        sb_put(j, "}", 1);
-        if (j->failed) {
-            snprintf(err, errlen, "%s: out of memory encoding a write", s->path);
-            return -1;
-        }
+#define STORE_OPT(o) ((struct rowcode_opt){ (o).has, (o).v })
+    struct rowcode_in in = { .cmd_id = r->cmd_id,
+                             .cmd_has_flags = props & CMD_HAS_FLAGS,
+                             .cmd_has_exptime = props & CMD_HAS_EXPTIME,
+                             .cmd = r->cmd,
+                             .ms_mode = r->ms_mode,
+                             .cmd_len = r->cmd_len,
+                             .ms_len = r->ms_len,
+                             .answer_id = r->answer_id,
+                             .answer = r->answer,
+                             .answer_len = r->answer_len,
+                             .key_len = STORE_OPT(r->key_len),
+                             .value_len = STORE_OPT(r->value_len),
+                             .flags = STORE_OPT(r->flags),
+                             .exptime = STORE_OPT(r->exptime),
+                             .latency_ns = STORE_OPT(r->latency_ns),
+                             .class_id = STORE_OPT(r->class_id),
+                             .latency_exact = r->latency_exact };
+#undef STORE_OPT
+    struct rowcode_buf *j = &w->json;
+    struct rowcode_out enc;
+    if (rowcode_encode(&in, ROWCODE_TEXT_BYTES, j, &enc)) {
+        snprintf(err, errlen, "%s: out of memory encoding a write", s->path);
+        return -1;
     }
+    bool json = enc.json;
 
     if (arrival(s, rid, r->t_ns - w->t0, r->conn_id))
         return store_fail(s, "inserting an arrival", err, errlen);
     struct staged x = { .rid = rid,
                         .key_hash = r->key_hash,
                         .key_ref = r->key_ref,
-                        .op = (int64_t)op,
-                        .sizes = (int64_t)sizes,
-                        .fe = json ? 0 : (int64_t)fe,
+                        .op = enc.op,
+                        .sizes = enc.sizes,
+                        .fe = enc.fe,
                         .key = r->key,
                         .key_len = r->key_text_len };
     if (rid > w->max_rid)
@@ -827,7 +700,13 @@ static int put_rec_write(struct store *s, int64_t run_id, const struct rec_row *
         key_of(s, &r, row->key_text_len >= 0 ? row->key_text : NULL,
                row->key_text_len >= 0 ? (size_t)row->key_text_len : 0))
         return store_fail(s, "looking up a dictionary", err, errlen);
-    return put_write(s, run_id, &r, err, errlen);
+    if (put_write(s, run_id, &r, err, errlen))
+        return -1;
+    if (s->w->agg.e && (s->w->agg_run == run_id || !s->w->agg_run)) {
+        s->w->agg_run = run_id;
+        wagg_note(&s->w->agg, row, r.key_ref);
+    }
+    return 0;
 }
 
 /* --- schema and upgrades ------------------------------------------------------------- */
@@ -1121,6 +1000,10 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
     }
     s->w->run_id = s->w->mode_run = -1;
     s->w->max_rid = -1;
+    if (wagg_init(&s->w->agg)) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
     s->w->answers.max = ANSWERS_MAX;
     s->w->prefixes.max = PREFIXES_MAX;
     /* one thread at a time (the loop thread until rec_open, then the
@@ -1195,7 +1078,8 @@ void store_close(struct store *s)
         sqlite3_stmt **ws[] = { &w->ins_write_n, &w->ins_write,   &w->ins_arrival, &w->arr_last,
                                 &w->arr_cover,   &w->arr_next,    &w->row_after,   &w->max_rowid,
                                 &w->run_get,     &w->cmd_find,    &w->cmd_add,     &w->answer_find,
-                                &w->answer_add,  &w->prefix_find, &w->prefix_add };
+                                &w->answer_add,  &w->prefix_find, &w->prefix_add,  &w->agg_size,
+                                &w->agg_latency, &w->agg_prefix,  &w->agg_mark };
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
             finalize(ws[i]);
     }
@@ -1205,6 +1089,7 @@ void store_close(struct store *s)
     if (w) {
         sdict_free(&w->answers);
         sdict_free(&w->prefixes);
+        wagg_free(&w->agg);
         free(w->json.p);
         free(w->pending);
         free(w);
@@ -1251,7 +1136,7 @@ int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t d
                   size_t errlen)
 {
     sqlite3_stmt *st = NULL;
-    int rc = 0;
+    int rc = store_write_aggregates(s, err, errlen);
     sqlite3_reset(s->end_phase);
     sqlite3_bind_int64(s->end_phase, 1, run_id);
     sqlite3_bind_int64(s->end_phase, 2, clock_wall_ns());
@@ -1328,17 +1213,95 @@ int store_begin(struct store *s, char *err, size_t errlen)
     return exec(s, "BEGIN", err, errlen);
 }
 
+/* Upserts every aggregate counted (committed batches and this one) in the
+ * transaction open now. */
+static int agg_write(struct store *s, char *err, size_t errlen)
+{
+    struct store_writes *w = s->w;
+    static const char *const sql[] = {
+        "INSERT INTO agg_sizes (run_id, minute, body, writes, value_bytes) VALUES (?1,?2,?3,?4,?5)"
+        " ON CONFLICT (run_id, minute, body) DO UPDATE SET writes = writes + excluded.writes,"
+        " value_bytes = value_bytes + excluded.value_bytes",
+        "INSERT INTO agg_latency (run_id, second, band_us, writes) VALUES (?1,?2,?3,?4)"
+        " ON CONFLICT (run_id, second, band_us) DO UPDATE SET writes = writes + excluded.writes",
+        "INSERT INTO agg_prefixes (run_id, minute, prefix_id, writes, value_bytes)"
+        " VALUES (?1,?2,?3,?4,?5) ON CONFLICT (run_id, minute, prefix_id) DO UPDATE SET"
+        " writes = writes + excluded.writes, value_bytes = value_bytes + excluded.value_bytes",
+        "INSERT OR IGNORE INTO agg_runs (run_id) VALUES (?1)",
+    };
+    sqlite3_stmt **st[] = { &w->agg_size, &w->agg_latency, &w->agg_prefix, &w->agg_mark };
+    for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)
+        if (!*st[i] && sqlite3_prepare_v2(s->db, sql[i], -1, st[i], NULL) != SQLITE_OK)
+            return store_fail(s, "preparing the aggregates", err, errlen);
+    if (!w->agg_run)
+        return 0;
+    sqlite3_reset(w->agg_mark);
+    sqlite3_bind_int64(w->agg_mark, 1, w->agg_run);
+    if (sqlite3_step(w->agg_mark) != SQLITE_DONE)
+        return store_fail(s, "writing the aggregates", err, errlen);
+    for (size_t i = 0; i < w->agg.used; i++) {
+        const struct wagg_ent *e = &w->agg.e[w->agg.slots[i]];
+        int64_t n = e->n + e->batch_n, bytes = e->bytes + e->batch_bytes;
+        sqlite3_stmt *q = e->kind == WAGG_SIZE      ? w->agg_size
+                          : e->kind == WAGG_LATENCY ? w->agg_latency
+                                                    : w->agg_prefix;
+        if (!n)
+            continue;
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, w->agg_run);
+        sqlite3_bind_int64(q, 2, e->t);
+        sqlite3_bind_int64(q, 3, e->k);
+        sqlite3_bind_int64(q, 4, n);
+        if (e->kind != WAGG_LATENCY)
+            sqlite3_bind_int64(q, 5, bytes);
+        if (sqlite3_step(q) != SQLITE_DONE)
+            return store_fail(s, "writing the aggregates", err, errlen);
+    }
+    return 0;
+}
+
 int store_commit(struct store *s, int failed, char *err, size_t errlen)
 {
     char ignored[1536];
-    if (!failed && !put_pending(s, err, errlen) && !exec(s, "COMMIT", err, errlen))
+    struct store_writes *w = s->w;
+    int64_t now = clock_wall_ns();
+    bool flush = w->agg_run && (now - w->agg_written_ns >= STORE_AGG_FLUSH_MS * 1000000ll ||
+                                wagg_should_flush(&w->agg));
+    if (!failed && !put_pending(s, err, errlen) && (!flush || !agg_write(s, err, errlen)) &&
+        !exec(s, "COMMIT", err, errlen)) {
+        if (flush) {
+            wagg_clear(&w->agg);
+            w->agg_written_ns = now;
+        } else {
+            wagg_batch_done(&w->agg, true);
+        }
         return 0;
+    }
     if (failed)
         exec(s, "ROLLBACK", err, errlen);
     else if (!sqlite3_get_autocommit(s->db)) /* a failed COMMIT can leave it open */
         exec(s, "ROLLBACK", ignored, sizeof ignored);
+    wagg_batch_done(&w->agg, false);
     writes_forget(s->w);
     return -1;
+}
+
+int store_write_aggregates(struct store *s, char *err, size_t errlen)
+{
+    struct store_writes *w = s->w;
+    char ignored[1536];
+    if (!w->agg_run || !w->agg.used)
+        return 0;
+    if (exec(s, "BEGIN", err, errlen))
+        return -1;
+    if (agg_write(s, err, errlen) || exec(s, "COMMIT", err, errlen)) {
+        if (!sqlite3_get_autocommit(s->db))
+            exec(s, "ROLLBACK", ignored, sizeof ignored);
+        return -1;
+    }
+    wagg_clear(&w->agg);
+    w->agg_written_ns = clock_wall_ns();
+    return 0;
 }
 
 int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row, char *err,

@@ -58,6 +58,14 @@ int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row, ch
 int store_put_job(struct store *s, int64_t run_id, const struct rec_job *job, char *err,
                   size_t errlen);
 int store_commit(struct store *s, int failed, char *err, size_t errlen);
+/* The write aggregates (record/wagg.h) counted since they were last
+ * written, in a transaction of their own: before a query reads them and at
+ * the run's end (store_run_end calls it). Batches write them too, at most
+ * every STORE_AGG_FLUSH_MS. 0, or -1 with the reason in err (they are kept
+ * and written with a later batch). */
+int store_write_aggregates(struct store *s, char *err, size_t errlen);
+#define STORE_AGG_FLUSH_MS 250
+
 /* Highest phase id in the file, so new phases continue from it. */
 int64_t store_max_phase_id(struct store *s);
 

@@ -297,6 +297,11 @@ static const char *app_health(const struct app *a, int *status)
         return "upstream_unreachable";
     if (!a->last_sample_ns || now - a->last_sample_ns > stale_ns)
         return "upstream_not_answering";
+    char why[8];
+    /* a remote store: rows spill or are counted while it fails -- degraded
+     * recording, the proxy serves; SQLite failing: as before */
+    if (a->sink.kind == SINK_PG && rec_degraded((struct recorder *)&a->rec, why, sizeof why))
+        return "recording_degraded";
     if (rec_failing_since((struct recorder *)&a->rec, NULL, 0))
         return "recorder_failing";
     *status = 200;
@@ -370,7 +375,7 @@ static void route_health(const struct admin_http_request *req, struct admin_http
     int64_t age = a->last_sample_ns ? (clock_wall_ns() - a->last_sample_ns) / 1000000 : -1;
     jsonb_init(&b);
     jsonb_printf(&b, "{\"status\":\"%s\",\"run_id\":%lld,\"upstream\":{\"address\":", state,
-                 (long long)a->run_id);
+                 (long long)rec_run_id(&a->rec));
     jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
     /* last_error only while it is the reason: a stale one after recovery
      * would send a reader after a problem that is gone */
@@ -384,14 +389,35 @@ static void route_health(const struct admin_http_request *req, struct admin_http
                  "\"recorder\":{\"queue_depth\":%zu,\"queue_bound\":%zu,\"blocked\":%s,"
                  "\"on_full\":\"%s\",\"rows_recorded\":%llu,\"rows_dropped\":%llu,"
                  "\"write_errors\":%llu,\"jobs_dropped\":%llu,\"lost\":{\"queue_full\":%llu,"
-                 "\"write_error\":%llu,\"shutdown\":%llu}},",
+                 "\"write_error\":%llu,\"shutdown\":%llu,\"spill_full\":%llu,"
+                 "\"store_unavailable\":%llu}},",
                  rec_depth(&a->rec), a->rec.cap, rec_blocked(&a->rec) ? "true" : "false",
                  a->rec.on_full == REC_DROP ? "drop" : "block", (unsigned long long)a->rec.written,
                  (unsigned long long)a->rec.dropped, (unsigned long long)a->rec.write_errors,
                  (unsigned long long)a->rec.jobs_dropped,
                  (unsigned long long)rec_lost(&a->rec, REC_LOST_QUEUE_FULL),
                  (unsigned long long)rec_lost(&a->rec, REC_LOST_WRITE_ERROR),
-                 (unsigned long long)rec_lost(&a->rec, REC_LOST_SHUTDOWN));
+                 (unsigned long long)rec_lost(&a->rec, REC_LOST_SHUTDOWN),
+                 (unsigned long long)rec_lost(&a->rec, REC_LOST_SPILL_FULL),
+                 (unsigned long long)rec_lost(&a->rec, REC_LOST_STORE_UNAVAILABLE));
+    /* the store and the spill: why recording is degraded while it is */
+    char why[512];
+    struct rec_spill_state sp;
+    bool degraded = rec_degraded(&a->rec, why, sizeof why);
+    rec_spill_state(&a->rec, &sp);
+    jsonb_raw(&b, "\"store\":{\"kind\":");
+    jsonb_string(&b, a->sink.kind == SINK_PG ? "postgresql" : "sqlite",
+                 a->sink.kind == SINK_PG ? 10 : 6);
+    jsonb_raw(&b, ",\"name\":");
+    jsonb_string(&b, sink_name(&a->sink), strlen(sink_name(&a->sink)));
+    jsonb_printf(&b, ",\"degraded\":%s,\"reason\":", degraded ? "true" : "false");
+    jsonb_string(&b, degraded ? why : "", degraded ? strlen(why) : 0);
+    jsonb_printf(&b,
+                 ",\"spill\":{\"enabled\":%s,\"backlog_batches\":%llu,\"backlog_rows\":%llu,"
+                 "\"backlog_bytes\":%llu,\"spilled\":%llu,\"shipped\":%llu}},",
+                 sp.enabled ? "true" : "false", (unsigned long long)sp.batches,
+                 (unsigned long long)sp.rows, (unsigned long long)sp.bytes,
+                 (unsigned long long)sp.spilled, (unsigned long long)sp.shipped);
     jsonb_printf(&b, "\"connections\":%llu,\"samples\":%llu}\n",
                  (unsigned long long)a->px.m.connections_open,
                  (unsigned long long)a->poller.counters.samples);
@@ -415,39 +441,53 @@ static uint64_t metric_value(const struct app *a, size_t i)
     return v[i];
 }
 
-/* Per-class gauges from the last sample: (metric, help, field or NULL for
- * the computed waste). */
+/* Per-class families from the last sample, labelled slab="N": (metric,
+ * type, help, field or NULL for the computed waste). Where the official
+ * memcached_exporter (github.com/prometheus/memcached_exporter,
+ * pkg/exporter/exporter.go) exports the same field, the family has its
+ * name, type and label, so one dashboard reads both; what only slabtap
+ * computes keeps the slabtap_ prefix. No node label: each slabtap is its own
+ * scrape target and Prometheus adds `instance` (README, "Prometheus"). */
 static const struct {
-    const char *name, *help, *field;
-} class_gauges[] = {
-    { "slabtap_class_total_pages", "Pages (1 MB) the slab class holds, from the last stats sample",
+    const char *name;
+    enum prom_type type;
+    const char *help, *field;
+} class_families[] = {
+    { "memcached_slab_current_pages", PROM_GAUGE,
+      "Number of pages allocated to this slab class (stats slabs total_pages, last sample)",
       "total_pages" },
-    { "slabtap_class_used_chunks", "Chunks in use in the slab class, from the last stats sample",
+    { "memcached_slab_current_chunks", PROM_GAUGE,
+      "Number of chunks allocated to this slab class (stats slabs total_chunks, last sample)",
+      "total_chunks" },
+    { "memcached_slab_chunks_used", PROM_GAUGE,
+      "Number of chunks allocated to an item (stats slabs used_chunks, last sample)",
       "used_chunks" },
-    { "slabtap_class_chunk_size", "Chunk size of the slab class in bytes", "chunk_size" },
-    { "slabtap_class_mem_requested_bytes",
-      "Bytes the items of the class asked for (stats items mem_requested)", "mem_requested" },
-    { "slabtap_class_waste_bytes",
-      "used_chunks * chunk_size - mem_requested: rounding waste of the class", NULL },
-    { "slabtap_class_evicted_total", "Items evicted from the class (stats items evicted)",
+    { "memcached_slab_chunk_size_bytes", PROM_GAUGE,
+      "Number of bytes allocated to each chunk within this slab class", "chunk_size" },
+    { "memcached_slab_mem_requested_bytes", PROM_GAUGE,
+      "Number of bytes of memory actual items take up within a slab (stats items mem_requested)",
+      "mem_requested" },
+    { "memcached_slab_current_items", PROM_GAUGE,
+      "Number of items currently stored in this slab class (stats items number)", "number" },
+    { "memcached_slab_items_evicted_total", PROM_COUNTER,
+      "Total number of times an item had to be evicted from the LRU before it expired "
+      "(stats items evicted)",
       "evicted" },
+    { "slabtap_slab_waste_bytes", PROM_GAUGE,
+      "used_chunks * chunk_size - mem_requested: rounding waste of the slab class", NULL },
 };
 
 static void metrics_classes(struct app *a, struct prom_writer *w)
 {
-    for (size_t g = 0; g < sizeof class_gauges / sizeof class_gauges[0]; g++) {
-        prom_declare(w, class_gauges[g].name,
-                     strcmp(class_gauges[g].field ? class_gauges[g].field : "", "evicted")
-                         ? PROM_GAUGE
-                         : PROM_COUNTER,
-                     class_gauges[g].help);
+    for (size_t g = 0; g < sizeof class_families / sizeof class_families[0]; g++) {
+        prom_declare(w, class_families[g].name, class_families[g].type, class_families[g].help);
         for (unsigned id = 0; a->have_last && id <= a->last.max_class_id; id++) {
             int64_t v, chunk, used, req;
             char label[16];
             if (!stats_sample_class(&a->last, id))
                 continue;
-            if (class_gauges[g].field) {
-                if (!stats_sample_get(&a->last, id, class_gauges[g].field, &v))
+            if (class_families[g].field) {
+                if (!stats_sample_get(&a->last, id, class_families[g].field, &v))
                     continue;
             } else {
                 if (!stats_sample_get(&a->last, id, "chunk_size", &chunk) ||
@@ -458,7 +498,7 @@ static void metrics_classes(struct app *a, struct prom_writer *w)
                 v = chunk * used - req;
             }
             snprintf(label, sizeof label, "%u", id);
-            struct prom_label l = { "class", label };
+            struct prom_label l = { "slab", label };
             prom_sample_i64(w, &l, 1, v);
         }
     }
@@ -476,6 +516,14 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
     a->px.m.recorder_queue_depth = rec_depth(&a->rec);
     a->px.m.rows_dropped = a->rec.dropped;
     a->px.m.recorder_stalls = a->rec.stalls;
+    struct rec_spill_state sp;
+    char why[8];
+    rec_spill_state(&a->rec, &sp);
+    a->px.m.recording_degraded = rec_degraded(&a->rec, why, sizeof why);
+    a->px.m.spill_backlog_rows = sp.rows;
+    a->px.m.spill_backlog_bytes = sp.bytes;
+    a->px.m.rows_spilled = sp.spilled;
+    a->px.m.rows_shipped = sp.shipped;
     a->px.m.buffer_bytes = pbuf_pool_bytes(&a->px.pool) + a->px.pending_bytes;
     for (size_t i = 0; i < sizeof proxy_metrics / sizeof proxy_metrics[0]; i++) {
         snprintf(name, sizeof name, "slabtap_%s%s", proxy_metrics[i].name,
@@ -493,7 +541,8 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
     }
     prom_declare(&w, "slabtap_rows_lost_total", PROM_COUNTER,
                  "Writes not recorded, by reason: queue_full (--on-full drop), write_error "
-                 "(the store failed past --max-stall), shutdown (still failing at exit)");
+                 "(the store failed past --max-stall), shutdown (still failing at exit), "
+                 "spill_full (past --spill-max), store_unavailable (--record-optional)");
     for (int reason = 0; reason < REC_LOST__COUNT; reason++) {
         struct prom_label l = { "reason", rec_loss_label((enum rec_loss)reason) };
         prom_sample_u64(&w, &l, 1, rec_lost(&a->rec, (enum rec_loss)reason));
@@ -670,7 +719,7 @@ static void app_read_runs(struct app *a)
     jsonb_init(&b);
     jsonb_raw(&b, "[");
     if (sqlite3_prepare_v2(
-            a->store.db,
+            sink_sqlite(&a->sink),
             "SELECT json_object('run_id', run_id, 'name', name, 'started_ns', started_ns,"
             " 'ended_ns', ended_ns, 'upstream', upstream, 'rows_recorded', rows_recorded,"
             " 'rows_dropped', rows_dropped) FROM runs ORDER BY run_id DESC LIMIT 20",
@@ -759,31 +808,68 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         log_error("the admin endpoint binds beyond loopback: --http-token is required");
         goto out;
     }
-    if (store_open(&a->store, cfg->db_path, err, sizeof err)) {
+    /* the store: a SQLite file or PostgreSQL (record/sink.h) */
+    sink_init(&a->sink, cfg->db_path);
+    bool remote = a->sink.kind == SINK_PG;
+    if (sink_open(&a->sink, cfg->db_path, err, sizeof err)) {
+        if (!remote || !cfg->record_optional) {
+            log_error("%s%s", err,
+                      remote ? " (--record-optional: forward without recording until it answers)"
+                             : "");
+            goto out;
+        }
+        log_error("%s; --record-optional: forwarding without recording, every write counted "
+                  "lost (store_unavailable) until it answers",
+                  err);
+    }
+    /* the spill keeps what block mode would wait for; drop mode drops and counts */
+    bool spilling = remote && cfg->spill_path && cfg->on_full == REC_BLOCK;
+    if (spilling && spill_open(&a->spill, cfg->spill_path, cfg->spill_max, err, sizeof err)) {
         log_error("%s", err);
+        sink_close(&a->sink);
         goto out;
     }
-    app_read_runs(a);
-    a->runs_all = query_runs_json(a->store.db, -1, QUERY_RUNS_MAX - 1);
+    if (spilling && a->spill.batches)
+        log_warn("spill %s: %llu rows of an earlier run wait; shipped once the store writes",
+                 a->spill.path, (unsigned long long)a->spill.rows);
+    if (sink_sqlite(&a->sink)) {
+        app_read_runs(a);
+        a->runs_all = query_runs_json(sink_sqlite(&a->sink), -1, QUERY_RUNS_MAX - 1);
+    } else {
+        a->runs_before = strdup("[]"); /* the fleet's runs: ask PostgreSQL */
+    }
     if (app_listen(a, cfg, err, sizeof err))
         goto unlisten;
-    a->run_id = store_run_begin(&a->store, cfg->run_name, cfg->proxy.upstream_text,
-                                cfg->options_text ? cfg->options_text : "",
-                                keyfmt_mode_name(cfg->proxy.key_mode));
-    a->started_ns = clock_wall_ns();
-    atomic_store(&a->next_phase_id, store_max_phase_id(&a->store) + 1);
-    if (a->run_id < 0) {
-        log_error("%s: cannot create the run row", cfg->db_path);
-        goto unlisten;
+    struct rec_config rc_cfg = {
+        .cap = cfg->queue_rows,
+        .on_full = cfg->on_full,
+        .max_stall_ms = cfg->max_stall_ms,
+        .spill = spilling ? &a->spill : NULL,
+        .db = cfg->db_path,
+        .run = { cfg->run_name, cfg->proxy.upstream_text,
+                 cfg->options_text ? cfg->options_text : "", keyfmt_mode_name(cfg->proxy.key_mode),
+                 cfg->node ? cfg->node : "" },
+    };
+    a->run_id = -1;
+    if (a->sink.open) {
+        a->run_id = sink_run_begin(&a->sink, &rc_cfg.run, err, sizeof err);
+        if (a->run_id < 0) {
+            log_error("%s", err);
+            goto unlisten;
+        }
+        atomic_store(&a->next_phase_id, sink_max_phase_id(&a->sink, a->run_id) + 1);
+    } else {
+        atomic_store(&a->next_phase_id, 1);
     }
-    if (rec_open(&a->rec, loop, &a->store, a->run_id, cfg->queue_rows, cfg->on_full,
-                 proxy_update_reading, &a->px, err, sizeof err)) {
+    a->started_ns = clock_wall_ns();
+    if (rec_open(&a->rec, loop, &a->sink, a->run_id, &rc_cfg, proxy_update_reading, &a->px, err,
+                 sizeof err)) {
         log_error("recorder: %s", err);
         goto close_rec;
     }
-    if (cfg->max_stall_ms)
-        a->rec.max_stall_ms = cfg->max_stall_ms;
-    if (webapi_open(&a->web, loop, &a->http, &a->rec, a->run_id, err, sizeof err))
+    if (!sink_sqlite(&a->sink))
+        log_debug("the /api/run endpoints read SQLite: off with %s", sink_name(&a->sink));
+    else if (webapi_open(&a->web, loop, &a->http, &a->rec, a->run_id, err, sizeof err))
         log_warn("the /api/run endpoints are off: %s", err);
     if (cfg->memcached_flags && *cfg->memcached_flags) /* read by `model predict` */
         meta_job(a, a->started_ns, "memcached_flags", strdup(cfg->memcached_flags));
@@ -816,7 +902,9 @@ close_rec:
     goto out;
 unlisten:
     app_teardown(a);
-    store_close(&a->store);
+    sink_close(&a->sink);
+    if (spilling)
+        spill_close(&a->spill);
 out:
     if (rc) {
         stats_sample_fini(&a->last);

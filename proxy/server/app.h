@@ -4,7 +4,7 @@
  *
  * Owns the run: its row, its phases, the last stats sample, the ladder the
  * writes are tagged with, and logging what its components return as errors.
- * Must never touch SQLite from the loop thread once the recorder runs, and
+ * Must never touch the store from the loop thread once the recorder runs, and
  * never stop without a final sample and every row. */
 #ifndef SLABTAP_APP_H
 #define SLABTAP_APP_H
@@ -18,7 +18,8 @@
 #include "model/slab_model.h"
 #include "protocol/stats_parse.h"
 #include "record/recorder.h"
-#include "record/store.h"
+#include "record/sink.h"
+#include "record/spill.h"
 #include "server/admin_http.h"
 #include "server/poller.h"
 #include "server/proxy.h"
@@ -37,7 +38,15 @@
 
 struct app_config {
     struct proxy_config proxy;
-    const char *db_path;
+    const char *db_path; /* a SQLite file, or a postgresql:// URI (record/sink.h) */
+    const char *node;    /* --node: the fleet member (runs.node; SQLite: run_meta) */
+    /* a remote store only: --spill FILE (NULL: none) of at most spill_max
+     * bytes (0: SPILL_DEFAULT_MAX_BYTES) for rows while it fails, and
+     * --record-optional: a store that cannot be reached at start does not
+     * stop the proxy (rows are counted lost until it answers) */
+    const char *spill_path;
+    uint64_t spill_max;
+    bool record_optional;
     const char *run_name;
     const char *options_text; /* recorded in runs.options */
     size_t queue_rows;
@@ -58,7 +67,8 @@ struct app_config {
 struct app {
     uv_loop_t *loop;
     struct app_config cfg;
-    struct store store;
+    struct sink sink;
+    struct spill spill;
     struct recorder rec;
     struct proxy px;
     struct poller poller;

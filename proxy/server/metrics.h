@@ -24,6 +24,12 @@
     X(recorder_queue_depth, gauge, "Rows waiting in the recorder queue") \
     X(recorder_stalls, counter, \
       "Times the proxy paused reading because the recorder queue was full") \
+    X(recording_degraded, gauge, \
+      "1 while rows do not reach the store as they come: no store, it fails, or a spill waits") \
+    X(spill_backlog_rows, gauge, "Rows waiting in the spill file for the store (--spill)") \
+    X(spill_backlog_bytes, gauge, "Bytes of rows waiting in the spill file (bound: --spill-max)") \
+    X(rows_spilled, counter, "Writes put into the spill file while the store failed") \
+    X(rows_shipped, counter, "Writes shipped from the spill file to the store") \
     X(upstream_errors, counter, "Upstream connect failures and disconnects") \
     X(upstream_connections_open, gauge, \
       "Upstream memcached connections open (pooled and private)") \

@@ -91,7 +91,7 @@ BAD = [
     (["model", "ladder"], ["--slab-sizes", "100-x"],
      "--slab-sizes: slab size 'x' is not a number"),
     (["model", "ladder"], ["-Cv"], "unknown option -Cv"),
-    (["model", "predict"], [], "--db FILE is required"),
+    (["model", "predict"], [], "--db FILE|URI is required"),
     (["model", "predict"], ["--db", "x.db", "--max-classes", "5"],
      "unknown option --max-classes"),
     (["model", "advise"], ["--db", "x.db", "--max-classes", "1"],

@@ -16,8 +16,10 @@
   phase without a name, --http off opens no port.
 - /metrics: a strict validator of the text format 0.0.4 (names, HELP/TYPE,
   escaping, duplicates, values, _total on counters) plus exact counts.
-- known bugs, as expected failures: slabtap_class_evicted is a counter
-  without _total; /api/runs "earlier" is [] when the runs need > 8 KiB.
+- per-slab-class families under the official memcached_exporter's names
+  (memcached_slab_*{slab="N"}) where they overlap, slabtap_ otherwise.
+- known bugs, as expected failures: /api/runs "earlier" is [] when the
+  runs need > 8 KiB.
 
 Needs memcached on PATH and $SLABTAP. 127.0.0.1 only; bounded waits; every
 proxy must exit 0 without a sanitizer report.
@@ -103,11 +105,10 @@ LABEL_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 # Counters that may not end in _total, with the reason. Empty: every counter
 # slabtap exposes must follow the naming rule.
 DOCUMENTED_COUNTERS = {}
-# KNOWN BUG (proxy/app.c, metrics_classes): the per-class family
-# slabtap_class_evicted is TYPE counter without the _total suffix. The
-# format checks below tolerate it (so everything else stays checked);
-# test_counters_end_in_total fails on it. Empty this set once it is fixed.
-KNOWN_BAD_COUNTER_NAMES = {"slabtap_class_evicted"}
+# Counters known to lack the _total suffix (tolerated by parse_metrics so
+# everything else stays checked). Empty: the per-class evictions are
+# memcached_slab_items_evicted_total, as memcached_exporter names them.
+KNOWN_BAD_COUNTER_NAMES = set()
 
 
 class ExpositionError(AssertionError):
@@ -659,10 +660,8 @@ class StatsHttp(mctest.ServerTestCase):
                 parse_exposition(text)
 
     def test_counters_end_in_total(self):
-        """KNOWN BUG (proxy/app.c, metrics_classes): slabtap_class_evicted is
-        declared `# TYPE ... counter` but its name lacks _total (every other
-        counter has it; Prometheus naming and OpenMetrics want it). Remove the
-        decorator and empty KNOWN_BAD_COUNTER_NAMES once fixed."""
+        """Every counter, the per-slab-class ones included, ends in _total
+        (Prometheus naming; OpenMetrics wants it)."""
         mc = self.mc(name="mc-total")
         px = self.proxy(mc.port, interval=100, name="proxy-total")
         try:
@@ -717,37 +716,50 @@ class StatsHttp(mctest.ServerTestCase):
         self.assertEqual(metric(fams, "slabtap_upstream_up"), 1)
         self.assertGreaterEqual(metric(fams, "slabtap_stats_samples_total"), 1)
         self.assertEqual(metric(fams, "slabtap_connections_accepted_total"), 1)
+        # slabtap's own families are slabtap_*; per-class families that
+        # memcached_exporter also exports carry its names (memcached_slab_*)
         for name, fam in fams.items():
-            self.assertTrue(name.startswith("slabtap_"), name)
-        # per-class gauges, labelled class="N", matching memcached's numbers
-        # (class sets may differ by a sample; compare with the same sample's
-        # numbers only through used_chunks totals)
-        used = fams["slabtap_class_used_chunks"]["samples"]
+            self.assertTrue(name.startswith("slabtap_") or name.startswith("memcached_slab_"),
+                            name)
+        self.assertEqual({n for n in fams if n.startswith("memcached_")},
+                         {"memcached_slab_current_pages", "memcached_slab_current_chunks",
+                          "memcached_slab_chunks_used", "memcached_slab_chunk_size_bytes",
+                          "memcached_slab_mem_requested_bytes", "memcached_slab_current_items",
+                          "memcached_slab_items_evicted_total"})
+        self.assertEqual(fams["memcached_slab_items_evicted_total"]["type"], "counter")
+        # per-class families, labelled slab="N" (memcached_exporter's label),
+        # matching memcached's numbers (class sets may differ by a sample;
+        # compare with the same sample's numbers only through used_chunks
+        # totals)
+        used = fams["memcached_slab_chunks_used"]["samples"]
         self.assertTrue(used, "no per-class samples after load")
         classes = set()
         for key in used:
             labels = dict(key)
-            self.assertEqual(list(labels), ["class"])
-            self.assertRegex(labels["class"], r"^[1-9][0-9]*$")
-            classes.add(int(labels["class"]))
+            self.assertEqual(list(labels), ["slab"])
+            self.assertRegex(labels["slab"], r"^[1-9][0-9]*$")
+            classes.add(int(labels["slab"]))
         self.assertEqual(sum(used.values()), n_sets - 1)
         in_use = {cid for cid, c in slabs.items() if c["fields"].get("used_chunks")}
         self.assertEqual(len(in_use), 3, slabs.keys())
-        for fam in ("slabtap_class_total_pages", "slabtap_class_chunk_size",
-                    "slabtap_class_mem_requested_bytes", "slabtap_class_waste_bytes",
-                    "slabtap_class_used_chunks"):
+        for fam in ("memcached_slab_current_pages", "memcached_slab_chunk_size_bytes",
+                    "memcached_slab_mem_requested_bytes", "slabtap_slab_waste_bytes",
+                    "memcached_slab_chunks_used", "memcached_slab_current_chunks",
+                    "memcached_slab_current_items"):
             self.assertIn(fam, fams)
             self.assertEqual(fams[fam]["type"], "gauge", fam)
-            got = {int(dict(k)["class"]) for k in fams[fam]["samples"]}
+            got = {int(dict(k)["slab"]) for k in fams[fam]["samples"]}
             self.assertTrue(in_use <= got, "%s lacks classes %r" % (fam, in_use - got))
         for cid in in_use:
-            chunk = metric(fams, "slabtap_class_chunk_size", **{"class": str(cid)})
-            u = metric(fams, "slabtap_class_used_chunks", **{"class": str(cid)})
-            req = metric(fams, "slabtap_class_mem_requested_bytes", **{"class": str(cid)})
-            waste = metric(fams, "slabtap_class_waste_bytes", **{"class": str(cid)})
+            chunk = metric(fams, "memcached_slab_chunk_size_bytes", slab=str(cid))
+            u = metric(fams, "memcached_slab_chunks_used", slab=str(cid))
+            req = metric(fams, "memcached_slab_mem_requested_bytes", slab=str(cid))
+            waste = metric(fams, "slabtap_slab_waste_bytes", slab=str(cid))
             self.assertEqual(waste, chunk * u - req, cid)
-            self.assertGreaterEqual(metric(fams, "slabtap_class_total_pages",
-                                           **{"class": str(cid)}), 1)
+            self.assertGreaterEqual(metric(fams, "memcached_slab_current_pages", slab=str(cid)), 1)
+            self.assertEqual(metric(fams, "memcached_slab_current_items", slab=str(cid)), u)
+            self.assertGreaterEqual(metric(fams, "memcached_slab_current_chunks", slab=str(cid)),
+                                    u)
         self.stop_clean(px)
         n_rows = mctest.db_scalar(px.db, "SELECT count(*) FROM sets WHERE cmd = 'set'")
         self.assertEqual(n_rows, n_sets)

@@ -1,0 +1,70 @@
+/* rowcode: the compact encoding of one recorded write -- the packed
+ * integers `op` and `sizes`, flags + exptime in `fe`, and the JSON of
+ * `extra` for what does not fit -- that schema/schema.sql documents bit by
+ * bit and schema/pg/schema.sql reads back the same way.
+ *
+ * Owns the bit layout and the JSON of extra, for both stores (store.c,
+ * pgstore.c): one encoder, so SQLite and PostgreSQL can never disagree on
+ * what a row means. Must never look anything up (dictionary ids come in
+ * resolved), allocate beyond the caller's rowcode_buf, or print: a row that
+ * cannot be encoded returns -1 for the caller to report. */
+#ifndef SLABTAP_ROWCODE_H
+#define SLABTAP_ROWCODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* what the packed column `op` has room for */
+#define ROWCODE_KEY_LEN_MAX 255
+#define ROWCODE_CLASS_MAX 63
+#define ROWCODE_CMD_MAX 63
+#define ROWCODE_ANSWER_MAX (INT64_C(1) << 42)
+
+struct rowcode_opt {
+    bool has;
+    int64_t v;
+};
+
+/* One write with its dictionary ids resolved. */
+struct rowcode_in {
+    int cmd_id;                          /* 1..63, or 0: cmd and ms_mode go to extra */
+    bool cmd_has_flags, cmd_has_exptime; /* what cmds says of cmd_id */
+    const char *cmd, *ms_mode;           /* ms_mode NULL: none */
+    size_t cmd_len, ms_len;
+    int64_t answer_id; /* >= 1, or 0: the answer goes to extra */
+    const char *answer;
+    size_t answer_len;
+    struct rowcode_opt key_len, value_len, flags, exptime, latency_ns, class_id;
+    bool latency_exact; /* keep nanoseconds that are not whole microseconds */
+};
+
+/* How extra's strings are written: bytes as they are (SQLite: json_extract
+ * gives them back exactly), or valid UTF-8 with every other byte as
+ * U+FFFD (PostgreSQL's jsonb takes nothing else). */
+enum rowcode_text { ROWCODE_TEXT_BYTES, ROWCODE_TEXT_UTF8 };
+
+/* extra's JSON: grows up to max bytes (0: no bound), reused row after row. */
+struct rowcode_buf {
+    char *p;
+    size_t len, cap, max;
+    bool failed;
+};
+
+struct rowcode_out {
+    int64_t op, sizes;
+    int64_t fe; /* flags << 32 | exptime, when !json (0: both 0) */
+    bool json;  /* extra is the JSON in the buffer (else fe, or NULL) */
+};
+
+/* Encodes in into out (and extra's JSON into buf when out->json): 0, or -1
+ * when the JSON did not fit buf (out of memory, or past buf->max). */
+int rowcode_encode(const struct rowcode_in *in, enum rowcode_text text, struct rowcode_buf *buf,
+                   struct rowcode_out *out);
+void rowcode_buf_free(struct rowcode_buf *buf);
+
+/* Length of the valid UTF-8 sequence at p (n bytes left; never NUL), 0 when
+ * it is not one. */
+size_t rowcode_utf8_seq(const unsigned char *p, size_t n);
+
+#endif
