@@ -164,6 +164,54 @@ CREATE TABLE IF NOT EXISTS agg_prefixes (
   PRIMARY KEY (run_id, minute, prefix_id)
 ) WITHOUT ROWID;
 
+-- The histograms that outlive the rows (issue 14; proxy/record/wagg.h),
+-- written with the others. A run listed in agg_item_runs has them from its
+-- first write on; `slabtap model predict` / `advise` read them when the
+-- run's rows are gone.
+CREATE TABLE IF NOT EXISTS agg_item_runs (
+  run_id      INTEGER PRIMARY KEY REFERENCES runs(run_id)
+);
+-- Item-storing writes (as agg_sizes) by minute, slab class and outcome: a
+-- sparse histogram of body (ntotal = 51 + body, + 8 with CAS), exact below
+-- 16384; from 16384 on, body is the lower bound of a log-linear bucket
+-- (128 per power of two: 128 bytes wide at 16 KB, 8 KB at 1 MB) and
+-- body_bytes the exact sum of the bodies in it.
+CREATE TABLE IF NOT EXISTS agg_items (
+  run_id      INTEGER NOT NULL REFERENCES runs(run_id),
+  minute      INTEGER NOT NULL,            -- unix minutes
+  class_id    INTEGER NOT NULL,            -- the proxy's tag (sets.class_id); 0: none
+  body        INTEGER NOT NULL,
+  outcome     INTEGER NOT NULL,            -- 1 stored (STORED, HD, noreply/quiet),
+                                           -- 2 refused (allocated, freed again:
+                                           -- NOT_STORED EXISTS NOT_FOUND NS EX NF,
+                                           -- bad data chunk), 3 nothing stored
+  writes      INTEGER NOT NULL,
+  body_bytes  INTEGER NOT NULL,
+  PRIMARY KEY (run_id, minute, class_id, body, outcome)
+) WITHOUT ROWID;
+-- Every recorded write by minute, command and answer (ids of cmds and
+-- answers; answer_id 0: a number, such as an incr result, or an answer
+-- beyond the dictionary).
+CREATE TABLE IF NOT EXISTS agg_answers (
+  run_id      INTEGER NOT NULL REFERENCES runs(run_id),
+  minute      INTEGER NOT NULL,
+  cmd_id      INTEGER NOT NULL,
+  answer_id   INTEGER NOT NULL,
+  writes      INTEGER NOT NULL,
+  value_bytes INTEGER NOT NULL,
+  PRIMARY KEY (run_id, minute, cmd_id, answer_id)
+) WITHOUT ROWID;
+-- Stored items per key prefix and slab class (--keys prefix runs).
+CREATE TABLE IF NOT EXISTS agg_prefix_classes (
+  run_id      INTEGER NOT NULL REFERENCES runs(run_id),
+  minute      INTEGER NOT NULL,
+  prefix_id   INTEGER NOT NULL,
+  class_id    INTEGER NOT NULL,
+  writes      INTEGER NOT NULL,
+  body_bytes  INTEGER NOT NULL,
+  PRIMARY KEY (run_id, minute, prefix_id, class_id)
+) WITHOUT ROWID;
+
 -- Phases of a run, marked over HTTP (POST /api/phase) or by the load
 -- generator. A phase lasts until the next one starts (ended_ns NULL: until
 -- the run ended).
@@ -425,6 +473,46 @@ SELECT run_id,
 FROM sets
 WHERE value_len IS NOT NULL
 GROUP BY run_id, bucket_min;
+
+-- The same histogram from the aggregates (they outlive the rows): bodies
+-- (key + value + 4 with flags), not value lengths, of item-storing writes
+-- in power-of-two buckets; outcome as agg_items.
+DROP VIEW IF EXISTS write_size_histogram_agg;
+CREATE VIEW write_size_histogram_agg AS
+SELECT run_id, outcome, (x4 | (x4 >> 16)) - ((x4 | (x4 >> 16)) >> 1) AS bucket_min,
+       sum(writes) AS writes, sum(body_bytes) AS body_bytes,
+       min(body) AS min_body, max(body) AS max_body
+FROM (SELECT run_id, outcome, body, writes, body_bytes, x3 | (x3 >> 8) AS x4
+      FROM (SELECT *, x2 | (x2 >> 4) AS x3
+            FROM (SELECT *, x1 | (x1 >> 2) AS x2
+                  FROM (SELECT *, body | (body >> 1) AS x1 FROM agg_items))))
+GROUP BY run_id, outcome, bucket_min;
+
+-- Item sizes by slab class from the aggregates, over the whole run: ntotal
+-- with the run's CAS setting (bucket lower bound from 16384 on).
+DROP VIEW IF EXISTS item_sizes_agg;
+CREATE VIEW item_sizes_agg AS
+SELECT a.run_id, a.class_id, a.body,
+       51 + a.body + CASE WHEN coalesce(rs.cas_enabled, 'yes') IN ('no', 0, 'false') THEN 0
+                          ELSE 8 END AS ntotal,
+       a.outcome, sum(a.writes) AS writes, sum(a.body_bytes) AS body_bytes
+FROM agg_items a LEFT JOIN run_settings rs ON rs.run_id = a.run_id
+GROUP BY a.run_id, a.class_id, a.body, a.outcome;
+
+-- Answers by command from the aggregates.
+DROP VIEW IF EXISTS answers_agg;
+CREATE VIEW answers_agg AS
+SELECT a.run_id, c.cmd, nullif(c.ms_mode, '') AS ms_mode,
+       CASE WHEN a.answer_id = 0 THEN '(other)' ELSE n.answer END AS answer,
+       sum(a.writes) AS writes, sum(a.value_bytes) AS value_bytes
+FROM agg_answers a LEFT JOIN cmds c ON c.cmd_id = a.cmd_id
+LEFT JOIN answers n ON n.answer_id = a.answer_id
+GROUP BY a.run_id, a.cmd_id, a.answer_id;
+
+-- Answer times from the aggregates (bands of two significant digits).
+DROP VIEW IF EXISTS latency_histogram_agg;
+CREATE VIEW latency_histogram_agg AS
+SELECT run_id, band_us, sum(writes) AS writes FROM agg_latency GROUP BY run_id, band_us;
 
 -- Per phase: global counters at the phase's first and last sample.
 DROP VIEW IF EXISTS phase_deltas;

@@ -172,7 +172,14 @@ struct run_opts {
     const char *objective, *holdout_run;
     uint64_t memory_limit_mb; /* 0: the run's -m */
     bool holdout;
+    const char *source; /* --source auto|rows|aggregates (NULL: auto) */
 };
+
+/* Where open_run's last prediction came from (issue 14): its rows, or the
+ * write aggregates when the rows are gone (or --source aggregates). */
+static enum runs_basis run_basis;
+static struct runs_agg_info run_agg;
+static struct runs_rows_status run_rows;
 
 /* predict's and advise's flags (advise adds --max-classes, --verify,
  * --memcached). */
@@ -188,6 +195,7 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
         { "run", 0, OPT_STRING, .dest = &o->run },
         { "node", 0, OPT_STRING, .dest = &o->node },
         { "since", 0, OPT_STRING, .dest = &o->since },
+        { "source", 0, OPT_STRING, .dest = &o->source },
         CLI_OPTS_VERBOSITY(&level, NULL),
         /* advise only, from here */
         { "max-classes", 0, OPT_UINT, .dest = &max_classes, .min = 2,
@@ -225,6 +233,9 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
         return opt_error(err, errlen, command,
                          "--verify and --holdout-run replay a SQLite file, not a postgresql:// "
                          "database");
+    if (o->source && strcmp(o->source, "auto") && strcmp(o->source, "rows") &&
+        strcmp(o->source, "aggregates"))
+        return opt_error(err, errlen, command, "--source is auto, rows or aggregates");
     if (o->objective && strcmp(o->objective, "memory") && strcmp(o->objective, "items"))
         return opt_error(err, errlen, command, "--objective is memory or items");
     return OPT_OK;
@@ -251,6 +262,12 @@ static void usage_predict(FILE *out)
             "                       'cache-%%'), each predicted on its own\n"
             "  --since DURATION     the runs still running or ended within DURATION\n"
             "                       ('1 hour', 30m, 2h, '1 day'); each run whole\n"
+            "  --source auto|rows|aggregates\n"
+            "                       the run's rows, or its write histograms (agg_items):\n"
+            "                       auto takes the histograms when rows were expired;\n"
+            "                       from them the live items are the stored sizes scaled\n"
+            "                       to the last curr_items, an estimate with a per-class\n"
+            "                       bound (printed)\n"
             "  -v, --verbose  debug log lines too\n"
             "  -q, --quiet    warnings and errors only\n"
             "  -h, --help     this text\n");
@@ -286,7 +303,11 @@ static void usage_advise(FILE *out)
             "within it, each whole) advise for the fleet: the items all those runs\n"
             "left behind, as one size distribution, under the first run's settings\n"
             "(capacity, --verify and --holdout need one run; capacity, --verify and\n"
-            "--holdout-run read a SQLite file).\n\n"
+            "--holdout-run read a SQLite file).\n"
+            "--source auto|rows|aggregates: the run's rows, or its write histograms\n"
+            "(auto: the histograms when rows were expired); from the histograms the\n"
+            "sizes are the stored ones scaled to the last curr_items, and capacity takes\n"
+            "them as the working set, each item written once (no --verify/--holdout).\n\n"
             "  -v, --verbose  debug log lines too\n"
             "  -q, --quiet    warnings and errors only\n"
             "  -h, --help     this text\n",
@@ -337,12 +358,79 @@ static int open_run(const struct run_opts *o, struct runs_src *src, int64_t id,
                 o->run ? o->run : "at all");
         return -1;
     }
-    if (runs_src_prediction(src, id, r, err, sizeof err)) {
+    /* the rows when they are all there (or --source rows), else the
+     * aggregates when the run has them */
+    bool want_aggs = o->source && !strcmp(o->source, "aggregates");
+    runs_src_rows_status(src, id, &run_rows);
+    if (!o->source || !strcmp(o->source, "auto")) {
+        want_aggs = !run_rows.complete && run_rows.have_aggs;
+        if (!run_rows.complete && !run_rows.have_aggs)
+            fprintf(stderr,
+                    "slabtap model: run %lld: only %lld of its %lld rows are left and it has no "
+                    "write histograms: predicting from what is left\n",
+                    (long long)id, (long long)run_rows.present, (long long)run_rows.recorded);
+    }
+    run_basis = want_aggs ? RUNS_BASIS_AGGREGATES : RUNS_BASIS_ROWS;
+    if (want_aggs ? runs_src_prediction_agg(src, id, r, &run_agg, err, sizeof err)
+                  : runs_src_prediction(src, id, r, err, sizeof err)) {
         fprintf(stderr, "slabtap model: %s: run %lld: %s\n", runs_src_name(src), (long long)id,
                 err);
         return -1;
     }
     return 0;
+}
+
+/* Which basis the prediction of r has, in one line; from aggregates, per
+ * class the estimate, its bound and memcached's own count. */
+static void print_basis(const struct prediction *r, bool classes)
+{
+    const struct runs_agg_info *a = &run_agg;
+    if (run_basis == RUNS_BASIS_ROWS) {
+        printf("basis: rows -- every recorded write replayed (%llu rows)%s\n",
+               (unsigned long long)r->rows,
+               run_rows.complete ? "" : " -- INCOMPLETE: older rows were expired");
+        return;
+    }
+    printf("basis: aggregates -- %lld of %lld rows left; %llu stored writes, %llu refused, %llu "
+           "deletes; live items %llu (%s)\n",
+           (long long)run_rows.present, (long long)run_rows.recorded, (unsigned long long)a->stored,
+           (unsigned long long)a->refused, (unsigned long long)a->deletes,
+           (unsigned long long)a->live,
+           a->from_curr_items ? "the last sample's curr_items" : "stores less deletes");
+    if (a->exact)
+        printf("basis: EXACT from aggregates -- every stored item is still live and every size "
+               "is known to the byte: the written sizes are the live ones\n");
+    else
+        printf("basis: ESTIMATE from aggregates -- the stored sizes scaled to the live count "
+               "(overwrites and deletes are not followed per key); per class the live items "
+               "lie within [max(0, N - (W - W_c)), min(W_c, N)]%s\n",
+               a->wide_items ? "; sizes of 16 KB and more within 1/128" : "");
+    if (a->live_by_class)
+        printf("basis: advise's sizes -- each class's stored sizes scaled to the last sample's "
+               "`stats items` number of the class (%llu items)\n",
+               (unsigned long long)a->per_class_live);
+    if (!classes)
+        return;
+    uint64_t abs_err = 0, obs_total = 0;
+    printf("%5s %12s %12s %25s %12s %9s\n", "class", "stored W_c", "est items", "bound",
+           "obs number", "diff");
+    for (uint32_t c = 1; c <= r->ladder.n_classes; c++) {
+        const struct predict_observed *o = &r->observed[c];
+        if (!a->written[c] && !o->present)
+            continue;
+        long long d = (long long)a->est[c] - (long long)o->number;
+        abs_err += (uint64_t)(d < 0 ? -d : d);
+        obs_total += (uint64_t)o->number;
+        printf("%5u %12llu %12llu %12llu..%-12llu %12lld %+9lld%s\n", c,
+               (unsigned long long)a->written[c], (unsigned long long)a->est[c],
+               (unsigned long long)a->lo[c], (unsigned long long)a->hi[c], (long long)o->number, d,
+               o->present && ((uint64_t)o->number < a->lo[c] || (uint64_t)o->number > a->hi[c])
+                   ? "  OUTSIDE THE BOUND"
+                   : "");
+    }
+    printf("basis: per-class items misplaced %llu of %llu (%.2f %%)\n",
+           (unsigned long long)abs_err / 2, (unsigned long long)obs_total,
+           obs_total ? 50.0 * (double)abs_err / (double)obs_total : 0);
 }
 
 /* The runs --node/--since select; 0 with at least one, else -1 (said). */
@@ -379,6 +467,7 @@ static int model_predict(int argc, char **argv)
         if (open_run(&o, src, -1, r))
             goto out;
         predict_print(r, stdout);
+        print_basis(r, true);
         rc = r->exact_expected && predict_mismatches(r) ? 1 : 0;
         goto out;
     }
@@ -392,6 +481,7 @@ static int model_predict(int argc, char **argv)
             rc = 1;
         } else {
             predict_print(r, stdout);
+            print_basis(r, true);
             if (r->exact_expected && predict_mismatches(r))
                 rc = 1;
         }
@@ -589,6 +679,45 @@ static void model_holdout(const char *what, const struct advise_candidate *c, si
     }
 }
 
+/* From aggregates: the live histogram as a write sequence, each item a key
+ * of its own written once, in an order shuffled by a fixed seed (the sizes
+ * arrive mixed, as a working set built over time does). 0 or -1. */
+static int seq_from_hist(const struct advise_hist *h, bool use_cas, struct capacity_seq *seq,
+                         char *err, size_t errlen)
+{
+    uint64_t n = 0, head = 51 + (use_cas ? 8 : 0), x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < h->n; i++)
+        n += h->count[i];
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order || n > UINT32_MAX) {
+        free(order);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0, k = 0; i < h->n; i++)
+        for (uint64_t j = 0; j < h->count[i]; j++)
+            order[k++] = (uint32_t)i;
+    for (uint64_t i = n; i > 1; i--) { /* Fisher-Yates, xorshift */
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        uint64_t j = x % i;
+        uint32_t t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t body = h->ntotal[order[i]] > head ? h->ntotal[order[i]] - head : 1;
+        if (capacity_seq_add(seq, i * 0x9E3779B97F4A7C15ull + 1, CAPACITY_SET, 1, 0, body - 1)) {
+            free(order);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    free(order);
+    return 0;
+}
+
 /* advise's capacity part; the number of failed checks. */
 static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct prediction *r)
 {
@@ -601,7 +730,15 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
     capacity_seq_init(&seq);
     capacity_seq_init(&other);
     advise_hist_init(&half);
-    if (!c || verify_read_sequence(o->db, r->run_id, &seq, err, sizeof err)) {
+    if (run_basis == RUNS_BASIS_AGGREGATES && (o->holdout || o->holdout_run || o->verify)) {
+        printf("capacity: --verify and --holdout replay the run's rows; from aggregates, "
+               "capacity only\n");
+        failed = 1;
+        goto out;
+    }
+    if (!c || (run_basis == RUNS_BASIS_AGGREGATES
+                   ? seq_from_hist(&r->live, r->settings.use_cas, &seq, err, sizeof err)
+                   : verify_read_sequence(o->db, r->run_id, &seq, err, sizeof err))) {
         fprintf(stderr, "slabtap model advise: capacity: %s\n", c ? err : "out of memory");
         failed = 1;
         goto out;
@@ -800,6 +937,13 @@ static int model_advise(int argc, char **argv)
         printf("run %lld '%s': %llu items, %u distinct sizes (memcached %s)\n",
                (long long)r->run_id, r->run_name, (unsigned long long)r->live_items,
                (unsigned)r->live.n, r->version);
+    if (!fleet)
+        print_basis(r, false);
+    if (predict_sampled(r)) /* --sample-keys: r->live counts each kept item N times */
+        printf("sampled: --sample-keys 1/%u -- the sizes are the %llu items of the kept keys "
+               "(hash sampling keeps sizes unbiased), each counted %u times; waste shares are "
+               "the sample's, item and byte counts scaled estimates\n",
+               r->sample_keys, (unsigned long long)r->live_items, r->sample_keys);
     /* the run's own ladder as memcached took it: -o slab_sizes, or -f exact */
     ladder_choice_flags(&r->choice, flags, sizeof flags);
     print_eval("the run's own settings", strlen(flags) > 34 ? "(below)" : flags, &cur);
@@ -840,6 +984,12 @@ static int model_advise(int argc, char **argv)
                cliffs[i].class_id, cliffs[i].chunk_size, (unsigned long long)cliffs[i].min_item,
                (unsigned long long)cliffs[i].max_item, (unsigned long long)cliffs[i].items);
     rc = 0;
+    if (predict_sampled(r) && !fleet) { /* its writes are one key in N */
+        printf("verify, capacity: not on a sampled run (its writes are one key in %u: a "
+               "memcached of -m M holds another mix of them than of all keys)\n",
+               r->sample_keys);
+        goto out;
+    }
     if (o.verify)
         rc = model_verify_all(&o, r, &best, &beste, &fitted, &fite) ? 1 : 0;
     /* capacity replays one run's writes from a SQLite file */

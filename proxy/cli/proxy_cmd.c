@@ -15,7 +15,9 @@
 #include "core/addr.h"
 #include "core/log.h"
 #include "core/opt.h"
+#include "core/sample.h"
 #include "record/pgstore.h"
+#include "record/runs.h"
 #include "record/sink.h"
 #include "record/spill.h"
 #include "server/app.h"
@@ -63,6 +65,10 @@ static void proxy_usage(FILE *out)
             "  --keys MODE          full | prefix | hash: what of each key is kept\n"
             "                       (default prefix: text before the first : / . |,\n"
             "                       plus a 64-bit hash of the whole key)\n"
+            "  --sample-keys 1/N    record the rows of one key in N, chosen by key hash\n"
+            "                       (each kept key's whole history; run_meta 'sample_keys');\n"
+            "                       SQLite's aggregates still count every write, and\n"
+            "                       `model predict` scales by N and states its error\n"
             "  --queue ROWS         recorder queue bound (default %d)\n"
             "  --on-full MODE       block | drop when the queue is full (default block:\n"
             "                       stop reading clients until it drains, lose nothing)\n"
@@ -97,6 +103,16 @@ static void proxy_usage(FILE *out)
             "                       its -f, -o slab_sizes, ... decide the ladder with what\n"
             "                       memcached reports; a ladder that disagrees with the\n"
             "                       chunk sizes memcached shows is logged, never used silently\n"
+            "  --retain DURATION    SQLite: recorded writes older than this (45s, 6h, 2d,\n"
+            "                       1h30m) are deleted by the writer thread, oldest first;\n"
+            "                       runs, samples, settings and the write aggregates stay\n"
+            "  --max-db-size SIZE   SQLite: the oldest recorded writes are deleted to keep\n"
+            "                       the file under SIZE (k, m, g: 500m, 20g); the pages\n"
+            "                       freed are reused. Reaching it is logged once, shown in\n"
+            "                       /health and /metrics, and never a failure\n"
+            "  --db runs-%%Y%%m%%d.db  a strftime pattern (UTC): a new file whenever the\n"
+            "                       name changes (a file per day); the run ends in one\n"
+            "                       file and goes on, same name, in the next\n"
             "  -v, --verbose        debug log lines too\n"
             "  -q, --quiet          warnings and errors only\n"
             "  -h, --help           this text\n",
@@ -199,6 +215,48 @@ static int parse_upstream_conns(void *dest, const char *value, char *err, size_t
     return 0;
 }
 
+/* --sample-keys 1/N (core/sample.h) */
+static int parse_sample_keys(void *dest, const char *value, char *err, size_t errlen)
+{
+    if (sample_parse(value, dest)) {
+        snprintf(err, errlen, "\"%s\" is not 1/N with N from 1 to %u", value, SAMPLE_MAX_N);
+        return -1;
+    }
+    return 0;
+}
+
+/* --retain: a duration (runs_parse_duration: 45s, 6h, 2d, 1h30m), above 0. */
+static int parse_retain(void *dest, const char *value, char *err, size_t errlen)
+{
+    int64_t ns = runs_parse_duration(value);
+    if (ns <= 0) {
+        snprintf(err, errlen, "\"%s\" is not a duration such as 45s, 90m, 6h or 2d", value);
+        return -1;
+    }
+    *(int64_t *)dest = ns;
+    return 0;
+}
+
+/* --max-db-size: bytes, with k, m, g or t (x1024 each), at least 1m. */
+static int parse_db_size(void *dest, const char *value, char *err, size_t errlen)
+{
+    char *end;
+    unsigned long long n = value[0] >= '0' && value[0] <= '9' ? strtoull(value, &end, 10) : 0;
+    unsigned shift = 0;
+    if (n && *end) {
+        const char *units = "kmgt", *u = strchr(units, end[0] | 0x20);
+        shift = u && end[0] ? 10 * (unsigned)(u - units + 1) : 0;
+        if (!shift || end[1])
+            n = 0;
+    }
+    if (!n || n > (UINT64_MAX >> shift) || (n << shift) < (1u << 20)) {
+        snprintf(err, errlen, "\"%s\" is not a size of at least 1m (such as 500m or 20g)", value);
+        return -1;
+    }
+    *(uint64_t *)dest = (uint64_t)n << shift;
+    return 0;
+}
+
 /* What the table writes before it goes into app_config. */
 struct proxy_args {
     const char *listen, *upstream, *http;
@@ -253,6 +311,10 @@ static enum opt_result proxy_store_args(struct proxy_args *a, struct app_config 
         return opt_error(err, errlen, "proxy", "--spill needs a postgresql:// --db");
     if (a->record_optional && !remote)
         return opt_error(err, errlen, "proxy", "--record-optional needs a postgresql:// --db");
+    if (remote && (cfg->retain_ns || cfg->max_db_bytes))
+        return opt_error(err, errlen, "proxy",
+                         "--retain and --max-db-size are for a SQLite --db (PostgreSQL: "
+                         "partition or delete there)");
     if (!remote || (a->spill && !strcmp(a->spill, "off")))
         return OPT_OK;
     if (a->spill) {
@@ -313,6 +375,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "max-stall", 0, OPT_UINT, .dest = &a->max_stall, .min = 1, .max = UINT_MAX },
         { "upstream-conns", 0, OPT_CALL, .dest = &cfg->proxy.upstream_conns,
           .call = parse_upstream_conns },
+        { "sample-keys", 0, OPT_CALL, .dest = &cfg->proxy.sample_keys, .call = parse_sample_keys },
         { "max-request", 0, OPT_SIZE, .dest = &a->max_request, .min = 1024, .max = 1u << 30 },
         { "max-assembly", 0, OPT_SIZE, .dest = &a->max_assembly, .min = 1024, .max = SIZE_MAX },
         { "slab-sizes", 0, OPT_STRING, .dest = &a->slab_sizes },
@@ -323,6 +386,8 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "spill", 0, OPT_STRING, .dest = &a->spill },
         { "spill-max", 0, OPT_SIZE, .dest = &a->spill_max, .min = 65536, .max = UINT64_MAX },
         { "record-optional", 0, OPT_FLAG, .dest = &a->record_optional },
+        { "retain", 0, OPT_CALL, .dest = &cfg->retain_ns, .call = parse_retain },
+        { "max-db-size", 0, OPT_CALL, .dest = &cfg->max_db_bytes, .call = parse_db_size },
         CLI_OPTS_VERBOSITY(&a->level, NULL),
     };
     enum opt_result r =
@@ -344,6 +409,8 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
     cfg->record_optional = a->record_optional;
     if (proxy_store_args(a, cfg, err, errlen) != OPT_OK)
         return OPT_ERROR;
+    /* PostgreSQL keeps no aggregates: keys not kept need not travel */
+    cfg->proxy.sample_aggregate = !sink_is_remote(cfg->db_path);
     if (proxy_ladder_flags(a, cfg, err, errlen) != OPT_OK)
         return OPT_ERROR;
     return proxy_check_args(a, cfg, err, errlen);

@@ -8,6 +8,10 @@
 
 #include "model/predict.h"
 
+#include <math.h>
+
+#include "core/sample.h"
+
 /* Live items by key hash: open addressing, grown at 50 % load. */
 struct live_item {
     uint64_t hash;
@@ -321,10 +325,51 @@ void predict_free(struct prediction *r)
     advise_hist_free(&r->live);
 }
 
+bool predict_sampled(const struct prediction *r)
+{
+    return r->sample_keys > 1;
+}
+
+void predict_estimate(const struct prediction *r, uint32_t c, struct predict_estimate *e)
+{
+    const struct slab_class_counters *p = &r->predicted.cls[c];
+    uint32_t n = r->sample_keys > 1 ? r->sample_keys : 1;
+    double chunk = c <= r->ladder.n_classes ? r->ladder.cls[c].chunk_size : 0;
+    double perslab =
+        c <= r->ladder.n_classes && r->ladder.cls[c].perslab ? r->ladder.cls[c].perslab : 1;
+    memset(e, 0, sizeof *e);
+    e->used_chunks = sample_scale((double)p->used_chunks, n);
+    e->mem_requested = sample_scale((double)p->mem_requested, n);
+    e->total_pages = (double)p->total_pages;
+    if (n <= 1)
+        return;
+    /* an item is one chunk: the count's x is 1; its bytes' x is its ntotal */
+    e->used_err = sample_error((double)p->used_chunks, 1, n);
+    e->mem_err = sample_error(c <= SLAB_MODEL_MAX_CLASSES ? r->live_sq_bytes[c] : 0, chunk, n);
+    /* pages: the high-water mark of chunks scaled, in whole pages (memcached
+     * never gives one back) */
+    double peak = sample_scale((double)p->peak_used_chunks, n);
+    e->total_pages = ceil(peak / perslab);
+    e->pages_err = ceil(sample_error((double)p->peak_used_chunks, 1, n) / perslab) + 1;
+}
+
+static bool within(double est, double err, int64_t obs)
+{
+    return fabs(est - (double)obs) <= err;
+}
+
 static bool class_matches(const struct prediction *r, uint32_t c)
 {
     const struct slab_class_counters *p = &r->predicted.cls[c];
     const struct predict_observed *o = &r->observed[c];
+    if (predict_sampled(r)) {
+        struct predict_estimate e;
+        predict_estimate(r, c, &e);
+        int64_t zero = 0;
+        return within(e.used_chunks, e.used_err, o->present ? o->used_chunks : zero) &&
+               within(e.mem_requested, e.mem_err, o->present ? o->mem_requested : zero) &&
+               within(e.total_pages, e.pages_err, o->present ? o->total_pages : zero);
+    }
     if (!o->present)
         return p->used_chunks == 0 && p->mem_requested == 0 && p->total_pages == 0;
     return (int64_t)p->used_chunks == o->used_chunks &&
@@ -360,6 +405,59 @@ static void print_ladder(const struct prediction *r, FILE *out)
                 (unsigned long long)r->mistagged);
 }
 
+/* A sampled run: every kept key's counters times N, each with its stated
+ * error, beside memcached's own. */
+static void print_sampled(const struct prediction *r, FILE *out)
+{
+    uint32_t n = r->sample_keys;
+    fprintf(out,
+            "sampled: --sample-keys 1/%u -- the rows are one key in %u (by key hash); "
+            "predictions are the kept keys' x %u, +- %.0f standard deviations of that "
+            "estimate (binomial per class)\n",
+            n, n, n, SAMPLE_Z);
+    fprintf(out, "%5s %9s | %19s %10s | %25s %12s | %11s %6s | %s\n", "class", "chunk",
+            "used est +- err", "used obs", "requested est +- err", "requested obs", "pages est",
+            "obs", "");
+    for (uint32_t c = 1; c <= r->ladder.n_classes; c++) {
+        const struct slab_class_counters *p = &r->predicted.cls[c];
+        const struct predict_observed *o = &r->observed[c];
+        struct predict_estimate e;
+        if (!p->used_chunks && !p->total_pages && !o->present)
+            continue;
+        predict_estimate(r, c, &e);
+        fprintf(out,
+                "%5u %9u | %10.0f +- %-5.0f %10lld | %13.0f +- %-9.0f %12lld | %5.0f +- %-2.0f "
+                "%6lld | %s\n",
+                c, r->ladder.cls[c].chunk_size, e.used_chunks, e.used_err,
+                (long long)o->used_chunks, e.mem_requested, e.mem_err, (long long)o->mem_requested,
+                e.total_pages, e.pages_err, (long long)o->total_pages,
+                class_matches(r, c) ? "within" : "OUTSIDE");
+    }
+    fprintf(out,
+            "writes: %llu rows of kept keys, %llu applied, %llu failed, %llu deletes; "
+            "%llu live items kept, ~%.0f +- %.0f in all\n",
+            (unsigned long long)r->rows, (unsigned long long)r->applied,
+            (unsigned long long)r->failed, (unsigned long long)r->deletes,
+            (unsigned long long)r->live_items, sample_scale((double)r->live_items, n),
+            sample_error((double)r->live_items, 1, n));
+    int diff = predict_mismatches(r);
+    if (!r->have_sample)
+        fprintf(out, "verdict: NO SAMPLE -- the run has no stats sample to compare with\n");
+    else if (!r->exact_expected)
+        fprintf(out, "verdict: SAMPLED 1/%u, NOT COMPARABLE -- %s; %d classes outside the error\n",
+                n, r->why_not, diff);
+    else if (diff == 0)
+        fprintf(out,
+                "verdict: SAMPLED 1/%u -- every class within the stated error of memcached's own "
+                "counters\n",
+                n);
+    else
+        fprintf(out,
+                "verdict: SAMPLED 1/%u, MISMATCH -- %d classes outside the stated error of "
+                "memcached's counters\n",
+                n, diff);
+}
+
 void predict_print(const struct prediction *r, FILE *out)
 {
     char f[32];
@@ -369,6 +467,10 @@ void predict_print(const struct prediction *r, FILE *out)
             r->settings.chunk_size_min, f, r->settings.item_size_max, r->settings.slab_chunk_max,
             r->settings.use_cas ? "on" : "off");
     print_ladder(r, out);
+    if (predict_sampled(r)) {
+        print_sampled(r, out);
+        return;
+    }
     fprintf(out, "%5s %9s | %12s %12s | %14s %14s | %6s %6s | %s\n", "class", "chunk", "used pred",
             "used obs", "requested pred", "requested obs", "pages", "obs", "");
     for (uint32_t c = 1; c <= r->ladder.n_classes; c++) {
@@ -529,15 +631,28 @@ int predict_end(struct prediction *r)
         if (!m->slots[i].used)
             continue;
         r->live_items++;
-        if (advise_hist_add(&r->live,
-                            slab_item_ntotal(r->ladder.use_cas, m->slots[i].key_len,
-                                             m->slots[i].flags, m->slots[i].value_len),
-                            1))
+        uint64_t ntotal = slab_item_ntotal(r->ladder.use_cas, m->slots[i].key_len,
+                                           m->slots[i].flags, m->slots[i].value_len);
+        if (advise_hist_add(&r->live, ntotal, predict_sampled(r) ? r->sample_keys : 1))
             return -1;
+        struct slab_item_layout it;
+        if (predict_sampled(r) &&
+            slab_item_layout(&r->ladder, m->slots[i].key_len, m->slots[i].flags,
+                             m->slots[i].value_len, &it) == SLAB_OK &&
+            it.lru_class <= SLAB_MODEL_MAX_CLASSES)
+            r->live_sq_bytes[it.lru_class] += (double)ntotal * (double)ntotal;
     }
     advise_hist_sort(&r->live);
     r->untracked = r->chunked_appends + r->arith_unknown;
     r->foreign_items = r->observed_curr_items - (int64_t)r->live_items;
+    if (predict_sampled(r)) { /* within the sample's error is none */
+        double est = sample_scale((double)r->live_items, r->sample_keys);
+        if (fabs((double)r->observed_curr_items - est) <=
+            sample_error((double)r->live_items, 1, r->sample_keys))
+            r->foreign_items = 0;
+        else
+            r->foreign_items = r->observed_curr_items - (int64_t)llround(est);
+    }
     decide(r);
     return 0;
 }

@@ -63,8 +63,15 @@ struct prediction {
     int64_t observed_curr_items; /* curr_items of the last sample */
     bool exact_expected;
     char why_not[PREDICT_WHY_MAX]; /* the reasons exact_expected is false */
-    struct advise_hist live;       /* ntotal of the items left at the end */
-    struct live_map *keys;         /* live items by key hash, while rows are applied */
+    /* --sample-keys 1/N (run_meta 'sample_keys', set by the caller before
+     * predict_end; 0, 1: every key's rows): predicted counters are the kept
+     * keys', predict_estimate scales them by N with a stated error, and
+     * live counts every kept item N times (sizes are unbiased under hash
+     * sampling) */
+    uint32_t sample_keys;
+    double live_sq_bytes[SLAB_MODEL_MAX_CLASSES + 1]; /* kept items' sum of ntotal^2 */
+    struct advise_hist live;                          /* ntotal of the items left at the end */
+    struct live_map *keys; /* live items by key hash, while rows are applied */
 };
 
 /* One recorded write, delete, touch or incr/decr as predict needs it. */
@@ -97,7 +104,17 @@ void predict_observe(struct prediction *r, uint32_t class_id, const struct predi
  * (why_not says why not). 0, or -1 when out of memory. */
 int predict_end(struct prediction *r);
 void predict_free(struct prediction *r);
-/* Per-class comparison; returns the number of classes that differ. */
+/* One class's counters over all keys, from a sampled run (core/sample.h:
+ * the kept keys' counters times N, each with its stated error); for a run
+ * that is not sampled, the predicted counters with no error. */
+struct predict_estimate {
+    double used_chunks, used_err, mem_requested, mem_err, total_pages, pages_err;
+};
+void predict_estimate(const struct prediction *r, uint32_t class_id, struct predict_estimate *e);
+bool predict_sampled(const struct prediction *r);
+
+/* Per-class comparison (a sampled run: within the stated error); returns
+ * the number of classes that differ. */
 int predict_mismatches(const struct prediction *r);
 /* Prints the predicted-vs-observed table and the verdict. */
 void predict_print(const struct prediction *r, FILE *out);

@@ -57,7 +57,7 @@ static size_t rec_count_writes(const struct rec_row *rows, size_t n)
 {
     size_t writes = 0; /* runs.rows_recorded counts writes, not read counters */
     for (size_t i = 0; i < n; i++)
-        writes += rows[i].kind == REC_ROW_WRITE;
+        writes += rows[i].kind == REC_ROW_WRITE && !rows[i].sampled_out;
     return writes;
 }
 
@@ -235,6 +235,137 @@ static int rec_spill_batch(struct recorder *r, const struct rec_row *batch, size
                  sink_name(r->sink), r->spill->path);
     }
     return 0;
+}
+
+/* --- retention and rotation (SQLite; record/retain.h) ------------------------ */
+
+/* Writer thread, under mu (released meanwhile): one retention step between
+ * batches, its figures mirrored for the loop. Never a failure of the
+ * recording: a step that fails is logged (throttled) and tried again. */
+static void rec_retain_run(struct recorder *r, size_t rows_in)
+{
+    sqlite3 *db = r->sink_ready ? sink_sqlite(r->sink) : NULL;
+    if (!db || !retain_enabled(&r->retain) || r->failing)
+        return;
+    char err[512];
+    pthread_mutex_unlock(&r->mu);
+    int rc = retain_step(&r->retain, db, clock_wall_ns(), rows_in, err, sizeof err);
+    if (rc > 0)
+        store_rows_expired(&r->sink->sq);
+    else if (rc < 0)
+        log_throttled(&r->write_throttle, LOG_LEVEL_WARN, NULL, "recorder: %s", err);
+    pthread_mutex_lock(&r->mu);
+    r->retain_view = r->retain.st;
+}
+
+/* The newest settings, the run's run_meta and its open phase, read from
+ * the file being left: the next file's run starts with them, so `slabtap
+ * model` reads one day's file alone. Best effort: NULL when none. */
+static struct rec_job *rec_carry_jobs(sqlite3 *db, int64_t run_id)
+{
+    static const char *const sql[] = {
+        "SELECT 0, t_ns, version, settings FROM settings WHERE run_id = ?1"
+        " ORDER BY t_ns DESC LIMIT 1",
+        "SELECT 1, 0, key, value FROM run_meta WHERE run_id = ?1 AND key != '" SINK_BATCH_KEY "'",
+        "SELECT 2, started_ns, phase_id, name FROM phases WHERE run_id = ?1 AND ended_ns IS NULL"
+        " ORDER BY phase_id DESC LIMIT 1",
+    };
+    struct rec_job *head = NULL, **tail = &head;
+    for (size_t q = 0; q < sizeof sql / sizeof sql[0]; q++) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, sql[q], -1, &st, NULL) != SQLITE_OK)
+            continue;
+        sqlite3_bind_int64(st, 1, run_id);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            struct rec_job *j = calloc(1, sizeof *j);
+            const char *a = (const char *)sqlite3_column_text(st, 2);
+            const char *b = (const char *)sqlite3_column_text(st, 3);
+            if (!j)
+                break;
+            j->t_ns = sqlite3_column_int64(st, 1);
+            j->kind = q == 0 ? REC_JOB_SETTINGS : q == 1 ? REC_JOB_META : REC_JOB_PHASE;
+            if (q == 2) {
+                j->phase_id = sqlite3_column_int64(st, 2);
+                j->text = strdup(b ? b : "");
+            } else {
+                j->version = a ? strdup(a) : NULL;
+                j->text = strdup(b ? b : "");
+            }
+            *tail = j;
+            tail = &j->next;
+        }
+        sqlite3_finalize(st);
+    }
+    return head;
+}
+
+/* Writer thread, under mu (released meanwhile): when --db is a pattern and
+ * its expansion for now is not the file open, the run ends in this file
+ * and continues, same name, as a new run in the next (opened first: a
+ * file that cannot be opened leaves recording where it was, tried again in
+ * 10 s). Not while a web API query is under way on the old connection. */
+static void rec_rotate(struct recorder *r)
+{
+    char next[sizeof r->store_path], err[1536];
+    int64_t now = clock_wall_ns();
+    if (!r->rotate || !r->sink_ready || !sink_sqlite(r->sink) || now < r->next_rotate_ns ||
+        (r->queries && query_pending(r->queries)))
+        return;
+    if (retain_path_expand(r->rotate, (time_t)(now / 1000000000), next, sizeof next) ||
+        !strcmp(next, r->store_path))
+        return;
+    int64_t old_id = r->run_id;
+    uint64_t written = r->written, written0 = r->written0;
+    pthread_mutex_unlock(&r->mu);
+    struct sink *nk = malloc(2 * sizeof *nk), *old = nk ? nk + 1 : NULL;
+    int64_t id = -1;
+    if (nk) {
+        sink_init(nk, next);
+        if (sink_open(nk, next, err, sizeof err) == 0 &&
+            (id = sink_run_begin(nk, &r->run, err, sizeof err)) < 0)
+            sink_close(nk);
+    } else {
+        snprintf(err, sizeof err, "out of memory");
+    }
+    if (id < 0) {
+        log_error("recorder: cannot rotate to %s (recording stays in %s, tried again in 10 s): "
+                  "%s",
+                  next, sink_name(r->sink), err);
+        free(nk);
+        pthread_mutex_lock(&r->mu);
+        r->next_rotate_ns = now + 10 * INT64_C(1000000000);
+        return;
+    }
+    struct rec_job *carry = rec_carry_jobs(sink_sqlite(r->sink), old_id);
+    int rc = sink_begin(nk, err, sizeof err);
+    for (struct rec_job *j = carry; j && !rc; j = j->next)
+        rc = sink_put_job(nk, id, j, err, sizeof err);
+    if (sink_commit(nk, id, 0, rc, err, sizeof err))
+        log_warn("recorder: %s: the run's settings and ladder were not carried over: %s", next,
+                 err);
+    rec_free_jobs(carry);
+    if (sink_run_end(r->sink, old_id, written - written0, 0, err, sizeof err))
+        log_error("recorder: ending run %lld in %s: %s", (long long)old_id, sink_name(r->sink),
+                  err);
+    char old_name[sizeof r->store_path];
+    snprintf(old_name, sizeof old_name, "%s", sink_name(r->sink));
+    pthread_mutex_lock(&r->mu);
+    *old = *r->sink;
+    *r->sink = *nk; /* the store's connection and statements move as they are */
+    r->run_id = id;
+    r->written0 = written;
+    r->rotations++;
+    snprintf(r->store_path, sizeof r->store_path, "%s", next);
+    pthread_mutex_unlock(&r->mu);
+    sink_close(old); /* its last checkpoint: not under the lock the loop takes */
+    free(nk);
+    if (retain_enabled(&r->retain))
+        retain_observe(&r->retain, sink_sqlite(r->sink), now);
+    log_info("recorder: rotated: %s closed (run %lld, %llu writes), recording into %s as run %lld",
+             old_name, (long long)old_id, (unsigned long long)(written - written0), next,
+             (long long)id);
+    pthread_mutex_lock(&r->mu);
+    r->retain_view = r->retain.st;
 }
 
 /* Writer thread, under mu (released while writing): the batch is written,
@@ -460,7 +591,9 @@ static void *rec_writer(void *arg)
         bool wake = r->loop_blocked && r->count * 100 <= r->cap * REC_RESUME_PCT;
         if (wake)
             uv_async_send(&r->wake);
+        rec_rotate(r);
         rec_write_batch(r, batch, n, jobs);
+        rec_retain_run(r, n);
     }
     pthread_mutex_unlock(&r->mu);
     return NULL;
@@ -566,6 +699,14 @@ int rec_open(struct recorder *r, uv_loop_t *loop, struct sink *sink, int64_t run
     r->db = cfg->db;
     r->run = cfg->run;
     r->ship_backoff = REC_RETRY_MIN_MS;
+    retain_init(&r->retain, &cfg->retain);
+    r->retain_view = r->retain.st;
+    r->rotate = cfg->rotate;
+    snprintf(r->store_path, sizeof r->store_path, "%s", cfg->path ? cfg->path : sink_name(sink));
+    if (r->sink_ready && retain_enabled(&r->retain) && sink_sqlite(sink)) {
+        retain_observe(&r->retain, sink_sqlite(sink), clock_wall_ns());
+        r->retain_view = r->retain.st;
+    }
     if (r->spill) {
         r->spill_batches = r->spill->batches;
         r->spill_rows = r->spill->rows;
@@ -774,6 +915,18 @@ int64_t rec_failing_since(struct recorder *r, char *err, size_t errlen)
     return since;
 }
 
+void rec_retain_state(struct recorder *r, struct retain_stats *out, char *path, size_t pathlen,
+                      uint64_t *rotations)
+{
+    pthread_mutex_lock(&r->mu);
+    *out = r->retain_view;
+    if (path && pathlen)
+        snprintf(path, pathlen, "%s", r->store_path);
+    if (rotations)
+        *rotations = r->rotations;
+    pthread_mutex_unlock(&r->mu);
+}
+
 size_t rec_depth(struct recorder *r)
 {
     pthread_mutex_lock(&r->mu);
@@ -836,7 +989,7 @@ int rec_close(struct recorder *r, char *err, size_t errlen)
         for (int i = 0; i < REC_LOST__COUNT; i++)
             wl += r->wlost[i];
         if (r->sink_ready &&
-            sink_run_end(r->sink, r->run_id, r->written,
+            sink_run_end(r->sink, r->run_id, r->written - r->written0,
                          r->dropped + r->lost[REC_LOST_SHUTDOWN] + wl, err, errlen))
             rc = -1;
         sink_close(r->sink);

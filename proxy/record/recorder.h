@@ -27,6 +27,7 @@
 #include "core/log.h"
 #include "record/row.h"
 
+#include "record/retain.h"
 #include "record/sink.h"
 
 struct query_queue;
@@ -127,6 +128,14 @@ struct recorder {
     struct sink *sink;
     int64_t run_id;              /* under mu while the sink is not ready */
     struct query_queue *queries; /* under mu: run by the writer between batches */
+    /* retention and rotation (record/retain.h; SQLite only) */
+    struct retain retain;            /* writer thread only */
+    struct retain_stats retain_view; /* under mu: the writer's copy for /health, /metrics */
+    const char *rotate;              /* --db PATTERN (NULL: one file) */
+    char store_path[1024];           /* under mu: the file written now */
+    uint64_t written0;               /* under mu: r->written when this file's run began */
+    uint64_t rotations;              /* under mu */
+    int64_t next_rotate_ns;          /* writer: a failed rotation is tried again then */
 };
 
 struct rec_config {
@@ -141,6 +150,12 @@ struct rec_config {
     /* for a sink that is not open (run_id < 0): what opens it and its run */
     const char *db;
     struct sink_run run;
+    /* SQLite: expire old rows (--retain, --max-db-size), and rotate to the
+     * file rotate expands to (strftime, UTC) when it changes; path: the
+     * file open now (the expansion at start) */
+    struct retain_cfg retain;
+    const char *rotate;
+    const char *path;
 };
 
 /* The sink is open with its run begun (run_id), or closed (run_id -1: the
@@ -186,6 +201,10 @@ int64_t rec_run_id(struct recorder *r);
  * spill -- and why (into why); false when every row reaches the sink. */
 bool rec_degraded(struct recorder *r, char *why, size_t whylen);
 size_t rec_depth(struct recorder *r);
+/* Retention's figures (record/retain.h) and the file written now (path,
+ * pathlen bytes; rotation changes it), any thread. */
+void rec_retain_state(struct recorder *r, struct retain_stats *out, char *path, size_t pathlen,
+                      uint64_t *rotations);
 /* Flushes the stash and the ring, stops the thread, finishes the run row,
  * closes the store. Blocks: call once, at shutdown, after the loop is idle.
  * 0, or -1 with the reason in err when a batch or the run row could not be

@@ -27,6 +27,8 @@ struct rec_row {
     uint32_t flags;
     bool has_flags;
     bool has_exptime;
+    bool sampled_out; /* --sample-keys: a key not kept; the writer counts it
+                         in the aggregates and inserts no row */
     uint64_t seq;
     int64_t t_ns; /* unix time, ns */
     uint64_t key_hash;

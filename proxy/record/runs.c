@@ -9,8 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/sample.h"
 #include "model/slab_model.h"
 #include "record/pgstore.h"
+#include "record/wagg.h"
 
 struct runs_src {
     sqlite3 *db; /* SQLite, or NULL */
@@ -629,6 +631,10 @@ int runs_src_prediction(struct runs_src *src, int64_t run_id, struct prediction 
     if (replay_writes(src, r, err, errlen))
         goto out;
     read_observed(src, r);
+    char *sample = read_meta(src, run_id, "sample_keys"); /* --sample-keys 1/N */
+    if (sample && sample_parse(sample, &r->sample_keys))
+        r->sample_keys = 0;
+    free(sample);
     if (predict_end(r)) {
         snprintf(err, errlen, "out of memory");
         goto out;
@@ -741,4 +747,292 @@ int64_t runs_parse_duration(const char *text)
         p += ul;
     }
     return any && total > 0 ? total : -1;
+}
+
+/* --- from the aggregates (issue 14) --------------------------------------- */
+
+int runs_src_rows_status(struct runs_src *s, int64_t run_id, struct runs_rows_status *out)
+{
+    struct runs_param p[] = { RP_INT(run_id) };
+    memset(out, 0, sizeof *out);
+    out->recorded = out->present = -1;
+    out->complete = true;
+    if (!s->db) /* PostgreSQL: rows only */
+        return 0;
+    out->recorded =
+        runs_q_scalar(s, "SELECT rows_recorded FROM runs WHERE run_id = ?1", NULL, p, 1, -1);
+    out->present = runs_q_scalar(s,
+                                 "SELECT count(*) FROM write_runs r JOIN writes w"
+                                 " ON w.rowid >= r.lo AND w.rowid < r.hi WHERE r.run_id = ?1",
+                                 NULL, p, 1, -1);
+    out->have_aggs =
+        runs_q_scalar(s, "SELECT 1 FROM agg_item_runs WHERE run_id = ?1", NULL, p, 1, 0) == 1;
+    out->complete = out->recorded < 0 || out->present < 0 || out->present >= out->recorded;
+    return 0;
+}
+
+/* One agg_items cell summed over the run, stored writes only. */
+struct agg_cells {
+    struct wagg_cell *c;
+    int64_t *writes;
+    uint64_t *live;
+    size_t n, cap;
+};
+
+static int agg_cells_push(struct agg_cells *a, const struct wagg_cell *c)
+{
+    if (a->n == a->cap) {
+        size_t ncap = a->cap ? a->cap * 2 : 1024;
+        struct wagg_cell *nc = realloc(a->c, ncap * sizeof *nc);
+        if (!nc)
+            return -1;
+        a->c = nc;
+        a->cap = ncap;
+    }
+    a->c[a->n++] = *c;
+    return 0;
+}
+
+/* What wagg_cell_spread hands out, applied to the prediction. */
+struct agg_apply {
+    struct prediction *r;
+    struct runs_agg_info *info;
+    bool live; /* false: count the written items per class only */
+};
+
+static int agg_apply_item(void *ctx, int64_t body, uint64_t n)
+{
+    struct agg_apply *a = ctx;
+    struct slab_item_layout l;
+    /* the key's length is not kept: one byte of key, the rest value (the
+     * same ntotal; only a chunked item's header chunk could differ) */
+    uint32_t key_len = body >= 1 ? 1 : 0;
+    if (!key_len)
+        return 0;
+    if (slab_item_layout(&a->r->ladder, key_len, 0, (uint64_t)(body - key_len), &l) != SLAB_OK)
+        return 0; /* too large: memcached refused it, nothing live */
+    if (!a->live) {
+        a->info->written[l.lru_class] += n;
+        return 0;
+    }
+    a->info->est[l.lru_class] += n;
+    if (body >= WAGG_EXACT_BELOW)
+        a->info->wide_items += n;
+    for (uint64_t i = 0; i < n; i++)
+        if (slab_counters_add(&a->r->predicted, &a->r->ladder, &l) != SLAB_OK)
+            return -1;
+    a->r->live_items += n;
+    return advise_hist_add(&a->r->live, l.ntotal, n);
+}
+
+static int agg_hist_item(void *ctx, int64_t body, uint64_t n)
+{
+    struct agg_apply *a = ctx;
+    struct slab_item_layout l;
+    if (body < 1 || slab_item_layout(&a->r->ladder, 1, 0, (uint64_t)(body - 1), &l) != SLAB_OK)
+        return 0;
+    return advise_hist_add(&a->r->live, l.ntotal, n);
+}
+
+/* r->live again, each class's cells scaled to the last sample's number. */
+static int per_class_live(struct prediction *r, struct agg_cells *cells, struct runs_agg_info *info)
+{
+    uint32_t *cls = malloc(cells->n * sizeof *cls);
+    size_t *idx = malloc(cells->n * sizeof *idx);
+    int64_t *w = malloc(cells->n * sizeof *w);
+    uint64_t *out = malloc(cells->n * sizeof *out);
+    struct agg_apply a = { r, info, true };
+    int rc = -1;
+    if (!cls || !idx || !w || !out)
+        goto done;
+    for (size_t i = 0; i < cells->n; i++) {
+        struct slab_item_layout l;
+        int64_t mean = cells->c[i].body_bytes / (cells->c[i].writes ? cells->c[i].writes : 1);
+        cls[i] =
+            mean >= 1 && slab_item_layout(&r->ladder, 1, 0, (uint64_t)(mean - 1), &l) == SLAB_OK
+                ? l.lru_class
+                : 0;
+    }
+    advise_hist_free(&r->live);
+    advise_hist_init(&r->live);
+    info->per_class_live = 0;
+    for (uint32_t c = 1; c <= r->ladder.n_classes; c++) {
+        size_t k = 0;
+        uint64_t written = 0;
+        for (size_t i = 0; i < cells->n; i++)
+            if (cls[i] == c) {
+                idx[k] = i;
+                w[k++] = cells->c[i].writes;
+                written += (uint64_t)cells->c[i].writes;
+            }
+        uint64_t target = r->observed[c].present && r->observed[c].number > 0
+                              ? (uint64_t)r->observed[c].number
+                              : 0;
+        if (target > written)
+            target = written;
+        info->per_class_live += target;
+        wagg_scale_counts(w, k, target, out);
+        for (size_t j = 0; j < k; j++)
+            if (wagg_cell_spread(&cells->c[idx[j]], out[j], agg_hist_item, &a))
+                goto done;
+    }
+    advise_hist_sort(&r->live);
+    info->live_by_class = true;
+    rc = 0;
+done:
+    free(cls);
+    free(idx);
+    free(w);
+    free(out);
+    return rc;
+}
+
+int runs_src_prediction_agg(struct runs_src *src, int64_t run_id, struct prediction *r,
+                            struct runs_agg_info *info, char *err, size_t errlen)
+{
+    struct slab_settings s;
+    struct ladder_observed *obs = malloc(sizeof *obs);
+    struct ladder_choice *choice = malloc(sizeof *choice);
+    char version[64] = "", name[128] = "", *flags = NULL;
+    int64_t settings_ns = 0;
+    struct runs_q q;
+    struct agg_cells cells = { 0 };
+    int rc = -1;
+    memset(r, 0, sizeof *r);
+    memset(info, 0, sizeof *info);
+    if (!obs || !choice) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    if (!src->db) {
+        snprintf(err, errlen, "the write aggregates are read from a SQLite file");
+        goto out;
+    }
+    struct runs_param p[] = { RP_INT(run_id) };
+    if (runs_q_scalar(src, "SELECT 1 FROM agg_item_runs WHERE run_id = ?1", NULL, p, 1, 0) != 1) {
+        snprintf(err, errlen,
+                 "run %lld has no write histograms (agg_items: recorded by an older slabtap)",
+                 (long long)run_id);
+        goto out;
+    }
+    if (!runs_q_start(&q, src, "SELECT name FROM runs WHERE run_id = ?1", NULL, p, 1) &&
+        runs_q_next(&q) && runs_q_text(&q, 0))
+        snprintf(name, sizeof name, "%s", runs_q_text(&q, 0));
+    runs_q_end(&q, NULL, 0);
+    if (read_settings(src, run_id, &s, version, sizeof version, &settings_ns, err, errlen))
+        goto out;
+    flags = read_meta(src, run_id, "memcached_flags");
+    read_chunk_sizes(src, run_id, settings_ns, obs);
+    if (ladder_choose(&s, flags, version, obs, choice, err, errlen) != SLAB_OK ||
+        predict_begin_choice(r, run_id, choice, err, errlen))
+        goto out;
+    r->recorded_ladder = recorded_ladder(src, run_id, &r->ladder);
+    snprintf(r->run_name, sizeof r->run_name, "%s", name);
+    snprintf(r->version, sizeof r->version, "%s", version);
+    read_observed(src, r);
+
+    /* the histogram, over the whole run */
+    if (runs_q_start(&q, src,
+                     "SELECT class_id, body, outcome, sum(writes), sum(body_bytes) FROM agg_items"
+                     " WHERE run_id = ?1 GROUP BY class_id, body, outcome ORDER BY body, class_id",
+                     NULL, p, 1)) {
+        runs_q_end(&q, err, errlen);
+        goto out;
+    }
+    while (runs_q_next(&q)) {
+        int64_t outcome = runs_q_int(&q, 2), n = runs_q_int(&q, 3);
+        struct wagg_cell c = { (uint32_t)runs_q_int(&q, 0), runs_q_int(&q, 1), n,
+                               runs_q_int(&q, 4) };
+        if (outcome == WAGG_REFUSED)
+            info->refused += (uint64_t)n;
+        else if (outcome != WAGG_STORED)
+            info->failed += (uint64_t)n;
+        else if (agg_cells_push(&cells, &c)) {
+            snprintf(err, errlen, "out of memory");
+            runs_q_end(&q, NULL, 0);
+            goto out;
+        } else
+            info->stored += (uint64_t)n;
+    }
+    if (runs_q_end(&q, err, errlen))
+        goto out;
+    info->deletes = (uint64_t)runs_q_scalar(
+        src,
+        "SELECT sum(a.writes) FROM agg_answers a JOIN cmds c ON c.cmd_id = a.cmd_id"
+        " JOIN answers n ON n.answer_id = a.answer_id WHERE a.run_id = ?1"
+        " AND c.cmd IN ('delete', 'md') AND n.answer IN ('DELETED', 'HD')",
+        NULL, p, 1, 0);
+    info->writes = (uint64_t)runs_q_scalar(
+        src, "SELECT sum(writes) FROM agg_answers WHERE run_id = ?1", NULL, p, 1, 0);
+
+    /* N: memcached's own count of what is left, never more than was stored */
+    info->from_curr_items = r->have_sample;
+    uint64_t n_live = r->have_sample && r->observed_curr_items >= 0
+                          ? (uint64_t)r->observed_curr_items
+                          : (info->stored > info->deletes ? info->stored - info->deletes : 0);
+    if (n_live > info->stored)
+        n_live = info->stored;
+    info->live = n_live;
+    info->exact =
+        info->stored == n_live && info->deletes == 0 && info->refused == 0 && info->failed == 0;
+    for (size_t i = 0; i < cells.n; i++)
+        if (cells.c[i].bucket >= WAGG_EXACT_BELOW)
+            info->exact = false; /* sizes known within a bucket only */
+
+    cells.writes = malloc((cells.n ? cells.n : 1) * sizeof *cells.writes);
+    cells.live = malloc((cells.n ? cells.n : 1) * sizeof *cells.live);
+    if (!cells.writes || !cells.live) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < cells.n; i++)
+        cells.writes[i] = cells.c[i].writes;
+    wagg_scale_counts(cells.writes, cells.n, n_live, cells.live);
+    struct agg_apply written = { r, info, false }, live = { r, info, true };
+    for (size_t i = 0; i < cells.n; i++)
+        if (wagg_cell_spread(&cells.c[i], (uint64_t)cells.c[i].writes, agg_apply_item, &written) ||
+            wagg_cell_spread(&cells.c[i], cells.live[i], agg_apply_item, &live)) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+    for (uint32_t c = 1; c <= SLAB_MODEL_MAX_CLASSES; c++) {
+        uint64_t w = info->written[c], rest = info->stored - w;
+        info->lo[c] = n_live > rest ? n_live - rest : 0;
+        info->hi[c] = w < n_live ? w : n_live;
+    }
+    /* advise's histogram: with a sample, each class's stored sizes scaled
+     * to memcached's own count of the class (stats items number), which
+     * follows evictions and overwrites class by class */
+    if (r->have_sample && cells.n && per_class_live(r, &cells, info)) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    r->rows = 0;
+    r->applied = info->stored;
+    r->failed = info->failed;
+    r->deletes = info->deletes;
+    r->throwaway = info->refused;
+    if (predict_end(r)) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    /* never EXACT from an estimate; said whichever way */
+    if (!info->exact) {
+        size_t len = strlen(r->why_not);
+        snprintf(r->why_not + len, sizeof r->why_not - len,
+                 "%sfrom aggregates: %llu stored writes, %llu deletes, %llu live: the sizes of "
+                 "what is left are the stored sizes scaled, not followed per key",
+                 len ? "; " : "", (unsigned long long)info->stored,
+                 (unsigned long long)info->deletes, (unsigned long long)n_live);
+        r->exact_expected = false;
+    }
+    rc = 0;
+out:
+    free(cells.c);
+    free(cells.writes);
+    free(cells.live);
+    free(obs);
+    free(choice);
+    free(flags);
+    return rc;
 }

@@ -61,6 +61,55 @@ int64_t runs_src_find(struct runs_src *s, const char *name_or_id);
 int runs_src_prediction(struct runs_src *s, int64_t run_id, struct prediction *out, char *err,
                         size_t errlen);
 
+/* --- from the aggregates (issue 14) -------------------------------------
+ * When retention has deleted a run's rows, its write aggregates (agg_items,
+ * agg_answers: record/wagg.h) are still there. They give the sizes of the
+ * items the run stored, per class -- not which key each was, so the
+ * overwrites and deletes that decide what is left cannot be followed. The
+ * live set is estimated as the stored sizes scaled to the run's last
+ * curr_items (memcached's own count; without a sample, the stores less
+ * the deletes): exact when every stored item is still live, and otherwise
+ * each class's live items lie within [max(0, N - (W - W_c)), min(W_c, N)]
+ * (N live, W stored, W_c stored in the class). */
+
+enum runs_basis { RUNS_BASIS_ROWS, RUNS_BASIS_AGGREGATES };
+
+/* Whether a run's rows are all there, and what else it has. */
+struct runs_rows_status {
+    int64_t recorded; /* runs.rows_recorded (-1: unknown) */
+    int64_t present;  /* rows of the run in `writes` (-1: unknown) */
+    bool complete;    /* present >= recorded, or nothing to tell */
+    bool have_aggs;   /* the run is in agg_item_runs */
+};
+
+struct runs_agg_info {
+    uint64_t stored, refused, failed; /* item-storing writes by outcome (agg_items) */
+    uint64_t deletes;                 /* delete/md that deleted (agg_answers) */
+    uint64_t writes;                  /* every write (agg_answers) */
+    uint64_t live;                    /* the live items the estimate holds (N) */
+    bool from_curr_items;             /* N is the last sample's curr_items */
+    bool exact; /* every stored item is still live: the written sizes are the live ones */
+    /* per class (the class that counts the item, `stats items`): stored
+     * writes, the estimate, and the bound above */
+    uint64_t written[SLAB_MODEL_MAX_CLASSES + 1], est[SLAB_MODEL_MAX_CLASSES + 1];
+    uint64_t lo[SLAB_MODEL_MAX_CLASSES + 1], hi[SLAB_MODEL_MAX_CLASSES + 1];
+    uint64_t wide_items; /* live estimate in buckets >= 16 KB (sizes within 1/128) */
+    /* out->live (advise's histogram) scaled class by class to the last
+     * sample's `stats items` number instead (per_class_live items) */
+    bool live_by_class;
+    uint64_t per_class_live;
+};
+
+/* SQLite only (PostgreSQL keeps no aggregates: complete, no aggs). 0 or -1. */
+int runs_src_rows_status(struct runs_src *s, int64_t run_id, struct runs_rows_status *out);
+/* runs_src_prediction from the aggregates: the same ladder and samples,
+ * the live items estimated as above into out->predicted; out->live
+ * (advise's histogram) the same, or with a sample each class's stored
+ * sizes scaled to memcached's own count of the class (live_by_class), exact_expected false unless info->exact (why_not
+ * says so). 0, or -1 with a message in err. Free with predict_free. */
+int runs_src_prediction_agg(struct runs_src *s, int64_t run_id, struct prediction *out,
+                            struct runs_agg_info *info, char *err, size_t errlen);
+
 /* The runs of the fleet: node LIKE node_like (NULL: any node; a SQLite
  * file keeps a run's node in run_meta 'node') and, when since_ns > 0, still
  * running or ended at or after since_ns (unix ns). Ids into *ids (malloc'd,

@@ -181,6 +181,7 @@ struct store_writes {
     int64_t agg_written_ns; /* when they were last written */
     bool agg_in_batch;      /* this batch's transaction writes them */
     sqlite3_stmt *agg_size, *agg_latency, *agg_prefix, *agg_mark;
+    sqlite3_stmt *agg_item, *agg_answer, *agg_pclass, *agg_mark2; /* issue 14's histograms */
 };
 
 /* After a rollback nothing cached can be trusted: dictionary entries and
@@ -678,6 +679,12 @@ static int put_rec_write(struct store *s, int64_t run_id, const struct rec_row *
     char mode = row->ms_mode;
     if (run_ctx(s, run_id, err, errlen))
         return -1;
+    if (row->sampled_out) { /* --sample-keys: the aggregates count it, no row */
+        if (key_of(s, &r, row->key_text_len >= 0 ? row->key_text : NULL,
+                   row->key_text_len >= 0 ? (size_t)row->key_text_len : 0))
+            return store_fail(s, "looking up a dictionary", err, errlen);
+        goto aggregate;
+    }
     r.seq = row->seq > INT64_MAX ? INT64_MAX : (int64_t)row->seq;
     r.t_ns = row->t_ns;
     r.conn_id = row->conn_id;
@@ -702,9 +709,10 @@ static int put_rec_write(struct store *s, int64_t run_id, const struct rec_row *
         return store_fail(s, "looking up a dictionary", err, errlen);
     if (put_write(s, run_id, &r, err, errlen))
         return -1;
+aggregate:
     if (s->w->agg.e && (s->w->agg_run == run_id || !s->w->agg_run)) {
         s->w->agg_run = run_id;
-        wagg_note(&s->w->agg, row, r.key_ref);
+        wagg_note(&s->w->agg, row, r.key_ref, r.cmd_id, r.answer_id);
     }
     return 0;
 }
@@ -1034,6 +1042,10 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: not a SQLite database (%s)", path, sqlite3_errmsg(s->db));
         goto out;
     }
+    /* a new file gives freed pages back (record/retain.h): set before its
+     * first table, a no-op on a file that has tables */
+    if (from == 0 && exec(s, "PRAGMA auto_vacuum = INCREMENTAL", err, errlen))
+        goto out;
     if (exec(s, "PRAGMA journal_mode = WAL", err, errlen) ||
         exec(s, "PRAGMA synchronous = NORMAL", err, errlen) ||
         exec(s, "BEGIN IMMEDIATE", err, errlen))
@@ -1079,7 +1091,8 @@ void store_close(struct store *s)
                                 &w->arr_cover,   &w->arr_next,    &w->row_after,   &w->max_rowid,
                                 &w->run_get,     &w->cmd_find,    &w->cmd_add,     &w->answer_find,
                                 &w->answer_add,  &w->prefix_find, &w->prefix_add,  &w->agg_size,
-                                &w->agg_latency, &w->agg_prefix,  &w->agg_mark };
+                                &w->agg_latency, &w->agg_prefix,  &w->agg_mark,    &w->agg_item,
+                                &w->agg_answer,  &w->agg_pclass,  &w->agg_mark2 };
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
             finalize(ws[i]);
     }
@@ -1228,32 +1241,69 @@ static int agg_write(struct store *s, char *err, size_t errlen)
         " VALUES (?1,?2,?3,?4,?5) ON CONFLICT (run_id, minute, prefix_id) DO UPDATE SET"
         " writes = writes + excluded.writes, value_bytes = value_bytes + excluded.value_bytes",
         "INSERT OR IGNORE INTO agg_runs (run_id) VALUES (?1)",
+        "INSERT INTO agg_items (run_id, minute, class_id, body, outcome, writes, body_bytes)"
+        " VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT (run_id, minute, class_id, body, outcome)"
+        " DO UPDATE SET writes = writes + excluded.writes,"
+        " body_bytes = body_bytes + excluded.body_bytes",
+        "INSERT INTO agg_answers (run_id, minute, cmd_id, answer_id, writes, value_bytes)"
+        " VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (run_id, minute, cmd_id, answer_id)"
+        " DO UPDATE SET writes = writes + excluded.writes,"
+        " value_bytes = value_bytes + excluded.value_bytes",
+        "INSERT INTO agg_prefix_classes (run_id, minute, prefix_id, class_id, writes, body_bytes)"
+        " VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (run_id, minute, prefix_id, class_id)"
+        " DO UPDATE SET writes = writes + excluded.writes,"
+        " body_bytes = body_bytes + excluded.body_bytes",
+        "INSERT OR IGNORE INTO agg_item_runs (run_id) VALUES (?1)",
     };
-    sqlite3_stmt **st[] = { &w->agg_size, &w->agg_latency, &w->agg_prefix, &w->agg_mark };
+    sqlite3_stmt **st[] = { &w->agg_size, &w->agg_latency, &w->agg_prefix, &w->agg_mark,
+                            &w->agg_item, &w->agg_answer,  &w->agg_pclass, &w->agg_mark2 };
     for (size_t i = 0; i < sizeof st / sizeof st[0]; i++)
         if (!*st[i] && sqlite3_prepare_v2(s->db, sql[i], -1, st[i], NULL) != SQLITE_OK)
             return store_fail(s, "preparing the aggregates", err, errlen);
     if (!w->agg_run)
         return 0;
-    sqlite3_reset(w->agg_mark);
-    sqlite3_bind_int64(w->agg_mark, 1, w->agg_run);
-    if (sqlite3_step(w->agg_mark) != SQLITE_DONE)
-        return store_fail(s, "writing the aggregates", err, errlen);
+    for (int m = 0; m < 2; m++) {
+        sqlite3_stmt *q = m ? w->agg_mark2 : w->agg_mark;
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, w->agg_run);
+        if (sqlite3_step(q) != SQLITE_DONE)
+            return store_fail(s, "writing the aggregates", err, errlen);
+    }
     for (size_t i = 0; i < w->agg.used; i++) {
         const struct wagg_ent *e = &w->agg.e[w->agg.slots[i]];
         int64_t n = e->n + e->batch_n, bytes = e->bytes + e->batch_bytes;
         sqlite3_stmt *q = e->kind == WAGG_SIZE      ? w->agg_size
                           : e->kind == WAGG_LATENCY ? w->agg_latency
-                                                    : w->agg_prefix;
+                          : e->kind == WAGG_PREFIX  ? w->agg_prefix
+                          : e->kind == WAGG_ITEM    ? w->agg_item
+                          : e->kind == WAGG_ANSWER  ? w->agg_answer
+                                                    : w->agg_pclass;
+        int c = 3; /* the next column */
         if (!n)
             continue;
         sqlite3_reset(q);
         sqlite3_bind_int64(q, 1, w->agg_run);
         sqlite3_bind_int64(q, 2, e->t);
-        sqlite3_bind_int64(q, 3, e->k);
-        sqlite3_bind_int64(q, 4, n);
+        if (e->kind == WAGG_ITEM) { /* class_id, body, outcome */
+            int64_t bucket;
+            uint32_t cls;
+            enum wagg_outcome o;
+            wagg_item_unkey(e->k, &bucket, &cls, &o);
+            sqlite3_bind_int64(q, c++, cls);
+            sqlite3_bind_int64(q, c++, bucket);
+            sqlite3_bind_int64(q, c++, o);
+        } else if (e->kind == WAGG_ANSWER) { /* cmd_id, answer_id */
+            sqlite3_bind_int64(q, c++, e->k & 255);
+            sqlite3_bind_int64(q, c++, e->k >> 8);
+        } else if (e->kind == WAGG_PREFIX_CLASS) { /* prefix_id, class_id */
+            sqlite3_bind_int64(q, c++, e->k & (((int64_t)1 << 40) - 1));
+            sqlite3_bind_int64(q, c++, e->k >> 40);
+        } else {
+            sqlite3_bind_int64(q, c++, e->k);
+        }
+        sqlite3_bind_int64(q, c++, n);
         if (e->kind != WAGG_LATENCY)
-            sqlite3_bind_int64(q, 5, bytes);
+            sqlite3_bind_int64(q, c, bytes);
         if (sqlite3_step(q) != SQLITE_DONE)
             return store_fail(s, "writing the aggregates", err, errlen);
     }
@@ -1411,6 +1461,14 @@ int store_put_job(struct store *s, int64_t run_id, const struct rec_job *j, char
     }
     snprintf(err, errlen, "%s: unknown job kind %d", s->path, (int)j->kind);
     return -1;
+}
+
+void store_rows_expired(struct store *s)
+{
+    if (!s->w)
+        return;
+    s->w->arr_known = false;
+    s->w->max_rid = -1;
 }
 
 int64_t store_max_phase_id(struct store *s)

@@ -66,6 +66,11 @@ int store_commit(struct store *s, int failed, char *err, size_t errlen);
 int store_write_aggregates(struct store *s, char *err, size_t errlen);
 #define STORE_AGG_FLUSH_MS 250
 
+/* Rows of `writes` and `arrivals` were deleted (record/retain.h) outside
+ * the store's batches: what it cached about a run's last rows is looked up
+ * again. */
+void store_rows_expired(struct store *s);
+
 /* Highest phase id in the file, so new phases continue from it. */
 int64_t store_max_phase_id(struct store *s);
 

@@ -86,18 +86,83 @@ static void wagg_add(struct wagg *g, uint8_t kind, int64_t t, int64_t k, int64_t
     g->lost++;
 }
 
-void wagg_note(struct wagg *g, const struct rec_row *row, int64_t prefix_id)
+int64_t wagg_size_bucket(int64_t body)
+{
+    int bits = 0;
+    if (body < WAGG_EXACT_BELOW)
+        return body;
+    for (uint64_t v = (uint64_t)body; v; v >>= 1)
+        bits++;
+    int shift = bits - 1 - WAGG_BUCKET_BITS;
+    return (int64_t)(((uint64_t)body >> shift) << shift);
+}
+
+int64_t wagg_bucket_width(int64_t bucket)
+{
+    int bits = 0;
+    if (bucket < WAGG_EXACT_BELOW)
+        return 1;
+    for (uint64_t v = (uint64_t)bucket; v; v >>= 1)
+        bits++;
+    return (int64_t)1 << (bits - 1 - WAGG_BUCKET_BITS);
+}
+
+/* The answer is the word w, alone or followed by flags. */
+static bool answer_word(const char *a, const char *w)
+{
+    size_t n = strlen(w);
+    return !strncmp(a, w, n) && (a[n] == 0 || a[n] == ' ');
+}
+
+enum wagg_outcome wagg_outcome_of(const struct rec_row *row)
+{
+    static const char *const stored[] = { "STORED", "HD", "noreply", "quiet" };
+    static const char *const refused[] = { "NOT_STORED", "EXISTS", "NOT_FOUND", "NS", "EX", "NF" };
+    const char *a = row->answer;
+    for (size_t i = 0; i < sizeof stored / sizeof stored[0]; i++)
+        if (answer_word(a, stored[i]))
+            return WAGG_STORED;
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (answer_word(a, refused[i]))
+            return WAGG_REFUSED;
+    if (!strncmp(a, "CLIENT_ERROR bad data chunk", 27))
+        return WAGG_REFUSED;
+    return WAGG_OTHER;
+}
+
+int64_t wagg_item_key(int64_t bucket, uint32_t class_id, enum wagg_outcome o)
+{
+    return bucket | (int64_t)(class_id & 255) << 40 | (int64_t)o << 48;
+}
+
+void wagg_item_unkey(int64_t k, int64_t *bucket, uint32_t *class_id, enum wagg_outcome *o)
+{
+    *bucket = k & (((int64_t)1 << 40) - 1);
+    *class_id = (uint32_t)(k >> 40) & 255;
+    *o = (enum wagg_outcome)(k >> 48);
+}
+
+void wagg_note(struct wagg *g, const struct rec_row *row, int64_t prefix_id, int64_t cmd_id,
+               int64_t answer_id)
 {
     int64_t value = row->value_len > 0 ? row->value_len : 0;
+    int64_t minute = row->t_ns / 60000000000ll;
     if (row->kind != REC_ROW_WRITE)
         return;
     wagg_add(g, WAGG_LATENCY, row->t_ns / 1000000000, wagg_latency_band(row->latency_ns), 0);
+    wagg_add(g, WAGG_ANSWER, minute, (cmd_id & 255) | (answer_id & 0xffffffff) << 8, value);
     if (wagg_stores(row)) {
         int64_t body = (int64_t)row->key_len + row->value_len + (row->flags ? 4 : 0);
-        wagg_add(g, WAGG_SIZE, row->t_ns / 60000000000ll, body, value);
+        enum wagg_outcome o = wagg_outcome_of(row);
+        wagg_add(g, WAGG_SIZE, minute, body, value);
+        wagg_add(g, WAGG_ITEM, minute, wagg_item_key(wagg_size_bucket(body), row->class_id, o),
+                 body);
+        if (prefix_id > 0 && o == WAGG_STORED)
+            wagg_add(g, WAGG_PREFIX_CLASS, minute, prefix_id | (int64_t)(row->class_id & 255) << 40,
+                     body);
     }
     if (prefix_id > 0)
-        wagg_add(g, WAGG_PREFIX, row->t_ns / 60000000000ll, prefix_id, value);
+        wagg_add(g, WAGG_PREFIX, minute, prefix_id, value);
 }
 
 void wagg_batch_done(struct wagg *g, bool committed)
@@ -122,4 +187,87 @@ void wagg_clear(struct wagg *g)
 bool wagg_should_flush(const struct wagg *g)
 {
     return g->used >= WAGG_FLUSH_AT;
+}
+
+int wagg_cell_spread(const struct wagg_cell *c, uint64_t count,
+                     int (*add)(void *ctx, int64_t body, uint64_t n), void *ctx)
+{
+    int64_t w = wagg_bucket_width(c->bucket);
+    if (!count)
+        return 0;
+    if (w <= 1 || c->writes <= 0)
+        return add(ctx, c->bucket, count);
+    uint64_t k = count < WAGG_SPREAD ? count : WAGG_SPREAD;
+    /* k sizes evenly over the widest interval around the cell's mean that
+     * stays in the bucket: the mean is kept, and every size is one the
+     * bucket holds */
+    double mean = (double)c->body_bytes / (double)c->writes;
+    double top = (double)(c->bucket + w - 1);
+    if (mean < (double)c->bucket)
+        mean = (double)c->bucket;
+    if (mean > top)
+        mean = top;
+    double radius = mean - (double)c->bucket < top - mean ? mean - (double)c->bucket : top - mean;
+    for (uint64_t i = 0; i < k; i++) {
+        uint64_t n = count / k + (i < count % k);
+        double at = mean + radius * ((2.0 * (double)i + 1.0) / (double)k - 1.0);
+        int64_t body = (int64_t)(at + 0.5);
+        if (body < c->bucket)
+            body = c->bucket;
+        if (body > c->bucket + w - 1)
+            body = c->bucket + w - 1;
+        int rc = n ? add(ctx, body, n) : 0;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+struct wagg_rem {
+    long double r;
+    size_t i;
+};
+
+static int rem_cmp(const void *x, const void *y)
+{
+    const struct wagg_rem *a = x, *b = y;
+    if (a->r != b->r)
+        return a->r > b->r ? -1 : 1;
+    /* ties (many cells of one write each) in a fixed scrambled order, not
+     * by index: cells come sorted by size, and the lower index would give
+     * the extra items to the smallest sizes */
+    uint64_t ha = wagg_hash(0, (int64_t)a->i, 0), hb = wagg_hash(0, (int64_t)b->i, 0);
+    return ha < hb ? -1 : ha > hb;
+}
+
+void wagg_scale_counts(const int64_t *in, size_t n, uint64_t target, uint64_t *out)
+{
+    long double sum = 0;
+    uint64_t given = 0;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += in[i] > 0 ? (long double)in[i] : 0;
+    struct wagg_rem *rem = n ? malloc(n * sizeof *rem) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = 0;
+        if (sum > 0 && in[i] > 0) {
+            long double x = (long double)in[i] * target / sum;
+            out[i] = (uint64_t)x;
+            given += out[i];
+            if (rem)
+                rem[m++] = (struct wagg_rem){ x - (long double)out[i], i };
+        }
+    }
+    /* the rest, one each, to the largest remainders;
+     * without memory for the order, to the first cells */
+    if (rem)
+        qsort(rem, m, sizeof *rem, rem_cmp);
+    for (size_t j = 0; given < target && sum > 0; j = (j + 1) % (rem ? m : n)) {
+        size_t i = rem ? rem[j].i : j;
+        if (in[i] > 0) {
+            out[i]++;
+            given++;
+        }
+    }
+    free(rem);
 }

@@ -408,8 +408,29 @@ static void route_health(const struct admin_http_request *req, struct admin_http
     jsonb_raw(&b, "\"store\":{\"kind\":");
     jsonb_string(&b, a->sink.kind == SINK_PG ? "postgresql" : "sqlite",
                  a->sink.kind == SINK_PG ? 10 : 6);
+    /* the file written now (rotation changes it) and retention's figures */
+    char file[1024];
+    struct retain_stats rs;
+    uint64_t rotations;
+    rec_retain_state(&a->rec, &rs, file, sizeof file, &rotations);
     jsonb_raw(&b, ",\"name\":");
-    jsonb_string(&b, sink_name(&a->sink), strlen(sink_name(&a->sink)));
+    if (a->sink.kind == SINK_PG)
+        jsonb_string(&b, sink_name(&a->sink), strlen(sink_name(&a->sink)));
+    else
+        jsonb_string(&b, file, strlen(file));
+    jsonb_printf(&b,
+                 ",\"retention\":{\"enabled\":%s,\"retain_s\":%.3f,\"max_db_bytes\":%llu,"
+                 "\"bound_reached\":%s,\"kept_over_bound\":%s,\"rows_expired\":%llu,"
+                 "\"oldest_row_ns\":%lld,\"file_bytes\":%llu,\"free_bytes\":%llu,"
+                 "\"steps\":%llu,\"step_max_us\":%llu,\"step_total_us\":%llu,"
+                 "\"rotations\":%llu}",
+                 rs.enabled ? "true" : "false", (double)rs.retain_ns / 1e9,
+                 (unsigned long long)rs.max_bytes, rs.bound_reached ? "true" : "false",
+                 rs.kept_over ? "true" : "false", (unsigned long long)rs.rows_expired,
+                 (long long)rs.oldest_ns, (unsigned long long)rs.file_bytes,
+                 (unsigned long long)rs.free_bytes, (unsigned long long)rs.steps,
+                 (unsigned long long)rs.step_max_us, (unsigned long long)rs.step_total_us,
+                 (unsigned long long)rotations);
     jsonb_printf(&b, ",\"degraded\":%s,\"reason\":", degraded ? "true" : "false");
     jsonb_string(&b, degraded ? why : "", degraded ? strlen(why) : 0);
     jsonb_printf(&b,
@@ -525,6 +546,17 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
     a->px.m.rows_spilled = sp.spilled;
     a->px.m.rows_shipped = sp.shipped;
     a->px.m.buffer_bytes = pbuf_pool_bytes(&a->px.pool) + a->px.pending_bytes;
+    struct retain_stats rs;
+    rec_retain_state(&a->rec, &rs, NULL, 0, &a->px.m.db_rotations);
+    a->px.m.rows_expired = rs.rows_expired;
+    a->px.m.retention_bound_reached = rs.bound_reached;
+    a->px.m.oldest_row_timestamp_seconds =
+        rs.oldest_ns > 0 ? (uint64_t)(rs.oldest_ns / 1000000000) : 0;
+    a->px.m.db_file_bytes = rs.file_bytes;
+    a->px.m.db_free_bytes = rs.free_bytes;
+    a->px.m.retention_steps = rs.steps;
+    a->px.m.retention_step_max_us = rs.step_max_us;
+    a->px.m.retention_us = rs.step_total_us;
     for (size_t i = 0; i < sizeof proxy_metrics / sizeof proxy_metrics[0]; i++) {
         snprintf(name, sizeof name, "slabtap_%s%s", proxy_metrics[i].name,
                  proxy_metrics[i].type == PROM_COUNTER ? "_total" : "");
@@ -809,9 +841,19 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         goto out;
     }
     /* the store: a SQLite file or PostgreSQL (record/sink.h) */
-    sink_init(&a->sink, cfg->db_path);
+    const char *db = cfg->db_path;
+    bool rotating = !sink_is_remote(db) && retain_path_rotates(db);
+    if (rotating) { /* --db PATTERN: the file for now (record/retain.h) */
+        if (retain_path_expand(db, (time_t)(clock_wall_ns() / 1000000000), a->db_file,
+                               sizeof a->db_file)) {
+            log_error("--db %s: the pattern expands to nothing or too long a name", db);
+            goto out;
+        }
+        db = a->db_file;
+    }
+    sink_init(&a->sink, db);
     bool remote = a->sink.kind == SINK_PG;
-    if (sink_open(&a->sink, cfg->db_path, err, sizeof err)) {
+    if (sink_open(&a->sink, db, err, sizeof err)) {
         if (!remote || !cfg->record_optional) {
             log_error("%s%s", err,
                       remote ? " (--record-optional: forward without recording until it answers)"
@@ -846,6 +888,9 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         .max_stall_ms = cfg->max_stall_ms,
         .spill = spilling ? &a->spill : NULL,
         .db = cfg->db_path,
+        .retain = { cfg->retain_ns, cfg->max_db_bytes },
+        .rotate = rotating ? cfg->db_path : NULL,
+        .path = db,
         .run = { cfg->run_name, cfg->proxy.upstream_text,
                  cfg->options_text ? cfg->options_text : "", keyfmt_mode_name(cfg->proxy.key_mode),
                  cfg->node ? cfg->node : "" },
@@ -873,6 +918,11 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         log_warn("the /api/run endpoints are off: %s", err);
     if (cfg->memcached_flags && *cfg->memcached_flags) /* read by `model predict` */
         meta_job(a, a->started_ns, "memcached_flags", strdup(cfg->memcached_flags));
+    if (cfg->proxy.sample_keys > 1) { /* read by `model predict` and `advise` */
+        char rate[32];
+        snprintf(rate, sizeof rate, "1/%u", (unsigned)cfg->proxy.sample_keys);
+        meta_job(a, a->started_ns, "sample_keys", strdup(rate));
+    }
     rc = poller_open(&a->poller, a->loop, (const struct sockaddr *)&cfg->proxy.upstream_addr,
                      cfg->stats_interval_ms, on_sample, a);
     if (rc) {

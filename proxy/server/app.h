@@ -62,6 +62,11 @@ struct app_config {
      * `stats settings` and the chunk sizes memcached shows, it decides the
      * ladder writes are tagged with (model/ladder_source.h). NULL: none. */
     const char *memcached_flags;
+    /* SQLite retention (record/retain.h): --retain (ns, 0: none) and
+     * --max-db-size (bytes, 0: none); db_path may be a strftime pattern
+     * (rotation, retain_path_rotates) */
+    int64_t retain_ns;
+    uint64_t max_db_bytes;
 };
 
 struct app {
@@ -99,6 +104,7 @@ struct app {
     unsigned closing_handles;
     int teardown_pending; /* a failed start: components still closing */
     void (*on_closed)(struct app *a);
+    char db_file[1024]; /* --db PATTERN expanded at start (rotation) */
 };
 
 /* Opens the database, starts the run and every component. 0, or -1 with

@@ -30,6 +30,18 @@
     X(spill_backlog_bytes, gauge, "Bytes of rows waiting in the spill file (bound: --spill-max)") \
     X(rows_spilled, counter, "Writes put into the spill file while the store failed") \
     X(rows_shipped, counter, "Writes shipped from the spill file to the store") \
+    X(rows_expired, counter, \
+      "Recorded writes deleted by retention (--retain, --max-db-size); the aggregates keep them") \
+    X(retention_bound_reached, gauge, \
+      "1 once --retain or --max-db-size has expired rows (information, not a failure)") \
+    X(oldest_row_timestamp_seconds, gauge, "Unix time of the oldest recorded write kept (SQLite)") \
+    X(db_file_bytes, gauge, "Size of the SQLite database file (pages * page size, WAL excluded)") \
+    X(db_free_bytes, gauge, "Bytes of free pages in the SQLite file, reused before it grows") \
+    X(retention_steps, counter, \
+      "Retention delete steps run by the writer thread, between batches") \
+    X(retention_step_max_us, gauge, "The longest retention step, microseconds") \
+    X(retention_us, counter, "Writer thread time spent in retention steps, microseconds") \
+    X(db_rotations, counter, "New SQLite files opened by --db PATTERN rotation") \
     X(upstream_errors, counter, "Upstream connect failures and disconnects") \
     X(upstream_connections_open, gauge, \
       "Upstream memcached connections open (pooled and private)") \

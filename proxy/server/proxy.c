@@ -23,6 +23,7 @@
 #include <sys/resource.h>
 
 #include "core/clock.h"
+#include "core/sample.h"
 #include "server/binrec.h"
 #include "server/conn.h"
 
@@ -191,6 +192,15 @@ static void proxy_answer_text(enum keyfmt_mode mode, const char *answer, size_t 
 
 void proxy_record_row(struct proxy *px, struct rec_row *row, const char *answer, size_t answer_len)
 {
+    if (px->cfg.sample_keys > 1 && !sample_keep(row->key_hash, px->cfg.sample_keys)) {
+        /* a key not kept: only what the aggregates count (core/sample.h) */
+        if (px->cfg.sample_aggregate) {
+            row->sampled_out = true;
+            row->answer[0] = '\0';
+            rec_push(px->rec, row);
+        }
+        return;
+    }
     if (px->ladder && row->value_len >= 0) {
         struct slab_item_layout it;
         if (slab_item_layout(px->ladder, row->key_len, row->flags, (uint64_t)row->value_len, &it) ==

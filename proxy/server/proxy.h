@@ -50,6 +50,10 @@ struct proxy_config {
                                   see proxy_memory_check */
     uint64_t max_conns;      /* clients at once (0: what the fd limit allows);
                                   beyond, memcached's refusal line and a close */
+    uint32_t sample_keys;    /* --sample-keys 1/N: rows of one key in N (core/sample.h);
+                                0, 1: every key */
+    bool sample_aggregate;   /* the writes of keys not kept still go to the
+                                writer (rec_row.sampled_out) for its aggregates */
 };
 
 /* 1024 requests keep memcached busy; more only adds what one client can

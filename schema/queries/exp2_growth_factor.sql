@@ -7,6 +7,6 @@ SELECT r.name AS run, s.growth_factor, s.classes_in_ladder, s.classes_in_use,
        s.bytes AS global_bytes
 FROM run_summary s JOIN runs r USING (run_id)
 WHERE r.run_id IN (
-  (SELECT run_id FROM runs WHERE run_id = @a OR name = @a ORDER BY run_id DESC LIMIT 1),
-  (SELECT run_id FROM runs WHERE run_id = @b OR name = @b ORDER BY run_id DESC LIMIT 1))
+  (SELECT run_id FROM runs WHERE CAST(run_id AS TEXT) = @a OR name = @a ORDER BY run_id DESC LIMIT 1),
+  (SELECT run_id FROM runs WHERE CAST(run_id AS TEXT) = @b OR name = @b ORDER BY run_id DESC LIMIT 1))
 ORDER BY s.growth_factor DESC;

@@ -9,8 +9,8 @@ WITH runs_ AS MATERIALIZED (
           ORDER BY s.seq DESC LIMIT 1) AS large_class
   FROM runs r JOIN run_settings rs USING (run_id)
   WHERE r.run_id IN (
-    (SELECT run_id FROM runs WHERE run_id = @a OR name = @a ORDER BY run_id DESC LIMIT 1),
-    (SELECT run_id FROM runs WHERE run_id = @b OR name = @b ORDER BY run_id DESC LIMIT 1)))
+    (SELECT run_id FROM runs WHERE CAST(run_id AS TEXT) = @a OR name = @a ORDER BY run_id DESC LIMIT 1),
+    (SELECT run_id FROM runs WHERE CAST(run_id AS TEXT) = @b OR name = @b ORDER BY run_id DESC LIMIT 1)))
 SELECT r.name AS run, r.slab_automove AS automove, r.large_class,
        round((sm.t_ns - r.started_ns) / 1e9, 2) AS seconds,
        coalesce(cs.total_pages, 0) AS large_class_pages,

@@ -4,13 +4,13 @@
 --   sqlite3 -header -csv runs.db < schema/queries/pages_timeline.sql
 WITH chosen AS (
   SELECT run_id, started_ns FROM runs
-  WHERE @run IS NULL OR run_id = @run OR name = @run
+  WHERE @run IS NULL OR CAST(run_id AS TEXT) = @run OR name = @run
   ORDER BY run_id DESC LIMIT 1)
 SELECT round((w.t_ns - c.started_ns) / 1e9, 3) AS seconds, p.name AS phase, w.class_id,
        w.chunk_size, w.total_pages, w.used_chunks, cs.free_chunks, cs.evicted
 FROM slab_waste w
 JOIN chosen c USING (run_id)
 JOIN class_stats cs ON cs.sample_id = w.sample_id AND cs.class_id = w.class_id
-LEFT JOIN phases p ON p.phase_id = w.phase_id
+LEFT JOIN phases p ON p.run_id = w.run_id AND p.phase_id = w.phase_id
 WHERE w.total_pages > 0
 ORDER BY w.t_ns, w.class_id;

@@ -1,18 +1,22 @@
 -- Rounding waste per slab class at the end of a run (its last stats sample),
--- with a TOTAL row. The run: `.parameter set @run NAME_OR_ID` in sqlite3,
+-- with a TOTAL row (last). The run: `.parameter set @run NAME_OR_ID` in sqlite3,
 -- latest run when unset.
 --   sqlite3 -header -column runs.db < schema/queries/waste_by_class.sql
 WITH chosen AS (
   SELECT run_id FROM runs
-  WHERE @run IS NULL OR run_id = @run OR name = @run
+  WHERE @run IS NULL OR CAST(run_id AS TEXT) = @run OR name = @run
   ORDER BY run_id DESC LIMIT 1),
 last AS (
   SELECT w.* FROM slab_waste w JOIN chosen c USING (run_id)
   WHERE w.sample_id = (SELECT max(sample_id) FROM samples s WHERE s.run_id = w.run_id)
     AND w.used_chunks > 0)
 SELECT class_id, chunk_size, used_chunks, mem_requested, allocated, waste_bytes, waste_pct
-FROM last
-UNION ALL
-SELECT 'TOTAL', NULL, sum(used_chunks), sum(mem_requested), sum(allocated), sum(waste_bytes),
-       round(100.0 * sum(waste_bytes) / nullif(sum(allocated), 0), 2)
-FROM last;
+FROM (
+  SELECT CAST(class_id AS TEXT) AS class_id, chunk_size, used_chunks, mem_requested, allocated,
+         waste_bytes, waste_pct, class_id AS k
+  FROM last
+  UNION ALL
+  SELECT 'TOTAL', NULL, sum(used_chunks), sum(mem_requested), sum(allocated), sum(waste_bytes),
+         round(100.0 * sum(waste_bytes) / nullif(sum(allocated), 0), 2), NULL
+  FROM last) AS t
+ORDER BY k IS NULL, k;

@@ -44,7 +44,9 @@ BENCH = os.environ.get("PG_WRITER_BENCH") or os.path.join(os.path.dirname(mctest
 # the write aggregates (record/wagg.h) are kept by the SQLite store only, so
 # far: the PostgreSQL sink does not write them
 SQLITE_ONLY_TABLES = {"arrivals", "write_runs", "agg_runs", "agg_sizes", "agg_latency",
-                      "agg_prefixes"}
+                      "agg_prefixes", "agg_items", "agg_item_runs", "agg_answers",
+                      "agg_prefix_classes", "write_size_histogram_agg", "item_sizes_agg",
+                      "answers_agg", "latency_histogram_agg"}
 PG_ONLY_TABLES = {"schema_version"}
 PG_EXTRA_COLUMNS = {"writes": {"run_id", "seq", "t_ns", "conn_id"}, "runs": {"node"}}
 FLEET_VIEWS = {"fleet_runs", "fleet_waste", "fleet_pages", "fleet_sizes", "fleet_settings_diff"}

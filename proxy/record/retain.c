@@ -1,0 +1,407 @@
+/* retain: the planner, the path pattern and one delete step. See retain.h. */
+#include "record/retain.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+
+void retain_planner_init(struct retain_planner *p)
+{
+    p->step_rows = RETAIN_STEP_START;
+    p->bytes_per_row = RETAIN_BYTES_PER_ROW;
+}
+
+uint64_t retain_slack(uint64_t max_bytes, uint64_t page_size)
+{
+    uint64_t slack = max_bytes / 8, lo = 16 * (page_size ? page_size : 4096);
+    if (slack > (uint64_t)8 << 20)
+        slack = (uint64_t)8 << 20;
+    return slack < lo ? lo : slack;
+}
+
+bool retain_plan(const struct retain_cfg *cfg, const struct retain_planner *p,
+                 const struct retain_obs *o, struct retain_plan *out)
+{
+    memset(out, 0, sizeof *out);
+    out->cutoff_ns = INT64_MAX;
+    uint64_t step = p->step_rows ? p->step_rows : RETAIN_STEP_START;
+    if (cfg->max_bytes && o->page_size) {
+        uint64_t used =
+            (o->page_count - (o->free_pages < o->page_count ? o->free_pages : 0)) * o->page_size;
+        uint64_t slack = retain_slack(cfg->max_bytes, o->page_size);
+        uint64_t hi = cfg->max_bytes > slack ? cfg->max_bytes - slack : 0;
+        uint64_t lo = hi > slack ? hi - slack : 0;
+        if (used > hi && o->oldest_ns >= 0) {
+            double bpr = p->bytes_per_row > 1 ? p->bytes_per_row : RETAIN_BYTES_PER_ROW;
+            double rows = (double)(used - lo) / bpr;
+            uint64_t keep_up = o->rows_in + o->rows_in / 4;
+            if (step < keep_up)
+                step = keep_up > RETAIN_STEP_MAX ? RETAIN_STEP_MAX : keep_up;
+            out->rows = rows < 1 ? 1 : rows > (double)step ? step : (uint64_t)rows;
+            out->over_size = true;
+        }
+        if (o->incremental && o->free_pages && o->page_count * o->page_size > cfg->max_bytes) {
+            uint64_t over = (o->page_count * o->page_size - cfg->max_bytes) / o->page_size + 1;
+            uint64_t n = over < o->free_pages ? over : o->free_pages;
+            out->vacuum_pages = n > RETAIN_VACUUM_PAGES ? RETAIN_VACUUM_PAGES : n;
+        }
+    }
+    if (cfg->retain_ns > 0 && o->oldest_ns >= 0 && o->now_ns - cfg->retain_ns > o->oldest_ns) {
+        out->cutoff_ns = o->now_ns - cfg->retain_ns;
+        if (!out->over_size)
+            out->rows = step;
+    }
+    return out->rows > 0 || out->vacuum_pages > 0;
+}
+
+void retain_feedback(struct retain_planner *p, uint64_t rows, uint64_t pages_freed,
+                     uint64_t page_size, int64_t elapsed_ns)
+{
+    if (rows >= 1024 && pages_freed) {
+        double bpr = (double)(pages_freed * page_size) / (double)rows;
+        p->bytes_per_row = p->bytes_per_row * 0.5 + bpr * 0.5;
+    }
+    if (elapsed_ns > (int64_t)RETAIN_STEP_MS * 1000000) {
+        p->step_rows /= 2;
+    } else if (elapsed_ns < (int64_t)RETAIN_STEP_MS * 1000000 / 4 && rows >= p->step_rows) {
+        p->step_rows *= 2;
+    }
+    if (p->step_rows < RETAIN_STEP_MIN)
+        p->step_rows = RETAIN_STEP_MIN;
+    if (p->step_rows > RETAIN_STEP_MAX)
+        p->step_rows = RETAIN_STEP_MAX;
+}
+
+bool retain_path_rotates(const char *path)
+{
+    for (const char *c = path ? strchr(path, '%') : NULL; c; c = strchr(c, '%')) {
+        if (c[1] == '%') {
+            c += 2;
+            continue;
+        }
+        if (isalpha((unsigned char)c[1]))
+            return true;
+        c++;
+    }
+    return false;
+}
+
+int retain_path_expand(const char *path, time_t t, char *out, size_t outlen)
+{
+    struct tm tm;
+    if (!outlen || !gmtime_r(&t, &tm))
+        return -1;
+    out[0] = '\0';
+    size_t n = strftime(out, outlen, path, &tm);
+    return n > 0 && n < outlen - 1 ? 0 : -1;
+}
+
+/* --- the delete step ----------------------------------------------------------- */
+
+void retain_init(struct retain *r, const struct retain_cfg *cfg)
+{
+    memset(r, 0, sizeof *r);
+    r->cfg = *cfg;
+    retain_planner_init(&r->plan);
+    r->st.enabled = cfg->retain_ns > 0 || cfg->max_bytes > 0;
+    r->st.retain_ns = cfg->retain_ns;
+    r->st.max_bytes = cfg->max_bytes;
+    r->st.oldest_ns = -1;
+}
+
+bool retain_enabled(const struct retain *r)
+{
+    return r->st.enabled;
+}
+
+static int64_t pragma_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* The oldest write: its rowid, time and run's rowid range. 1, 0 when there
+ * is none, -1 on error. */
+struct oldest {
+    int64_t rowid, t_ns, lo, hi, t0;
+};
+
+static int oldest_write(sqlite3 *db, struct oldest *o)
+{
+    sqlite3_stmt *st;
+    int got = 0;
+    if (sqlite3_prepare_v2(
+            db,
+            "SELECT w.rid, r.lo, r.hi, r.t0, r.t0 + coalesce((SELECT a.dt FROM arrivals a"
+            " WHERE a.rowid BETWEEN r.lo AND w.rid ORDER BY a.rowid DESC LIMIT 1), 0)"
+            " FROM (SELECT min(rowid) AS rid FROM writes) w"
+            " JOIN write_runs r ON w.rid >= r.lo AND w.rid < r.hi"
+            " ORDER BY r.lo DESC LIMIT 1",
+            -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        o->rowid = sqlite3_column_int64(st, 0);
+        o->lo = sqlite3_column_int64(st, 1);
+        o->hi = sqlite3_column_int64(st, 2);
+        o->t0 = sqlite3_column_int64(st, 3);
+        o->t_ns = sqlite3_column_int64(st, 4);
+        got = 1;
+    } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        got = -1;
+    }
+    sqlite3_finalize(st);
+    return got;
+}
+
+/* One value of sql with up to three integer parameters: 1 with *v, 0 for
+ * no row or NULL, -1 on error. */
+static int query_int(sqlite3 *db, const char *sql, int64_t a, int64_t b, int64_t c, int64_t *v)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int np = sqlite3_bind_parameter_count(st);
+    if (np >= 1)
+        sqlite3_bind_int64(st, 1, a);
+    if (np >= 2)
+        sqlite3_bind_int64(st, 2, b);
+    if (np >= 3)
+        sqlite3_bind_int64(st, 3, c);
+    int rc = sqlite3_step(st), got = 0;
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        *v = sqlite3_column_int64(st, 0);
+        got = 1;
+    } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        got = -1;
+    }
+    sqlite3_finalize(st);
+    return got;
+}
+
+static int exec_q(sqlite3 *db, const char *sql, int64_t a, int64_t b)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, a);
+    if (sqlite3_bind_parameter_count(st) >= 2)
+        sqlite3_bind_int64(st, 2, b);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* The file's pages; the oldest write too when want_old (else *have_old 0
+ * and the last one seen is kept in the stats). */
+static void observe(struct retain *r, sqlite3 *db, int64_t now_ns, struct retain_obs *o,
+                    struct oldest *old, int *have_old, bool want_old)
+{
+    memset(o, 0, sizeof *o);
+    o->now_ns = now_ns;
+    int64_t ps = pragma_int(db, "PRAGMA page_size"), pc = pragma_int(db, "PRAGMA page_count"),
+            fl = pragma_int(db, "PRAGMA freelist_count");
+    o->page_size = ps > 0 ? (uint64_t)ps : 0;
+    o->page_count = pc > 0 ? (uint64_t)pc : 0;
+    o->free_pages = fl > 0 ? (uint64_t)fl : 0;
+    o->incremental = pragma_int(db, "PRAGMA auto_vacuum") == 2;
+    r->st.file_bytes = o->page_count * o->page_size;
+    r->st.free_bytes = o->free_pages * o->page_size;
+    *have_old = 0;
+    o->oldest_ns = r->st.oldest_ns;
+    if (!want_old)
+        return;
+    *have_old = oldest_write(db, old);
+    o->oldest_ns = *have_old == 1 ? old->t_ns : -1;
+    r->st.oldest_ns = o->oldest_ns;
+}
+
+void retain_observe(struct retain *r, sqlite3 *db, int64_t now_ns)
+{
+    struct retain_obs o;
+    struct oldest old;
+    int have;
+    observe(r, db, now_ns, &o, &old, &have, true);
+}
+
+/* Deletes the planned rows of the oldest run in the open transaction;
+ * the number deleted into *n. 0, or -1. */
+static int delete_oldest(sqlite3 *db, const struct oldest *old, const struct retain_plan *pl,
+                         uint64_t *n)
+{
+    int64_t cut = 0, keep = 0, cover = 0, a = 0;
+    /* the first row kept: the rows-th after the oldest, within its run */
+    int got = query_int(db,
+                        "SELECT rowid FROM writes WHERE rowid >= ?1 AND rowid < ?2"
+                        " ORDER BY rowid LIMIT 1 OFFSET ?3",
+                        old->rowid, old->hi, (int64_t)pl->rows, &cut);
+    if (got < 0)
+        return -1;
+    if (!got) { /* all of the run's rows */
+        if (query_int(db, "SELECT max(rowid) FROM writes WHERE rowid >= ?1 AND rowid < ?2",
+                      old->rowid, old->hi, 0, &cut) < 0)
+            return -1;
+        cut++;
+    }
+    if (pl->cutoff_ns != INT64_MAX) {
+        /* none at or after the cutoff: the first arrival that late ends it */
+        got = query_int(db,
+                        "SELECT min(rowid) FROM arrivals WHERE rowid > ?1 AND rowid < ?2"
+                        " AND dt >= ?3",
+                        old->rowid, cut, pl->cutoff_ns - old->t0, &a);
+        if (got < 0)
+            return -1;
+        if (got && a < cut)
+            cut = a;
+    }
+    if (exec_q(db, "DELETE FROM writes WHERE rowid >= ?1 AND rowid < ?2", old->rowid, cut))
+        return -1;
+    *n = (uint64_t)sqlite3_changes(db);
+    /* arrivals: every one below the arrival the first kept write needs */
+    got = query_int(db, "SELECT min(rowid) FROM writes WHERE rowid >= ?1", cut, 0, 0, &keep);
+    if (got < 0)
+        return -1;
+    if (got) {
+        got =
+            query_int(db, "SELECT max(rowid) FROM arrivals WHERE rowid <= ?1", keep, 0, 0, &cover);
+        if (got < 0)
+            return -1;
+        if (!got)
+            cover = cut;
+    } else {
+        cover = cut;
+    }
+    return exec_q(db, "DELETE FROM arrivals WHERE rowid < ?1", cover, 0);
+}
+
+static void retain_log_time(int64_t ns, char *out, size_t outlen)
+{
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm tm;
+    if (ns < 0 || !gmtime_r(&t, &tm)) {
+        snprintf(out, outlen, "none");
+        return;
+    }
+    strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int retain_step(struct retain *r, sqlite3 *db, int64_t now_ns, uint64_t rows_in, char *err,
+                size_t errlen)
+{
+    struct retain_obs o;
+    struct retain_plan pl;
+    struct oldest old;
+    int have;
+    if (!r->st.enabled || !db)
+        return 0;
+    r->rows_in += rows_in;
+    /* the age is looked at every RETAIN_AGE_CHECK_MS; the size (four
+     * pragmas) after every batch, and the oldest row only when it asks */
+    bool age_due = r->cfg.retain_ns > 0 && now_ns >= r->next_age_check_ns;
+    if (!r->cfg.max_bytes && !age_due)
+        return 0;
+    if (age_due)
+        r->next_age_check_ns = now_ns + (int64_t)RETAIN_AGE_CHECK_MS * 1000000;
+    int64_t t0 = (int64_t)clock_mono_ns();
+    observe(r, db, now_ns, &o, &old, &have, age_due);
+    if (!age_due && r->cfg.max_bytes) {
+        uint64_t used =
+            (o.page_count - (o.free_pages < o.page_count ? o.free_pages : 0)) * o.page_size;
+        uint64_t slack = retain_slack(r->cfg.max_bytes, o.page_size);
+        bool over_file = o.incremental && o.page_count * o.page_size > r->cfg.max_bytes;
+        if (used + slack <= r->cfg.max_bytes && !over_file) {
+            r->rows_in = 0;
+            return 0;
+        }
+        observe(r, db, now_ns, &o, &old, &have, true);
+    }
+    if (have < 0) {
+        snprintf(err, errlen, "retention: reading the oldest row: %s", sqlite3_errmsg(db));
+        return -1;
+    }
+    o.rows_in = r->rows_in;
+    if (!retain_plan(&r->cfg, &r->plan, &o, &pl)) {
+        r->rows_in = 0;
+        /* the bound is passed with no row left to expire: what is kept is over it */
+        uint64_t used = (o.page_count - o.free_pages) * o.page_size;
+        if (r->cfg.max_bytes && have == 0 && used > r->cfg.max_bytes && !r->logged_kept) {
+            r->logged_kept = true;
+            r->st.kept_over = true;
+            log_warn("retention: %llu bytes of what is kept (runs, samples, aggregates) are over "
+                     "--max-db-size %llu with no recorded write left to expire; recording goes on",
+                     (unsigned long long)used, (unsigned long long)r->cfg.max_bytes);
+        }
+        return 0;
+    }
+    if (!r->logged_bound) {
+        char when[32];
+        r->logged_bound = true;
+        retain_log_time(o.oldest_ns, when, sizeof when);
+        if (pl.over_size)
+            log_info("retention: the database reached --max-db-size %llu bytes (%llu in use): "
+                     "the oldest recorded writes (from %s) are expired from now on, the "
+                     "aggregates keep counting them",
+                     (unsigned long long)r->cfg.max_bytes,
+                     (unsigned long long)((o.page_count - o.free_pages) * o.page_size), when);
+        else if (pl.rows)
+            log_info("retention: recorded writes older than --retain %.0f s (from %s) are "
+                     "expired from now on, the aggregates keep counting them",
+                     (double)r->cfg.retain_ns / 1e9, when);
+    }
+    if (pl.rows)
+        r->st.bound_reached = true;
+    uint64_t n = 0;
+    char *msg = NULL;
+    if (pl.rows && have == 1) {
+        if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK)
+            goto fail;
+        if (delete_oldest(db, &old, &pl, &n) ||
+            sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+            snprintf(err, errlen, "retention: deleting old rows: %s",
+                     msg ? msg : sqlite3_errmsg(db));
+            sqlite3_free(msg);
+            if (!sqlite3_get_autocommit(db))
+                sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+            return -1;
+        }
+    }
+    int64_t free_after = pragma_int(db, "PRAGMA freelist_count");
+    uint64_t freed = free_after > (int64_t)o.free_pages ? (uint64_t)free_after - o.free_pages : 0;
+    if (pl.vacuum_pages) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA incremental_vacuum(%llu)",
+                 (unsigned long long)pl.vacuum_pages);
+        if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+            goto fail;
+    }
+    int64_t took = (int64_t)clock_mono_ns() - t0;
+    log_debug("retention: step: %llu rows deleted (planned %llu), %llu pages freed, %llu "
+              "vacuumed, %.1f ms",
+              (unsigned long long)n, (unsigned long long)pl.rows, (unsigned long long)freed,
+              (unsigned long long)pl.vacuum_pages, (double)took / 1e6);
+    retain_feedback(&r->plan, n, freed, o.page_size, took);
+    r->rows_in = 0;
+    r->st.rows_expired += n;
+    r->st.steps++;
+    uint64_t us = (uint64_t)(took / 1000);
+    r->st.step_total_us += us;
+    if (us > r->st.step_max_us)
+        r->st.step_max_us = us;
+    observe(r, db, now_ns, &o, &old, &have, true);
+    return 1;
+fail:
+    snprintf(err, errlen, "retention: %s", msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    if (!sqlite3_get_autocommit(db))
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+}

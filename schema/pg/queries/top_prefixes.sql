@@ -1,0 +1,38 @@
+-- PostgreSQL (psql) form of schema/queries/top_prefixes.sql: the same
+-- columns and rows; written for PostgreSQL for strpos/least (SQLite:
+-- instr/min). The run: psql variable run (name or id), latest when unset.
+--   psql "$URI" -X -v run=NAME_OR_ID -f pg/queries/top_prefixes.sql
+\if :{?run}
+\else
+\set run ''
+\endif
+WITH chosen AS (
+  SELECT run_id, key_mode FROM runs
+  WHERE nullif(:'run', '') IS NULL OR CAST(run_id AS TEXT) = nullif(:'run', '')
+     OR name = nullif(:'run', '')
+  ORDER BY run_id DESC LIMIT 1),
+chunk AS (  -- chunk size per class from the run's last sample
+  SELECT w.class_id, w.chunk_size FROM slab_waste w JOIN chosen c USING (run_id)
+  WHERE w.sample_id = (SELECT max(sample_id) FROM samples s WHERE s.run_id = w.run_id)),
+w AS (
+  SELECT s.*,
+         CASE WHEN s.key IS NULL THEN '(hash only)'
+              WHEN s.key = '' THEN '(no prefix)'
+              -- --keys prefix kept the prefix itself: it has no delimiter left
+              WHEN c.key_mode = 'prefix' THEN s.key
+              ELSE coalesce(nullif(substr(s.key, 1, least(
+                     coalesce(nullif(strpos(s.key, ':'), 0), 1 << 30),
+                     coalesce(nullif(strpos(s.key, '/'), 0), 1 << 30),
+                     coalesce(nullif(strpos(s.key, '.'), 0), 1 << 30),
+                     coalesce(nullif(strpos(s.key, '|'), 0), 1 << 30)) - 1), s.key), '(no prefix)')
+         END AS prefix
+  FROM sets s JOIN chosen c USING (run_id)
+  WHERE s.value_len IS NOT NULL)
+SELECT prefix, count(*) AS writes, count(DISTINCT key_hash) AS distinct_keys,
+       sum(value_len) AS value_bytes, sum(chunk.chunk_size) AS chunk_bytes,
+       round(100.0 * (sum(chunk.chunk_size) - sum(48 + key_len + 1 + value_len + 2 + 8))
+             / nullif(sum(chunk.chunk_size), 0), 2) AS approx_waste_pct
+FROM w LEFT JOIN chunk USING (class_id)
+GROUP BY prefix
+ORDER BY value_bytes DESC
+LIMIT 20;

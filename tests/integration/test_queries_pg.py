@@ -1,0 +1,292 @@
+"""test_queries_pg: the canned queries (schema/queries) on PostgreSQL.
+
+Every canned query that makes sense for a fleet has a psql form in
+schema/pg/queries/NAME.sql (same columns, same rows), its parameters psql
+variables (`psql URI -v run=NAME -f ...`; unset or empty = SQLite's unbound
+@run). Those marked DERIVED are the SQLite file itself with each @NAME
+outside comments replaced by `nullif(:'NAME', '')` behind a fixed header
+(`python3 tests/integration/test_queries_pg.py --derive NAME...` writes
+them); the others are written for PostgreSQL (jsonb, strpos/least, an
+explicit order). NOT_FLEET names the queries that have no PostgreSQL form,
+with why (README, "SQL" says the same).
+
+The same small load goes through two proxies, one recording into a SQLite
+file, one into a throwaway PostgreSQL cluster (pgcluster.py), each in front
+of its own memcached with the same flags: two runs (the second against
+memcacheds with -f 1.08), each with two phases (POST /api/phase) of keys
+under several prefixes and sizes, stats polled every 100 ms. Then every
+query runs on both (sqlite3 -csv with `.parameter set`, psql --csv with
+-v), with no parameters and with runs picked by name and by id, and the
+rows must be equal (numbers by value: 20.1 and 20.10 are equal). Two
+queries print a row per stats sample, and the two proxies' pollers do not
+tick together: for them the samples are compared as the sequence of states
+that held for at least two polls (seconds left out); the load waits 5 polls
+after each step so that every state the test makes holds that long.
+
+Needs memcached, PostgreSQL (initdb, psql), sqlite3 and $SLABTAP.
+127.0.0.1 only; bounded waits.
+"""
+import csv
+import glob
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mctest  # noqa: E402
+
+SCHEMA = os.path.join(mctest.SRC, "schema")
+QUERIES = os.path.join(SCHEMA, "queries")
+PG_QUERIES = os.path.join(SCHEMA, "pg", "queries")
+
+DERIVED = ["compare_runs", "exp2_growth_factor", "exp3_timeline", "ladder", "pages_timeline",
+           "waste_by_class"]
+WRITTEN = ["exp_waste", "exp3_calcification", "run_metadata", "top_prefixes"]
+NOT_FLEET = {
+    "headline": "the three experiments' headline: it reads the runs by the names "
+                "`slabtap experiment` gives them, and experiment records into SQLite only",
+}
+# queries with a row per stats sample: compared as settled states (see above)
+PER_SAMPLE = {"pages_timeline": "seconds", "exp3_timeline": "seconds"}
+INTERVAL_MS = 100
+SETTLE_S = 5 * INTERVAL_MS / 1000.0
+NULL = "\\N"
+
+MARK = "-- the SQLite file from here on, each @NAME a psql variable:\n"
+
+
+# --- the PostgreSQL form of a portable query ---------------------------------------
+
+def query_params(sql):
+    """The @NAME parameters of sql, in order, outside comments."""
+    out = []
+    for line in sql.splitlines():
+        for p in re.findall(r"@(\w+)", line.split("--", 1)[0]):
+            if p not in out:
+                out.append(p)
+    return out
+
+
+def derive(name):
+    """schema/pg/queries/NAME.sql for a DERIVED query: a header that sets each
+    psql variable left unset to '', then the SQLite file with each @NAME
+    outside comments replaced by nullif(:'NAME', '')."""
+    with open(os.path.join(QUERIES, name + ".sql")) as f:
+        sql = f.read()
+    ps = query_params(sql)
+    head = ("-- PostgreSQL (psql) form of schema/queries/%s.sql, derived from it: the same\n"
+            "-- SQL, each parameter @NAME the psql variable NAME (unset or empty: NULL):\n"
+            "--   psql \"$URI\" -X %s-f pg/queries/%s.sql\n"
+            "-- Edit the SQLite file and derive this one again (tests/integration/\n"
+            "-- test_queries_pg.py checks that nothing else differs).\n"
+            % (name, "".join("-v %s=NAME_OR_ID " % p for p in ps), name))
+    for p in ps:
+        head += "\\if :{?%s}\n\\else\n\\set %s ''\n\\endif\n" % (p, p)
+    body = []
+    for line in sql.splitlines(keepends=True):
+        code, sep, comment = line.partition("--")
+        body.append(re.sub(r"@(\w+)", r"nullif(:'\1', '')", code) + sep + comment)
+    return head + MARK + "".join(body)
+
+
+class QueryFiles(unittest.TestCase):
+    """No servers: which files exist and what the derived ones hold."""
+
+    def test_every_query_is_ported_or_said_why_not(self):
+        names = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(QUERIES, "*.sql")))
+        pg = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(PG_QUERIES, "*.sql")))
+        self.assertEqual(sorted(DERIVED + WRITTEN + list(NOT_FLEET)), names)
+        self.assertEqual(sorted(DERIVED + WRITTEN), pg)
+        with open(os.path.join(mctest.SRC, "README.md")) as f:
+            readme = f.read()
+        for name in NOT_FLEET:
+            self.assertTrue("`%s`" % name in readme, "README does not say why not %s" % name)
+
+    def test_derived_files_are_the_sqlite_files(self):
+        for name in DERIVED:
+            with open(os.path.join(PG_QUERIES, name + ".sql")) as f:
+                self.assertEqual(f.read(), derive(name),
+                                 "%s: run tests/integration/test_queries_pg.py --derive %s"
+                                 % (name, name))
+
+
+# --- running the queries ---------------------------------------------------------
+
+def parse_csv(text):
+    rows = list(csv.reader(io.StringIO(text)))
+    return rows[0], [[None if v == NULL else v for v in r] for r in rows[1:]]
+
+
+def run_sqlite(db, name, params):
+    with open(os.path.join(QUERIES, name + ".sql")) as f:
+        sql = f.read()
+    pre = "".join(".parameter set @%s '%s'\n" % (k, v) for k, v in params.items())
+    p = subprocess.run(["sqlite3", "-bail", "-header", "-csv", "-nullvalue", NULL, db],
+                       input=pre + sql, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and not p.stderr, (name, params, p.stderr)
+    return parse_csv(p.stdout)
+
+
+def run_pg(psql, uri, name, params):
+    argv = [psql, "-X", "-q", "--csv", "-v", "ON_ERROR_STOP=1", "-P", "null=" + NULL]
+    for k, v in params.items():
+        argv += ["-v", "%s=%s" % (k, v)]
+    argv += ["-f", os.path.join(PG_QUERIES, name + ".sql"), uri]
+    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and not p.stderr, (name, params, p.stderr)
+    return parse_csv(p.stdout)
+
+
+def same_value(a, b):
+    if a == b:
+        return True
+    if a is None or b is None:
+        return False
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    return abs(x - y) <= 1e-9 * max(1.0, abs(x), abs(y))
+
+
+def settled(header, rows, time_col):
+    """rows of a per-sample query as the sequence of states (the rows of one
+    sample, time_col left out) that held for two samples or more in a row."""
+    t = header.index(time_col)
+    samples, last = [], object()
+    for r in rows:
+        if r[t] != last or not samples:
+            samples.append([])
+            last = r[t]
+        samples[-1].append(tuple(v for i, v in enumerate(r) if i != t))
+    states = []
+    i = 0
+    while i < len(samples):
+        j = i
+        while j + 1 < len(samples) and samples[j + 1] == samples[i]:
+            j += 1
+        if j > i and (not states or states[-1] != samples[i]):
+            states.append(samples[i])
+        i = j + 1
+    return states
+
+
+# --- the load ----------------------------------------------------------------------
+
+PREFIXES = [  # (key format, sizes of the small phase, of the large phase)
+    (b"user:%d", [60, 90, 130], [2000]),
+    (b"sess/%d", [300, 420], [5000, 7000]),
+    (b"img.%d", [900], [12000, 20000]),
+    (b"a|%d", [33], [3300]),
+    (b"plain%d", [200], [1500]),
+    (b":lead%d", [70], [700]),
+]
+
+
+def phase_items(phase, salt):
+    items = []
+    for pi, (fmt, small, large) in enumerate(PREFIXES):
+        sizes = small if phase == 0 else large
+        n = 40 + 10 * pi if phase == 0 else 6 + pi
+        for i in range(n):
+            size = sizes[i % len(sizes)] + (i * 7) % 13
+            key = fmt % (i + 1000 * phase + 10000 * salt)
+            items.append((key, bytes([97 + (i + pi) % 26]) * size))
+    return items
+
+
+class QueriesOnBoth(mctest.ServerTestCase):
+    workdir_prefix = "slabtap-qpg-"
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        import pgcluster  # noqa: E402 (only the server tests need PostgreSQL)
+        cls.pg = pgcluster.PgCluster()
+        cls.addClassCleanup(cls.pg.stop)
+        cls.psql = os.path.join(pgcluster.bindir(), "psql")
+        cls.sqlite = os.path.join(cls.cw.path, "runs.db")
+        cls.uri = cls.pg.uri()
+        for salt, (run, flags) in enumerate([("r1", []), ("r2", ["-f", "1.08"])]):
+            mcs = [cls.class_mc(name="mc-%s-%d" % (run, i), extra=flags) for i in range(2)]
+            pxs = [cls.class_proxy(mc.port, db=db, name="px-%s-%d" % (run, i), http=True,
+                                   extra=["--run", run, "--node", "node-%d" % i,
+                                          "--stats-interval", str(INTERVAL_MS)])
+                   for i, (mc, db) in enumerate(zip(mcs, [cls.sqlite, cls.uri]))]
+            time.sleep(SETTLE_S)
+            for phase, pname in enumerate(["small", "large"]):
+                for px in pxs:  # lockstep: the same step on both, then a settle
+                    mctest.http_json(px.http_port, "POST", "/api/phase?name=" + pname)
+                    with mctest.connect(px.port) as s:
+                        mctest.set_items(s, phase_items(phase, salt))
+                time.sleep(SETTLE_S)
+            for px in pxs:
+                rc = px.stop()
+                assert rc == 0 and not mctest.sanitizer_errors(px.stderr_text()), \
+                    px.stderr_text()[-3000:]
+            for mc in mcs:
+                mc.stop()
+
+    def compare(self, name, params):
+        h1, r1 = run_sqlite(self.sqlite, name, params)
+        h2, r2 = run_pg(self.psql, self.uri, name, params)
+        what = "%s %r" % (name, params)
+        self.assertEqual(h2, h1, what)
+        self.assertTrue(r1, what + ": no rows on SQLite, nothing compared")
+        if name in PER_SAMPLE:
+            s1, s2 = settled(h1, r1, PER_SAMPLE[name]), settled(h2, r2, PER_SAMPLE[name])
+            self.assertGreaterEqual(len(s1), 2, what + ": no time series")
+            r1, r2 = [r for s in s1 for r in s], [r for s in s2 for r in s]
+        self.assertEqual(len(r2), len(r1), "%s: rows\nsqlite %r\npg     %r" % (what, r1, r2))
+        for a, b in zip(r1, r2):
+            self.assertEqual(len(a), len(b), what)
+            self.assertTrue(all(same_value(x, y) for x, y in zip(a, b)),
+                            "%s:\nsqlite %r\npg     %r" % (what, a, b))
+        return r1
+
+    def test_run_queries(self):
+        for name in ["waste_by_class", "pages_timeline", "top_prefixes", "ladder", "exp_waste"]:
+            for params in ({}, {"run": "r1"}, {"run": "1"}, {"run": "r2"}):
+                with self.subTest(name=name, params=params):
+                    self.compare(name, params)
+
+    def test_two_run_queries(self):
+        for name in ["compare_runs", "exp2_growth_factor", "exp3_calcification",
+                     "exp3_timeline"]:
+            cases = [{"a": "r1", "b": "r2"}, {"a": "2", "b": "r1"}]
+            if name == "compare_runs":
+                cases.append({})
+            for params in cases:
+                with self.subTest(name=name, params=params):
+                    self.compare(name, params)
+
+    def test_run_metadata(self):
+        self.compare("run_metadata", {})
+
+    def test_the_load_shows(self):
+        """What the comparison rests on: both stores hold the load's shape."""
+        rows = self.compare("top_prefixes", {"run": "r1"})
+        self.assertEqual(sorted(r[0] for r in rows),
+                         sorted(["user", "sess", "img", "a", "(no prefix)", ""]))
+        ladder = self.compare("ladder", {"run": "r2"})
+        self.assertGreater(len(ladder), 40)  # -f 1.08: a long ladder
+        calc = self.compare("exp3_calcification", {"a": "r1", "b": "r2"})
+        self.assertEqual([r[2] for r in calc], ["small", "large", "small", "large"])
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--derive":
+        for name in sys.argv[2:]:
+            with open(os.path.join(PG_QUERIES, name + ".sql"), "w") as f:
+                f.write(derive(name))
+        return
+    unittest.main()
+
+
+if __name__ == "__main__":
+    main()
