@@ -384,7 +384,9 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "max-conns", 0, OPT_UINT, .dest = &cfg->proxy.max_conns, .min = 1, .max = UINT32_MAX },
         { "node", 0, OPT_STRING, .dest = &cfg->node },
         { "spill", 0, OPT_STRING, .dest = &a->spill },
-        { "spill-max", 0, OPT_SIZE, .dest = &a->spill_max, .min = 65536, .max = UINT64_MAX },
+        /* a batch of 2048 rows takes about 300 KB in the spill: a smaller
+         * bound could never hold one */
+        { "spill-max", 0, OPT_SIZE, .dest = &a->spill_max, .min = 512 * 1024, .max = UINT64_MAX },
         { "record-optional", 0, OPT_FLAG, .dest = &a->record_optional },
         { "retain", 0, OPT_CALL, .dest = &cfg->retain_ns, .call = parse_retain },
         { "max-db-size", 0, OPT_CALL, .dest = &cfg->max_db_bytes, .call = parse_db_size },

@@ -3,6 +3,7 @@
  * array, bounded by WORKLOAD_STMTS_MAX. A plan never allocates. */
 #include "load/workload.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +63,17 @@ struct wl_size {
     uint64_t choices[WORKLOAD_CHOICES_MAX];
 };
 
-enum wl_field_kind { WL_FIELD_I, WL_FIELD_I_MOD, WL_FIELD_RAND };
+enum wl_field_kind { WL_FIELD_I, WL_FIELD_I_MOD, WL_FIELD_RAND, WL_FIELD_ZIPF };
+
+/* {zipf:N:S}: the constants of rejection-inversion sampling (Hoermann &
+ * Derflinger 1996, as in Apache Commons RNG), fixed at parse time so a
+ * draw costs O(1) time and the program O(1) memory whatever N is. */
+struct wl_zipf {
+    double s;       /* the exponent */
+    double h_x1;    /* H(1.5) - 1 */
+    double h_n;     /* H(N + 0.5) */
+    double squeeze; /* 2 - H^-1(H(2.5) - h(2)) */
+};
 
 /* A key pattern: literal text with fields spliced in at byte offsets. */
 struct wl_key {
@@ -72,8 +83,9 @@ struct wl_key {
     struct {
         enum wl_field_kind kind;
         uint32_t at;    /* offset into text where it goes */
-        uint64_t n;     /* the N of {i%N} / {rand:N} */
+        uint64_t n;     /* the N of {i%N} / {rand:N} / {zipf:N:S} */
         uint32_t width; /* :W, zero-padded to W digits; 0 none */
+        struct wl_zipf zipf;
     } field[WORKLOAD_FIELDS_MAX];
 };
 
@@ -255,6 +267,100 @@ static uint64_t wl_rand_below(uint64_t s[4], uint64_t n)
     }
 }
 
+/* Uniform in [0, 1): the top 53 bits, exactly representable. */
+static double wl_rand_unit(uint64_t s[4])
+{
+    return (double)(wl_rand(s) >> 11) * 0x1.0p-53;
+}
+
+/* ---- zipf -------------------------------------------------------------- */
+
+/* Rank k of N drawn with probability proportional to 1/k^S by
+ * rejection-inversion (W. Hoermann, G. Derflinger, "Rejection-inversion to
+ * generate variates from monotone discrete distributions", 1996), the
+ * formulation of Apache Commons RNG's RejectionInversionZipfSampler:
+ * h(x) = x^-S, H its integral shifted so that H(1) = 0 for any S; one
+ * uniform per try, and few tries are rejected (under 2 %, measured for
+ * N 10..10^7 and S 0.000001..10).
+ * Only libm's log, exp, log1p and expm1; no table, so N is not bounded by
+ * memory. */
+
+/* log1p(x)/x, continued to 1 at 0 */
+static double wl_zipf_helper1(double x)
+{
+    return fabs(x) > 1e-8 ? log1p(x) / x : 1 - x * (0.5 - x * (1.0 / 3 - 0.25 * x));
+}
+
+/* expm1(x)/x, continued to 1 at 0 */
+static double wl_zipf_helper2(double x)
+{
+    return fabs(x) > 1e-8 ? expm1(x) / x : 1 + x * 0.5 * (1 + x * (1.0 / 3) * (1 + 0.25 * x));
+}
+
+static double wl_zipf_h(double s, double x)
+{
+    return exp(-s * log(x));
+}
+
+/* (x^(1-S) - 1) / (1-S), or log(x) when S = 1 */
+static double wl_zipf_H(double s, double x)
+{
+    double log_x = log(x);
+    return wl_zipf_helper2((1 - s) * log_x) * log_x;
+}
+
+static double wl_zipf_H_inv(double s, double x)
+{
+    double t = x * (1 - s);
+    if (t < -1)
+        t = -1; /* rounding only: keeps log1p finite */
+    return exp(wl_zipf_helper1(t) * x);
+}
+
+static void wl_zipf_init(struct wl_zipf *z, uint64_t n, double s)
+{
+    z->s = s;
+    z->h_x1 = wl_zipf_H(s, 1.5) - 1;
+    z->h_n = wl_zipf_H(s, (double)n + 0.5);
+    z->squeeze = 2 - wl_zipf_H_inv(s, wl_zipf_H(s, 2.5) - wl_zipf_h(s, 2));
+}
+
+/* A rank in 1..n. */
+static uint64_t wl_zipf_draw(uint64_t rng[4], const struct wl_zipf *z, uint64_t n)
+{
+    for (;;) {
+        /* u in (h_x1, h_n]: one uniform per try */
+        double u = z->h_n + wl_rand_unit(rng) * (z->h_x1 - z->h_n);
+        double x = wl_zipf_H_inv(z->s, u);
+        double kd = floor(x + 0.5);
+        /* !(kd >= 1) also catches a NaN, so the cast below is always defined */
+        uint64_t k = !(kd >= 1) ? 1 : kd >= (double)n ? n : (uint64_t)kd;
+        if ((double)k - x <= z->squeeze ||
+            u >= wl_zipf_H(z->s, (double)k + 0.5) - wl_zipf_h(z->s, (double)k))
+            return k;
+    }
+}
+
+/* The exponent S of {zipf:N:S}: "D[.DDDDDD]" in (0, 10], into millionths,
+ * so the double it becomes is the same on every platform. */
+#define WL_ZIPF_S_SCALE 1000000u
+#define WL_ZIPF_S_MAX (10u * WL_ZIPF_S_SCALE)
+
+static bool wl_parse_zipf_s(const char *str, size_t len, uint64_t *micro)
+{
+    const char *dot = memchr(str, '.', len);
+    size_t ilen = dot ? (size_t)(dot - str) : len, flen = dot ? len - ilen - 1 : 0;
+    uint64_t ipart, fpart = 0;
+    if (!ilen || ilen > 2 || (dot && (!flen || flen > 6)) ||
+        !wl_parse_u64(str, ilen, UINT64_MAX, &ipart) ||
+        (flen && !wl_parse_u64(dot + 1, flen, UINT64_MAX, &fpart)))
+        return false;
+    for (size_t d = flen; d < 6; d++)
+        fpart *= 10;
+    *micro = ipart * WL_ZIPF_S_SCALE + fpart;
+    return *micro > 0 && *micro <= WL_ZIPF_S_MAX;
+}
+
 /* ---- tokens ------------------------------------------------------------ */
 
 struct wl_tok {
@@ -411,16 +517,16 @@ unknown:
 
 /* ---- key patterns ------------------------------------------------------ */
 
-/* Splits a field body at ':' into at most 3 parts. */
-static unsigned wl_field_parts(const char *s, size_t len, struct wl_tok part[3])
+/* Splits a field body at ':' into at most 4 parts. */
+static unsigned wl_field_parts(const char *s, size_t len, struct wl_tok part[4])
 {
     unsigned n = 0;
     size_t start = 0;
     for (size_t i = 0; i <= len; i++) {
         if (i < len && s[i] != ':')
             continue;
-        if (n == 3)
-            return 4;
+        if (n == 4)
+            return 5;
         part[n].s = s + start;
         part[n++].len = i - start;
         start = i + 1;
@@ -429,13 +535,13 @@ static unsigned wl_field_parts(const char *s, size_t len, struct wl_tok part[3])
 }
 
 /* One "{...}" field body (without braces) into k->field[k->n_fields]:
- * i, i%N or rand:N, then optionally :W to zero-pad to W digits. */
+ * i, i%N, rand:N or zipf:N:S, then optionally :W to zero-pad to W digits. */
 static bool wl_parse_field(const char *s, size_t len, struct wl_key *k)
 {
-    struct wl_tok part[3];
+    struct wl_tok part[4];
     unsigned n = wl_field_parts(s, len, part), used;
-    uint64_t num = 0, width = 0;
-    if (k->n_fields == WORKLOAD_FIELDS_MAX || n > 3)
+    uint64_t num = 0, width = 0, micro = 0;
+    if (k->n_fields == WORKLOAD_FIELDS_MAX || n > 4)
         return false;
     if (wl_tok_is(&part[0], "i")) {
         k->field[k->n_fields].kind = WL_FIELD_I;
@@ -448,6 +554,12 @@ static bool wl_parse_field(const char *s, size_t len, struct wl_key *k)
                wl_parse_u64(part[1].s, part[1].len, WORKLOAD_COUNT_MAX, &num) && num) {
         k->field[k->n_fields].kind = WL_FIELD_RAND;
         used = 2;
+    } else if (wl_tok_is(&part[0], "zipf") && n >= 3 &&
+               wl_parse_u64(part[1].s, part[1].len, WORKLOAD_COUNT_MAX, &num) && num &&
+               wl_parse_zipf_s(part[2].s, part[2].len, &micro)) {
+        k->field[k->n_fields].kind = WL_FIELD_ZIPF;
+        wl_zipf_init(&k->field[k->n_fields].zipf, num, (double)micro / WL_ZIPF_S_SCALE);
+        used = 3;
     } else {
         return false;
     }
@@ -474,8 +586,9 @@ static enum workload_status wl_parse_key(struct wl_parser *ps, const struct wl_t
             if (!close || !wl_parse_field(t->s + i + 1, body, k))
                 return wl_perr(
                     ps, WORKLOAD_E_KEY,
-                    "bad key pattern '%.*s': fields are {i}, {i%%N} or {rand:N} (N >= 1), "
-                    "each with an optional :W (1..%d) to zero-pad, at most %d",
+                    "bad key pattern '%.*s': fields are {i}, {i%%N}, {rand:N} or {zipf:N:S} "
+                    "(N >= 1, S 0.000001..10), each with an optional :W (1..%d) to zero-pad, "
+                    "at most %d",
                     (int)t->len, t->s, WORKLOAD_WIDTH_MAX, WORKLOAD_FIELDS_MAX);
             i += body + 1;
             continue;
@@ -937,9 +1050,15 @@ static void wl_make_key(struct workload_plan *p, const struct wl_key *k, uint64_
         memcpy(op->key + len, k->text + pos, k->field[f].at - pos);
         len += k->field[f].at - pos;
         pos = k->field[f].at;
-        uint64_t v = k->field[f].kind == WL_FIELD_I       ? i
-                     : k->field[f].kind == WL_FIELD_I_MOD ? i % k->field[f].n
-                                                          : wl_rand_below(p->rng, k->field[f].n);
+        uint64_t v;
+        switch (k->field[f].kind) {
+        case WL_FIELD_I: v = i; break;
+        case WL_FIELD_I_MOD: v = i % k->field[f].n; break;
+        case WL_FIELD_RAND: v = wl_rand_below(p->rng, k->field[f].n); break;
+        default: /* rank 1 (the hottest) is key 0 */
+            v = wl_zipf_draw(p->rng, &k->field[f].zipf, k->field[f].n) - 1;
+            break;
+        }
         len += wl_fmt_u64(op->key + len, v, k->field[f].width);
     }
     memcpy(op->key + len, k->text + pos, k->text_len - pos);

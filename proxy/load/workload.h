@@ -11,8 +11,9 @@
  *
  * Determinism: the same text, seed and ladder always give the same plan.
  * Random draws come from one xoshiro256** stream seeded through splitmix64,
- * consumed in plan order: for each op, the {rand:N} key fields left to
- * right, then the size.
+ * consumed in plan order: for each op, the {rand:N} and {zipf:N:S} key
+ * fields left to right, then the size. A {zipf:N:S} field takes one draw
+ * per try of rejection-inversion sampling, so usually one, sometimes more.
  */
 #ifndef SLABTAP_WORKLOAD_H
 #define SLABTAP_WORKLOAD_H

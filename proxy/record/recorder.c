@@ -707,6 +707,11 @@ int rec_open(struct recorder *r, uv_loop_t *loop, struct sink *sink, int64_t run
         retain_observe(&r->retain, sink_sqlite(sink), clock_wall_ns());
         r->retain_view = r->retain.st;
     }
+    if (r->spill && r->spill->moved[0])
+        log_warn("recorder: the spill %s is damaged (%s): moved aside to %s, kept as it was; "
+                 "its rows cannot be read, so they are neither shipped nor counted; recording "
+                 "into a fresh spill",
+                 r->spill->path, r->spill->moved_why, r->spill->moved);
     if (r->spill) {
         r->spill_batches = r->spill->batches;
         r->spill_rows = r->spill->rows;

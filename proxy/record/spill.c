@@ -4,10 +4,12 @@
  * Every read is bounds-checked: a damaged file is an error, never a crash. */
 #include "record/spill.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "record/recorder.h"
 #include "record/row.h"
@@ -257,8 +259,12 @@ static int sp_read_backlog(struct spill *sp, char *err, size_t errlen)
     return 0;
 }
 
-int spill_open(struct spill *sp, const char *path, uint64_t max_bytes, char *err, size_t errlen)
+/* One try at opening; *damaged: it failed because the file is not a
+ * SQLite database or is corrupt (not: locked, unwritable, another build). */
+static int sp_open_once(struct spill *sp, const char *path, uint64_t max_bytes, bool *damaged,
+                        char *err, size_t errlen)
 {
+    *damaged = false;
     memset(sp, 0, sizeof *sp);
     snprintf(sp->path, sizeof sp->path, "%s", path);
     sp->max_bytes = max_bytes ? max_bytes : SPILL_DEFAULT_MAX_BYTES;
@@ -279,6 +285,8 @@ int spill_open(struct spill *sp, const char *path, uint64_t max_bytes, char *err
                 " writes INTEGER NOT NULL, bytes INTEGER NOT NULL, data BLOB NOT NULL);",
                 err, errlen) ||
         sp_check_layout(sp, err, errlen) || sp_read_backlog(sp, err, errlen)) {
+        int ec = sp->db ? sqlite3_errcode(sp->db) : SQLITE_OK;
+        *damaged = ec == SQLITE_NOTADB || ec == SQLITE_CORRUPT;
         spill_close(sp);
         return -1;
     }
@@ -296,6 +304,40 @@ int spill_open(struct spill *sp, const char *path, uint64_t max_bytes, char *err
         spill_close(sp);
         return -1;
     }
+    return 0;
+}
+
+/* A damaged file (and its -wal, -shm) renamed to PATH.damaged-TIME, kept
+ * for whoever wants to look: slabtap cannot read its rows, so they are
+ * neither shipped nor dropped silently (sp->moved says where it went). */
+int spill_open(struct spill *sp, const char *path, uint64_t max_bytes, char *err, size_t errlen)
+{
+    bool damaged;
+    int rc = sp_open_once(sp, path, max_bytes, &damaged, err, errlen);
+    if (rc == 0 || !damaged)
+        return rc;
+    char why[512], to[sizeof sp->moved], stamp[32];
+    snprintf(why, sizeof why, "%s", err);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    snprintf(to, sizeof to, "%s.damaged-%s", path, stamp);
+    if (rename(path, to)) {
+        snprintf(err, errlen, "%s; cannot move it aside to %s: %s", why, to, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        const char *sfx = i ? "-shm" : "-wal";
+        char a[sizeof sp->moved + 8], b[sizeof sp->moved + 8];
+        snprintf(a, sizeof a, "%s%s", path, sfx);
+        snprintf(b, sizeof b, "%s%s", to, sfx);
+        rename(a, b); /* absent: nothing to move */
+    }
+    if (sp_open_once(sp, path, max_bytes, &damaged, err, errlen))
+        return -1;
+    snprintf(sp->moved, sizeof sp->moved, "%s", to);
+    snprintf(sp->moved_why, sizeof sp->moved_why, "%s", why);
     return 0;
 }
 

@@ -32,6 +32,9 @@ struct spill {
     /* the backlog: what is in the file now (read at open, kept up to date) */
     uint64_t batches, rows, writes, bytes;
     char path[1024];
+    /* set by spill_open when it found the file damaged (not a database,
+     * corrupt) and moved it aside: where to, and why */
+    char moved[1100], moved_why[512];
 };
 
 /* One batch read back: rows into the caller's array (cap rows), jobs as a
@@ -43,7 +46,9 @@ struct spill_batch {
     struct rec_job *jobs;
 };
 
-/* Opens (creating) the file; what an earlier process left is backlog. */
+/* Opens (creating) the file; what an earlier process left is backlog. A
+ * file that is not a database or is corrupt is moved aside (sp->moved, for
+ * the caller to warn) and a fresh one opened; other failures are -1. */
 int spill_open(struct spill *sp, const char *path, uint64_t max_bytes, char *err, size_t errlen);
 void spill_close(struct spill *sp);
 /* Appends a batch: SPILL_OK, SPILL_FULL (nothing written), or SPILL_ERROR

@@ -285,6 +285,9 @@ class Proxy(Process):
                  keys="full", tries=3, http=False):
         self.db = db or os.path.join(workdir, name + ".db")
         env = slabtap_env()
+        # files slabtap puts in its state directory (a PostgreSQL run's
+        # default spill) go into the test's own directory
+        env.setdefault("STATE_DIRECTORY", workdir)
         last = ""
         for attempt in range(tries):
             listen = reserve_port()

@@ -15,9 +15,13 @@
 
 static struct slab_ladder ladder_default;
 
+/* sha256 of test_fingerprints' zipf plan, computed independently (Python:
+ * splitmix64, xoshiro256**, rejection-inversion with the same constants) */
+#define ZIPF_FINGERPRINT "3cd38e9f6fa93985fdb72113778498bf313cefdd01ce27763f6b8d35090cc5eb"
+
 #define KEY_HINT \
-    "fields are {i}, {i%N} or {rand:N} (N >= 1), each with an optional :W (1..20) to zero-pad, " \
-    "at most 4"
+    "fields are {i}, {i%N}, {rand:N} or {zipf:N:S} (N >= 1, S 0.000001..10), each with an " \
+    "optional :W (1..20) to zero-pad, at most 4"
 
 static struct workload *parse_ok(const char *text)
 {
@@ -68,6 +72,32 @@ static void test_parse_errors(void)
         { "set 1 key=a{rand} size=1\n", WORKLOAD_E_KEY,
           "t.wl:1: bad key pattern 'a{rand}': " KEY_HINT },
         { "set 1 key=a{i size=1\n", WORKLOAD_E_KEY, "t.wl:1: bad key pattern 'a{i': " KEY_HINT },
+        { "seed 2\nset 1 key=z{zipf:0:1} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:2: bad key pattern 'z{zipf:0:1}': " KEY_HINT },
+        { "set 1 key=z{zipf:10} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'z{zipf:10}': " KEY_HINT },
+        { "set 1 key=z{zipf:10:0} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'z{zipf:10:0}': " KEY_HINT },
+        { "set 1 key=z{zipf:10:0.0000001} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'z{zipf:10:0.0000001}': " KEY_HINT },
+        { "set 1 key=z{zipf:10:10.000001} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'z{zipf:10:10.000001}': " KEY_HINT },
+        { "set 1 key=z{zipf:10:1.} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'z{zipf:10:1.}': " KEY_HINT },
+        { "set 1 key=z{zipf:10:.5} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'z{zipf:10:.5}': " KEY_HINT },
+        { "set 1 key=z{zipf:10:-1} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'z{zipf:10:-1}': " KEY_HINT },
+        { "set 1 key=z{zipf:10:1e0} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'z{zipf:10:1e0}': " KEY_HINT },
+        { "set 1 key=z{zipf:10:1:0} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'z{zipf:10:1:0}': " KEY_HINT },
+        { "set 1 key=z{zipf:10:1:2:3} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'z{zipf:10:1:2:3}': " KEY_HINT },
+        { "set 1 key=z{zipf:1000000000001:1} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'z{zipf:1000000000001:1}': " KEY_HINT },
+        { "set 1 key=z{rand:10:1:2} size=1\n", WORKLOAD_E_KEY,
+          "t.wl:1: bad key pattern 'z{rand:10:1:2}': " KEY_HINT },
         { long_key, WORKLOAD_E_KEY,
           "t.wl:1: key pattern gives keys of up to 251 bytes; memcached's limit is 250" },
         { "set 1 key=a size=uniform(5,2)\n", WORKLOAD_E_SIZE,
@@ -337,6 +367,80 @@ static void test_expansion(void)
     CHECK(bad == 0 && strlen(got) > 0, "{rand:100:5} not 5 digits %d times: %.60s", bad, got);
 }
 
+/* {zipf:N:S}: rank k (key k-1) with probability k^-S / sum_j j^-S. */
+static void test_zipf(void)
+{
+    static const struct {
+        const char *text;
+        uint64_t seed;
+        const char *plan;
+    } cases[] = {
+        /* pinned: the same draws from an independent Python implementation
+         * of splitmix64/xoshiro256** and rejection-inversion */
+        { "set 12 key=u:{zipf:1000:1} size=1\n", 3,
+          "set u:5 1 0 0;set u:7 1 0 0;set u:194 1 0 0;set u:17 1 0 0;set u:40 1 0 0;"
+          "set u:49 1 0 0;set u:206 1 0 0;set u:4 1 0 0;set u:0 1 0 0;set u:230 1 0 0;"
+          "set u:0 1 0 0;set u:5 1 0 0;" },
+        /* plan order: zipf, then rand, then the size, from one stream */
+        { "set 6 key=z{zipf:100:0.8:3}-{rand:10} size=uniform(1,9)\n", 5,
+          "set z035-6 7 0 0;set z001-3 8 0 0;set z013-6 2 0 0;set z023-1 9 0 0;"
+          "set z026-6 1 0 0;set z001-3 4 0 0;" },
+        /* one key: always key 0, whatever the exponent */
+        { "get 3 key=one{zipf:1:10:2}\n", 9, "get one00 0 0 0;get one00 0 0 0;get one00 0 0 0;" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char got[2048];
+        plan_text(cases[i].text, NULL, cases[i].seed, got, sizeof got);
+        CHECK(!strcmp(got, cases[i].plan), "zipf case %zu:\n  got  %s\n  want %s", i, got,
+              cases[i].plan);
+    }
+
+    /* frequencies: S=1, N=1000 gives rank 1 1/H(1000) = 0.13359 and rank 2
+     * half that; 200,000 draws put them within 0.004 (over 5 sigma) */
+    struct workload *w = parse_ok("set 200000 key={zipf:1000:1} size=1\n");
+    struct workload_plan p;
+    struct workload_item it;
+    struct workload_error err;
+    if (!w || workload_plan_init(&p, w, NULL, 11, &err) != WORKLOAD_OK)
+        return;
+    uint64_t n = 0, r1 = 0, r2 = 0, bad = 0;
+    while (workload_plan_next(&p, &it) == WORKLOAD_NEXT_ITEM) {
+        uint64_t v = strtoull(it.op.key, NULL, 10);
+        r1 += v == 0;
+        r2 += v == 1;
+        bad += v >= 1000 || it.op.key_len > 3;
+        n++;
+    }
+    double f1 = (double)r1 / (double)n, f2 = (double)r2 / (double)n;
+    CHECK(n == 200000 && bad == 0, "%" PRIu64 " keys, %" PRIu64 " out of 0..999", n, bad);
+    CHECK(f1 > 0.13359 - 0.004 && f1 < 0.13359 + 0.004, "rank 1 frequency %.5f, want 0.13359", f1);
+    CHECK(f2 > 0.06680 - 0.004 && f2 < 0.06680 + 0.004, "rank 2 frequency %.5f, want 0.06680", f2);
+    workload_free(w);
+
+    /* a huge N costs no memory: the program is one statement; the longest
+     * key (12 digits) is what the 250-byte check sees */
+    w = parse_ok("set 1000 key=big:{zipf:1000000000000:0.99} size=1\n");
+    if (w && workload_plan_init(&p, w, NULL, 1, &err) == WORKLOAD_OK) {
+        bad = 0;
+        while (workload_plan_next(&p, &it) == WORKLOAD_NEXT_ITEM)
+            bad += it.op.key_len < 5 || it.op.key_len > 16;
+        CHECK(bad == 0, "%" PRIu64 " keys of a bad length", bad);
+    }
+    workload_free(w);
+    char pad[300];
+    snprintf(pad, sizeof pad, "set 1 key=%0238d{zipf:1000000000000:1} size=1\n", 0);
+    w = parse_ok(pad); /* 238 + 12 = 250 bytes: fits */
+    workload_free(w);
+    snprintf(pad, sizeof pad, "set 1 key=%0239d{zipf:1000000000000:1} size=1\n", 0);
+    struct workload *w2 = NULL;
+    CHECK(
+        workload_parse("t.wl", pad, strlen(pad), &w2, &err) == WORKLOAD_E_KEY &&
+            !strcmp(err.msg,
+                    "t.wl:1: key pattern gives keys of up to 251 bytes; memcached's limit is 250"),
+        "zipf key length: %s", err.msg);
+    workload_free(w2);
+}
+
 /* ---- determinism and fingerprints ---------------------------------------- */
 
 static void fingerprint(const char *text, const struct slab_ladder *l, uint64_t seed,
@@ -382,6 +486,19 @@ static void test_fingerprints(void)
     fingerprint("set 3000 key=r{rand:1000} size=uniform(1,5001)\nget 100 key=r{rand:1000}\n", NULL,
                 42, b, &nb);
     CHECK(strcmp(a, b) != 0, "a changed size gives the same plan");
+
+    /* zipf plans are fingerprinted like the others: pinned, seed-bound, and
+     * the exponent is part of the plan */
+    const char *zt = "set 2000 key=z:{zipf:5000:1.1} size=100\nget 500 key=z:{zipf:5000:1.1}\n";
+    fingerprint(zt, NULL, 42, a, &na);
+    fingerprint(zt, NULL, 42, b, &nb);
+    CHECK(na == 2500 && nb == na && !strcmp(a, b), "zipf: same text and seed differ: %s %s", a, b);
+    CHECK(!strcmp(a, ZIPF_FINGERPRINT), "zipf pinned fingerprint %s", a);
+    fingerprint(zt, NULL, 43, b, &nb);
+    CHECK(strcmp(a, b) != 0, "zipf: another seed gives the same plan");
+    fingerprint("set 2000 key=z:{zipf:5000:1.2} size=100\nget 500 key=z:{zipf:5000:1.1}\n", NULL,
+                42, b, &nb);
+    CHECK(strcmp(a, b) != 0, "zipf: another exponent gives the same plan");
 
     /* the ladder is part of the plan: -f 1.08 moves fill(12) */
     struct slab_settings s;
@@ -453,6 +570,7 @@ int main(void)
     test_fill_over();
     test_size_distributions();
     test_expansion();
+    test_zipf();
     test_fingerprints();
     test_lazy();
     test_settings();
