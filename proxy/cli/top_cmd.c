@@ -77,7 +77,8 @@ static void top_usage(FILE *out)
             "source, exactly one of:\n"
             "  --memcached HOST:PORT  read `stats`, `stats slabs`, `stats items` directly\n"
             "  --proxy HOST:PORT      a running slabtap's admin endpoint (its --http):\n"
-            "                         GET /api/slabs (classes only: the totals that only\n"
+            "                         GET /api/slabs (classes; memory used and its limit from\n"
+            "                         /api/run/classes; the totals that only\n"
             "                         `stats` has are shown as -)\n"
             "  --http-token TOKEN     the proxy's --http-token, when it has one\n"
             "\n"
@@ -177,6 +178,27 @@ static void top_source_close(struct top_source *s)
     s->http = NULL;
 }
 
+/* The memory totals /api/slabs does not carry (memcached's total_malloced
+ * and limit_maxbytes of the last sample), from /api/run/classes; a slabtap
+ * without that endpoint leaves them unknown. */
+static void top_take_totals(struct top_source *s, struct top_snapshot *out)
+{
+    struct top_http_reply r;
+    char err[256], why[256];
+    struct top_snapshot *t = malloc(sizeof *t);
+    if (!t)
+        return;
+    top_snapshot_init(t);
+    if (!top_fetch_http_get(&s->addr, s->text, "/api/run/classes", s->token, &s->ctl, s->http,
+                            TOP_FETCH_HTTP_MAX + 1, &r, err, sizeof err) &&
+        r.status == 200 &&
+        !top_snapshot_from_json(t, s->http + r.body_off, r.body_len, s->name, why, sizeof why)) {
+        out->total_malloced = t->total_malloced;
+        out->limit_maxbytes = t->limit_maxbytes;
+    }
+    free(t);
+}
+
 /* A snapshot now. 0, or -1 with err. */
 static int top_take(struct top_source *s, struct top_snapshot *out, char *err, size_t errlen)
 {
@@ -207,6 +229,7 @@ static int top_take(struct top_source *s, struct top_snapshot *out, char *err, s
         snprintf(err, errlen, "%s: GET /api/slabs: %s", s->text, why);
         return -1;
     }
+    top_take_totals(s, out);
     return 0;
 }
 

@@ -132,6 +132,12 @@ class TopOnce(mctest.ServerTestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("via slabtap /api/slabs", out.splitlines()[0])
         prows = self.assert_rows_equal_memcached(out)
+        # memory used and its limit: memcached's own, through /api/run/classes
+        st = mctest.mc_stats(self.mcd.port)
+        slabs = mctest.mc_stats(self.mcd.port, "slabs")
+        mb = 1024 * 1024
+        self.assertIn("mem: malloced %.1fM / limit %.1fM"
+                      % (int(slabs["total_malloced"]) / mb, int(st["limit_maxbytes"]) / mb), out)
         rc, out2, err = self.top("--once", "--memcached", "%s:%d" % (HOST, self.mcd.port),
                                  "--interval", "0")
         self.assertEqual(rc, 0, err)
