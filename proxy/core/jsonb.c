@@ -90,3 +90,9 @@ void jsonb_string(struct jsonb *b, const char *s, size_t len)
         b->failed = true;
     jsonb_write(b, "\"", 1);
 }
+
+void jsonb_int64s(struct jsonb *b, const int64_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        jsonb_printf(b, "%s%lld", i ? "," : "", (long long)v[i]);
+}

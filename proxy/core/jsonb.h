@@ -26,5 +26,7 @@ int jsonb_write(void *b, const char *data, size_t len); /* an esc_write_fn sink 
 void jsonb_raw(struct jsonb *b, const char *s);
 void jsonb_printf(struct jsonb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void jsonb_string(struct jsonb *b, const char *s, size_t len); /* quoted and escaped */
+/* n numbers, comma-separated (the inside of a JSON array) */
+void jsonb_int64s(struct jsonb *b, const int64_t *v, size_t n);
 
 #endif

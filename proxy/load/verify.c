@@ -50,6 +50,34 @@ static int measure_waste(int port, double *pct, uint64_t *waste, uint64_t *alloc
     return rc;
 }
 
+/* Starts memcached with flags on loop and replays run_id of db_path into
+ * it (connections 0: the load's default). 0: replayed; 1: memcached runs
+ * but the replay failed; -1: memcached did not start. error says why. */
+static int verify_start_replay(struct mcserver *mc, uv_loop_t *loop, const char *memcached,
+                               const char *flags, const char *db_path, int64_t run_id,
+                               unsigned connections, struct load_result *lr, char *error,
+                               size_t errlen)
+{
+    char err[MCSERVER_ERR_MAX], target[64];
+    struct load_config lc = { 0 };
+    if (mcserver_start(mc, loop, memcached, false, NULL, flags, err, sizeof err)) {
+        snprintf(error, errlen, "%s", err);
+        return -1;
+    }
+    snprintf(target, sizeof target, "127.0.0.1:%d", mc->port);
+    addr_parse(target, &lc.target);
+    lc.source = LOAD_SRC_REPLAY_DB;
+    lc.path = db_path;
+    lc.replay_run = run_id;
+    lc.connections = connections;
+    lc.progress = LOAD_PROGRESS_OFF;
+    if (load_run(&lc, lr)) {
+        snprintf(error, errlen, "replay: %s", lr->error);
+        return 1;
+    }
+    return 0;
+}
+
 int verify_settings(const char *db_path, const struct prediction *r, const struct slab_settings *s,
                     const struct advise_eval *pred, const char *memcached,
                     struct verify_result *out)
@@ -57,8 +85,6 @@ int verify_settings(const char *db_path, const struct prediction *r, const struc
     uv_loop_t loop;
     struct mcserver mc;
     struct load_result *lr = calloc(1, sizeof *lr);
-    struct load_config lc = { 0 };
-    char err[MCSERVER_ERR_MAX];
     int rc = -1;
     /* room for every item twice over, so nothing is evicted */
     uint64_t mem_mb = pred->allocated / (1024 * 1024) * 2 + 64;
@@ -77,21 +103,12 @@ int verify_settings(const char *db_path, const struct prediction *r, const struc
         return -1;
     }
     uv_loop_init(&loop);
-    if (mcserver_start(&mc, &loop, memcached, false, NULL, out->flags, err, sizeof err)) {
-        snprintf(out->error, sizeof out->error, "%s", err);
+    int replayed = verify_start_replay(&mc, &loop, memcached, out->flags, db_path, r->run_id, 0, lr,
+                                       out->error, sizeof out->error);
+    if (replayed < 0)
         goto out;
-    }
-    char target[64];
-    snprintf(target, sizeof target, "127.0.0.1:%d", mc.port);
-    addr_parse(target, &lc.target);
-    lc.source = LOAD_SRC_REPLAY_DB;
-    lc.path = db_path;
-    lc.replay_run = r->run_id;
-    lc.progress = LOAD_PROGRESS_OFF;
-    if (load_run(&lc, lr)) {
-        snprintf(out->error, sizeof out->error, "replay: %s", lr->error);
-    } else if (measure_waste(mc.port, &out->measured_pct, &out->waste, &out->allocated, out->error,
-                             sizeof out->error) == 0) {
+    if (replayed == 0 && measure_waste(mc.port, &out->measured_pct, &out->waste, &out->allocated,
+                                       out->error, sizeof out->error) == 0) {
         out->measured = true;
         out->ok = fabs(out->measured_pct - pred->waste_pct) <= VERIFY_TOLERANCE_PP;
         rc = out->ok ? 0 : -1;
@@ -173,8 +190,6 @@ int verify_capacity(const char *db_path, int64_t run_id, const struct slab_setti
     struct mcserver mc;
     struct load_result *lr = calloc(1, sizeof *lr);
     struct stats_sample *st = malloc(sizeof *st);
-    struct load_config lc = { 0 };
-    char err[MCSERVER_ERR_MAX];
     int rc = -1;
     size_t len;
     memset(out, 0, sizeof *out);
@@ -195,21 +210,12 @@ int verify_capacity(const char *db_path, int64_t run_id, const struct slab_setti
     len = strlen(out->flags);
     snprintf(out->flags + len, sizeof out->flags - len, " -o slab_automove=0");
     uv_loop_init(&loop);
-    if (mcserver_start(&mc, &loop, memcached, false, NULL, out->flags, err, sizeof err)) {
-        snprintf(out->error, sizeof out->error, "%s", err);
+    /* one connection: memcached sees the recorded order */
+    int replayed = verify_start_replay(&mc, &loop, memcached, out->flags, db_path, run_id, 1, lr,
+                                       out->error, sizeof out->error);
+    if (replayed < 0)
         goto out;
-    }
-    char target[64];
-    snprintf(target, sizeof target, "127.0.0.1:%d", mc.port);
-    addr_parse(target, &lc.target);
-    lc.source = LOAD_SRC_REPLAY_DB;
-    lc.path = db_path;
-    lc.replay_run = run_id;
-    lc.connections = 1; /* memcached sees the recorded order */
-    lc.progress = LOAD_PROGRESS_OFF;
-    if (load_run(&lc, lr)) {
-        snprintf(out->error, sizeof out->error, "replay: %s", lr->error);
-    } else if (mcserver_stats(mc.port, st, out->error, sizeof out->error) == 0) {
+    if (replayed == 0 && mcserver_stats(mc.port, st, out->error, sizeof out->error) == 0) {
         int64_t items = 0, ev = 0, mal = 0, oom;
         stats_sample_global(st, "curr_items", &items);
         stats_sample_global(st, "evictions", &ev);

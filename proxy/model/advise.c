@@ -159,6 +159,48 @@ static bool better(const struct advise_eval *a, const struct advise_eval *b)
     return a->classes_in_ladder < b->classes_in_ladder;
 }
 
+/* Every -n/-f of the search grid (-n 8..512 by 8, -f 1.01..2.00) whose
+ * ladder has at most max_classes classes, evaluated on h, in grid order. */
+static void advise_grid(const struct slab_settings *base, const struct advise_hist *h,
+                        uint32_t max_classes,
+                        void (*fn)(void *ud, const struct slab_settings *s,
+                                   const struct slab_ladder *l, const struct advise_eval *e),
+                        void *ud)
+{
+    struct slab_ladder l;
+    for (uint32_t n = 8; n <= 512; n += 8) {
+        for (int f100 = 101; f100 <= 200; f100++) {
+            struct slab_settings s = *base;
+            struct advise_eval e;
+            s.n_slab_sizes = 0;
+            s.chunk_size_min = n;
+            s.growth_factor = f100 / 100.0;
+            if (slab_ladder_build(&s, &l, NULL, 0) != SLAB_OK || l.n_classes > max_classes)
+                continue;
+            advise_evaluate(&l, h, &e);
+            fn(ud, &s, &l, &e);
+        }
+    }
+}
+
+struct best_ctx {
+    struct slab_settings *best;
+    struct advise_eval *eval;
+    bool found;
+};
+
+static void keep_best(void *ud, const struct slab_settings *s, const struct slab_ladder *l,
+                      const struct advise_eval *e)
+{
+    struct best_ctx *bc = ud;
+    (void)l;
+    if (!bc->found || better(e, bc->eval)) {
+        *bc->best = *s;
+        *bc->eval = *e;
+        bc->found = true;
+    }
+}
+
 int advise_search_factor(const struct slab_settings *base, const struct advise_hist *h,
                          struct slab_settings *best, struct advise_eval *best_eval)
 {
@@ -178,24 +220,9 @@ int advise_search_factor_max(const struct slab_settings *base, const struct advi
         advise_evaluate(&l, h, best_eval);
         found = true;
     }
-    for (uint32_t n = 8; n <= 512; n += 8) {
-        for (int f100 = 101; f100 <= 200; f100++) {
-            struct slab_settings s = *base;
-            struct advise_eval e;
-            s.n_slab_sizes = 0;
-            s.chunk_size_min = n;
-            s.growth_factor = f100 / 100.0;
-            if (slab_ladder_build(&s, &l, NULL, 0) != SLAB_OK || l.n_classes > max_classes)
-                continue;
-            advise_evaluate(&l, h, &e);
-            if (!found || better(&e, best_eval)) {
-                *best = s;
-                *best_eval = e;
-                found = true;
-            }
-        }
-    }
-    return found ? 0 : -1;
+    struct best_ctx bc = { best, best_eval, found };
+    advise_grid(base, h, max_classes, keep_best, &bc);
+    return bc.found ? 0 : -1;
 }
 
 static bool fewer_pages(const struct advise_eval *a, const struct advise_eval *b)
@@ -205,43 +232,52 @@ static bool fewer_pages(const struct advise_eval *a, const struct advise_eval *b
     return better(a, b);
 }
 
+/* The k ladders that need the fewest pages, distinct in their classes. */
+struct shortlist_ctx {
+    struct advise_eval ev[ADVISE_MAX_CANDIDATES];
+    struct slab_ladder lad[ADVISE_MAX_CANDIDATES];
+    struct slab_settings *out;
+    size_t n, k;
+};
+
+static void keep_fewest_pages(void *ud, const struct slab_settings *s, const struct slab_ladder *l,
+                              const struct advise_eval *e)
+{
+    struct shortlist_ctx *c = ud;
+    if (c->n == c->k && !fewer_pages(e, &c->ev[c->n - 1]))
+        return;
+    for (size_t i = 0; i < c->n; i++)
+        if (ladder_same_classes(&c->lad[i], l))
+            return;
+    size_t at = c->n < c->k ? c->n++ : c->n - 1;
+    while (at > 0 && fewer_pages(e, &c->ev[at - 1])) {
+        c->ev[at] = c->ev[at - 1];
+        c->lad[at] = c->lad[at - 1];
+        c->out[at] = c->out[at - 1];
+        at--;
+    }
+    c->ev[at] = *e;
+    c->lad[at] = *l;
+    c->out[at] = *s;
+}
+
 size_t advise_factor_shortlist(const struct slab_settings *base, const struct advise_hist *h,
                                uint32_t max_classes, size_t k, struct slab_settings *out)
 {
-    struct advise_eval ev[ADVISE_MAX_CANDIDATES];
-    struct slab_ladder lad[ADVISE_MAX_CANDIDATES], l;
+    struct shortlist_ctx *c = malloc(sizeof *c);
     size_t n = 0;
     if (k > ADVISE_MAX_CANDIDATES)
         k = ADVISE_MAX_CANDIDATES;
-    for (uint32_t nn = 8; nn <= 512 && k; nn += 8) {
-        for (int f100 = 101; f100 <= 200; f100++) {
-            struct slab_settings s = *base;
-            struct advise_eval e;
-            s.n_slab_sizes = 0;
-            s.chunk_size_min = nn;
-            s.growth_factor = f100 / 100.0;
-            if (slab_ladder_build(&s, &l, NULL, 0) != SLAB_OK || l.n_classes > max_classes)
-                continue;
-            advise_evaluate(&l, h, &e);
-            if (n == k && !fewer_pages(&e, &ev[n - 1]))
-                continue;
-            bool dup = false;
-            for (size_t i = 0; i < n && !dup; i++)
-                dup = ladder_same_classes(&lad[i], &l);
-            if (dup)
-                continue;
-            size_t at = n < k ? n++ : n - 1;
-            while (at > 0 && fewer_pages(&e, &ev[at - 1])) {
-                ev[at] = ev[at - 1];
-                lad[at] = lad[at - 1];
-                out[at] = out[at - 1];
-                at--;
-            }
-            ev[at] = e;
-            lad[at] = l;
-            out[at] = s;
-        }
+    if (!c || !k) {
+        free(c);
+        return 0;
     }
+    c->out = out;
+    c->n = 0;
+    c->k = k;
+    advise_grid(base, h, max_classes, keep_fewest_pages, c);
+    n = c->n;
+    free(c);
     return n;
 }
 

@@ -948,11 +948,9 @@ static void answer_series(struct query_queue *q, sqlite3 *db, struct query_job *
     if (sql_done(q, db, st, rc, j))
         goto out;
     jsonb_printf(&b, "{\"run_id\":%lld,\"t\":[", (long long)j->run_id);
-    for (int i = 0; i < n; i++)
-        jsonb_printf(&b, "%s%lld", i ? "," : "", (long long)t[i]);
+    jsonb_int64s(&b, t, (size_t)n);
     jsonb_raw(&b, "],\"total_malloced\":[");
-    for (int i = 0; i < n; i++)
-        jsonb_printf(&b, "%s%lld", i ? "," : "", (long long)mal[i]);
+    jsonb_int64s(&b, mal, (size_t)n);
     jsonb_printf(&b, "],\"limit_maxbytes\":%lld,\"classes\":[", (long long)limit);
     pages = calloc((size_t)n + 1, sizeof *pages);
     ev = calloc((size_t)n + 1, sizeof *ev);
@@ -974,11 +972,9 @@ static void answer_series(struct query_queue *q, sqlite3 *db, struct query_job *
         if (c != cur && cur != -1) { /* the class before is complete */
             jsonb_printf(&b, "%s{\"class_id\":%lld,\"chunk_size\":%lld,\"pages\":[",
                          first ? "" : ",", (long long)cur, (long long)chunk);
-            for (int i = 0; i < n; i++)
-                jsonb_printf(&b, "%s%lld", i ? "," : "", (long long)pages[i]);
+            jsonb_int64s(&b, pages, (size_t)n);
             jsonb_raw(&b, "],\"evicted\":[");
-            for (int i = 0; i < n; i++)
-                jsonb_printf(&b, "%s%lld", i ? "," : "", (long long)ev[i]);
+            jsonb_int64s(&b, ev, (size_t)n);
             jsonb_raw(&b, "]}");
             first = false;
             memset(pages, 0, (size_t)n * sizeof *pages);

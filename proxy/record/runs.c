@@ -592,8 +592,12 @@ int runs_read_prediction(sqlite3 *db, int64_t run_id, struct prediction *r, char
     return runs_src_prediction(&s, run_id, r, err, errlen);
 }
 
-int runs_src_prediction(struct runs_src *src, int64_t run_id, struct prediction *r, char *err,
-                        size_t errlen)
+/* What every prediction of a run starts from: its name, its settings, the
+ * ladder chosen by the same three witnesses and the same rule as the
+ * proxy's tags, and the ladder its writes were tagged with. 0, or -1 with
+ * err. */
+static int prediction_start(struct runs_src *src, int64_t run_id, struct prediction *r, char *err,
+                            size_t errlen)
 {
     struct slab_settings s;
     struct ladder_observed *obs = malloc(sizeof *obs);
@@ -601,17 +605,12 @@ int runs_src_prediction(struct runs_src *src, int64_t run_id, struct prediction 
     char version[64] = "", name[128] = "", *flags = NULL;
     int64_t settings_ns = 0;
     struct runs_q q;
+    struct runs_param p[] = { RP_INT(run_id) };
     int rc = -1;
-    memset(r, 0, sizeof *r);
     if (!obs || !choice) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    if (run_id < 0) {
-        snprintf(err, errlen, "no such run");
-        goto out;
-    }
-    struct runs_param p[] = { RP_INT(run_id) };
     if (!runs_q_start(&q, src, "SELECT name FROM runs WHERE run_id = ?1",
                       "SELECT name FROM runs WHERE run_id = $1", p, 1) &&
         runs_q_next(&q) && runs_q_text(&q, 0))
@@ -619,7 +618,6 @@ int runs_src_prediction(struct runs_src *src, int64_t run_id, struct prediction 
     runs_q_end(&q, NULL, 0);
     if (read_settings(src, run_id, &s, version, sizeof version, &settings_ns, err, errlen))
         goto out;
-    /* the same three witnesses, and the same rule, as the proxy's tags */
     flags = read_meta(src, run_id, "memcached_flags");
     read_chunk_sizes(src, run_id, settings_ns, obs);
     if (ladder_choose(&s, flags, version, obs, choice, err, errlen) != SLAB_OK ||
@@ -628,6 +626,25 @@ int runs_src_prediction(struct runs_src *src, int64_t run_id, struct prediction 
     r->recorded_ladder = recorded_ladder(src, run_id, &r->ladder);
     snprintf(r->run_name, sizeof r->run_name, "%s", name);
     snprintf(r->version, sizeof r->version, "%s", version);
+    rc = 0;
+out:
+    free(obs);
+    free(choice);
+    free(flags);
+    return rc;
+}
+
+int runs_src_prediction(struct runs_src *src, int64_t run_id, struct prediction *r, char *err,
+                        size_t errlen)
+{
+    int rc = -1;
+    memset(r, 0, sizeof *r);
+    if (run_id < 0) {
+        snprintf(err, errlen, "no such run");
+        goto out;
+    }
+    if (prediction_start(src, run_id, r, err, errlen))
+        goto out;
     if (replay_writes(src, r, err, errlen))
         goto out;
     read_observed(src, r);
@@ -641,9 +658,6 @@ int runs_src_prediction(struct runs_src *src, int64_t run_id, struct prediction 
     }
     rc = 0;
 out:
-    free(obs);
-    free(choice);
-    free(flags);
     return rc;
 }
 
@@ -890,20 +904,11 @@ done:
 int runs_src_prediction_agg(struct runs_src *src, int64_t run_id, struct prediction *r,
                             struct runs_agg_info *info, char *err, size_t errlen)
 {
-    struct slab_settings s;
-    struct ladder_observed *obs = malloc(sizeof *obs);
-    struct ladder_choice *choice = malloc(sizeof *choice);
-    char version[64] = "", name[128] = "", *flags = NULL;
-    int64_t settings_ns = 0;
     struct runs_q q;
     struct agg_cells cells = { 0 };
     int rc = -1;
     memset(r, 0, sizeof *r);
     memset(info, 0, sizeof *info);
-    if (!obs || !choice) {
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
     if (!src->db) {
         snprintf(err, errlen, "the write aggregates are read from a SQLite file");
         goto out;
@@ -915,20 +920,8 @@ int runs_src_prediction_agg(struct runs_src *src, int64_t run_id, struct predict
                  (long long)run_id);
         goto out;
     }
-    if (!runs_q_start(&q, src, "SELECT name FROM runs WHERE run_id = ?1", NULL, p, 1) &&
-        runs_q_next(&q) && runs_q_text(&q, 0))
-        snprintf(name, sizeof name, "%s", runs_q_text(&q, 0));
-    runs_q_end(&q, NULL, 0);
-    if (read_settings(src, run_id, &s, version, sizeof version, &settings_ns, err, errlen))
+    if (prediction_start(src, run_id, r, err, errlen))
         goto out;
-    flags = read_meta(src, run_id, "memcached_flags");
-    read_chunk_sizes(src, run_id, settings_ns, obs);
-    if (ladder_choose(&s, flags, version, obs, choice, err, errlen) != SLAB_OK ||
-        predict_begin_choice(r, run_id, choice, err, errlen))
-        goto out;
-    r->recorded_ladder = recorded_ladder(src, run_id, &r->ladder);
-    snprintf(r->run_name, sizeof r->run_name, "%s", name);
-    snprintf(r->version, sizeof r->version, "%s", version);
     read_observed(src, r);
 
     /* the histogram, over the whole run */
@@ -1031,8 +1024,5 @@ out:
     free(cells.c);
     free(cells.writes);
     free(cells.live);
-    free(obs);
-    free(choice);
-    free(flags);
     return rc;
 }
