@@ -89,8 +89,12 @@ static void proxy_usage(FILE *out)
             "                       raised to its hard limit); beyond, a new client reads\n"
             "                       ERROR Too many open connections and is closed\n"
             "  --max-memory SIZE    buffers of the whole proxy: past 7/8 of it the clients\n"
-            "                       pinning most unread answers are closed, past it no\n"
-            "                       client is read (default %um; 0: no bound)\n"
+            "                       pinning most unread answers that took none for a\n"
+            "                       second are closed, past it no client is read (nor\n"
+            "                       memcached, when answers hold it) (default %um; 0: none)\n"
+            "  --big-answer SIZE    a pooled client that gets an answer this big moves to a\n"
+            "                       connection of its own for its next requests, so no one\n"
+            "                       waits behind its answers (default %um; 0: never)\n"
             "  --stats-interval MS  poll stats, stats slabs, stats items every MS\n"
             "                       milliseconds (default %d, at least %d)\n"
             "  --http HOST:PORT|off admin endpoint: /health /metrics /api/runs /api/slabs\n"
@@ -120,6 +124,7 @@ static void proxy_usage(FILE *out)
             PROXY_DEFAULT_MAX_PENDING, PROXY_DEFAULT_DRAIN_MS, PROXY_DEFAULT_UPSTREAM_CONNS,
             PROXY_UPSTREAM_CONNS_MAX, PROXY_DEFAULT_MAX_REQUEST / 1024,
             PROXY_DEFAULT_MAX_ASSEMBLY / (1024 * 1024), PROXY_DEFAULT_MAX_MEMORY / (1024 * 1024),
+            PROXY_DEFAULT_BIG_ANSWER / (1024 * 1024),
             APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS, DEFAULT_HTTP);
 }
 
@@ -267,7 +272,8 @@ struct proxy_args {
     uint64_t spill_max;
     bool record_optional;
     char ladder_flags[2048]; /* both, as memcached flags */
-    uint64_t queue, max_pending, drain, interval, max_request, max_assembly, max_stall, max_memory;
+    uint64_t queue, max_pending, drain, interval, max_request, max_assembly, max_stall, max_memory,
+        big_answer;
     int keys, on_full, level;
 };
 
@@ -381,6 +387,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "slab-sizes", 0, OPT_STRING, .dest = &a->slab_sizes },
         { "memcached-flags", 0, OPT_STRING, .dest = &a->mc_flags },
         { "max-memory", 0, OPT_SIZE, .dest = &a->max_memory, .min = 0, .max = SIZE_MAX },
+        { "big-answer", 0, OPT_SIZE, .dest = &a->big_answer, .min = 0, .max = SIZE_MAX },
         { "max-conns", 0, OPT_UINT, .dest = &cfg->proxy.max_conns, .min = 1, .max = UINT32_MAX },
         { "node", 0, OPT_STRING, .dest = &cfg->node },
         { "spill", 0, OPT_STRING, .dest = &a->spill },
@@ -407,6 +414,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
     cfg->proxy.max_request = (size_t)a->max_request;
     cfg->proxy.max_assembly = (size_t)a->max_assembly;
     cfg->proxy.max_memory = (size_t)a->max_memory;
+    cfg->proxy.big_answer = (size_t)a->big_answer;
     cfg->spill_max = a->spill_max;
     cfg->record_optional = a->record_optional;
     if (proxy_store_args(a, cfg, err, errlen) != OPT_OK)
@@ -438,7 +446,8 @@ static enum opt_result proxy_read_args(int argc, char **argv, struct app_config 
                               .max_stall = REC_DEFAULT_MAX_STALL_MS,
                               .spill_max = SPILL_DEFAULT_MAX_BYTES,
                               .max_assembly = cfg->proxy.max_assembly,
-                              .max_memory = cfg->proxy.max_memory };
+                              .max_memory = cfg->proxy.max_memory,
+                              .big_answer = cfg->proxy.big_answer };
     enum opt_result r = proxy_parse_args(argc, argv, cfg, a, err, errlen);
     if (r != OPT_OK)
         return r;

@@ -265,7 +265,8 @@ static void parse_get(struct mc_request *r, const struct token *tok, size_t ntok
     r->cmd = cmd;
     r->reply = MC_REPLY_MULTI;
     size_t first = touch ? 2 : 1;
-    if (touch && safe_i32(&tok[1], 0, &exptime))
+    bool exptime_ok = !touch || safe_i32(&tok[1], 0, &exptime);
+    if (touch && exptime_ok)
         r->exptime = exptime;
     if (first < ntokens - 1)
         set_key(r, &tok[first]);
@@ -285,6 +286,10 @@ static void parse_get(struct mc_request *r, const struct token *tok, size_t ntok
             s++;
         r->key_too_long = r->key_too_long || (size_t)(s - w) > MC_KEY_MAX;
     }
+    /* process_touch_command (gat/gats) refuses a bad exptime first: one
+     * "CLIENT_ERROR invalid exptime argument", keys never looked at */
+    if (!exptime_ok)
+        r->key_too_long = false;
 }
 
 /* Simple commands whose only variation is a token count and noreply. */
@@ -604,10 +609,24 @@ static void req_reset(struct mc_request *r)
     r->value_len = -1;
 }
 
+/* A line with no '\n' after MC_LINE_MAX bytes: memcached keeps reading only a
+ * multiget that starts within 100 bytes of leading spaces. */
+static bool long_line_allowed(const struct mc_req_parser *p)
+{
+    size_t i = 0;
+    while (i < MC_LINE_MAX && p->line[i] == ' ')
+        i++;
+    if (i > 100)
+        return false;
+    return !strncmp(p->line + i, "get ", 4) || !strncmp(p->line + i, "gets ", 5);
+}
+
 /* Finishes a request line; returns true when a data block follows. */
 static bool req_line_done(struct mc_req_parser *p)
 {
     size_t len = p->line_len;
+    /* memcached counts every byte before the '\n', the '\r' included */
+    bool long_line = p->line_len > MC_LINE_MAX && !long_line_allowed(p);
     /* memcached strips a '\r' only from a line of two or more bytes */
     if (len > 1 && p->line_last == '\r')
         len--;
@@ -617,6 +636,7 @@ static bool req_line_done(struct mc_req_parser *p)
     p->line[len] = '\0';
     req_reset(&p->req);
     parse_line(&p->req, p->line, len);
+    p->req.long_line = long_line;
     if (!whole && (p->req.cmd == MC_CMD_GET || p->req.cmd == MC_CMD_GETS ||
                    p->req.cmd == MC_CMD_GAT || p->req.cmd == MC_CMD_GATS)) {
         uint32_t extra = p->ov_words;
@@ -696,17 +716,6 @@ static void req_line_append(struct mc_req_parser *p, const char *s, size_t take)
     p->line_last = s[take - 1];
 }
 
-/* A line with no '\n' after MC_LINE_MAX bytes: memcached keeps reading only a
- * multiget that starts within 100 bytes of leading spaces. */
-static bool long_line_allowed(const struct mc_req_parser *p)
-{
-    size_t i = 0;
-    while (i < MC_LINE_MAX && p->line[i] == ' ')
-        i++;
-    if (i > 100)
-        return false;
-    return !strncmp(p->line + i, "get ", 4) || !strncmp(p->line + i, "gets ", 5);
-}
 
 static enum mc_result req_complete(struct mc_req_parser *p, struct mc_request *out)
 {

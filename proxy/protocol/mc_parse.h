@@ -79,6 +79,12 @@ struct mc_request {
     bool exclusive;      /* cannot share a connection with other clients:
                             watch (a stream without end), lru_crawler
                             metadump and stats detail dump (long dumps) */
+    bool long_line;      /* the request line (before its '\n') is over
+                            MC_LINE_MAX bytes and is no multiget memcached
+                            reads on: a read of memcached's that ends inside
+                            it makes memcached close the connection, so
+                            where it may be cut depends on what shares the
+                            connection */
     char ms_mode;        /* ms M<mode> flag, 0 when absent */
     uint8_t key_len_raw; /* key bytes as sent (base64 text when key_b64) */
     bool key_b64;

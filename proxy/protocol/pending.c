@@ -55,6 +55,7 @@ struct pending_entry *pending_push(struct pending *q)
     e->t_sent = 0;
     e->t_wall_ns = 0;
     e->barrier = false;
+    e->muted = false;
     e->owner = NULL;
     e->conn_id = 0;
     e->local = NULL;

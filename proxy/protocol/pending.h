@@ -21,6 +21,9 @@ struct pending_entry {
     uint64_t t_sent;   /* uv_hrtime when its last byte was forwarded */
     int64_t t_wall_ns; /* unix time it was read */
     bool barrier;      /* an "mn" slabtap injected: its MN is swallowed */
+    bool muted;        /* memcached would drop this answer (a request later
+                          in the same read closed the connection or reset its
+                          answers): read and dropped, the row kept */
     void *owner;       /* whom the answer goes to (the proxy's client);
                               NULL: nobody, the answer is read and dropped */
     uint32_t conn_id;  /* the client's number, for its row */

@@ -100,6 +100,12 @@ struct conn {
     bool moving;          /* waiting to move to a private upstream */
     bool stacked;         /* this read had a request whose answer memcached
                              would hold back (see conn_refusal) */
+    size_t stack_n;       /* ... how many, since the last that flushes */
+    bool go_private;      /* had a big answer on a shared upstream: moves
+                             to a private one at its next request */
+    size_t answer_bytes;  /* bytes of the answer being sent to it so far */
+    uint64_t drained_ms;  /* uv_now when the client last took answer bytes
+                             (or connected) */
     struct mc_req_parser rq;
     /* shared upstream: a request split across reads, as slices of the
      * buffers it was read into (large pieces, no copy) or copied into a
@@ -135,6 +141,9 @@ bool upconn_send(struct upconn *up, struct pbuf *b, size_t off, size_t len);
 struct pending_entry *upconn_push(struct upconn *up, struct conn *c);
 /* An answer of slabtap's own for c, after every answer queued before it. */
 void upconn_push_local(struct upconn *up, struct conn *c, const char *answer);
+/* The answers to c's last n requests waiting here are read and dropped
+ * (memcached drops them direct); their rows stay. */
+void upconn_mute_tail(struct upconn *up, struct conn *c, size_t n);
 /* Sends slabtap's own `mn` here (the caller is at a request boundary). */
 void upconn_push_barrier(struct upconn *up);
 /* A meta-quiet request without O/k is the last thing sent and next (NULL:

@@ -51,7 +51,10 @@
       "Requests split across reads, assembled before going to a shared upstream") \
     X(clients_moved, counter, \
       "Clients moved to a private upstream (watch, metadump, binary, oversize)") \
-    X(slow_clients_closed, counter, "Clients closed because they did not read their answers") \
+    X(clients_moved_big_answers, counter, \
+      "Clients moved to a private upstream after an answer of --big-answer bytes or more") \
+    X(slow_clients_closed, counter, \
+      "Clients closed because they took none of their answers for a second past the backlog") \
     X(memory_clients_closed, counter, \
       "Clients closed because their unread answers pushed slabtap past 7/8 of --max-memory") \
     X(memory_pauses, counter, "Times slabtap stopped reading clients at --max-memory") \

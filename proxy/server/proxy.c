@@ -40,6 +40,7 @@ void proxy_config_defaults(struct proxy_config *cfg)
     cfg->max_request = PROXY_DEFAULT_MAX_REQUEST;
     cfg->max_assembly = PROXY_DEFAULT_MAX_ASSEMBLY;
     cfg->max_memory = PROXY_DEFAULT_MAX_MEMORY;
+    cfg->big_answer = PROXY_DEFAULT_BIG_ANSWER;
 }
 
 static size_t wq(uv_tcp_t *t)
@@ -237,7 +238,9 @@ static void on_client_write_done(uv_write_t *req, int status)
 {
     struct pwrite *w = (struct pwrite *)req;
     struct conn *c = w->owner;
-    (void)status; /* a failed write shows up as a read error on that socket */
+    /* a failed write shows up as a read error on that socket */
+    if (status == 0)
+        c->drained_ms = uv_now(c->px->loop);
     pwrite_put(&c->px->pool, w);
     if (c->px->memory_paused)
         proxy_memory_check(c->px);
@@ -248,18 +251,50 @@ static void on_client_write_done(uv_write_t *req, int status)
         upconn_update_reading(c->up);
 }
 
+/* Has c taken none of its answers for PROXY_STALL_MS? */
+static bool conn_stalled(const struct conn *c)
+{
+    return uv_now(c->px->loop) - c->drained_ms >= PROXY_STALL_MS;
+}
+
+static void on_check_timer(uv_timer_t *t);
+
+/* Looks again every PROXY_STALL_MS / 4 (see proxy_check). */
+static void proxy_arm_check(struct proxy *px)
+{
+    if (!px->stopped && !uv_is_active((uv_handle_t *)&px->check_timer))
+        uv_timer_start(&px->check_timer, on_check_timer, PROXY_STALL_MS / 4, PROXY_STALL_MS / 4);
+}
+
 /* A shared upstream cannot wait for a client that does not read: past
- * PROXY_SLOW_CLIENT_FACTOR x the backlog bound it is disconnected. */
+ * PROXY_SLOW_CLIENT_FACTOR x the backlog bound, with nothing taken for
+ * PROXY_STALL_MS, it is disconnected. A client that reads is not: its
+ * answers are bounded with everyone's by max_memory (proxy_memory_check).
+ * true: c is over the bound and still taking answers (look again). */
+static bool conn_check_slow(struct conn *c)
+{
+    struct proxy *px = c->px;
+    size_t q = wq(&c->client);
+    if (c->closing || !c->up || !c->up->shared ||
+        q <= PROXY_SLOW_CLIENT_FACTOR * px->cfg.write_backlog_max)
+        return false;
+    if (!conn_stalled(c))
+        return true;
+    px->m.slow_clients_closed++;
+    log_throttled(&px->throttle.slow_client, LOG_LEVEL_WARN, c->peer,
+                  "connection %u: %zu bytes of answers unread, none taken for %d ms; closing it",
+                  c->id, q, PROXY_STALL_MS);
+    conn_close(c, false);
+    return false;
+}
+
 static void conn_check_backlog(struct conn *c)
 {
     struct proxy *px = c->px;
     size_t q = wq(&c->client);
-    if (c->up && c->up->shared && q > PROXY_SLOW_CLIENT_FACTOR * px->cfg.write_backlog_max) {
-        px->m.slow_clients_closed++;
-        log_throttled(&px->throttle.slow_client, LOG_LEVEL_WARN, c->peer,
-                      "connection %u: %zu bytes of answers unread; closing it", c->id, q);
-        conn_close(c, false);
-    } else if (q >= px->cfg.write_backlog_max) {
+    if (conn_check_slow(c)) {
+        proxy_arm_check(px);
+    } else if (!c->closing && q >= px->cfg.write_backlog_max) {
         conn_update_reading(c);
         if (c->up && !c->up->shared)
             upconn_update_reading(c->up);
@@ -271,13 +306,14 @@ static void conn_check_backlog(struct conn *c)
 /* --- the memory bound ------------------------------------------------------ */
 
 /* The client pinning the most unsent answers, at least a read buffer's
- * worth (a client that reads never holds that much for long). */
+ * worth, among those that took none for PROXY_STALL_MS (one that reads is
+ * paused with everyone, never closed for it). */
 static struct conn *proxy_heaviest_reader(struct proxy *px)
 {
     struct conn *best = NULL;
     size_t most = PBUF_SIZE;
     for (struct conn *c = px->conns; c; c = c->next) {
-        size_t q = c->closing ? 0 : wq(&c->client);
+        size_t q = c->closing || !conn_stalled(c) ? 0 : wq(&c->client);
         if (q >= most) {
             most = q;
             best = c;
@@ -286,13 +322,41 @@ static struct conn *proxy_heaviest_reader(struct proxy *px)
     return best;
 }
 
+/* Bytes of answers queued to clients, not yet taken by them. */
+static size_t proxy_answer_bytes(struct proxy *px)
+{
+    size_t sum = 0;
+    for (struct conn *c = px->conns; c; c = c->next)
+        sum += c->closing ? 0 : wq(&c->client);
+    return sum;
+}
+
 /* Keeps the buffers of the whole process under cfg.max_memory. Past 7/8 of
- * it, the clients that pin the most unsent answers are closed (largest
- * first) until what they pin brings the total back under 3/4: memory held
- * for a client that does not read is memory taken from those that do.
- * Past the bound itself (memory no one client holds: requests in flight,
- * assemblies), no client is read until the total is back under 3/4.
- * Called where buffers are taken for answers and where they come back. */
+ * it, the clients that pin the most unsent answers and took none of them
+ * for PROXY_STALL_MS are closed (largest first) until what they pin brings
+ * the total back under 3/4: memory held for a client that does not read is
+ * memory taken from those that do. Past the bound itself, no client is read
+ * until the total is back under 3/4; when answers that clients are still
+ * taking hold half of it, memcached is not read either (the shared
+ * upstreams pause: every client waits a little, none is cut), and a timer
+ * looks again every PROXY_STALL_MS / 4, so a client that stops reading
+ * meanwhile is found. Called where buffers are taken for answers and where
+ * they come back. */
+/* The timer: clients over the backlog that stopped taking answers are
+ * cut, the memory bound looked at again; it stops once neither waits. */
+static void on_check_timer(uv_timer_t *t)
+{
+    struct proxy *px = t->data;
+    bool again = false;
+    for (struct conn *c = px->conns, *next; c; c = next) {
+        next = c->next;
+        again = conn_check_slow(c) || again;
+    }
+    proxy_memory_check(px);
+    if (!again && !px->memory_paused)
+        uv_timer_stop(t);
+}
+
 void proxy_memory_check(struct proxy *px)
 {
     size_t limit = px->cfg.max_memory, bytes = pbuf_pool_bytes(&px->pool) + px->pending_bytes;
@@ -316,13 +380,16 @@ void proxy_memory_check(struct proxy *px)
     }
     if (!px->memory_paused && bytes > limit) {
         px->memory_paused = true;
+        px->answers_paused = proxy_answer_bytes(px) >= limit / 2;
         px->m.memory_pauses++;
-        log_warn("buffers hold %zu bytes, over --max-memory %zu: clients are not read until "
+        log_warn("buffers hold %zu bytes, over --max-memory %zu: clients%s are not read until "
                  "they are back under %zu",
-                 bytes, limit, limit / 4 * 3);
+                 bytes, limit, px->answers_paused ? " and memcached" : "", limit / 4 * 3);
+        proxy_arm_check(px);
         proxy_update_reading(px);
     } else if (px->memory_paused && bytes < limit / 4 * 3) {
         px->memory_paused = false;
+        px->answers_paused = false;
         log_info("buffers back to %zu bytes: reading clients again", bytes);
         proxy_update_reading(px);
     }
@@ -355,6 +422,10 @@ void conn_reply(struct conn *c, struct pbuf *b, size_t off, size_t len)
     if (c->closing || len == 0)
         return;
     conn_touch(c);
+    c->answer_bytes += len;
+    if (c->up && c->up->shared && c->px->cfg.big_answer &&
+        c->answer_bytes >= c->px->cfg.big_answer)
+        c->go_private = true;
     if (c->reply && !pwrite_add(c->reply, b, off, len))
         conn_reply_send(c);
     if (c->closing)
@@ -708,7 +779,10 @@ static enum req_action conn_classify(const struct conn *c, const struct mc_reque
         return REQ_FORWARD;
     if (conn_refusal(r, c->stacked))
         return REQ_REFUSE;
-    if (r->exclusive)
+    /* a long line may be cut by memcached's read wherever other clients'
+     * bytes put it: only a connection of its own makes that the client's
+     * own doing, as direct */
+    if (r->exclusive || r->long_line)
         return REQ_MOVE;
     if (r->reply == MC_REPLY_CLOSE)
         return REQ_QUIT;
@@ -722,6 +796,19 @@ static void conn_note_stack(struct conn *c, const struct mc_request *r)
     bool flushes = r->cmd == MC_CMD_GET || r->cmd == MC_CMD_GETS || r->cmd == MC_CMD_GAT ||
                    r->cmd == MC_CMD_GATS || r->cmd == MC_CMD_MN;
     c->stacked = !flushes || r->key_too_long;
+    c->stack_n = c->stacked ? c->stack_n + 1 : 0;
+}
+
+/* memcached drops the answers it holds for the connection when a get's key
+ * is too long (it resets them for its CLIENT_ERROR) and when a request
+ * closes the connection at once (an HTTP line: conn_closing; quit writes
+ * them first). On a shared upstream those held answers are c's requests
+ * of this read since the last get or mn: theirs are dropped here. */
+static void conn_drop_stacked(struct conn *c, const struct mc_request *r)
+{
+    bool drops = r->key_too_long || (r->reply == MC_REPLY_CLOSE && r->cmd != MC_CMD_QUIT);
+    if (drops && c->stack_n && c->up->shared)
+        upconn_mute_tail(c->up, c, c->stack_n);
 }
 
 /* One whole request whose bytes are b[from, end) (from is SIZE_MAX when it
@@ -734,6 +821,12 @@ static bool conn_handle_request(struct conn *c, const struct mc_request *req, st
 {
     struct upconn *up = c->up;
     enum req_action act = conn_classify(c, req);
+    if (act == REQ_REFUSE || act == REQ_QUIT) {
+        if (*fwd) /* the requests before it go first, then lose their answers */
+            conn_forward(c, b, *fwd_from, from);
+        *fwd_from = from;
+        conn_drop_stacked(c, req);
+    }
     conn_note_stack(c, req);
     switch (act) {
     case REQ_REFUSE:
@@ -851,7 +944,8 @@ static size_t conn_assembly_continue(struct conn *c, struct pbuf *b, size_t n, u
     }
     conn_release_assembly(c);
     bool go_on = conn_handle_request(c, &req, a, &fwd_from, 0, a->len, a->len, now, wall, &fwd);
-    if (fwd && !c->closing)
+    /* not go_on: quit or an HTTP line, answered here; none of it goes out */
+    if (go_on && fwd && !c->closing)
         conn_forward(c, a, fwd_from, a->len);
     pbuf_unref(&c->px->pool, a);
     return go_on ? used : SIZE_MAX;
@@ -899,9 +993,22 @@ static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
     size_t fwd_from = 0, pos = 0;
 
     c->stacked = false; /* a new read: memcached sent what it held */
+    c->stack_n = 0;
     if (c->raw) {
         binrec_requests(c->bin, b->data, n);
         conn_forward(c, b, 0, n);
+        return;
+    }
+    if (c->go_private && up->shared && !px->stopping) {
+        /* it pulls big answers: the next ones come on its own connection,
+         * so nobody waits behind them on the shared one */
+        c->go_private = false;
+        px->m.clients_moved_big_answers++;
+        log_write(LOG_LEVEL_DEBUG, c->peer,
+                  "connection %u: an answer of %zu bytes or more; moving it to a connection of "
+                  "its own",
+                  c->id, px->cfg.big_answer);
+        conn_move(c, b, 0, n);
         return;
     }
     if (c->asm_n) {
@@ -1011,6 +1118,7 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 void conn_entry_done(struct conn *c)
 {
+    c->answer_bytes = 0;
     if (c->inflight)
         c->inflight--;
     /* conn_check_done after this read: the last answer, or back under the
@@ -1273,6 +1381,7 @@ static void on_accept(uv_stream_t *server, int status)
     conn_peer_text(c);
     uv_tcp_nodelay(&c->client, 1);
     c->id = ++px->next_conn_id;
+    c->drained_ms = uv_now(px->loop);
     mc_req_init(&c->rq);
     c->next = px->conns;
     if (px->conns)
@@ -1321,6 +1430,8 @@ int proxy_open(struct proxy *px, uv_loop_t *loop, const struct proxy_config *cfg
     px->listener_open = true;
     uv_timer_init(loop, &px->drain_timer);
     px->drain_timer.data = px;
+    uv_timer_init(loop, &px->check_timer);
+    px->check_timer.data = px;
     uv_check_init(loop, &px->flusher);
     px->flusher.data = px;
     uv_check_start(&px->flusher, on_flush);
@@ -1375,6 +1486,8 @@ void proxy_maybe_stopped(struct proxy *px)
     px->on_stopped = NULL;
     uv_timer_stop(&px->drain_timer);
     uv_close((uv_handle_t *)&px->drain_timer, NULL);
+    uv_timer_stop(&px->check_timer);
+    uv_close((uv_handle_t *)&px->check_timer, NULL);
     uv_check_stop(&px->flusher);
     uv_close((uv_handle_t *)&px->flusher, NULL);
     pbuf_unref(&px->pool, px->mn_buf);

@@ -48,6 +48,9 @@ struct proxy_config {
                                   clients together (beyond: own connection) */
     size_t max_memory;       /* buffers of the whole process (0: unbounded);
                                   see proxy_memory_check */
+    size_t big_answer;       /* a client on a shared upstream that gets an
+                                answer this big moves to a private one for
+                                its next requests (0: never) */
     uint64_t max_conns;      /* clients at once (0: what the fd limit allows);
                                   beyond, memcached's refusal line and a close */
     uint32_t sample_keys;    /* --sample-keys 1/N: rows of one key in N (core/sample.h);
@@ -72,9 +75,15 @@ struct proxy_config {
 /* fds kept for all but clients: stdio, loop, listeners, the admin endpoint
  * and its connections, the database and its journal, the stats connection */
 #define PROXY_FD_RESERVE 48
-/* a client whose unread answers pass this many times write_backlog_max is
- * disconnected: on a shared upstream nobody may wait for it */
+/* a client whose unread answers pass this many times write_backlog_max and
+ * that has taken none of them for PROXY_STALL_MS is disconnected: on a
+ * shared upstream nobody may wait for it. One that reads is never cut for
+ * the size of its answers (the whole process is bounded by max_memory). */
 #define PROXY_SLOW_CLIENT_FACTOR 4
+#define PROXY_STALL_MS 1000
+/* an answer this big keeps every other client of a shared upstream
+ * waiting behind it for milliseconds: its client moves for the next ones */
+#define PROXY_DEFAULT_BIG_ANSWER (4u * 1024 * 1024)
 
 /* Reads are counted per second and command; flushed as REC_ROW_GETS rows. */
 struct proxy_get_counter {
@@ -85,6 +94,8 @@ struct proxy {
     uv_loop_t *loop;
     uv_tcp_t listener;
     uv_timer_t drain_timer;
+    uv_timer_t check_timer; /* while a client may be stalling or memory is
+                               over max_memory: looks again (proxy_check) */
     struct proxy_config cfg;
     struct metrics m;
     struct recorder *rec;
@@ -115,6 +126,8 @@ struct proxy {
     const struct slab_ladder *ladder;  /* tags writes with a class; NULL: untagged */
     bool all_paused;                   /* paused everything for the recorder */
     bool memory_paused;                /* over cfg.max_memory: no client is read */
+    bool answers_paused;               /* ... and answers pin most of it: shared
+                                          upstreams are not read either */
     bool shedding;                     /* proxy_memory_check is closing clients */
     bool upstream_up;                  /* at least one upstream answered lately */
     char upstream_peer[ADDR_TEXT_MAX]; /* upstream_addr as text, for logs */

@@ -138,7 +138,7 @@ static void up_pop(struct upconn *up, struct pending_entry *e)
  * answer before them is in. */
 static void up_give_local(const struct pending_entry *e)
 {
-    if (e->owner)
+    if (e->owner && !e->muted)
         conn_reply_copy(e->owner, e->local, strlen(e->local));
 }
 
@@ -162,16 +162,17 @@ static const char *silent_label(const struct mc_request *r)
     return mc_cmd_name(r->cmd)[0] == 'm' ? "quiet" : "noreply";
 }
 
-/* Every forwarded request still waiting gets memcached's kind of answer for
- * a broken server, in order, and its row. */
-static void up_fail_pending(struct upconn *up, const char *answer)
+/* Every forwarded request still waiting gets its row, in order, and --
+ * when tell -- memcached's kind of answer for a broken server (not when
+ * memcached closed on purpose: direct, the client reads nothing more). */
+static void up_fail_pending(struct upconn *up, const char *answer, bool tell)
 {
     struct proxy *px = up->px;
     struct pending_entry *e;
     while ((e = pending_head(&up->pend)) != NULL) {
         struct conn *c = e->owner;
-        if (!e->barrier && e->req.reply != MC_REPLY_SILENT && e->req.reply != MC_REPLY_CLOSE && c &&
-            !c->closing && !c->client_eof) {
+        if (tell && !e->barrier && !e->muted && e->req.reply != MC_REPLY_SILENT &&
+            e->req.reply != MC_REPLY_CLOSE && c && !c->closing && !c->client_eof) {
             conn_reply_copy(c, PROXY_UPSTREAM_ERROR_LINE, sizeof PROXY_UPSTREAM_ERROR_LINE - 1);
             px->m.upstream_error_replies++;
         }
@@ -197,7 +198,7 @@ void upconn_close(struct upconn *up)
         return;
     up->closing = true;
     up_undirty(up);
-    up_fail_pending(up, "no_answer");
+    up_fail_pending(up, "no_answer", true);
     up_close_tcp(up);
     up->state = UP_DOWN;
     uv_timer_stop(&up->retry);
@@ -320,6 +321,17 @@ void upconn_push_local(struct upconn *up, struct conn *c, const char *answer)
     e->local = answer;
     /* a silent request before it is confirmed by a barrier, which the
      * batch gets because its tail is silent now */
+}
+
+void upconn_mute_tail(struct upconn *up, struct conn *c, size_t n)
+{
+    for (size_t i = up->pend.count; i > 0 && n > 0; i--) {
+        struct pending_entry *e = pending_at(&up->pend, i - 1);
+        if (e->owner == c && !e->barrier) {
+            e->muted = true;
+            n--;
+        }
+    }
 }
 
 void upconn_push_barrier(struct upconn *up)
@@ -458,7 +470,7 @@ static bool up_resolve(struct upconn *up, const struct mc_line *l)
         up_unpaired(up, l, "answer pairs with no request:");
         return false;
     }
-    up->cur = e->barrier ? NULL : e->owner;
+    up->cur = e->barrier || e->muted ? NULL : e->owner;
     up->cur_resolved = true;
     up->unit_t0 = up->line_t0;
     up->unit_hits = 0;
@@ -612,6 +624,7 @@ void upconn_update_reading(struct upconn *up)
 {
     struct proxy *px = up->px;
     bool want = !up->closing && up->state == UP_READY && up->tcp_open && !rec_blocked(px->rec) &&
+                !(up->shared && px->answers_paused) &&
                 (up->shared || !up->owner || up->owner->closing ||
                  wq(&up->owner->client) < px->cfg.write_backlog_max);
     if (want == up->reading)
@@ -696,7 +709,7 @@ static void up_down(struct upconn *up, const char *why, enum up_loss loss)
         log_write(LOG_LEVEL_DEBUG, px->upstream_peer, "upstream %u%s: %s %s; connecting again",
                   up->id, up->shared ? " (pooled)" : "", px->cfg.upstream_text, why);
         if (up->shared)
-            up_fail_pending(up, "upstream_error");
+            up_fail_pending(up, "upstream_error", true);
         up->probing = !up->shared;
         up->state = UP_CONNECTING;
         uv_timer_start(&up->retry, up_on_retry, 0, 0);
@@ -712,12 +725,14 @@ static void up_down(struct upconn *up, const char *why, enum up_loss loss)
             px->cfg.upstream_text, why);
     }
     if (expected || px->stopping || up->closing) {
-        up_fail_pending(up, "no_answer");
+        /* after quit or an HTTP line memcached sends nothing more: what it
+         * had not sent when it closed (conn_closing drops it) is not sent */
+        up_fail_pending(up, "no_answer", !expected);
         if (owner && !up->shared)
             conn_upstream_gone(owner);
         return;
     }
-    up_fail_pending(up, "upstream_error");
+    up_fail_pending(up, "upstream_error", true);
     uv_timer_start(&up->retry, up_on_retry, up->backoff_ms, 0);
     up->backoff_ms =
         up->backoff_ms * 2 > px->cfg.backoff_max_ms ? px->cfg.backoff_max_ms : up->backoff_ms * 2;
@@ -735,7 +750,9 @@ static void up_closed_by_memcached(struct upconn *up)
     log_write(LOG_LEVEL_INFO, px->upstream_peer,
               "upstream %u: memcached closed connection %u's memcached connection; closing it too",
               up->id, up->owner ? up->owner->id : 0);
-    up_fail_pending(up, "no_answer");
+    /* direct, the client would read nothing more either: answers memcached
+     * had not sent when it closed are dropped with the connection */
+    up_fail_pending(up, "no_answer", false);
     conn_upstream_gone(up->owner);
 }
 
