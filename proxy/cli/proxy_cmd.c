@@ -494,8 +494,20 @@ int cli_proxy_main(int argc, char **argv)
     if (pa->stopping) /* a signal stopped us: a second one must not wait */
         finish_signals(&pa->app.rec);
     rc = app_finish(&pa->app) ? 1 : 0;
-    fprintf(stderr, "slabtap: stopped; %llu rows recorded, %llu dropped\n",
-            (unsigned long long)pa->app.rec.written, (unsigned long long)pa->app.rec.dropped);
+    {
+        /* every lost write, by reason: what the runs row says too */
+        char why[512] = "";
+        size_t n = 0;
+        for (int i = 0; i < REC_LOST__COUNT && n < sizeof why; i++) {
+            uint64_t lost = rec_lost(&pa->app.rec, (enum rec_loss)i);
+            if (lost)
+                n += (size_t)snprintf(why + n, sizeof why - n, "%s%s %llu", n ? ", " : " (",
+                                      rec_loss_label((enum rec_loss)i), (unsigned long long)lost);
+        }
+        fprintf(stderr, "slabtap: stopped; %llu rows recorded, %llu lost%s%s\n",
+                (unsigned long long)rec_recorded(&pa->app.rec),
+                (unsigned long long)rec_lost_total(&pa->app.rec), why, n ? ")" : "");
+    }
 out_loop:
     if (uv_loop_close(&pa->loop))
         fprintf(stderr, "slabtap: warning: handles left open at exit\n");

@@ -672,8 +672,12 @@ enum replay_status replay_open(struct replay **out, enum replay_kind kind, const
         rc = replay_why(err, errlen, REPLAY_E_OPEN, "%s: cannot open: %s", path,
                         r->db ? sqlite3_errmsg(r->db) : "out of memory");
     } else {
+        char why[512];
         sqlite3_busy_timeout(r->db, 5000);
-        rc = replay_db_prepare(r, run_id, err, errlen);
+        if (runs_sqlite_check(r->db, path, why, sizeof why) != RUNS_DB_OK)
+            rc = replay_why(err, errlen, REPLAY_E_OPEN, "%s: %s", path, why);
+        else
+            rc = replay_db_prepare(r, run_id, err, errlen);
         if (rc == REPLAY_OK)
             rc = replay_db_counters(r, err, errlen);
     }

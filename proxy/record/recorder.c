@@ -100,6 +100,17 @@ static int rec_commit(struct recorder *r, const struct rec_row *rows, size_t n,
         for (struct rec_job *j = jobs; j; j = j->next, njobs++)
             if (!rc)
                 rc = sink_put_job(r->sink, run_id, j, err, sizeof err);
+        if (!rc && own && sink_sqlite(r->sink)) {
+            /* the runs row says what the file holds with every batch, so a
+             * run that cannot end (a full disk at exit) still reads true */
+            pthread_mutex_lock(&r->mu);
+            uint64_t recorded = r->written - r->written0 + rec_count_writes(rows, n);
+            uint64_t lost = r->dropped_view + r->lost_shutdown;
+            for (int i = 0; i < REC_LOST__COUNT; i++)
+                lost += r->wlost[i];
+            pthread_mutex_unlock(&r->mu);
+            rc = store_put_counts(&r->sink->sq, run_id, recorded, lost, err, sizeof err);
+        }
         if (sink_commit(r->sink, run_id, batch_no, rc, err, sizeof err))
             rc = -1;
     }
@@ -336,6 +347,8 @@ static void rec_rotate(struct recorder *r)
         r->next_rotate_ns = now + 10 * INT64_C(1000000000);
         return;
     }
+    if (r->wal_pages && store_wal_limit(&nk->sq, r->wal_pages, err, sizeof err))
+        log_warn("recorder: %s", err);
     struct rec_job *carry = rec_carry_jobs(sink_sqlite(r->sink), old_id);
     int rc = sink_begin(nk, err, sizeof err);
     for (struct rec_job *j = carry; j && !rc; j = j->next)
@@ -368,6 +381,174 @@ static void rec_rotate(struct recorder *r)
     r->retain_view = r->retain.st;
 }
 
+/* --- the file deleted under the writer (store_file_check) ------------------ */
+
+/* Writer thread, mu released: the path names another file or none: the
+ * rows of this run went to a file nobody can read, and so would every later
+ * one. They are counted lost (file_deleted), the connection is closed and a
+ * new file made at the path, a new run of the same name with what rotation
+ * carries over and why it started (run_meta 'started_because'). A file
+ * that cannot be made leaves the sink closed, opened again as
+ * --record-optional's is (its writes counted store_unavailable). */
+static void rec_file_reopen(struct recorder *r, enum store_file_state what, int64_t now)
+{
+    char err[1536], when[32], path[sizeof r->store_path];
+    pthread_mutex_lock(&r->mu);
+    int64_t old_id = r->run_id;
+    uint64_t gone = r->written - r->written0;
+    r->wlost[REC_LOST_FILE_DELETED] += gone;
+    r->written -= gone; /* recorded: rows in files that are still there */
+    r->sink_ready = false;
+    snprintf(path, sizeof path, "%s", r->store_path);
+    pthread_mutex_unlock(&r->mu);
+    rec_time_text(now, when, sizeof when);
+    log_error("recorder: %s was %s while recording (found at %s): the %llu writes of run %lld "
+              "in it are gone, counted lost (%s); recording goes on in a new file at the path, "
+              "/health is 503 until it is open and checked",
+              path, what == STORE_FILE_DELETED ? "deleted" : "replaced by another file", when,
+              (unsigned long long)gone, (long long)old_id, rec_loss_label(REC_LOST_FILE_DELETED));
+    struct rec_job *carry = rec_carry_jobs(sink_sqlite(r->sink), old_id);
+    struct rec_job *why = calloc(1, sizeof *why);
+    char text[1536];
+    if (why) {
+        snprintf(
+            text, sizeof text, "%s: %s was %s at %s; run %lld and its %llu writes went with it",
+            store_file_state_label(what), path, what == STORE_FILE_DELETED ? "deleted" : "replaced",
+            when, (long long)old_id, (unsigned long long)gone);
+        why->kind = REC_JOB_META;
+        why->t_ns = now;
+        why->version = strdup("started_because");
+        why->text = strdup(text);
+        why->next = carry;
+        carry = why;
+    }
+    /* closed before the new file opens: a WAL left at the path by the old
+     * file must not be read into the new one (and one that is not ours is
+     * not deleted: store_forsake) */
+    struct sink *old = malloc(sizeof *old);
+    if (!old) {
+        rec_free_jobs(carry);
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    *old = *r->sink;
+    sink_init(r->sink, path);
+    pthread_mutex_unlock(&r->mu);
+    store_forsake(&old->sq);
+    sink_close(old);
+    free(old);
+    struct sink nk;
+    int64_t id = -1;
+    sink_init(&nk, path);
+    if (sink_open(&nk, path, err, sizeof err) == 0 &&
+        (id = sink_run_begin(&nk, &r->run, err, sizeof err)) < 0)
+        sink_close(&nk);
+    if (id < 0) {
+        log_error("recorder: cannot make a new file at %s (tried again every %d ms; writes "
+                  "meanwhile counted lost: store_unavailable): %s",
+                  path, REC_RETRY_MAX_MS, err);
+        rec_free_jobs(carry);
+        pthread_mutex_lock(&r->mu);
+        snprintf(r->last_error, sizeof r->last_error, "%.*s", (int)sizeof r->last_error - 1, err);
+        r->db = r->store_path; /* rec_try_open opens it */
+        r->next_open_ns = 0;
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    if (r->wal_pages && store_wal_limit(&nk.sq, r->wal_pages, err, sizeof err))
+        log_warn("recorder: %s", err);
+    int rc = sink_begin(&nk, err, sizeof err);
+    for (struct rec_job *j = carry; j && !rc; j = j->next)
+        rc = sink_put_job(&nk, id, j, err, sizeof err);
+    if (sink_commit(&nk, id, 0, rc, err, sizeof err))
+        log_warn("recorder: %s: the run's settings and ladder were not carried over: %s", path,
+                 err);
+    rec_free_jobs(carry);
+    pthread_mutex_lock(&r->mu);
+    *r->sink = nk;
+    r->run_id = id;
+    r->written0 = r->written;
+    r->sink_ready = true;
+    pthread_mutex_unlock(&r->mu);
+    if (retain_enabled(&r->retain))
+        retain_observe(&r->retain, sink_sqlite(r->sink), now);
+    log_info("recorder: recording into a new %s as run %lld (run_meta started_because: %s)", path,
+             (long long)id, store_file_state_label(what));
+}
+
+/* Writer thread, under mu (released meanwhile): every REC_FILE_CHECK_MS,
+ * whether the path still names the file and WAL written. A deleted WAL is
+ * made again after its rows are checkpointed into the file (nothing lost);
+ * a deleted or replaced file: rec_file_reopen. The fault shows in /health
+ * until a later check finds the new file in place. */
+static void rec_file_check(struct recorder *r)
+{
+    char err[1536];
+    int64_t now = clock_wall_ns();
+    if (!r->sink_ready || !sink_sqlite(r->sink) || now < r->next_file_check_ns ||
+        (r->queries && query_pending(r->queries)))
+        return;
+    r->next_file_check_ns = now + (int64_t)REC_FILE_CHECK_MS * 1000000;
+    pthread_mutex_unlock(&r->mu);
+    enum store_file_state st = store_file_check(&r->sink->sq);
+    pthread_mutex_lock(&r->mu);
+    enum store_file_state was = r->file_fault;
+    if (st == STORE_FILE_OK) {
+        r->file_fault = STORE_FILE_OK;
+        if (was != STORE_FILE_OK)
+            log_info("recorder: %s is in place again (%s resolved); recording as run %lld",
+                     r->store_path, store_file_state_label(was), (long long)r->run_id);
+        return;
+    }
+    r->file_fault = st;
+    r->file_fault_ns = now;
+    r->file_events++;
+    pthread_mutex_unlock(&r->mu);
+    if (st != STORE_FILE_WAL_DELETED) {
+        rec_file_reopen(r, st, now);
+    } else if (store_wal_recreate(&r->sink->sq, err, sizeof err)) {
+        log_error("recorder: %s-wal was deleted while recording; making a new one failed "
+                  "(tried again in %d ms): %s",
+                  r->sink->sq.path, REC_FILE_CHECK_MS, err);
+    } else {
+        log_error("recorder: %s-wal was deleted while recording: its committed rows are "
+                  "checkpointed into %s and a new WAL made, nothing lost; /health is 503 until "
+                  "the next check",
+                  r->sink->sq.path, r->sink->sq.path);
+    }
+    pthread_mutex_lock(&r->mu);
+}
+
+/* Writer thread, mu released: a batch failed on a full disk. The WAL's
+ * space goes back to the file system (wal_checkpoint(TRUNCATE)); from the
+ * second try on, retention (when on) expires a step of the oldest rows and
+ * gives their pages back (incremental_vacuum), so recording can resume. */
+static void rec_make_room(struct recorder *r, unsigned tries)
+{
+    char err[512];
+    struct store *s = &r->sink->sq;
+    int rc = store_wal_truncate(s, err, sizeof err);
+    int expired = 0;
+    if (tries > 1 && retain_enabled(&r->retain)) {
+        expired = retain_make_room(&r->retain, s->db, clock_wall_ns(), err, sizeof err);
+        if (expired > 0) {
+            store_rows_expired(s);
+            store_wal_truncate(s, err, sizeof err);
+        }
+    }
+    if (!r->full_logged) {
+        r->full_logged = true;
+        log_warn("recorder: %s: the disk is full: the WAL is given back (checkpoint, "
+                 "truncate)%s and the batch tried again%s",
+                 s->path,
+                 retain_enabled(&r->retain) ? ", then the oldest rows expired to make room" : "",
+                 rc ? " (the checkpoint failed too)" : "");
+    }
+    pthread_mutex_lock(&r->mu);
+    r->retain_view = r->retain.st;
+    pthread_mutex_unlock(&r->mu);
+}
+
 /* Writer thread, under mu (released while writing): the batch is written,
  * tried again with backoff while the sink fails -- never dropped -- until
  * the sink writes again; or, with a spill, once it has failed for
@@ -378,7 +559,7 @@ static void rec_rotate(struct recorder *r)
 static void rec_write_batch(struct recorder *r, const struct rec_row *batch, size_t n,
                             struct rec_job *jobs)
 {
-    unsigned backoff = REC_RETRY_MIN_MS;
+    unsigned backoff = REC_RETRY_MIN_MS, fulls = 0;
     bool tried = false;
     int64_t batch_no = ++r->batch_no;
     for (;;) {
@@ -396,9 +577,13 @@ static void rec_write_batch(struct recorder *r, const struct rec_row *batch, siz
         int rc = to_spill ? rec_spill_batch(r, batch, n, jobs, batch_no)
                           : rec_commit(r, batch, n, jobs, r->run_id, batch_no, tried, true);
         tried |= !to_spill;
+        if (rc && !to_spill && sink_sqlite(r->sink) && r->sink->sq.last_full)
+            rec_make_room(r, ++fulls);
         pthread_mutex_lock(&r->mu);
-        if (rc == 0)
+        if (rc == 0) {
+            r->full_logged = false;
             break;
+        }
         if (r->stop && (atomic_load(&r->give_up) ||
                         clock_wall_ns() - r->stop_since_ns >= (int64_t)r->grace_ms * 1000000)) {
             r->lost_shutdown += rec_count_writes(batch, n); /* given up: counted */
@@ -478,6 +663,8 @@ static int64_t rec_duty_ns(const struct recorder *r)
         return r->next_open_ns ? r->next_open_ns : 1;
     if (r->spill && r->spill_batches && r->sink_ready)
         return r->next_ship_ns ? r->next_ship_ns : 1;
+    if (r->sink_ready && sink_sqlite(r->sink)) /* the file check, also while idle */
+        return r->next_file_check_ns ? r->next_file_check_ns : 1;
     return 0;
 }
 
@@ -525,7 +712,11 @@ static void rec_writer_duties(struct recorder *r)
     int64_t duty = rec_duty_ns(r);
     if (!duty || clock_wall_ns() < duty)
         return;
-    bool ready = r->sink_ready;
+    bool ready = r->sink_ready, ship = r->spill && r->spill_batches;
+    if (ready && !ship) {
+        rec_file_check(r);
+        return;
+    }
     pthread_mutex_unlock(&r->mu);
     if (!ready)
         rec_try_open(r);
@@ -591,6 +782,7 @@ static void *rec_writer(void *arg)
         bool wake = r->loop_blocked && r->count * 100 <= r->cap * REC_RESUME_PCT;
         if (wake)
             uv_async_send(&r->wake);
+        rec_file_check(r);
         rec_rotate(r);
         rec_write_batch(r, batch, n, jobs);
         rec_retain_run(r, n);
@@ -702,6 +894,9 @@ int rec_open(struct recorder *r, uv_loop_t *loop, struct sink *sink, int64_t run
     retain_init(&r->retain, &cfg->retain);
     r->retain_view = r->retain.st;
     r->rotate = cfg->rotate;
+    r->wal_pages = cfg->wal_pages;
+    if (r->wal_pages && sink_sqlite(sink) && store_wal_limit(&sink->sq, r->wal_pages, err, errlen))
+        goto out;
     snprintf(r->store_path, sizeof r->store_path, "%s", cfg->path ? cfg->path : sink_name(sink));
     if (r->sink_ready && retain_enabled(&r->retain) && sink_sqlite(sink)) {
         retain_observe(&r->retain, sink_sqlite(sink), clock_wall_ns());
@@ -781,6 +976,7 @@ void rec_flush(struct recorder *r)
     if (!n)
         return;
     pthread_mutex_lock(&r->mu);
+    r->dropped_view = r->dropped; /* for the runs row (rec_commit) */
     while (moved < n && r->count < r->cap) {
         r->ring[(r->head + r->count) % r->cap] = r->stage[moved++];
         r->count++;
@@ -920,6 +1116,34 @@ int64_t rec_failing_since(struct recorder *r, char *err, size_t errlen)
     return since;
 }
 
+enum store_file_state rec_file_fault(struct recorder *r, int64_t *since, uint64_t *events)
+{
+    pthread_mutex_lock(&r->mu);
+    enum store_file_state st = r->file_fault;
+    if (since)
+        *since = r->file_fault_ns;
+    if (events)
+        *events = r->file_events;
+    pthread_mutex_unlock(&r->mu);
+    return st;
+}
+
+uint64_t rec_recorded(struct recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    uint64_t n = r->written;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+uint64_t rec_lost_total(struct recorder *r)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < REC_LOST__COUNT; i++)
+        n += rec_lost(r, (enum rec_loss)i);
+    return n;
+}
+
 void rec_retain_state(struct recorder *r, struct retain_stats *out, char *path, size_t pathlen,
                       uint64_t *rotations)
 {
@@ -993,10 +1217,17 @@ int rec_close(struct recorder *r, char *err, size_t errlen)
         uint64_t wl = 0;
         for (int i = 0; i < REC_LOST__COUNT; i++)
             wl += r->wlost[i];
+        uint64_t lost = r->dropped + r->lost[REC_LOST_SHUTDOWN] + wl;
+        char ignored[256];
         if (r->sink_ready &&
-            sink_run_end(r->sink, r->run_id, r->written - r->written0,
-                         r->dropped + r->lost[REC_LOST_SHUTDOWN] + wl, err, errlen))
-            rc = -1;
+            sink_run_end(r->sink, r->run_id, r->written - r->written0, lost, err, errlen)) {
+            /* a full disk: the WAL's space back, then once more (the run
+             * row must say what the file holds and what was lost) */
+            if (!sink_sqlite(r->sink) ||
+                store_wal_truncate(&r->sink->sq, ignored, sizeof ignored) ||
+                sink_run_end(r->sink, r->run_id, r->written - r->written0, lost, err, errlen))
+                rc = -1;
+        }
         sink_close(r->sink);
         r->sink = NULL;
     }

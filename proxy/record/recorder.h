@@ -45,7 +45,8 @@ enum rec_on_full { REC_BLOCK, REC_DROP };
     X(REC_LOST_WRITE_ERROR, "write_error") \
     X(REC_LOST_SHUTDOWN, "shutdown") \
     X(REC_LOST_SPILL_FULL, "spill_full") \
-    X(REC_LOST_STORE_UNAVAILABLE, "store_unavailable")
+    X(REC_LOST_STORE_UNAVAILABLE, "store_unavailable") \
+    X(REC_LOST_FILE_DELETED, "file_deleted")
 
 enum rec_loss {
 #define REC_LOSS_ENUM(name, label) name,
@@ -63,6 +64,9 @@ const char *rec_loss_label(enum rec_loss reason);
  * given up (counted as lost: shutdown). */
 #define REC_SHUTDOWN_GRACE_MS 3000
 #define REC_DEFAULT_MAX_STALL_MS 2000
+/* SQLite: the writer looks this often whether the path still names the
+ * file (and WAL) it writes (store_file_check: two stat() calls) */
+#define REC_FILE_CHECK_MS 1000
 
 #define REC_JOBS_MAX 4096 /* queued jobs beyond this are dropped and counted */
 /* Rows are staged on the loop thread and moved into the ring under one lock
@@ -136,6 +140,14 @@ struct recorder {
     uint64_t written0;               /* under mu: r->written when this file's run began */
     uint64_t rotations;              /* under mu */
     int64_t next_rotate_ns;          /* writer: a failed rotation is tried again then */
+    /* the file deleted or replaced under the writer (store_file_check) */
+    enum store_file_state file_fault; /* under mu: STORE_FILE_OK, or what is wrong */
+    int64_t file_fault_ns;            /* under mu: when it was seen */
+    uint64_t file_events;             /* under mu: faults seen */
+    int64_t next_file_check_ns;       /* writer */
+    uint64_t dropped_view;            /* under mu: the loop's dropped, for the runs row */
+    unsigned wal_pages;               /* the WAL's bound in pages (0: SQLite's) */
+    bool full_logged;                 /* writer: making room on a full disk, logged once */
 };
 
 struct rec_config {
@@ -156,6 +168,10 @@ struct rec_config {
     struct retain_cfg retain;
     const char *rotate;
     const char *path;
+    /* SQLite: the WAL checkpointed at this many pages and truncated to
+     * them (0: SQLite's 1000), for a disk with little room beside the
+     * bound (retain_room) */
+    unsigned wal_pages;
 };
 
 /* The sink is open with its run begun (run_id), or closed (run_id -1: the
@@ -189,6 +205,16 @@ void rec_give_up(struct recorder *r);
 uint64_t rec_lost(struct recorder *r, enum rec_loss reason);
 /* The writer's state, for /health: failing since (0: not failing). */
 int64_t rec_failing_since(struct recorder *r, char *err, size_t errlen);
+/* The SQLite file (or its WAL) was deleted or replaced while recording and
+ * recording has not yet gone on in a new file at the path, open and
+ * checked: what is wrong (since: when it was seen); STORE_FILE_OK when
+ * nothing is. events: faults seen since the start. */
+enum store_file_state rec_file_fault(struct recorder *r, int64_t *since, uint64_t *events);
+/* Writes recorded into files that still hold them (those of a deleted
+ * file are counted lost instead: file_deleted), and all lost writes
+ * (every reason); loop thread. */
+uint64_t rec_recorded(struct recorder *r);
+uint64_t rec_lost_total(struct recorder *r);
 /* The spill's backlog (rows, bytes) and the writes spilled and shipped. */
 struct rec_spill_state {
     bool enabled;

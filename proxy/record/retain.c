@@ -4,6 +4,8 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -48,6 +50,16 @@ bool retain_plan(const struct retain_cfg *cfg, const struct retain_planner *p,
             uint64_t n = over < o->free_pages ? over : o->free_pages;
             out->vacuum_pages = n > RETAIN_VACUUM_PAGES ? RETAIN_VACUUM_PAGES : n;
         }
+    }
+    if (o->disk_full) { /* room first, whatever the bounds say */
+        uint64_t rows = step / 4 < RETAIN_STEP_MIN ? RETAIN_STEP_MIN : step / 4;
+        if (o->oldest_ns >= 0 && out->rows < rows) {
+            out->rows = rows;
+            out->over_size = true;
+        }
+        if (o->incremental)
+            out->vacuum_pages = RETAIN_VACUUM_PAGES;
+        return out->rows > 0 || out->vacuum_pages > 0;
     }
     if (cfg->retain_ns > 0 && o->oldest_ns >= 0 && o->now_ns - cfg->retain_ns > o->oldest_ns) {
         out->cutoff_ns = o->now_ns - cfg->retain_ns;
@@ -306,7 +318,7 @@ int retain_step(struct retain *r, sqlite3 *db, int64_t now_ns, uint64_t rows_in,
     r->rows_in += rows_in;
     /* the age is looked at every RETAIN_AGE_CHECK_MS; the size (four
      * pragmas) after every batch, and the oldest row only when it asks */
-    bool age_due = r->cfg.retain_ns > 0 && now_ns >= r->next_age_check_ns;
+    bool age_due = (r->cfg.retain_ns > 0 && now_ns >= r->next_age_check_ns) || r->make_room;
     if (!r->cfg.max_bytes && !age_due)
         return 0;
     if (age_due)
@@ -329,6 +341,7 @@ int retain_step(struct retain *r, sqlite3 *db, int64_t now_ns, uint64_t rows_in,
         return -1;
     }
     o.rows_in = r->rows_in;
+    o.disk_full = r->make_room;
     if (!retain_plan(&r->cfg, &r->plan, &o, &pl)) {
         r->rows_in = 0;
         /* the bound is passed with no row left to expire: what is kept is over it */
@@ -404,4 +417,68 @@ fail:
     if (!sqlite3_get_autocommit(db))
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     return -1;
+}
+
+int retain_make_room(struct retain *r, sqlite3 *db, int64_t now_ns, char *err, size_t errlen)
+{
+    r->make_room = true;
+    int rc = retain_step(r, db, now_ns, 0, err, errlen);
+    r->make_room = false;
+    return rc;
+}
+
+/* --- room on the file system --------------------------------------------------- */
+
+static const char *const retain_room_labels[] = {
+#define RETAIN_ROOM_LABEL(name, label) label,
+    RETAIN_ROOM_RESULTS(RETAIN_ROOM_LABEL)
+#undef RETAIN_ROOM_LABEL
+};
+
+const char *retain_room_label(enum retain_room r)
+{
+    return (unsigned)r < RETAIN_ROOM__COUNT ? retain_room_labels[r] : "?";
+}
+
+enum retain_room retain_room_plan(uint64_t max_bytes, uint64_t room, uint64_t page_size,
+                                  unsigned *wal_pages)
+{
+    uint64_t ps = page_size ? page_size : 4096;
+    *wal_pages = 0;
+    if (!max_bytes || room >= max_bytes + RETAIN_WAL_PAGES * ps + RETAIN_WAL_STEP_BYTES)
+        return RETAIN_ROOM_OK;
+    uint64_t left = room > max_bytes ? room - max_bytes : 0;
+    uint64_t pages = left / 2 / ps;
+    if (pages < RETAIN_WAL_MIN_PAGES) {
+        *wal_pages = RETAIN_WAL_MIN_PAGES;
+        return RETAIN_ROOM_NO;
+    }
+    *wal_pages = pages > RETAIN_WAL_PAGES ? RETAIN_WAL_PAGES : (unsigned)pages;
+    return RETAIN_ROOM_SMALL_WAL;
+}
+
+int retain_room(const char *path, uint64_t max_bytes, uint64_t *room, unsigned *wal_pages,
+                enum retain_room *out)
+{
+    char dir[1024], wal[1040];
+    struct statvfs vfs;
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (statvfs(dir, &vfs) != 0)
+        return -1;
+    *room = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+    if (stat(path, &st) == 0)
+        *room += (uint64_t)st.st_size;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    if (stat(wal, &st) == 0)
+        *room += (uint64_t)st.st_size;
+    *out = retain_room_plan(max_bytes, *room, 4096, wal_pages);
+    return 0;
 }

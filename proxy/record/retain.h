@@ -62,6 +62,8 @@ struct retain_obs {
     uint64_t rows_in; /* rows written since the last step: over the size
                          bound, a step deletes at least 5/4 of them, so
                          deletion keeps up whatever a step's time */
+    bool disk_full;   /* the disk is full: a step of the oldest rows goes and
+                         free pages go back, under the bound or not */
 };
 
 /* The planner's memory between steps. */
@@ -124,6 +126,7 @@ struct retain {
     int64_t next_age_check_ns;
     uint64_t rows_in; /* written since the last step (retain_obs.rows_in) */
     bool logged_bound, logged_kept;
+    bool make_room; /* retain_make_room's step: the disk is full */
 };
 
 void retain_init(struct retain *r, const struct retain_cfg *cfg);
@@ -138,6 +141,49 @@ bool retain_enabled(const struct retain *r);
  * and once when what is kept alone is over it. */
 int retain_step(struct retain *r, sqlite3 *db, int64_t now_ns, uint64_t rows_in, char *err,
                 size_t errlen);
+/* The disk is full (a batch failed with SQLITE_FULL): one step of the
+ * oldest rows is deleted (a quarter of a planned step, at least
+ * RETAIN_STEP_MIN) and RETAIN_VACUUM_PAGES free pages given back to the
+ * file system (auto_vacuum=INCREMENTAL files), whatever the bounds say, so
+ * that recording can resume. As retain_step: 1, 0, or -1 with err. */
+int retain_make_room(struct retain *r, sqlite3 *db, int64_t now_ns, char *err, size_t errlen);
+
+/* --- room on the file system ----------------------------------------------- */
+
+/* SQLite's WAL: a checkpoint at this many pages (wal_autocheckpoint), and
+ * the largest transaction on top of it (a retention step of RETAIN_STEP_MAX
+ * rows) */
+#define RETAIN_WAL_PAGES 1000
+#define RETAIN_WAL_STEP_BYTES ((uint64_t)2 << 20)
+#define RETAIN_WAL_MIN_PAGES 64
+
+#define RETAIN_ROOM_RESULTS(X) \
+    X(RETAIN_ROOM_OK, "fits") \
+    X(RETAIN_ROOM_SMALL_WAL, "fits with a smaller WAL") \
+    X(RETAIN_ROOM_NO, "cannot be met")
+
+enum retain_room {
+#define RETAIN_ROOM_ENUM(name, label) name,
+    RETAIN_ROOM_RESULTS(RETAIN_ROOM_ENUM)
+#undef RETAIN_ROOM_ENUM
+        RETAIN_ROOM__COUNT
+};
+const char *retain_room_label(enum retain_room r);
+
+/* Pure: whether max_bytes and SQLite's WAL fit in room bytes (what the
+ * file system has free plus what the file and its WAL take now): OK with
+ * SQLite's WAL; SMALL_WAL with *wal_pages set to a WAL that fits (half of
+ * what is left beside the bound, the other half for the transaction on
+ * top); NO when not even RETAIN_WAL_MIN_PAGES do (*wal_pages then
+ * RETAIN_WAL_MIN_PAGES). */
+enum retain_room retain_room_plan(uint64_t max_bytes, uint64_t room, uint64_t page_size,
+                                  unsigned *wal_pages);
+/* retain_room_plan for the file at path (statvfs of its folder, stat of it
+ * and PATH-wal); the figures into room (bytes). -1 when the file system
+ * cannot be asked. */
+int retain_room(const char *path, uint64_t max_bytes, uint64_t *room, unsigned *wal_pages,
+                enum retain_room *out);
+
 /* The file's size and oldest row, refreshed without deleting (for a fresh
  * file after rotation, and /health before the first step). */
 void retain_observe(struct retain *r, sqlite3 *db, int64_t now_ns);

@@ -2,12 +2,14 @@
 #include "record/runs.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/sample.h"
 #include "model/slab_model.h"
@@ -208,9 +210,105 @@ int runs_src_open(struct runs_src **out, const char *db, char *err, size_t errle
             free(s);
             return -1;
         }
+        if (runs_sqlite_check(s->db, db, err, errlen) != RUNS_DB_OK) {
+            sqlite3_close(s->db);
+            free(s);
+            return -1;
+        }
     }
     *out = s;
     return 0;
+}
+
+static const char *const runs_db_labels[] = {
+#define RUNS_DB_LABEL(name, label) label,
+    RUNS_DB_STATES(RUNS_DB_LABEL)
+#undef RUNS_DB_LABEL
+};
+
+const char *runs_db_state_label(enum runs_db_state st)
+{
+    return (unsigned)st < RUNS_DB__COUNT ? runs_db_labels[st] : "?";
+}
+
+/* The process holding SQLite's lock bytes of path (the proxy's exclusive
+ * lock), or 0 when none is seen. */
+static long runs_lock_holder(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    /* SQLite's PENDING, RESERVED and SHARED bytes start at 1 GiB */
+    struct flock fl = {
+        .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0x40000000, .l_len = 512 + 2
+    };
+    long pid = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? (long)fl.l_pid : 0;
+    close(fd);
+    return pid;
+}
+
+enum runs_db_state runs_sqlite_check(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db,
+                                "SELECT (SELECT count(*) FROM sqlite_master WHERE name = 'runs'"
+                                " AND type = 'table'), (SELECT count(*) FROM sqlite_master)",
+                                -1, &st, NULL);
+    int64_t runs = 0, objects = 0;
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        runs = sqlite3_column_int64(st, 0);
+        objects = sqlite3_column_int64(st, 1);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK && runs) { /* a slabtap database whose pages read back */
+        rc = sqlite3_prepare_v2(db, "SELECT max(run_id) FROM runs", -1, &st, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(st) == SQLITE_ROW ? SQLITE_OK : sqlite3_errcode(db);
+        sqlite3_finalize(st);
+        if (rc == SQLITE_OK)
+            return RUNS_DB_OK;
+    }
+    int code = rc & 0xff;
+    if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
+        long pid = runs_lock_holder(path);
+        char who[64] = "";
+        if (pid > 0)
+            snprintf(who, sizeof who, ", pid %ld", pid);
+        snprintf(err, errlen,
+                 "database is locked (held by a running slabtap proxy%s, which holds its "
+                 "database exclusively until it exits: read it then)",
+                 who);
+        return RUNS_DB_LOCKED;
+    }
+    if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
+        char head[16] = { 0 };
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t got = fd >= 0 ? read(fd, head, sizeof head) : -1;
+        if (fd >= 0)
+            close(fd);
+        bool sqlite = got == (ssize_t)sizeof head && !memcmp(head, "SQLite format 3", 16);
+        snprintf(err, errlen, "%s (%s)",
+                 sqlite || code == SQLITE_CORRUPT
+                     ? "half-written or damaged SQLite file: cut short (a copy taken while it "
+                       "was written?) or corrupt, not a slabtap database that can be read"
+                 : got == 0 ? "an empty file, not a slabtap database"
+                            : "not a SQLite database, so not a slabtap database",
+                 sqlite3_errstr(rc));
+        return sqlite || code == SQLITE_CORRUPT ? RUNS_DB_HALF_WRITTEN : RUNS_DB_NOT_SQLITE;
+    }
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "cannot read it: %s", sqlite3_errmsg(db));
+        return RUNS_DB_HALF_WRITTEN;
+    }
+    /* a sets table written by another tool (runs_latest reads those) */
+    rc = sqlite3_prepare_v2(db, "SELECT 1 FROM sets LIMIT 0", -1, &st, NULL);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK)
+        return RUNS_DB_OK;
+    snprintf(err, errlen, "not a slabtap database (%s: no runs table)",
+             objects ? "a SQLite database of something else" : "an empty SQLite database");
+    return RUNS_DB_NOT_SLABTAP;
 }
 
 void runs_src_close(struct runs_src *s)

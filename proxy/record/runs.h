@@ -40,14 +40,35 @@ int64_t runs_latest(sqlite3 *db);
 int runs_read_prediction(sqlite3 *db, int64_t run_id, struct prediction *out, char *err,
                          size_t errlen);
 
+/* Whether a SQLite file can be read as a slabtap database now, and if not
+ * why, for every reader to say the same: held by a running proxy (its
+ * exclusive lock; the pid from the lock when the system tells it), a file
+ * cut short or damaged, not SQLite at all, or SQLite without slabtap's
+ * tables. The reason into err (without the path). */
+#define RUNS_DB_STATES(X) \
+    X(RUNS_DB_OK, "a slabtap database") \
+    X(RUNS_DB_LOCKED, "database is locked") \
+    X(RUNS_DB_HALF_WRITTEN, "half-written or damaged") \
+    X(RUNS_DB_NOT_SQLITE, "not a SQLite database") \
+    X(RUNS_DB_NOT_SLABTAP, "not a slabtap database")
+
+enum runs_db_state {
+#define RUNS_DB_ENUM(name, label) name,
+    RUNS_DB_STATES(RUNS_DB_ENUM)
+#undef RUNS_DB_ENUM
+        RUNS_DB__COUNT
+};
+const char *runs_db_state_label(enum runs_db_state st);
+enum runs_db_state runs_sqlite_check(sqlite3 *db, const char *path, char *err, size_t errlen);
+
 /* --- either store ------------------------------------------------------ */
 
 /* A read-only handle on a SQLite file or a PostgreSQL database. */
 struct runs_src;
 
-/* db: a file (opened read-only) or a postgresql:// URI (libpq; the password
- * from the environment or a passfile). 0, or -1 with the reason in err
- * (*out NULL). */
+/* db: a file (opened read-only; runs_sqlite_check says why one cannot be
+ * read) or a postgresql:// URI (libpq; the password from the environment
+ * or a passfile). 0, or -1 with the reason in err (*out NULL). */
 int runs_src_open(struct runs_src **out, const char *db, char *err, size_t errlen);
 void runs_src_close(struct runs_src *s);
 bool runs_src_is_pg(const struct runs_src *s);

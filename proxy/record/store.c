@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "core/clock.h"
@@ -182,6 +183,7 @@ struct store_writes {
     bool agg_in_batch;      /* this batch's transaction writes them */
     sqlite3_stmt *agg_size, *agg_latency, *agg_prefix, *agg_mark;
     sqlite3_stmt *agg_item, *agg_answer, *agg_pclass, *agg_mark2; /* issue 14's histograms */
+    sqlite3_stmt *upd_counts;                                     /* store_put_counts */
 };
 
 /* After a rollback nothing cached can be trusted: dictionary entries and
@@ -748,7 +750,10 @@ static int store_mark_crashed(struct store *s, char *err, size_t errlen)
              "UPDATE runs SET crashed = 1,"
              " ended_ns = coalesce((SELECT max(t_ns) FROM sets w WHERE w.run_id = runs.run_id),"
              " started_ns),"
-             " rows_recorded = (SELECT count(*) FROM sets w WHERE w.run_id = runs.run_id)"
+             /* the counts each batch kept in the row (store_put_counts), unless the
+              * file holds more (written before they were kept) */
+             " rows_recorded = max(rows_recorded,"
+             " (SELECT count(*) FROM sets w WHERE w.run_id = runs.run_id))"
              " WHERE ended_ns IS NULL",
              err, errlen))
         return -1;
@@ -995,6 +1000,22 @@ static int prepare_all(struct store *s)
                    &s->ins_gets);
 }
 
+/* The file and WAL open now, as the path names them (store_file_check). */
+static void store_identify(struct store *s)
+{
+    struct stat st;
+    char wal[sizeof s->path + 8];
+    snprintf(wal, sizeof wal, "%s-wal", s->path);
+    if (stat(s->path, &st) == 0) {
+        s->dev = st.st_dev;
+        s->ino = st.st_ino;
+    }
+    if (stat(wal, &st) == 0) {
+        s->wal_dev = st.st_dev;
+        s->wal_ino = st.st_ino;
+    }
+}
+
 int store_open(struct store *s, const char *path, char *err, size_t errlen)
 {
     int rc = -1;
@@ -1063,6 +1084,7 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
         goto rollback;
     if (exec(s, "COMMIT", err, errlen))
         goto rollback;
+    store_identify(s);
     rc = 0;
     goto out;
 rollback:
@@ -1092,7 +1114,7 @@ void store_close(struct store *s)
                                 &w->run_get,     &w->cmd_find,    &w->cmd_add,     &w->answer_find,
                                 &w->answer_add,  &w->prefix_find, &w->prefix_add,  &w->agg_size,
                                 &w->agg_latency, &w->agg_prefix,  &w->agg_mark,    &w->agg_item,
-                                &w->agg_answer,  &w->agg_pclass,  &w->agg_mark2 };
+                                &w->agg_answer,  &w->agg_pclass,  &w->agg_mark2,   &w->upd_counts };
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
             finalize(ws[i]);
     }
@@ -1327,6 +1349,8 @@ int store_commit(struct store *s, int failed, char *err, size_t errlen)
         }
         return 0;
     }
+    /* the code of what failed, before the rollback resets it */
+    s->last_full = sqlite3_errcode(s->db) == SQLITE_FULL;
     if (failed)
         exec(s, "ROLLBACK", err, errlen);
     else if (!sqlite3_get_autocommit(s->db)) /* a failed COMMIT can leave it open */
@@ -1482,4 +1506,95 @@ int64_t store_max_phase_id(struct store *s)
         id = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     return id;
+}
+
+static const char *const store_file_labels[] = {
+#define STORE_FILE_LABEL(name, label) label,
+    STORE_FILE_STATES(STORE_FILE_LABEL)
+#undef STORE_FILE_LABEL
+};
+
+const char *store_file_state_label(enum store_file_state st)
+{
+    return (unsigned)st < STORE_FILE__COUNT ? store_file_labels[st] : "?";
+}
+
+enum store_file_state store_file_check(struct store *s)
+{
+    struct stat st;
+    char wal[sizeof s->path + 8];
+    if (!s->db || !s->ino)
+        return STORE_FILE_OK; /* nothing known to compare with */
+    if (stat(s->path, &st) != 0)
+        return STORE_FILE_DELETED;
+    if (st.st_ino != s->ino || st.st_dev != s->dev)
+        return STORE_FILE_REPLACED;
+    snprintf(wal, sizeof wal, "%s-wal", s->path);
+    if (stat(wal, &st) != 0)
+        return s->wal_ino ? STORE_FILE_WAL_DELETED : STORE_FILE_OK;
+    if (!s->wal_ino) { /* made after the open */
+        s->wal_dev = st.st_dev;
+        s->wal_ino = st.st_ino;
+    }
+    return st.st_ino != s->wal_ino || st.st_dev != s->wal_dev ? STORE_FILE_WAL_DELETED
+                                                              : STORE_FILE_OK;
+}
+
+int store_wal_recreate(struct store *s, char *err, size_t errlen)
+{
+    /* leaving WAL mode checkpoints every committed frame of the WAL still
+     * open (deleted or not) into the database file */
+    if (exec(s, "PRAGMA journal_mode = DELETE", err, errlen))
+        return -1;
+    if (exec(s, "PRAGMA journal_mode = WAL", err, errlen))
+        return -1;
+    /* the new WAL exists from the next transaction on */
+    if (exec(s, "BEGIN IMMEDIATE; COMMIT", err, errlen))
+        return -1;
+    s->wal_ino = 0;
+    store_identify(s);
+    return 0;
+}
+
+void store_forsake(struct store *s)
+{
+    struct stat st;
+    char wal[sizeof s->path + 8];
+    int persist = 1;
+    snprintf(wal, sizeof wal, "%s-wal", s->path);
+    if (s->db && stat(wal, &st) == 0 && (st.st_ino != s->wal_ino || st.st_dev != s->wal_dev))
+        sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+}
+
+int store_wal_truncate(struct store *s, char *err, size_t errlen)
+{
+    if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) != SQLITE_OK)
+        return store_fail(s, "checkpoint", err, errlen);
+    return 0;
+}
+
+int store_wal_limit(struct store *s, unsigned pages, char *err, size_t errlen)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "PRAGMA wal_autocheckpoint = %u; PRAGMA journal_size_limit = %llu",
+             pages, (unsigned long long)pages * 4096);
+    return exec(s, sql, err, errlen);
+}
+
+int store_put_counts(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped,
+                     char *err, size_t errlen)
+{
+    struct store_writes *w = s->w;
+    if (!w->upd_counts && sqlite3_prepare_v2(s->db,
+                                             "UPDATE runs SET rows_recorded = ?2, rows_dropped = ?3"
+                                             " WHERE run_id = ?1",
+                                             -1, &w->upd_counts, NULL) != SQLITE_OK)
+        return store_fail(s, "preparing the run's counts", err, errlen);
+    sqlite3_reset(w->upd_counts);
+    sqlite3_bind_int64(w->upd_counts, 1, run_id);
+    sqlite3_bind_int64(w->upd_counts, 2, (int64_t)recorded);
+    sqlite3_bind_int64(w->upd_counts, 3, (int64_t)dropped);
+    if (sqlite3_step(w->upd_counts) != SQLITE_DONE)
+        return store_fail(s, "the run's counts", err, errlen);
+    return 0;
 }

@@ -12,8 +12,10 @@
 #define SLABTAP_STORE_H
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct rec_row;
 
@@ -27,6 +29,10 @@ struct store {
     sqlite3_stmt *ins_sample, *ins_class, *ins_settings, *ins_phase, *end_phase;
     struct store_writes *w;
     char path[1024];
+    /* the file and the WAL the connection writes (store_file_check) */
+    dev_t dev, wal_dev;
+    ino_t ino, wal_ino;
+    bool last_full; /* the last failed batch failed for a full disk */
 };
 
 /* Opens (creating if needed) the database at path, applies schema.sql and
@@ -70,6 +76,43 @@ int store_write_aggregates(struct store *s, char *err, size_t errlen);
  * the store's batches: what it cached about a run's last rows is looked up
  * again. */
 void store_rows_expired(struct store *s);
+
+/* Whether the path still names the file (and PATH-wal the WAL) the
+ * connection writes: someone may delete or replace them while it runs, and
+ * then every later row goes to a file nobody can read. Two stat() calls. */
+#define STORE_FILE_STATES(X) \
+    X(STORE_FILE_OK, "ok") \
+    X(STORE_FILE_DELETED, "file_deleted") \
+    X(STORE_FILE_REPLACED, "file_replaced") \
+    X(STORE_FILE_WAL_DELETED, "wal_deleted")
+
+enum store_file_state {
+#define STORE_FILE_ENUM(name, label) name,
+    STORE_FILE_STATES(STORE_FILE_ENUM)
+#undef STORE_FILE_ENUM
+        STORE_FILE__COUNT
+};
+
+const char *store_file_state_label(enum store_file_state st);
+enum store_file_state store_file_check(struct store *s);
+/* The WAL was deleted under the connection (the database file is still
+ * there): its committed pages go into the database file (a checkpoint)
+ * and a new PATH-wal is made (journal mode DELETE, then WAL again). 0, or
+ * -1 with the reason in err. No transaction may be open. */
+int store_wal_recreate(struct store *s, char *err, size_t errlen);
+/* The file was deleted or replaced: store_close must not delete PATH-wal
+ * when it is not this connection's WAL (SQLITE_FCNTL_PERSIST_WAL). */
+void store_forsake(struct store *s);
+/* The WAL's disk space back (wal_checkpoint(TRUNCATE)): 0, or -1. */
+int store_wal_truncate(struct store *s, char *err, size_t errlen);
+/* At most pages in the WAL before a checkpoint, and the WAL truncated to
+ * that after one (PRAGMA wal_autocheckpoint, journal_size_limit). */
+int store_wal_limit(struct store *s, unsigned pages, char *err, size_t errlen);
+/* The run row's counts, in the open batch's transaction: what the file
+ * holds and what was counted lost so far, true even if the run never ends
+ * cleanly (a full disk at exit). 0, or -1 with the reason in err. */
+int store_put_counts(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped,
+                     char *err, size_t errlen);
 
 /* Highest phase id in the file, so new phases continue from it. */
 int64_t store_max_phase_id(struct store *s);

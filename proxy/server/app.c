@@ -302,6 +302,9 @@ static const char *app_health(const struct app *a, int *status)
      * recording, the proxy serves; SQLite failing: as before */
     if (a->sink.kind == SINK_PG && rec_degraded((struct recorder *)&a->rec, why, sizeof why))
         return "recording_degraded";
+    enum store_file_state fault = rec_file_fault((struct recorder *)&a->rec, NULL, NULL);
+    if (fault != STORE_FILE_OK) /* the path lost the file being written */
+        return store_file_state_label(fault);
     if (rec_failing_since((struct recorder *)&a->rec, NULL, 0))
         return "recorder_failing";
     *status = 200;
@@ -388,18 +391,16 @@ static void route_health(const struct admin_http_request *req, struct admin_http
     jsonb_printf(&b,
                  "\"recorder\":{\"queue_depth\":%zu,\"queue_bound\":%zu,\"blocked\":%s,"
                  "\"on_full\":\"%s\",\"rows_recorded\":%llu,\"rows_dropped\":%llu,"
-                 "\"write_errors\":%llu,\"jobs_dropped\":%llu,\"lost\":{\"queue_full\":%llu,"
-                 "\"write_error\":%llu,\"shutdown\":%llu,\"spill_full\":%llu,"
-                 "\"store_unavailable\":%llu}},",
+                 "\"write_errors\":%llu,\"jobs_dropped\":%llu,\"lost_total\":%llu,\"lost\":{",
                  rec_depth(&a->rec), a->rec.cap, rec_blocked(&a->rec) ? "true" : "false",
-                 a->rec.on_full == REC_DROP ? "drop" : "block", (unsigned long long)a->rec.written,
-                 (unsigned long long)a->rec.dropped, (unsigned long long)a->rec.write_errors,
-                 (unsigned long long)a->rec.jobs_dropped,
-                 (unsigned long long)rec_lost(&a->rec, REC_LOST_QUEUE_FULL),
-                 (unsigned long long)rec_lost(&a->rec, REC_LOST_WRITE_ERROR),
-                 (unsigned long long)rec_lost(&a->rec, REC_LOST_SHUTDOWN),
-                 (unsigned long long)rec_lost(&a->rec, REC_LOST_SPILL_FULL),
-                 (unsigned long long)rec_lost(&a->rec, REC_LOST_STORE_UNAVAILABLE));
+                 a->rec.on_full == REC_DROP ? "drop" : "block",
+                 (unsigned long long)rec_recorded(&a->rec), (unsigned long long)a->rec.dropped,
+                 (unsigned long long)a->rec.write_errors, (unsigned long long)a->rec.jobs_dropped,
+                 (unsigned long long)rec_lost_total(&a->rec));
+    for (int reason = 0; reason < REC_LOST__COUNT; reason++)
+        jsonb_printf(&b, "%s\"%s\":%llu", reason ? "," : "", rec_loss_label((enum rec_loss)reason),
+                     (unsigned long long)rec_lost(&a->rec, (enum rec_loss)reason));
+    jsonb_raw(&b, "}},");
     /* the store and the spill: why recording is degraded while it is */
     char why[512];
     struct rec_spill_state sp;
@@ -431,6 +432,13 @@ static void route_health(const struct admin_http_request *req, struct admin_http
                  (unsigned long long)rs.free_bytes, (unsigned long long)rs.steps,
                  (unsigned long long)rs.step_max_us, (unsigned long long)rs.step_total_us,
                  (unsigned long long)rotations);
+    int64_t fault_ns;
+    uint64_t fault_events;
+    enum store_file_state fault = rec_file_fault(&a->rec, &fault_ns, &fault_events);
+    jsonb_printf(&b, ",\"file\":{\"fault\":\"%s\",\"fault_ns\":%lld,\"faults\":%llu}",
+                 fault == STORE_FILE_OK ? "" : store_file_state_label(fault),
+                 (long long)(fault == STORE_FILE_OK ? 0 : fault_ns),
+                 (unsigned long long)fault_events);
     jsonb_printf(&b, ",\"degraded\":%s,\"reason\":", degraded ? "true" : "false");
     jsonb_string(&b, degraded ? why : "", degraded ? strlen(why) : 0);
     jsonb_printf(&b,
@@ -574,7 +582,8 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
     prom_declare(&w, "slabtap_rows_lost_total", PROM_COUNTER,
                  "Writes not recorded, by reason: queue_full (--on-full drop), write_error "
                  "(the store failed past --max-stall), shutdown (still failing at exit), "
-                 "spill_full (past --spill-max), store_unavailable (--record-optional)");
+                 "spill_full (past --spill-max), store_unavailable (--record-optional), "
+                 "file_deleted (the SQLite file was deleted or replaced while recording)");
     for (int reason = 0; reason < REC_LOST__COUNT; reason++) {
         struct prom_label l = { "reason", rec_loss_label((enum rec_loss)reason) };
         prom_sample_u64(&w, &l, 1, rec_lost(&a->rec, (enum rec_loss)reason));
@@ -895,6 +904,26 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
                  cfg->options_text ? cfg->options_text : "", keyfmt_mode_name(cfg->proxy.key_mode),
                  cfg->node ? cfg->node : "" },
     };
+    /* --max-db-size and SQLite's WAL on a file system with less room than
+     * both: a smaller WAL, or the bound cannot be met (said once, here) */
+    uint64_t room;
+    enum retain_room fit;
+    if (!remote && cfg->max_db_bytes &&
+        retain_room(db, cfg->max_db_bytes, &room, &rc_cfg.wal_pages, &fit) == 0) {
+        if (fit == RETAIN_ROOM_SMALL_WAL)
+            log_warn("--max-db-size %llu and SQLite's WAL (%u pages) do not both fit in the %llu "
+                     "bytes the file system of %s has for them: the WAL is checkpointed every %u "
+                     "pages instead",
+                     (unsigned long long)cfg->max_db_bytes, RETAIN_WAL_PAGES,
+                     (unsigned long long)room, db, rc_cfg.wal_pages);
+        else if (fit == RETAIN_ROOM_NO)
+            log_warn(
+                "--max-db-size %llu cannot be met: the file system of %s has %llu bytes for "
+                "the file and its WAL, the bound needs %llu more at least; the disk fills "
+                "first (then the oldest rows are expired to make room)",
+                (unsigned long long)cfg->max_db_bytes, db, (unsigned long long)room,
+                (unsigned long long)(cfg->max_db_bytes + 2 * RETAIN_WAL_MIN_PAGES * 4096 - room));
+    }
     a->run_id = -1;
     if (a->sink.open) {
         a->run_id = sink_run_begin(&a->sink, &rc_cfg.run, err, sizeof err);

@@ -136,9 +136,48 @@ static void test_pattern(void)
     CHECK_INT(retain_path_expand("", t, out, sizeof out), -1);
 }
 
+/* a full disk: a step and free pages back, under the bound or not */
+static void test_disk_full(void)
+{
+    struct retain_cfg cfg = { 0, 6 * MB };
+    struct retain_planner p;
+    struct retain_plan pl;
+    retain_planner_init(&p);
+    struct retain_obs o = {
+        .now_ns = 1, .page_size = 4096, .page_count = 256, .oldest_ns = 0, .incremental = true
+    };
+    CHECK_TRUE(!retain_plan(&cfg, &p, &o, &pl)); /* 1 MiB of a 6 MiB bound */
+    o.disk_full = true;
+    CHECK_TRUE(retain_plan(&cfg, &p, &o, &pl));
+    CHECK_INT(pl.rows, RETAIN_STEP_START / 4);
+    CHECK_INT(pl.vacuum_pages, RETAIN_VACUUM_PAGES);
+    o.oldest_ns = -1; /* no row left: only the free pages */
+    CHECK_TRUE(retain_plan(&cfg, &p, &o, &pl));
+    CHECK_INT(pl.rows, 0);
+    o.incremental = false;
+    CHECK_TRUE(!retain_plan(&cfg, &p, &o, &pl));
+}
+
+/* the bound and SQLite's WAL on a file system with room for them */
+static void test_room(void)
+{
+    unsigned pages;
+    CHECK_INT(retain_room_plan(6 * MB, 100 * MB, 4096, &pages), RETAIN_ROOM_OK);
+    CHECK_INT(retain_room_plan(0, 1 * MB, 4096, &pages), RETAIN_ROOM_OK); /* no bound */
+    /* 9 MiB for a 6 MiB bound: half of the 3 MiB left for the WAL */
+    CHECK_INT(retain_room_plan(6 * MB, 9 * MB, 4096, &pages), RETAIN_ROOM_SMALL_WAL);
+    CHECK_INT(pages, 3 * MB / 2 / 4096);
+    CHECK_INT(retain_room_plan(6 * MB, 6 * MB + 256 * 1024, 4096, &pages), RETAIN_ROOM_NO);
+    CHECK_INT(pages, RETAIN_WAL_MIN_PAGES);
+    CHECK_INT(retain_room_plan(6 * MB, 5 * MB, 4096, &pages), RETAIN_ROOM_NO);
+    CHECK_STR(retain_room_label(RETAIN_ROOM_NO), "cannot be met");
+}
+
 int main(void)
 {
     test_size();
+    test_disk_full();
+    test_room();
     test_age();
     test_feedback();
     test_pattern();
