@@ -595,6 +595,12 @@ void mc_req_init(struct mc_req_parser *p)
     p->state = MC_REQ_LINE;
 }
 
+bool mc_req_shareable(const struct mc_request *r)
+{
+    return r->reply != MC_REPLY_CLOSE && r->reply != MC_REPLY_STREAM && !r->exclusive &&
+           !r->key_too_long && !r->long_line && !r->version_dependent;
+}
+
 bool mc_req_at_boundary(const struct mc_req_parser *p)
 {
     return p->state == MC_REQ_LINE && p->line_len == 0 && p->bytes == 0;

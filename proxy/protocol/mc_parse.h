@@ -85,6 +85,8 @@ struct mc_request {
                             it makes memcached close the connection, so
                             where it may be cut depends on what shares the
                             connection */
+    bool version_dependent; /* memcached 1.6.18 and 1.6.45 answer or frame it
+                               differently (see docs/shared-connections.md) */
     char ms_mode;        /* ms M<mode> flag, 0 when absent */
     uint8_t key_len_raw; /* key bytes as sent (base64 text when key_b64) */
     bool key_b64;
@@ -131,6 +133,15 @@ void mc_req_init(struct mc_req_parser *p);
  * stream is one memcached would close (MC_ERROR). */
 enum mc_result mc_req_parse(struct mc_req_parser *p, const char *buf, size_t len, size_t *used,
                             struct mc_request *out);
+/* The shared-connection rule (docs/shared-connections.md): may r, parsed
+ * whole, go on a memcached connection other clients share? Only when
+ * memcached answers it there without closing the connection, changing its
+ * mode or state, or reading other bytes than r's own, the same way on
+ * 1.6.18 and 1.6.45: false for quit and HTTP lines (MC_REPLY_CLOSE), watch
+ * and the dumps (exclusive), a get key over 250 bytes (memcached drops the
+ * answers it holds), lines memcached's read may cut (long_line) and
+ * requests the two versions frame differently (version_dependent). */
+bool mc_req_shareable(const struct mc_request *r);
 /* True when the parser sits between two requests. */
 bool mc_req_at_boundary(const struct mc_req_parser *p);
 

@@ -775,18 +775,19 @@ static const char *conn_refusal(const struct mc_request *r, bool stacked)
 
 static enum req_action conn_classify(const struct conn *c, const struct mc_request *r)
 {
-    if (!c->up->shared)
+    if (!c->up->shared || mc_req_shareable(r))
         return REQ_FORWARD;
     if (conn_refusal(r, c->stacked))
         return REQ_REFUSE;
-    /* a long line may be cut by memcached's read wherever other clients'
-     * bytes put it: only a connection of its own makes that the client's
-     * own doing, as direct */
-    if (r->exclusive || r->long_line)
-        return REQ_MOVE;
-    if (r->reply == MC_REPLY_CLOSE)
+    /* quit and an HTTP line close the connection, whatever its mode: the
+     * client's, here */
+    if (r->reply == MC_REPLY_CLOSE && !r->version_dependent)
         return REQ_QUIT;
-    return REQ_FORWARD;
+    /* the rest (watch, dumps, a long line memcached's read may cut wherever
+     * other clients' bytes put it, what the versions frame differently)
+     * goes on a connection of its own: there it is the client's own doing,
+     * as direct */
+    return REQ_MOVE;
 }
 
 /* After r: does memcached hold answers back (direct, in the same read)?
