@@ -619,22 +619,21 @@ static void req_reset(struct mc_request *r)
  * multiget that starts within 100 bytes of leading spaces. */
 static bool long_line_allowed(const struct mc_req_parser *p)
 {
-    size_t i = 0;
-    while (i < MC_LINE_MAX && p->line[i] == ' ')
-        i++;
-    if (i > 100)
+    if (p->lead > 100)
         return false;
-    return !strncmp(p->line + i, "get ", 4) || !strncmp(p->line + i, "gets ", 5);
+    const char *s = p->line + (p->lead ? 1 : 0); /* the leading run is one space */
+    size_t n = p->kept - (p->lead ? 1 : 0);
+    return (n >= 4 && !memcmp(s, "get ", 4)) || (n >= 5 && !memcmp(s, "gets ", 5));
 }
 
 /* Finishes a request line; returns true when a data block follows. */
 static bool req_line_done(struct mc_req_parser *p)
 {
-    size_t len = p->line_len;
+    size_t len = p->kept + p->ov_bytes;
     /* memcached counts every byte before the '\n', the '\r' included */
     bool long_line = p->line_len > MC_LINE_MAX && !long_line_allowed(p);
     /* memcached strips a '\r' only from a line of two or more bytes */
-    if (len > 1 && p->line_last == '\r')
+    if (p->line_len > 1 && p->line_last == '\r')
         len--;
     bool whole = len <= MC_LINE_MAX;
     if (!whole)
@@ -659,6 +658,10 @@ static bool req_line_done(struct mc_req_parser *p)
     }
     p->line_len = 0;
     p->line_last = 0;
+    p->kept = 0;
+    p->ov_bytes = 0;
+    p->lead = 0;
+    p->nonspace = false;
     if (p->req.value_len < 0)
         return false;
     p->data_left = (size_t)p->req.value_len + 2;
@@ -696,14 +699,28 @@ static void req_line_append(struct mc_req_parser *p, const char *s, size_t take)
 {
     if (take == 0)
         return;
-    size_t kept = 0;
-    if (p->line_len < MC_LINE_MAX) {
-        size_t room = MC_LINE_MAX - p->line_len;
-        kept = take < room ? take : room;
-        memcpy(p->line + p->line_len, s, kept);
+    size_t i = 0;
+    for (; i < take && !p->nonspace; i++) {
+        if (s[i] != ' ') {
+            p->nonspace = true;
+            break;
+        }
+        if (p->lead <= 100)
+            p->lead++;
+        if (p->kept == 0)
+            p->line[p->kept++] = ' ';
     }
+    while (i < take && p->kept < MC_LINE_MAX) {
+        char ch = s[i++];
+        if (ch != ' ' || p->line[p->kept - 1] != ' ')
+            p->line[p->kept++] = ch;
+    }
+    /* spaces that would only continue the run kept are not bytes past it */
+    while (i < take && p->ov_bytes == 0 && s[i] == ' ' && p->line[MC_LINE_MAX - 1] == ' ')
+        i++;
+    size_t kept = i;
     if (kept < take) {
-        if (p->line_len <= MC_LINE_MAX) {
+        if (p->ov_bytes == 0) {
             /* the line overflows now: carry the state at the cut over */
             p->ov_words = 0;
             p->ov_nul = memchr(p->line, '\0', MC_LINE_MAX) != NULL;
@@ -717,6 +734,7 @@ static void req_line_append(struct mc_req_parser *p, const char *s, size_t take)
             p->ov_long_words = 0;
         }
         req_overflow(p, s + kept, take - kept);
+        p->ov_bytes += take - kept;
     }
     p->line_len += take;
     p->line_last = s[take - 1];

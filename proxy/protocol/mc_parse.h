@@ -112,7 +112,14 @@ struct mc_req_parser {
     enum mc_req_state state;
     bool started;   /* the connection's first byte has been seen */
     char line_last; /* last byte of the line so far */
-    size_t line_len;
+    size_t line_len; /* bytes of the line so far, as sent */
+    /* line[] holds the line with every run of spaces kept as one space:
+     * memcached's tokenizer splits on runs of spaces, so the tokens are the
+     * same, and a line padded with spaces keeps all its tokens */
+    size_t kept;      /* bytes in line[] */
+    size_t ov_bytes;  /* bytes of the line past the MC_LINE_MAX kept */
+    uint8_t lead;     /* leading spaces as sent, counted up to 101 */
+    bool nonspace;    /* a byte other than a space has been seen */
     size_t data_left;      /* bytes of the data block still to come */
     char data_tail[2];     /* last two bytes of the data block seen so far */
     size_t bytes;          /* bytes of the request in progress */

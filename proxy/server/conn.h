@@ -101,6 +101,9 @@ struct conn {
     bool stacked;         /* this read had a request whose answer memcached
                              would hold back (see conn_refusal) */
     size_t stack_n;       /* ... how many, since the last that flushes */
+    bool data_spanned;    /* this read began inside a data block: memcached
+                             reads the rest of it straight from the socket,
+                             and sends what it holds once it is in */
     bool go_private;      /* had a big answer on a shared upstream: moves
                              to a private one at its next request */
     size_t answer_bytes;  /* bytes of the answer being sent to it so far */

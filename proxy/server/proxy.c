@@ -798,6 +798,14 @@ static void conn_note_stack(struct conn *c, const struct mc_request *r)
                    r->cmd == MC_CMD_GATS || r->cmd == MC_CMD_MN;
     c->stacked = !flushes || r->key_too_long;
     c->stack_n = c->stacked ? c->stack_n + 1 : 0;
+    if (c->data_spanned) {
+        /* its data block ended in a read of exactly what was missing
+         * (conn_nread): memcached's buffer is empty, it writes what it
+         * holds, this answer included */
+        c->data_spanned = false;
+        c->stacked = false;
+        c->stack_n = 0;
+    }
 }
 
 /* memcached drops the answers it holds for the connection when a get's key
@@ -995,6 +1003,7 @@ static void conn_client_data(struct conn *c, struct pbuf *b, size_t n)
 
     c->stacked = false; /* a new read: memcached sent what it held */
     c->stack_n = 0;
+    c->data_spanned = c->rq.state == MC_REQ_DATA;
     if (c->raw) {
         binrec_requests(c->bin, b->data, n);
         conn_forward(c, b, 0, n);

@@ -45,6 +45,7 @@ struct rq {
     int64_t exptime;
     int64_t value_len;
     bool noreply, bad_data, swallowed, want_key, vivify, key_too_long;
+    bool long_line, vdep; /* mc_request.long_line, .version_dependent */
     bool not_write; /* a storage command refused before is_write is set */
     uint32_t nkeys;
     const char *opaque; /* NULL: no O flag */
@@ -568,6 +569,9 @@ static bool rq_equal(const char *ctx, size_t idx, const struct rq *w, size_t wby
     FIELD(g->vivify == w->vivify, "vivify want %d got %d", w->vivify, g->vivify);
     FIELD(g->key_too_long == w->key_too_long, "key_too_long want %d got %d", w->key_too_long,
           g->key_too_long);
+    FIELD(g->long_line == w->long_line, "long_line want %d got %d", w->long_line, g->long_line);
+    FIELD(g->version_dependent == w->vdep, "version_dependent want %d got %d", w->vdep,
+          g->version_dependent);
     FIELD(g->nkeys == w->nkeys, "nkeys want %u got %u", (unsigned)w->nkeys, (unsigned)g->nkeys);
     FIELD(g->has_opaque == (w->opaque != NULL) && g->opaque_len == olen &&
               !memcmp(g->opaque, w->opaque ? w->opaque : "", olen) && g->opaque[olen] == '\0',
@@ -893,9 +897,10 @@ static void test_long_lines(void)
     CHECK_REQ("over-long set line", "byte by byte", in, n, &e, 0, true);
     CHECK_REQ("over-long set line", "split at 2049", in, n, &e, 2049, false);
     CHECK_REQ("over-long set line", "split at 2500", in, n, &e, 2500, false);
-    /* ...but one read holding the whole line is a command (1.6.18: ERROR) */
+    /* ...but one read holding the whole line is a command (1.6.18: ERROR);
+     * a read ending inside it would close: long_line */
     e.n = 0;
-    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true), n - 4);
+    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true, .long_line = true), n - 4);
     exp_add(&e, RQ_MN, 4);
     CHECK_REQ("over-long set line in one read", "whole", in, n, &e, 0, false);
     CHECK_REQ("over-long set line in one read", "split at 2048", in, n, &e, 2048, false);
@@ -911,14 +916,15 @@ static void test_long_lines(void)
     exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true), n - 4);
     exp_add(&e, RQ_MN, 4);
     CHECK_REQ_ALL_SPLITS("line of 2048 bytes with its \\r", in, n, &e);
-    /* 2048 bytes, then "\r\n": fine when the '\r' comes with the '\n'... */
+    /* 2048 bytes, then "\r\n": fine when the '\r' comes with the '\n' (2049
+     * bytes before the '\n': long_line)... */
     n = (size_t)snprintf(in, sizeof in, "set ");
     memset(in + n, 'x', 2044);
     n += 2044;
     memcpy(in + n, "\r\nmn\r\n", 6);
     n += 6;
     e.n = 0;
-    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true), n - 4);
+    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true, .long_line = true), n - 4);
     exp_add(&e, RQ_MN, 4);
     CHECK_REQ("2048 bytes then \\r\\n", "split at 2048", in, n, &e, 2048, false);
     /* ...but 2049 buffered without '\n' close the connection */
@@ -1532,12 +1538,123 @@ static void test_names(void)
     CHECK_STR(mc_code_name(MC_CODE_COUNT), "?");
 }
 
+/* Lines padded with spaces: memcached's tokenizer skips runs of spaces, so
+ * tokens past byte 2048 of the line still count when the line is read
+ * whole (a set padded before its key was read as a command without a data
+ * block, and the block as a request of its own: answers out of step); and
+ * whether memcached's read may cut the line (long_line) and gat's exptime
+ * checked before its keys. Every split point, and byte by byte for the
+ * short ones. */
+static void test_padded_lines(void)
+{
+    static char in[1 << 15];
+    static char k250[251], k251[252];
+    memset(k250, 'k', 250);
+    k250[250] = '\0';
+    memset(k251, 'k', 251);
+    k251[251] = '\0';
+    struct exp_seq e;
+    size_t n;
+
+    /* "set" + 2100 spaces + "h:k 0 0 5": memcached 1.6.18 answers STORED */
+    n = (size_t)snprintf(in, sizeof in, "set");
+    memset(in + n, ' ', 2100);
+    n += 2100;
+    n += (size_t)snprintf(in + n, sizeof in - n, "h:k 0 0 5\r\nhello\r\nmn\r\n");
+    e.n = 0;
+    exp_add(&e,
+            (struct rq)RQ(.cmd = MC_CMD_SET, .key = "h:k", .value_len = 5, .long_line = true),
+            n - 4);
+    exp_add(&e, RQ_MN, 4);
+    CHECK_REQ("set padded before its key", "whole", in, n, &e, 0, false);
+    CHECK_REQ("set padded before its key", "split at 1000", in, n, &e, 1000, false);
+    CHECK_REQ("set padded before its key", "split after the line", in, n, &e, n - 11, false);
+
+    /* ms padded the same way */
+    n = (size_t)snprintf(in, sizeof in, "ms");
+    memset(in + n, ' ', 4096);
+    n += 4096;
+    n += (size_t)snprintf(in + n, sizeof in - n, "h:k 5 T0\r\nhello\r\nmn\r\n");
+    e.n = 0;
+    exp_add(&e,
+            (struct rq)RQ(.cmd = MC_CMD_MS, .key = "h:k", .value_len = 5, .long_line = true),
+            n - 4);
+    exp_add(&e, RQ_MN, 4);
+    CHECK_REQ("ms padded before its key", "whole", in, n, &e, 0, false);
+
+    /* padded after the tokens: a valid 3.4 KB set line */
+    n = (size_t)snprintf(in, sizeof in, "set long 0 0 5");
+    memset(in + n, ' ', 3400);
+    n += 3400;
+    n += (size_t)snprintf(in + n, sizeof in - n, "\r\nhello\r\nmn\r\n");
+    e.n = 0;
+    exp_add(&e,
+            (struct rq)RQ(.cmd = MC_CMD_SET, .key = "long", .value_len = 5, .long_line = true),
+            n - 4);
+    exp_add(&e, RQ_MN, 4);
+    CHECK_REQ("set padded after its tokens", "whole", in, n, &e, 0, false);
+    CHECK_REQ("set padded after its tokens", "split at 2000", in, n, &e, 2000, false);
+
+    /* a long get line is no long_line: memcached reads on */
+    n = (size_t)snprintf(in, sizeof in, "get");
+    memset(in + n, ' ', 3000);
+    n += 3000;
+    n += (size_t)snprintf(in + n, sizeof in - n, "a b\r\nmn\r\n");
+    e.n = 0;
+    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_GET, .reply = MC_REPLY_MULTI, .key = "a", .nkeys = 2),
+            n - 4);
+    exp_add(&e, RQ_MN, 4);
+    CHECK_REQ_ALL_SPLITS("get padded with 3000 spaces", in, n, &e);
+
+    /* ...unless more than 100 spaces lead it, read whole */
+    memset(in, ' ', 101);
+    n = 101;
+    n += (size_t)snprintf(in + n, sizeof in - n, "get a");
+    memset(in + n, ' ', 2000);
+    n += 2000;
+    n += (size_t)snprintf(in + n, sizeof in - n, "\r\nmn\r\n");
+    e.n = 0;
+    exp_add(&e,
+            (struct rq)RQ(.cmd = MC_CMD_GET, .reply = MC_REPLY_MULTI, .key = "a", .nkeys = 1,
+                          .long_line = true),
+            n - 4);
+    exp_add(&e, RQ_MN, 4);
+    CHECK_REQ("get after 101 spaces, 2.1 KB", "whole", in, n, &e, 0, false);
+
+    /* a short line with runs of spaces: tokens as memcached's */
+    static const char runs[] = "  set   k2  1   0  2  \r\nab\r\nmn\r\n";
+    e.n = 0;
+    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .key = "k2", .flags = 1, .value_len = 2),
+            sizeof runs - 1 - 4);
+    exp_add(&e, RQ_MN, 4);
+    CHECK_REQ_ALL_SPLITS("set with runs of spaces", runs, sizeof runs - 1, &e);
+
+    /* gat: a bad exptime is refused before the keys are looked at */
+    n = (size_t)snprintf(in, sizeof in, "gat xx %s\r\nmn\r\n", k251);
+    e.n = 0;
+    exp_add(&e,
+            (struct rq)RQ(.cmd = MC_CMD_GAT, .reply = MC_REPLY_MULTI, .key = k250, .key_len = 251,
+                          .nkeys = 1),
+            n - 4);
+    exp_add(&e, RQ_MN, 4);
+    CHECK_REQ_ALL_SPLITS("gat bad exptime, 251-byte key", in, n, &e);
+    n = (size_t)snprintf(in, sizeof in, "gat 10 %s\r\nmn\r\n", k251);
+    e.n = 0;
+    exp_add(&e,
+            (struct rq)RQ(.cmd = MC_CMD_GAT, .reply = MC_REPLY_MULTI, .key = k250, .key_len = 251,
+                          .nkeys = 1, .exptime = 10, .key_too_long = true),
+            n - 4);
+    exp_add(&e, RQ_MN, 4);
+    CHECK_REQ_ALL_SPLITS("gat 10, 251-byte key", in, n, &e);
+}
+
 int main(void)
 {
     test_request_table();
     test_request_batch();
     test_long_keys();
     test_long_lines();
+    test_padded_lines();
     test_binary_protocol();
     test_response_table();
     test_pairing();
