@@ -224,6 +224,9 @@ static void parse_update(struct mc_request *r, const struct token *tok, size_t n
     r->noreply = last_is_noreply(tok, ntokens);
     r->reply = r->noreply ? MC_REPLY_SILENT : MC_REPLY_LINE;
     set_key(r, &tok[1]);
+    /* refused before the data block: 1.6.18 reads the block as commands,
+     * 1.6.45 skips it (docs/shared-connections.md) */
+    r->version_dependent = true;
     if (tok[1].len > MC_KEY_MAX)
         return;
     if (!safe_u32(&tok[2], 0, &r->flags) || !safe_i32(&tok[3], 0, &exptime) ||
@@ -233,6 +236,7 @@ static void parse_update(struct mc_request *r, const struct token *tok, size_t n
         return;
     if (vlen < 0 || vlen > INT_MAX - 2)
         return;
+    r->version_dependent = false;
     r->exptime = exptime;
     r->value_len = vlen;
 }
@@ -242,12 +246,32 @@ static bool want_tokens(size_t ntokens, size_t lo, size_t hi)
     return ntokens >= lo && ntokens <= hi;
 }
 
+/* Is t a proper prefix of one of names (1.6.45 takes a prefix of a
+ * subcommand for the subcommand; 1.6.18 wants the whole word)? */
+static bool tok_is_short_for(const struct token *t, const char *const *names, size_t n)
+{
+    bool short_for = false;
+    for (size_t i = 0; i < n; i++) {
+        if (tok_is(t, names[i]))
+            return false;
+        short_for = short_for || (t->len < strlen(names[i]) && !strncmp(t->s, names[i], t->len));
+    }
+    return short_for;
+}
+
 static void parse_stats(struct mc_request *r, const struct token *tok, size_t ntokens)
 {
+    static const char *const subs[] = { "reset",    "detail",       "settings",     "items",
+                                        "slabs",    "sizes",        "cachedump",    "conns",
+                                        "extstore", "sizes_enable", "sizes_disable" };
+    static const char *const detail[] = { "on", "off", "dump" };
     r->cmd = MC_CMD_STATS;
     r->reply = MC_REPLY_MULTI;
     if (ntokens == 2)
         return;
+    r->version_dependent = tok_is_short_for(&tok[1], subs, sizeof subs / sizeof subs[0]) ||
+                           (tok_is(&tok[1], "detail") && ntokens >= 4 &&
+                            tok_is_short_for(&tok[2], detail, sizeof detail / sizeof detail[0]));
     if (tok_is(&tok[1], "reset"))
         r->reply = MC_REPLY_LINE;
     else if (tok_is(&tok[1], "sizes_enable") || tok_is(&tok[1], "sizes_disable"))
@@ -336,14 +360,19 @@ static void parse_watch(struct mc_request *r, const struct token *tok, size_t nt
     };
     r->cmd = MC_CMD_WATCH;
     noreply_maybe(r, tok, ntokens);
-    if (r->noreply)
+    if (r->noreply) {
+        r->version_dependent = true; /* 1.6.18 silent, 1.6.45 ERROR */
         return;
+    }
     for (size_t i = 1; i + 1 < ntokens; i++) {
         bool known = false;
         for (size_t n = 0; n < sizeof names / sizeof names[0]; n++)
             known = known || tok_is(&tok[i], names[n]);
-        if (!known)
-            return; /* ERROR, one line */
+        if (!known) {
+            /* ERROR, one line (1.6.45: a prefix of a name is that name) */
+            r->version_dependent = true;
+            return;
+        }
     }
     r->reply = MC_REPLY_STREAM;
     r->exclusive = true;
@@ -466,8 +495,11 @@ static void parse_meta(struct mc_request *r, const struct token *tok, size_t nto
         return;
     }
     set_key(r, &tok[1]);
-    if (tok[1].len > MC_KEY_MAX || ntokens > META_MAX_TOKENS)
+    if (tok[1].len > MC_KEY_MAX || ntokens > META_MAX_TOKENS) {
+        /* ms: 1.6.18 reads the data block as commands, 1.6.45 skips it */
+        r->version_dependent = r->cmd == MC_CMD_MS;
         return;
+    }
     size_t flags_from = 2;
     int32_t vlen = -1;
     if (r->cmd == MC_CMD_MS) {
@@ -484,6 +516,12 @@ static void parse_meta(struct mc_request *r, const struct token *tok, size_t nto
         if (mode && !strchr("EAPRS", mode))
             ok = false;
         r->swallowed = !ok;
+        /* a refused ms is answered and framed differently by 1.6.18 and
+         * 1.6.45, and 1.6.45 takes E<n> and x, which 1.6.18 refuses */
+        r->version_dependent = !ok;
+        for (size_t i = flags_from; tok[i].len; i++)
+            if (tok[i].s[0] == 'E' || tok[i].s[0] == 'x')
+                r->version_dependent = true;
     } else if (r->cmd == MC_CMD_MA && mode && !strchr("I+D-", mode)) {
         ok = false; /* "CLIENT_ERROR invalid mode for ma M token", even with q */
     }
@@ -506,8 +544,12 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
     ntokens = tokenize(line, len, tok, &rest);
     r->cmd = MC_CMD_INVALID;
     r->reply = MC_REPLY_LINE;
-    if (ntokens < 2 || tok[0].len < 2)
+    if (ntokens < 2 || tok[0].len < 2) {
+        /* 1.6.45 closes on "x HTTP/1.1", 1.6.18 answers ERROR */
+        r->version_dependent =
+            ntokens >= 3 && tok[ntokens - 2].len >= 5 && !memcmp(tok[ntokens - 2].s, "HTTP/", 5);
         return;
+    }
     const struct token *c = &tok[0];
     if (c->s[0] == 'm' && c->len == 2) {
         parse_meta(r, tok, ntokens, c->s[1]);
@@ -532,10 +574,14 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
                                         : MC_CMD_PREPEND;
         if (want_tokens(ntokens, 6, 7))
             parse_update(r, tok, ntokens, false);
+        else /* extra words: 1.6.18 ERROR (block read as commands), 1.6.45 stores */
+            r->version_dependent = ntokens > 7;
     } else if (tok_is(c, "cas")) {
         r->cmd = MC_CMD_CAS;
         if (want_tokens(ntokens, 7, 8))
             parse_update(r, tok, ntokens, true);
+        else
+            r->version_dependent = ntokens > 8;
     } else if (tok_is(c, "stats")) {
         parse_stats(r, tok, ntokens);
     } else if (tok_is(c, "delete")) {
@@ -562,7 +608,12 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
         if (ntokens == 4 && tok_is(&tok[1], "metadump")) {
             r->reply = MC_REPLY_MULTI;
             r->exclusive = true;
+        } else if (ntokens >= 3 && tok[1].s[0] == 'm') {
+            /* 1.6.45: mgdump, and prefixes of metadump/mgdump, hand the
+             * connection to the crawler */
+            r->version_dependent = true;
         }
+        r->version_dependent = r->version_dependent || last_is_noreply(tok, ntokens);
     } else if (tok_is(c, "slabs")) {
         /* only the automove branch reads noreply ("slabs automove 1 noreply"
          * answers nothing; "slabs reassign 1 noreply" a CLIENT_ERROR) */
@@ -575,15 +626,29 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
         r->cmd = MC_CMD_OTHER;
         if (ntokens >= 3)
             noreply_maybe(r, tok, ntokens);
-    } else if (tok_is(c, "shutdown") || tok_is(c, "misbehave") || tok_is(c, "debugtime") ||
-               tok_is(c, "refresh_certs")) {
+    } else if (tok_is(c, "shutdown")) {
+        /* with -A memcached closes every connection and exits; without it,
+         * "ERROR: shutdown not enabled" */
         r->cmd = MC_CMD_OTHER;
-    } else if (ntokens >= 3 && tok[ntokens - 2].len >= 5 &&
-               !memcmp(tok[ntokens - 2].s, "HTTP/", 5)) {
+        r->stops_server = true;
+    } else if (tok_is(c, "misbehave") || tok_is(c, "debugtime") || tok_is(c, "refresh_certs")) {
+        r->cmd = MC_CMD_OTHER;
+        r->version_dependent = last_is_noreply(tok, ntokens); /* 1.6.45 silent */
+    } else if (tok[ntokens - 2].len >= 5 && !memcmp(tok[ntokens - 2].s, "HTTP/", 5)) {
         /* process_command_ascii: an unknown command whose last token starts
          * with HTTP/ is an HTTP request line (cross-protocol defence):
-         * memcached closes the connection without a word */
-        r->reply = MC_REPLY_CLOSE;
+         * memcached closes the connection without a word -- 1.6.18 only
+         * past its first-letter dispatch (a command of two bytes or more,
+         * not g s a c i d t, not a two-byte m?), 1.6.45 only with a command
+         * before it */
+        bool both = ntokens >= 3 && !strchr("gsacidt", c->s[0]) && !(c->len == 2 && c->s[0] == 'm');
+        if (both)
+            r->reply = MC_REPLY_CLOSE;
+        else
+            r->version_dependent = true;
+    } else {
+        /* an unknown command: ERROR; 1.6.45 silences it with noreply */
+        r->version_dependent = last_is_noreply(tok, ntokens);
     }
 }
 
@@ -598,7 +663,7 @@ void mc_req_init(struct mc_req_parser *p)
 bool mc_req_shareable(const struct mc_request *r)
 {
     return r->reply != MC_REPLY_CLOSE && r->reply != MC_REPLY_STREAM && !r->exclusive &&
-           !r->key_too_long && !r->long_line && !r->version_dependent;
+           !r->key_too_long && !r->long_line && !r->version_dependent && !r->stops_server;
 }
 
 bool mc_req_at_boundary(const struct mc_req_parser *p)
@@ -739,7 +804,6 @@ static void req_line_append(struct mc_req_parser *p, const char *s, size_t take)
     p->line_len += take;
     p->line_last = s[take - 1];
 }
-
 
 static enum mc_result req_complete(struct mc_req_parser *p, struct mc_request *out)
 {

@@ -68,27 +68,28 @@ enum mc_reply {
 struct mc_request {
     enum mc_cmd cmd;
     enum mc_reply reply;
-    bool is_write;       /* set add replace append prepend cas ms */
-    bool noreply;        /* text "noreply" or meta "q" */
-    bool bad_data;       /* the data block did not end in \r\n */
-    bool swallowed;      /* memcached refuses it but reads its data block */
-    bool key_too_long;   /* a get-family request with a key over MC_KEY_MAX:
+    bool is_write;          /* set add replace append prepend cas ms */
+    bool noreply;           /* text "noreply" or meta "q" */
+    bool bad_data;          /* the data block did not end in \r\n */
+    bool swallowed;         /* memcached refuses it but reads its data block */
+    bool key_too_long;      /* a get-family request with a key over MC_KEY_MAX:
                             memcached answers CLIENT_ERROR bad command line
                             format and drops the answers it had queued on
                             that connection */
-    bool exclusive;      /* cannot share a connection with other clients:
+    bool exclusive;         /* cannot share a connection with other clients:
                             watch (a stream without end), lru_crawler
                             metadump and stats detail dump (long dumps) */
-    bool long_line;      /* the request line (before its '\n') is over
+    bool long_line;         /* the request line (before its '\n') is over
                             MC_LINE_MAX bytes and is no multiget memcached
                             reads on: a read of memcached's that ends inside
                             it makes memcached close the connection, so
                             where it may be cut depends on what shares the
                             connection */
+    bool stops_server;      /* shutdown (memcached -A closes every connection) */
     bool version_dependent; /* memcached 1.6.18 and 1.6.45 answer or frame it
                                differently (see docs/shared-connections.md) */
-    char ms_mode;        /* ms M<mode> flag, 0 when absent */
-    uint8_t key_len_raw; /* key bytes as sent (base64 text when key_b64) */
+    char ms_mode;           /* ms M<mode> flag, 0 when absent */
+    uint8_t key_len_raw;    /* key bytes as sent (base64 text when key_b64) */
     bool key_b64;
     uint16_t key_len; /* key length as memcached stores it (decoded) */
     char key[MC_KEY_MAX + 1];
@@ -110,16 +111,16 @@ enum mc_req_state { MC_REQ_LINE, MC_REQ_DATA, MC_REQ_LONG_GET, MC_REQ_CLOSED };
 
 struct mc_req_parser {
     enum mc_req_state state;
-    bool started;   /* the connection's first byte has been seen */
-    char line_last; /* last byte of the line so far */
+    bool started;    /* the connection's first byte has been seen */
+    char line_last;  /* last byte of the line so far */
     size_t line_len; /* bytes of the line so far, as sent */
     /* line[] holds the line with every run of spaces kept as one space:
      * memcached's tokenizer splits on runs of spaces, so the tokens are the
      * same, and a line padded with spaces keeps all its tokens */
-    size_t kept;      /* bytes in line[] */
-    size_t ov_bytes;  /* bytes of the line past the MC_LINE_MAX kept */
-    uint8_t lead;     /* leading spaces as sent, counted up to 101 */
-    bool nonspace;    /* a byte other than a space has been seen */
+    size_t kept;           /* bytes in line[] */
+    size_t ov_bytes;       /* bytes of the line past the MC_LINE_MAX kept */
+    uint8_t lead;          /* leading spaces as sent, counted up to 101 */
+    bool nonspace;         /* a byte other than a space has been seen */
     size_t data_left;      /* bytes of the data block still to come */
     char data_tail[2];     /* last two bytes of the data block seen so far */
     size_t bytes;          /* bytes of the request in progress */
@@ -147,7 +148,8 @@ enum mc_result mc_req_parse(struct mc_req_parser *p, const char *buf, size_t len
  * 1.6.18 and 1.6.45: false for quit and HTTP lines (MC_REPLY_CLOSE), watch
  * and the dumps (exclusive), a get key over 250 bytes (memcached drops the
  * answers it holds), lines memcached's read may cut (long_line) and
- * requests the two versions frame differently (version_dependent). */
+ * requests the two versions frame differently (version_dependent), and
+ * shutdown (stops_server). */
 bool mc_req_shareable(const struct mc_request *r);
 /* True when the parser sits between two requests. */
 bool mc_req_at_boundary(const struct mc_req_parser *p);

@@ -423,8 +423,7 @@ void conn_reply(struct conn *c, struct pbuf *b, size_t off, size_t len)
         return;
     conn_touch(c);
     c->answer_bytes += len;
-    if (c->up && c->up->shared && c->px->cfg.big_answer &&
-        c->answer_bytes >= c->px->cfg.big_answer)
+    if (c->up && c->up->shared && c->px->cfg.big_answer && c->answer_bytes >= c->px->cfg.big_answer)
         c->go_private = true;
     if (c->reply && !pwrite_add(c->reply, b, off, len))
         conn_reply_send(c);

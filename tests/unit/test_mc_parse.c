@@ -46,7 +46,7 @@ struct rq {
     int64_t value_len;
     bool noreply, bad_data, swallowed, want_key, vivify, key_too_long;
     bool long_line, vdep; /* mc_request.long_line, .version_dependent */
-    bool not_write; /* a storage command refused before is_write is set */
+    bool not_write;       /* a storage command refused before is_write is set */
     uint32_t nkeys;
     const char *opaque; /* NULL: no O flag */
     char mode;
@@ -125,8 +125,8 @@ static const struct req_case req_cases[] = {
              .exptime = 8, .value_len = 1, .noreply = true, .reply = MC_REPLY_SILENT)),
     CASE("cas without cas id: ERROR, no data",
          SEG("cas k 0 0 1\r\n", .cmd = MC_CMD_CAS, .not_write = true), INVALID("a\r\n")),
-    CASE("cas id -1 refused", SEG("cas k 0 0 1 -1\r\n", .cmd = MC_CMD_CAS, .key = "k"),
-         INVALID("a\r\n")),
+    CASE("cas id -1 refused",
+         SEG("cas k 0 0 1 -1\r\n", .cmd = MC_CMD_CAS, .vdep = true, .key = "k"), INVALID("a\r\n")),
     /* 1.6.18: strtoull wraps it to 1, which does not look negative */
     CASE("cas id -18446744073709551615 reads as 1",
          SEG("cas k 0 0 1 -18446744073709551615\r\na\r\n", .cmd = MC_CMD_CAS, .key = "k",
@@ -150,19 +150,21 @@ static const struct req_case req_cases[] = {
          SEG("set k 0 0 1\n\na\r", .cmd = MC_CMD_SET, .key = "k", .value_len = 1, .bad_data = true),
          INVALID("\n")),
     /* 1.6.18: "set k 0 0 abc" -> CLIENT_ERROR, the next line is a command */
-    CASE("set length not a number", SEG("set k 0 0 abc\r\n", .cmd = MC_CMD_SET, .key = "k"),
+    CASE("set length not a number",
+         SEG("set k 0 0 abc\r\n", .cmd = MC_CMD_SET, .vdep = true, .key = "k"),
          SEG("get k\r\n", .cmd = MC_CMD_GET, .reply = MC_REPLY_MULTI, .key = "k", .nkeys = 1)),
     CASE("set wrong token count", SEG("set k 0 0\r\n", .cmd = MC_CMD_SET, .not_write = true),
          INVALID("x\r\n")),
-    CASE("set negative length", SEG("set k 0 0 -1\r\n", .cmd = MC_CMD_SET, .key = "k"),
-         INVALID("a\r\n")),
+    CASE("set negative length",
+         SEG("set k 0 0 -1\r\n", .cmd = MC_CMD_SET, .vdep = true, .key = "k"), INVALID("a\r\n")),
     CASE("set length INT_MAX-1 refused",
-         SEG("set k 0 0 2147483646\r\n", .cmd = MC_CMD_SET, .key = "k"), MN_SEG),
+         SEG("set k 0 0 2147483646\r\n", .cmd = MC_CMD_SET, .vdep = true, .key = "k"), MN_SEG),
     CASE("set noreply then a token: ERROR, not silent",
-         SEG("set k 0 0 1 noreply x\r\n", .cmd = MC_CMD_SET, .not_write = true), INVALID("a\r\n")),
+         SEG("set k 0 0 1 noreply x\r\n", .cmd = MC_CMD_SET, .vdep = true, .not_write = true),
+         INVALID("a\r\n")),
     CASE("set bad number noreply: silent, no data",
-         SEG("set k x 0 1 noreply\r\n", .cmd = MC_CMD_SET, .key = "k", .noreply = true,
-             .reply = MC_REPLY_SILENT),
+         SEG("set k x 0 1 noreply\r\n", .cmd = MC_CMD_SET, .vdep = true, .key = "k",
+             .noreply = true, .reply = MC_REPLY_SILENT),
          INVALID("a\r\n")),
     /* memcached's safe_strto*: 64-bit strto*, then a 32-bit truncation */
     CASE("flags 2^32 reads as 0",
@@ -171,9 +173,9 @@ static const struct req_case req_cases[] = {
          SEG("set k 18446744073709551615 0 1\r\na\r\n", .cmd = MC_CMD_SET, .key = "k",
              .flags = 4294967295u, .value_len = 1)),
     CASE("flags 2^64 refused",
-         SEG("set k 18446744073709551616 0 1\r\n", .cmd = MC_CMD_SET, .key = "k"),
+         SEG("set k 18446744073709551616 0 1\r\n", .cmd = MC_CMD_SET, .vdep = true, .key = "k"),
          INVALID("a\r\n")),
-    CASE("flags -1 refused", SEG("set k -1 0 1\r\n", .cmd = MC_CMD_SET, .key = "k"),
+    CASE("flags -1 refused", SEG("set k -1 0 1\r\n", .cmd = MC_CMD_SET, .vdep = true, .key = "k"),
          INVALID("a\r\n")),
     CASE("flags -0", SEG("set k -0 0 1\r\na\r\n", .cmd = MC_CMD_SET, .key = "k", .value_len = 1)),
     CASE("flags -18446744073709551615 reads as 1",
@@ -190,11 +192,13 @@ static const struct req_case req_cases[] = {
     CASE("length -(2^32-1) reads as 1",
          SEG("set k 0 0 -4294967295\r\na\r\n", .cmd = MC_CMD_SET, .key = "k", .value_len = 1)),
     CASE("length 2^32-1 reads as -1",
-         SEG("set k 0 0 4294967295\r\n", .cmd = MC_CMD_SET, .key = "k"), INVALID("a\r\n")),
+         SEG("set k 0 0 4294967295\r\n", .cmd = MC_CMD_SET, .vdep = true, .key = "k"),
+         INVALID("a\r\n")),
     CASE("length 2^63 out of range",
-         SEG("set k 0 0 9223372036854775808\r\n", .cmd = MC_CMD_SET, .key = "k"), INVALID("a\r\n")),
+         SEG("set k 0 0 9223372036854775808\r\n", .cmd = MC_CMD_SET, .vdep = true, .key = "k"),
+         INVALID("a\r\n")),
     CASE("length +1", SEG("set k 0 0 +1\r\na\r\n", .cmd = MC_CMD_SET, .key = "k", .value_len = 1)),
-    CASE("length 1x refused", SEG("set k 0 0 1x\r\n", .cmd = MC_CMD_SET, .key = "k"),
+    CASE("length 1x refused", SEG("set k 0 0 1x\r\n", .cmd = MC_CMD_SET, .vdep = true, .key = "k"),
          INVALID("a\r\n")),
     CASE("length 1\\t9 reads as 1",
          SEG("set k 0 0 1\t9\r\na\r\n", .cmd = MC_CMD_SET, .key = "k", .value_len = 1)),
@@ -338,12 +342,13 @@ static const struct req_case req_cases[] = {
                                   "proxyreqs proxyevents proxyuser\r\n",
                                   .cmd = MC_CMD_WATCH, .reply = MC_REPLY_STREAM)),
     /* 1.6.18: "watch foo\r\nmn\r\n" -> ERROR, MN */
-    CASE("watch unknown name: ERROR, goes on", SEG("watch foo\r\n", .cmd = MC_CMD_WATCH), MN_SEG),
+    CASE("watch unknown name: ERROR, goes on",
+         SEG("watch foo\r\n", .cmd = MC_CMD_WATCH, .vdep = true), MN_SEG),
     CASE("watch deletions is not in 1.6.18",
-         SEG("watch fetchers deletions\r\n", .cmd = MC_CMD_WATCH), MN_SEG),
+         SEG("watch fetchers deletions\r\n", .cmd = MC_CMD_WATCH, .vdep = true), MN_SEG),
     /* 1.6.18: "watch noreply\r\nmn\r\n" -> MN */
     CASE("watch noreply: silent",
-         SEG("watch fetchers noreply\r\n", .cmd = MC_CMD_WATCH, .noreply = true,
+         SEG("watch fetchers noreply\r\n", .cmd = MC_CMD_WATCH, .vdep = true, .noreply = true,
              .reply = MC_REPLY_SILENT),
          MN_SEG),
     CASE("cache_memlimit", SEG("cache_memlimit 100\r\n", .cmd = MC_CMD_OTHER)),
@@ -429,24 +434,26 @@ static const struct req_case req_cases[] = {
              .value_len = 1, .flags = 1, .exptime = 1, .noreply = true, .reply = MC_REPLY_SILENT,
              .want_key = true, .opaque = "1", .mode = 'S')),
     CASE("ms 17 flags: refused, no data",
-         SEG("ms k 1 F1 T1 k O1 c I MS C0 s t f v h u l N1 P\r\n", .cmd = MC_CMD_MS, .key = "k"),
+         SEG("ms k 1 F1 T1 k O1 c I MS C0 s t f v h u l N1 P\r\n", .cmd = MC_CMD_MS, .vdep = true,
+             .key = "k"),
          INVALID("a\r\n")),
     /* 1.6.18: data swallowed after a flag error: "ms k 1 Z\r\na\r\nmn" -> CLIENT_ERROR, MN */
     CASE("ms invalid flag: data swallowed",
-         SEG("ms k 1 Z\r\na\r\n", .cmd = MC_CMD_MS, .key = "k", .value_len = 1, .swallowed = true),
+         SEG("ms k 1 Z\r\na\r\n", .cmd = MC_CMD_MS, .vdep = true, .key = "k", .value_len = 1,
+             .swallowed = true),
          MN_SEG),
-    CASE(
-        "ms q invalid flag: error sent",
-        SEG("ms k 1 q Z\r\na\r\n", .cmd = MC_CMD_MS, .key = "k", .value_len = 1, .swallowed = true),
-        MN_SEG),
-    CASE("ms duplicate flag", SEG("ms k 1 T1 T2\r\na\r\n", .cmd = MC_CMD_MS, .key = "k",
-                                  .value_len = 1, .swallowed = true, .exptime = 1)),
-    CASE("ms bad T", SEG("ms k 1 Tx\r\na\r\n", .cmd = MC_CMD_MS, .key = "k", .value_len = 1,
-                         .swallowed = true)),
-    CASE("ms bad mode", SEG("ms k 1 MX\r\na\r\n", .cmd = MC_CMD_MS, .key = "k", .value_len = 1,
-                            .swallowed = true, .mode = 'X')),
-    CASE("ms long mode", SEG("ms k 1 MEE\r\na\r\n", .cmd = MC_CMD_MS, .key = "k", .value_len = 1,
-                             .swallowed = true)),
+    CASE("ms q invalid flag: error sent",
+         SEG("ms k 1 q Z\r\na\r\n", .cmd = MC_CMD_MS, .vdep = true, .key = "k", .value_len = 1,
+             .swallowed = true),
+         MN_SEG),
+    CASE("ms duplicate flag", SEG("ms k 1 T1 T2\r\na\r\n", .cmd = MC_CMD_MS, .vdep = true,
+                                  .key = "k", .value_len = 1, .swallowed = true, .exptime = 1)),
+    CASE("ms bad T", SEG("ms k 1 Tx\r\na\r\n", .cmd = MC_CMD_MS, .vdep = true, .key = "k",
+                         .value_len = 1, .swallowed = true)),
+    CASE("ms bad mode", SEG("ms k 1 MX\r\na\r\n", .cmd = MC_CMD_MS, .vdep = true, .key = "k",
+                            .value_len = 1, .swallowed = true, .mode = 'X')),
+    CASE("ms long mode", SEG("ms k 1 MEE\r\na\r\n", .cmd = MC_CMD_MS, .vdep = true, .key = "k",
+                             .value_len = 1, .swallowed = true)),
     CASE("ms modes",
          SEG("ms k 1 ME q\r\na\r\n", .cmd = MC_CMD_MS, .key = "k", .value_len = 1, .mode = 'E',
              .noreply = true, .reply = MC_REPLY_SILENT),
@@ -454,14 +461,14 @@ static const struct req_case req_cases[] = {
          SEG("ms k 1 MP\r\na\r\n", .cmd = MC_CMD_MS, .key = "k", .value_len = 1, .mode = 'P'),
          SEG("ms k 1 MR\r\na\r\n", .cmd = MC_CMD_MS, .key = "k", .value_len = 1, .mode = 'R')),
     CASE("ms opaque of 32 bytes: swallowed",
-         SEG("ms k 1 O" OP32 "\r\na\r\n", .cmd = MC_CMD_MS, .key = "k", .value_len = 1,
-             .swallowed = true),
+         SEG("ms k 1 O" OP32 "\r\na\r\n", .cmd = MC_CMD_MS, .vdep = true, .key = "k",
+             .value_len = 1, .swallowed = true),
          MN_SEG),
     CASE("ms opaque of 31 bytes", SEG("ms k 1 O" OP31 "\r\na\r\n", .cmd = MC_CMD_MS, .key = "k",
                                       .value_len = 1, .opaque = OP31)),
     CASE("ms bad base64 key: swallowed",
-         SEG("ms Zm9 1 b\r\na\r\n", .cmd = MC_CMD_MS, .key = "Zm9", .key_len = KL_ZERO, .b64 = true,
-             .value_len = 1, .swallowed = true)),
+         SEG("ms Zm9 1 b\r\na\r\n", .cmd = MC_CMD_MS, .vdep = true, .key = "Zm9",
+             .key_len = KL_ZERO, .b64 = true, .value_len = 1, .swallowed = true)),
     CASE("ms base64 key", SEG("ms Zm9vYmFy 3 b O6 k F3 T0\r\nbar\r\n", .cmd = MC_CMD_MS,
                               .key = "Zm9vYmFy", .key_len = 6, .b64 = true, .value_len = 3,
                               .opaque = "6", .want_key = true, .flags = 3)),
@@ -835,7 +842,8 @@ static void test_long_keys(void)
     /* 1.6.18: CLIENT_ERROR bad command line format, then ERROR for "a" */
     n = snprintf(in, sizeof in, "set %s 0 0 1\r\na\r\nmn\r\n", k251);
     e.n = 0;
-    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .key = k250, .key_len = 251), (size_t)n - 7);
+    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .vdep = true, .key = k250, .key_len = 251),
+            (size_t)n - 7);
     exp_add(&e, RQ_INVALID, 3);
     exp_add(&e, RQ_MN, 4);
     CHECK_REQ_ALL_SPLITS("set key of 251 bytes: no data block", in, (size_t)n, &e);
@@ -843,8 +851,8 @@ static void test_long_keys(void)
     n = snprintf(in, sizeof in, "set %s 0 0 1 noreply\r\na\r\n", k251);
     e.n = 0;
     exp_add(&e,
-            (struct rq)RQ(.cmd = MC_CMD_SET, .key = k250, .key_len = 251, .noreply = true,
-                          .reply = MC_REPLY_SILENT),
+            (struct rq)RQ(.cmd = MC_CMD_SET, .vdep = true, .key = k250, .key_len = 251,
+                          .noreply = true, .reply = MC_REPLY_SILENT),
             (size_t)n - 3);
     exp_add(&e, RQ_INVALID, 3);
     CHECK_REQ_ALL_SPLITS("set key of 251 bytes noreply: silent", in, (size_t)n, &e);
@@ -871,7 +879,8 @@ static void test_long_keys(void)
     /* 1.6.18: "ms <251> 1\r\na\r\nmn" -> CLIENT_ERROR, ERROR, MN: no swallow */
     n = snprintf(in, sizeof in, "ms %s 1 q\r\na\r\n", k251);
     e.n = 0;
-    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_MS, .key = k250, .key_len = 251), (size_t)n - 3);
+    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_MS, .vdep = true, .key = k250, .key_len = 251),
+            (size_t)n - 3);
     exp_add(&e, RQ_INVALID, 3);
     CHECK_REQ_ALL_SPLITS("ms key of 251 bytes: no data block", in, (size_t)n, &e);
 }
@@ -1562,8 +1571,7 @@ static void test_padded_lines(void)
     n += 2100;
     n += (size_t)snprintf(in + n, sizeof in - n, "h:k 0 0 5\r\nhello\r\nmn\r\n");
     e.n = 0;
-    exp_add(&e,
-            (struct rq)RQ(.cmd = MC_CMD_SET, .key = "h:k", .value_len = 5, .long_line = true),
+    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .key = "h:k", .value_len = 5, .long_line = true),
             n - 4);
     exp_add(&e, RQ_MN, 4);
     CHECK_REQ("set padded before its key", "whole", in, n, &e, 0, false);
@@ -1576,8 +1584,7 @@ static void test_padded_lines(void)
     n += 4096;
     n += (size_t)snprintf(in + n, sizeof in - n, "h:k 5 T0\r\nhello\r\nmn\r\n");
     e.n = 0;
-    exp_add(&e,
-            (struct rq)RQ(.cmd = MC_CMD_MS, .key = "h:k", .value_len = 5, .long_line = true),
+    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_MS, .key = "h:k", .value_len = 5, .long_line = true),
             n - 4);
     exp_add(&e, RQ_MN, 4);
     CHECK_REQ("ms padded before its key", "whole", in, n, &e, 0, false);
@@ -1588,8 +1595,7 @@ static void test_padded_lines(void)
     n += 3400;
     n += (size_t)snprintf(in + n, sizeof in - n, "\r\nhello\r\nmn\r\n");
     e.n = 0;
-    exp_add(&e,
-            (struct rq)RQ(.cmd = MC_CMD_SET, .key = "long", .value_len = 5, .long_line = true),
+    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .key = "long", .value_len = 5, .long_line = true),
             n - 4);
     exp_add(&e, RQ_MN, 4);
     CHECK_REQ("set padded after its tokens", "whole", in, n, &e, 0, false);
