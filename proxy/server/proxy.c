@@ -336,9 +336,9 @@ static size_t proxy_answer_bytes(struct proxy *px)
  * for PROXY_STALL_MS are closed (largest first) until what they pin brings
  * the total back under 3/4: memory held for a client that does not read is
  * memory taken from those that do. Past the bound itself, no client is read
- * until the total is back under 3/4; when answers that clients are still
- * taking hold half of it, memcached is not read either (the shared
- * upstreams pause: every client waits a little, none is cut), and a timer
+ * until the total is back under 3/4; while answers that clients are still
+ * taking hold an eighth of it, memcached is not read either (every
+ * upstream pauses: every client waits a little, none that reads is cut), and a timer
  * looks again every PROXY_STALL_MS / 4, so a client that stops reading
  * meanwhile is found. Called where buffers are taken for answers and where
  * they come back. */
@@ -380,18 +380,26 @@ void proxy_memory_check(struct proxy *px)
     }
     if (!px->memory_paused && bytes > limit) {
         px->memory_paused = true;
-        px->answers_paused = proxy_answer_bytes(px) >= limit / 2;
         px->m.memory_pauses++;
-        log_warn("buffers hold %zu bytes, over --max-memory %zu: clients%s are not read until "
+        log_warn("buffers hold %zu bytes, over --max-memory %zu: clients are not read until "
                  "they are back under %zu",
-                 bytes, limit, px->answers_paused ? " and memcached" : "", limit / 4 * 3);
+                 bytes, limit, limit / 4 * 3);
         proxy_arm_check(px);
         proxy_update_reading(px);
     } else if (px->memory_paused && bytes < limit / 4 * 3) {
         px->memory_paused = false;
-        px->answers_paused = false;
         log_info("buffers back to %zu bytes: reading clients again", bytes);
         proxy_update_reading(px);
+    }
+    /* over the bound, answers waiting for clients (an eighth of it or
+     * more) stop memcached being read too: they drain as their clients
+     * read, or go with a client that stalls (the timer); with fewer, the
+     * memory is requests in flight, which only memcached's answers free */
+    bool answers = bytes > limit && proxy_answer_bytes(px) >= limit / 8;
+    if (answers != px->answers_paused) {
+        px->answers_paused = answers;
+        for (struct upconn *up = px->ups; up; up = up->next)
+            upconn_update_reading(up);
     }
     pbuf_pool_trim(&px->pool, uv_now(px->loop));
 }

@@ -126,8 +126,8 @@ struct proxy {
     const struct slab_ladder *ladder;  /* tags writes with a class; NULL: untagged */
     bool all_paused;                   /* paused everything for the recorder */
     bool memory_paused;                /* over cfg.max_memory: no client is read */
-    bool answers_paused;               /* ... and answers pin most of it: shared
-                                          upstreams are not read either */
+    bool answers_paused;               /* ... and answers pin most of it: no
+                                          upstream is read either */
     bool shedding;                     /* proxy_memory_check is closing clients */
     bool upstream_up;                  /* at least one upstream answered lately */
     char upstream_peer[ADDR_TEXT_MAX]; /* upstream_addr as text, for logs */

@@ -624,7 +624,7 @@ void upconn_update_reading(struct upconn *up)
 {
     struct proxy *px = up->px;
     bool want = !up->closing && up->state == UP_READY && up->tcp_open && !rec_blocked(px->rec) &&
-                !(up->shared && px->answers_paused) &&
+                !px->answers_paused &&
                 (up->shared || !up->owner || up->owner->closing ||
                  wq(&up->owner->client) < px->cfg.write_backlog_max);
     if (want == up->reading)
