@@ -634,6 +634,9 @@ class Reader(threading.Thread):
             return bytes(self.buf)
 
 
+CONNECT_GRACE = 0.03
+
+
 def sentinel(index, trial):
     nonce = b"%d-%d" % (index, trial)
     return b"mg slabtap-sentinel O" + nonce + b"\r\n", b"EN O" + nonce + b"\r\n"
@@ -650,6 +653,12 @@ def run_trial(direct_port, proxy_port, index, t, stream, pieces, want_sentinel):
     try:
         req, ans = sentinel(index, t)
         allp = list(pieces) + ([req] if want_sentinel else [])
+        if len(allp) > 1:
+            # where the reads end decides what memcached answers (it sends
+            # what it holds at the end of each read): slabtap must have its
+            # memcached connection (per-client mode: made at accept) before
+            # the first piece, or two pieces become one read there
+            time.sleep(CONNECT_GRACE)
         for piece in allp:
             for i, s in enumerate(socks):
                 if dead[i]:
