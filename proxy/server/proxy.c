@@ -8,9 +8,13 @@
  * only whole requests go out: a request split across reads is assembled in
  * a buffer of its own first, bounded per request (max_request) and in all
  * (max_assembly); a client whose request does not fit moves to a private
- * upstream, where bytes pass as they come. quit on a shared upstream is
- * answered here (memcached would close the connection: we close the
- * client's). Bytes are forwarded as slices of the buffers they were read
+ * upstream, where bytes pass as they come. What may go on a shared upstream
+ * is mc_req_shareable()'s verdict (docs/shared-connections.md): quit and
+ * HTTP lines are answered here (we close the client's connection, as
+ * memcached would close its own), a get with a key over 250 bytes too, and
+ * anything else memcached would close on, stream, or frame differently
+ * across versions moves its client to a private upstream first. A client
+ * that gets an answer of big_answer bytes moves for its next requests. Bytes are forwarded as slices of the buffers they were read
  * into, never modified. The one thing slabtap adds on the wire is an "mn"
  * after a batch that ends in noreply/quiet requests (its MN is swallowed).
  * Must never block the loop, or free a client outside its last close
