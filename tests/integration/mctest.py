@@ -449,6 +449,20 @@ def wait_closed(s, timeout=10):
     return False, bytes(data)
 
 
+def proxy_metrics(px):
+    """{sample name (labels included): value} of proxy px's /metrics (it
+    must have been started with http=True)."""
+    st, _, body = http_request(px.http_port, "GET", "/metrics")
+    if st != 200:
+        raise AssertionError("/metrics: status %d" % st)
+    out = {}
+    for line in body.decode("utf-8").splitlines():
+        if line and not line.startswith("#"):
+            name, val = line.rsplit(" ", 1)
+            out[name] = float(val)
+    return out
+
+
 def exchange(port, payload, chunk=None, timeout=30):
     """Sends payload (in pieces of chunk bytes when given) and a sentinel on a
     new connection and returns every byte answered before the sentinel's

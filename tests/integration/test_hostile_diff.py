@@ -842,15 +842,7 @@ class Victims:
 # --- the test ---------------------------------------------------------------------
 
 def metrics(px):
-    st, _, body = mctest.http_request(px.http_port, "GET", "/metrics")
-    if st != 200:
-        raise AssertionError("/metrics: status %d" % st)
-    out = {}
-    for line in body.decode("utf-8").splitlines():
-        if line and not line.startswith("#"):
-            name, val = line.rsplit(" ", 1)
-            out[name] = float(val)
-    return out
+    return mctest.proxy_metrics(px)
 
 
 def metric(m, name):

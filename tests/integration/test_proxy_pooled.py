@@ -148,16 +148,7 @@ def wait_stopped(pid, timeout=10):
 
 
 def metrics(px):
-    """{sample name (labels included): value} of the proxy's /metrics."""
-    st, _, body = mctest.http_request(px.http_port, "GET", "/metrics")
-    if st != 200:
-        raise AssertionError("/metrics: status %d" % st)
-    out = {}
-    for line in body.decode("utf-8").splitlines():
-        if line and not line.startswith("#"):
-            name, val = line.rsplit(" ", 1)
-            out[name] = float(val)
-    return out
+    return mctest.proxy_metrics(px)
 
 
 def metadump_direct(port, want=None, tries=50):

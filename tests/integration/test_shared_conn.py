@@ -41,15 +41,7 @@ def note(msg):
 
 
 def metrics(px):
-    st, _, body = mctest.http_request(px.http_port, "GET", "/metrics")
-    if st != 200:
-        raise AssertionError("/metrics: status %d" % st)
-    out = {}
-    for line in body.decode("utf-8").splitlines():
-        if line and not line.startswith("#"):
-            name, val = line.rsplit(" ", 1)
-            out[name] = float(val)
-    return out
+    return mctest.proxy_metrics(px)
 
 
 class Victims:
