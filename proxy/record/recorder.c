@@ -1221,11 +1221,16 @@ int rec_close(struct recorder *r, char *err, size_t errlen)
         char ignored[256];
         if (r->sink_ready &&
             sink_run_end(r->sink, r->run_id, r->written - r->written0, lost, err, errlen)) {
-            /* a full disk: the WAL's space back, then once more (the run
-             * row must say what the file holds and what was lost) */
-            if (!sink_sqlite(r->sink) ||
-                store_wal_truncate(&r->sink->sq, ignored, sizeof ignored) ||
-                sink_run_end(r->sink, r->run_id, r->written - r->written0, lost, err, errlen))
+            /* a full disk: the reserve given back (room for the WAL frames
+             * of this last transaction), or the WAL's space, then once more
+             * (the run row must say what the file holds and what was lost) */
+            bool again =
+                sink_sqlite(r->sink) && store_reserve_release(&r->sink->sq) &&
+                !sink_run_end(r->sink, r->run_id, r->written - r->written0, lost, err, errlen);
+            if (!again &&
+                (!sink_sqlite(r->sink) ||
+                 store_wal_truncate(&r->sink->sq, ignored, sizeof ignored) ||
+                 sink_run_end(r->sink, r->run_id, r->written - r->written0, lost, err, errlen)))
                 rc = -1;
         }
         sink_close(r->sink);

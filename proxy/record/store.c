@@ -8,12 +8,14 @@
  * nor print: every failure comes back as -1 with its reason in err. */
 #include "record/store.h"
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/keyfmt.h"
@@ -1085,6 +1087,7 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
     if (exec(s, "COMMIT", err, errlen))
         goto rollback;
     store_identify(s);
+    store_reserve_take(s);
     rc = 0;
     goto out;
 rollback:
@@ -1093,6 +1096,33 @@ out:
     if (rc)
         store_close(s);
     return rc;
+}
+
+/* A file of STORE_RESERVE_BYTES beside the database, taken while there is
+ * room: on a full disk, giving it back lets the run's last row (its counts)
+ * be written after all. Not for in-memory or URI databases. */
+void store_reserve_take(struct store *s)
+{
+    if (!s->path[0] || !strcmp(s->path, ":memory:") || !strncmp(s->path, "file:", 5))
+        return;
+    snprintf(s->reserve, sizeof s->reserve, "%s-reserve", s->path);
+    int fd = open(s->reserve, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || posix_fallocate(fd, 0, STORE_RESERVE_BYTES) != 0) {
+        if (fd >= 0)
+            unlink(s->reserve);
+        s->reserve[0] = '\0'; /* no room now: nothing to give back later */
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
+bool store_reserve_release(struct store *s)
+{
+    if (!s->reserve[0])
+        return false;
+    unlink(s->reserve);
+    s->reserve[0] = '\0';
+    return true;
 }
 
 static void finalize(sqlite3_stmt **st)
@@ -1121,6 +1151,7 @@ void store_close(struct store *s)
     if (s->db)
         sqlite3_close(s->db);
     s->db = NULL;
+    store_reserve_release(s);
     if (w) {
         sdict_free(&w->answers);
         sdict_free(&w->prefixes);

@@ -7,7 +7,9 @@
  * print: a failure returns -1 with its reason in the caller's err buffer
  * (errlen bytes, NUL-terminated), for the caller to log. The connection
  * holds the file in exclusive locking mode from store_open to store_close:
- * no other process can read or write it meanwhile. */
+ * no other process can read or write it meanwhile. It also owns PATH-reserve
+ * (256 KB of room, given back on a full disk so the run's last row can be
+ * written; removed at store_close, reused after a crash). */
 #ifndef SLABTAP_STORE_H
 #define SLABTAP_STORE_H
 
@@ -32,8 +34,17 @@ struct store {
     /* the file and the WAL the connection writes (store_file_check) */
     dev_t dev, wal_dev;
     ino_t ino, wal_ino;
-    bool last_full; /* the last failed batch failed for a full disk */
+    bool last_full;     /* the last failed batch failed for a full disk */
+    char reserve[1040]; /* PATH-reserve while it is held (store_reserve_take) */
 };
+
+/* Room kept for the run's last row on a full disk: a few WAL frames. */
+#define STORE_RESERVE_BYTES (256 * 1024)
+/* Takes PATH-reserve (STORE_RESERVE_BYTES, allocated) while there is room;
+ * store_open does. store_reserve_release gives it back to the file system
+ * (true when there was one); store_close does. */
+void store_reserve_take(struct store *s);
+bool store_reserve_release(struct store *s);
 
 /* Opens (creating if needed) the database at path, applies schema.sql and
  * upgrades older files. Returns 0, or -1 with a message in err. */
