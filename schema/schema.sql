@@ -238,6 +238,11 @@ CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t_ns);
 
 -- Per sample and slab class: `stats slabs` (<class>:<field>) merged with
 -- `stats items` (items:<class>:<field>) by class id, as one JSON object.
+-- Every row has its `stats slabs` half (chunk_size, total_pages, ...): a
+-- class `stats items` named and `stats slabs` did not is left out of its
+-- sample (issue 18; proxy/protocol/stats_parse.h). The `stats items` half
+-- may be absent: a class with pages and no items (number, mem_requested
+-- NULL in class_stats; slab_waste takes mem_requested as 0).
 CREATE TABLE IF NOT EXISTS sample_classes (
   sample_id  INTEGER NOT NULL REFERENCES samples(sample_id),
   class_id   INTEGER NOT NULL,

@@ -362,6 +362,7 @@ void stats_sample_clear(struct stats_sample *s, unsigned which)
         }
         s->n_classes = 0;
         s->max_class_id = 0;
+        s->classes_partial = 0;
     }
     s->fields_dropped = 0;
 }
@@ -397,6 +398,7 @@ int stats_sample_copy(struct stats_sample *dst, const struct stats_sample *src)
     dst->n_classes = src->n_classes;
     dst->max_class_id = src->max_class_id;
     dst->fields_dropped = src->fields_dropped;
+    dst->classes_partial = src->classes_partial;
     rc = 0;
     goto out;
 fail:
@@ -459,6 +461,27 @@ void stats_sample_set_version(struct stats_sample *s, const char *v, size_t len)
     memcpy(s->version, v, len);
     s->version[len] = '\0';
     s->has_version = true;
+}
+
+unsigned stats_sample_drop_partial(struct stats_sample *s)
+{
+    unsigned dropped = 0, max_id = 0;
+
+    for (unsigned i = 0; i <= s->max_class_id && i < STATS_CLASS_ID_LIMIT; i++) {
+        struct stats_class *c = &s->classes[i];
+        if (c->present && !(c->sources & STATS_R_SLABS)) {
+            c->present = false;
+            c->sources = 0;
+            stats_kv_list_clear(&c->kv);
+            s->n_classes--;
+            dropped++;
+        } else if (c->present) {
+            max_id = i;
+        }
+    }
+    s->max_class_id = max_id;
+    s->classes_partial += dropped;
+    return dropped;
 }
 
 const struct stats_kv_list *stats_sample_class(const struct stats_sample *s, unsigned class_id)
@@ -524,14 +547,28 @@ const char *stats_sample_setting_text(const struct stats_sample *s, const char *
 
 /* ---- a pipelined batch ---------------------------------------------- */
 
+/* The order a batch is sent and answered in. `stats items` comes before
+ * `stats slabs` so that every class items names is named by slabs too
+ * (issue 18; the argument from memcached's sources is at enum
+ * stats_reply in stats_parse.h). `stats` stays next to `stats items`: its
+ * `bytes` is checked against the classes' summed mem_requested. */
 static const struct {
     enum stats_reply bit;
     const char *cmd;
 } batch_cmds[] = {
-    { STATS_R_GENERAL, "stats\r\n" },     { STATS_R_SLABS, "stats slabs\r\n" },
-    { STATS_R_ITEMS, "stats items\r\n" }, { STATS_R_SETTINGS, "stats settings\r\n" },
+    { STATS_R_GENERAL, "stats\r\n" },     { STATS_R_ITEMS, "stats items\r\n" },
+    { STATS_R_SLABS, "stats slabs\r\n" }, { STATS_R_SETTINGS, "stats settings\r\n" },
     { STATS_R_VERSION, "version\r\n" },
 };
+
+/* The reply being read: the first pending one in the batch's order. */
+static unsigned batch_current(unsigned pending)
+{
+    for (size_t i = 0; i < sizeof batch_cmds / sizeof batch_cmds[0]; i++)
+        if (pending & batch_cmds[i].bit)
+            return batch_cmds[i].bit;
+    return 0;
+}
 
 size_t stats_parse_batch_command(unsigned which, char *out, size_t cap)
 {
@@ -639,7 +676,7 @@ enum stats_parse_result stats_parse_batch_feed(struct stats_parse_batch *b, cons
     while (b->error == STATS_PARSE_E_NONE && b->pending && off < len) {
         struct stats_parse_event ev;
         size_t used;
-        unsigned current = b->pending & -b->pending; /* lowest bit: replies arrive in order */
+        unsigned current = batch_current(b->pending);
         enum stats_parse_result r = stats_parse_next(&b->parser, buf + off, len - off, &used, &ev);
 
         off += used;
@@ -650,6 +687,8 @@ enum stats_parse_result stats_parse_batch_feed(struct stats_parse_batch *b, cons
     if (b->error != STATS_PARSE_E_NONE && b->error != STATS_PARSE_E_ERROR_REPLY) {
         rc = STATS_PARSE_ERROR;
     } else if (b->pending == 0) {
+        if ((b->expect & (STATS_R_SLABS | STATS_R_ITEMS)) == (STATS_R_SLABS | STATS_R_ITEMS))
+            (void)stats_sample_drop_partial(b->sample);
         rc = b->refused & STATS_R_REQUIRED ? STATS_PARSE_REFUSED : STATS_PARSE_OK;
         if (rc == STATS_PARSE_REFUSED)
             b->error = STATS_PARSE_E_ERROR_REPLY;

@@ -5,8 +5,11 @@
  * batch sequencer for a pipelined request, and the stats_sample container
  * that merges `stats slabs` and `stats items` per slab class.
  * Must never: do I/O, know about libuv, write into the caller's input
- * buffer, or drop a field it does not recognise (a newer memcached's
- * counters are kept verbatim, within the documented bounds).
+ * buffer, drop a field it does not recognise (a newer memcached's
+ * counters are kept verbatim, within the documented bounds), or complete
+ * a batch with a class that has its `stats items` half and not its
+ * `stats slabs` half (issue 18: such a class is left out whole and
+ * counted in classes_partial; see "Why items before slabs" below).
  *
  * Memory bounds (why: a confused or hostile upstream must not grow us
  * without limit):
@@ -40,7 +43,7 @@
  * are kept verbatim in slab_globals under their full name. */
 #define STATS_CLASS_ID_LIMIT 256
 #define STATS_VERSION_MAX 128
-/* "stats\r\nstats slabs\r\nstats items\r\nstats settings\r\nversion\r\n" */
+/* "stats\r\nstats items\r\nstats slabs\r\nstats settings\r\nversion\r\n" */
 #define STATS_BATCH_CMD_MAX 64
 
 enum stats_parse_result {
@@ -163,8 +166,24 @@ bool stats_kv_equal(const struct stats_kv_list *a, const struct stats_kv_list *b
 
 /* ---- the sample ---------------------------------------------------- */
 
-/* Bit per reply of a batch; a batch's replies always arrive in this order,
- * and stats_parse_batch_command sends them in this order. */
+/* Bit per reply of a batch. The bits name the replies; the order a batch
+ * sends them in (and expects them back in) is stats_parse_batch_command's:
+ * stats, stats items, stats slabs, stats settings, version.
+ *
+ * Why items before slabs (issue 18). memcached answers the commands of a
+ * pipeline one after the other while its other threads keep storing, so
+ * the two replies are two instants. `stats slabs` names the classes that
+ * have a page (do_slabs_stats: slabclass[i].slabs != 0); `stats items`
+ * those that hold an item (item_stats: sizes[] summed over the LRUs is not
+ * 0). An item lives in a chunk of a page of its class, and the page mover
+ * never takes a class's last page (slabs_peek_page refuses below 2), so
+ * once a class has a page it keeps one. Asked items first, every class
+ * items names at t1 still has a page at t2 and slabs names it too: each
+ * class has both halves, or only the slabs half (pages, no item yet --
+ * memcached's own "no items"). Asked slabs first, a class whose first page
+ * came between the two replies shows up in items alone, with no
+ * chunk_size and no pages. The merge enforces the rule anyway, for servers
+ * that break it: see stats_sample_drop_partial. */
 enum stats_reply {
     STATS_R_GENERAL = 1u << 0,  /* stats */
     STATS_R_SLABS = 1u << 1,    /* stats slabs */
@@ -178,8 +197,9 @@ enum stats_reply {
 struct stats_class {
     bool present;
     unsigned sources;        /* STATS_R_SLABS / STATS_R_ITEMS that named this class */
-    struct stats_kv_list kv; /* field names without the "N:" / "items:N:" prefix;
-                                 `stats slabs` fields first, then `stats items` */
+    struct stats_kv_list kv; /* field names without the "N:" / "items:N:" prefix,
+                                 in arrival order: `stats items` fields first, then
+                                 `stats slabs` (the batch's order) */
 };
 
 struct stats_sample {
@@ -205,6 +225,8 @@ struct stats_sample {
     unsigned n_classes;                /* classes present */
     unsigned max_class_id;             /* highest present id, 0 if none: iterate 0..max_class_id */
     uint32_t fields_dropped;           /* fields lost to the bounds or to malloc failure */
+    uint32_t classes_partial;          /* classes left out: `stats items` named them and
+                                          `stats slabs` did not (stats_sample_drop_partial) */
     struct stats_class classes[STATS_CLASS_ID_LIMIT]; /* indexed by class id */
 };
 
@@ -222,6 +244,17 @@ int stats_sample_copy(struct stats_sample *dst, const struct stats_sample *src);
 bool stats_sample_add(struct stats_sample *s, enum stats_reply from, const char *name,
                       size_t name_len, const char *value, size_t value_len);
 void stats_sample_set_version(struct stats_sample *s, const char *v, size_t len);
+/* Leaves out every class that `stats items` named and `stats slabs` did
+ * not: its fields go, it is no longer present, n_classes and max_class_id
+ * follow, and classes_partial counts it. Returns how many went. Such a
+ * class has items but no chunk_size, pages or chunks; stored, it would
+ * read as a class without pages (coalesce(total_pages, 0)) or vanish from
+ * slab_waste, and the next sample has it whole. A class that only slabs
+ * named stays: it has pages and no items, which is what memcached says.
+ * stats_parse_batch_feed calls this when a batch that asked for both
+ * replies completes; it is public for tests and for samples built by
+ * hand with stats_sample_add. */
+unsigned stats_sample_drop_partial(struct stats_sample *s);
 
 /* NULL if class_id is absent. */
 const struct stats_kv_list *stats_sample_class(const struct stats_sample *s, unsigned class_id);
@@ -246,7 +279,8 @@ struct stats_parse_batch {
     struct stats_parser parser;
     struct stats_sample *sample;
     unsigned expect;  /* STATS_R_* asked for */
-    unsigned pending; /* not yet complete; the lowest bit is the reply being read */
+    unsigned pending; /* not yet complete; the first of them in the batch's order
+                         (stats_parse_batch_command) is the reply being read */
     unsigned refused; /* replies memcached answered with an error line */
     enum stats_parse_error error;
     char refusal[STATS_VERSION_MAX]; /* first error line's text, for logs */
@@ -257,7 +291,9 @@ struct stats_parse_batch {
 size_t stats_parse_batch_command(unsigned which, char *out, size_t cap);
 /* Clears the parts of sample that `which` will refill, and arms the batch. */
 void stats_parse_batch_begin(struct stats_parse_batch *b, struct stats_sample *s, unsigned which);
-/* OK: every expected reply arrived, the sample is complete. REFUSED: as OK
+/* OK: every expected reply arrived, the sample is complete (and, when both
+ * `stats slabs` and `stats items` were asked for, stats_sample_drop_partial
+ * has run). REFUSED: as OK
  * but a required reply was an error line (b->refusal). An error line for
  * settings/version only leaves has_settings/has_version false. NEED_MORE:
  * all bytes consumed. ERROR: b->error. Bytes after the batch's last reply

@@ -193,6 +193,15 @@ static void poller_deliver(struct poller *p)
             p->have_prev_settings = stats_kv_list_copy(&p->prev_settings, &s->settings) == 0;
         }
     }
+    if (s->classes_partial) {
+        p->counters.classes_partial += s->classes_partial;
+        if (!p->warned_partial)
+            log_write(LOG_LEVEL_WARN, p->peer,
+                      "memcached named %u class(es) in `stats items` that `stats slabs` did not;"
+                      " left out of the sample (counted from now on, not logged again)",
+                      (unsigned)s->classes_partial);
+        p->warned_partial = true;
+    }
     p->fresh_connection = false;
     p->backoff_ms = POLLER_BACKOFF_MIN_MS;
     poller_note_success(p);

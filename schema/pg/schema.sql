@@ -189,6 +189,11 @@ CREATE TABLE IF NOT EXISTS samples (
 CREATE INDEX IF NOT EXISTS samples_run ON samples (run_id, t_ns);
 
 -- Per sample and slab class: `stats slabs` merged with `stats items`.
+-- Every row has its `stats slabs` half (chunk_size, total_pages, ...): a
+-- class `stats items` named and `stats slabs` did not is left out of its
+-- sample (issue 18; proxy/protocol/stats_parse.h). The `stats items` half
+-- may be absent: a class with pages and no items (number, mem_requested
+-- NULL in class_stats; slab_waste takes mem_requested as 0).
 CREATE TABLE IF NOT EXISTS sample_classes (
   sample_id  bigint NOT NULL REFERENCES samples(sample_id),
   class_id   integer NOT NULL,

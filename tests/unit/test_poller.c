@@ -11,7 +11,12 @@
  * ticks are skipped, not queued; memcached killed -> disconnected, no
  * samples; restarted on the same port -> samples resume, reconnects >= 1;
  * poller_sample_now -> a requested sample; poller_close -> every handle
- * closed. */
+ * closed. Every sample's classes have chunk_size (issue 18).
+ *
+ * Before memcached starts, a pure part (no socket): the batch the poller
+ * sends, answered by a memcached whose `stats slabs` and `stats items`
+ * disagree about a class, gives a sample whose every class is whole
+ * (issue 18: a class born between the two replies). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,6 +36,102 @@
 #include "server/poller.h"
 
 #include "check.h"
+
+/* ---- issue 18: the merge of two replies that disagree (pure) ----------- */
+
+/* Answers the batch stats_parse_batch_command builds for `which`, reply by
+ * reply in the order it asks, from the texts given per command; feeds the
+ * answer to a batch over s and returns the result. */
+static enum stats_parse_result answer_batch(struct stats_sample *s, unsigned which,
+                                            const char *stats, const char *slabs, const char *items)
+{
+    char cmd[STATS_BATCH_CMD_MAX], reply[4096];
+    struct stats_parse_batch b;
+    size_t len = 0, used = 0;
+
+    reply[0] = '\0';
+    stats_parse_batch_command(which, cmd, sizeof cmd);
+    for (const char *line = cmd; *line; line = strchr(line, '\n') + 1) {
+        const char *text = !strncmp(line, "stats slabs\r\n", 13)   ? slabs
+                           : !strncmp(line, "stats items\r\n", 13) ? items
+                           : !strncmp(line, "stats\r\n", 7)        ? stats
+                                                                   : "";
+        len += (size_t)snprintf(reply + len, sizeof reply - len, "%s", text);
+    }
+    stats_parse_batch_begin(&b, s, which);
+    return stats_parse_batch_feed(&b, reply, len, &used);
+}
+
+/* Classes present without chunk_size: the NULL chunk_size rows of
+ * class_stats. */
+static unsigned classes_without_chunk_size(const struct stats_sample *s)
+{
+    unsigned n = 0;
+    int64_t v;
+
+    for (unsigned id = 0; id <= s->max_class_id; id++)
+        if (stats_sample_class(s, id) && !stats_sample_get(s, id, "chunk_size", &v))
+            n++;
+    return n;
+}
+
+static void test_class_born_between_replies(void)
+{
+    static struct stats_sample s; /* a class table: keep it off the stack */
+    static const char stats[] = "STAT bytes 1131\r\nEND\r\n";
+    static const char slabs_1[] = "STAT 1:chunk_size 96\r\nSTAT 1:total_pages 1\r\n"
+                                  "STAT 1:used_chunks 1\r\nSTAT active_slabs 1\r\nEND\r\n";
+    static const char slabs_1_3[] = "STAT 1:chunk_size 96\r\nSTAT 1:total_pages 1\r\n"
+                                    "STAT 1:used_chunks 1\r\nSTAT 3:chunk_size 152\r\n"
+                                    "STAT 3:total_pages 1\r\nSTAT 3:used_chunks 1\r\n"
+                                    "STAT active_slabs 2\r\nEND\r\n";
+    static const char items_1[] = "STAT items:1:number 1\r\nSTAT items:1:mem_requested 69\r\n"
+                                  "END\r\n";
+    static const char items_1_3[] = "STAT items:1:number 1\r\nSTAT items:1:mem_requested 69\r\n"
+                                    "STAT items:3:number 1\r\nSTAT items:3:mem_requested 1062\r\n"
+                                    "END\r\n";
+    char cmd[STATS_BATCH_CMD_MAX];
+    int64_t v;
+
+    stats_sample_init(&s);
+    /* `stats items` is asked before `stats slabs`: a class memcached names
+     * in items has a page, and keeps one, so slabs (asked later) names it
+     * too. Asked the other way round, a class whose first page came between
+     * the two replies is in items alone. */
+    stats_parse_batch_command(STATS_R_REQUIRED, cmd, sizeof cmd);
+    CHECK(strstr(cmd, "stats items") && strstr(cmd, "stats slabs") &&
+              strstr(cmd, "stats items") < strstr(cmd, "stats slabs"),
+          "batch %s: stats items must come before stats slabs", cmd);
+
+    /* slabs without class 3, items with it: class 3 is left out, counted */
+    CHECK_INT(answer_batch(&s, STATS_R_REQUIRED, stats, slabs_1, items_1_3), STATS_PARSE_OK);
+    CHECK_INT(classes_without_chunk_size(&s), 0);
+    CHECK_TRUE(stats_sample_class(&s, 3) == NULL);
+    CHECK_INT(s.n_classes, 1);
+    CHECK_INT(s.max_class_id, 1);
+    CHECK_INT(s.classes_partial, 1);
+    CHECK_TRUE(stats_sample_get(&s, 1, "chunk_size", &v) && v == 96);
+    CHECK_TRUE(stats_sample_get(&s, 1, "mem_requested", &v) && v == 69);
+
+    /* the race as it comes with items first: slabs has class 3, items not
+     * yet. Kept: it has its pages, and no items is what items said. */
+    CHECK_INT(answer_batch(&s, STATS_R_REQUIRED, stats, slabs_1_3, items_1), STATS_PARSE_OK);
+    CHECK_INT(classes_without_chunk_size(&s), 0);
+    CHECK_INT(s.n_classes, 2);
+    CHECK_INT(s.max_class_id, 3);
+    CHECK_INT(s.classes_partial, 0);
+    CHECK_INT(s.classes[3].sources, STATS_R_SLABS);
+    CHECK_TRUE(stats_sample_get(&s, 3, "chunk_size", &v) && v == 152);
+    CHECK_TRUE(!stats_sample_get(&s, 3, "number", &v));
+
+    /* both agree: both classes whole */
+    CHECK_INT(answer_batch(&s, STATS_R_REQUIRED, stats, slabs_1_3, items_1_3), STATS_PARSE_OK);
+    CHECK_INT(classes_without_chunk_size(&s), 0);
+    CHECK_INT(s.n_classes, 2);
+    CHECK_INT(s.classes[3].sources, STATS_R_SLABS | STATS_R_ITEMS);
+    CHECK_TRUE(stats_sample_get(&s, 3, "mem_requested", &v) && v == 1062);
+    stats_sample_fini(&s);
+}
 
 /* ---- the memcached under test ----------------------------------------- */
 
@@ -183,7 +284,7 @@ struct ctx {
     uint64_t samples_by_conn[4]; /* [connection] for 1..3 */
     uint64_t settings_fetches;
     uint64_t requested_seen;
-    uint64_t bad_sum, bad_version, bad_settings, bad_order, bad_rtt;
+    uint64_t bad_sum, bad_version, bad_settings, bad_order, bad_rtt, bad_partial;
     int64_t last_bytes, last_curr_items;
     unsigned last_classes;
     bool closed;
@@ -213,6 +314,8 @@ static void on_sample(void *ud, const struct stats_sample *s)
             sum += v;
     if (!stats_sample_global(s, "bytes", &bytes) || bytes != sum)
         c->bad_sum++;
+    if (classes_without_chunk_size(s) || s->classes_partial)
+        c->bad_partial++;
     stats_sample_global(s, "curr_items", &items);
     c->last_bytes = bytes;
     c->last_curr_items = items;
@@ -316,6 +419,7 @@ int main(void)
     uint64_t n;
 
     signal(SIGPIPE, SIG_IGN);
+    test_class_born_between_replies();
     atexit(mc_stop);
     bool started = mc_start();
     CHECK(started && mc_port > 0, "cannot start memcached (port %d)", mc_port);
@@ -348,6 +452,8 @@ int main(void)
     CHECK_INT(c.last_bytes, ntotal(5, 0, 10) + ntotal(6, 5, 200) + ntotal(5, 0, 1000) +
                                 ntotal(7, 5, 200) + ntotal(4, 0, 100000));
     CHECK_INT(c.bad_sum, 0);
+    CHECK_INT(c.bad_partial, 0);
+    CHECK_INT(c.poller.counters.classes_partial, 0);
     CHECK_INT(c.bad_version, 0);
     CHECK_INT(c.bad_settings, 0);
     CHECK_INT(c.bad_order, 0);

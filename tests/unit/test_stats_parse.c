@@ -172,7 +172,9 @@ static const char cap_empty_slabs[] = "STAT active_slabs 0\r\n"
 /* `stats items` of a fresh memcached (5 bytes) */
 static const char cap_empty_items[] = "END\r\n";
 
-/* one pipelined "stats\r\nstats slabs\r\nstats items\r\nstats settings\r\nversion\r\n" reply (7676 bytes) */
+/* one pipelined "stats\r\nstats slabs\r\nstats items\r\nstats settings\r\nversion\r\n" reply (7676 bytes),
+ * with the `stats items` block moved before the `stats slabs` block: the
+ * order slabtap asks in since issue 18 (each block is as captured) */
 static const char cap_batch[] = "STAT pid 17920\r\n"
                                 "STAT uptime 2\r\n"
                                 "STAT time 1795977075\r\n"
@@ -266,54 +268,6 @@ static const char cap_batch[] = "STAT pid 17920\r\n"
                                 "STAT direct_reclaims 0\r\n"
                                 "STAT lru_bumps_dropped 0\r\n"
                                 "END\r\n"
-                                "STAT 1:chunk_size 96\r\n"
-                                "STAT 1:chunks_per_page 10922\r\n"
-                                "STAT 1:total_pages 1\r\n"
-                                "STAT 1:total_chunks 10922\r\n"
-                                "STAT 1:used_chunks 3\r\n"
-                                "STAT 1:free_chunks 10919\r\n"
-                                "STAT 1:free_chunks_end 0\r\n"
-                                "STAT 1:get_hits 0\r\n"
-                                "STAT 1:cmd_set 3\r\n"
-                                "STAT 1:delete_hits 0\r\n"
-                                "STAT 1:incr_hits 0\r\n"
-                                "STAT 1:decr_hits 0\r\n"
-                                "STAT 1:cas_hits 0\r\n"
-                                "STAT 1:cas_badval 0\r\n"
-                                "STAT 1:touch_hits 0\r\n"
-                                "STAT 6:chunk_size 304\r\n"
-                                "STAT 6:chunks_per_page 3449\r\n"
-                                "STAT 6:total_pages 1\r\n"
-                                "STAT 6:total_chunks 3449\r\n"
-                                "STAT 6:used_chunks 2\r\n"
-                                "STAT 6:free_chunks 3447\r\n"
-                                "STAT 6:free_chunks_end 0\r\n"
-                                "STAT 6:get_hits 0\r\n"
-                                "STAT 6:cmd_set 2\r\n"
-                                "STAT 6:delete_hits 0\r\n"
-                                "STAT 6:incr_hits 0\r\n"
-                                "STAT 6:decr_hits 0\r\n"
-                                "STAT 6:cas_hits 0\r\n"
-                                "STAT 6:cas_badval 0\r\n"
-                                "STAT 6:touch_hits 0\r\n"
-                                "STAT 12:chunk_size 1184\r\n"
-                                "STAT 12:chunks_per_page 885\r\n"
-                                "STAT 12:total_pages 1\r\n"
-                                "STAT 12:total_chunks 885\r\n"
-                                "STAT 12:used_chunks 1\r\n"
-                                "STAT 12:free_chunks 884\r\n"
-                                "STAT 12:free_chunks_end 0\r\n"
-                                "STAT 12:get_hits 0\r\n"
-                                "STAT 12:cmd_set 1\r\n"
-                                "STAT 12:delete_hits 0\r\n"
-                                "STAT 12:incr_hits 0\r\n"
-                                "STAT 12:decr_hits 0\r\n"
-                                "STAT 12:cas_hits 0\r\n"
-                                "STAT 12:cas_badval 0\r\n"
-                                "STAT 12:touch_hits 0\r\n"
-                                "STAT active_slabs 3\r\n"
-                                "STAT total_malloced 3145728\r\n"
-                                "END\r\n"
                                 "STAT items:1:number 3\r\n"
                                 "STAT items:1:number_hot 3\r\n"
                                 "STAT items:1:number_warm 0\r\n"
@@ -398,6 +352,54 @@ static const char cap_batch[] = "STAT pid 17920\r\n"
                                 "STAT items:12:hits_to_warm 0\r\n"
                                 "STAT items:12:hits_to_cold 0\r\n"
                                 "STAT items:12:hits_to_temp 0\r\n"
+                                "END\r\n"
+                                "STAT 1:chunk_size 96\r\n"
+                                "STAT 1:chunks_per_page 10922\r\n"
+                                "STAT 1:total_pages 1\r\n"
+                                "STAT 1:total_chunks 10922\r\n"
+                                "STAT 1:used_chunks 3\r\n"
+                                "STAT 1:free_chunks 10919\r\n"
+                                "STAT 1:free_chunks_end 0\r\n"
+                                "STAT 1:get_hits 0\r\n"
+                                "STAT 1:cmd_set 3\r\n"
+                                "STAT 1:delete_hits 0\r\n"
+                                "STAT 1:incr_hits 0\r\n"
+                                "STAT 1:decr_hits 0\r\n"
+                                "STAT 1:cas_hits 0\r\n"
+                                "STAT 1:cas_badval 0\r\n"
+                                "STAT 1:touch_hits 0\r\n"
+                                "STAT 6:chunk_size 304\r\n"
+                                "STAT 6:chunks_per_page 3449\r\n"
+                                "STAT 6:total_pages 1\r\n"
+                                "STAT 6:total_chunks 3449\r\n"
+                                "STAT 6:used_chunks 2\r\n"
+                                "STAT 6:free_chunks 3447\r\n"
+                                "STAT 6:free_chunks_end 0\r\n"
+                                "STAT 6:get_hits 0\r\n"
+                                "STAT 6:cmd_set 2\r\n"
+                                "STAT 6:delete_hits 0\r\n"
+                                "STAT 6:incr_hits 0\r\n"
+                                "STAT 6:decr_hits 0\r\n"
+                                "STAT 6:cas_hits 0\r\n"
+                                "STAT 6:cas_badval 0\r\n"
+                                "STAT 6:touch_hits 0\r\n"
+                                "STAT 12:chunk_size 1184\r\n"
+                                "STAT 12:chunks_per_page 885\r\n"
+                                "STAT 12:total_pages 1\r\n"
+                                "STAT 12:total_chunks 885\r\n"
+                                "STAT 12:used_chunks 1\r\n"
+                                "STAT 12:free_chunks 884\r\n"
+                                "STAT 12:free_chunks_end 0\r\n"
+                                "STAT 12:get_hits 0\r\n"
+                                "STAT 12:cmd_set 1\r\n"
+                                "STAT 12:delete_hits 0\r\n"
+                                "STAT 12:incr_hits 0\r\n"
+                                "STAT 12:decr_hits 0\r\n"
+                                "STAT 12:cas_hits 0\r\n"
+                                "STAT 12:cas_badval 0\r\n"
+                                "STAT 12:touch_hits 0\r\n"
+                                "STAT active_slabs 3\r\n"
+                                "STAT total_malloced 3145728\r\n"
                                 "END\r\n"
                                 "STAT maxbytes 67108864\r\n"
                                 "STAT maxconns 1024\r\n"
@@ -608,7 +610,8 @@ static bool sample_equal(const struct stats_sample *a, const struct stats_sample
         !stats_kv_equal(&a->slab_globals, &b->slab_globals) || a->has_settings != b->has_settings ||
         !stats_kv_equal(&a->settings, &b->settings) || a->has_version != b->has_version ||
         strcmp(a->version, b->version) || a->n_classes != b->n_classes ||
-        a->max_class_id != b->max_class_id || a->fields_dropped != b->fields_dropped)
+        a->max_class_id != b->max_class_id || a->fields_dropped != b->fields_dropped ||
+        a->classes_partial != b->classes_partial)
         return false;
     for (unsigned i = 0; i < STATS_CLASS_ID_LIMIT; i++) {
         if (a->classes[i].present != b->classes[i].present ||
@@ -936,10 +939,10 @@ static void test_batch_command(void)
     size_t n;
 
     n = stats_parse_batch_command(STATS_R_REQUIRED, buf, sizeof buf);
-    CHECK_STR(buf, "stats\r\nstats slabs\r\nstats items\r\n");
+    CHECK_STR(buf, "stats\r\nstats items\r\nstats slabs\r\n");
     CHECK_INT(n, strlen(buf));
     n = stats_parse_batch_command(STATS_R_ALL, buf, sizeof buf);
-    CHECK_STR(buf, "stats\r\nstats slabs\r\nstats items\r\nstats settings\r\nversion\r\n");
+    CHECK_STR(buf, "stats\r\nstats items\r\nstats slabs\r\nstats settings\r\nversion\r\n");
     CHECK_INT(n, strlen(buf));
     CHECK_INT(stats_parse_batch_command(STATS_R_ALL, buf, 10), 0);
     CHECK_INT(stats_parse_batch_command(0, buf, sizeof buf), 0);
@@ -983,8 +986,8 @@ static void test_merge_captured(void)
     size_t taken;
     int64_t v;
 
-    strcpy(both, cap_slabs);
-    strcat(both, cap_items);
+    strcpy(both, cap_items); /* the batch's order: items, then slabs */
+    strcat(both, cap_slabs);
     struct ro_buf rb = ro_open(both, len);
     stats_sample_init(&s);
     CHECK_TRUE(run_batch(&s, STATS_R_SLABS | STATS_R_ITEMS, rb.data, rb.len, NULL, 0, &taken) ==
@@ -1006,9 +1009,9 @@ static void test_merge_captured(void)
             /* 15 slabs fields + 28 items fields in 1.6.18, all kept */
             CHECK_INT(s.classes[c].kv.n, 15 + 28);
             CHECK_INT(s.classes[c].sources, STATS_R_SLABS | STATS_R_ITEMS);
-            /* slabs first, then items, in arrival order */
-            CHECK_STR(stats_kv_name(&s.classes[c].kv, 0), "chunk_size");
-            CHECK_STR(stats_kv_name(&s.classes[c].kv, 15), "number");
+            /* items first, then slabs, in arrival order */
+            CHECK_STR(stats_kv_name(&s.classes[c].kv, 0), "number");
+            CHECK_STR(stats_kv_name(&s.classes[c].kv, 28), "chunk_size");
         }
     }
     /* Global fields of stats slabs stay global, not in any class. */
@@ -1043,7 +1046,7 @@ static void test_empty_server(void)
     size_t taken;
     int64_t v;
 
-    snprintf(both, sizeof both, "%s%s", cap_empty_slabs, cap_empty_items);
+    snprintf(both, sizeof both, "%s%s", cap_empty_items, cap_empty_slabs);
     stats_sample_init(&s);
     CHECK_TRUE(run_batch(&s, STATS_R_SLABS | STATS_R_ITEMS, both, len, NULL, 0, &taken) ==
                STATS_PARSE_OK);
@@ -1138,23 +1141,24 @@ static void test_batch_captured(void)
 
 /* Names this code has never heard of are kept, numeric or not, wherever
  * they appear; class ids beyond the table stay global under their full
- * name; nothing is lost. */
+ * name; nothing is lost but the class `stats items` names and `stats
+ * slabs` does not (7 here), which is left out and counted (issue 18). */
 static void test_unknown_fields(void)
 {
     static const char in[] = "STAT brand_new_counter 42\r\n"
                              "STAT brand_new_text hello world\r\n"
-                             "END\r\n"
-                             "STAT 1:chunk_size 96\r\n"
-                             "STAT 1:future_slab_field 9\r\n"
-                             "STAT 255:chunk_size 524288\r\n"
-                             "STAT 300:chunk_size 1\r\n"
-                             "STAT future_global 5\r\n"
                              "END\r\n"
                              "STAT items:1:mem_requested 71\r\n"
                              "STAT items:1:future_item_field abc\r\n"
                              "STAT items:7:number 1\r\n"
                              "STAT items:future_items_global 3\r\n"
                              "STAT 1:not_items_prefixed 4\r\n"
+                             "END\r\n"
+                             "STAT 1:chunk_size 96\r\n"
+                             "STAT 1:future_slab_field 9\r\n"
+                             "STAT 255:chunk_size 524288\r\n"
+                             "STAT 300:chunk_size 1\r\n"
+                             "STAT future_global 5\r\n"
                              "END\r\n";
     struct stats_sample s;
     size_t taken;
@@ -1170,18 +1174,20 @@ static void test_unknown_fields(void)
     CHECK_STR(stats_sample_get_text(&s, 1, "future_item_field"), "abc");
     CHECK_TRUE(stats_sample_get(&s, 1, "mem_requested", &v) && v == 71);
     CHECK_TRUE(stats_sample_get(&s, 255, "chunk_size", &v) && v == 524288);
-    CHECK_TRUE(stats_sample_get(&s, 7, "number", &v) && v == 1);
-    CHECK_INT(s.classes[7].sources, STATS_R_ITEMS);
+    CHECK_TRUE(!stats_sample_get(&s, 7, "number", &v)); /* items only: left out */
+    CHECK_TRUE(stats_sample_class(&s, 7) == NULL);
+    CHECK_INT(s.classes_partial, 1);
     CHECK_INT(s.classes[1].sources, STATS_R_SLABS | STATS_R_ITEMS);
+    CHECK_INT(s.classes[255].sources, STATS_R_SLABS);
     CHECK_TRUE(stats_sample_global(&s, "300:chunk_size", &v) && v == 1);
     CHECK_TRUE(stats_sample_global(&s, "future_global", &v) && v == 5);
     CHECK_TRUE(stats_sample_global(&s, "items:future_items_global", &v) && v == 3);
     /* an unprefixed name inside `stats items` is not a class field */
     CHECK_TRUE(stats_sample_global(&s, "1:not_items_prefixed", &v) && v == 4);
     CHECK_TRUE(!stats_sample_get(&s, 1, "not_items_prefixed", &v));
-    CHECK_INT(s.n_classes, 3);
+    CHECK_INT(s.n_classes, 2);
     CHECK_INT(s.max_class_id, 255);
-    CHECK_INT(sample_fields(&s), 12);
+    CHECK_INT(sample_fields(&s), 11);
     CHECK_INT(s.fields_dropped, 0);
     CHECK_TRUE(!s.has_settings && !s.has_version);
     stats_sample_fini(&s);
@@ -1199,8 +1205,8 @@ static void test_error_replies(void)
     stats_sample_init(&s);
     /* required reply refused: REFUSED, every byte consumed, reason kept */
     text_adds(&t, cap_error);
-    text_adds(&t, cap_slabs);
     text_adds(&t, cap_items);
+    text_adds(&t, cap_slabs);
     stats_parse_batch_begin(&b, &s, STATS_R_REQUIRED);
     CHECK_TRUE(stats_parse_batch_feed(&b, t.s, t.len, &used) == STATS_PARSE_REFUSED);
     CHECK_INT(used, t.len);
@@ -1212,8 +1218,8 @@ static void test_error_replies(void)
     /* settings refused (the real CLIENT_ERROR line): still OK, no settings */
     t.len = 0;
     text_adds(&t, "STAT pid 1\r\nEND\r\n");
-    text_adds(&t, cap_slabs);
     text_adds(&t, cap_items);
+    text_adds(&t, cap_slabs);
     text_adds(&t, cap_client_error);
     text_adds(&t, "VERSION 1.6.18\r\n");
     stats_parse_batch_begin(&b, &s, STATS_R_ALL);
@@ -1225,9 +1231,9 @@ static void test_error_replies(void)
     CHECK_TRUE(stats_sample_setting_text(&s, "growth_factor") == NULL);
     CHECK_TRUE(s.has_version);
 
-    /* SERVER_ERROR for items */
+    /* SERVER_ERROR for items (asked second, before slabs) */
     t.len = 0;
-    text_adds(&t, "END\r\nEND\r\nSERVER_ERROR out of memory\r\n");
+    text_adds(&t, "END\r\nSERVER_ERROR out of memory\r\nEND\r\n");
     stats_parse_batch_begin(&b, &s, STATS_R_REQUIRED);
     CHECK_TRUE(stats_parse_batch_feed(&b, t.s, t.len, &used) == STATS_PARSE_REFUSED);
     CHECK_INT(b.refused, STATS_R_ITEMS);

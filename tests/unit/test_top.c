@@ -30,6 +30,16 @@ static const char stats_fmt[] = "STAT pid 1\r\n"
                                 "STAT evictions %d\r\n"
                                 "STAT limit_maxbytes 67108864\r\n"
                                 "END\r\n"
+                                "STAT items:5:number 1000\r\n"
+                                "STAT items:5:mem_requested 200000\r\n"
+                                "STAT items:5:evicted 0\r\n"
+                                "STAT items:8:number 4368\r\n"
+                                "STAT items:8:mem_requested 1800000\r\n"
+                                "STAT items:8:evicted %d\r\n"
+                                "STAT items:12:number 2000\r\n"
+                                "STAT items:12:mem_requested 1890000\r\n"
+                                "STAT items:12:evicted %d\r\n"
+                                "END\r\n"
                                 "STAT 1:chunk_size 96\r\n"
                                 "STAT 1:chunks_per_page 10922\r\n"
                                 "STAT 1:total_pages 1\r\n"
@@ -53,16 +63,6 @@ static const char stats_fmt[] = "STAT pid 1\r\n"
                                 "STAT 12:cmd_set %d\r\n"
                                 "STAT active_slabs 4\r\n"
                                 "STAT total_malloced 7340032\r\n"
-                                "END\r\n"
-                                "STAT items:5:number 1000\r\n"
-                                "STAT items:5:mem_requested 200000\r\n"
-                                "STAT items:5:evicted 0\r\n"
-                                "STAT items:8:number 4368\r\n"
-                                "STAT items:8:mem_requested 1800000\r\n"
-                                "STAT items:8:evicted %d\r\n"
-                                "STAT items:12:number 2000\r\n"
-                                "STAT items:12:mem_requested 1890000\r\n"
-                                "STAT items:12:evicted %d\r\n"
                                 "END\r\n";
 
 struct counters {
@@ -81,7 +81,7 @@ static void snap_from(struct top_snapshot *s, const struct counters *c, uint64_t
     struct stats_parse_batch b;
     size_t used = 0;
     int n = snprintf(text, sizeof text, stats_fmt, c->uptime, c->get_hits, c->cmd_get, c->cmd_set,
-                     c->evictions, c->set5, c->set8, c->set12, c->ev8, c->ev12);
+                     c->evictions, c->ev8, c->ev12, c->set5, c->set8, c->set12);
     stats_parse_batch_begin(&b, &sample, STATS_R_REQUIRED);
     CHECK_INT(stats_parse_batch_feed(&b, text, (size_t)n, &used), STATS_PARSE_OK);
     top_snapshot_from_sample(s, &sample, t_ns, "127.0.0.1:11211");
@@ -383,14 +383,18 @@ static void test_json(void)
 static void test_zero_pages(void)
 {
     static const char text[] = "STAT uptime 5\r\nEND\r\n"
+                               "END\r\n"
                                "STAT 3:chunk_size 152\r\nSTAT 3:total_pages 0\r\n"
                                "STAT 3:total_chunks 0\r\nSTAT 3:used_chunks 0\r\n"
-                               "STAT total_malloced 0\r\nEND\r\n"
-                               "STAT items:4:number 0\r\nSTAT items:4:evicted 9\r\nEND\r\n";
+                               "STAT total_malloced 0\r\nEND\r\n";
     struct stats_parse_batch b;
     size_t used;
     stats_parse_batch_begin(&b, &sample, STATS_R_REQUIRED);
     CHECK_INT(stats_parse_batch_feed(&b, text, sizeof text - 1, &used), STATS_PARSE_OK);
+    /* A batch leaves such a class out (issue 18), a sample built by hand
+     * (or one read back from a file written before) may still hold it. */
+    CHECK_TRUE(stats_sample_add(&sample, STATS_R_ITEMS, "items:4:number", 14, "0", 1));
+    CHECK_TRUE(stats_sample_add(&sample, STATS_R_ITEMS, "items:4:evicted", 15, "9", 1));
     top_snapshot_from_sample(&sk, &sample, 1, "m");
     struct top_view_opts o = { .sort = TOP_SORT_waste };
     CHECK_RENDER(&sk, NULL, &o,
