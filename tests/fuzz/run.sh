@@ -24,10 +24,13 @@ else
 fi
 
 # Longest input per target: past each parser's interesting bounds (the admin
-# head bound is 8 KiB and its read chunk 16 KiB; a stats batch runs to ~8 KiB).
+# head bound is 8 KiB and its read chunk 16 KiB; a stats batch runs to ~8 KiB;
+# the shared-connection target's clients send multigets past memcached's
+# 16 KiB read buffer and non-get lines past 2048 bytes).
 max_len() {
   case "$1" in
     fuzz_admin_http) echo 20000 ;;
+    fuzz_shared_conn) echo 32768 ;;
     fuzz_stats_parse) echo 16384 ;;
     *) echo 4096 ;;
   esac
