@@ -321,14 +321,26 @@ static void parse_simple(struct mc_request *r, const struct token *tok, size_t n
                          enum mc_cmd cmd, size_t lo, size_t hi, bool keyed)
 {
     r->cmd = cmd;
-    if (!want_tokens(ntokens, lo, hi))
-        return; /* ERROR, one line */
+    if (!want_tokens(ntokens, lo, hi)) {
+        /* ERROR, one line; 1.6.45 silences it with noreply */
+        r->version_dependent = last_is_noreply(tok, ntokens);
+        return;
+    }
     /* process_delete_command looks for noreply only past the key: `delete
      * noreply` deletes the key "noreply" and is answered */
     r->noreply = (cmd != MC_CMD_DELETE || ntokens > 3) && last_is_noreply(tok, ntokens);
     r->reply = r->noreply ? MC_REPLY_SILENT : MC_REPLY_LINE;
     if (keyed)
         set_key(r, &tok[1]);
+    /* 1.6.45 reads noreply at any place of delete, incr, decr and touch,
+     * and runs a request with a bad number silently that 1.6.18 answers */
+    uint64_t u;
+    int32_t t;
+    if (last_is_noreply(tok, ntokens) &&
+        ((cmd == MC_CMD_DELETE && ntokens == 3) ||
+         ((cmd == MC_CMD_INCR || cmd == MC_CMD_DECR) && !safe_u64(&tok[2], 0, &u)) ||
+         (cmd == MC_CMD_TOUCH && !safe_i32(&tok[2], 0, &t))))
+        r->version_dependent = true;
     int32_t e;
     if ((cmd == MC_CMD_TOUCH) && ntokens >= 4) {
         if (safe_i32(&tok[2], 0, &e))
@@ -532,7 +544,29 @@ static void parse_meta(struct mc_request *r, const struct token *tok, size_t nto
         r->noreply = false;
 }
 
+static void parse_line_cmd(struct mc_request *r, const char *line, size_t len);
+
+/* One request line: its command, then the HTTP defence both versions
+ * have in different places (a line that ends in an HTTP/ token and that
+ * memcached does not close on here may close on the other version, or
+ * where misbehave and debugtime are not built in: it moves). */
 static void parse_line(struct mc_request *r, const char *line, size_t len)
+{
+    parse_line_cmd(r, line, len);
+    if (r->reply == MC_REPLY_CLOSE)
+        return;
+    const char *nul = memchr(line, '\0', len);
+    size_t n = nul ? (size_t)(nul - line) : len;
+    while (n > 0 && line[n - 1] == ' ')
+        n--;
+    size_t w = n;
+    while (w > 0 && line[w - 1] != ' ')
+        w--;
+    if (n - w >= 5 && !memcmp(line + w, "HTTP/", 5))
+        r->version_dependent = true;
+}
+
+static void parse_line_cmd(struct mc_request *r, const char *line, size_t len)
 {
     struct token tok[MC_MAX_TOKENS + 1];
     const char *rest;
@@ -574,14 +608,14 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
                                         : MC_CMD_PREPEND;
         if (want_tokens(ntokens, 6, 7))
             parse_update(r, tok, ntokens, false);
-        else /* extra words: 1.6.18 ERROR (block read as commands), 1.6.45 stores */
-            r->version_dependent = ntokens > 7;
+        else /* 1.6.18 ERROR (any block read as commands), 1.6.45 may read it */
+            r->version_dependent = true;
     } else if (tok_is(c, "cas")) {
         r->cmd = MC_CMD_CAS;
         if (want_tokens(ntokens, 7, 8))
             parse_update(r, tok, ntokens, true);
         else
-            r->version_dependent = ntokens > 8;
+            r->version_dependent = true;
     } else if (tok_is(c, "stats")) {
         parse_stats(r, tok, ntokens);
     } else if (tok_is(c, "delete")) {
@@ -620,6 +654,8 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
         r->cmd = MC_CMD_OTHER;
         if (ntokens >= 4 && tok_is(&tok[1], "automove"))
             noreply_maybe(r, tok, ntokens);
+        else /* 1.6.45 silences the others' answers with noreply too */
+            r->version_dependent = last_is_noreply(tok, ntokens);
     } else if (tok_is(c, "lru") || tok_is(c, "extstore")) {
         /* WANT_TOKENS_MIN(3), then set_noreply_maybe (Debian's memcached is
          * built with extstore: "extstore noreply" answers nothing) */
@@ -663,7 +699,8 @@ void mc_req_init(struct mc_req_parser *p)
 bool mc_req_shareable(const struct mc_request *r)
 {
     return r->reply != MC_REPLY_CLOSE && r->reply != MC_REPLY_STREAM && !r->exclusive &&
-           !r->key_too_long && !r->long_line && !r->version_dependent && !r->stops_server;
+           !r->key_too_long && !r->long_line && !r->version_dependent && !r->stops_server &&
+           !r->binary_magic;
 }
 
 bool mc_req_at_boundary(const struct mc_req_parser *p)
@@ -707,6 +744,10 @@ static bool req_line_done(struct mc_req_parser *p)
     req_reset(&p->req);
     parse_line(&p->req, p->line, len);
     p->req.long_line = long_line;
+    /* a request starting with 0x80 is text on a connection that has seen
+     * other bytes, but the first bytes of a new shared connection make
+     * memcached speak the binary protocol */
+    p->req.binary_magic = p->kept > 0 && (unsigned char)p->line[0] == 0x80;
     if (!whole && (p->req.cmd == MC_CMD_GET || p->req.cmd == MC_CMD_GETS ||
                    p->req.cmd == MC_CMD_GAT || p->req.cmd == MC_CMD_GATS)) {
         uint32_t extra = p->ov_words;

@@ -86,6 +86,8 @@ struct mc_request {
                             where it may be cut depends on what shares the
                             connection */
     bool stops_server;      /* shutdown (memcached -A closes every connection) */
+    bool binary_magic;      /* its first byte is 0x80: the first bytes of a new
+                               connection, it would switch it to binary */
     bool version_dependent; /* memcached 1.6.18 and 1.6.45 answer or frame it
                                differently (see docs/shared-connections.md) */
     char ms_mode;           /* ms M<mode> flag, 0 when absent */

@@ -154,16 +154,6 @@ static size_t client_requests(const uint8_t *s, size_t n, bool started, struct c
             }
             /* every byte since the last request is this request's */
             REQUIRE(r.bytes > 0 && r.bytes == pos - req_start);
-#ifndef SLABTAP_SHARED_PENDING
-            /* PENDING (a finding of this target, not fixed yet): a request
-             * whose first byte is 0x80 from a client whose first byte was
-             * seen earlier is text to slabtap and shareable, but as the
-             * first byte of a fresh (or reconnected) shared upstream it
-             * makes memcached speak the binary protocol there. Treated as
-             * not shareable unless built with -DSLABTAP_SHARED_PENDING. */
-            if (s[req_start] == 0x80)
-                return added;
-#endif
             if (!mc_req_shareable(&r) || nrecs == MAX_REQS)
                 return added; /* off the shared connection from here on */
             REQUIRE(mc_req_at_boundary(&p));
@@ -230,7 +220,6 @@ static void check_not_closing(const uint8_t *line, size_t len)
     split_words(line, len, &ws);
     /* a1: quit, with any words after it, closes in both versions */
     REQUIRE(!word_is(&ws, 0, "quit"));
-#ifdef SLABTAP_SHARED_PENDING
     /* a2: the last word looked at starts with HTTP/ -- 1.6.18 closes for a
      * command its final else reaches (live: "misbehave HTTP/1.1",
      * "memlimit HTTP/1.1", "HTTP/1.1"), 1.6.45 for any command not in its
@@ -260,7 +249,6 @@ static void check_not_closing(const uint8_t *line, size_t len)
             safe = safe || (ws.n >= 2 && word_is(&ws, 0, known[i]));
         REQUIRE(safe);
     }
-#endif
 }
 
 static void check_same(const struct rec *want, const struct mc_request *got, const uint8_t *at)

@@ -124,7 +124,8 @@ static const struct req_case req_cases[] = {
          SEG("cas k 7 8 1 99 noreply\r\na\r\n", .cmd = MC_CMD_CAS, .key = "k", .flags = 7,
              .exptime = 8, .value_len = 1, .noreply = true, .reply = MC_REPLY_SILENT)),
     CASE("cas without cas id: ERROR, no data",
-         SEG("cas k 0 0 1\r\n", .cmd = MC_CMD_CAS, .not_write = true), INVALID("a\r\n")),
+         SEG("cas k 0 0 1\r\n", .cmd = MC_CMD_CAS, .vdep = true, .not_write = true),
+         INVALID("a\r\n")),
     CASE("cas id -1 refused",
          SEG("cas k 0 0 1 -1\r\n", .cmd = MC_CMD_CAS, .vdep = true, .key = "k"), INVALID("a\r\n")),
     /* 1.6.18: strtoull wraps it to 1, which does not look negative */
@@ -153,7 +154,8 @@ static const struct req_case req_cases[] = {
     CASE("set length not a number",
          SEG("set k 0 0 abc\r\n", .cmd = MC_CMD_SET, .vdep = true, .key = "k"),
          SEG("get k\r\n", .cmd = MC_CMD_GET, .reply = MC_REPLY_MULTI, .key = "k", .nkeys = 1)),
-    CASE("set wrong token count", SEG("set k 0 0\r\n", .cmd = MC_CMD_SET, .not_write = true),
+    CASE("set wrong token count",
+         SEG("set k 0 0\r\n", .cmd = MC_CMD_SET, .vdep = true, .not_write = true),
          INVALID("x\r\n")),
     CASE("set negative length",
          SEG("set k 0 0 -1\r\n", .cmd = MC_CMD_SET, .vdep = true, .key = "k"), INVALID("a\r\n")),
@@ -217,7 +219,8 @@ static const struct req_case req_cases[] = {
     CASE("extra spaces", SEG("  set   k 0 0 1  noreply  \r\na\r\n", .cmd = MC_CMD_SET, .key = "k",
                              .value_len = 1, .noreply = true, .reply = MC_REPLY_SILENT)),
     CASE("NUL inside the key: the line ends there",
-         SEG("set k\0 0 0 1\r\n", .cmd = MC_CMD_SET, .not_write = true), INVALID("a\r\n"), MN_SEG),
+         SEG("set k\0 0 0 1\r\n", .cmd = MC_CMD_SET, .vdep = true, .not_write = true),
+         INVALID("a\r\n"), MN_SEG),
     CASE("NUL inside the command", INVALID("se\0t k 0 0 1\r\n"), INVALID("a\r\n")),
 
     /* --- get family -------------------------------------------------------- */
@@ -273,8 +276,8 @@ static const struct req_case req_cases[] = {
     CASE("incr", SEG("incr k 5\r\n", .cmd = MC_CMD_INCR, .key = "k")),
     CASE("decr noreply", SEG("decr k 5 noreply\r\n", .cmd = MC_CMD_DECR, .key = "k",
                              .noreply = true, .reply = MC_REPLY_SILENT)),
-    CASE("incr bad delta noreply", SEG("incr k x noreply\r\n", .cmd = MC_CMD_INCR, .key = "k",
-                                       .noreply = true, .reply = MC_REPLY_SILENT)),
+    CASE("incr bad delta noreply", SEG("incr k x noreply\r\n", .cmd = MC_CMD_INCR, .vdep = true,
+                                       .key = "k", .noreply = true, .reply = MC_REPLY_SILENT)),
     CASE("incr without delta: ERROR", SEG("incr k\r\n", .cmd = MC_CMD_INCR)),
     CASE("touch", SEG("touch k 10\r\n", .cmd = MC_CMD_TOUCH, .key = "k", .exptime = 10)),
     CASE("touch noreply", SEG("touch k 10 noreply\r\n", .cmd = MC_CMD_TOUCH, .key = "k",
@@ -289,7 +292,8 @@ static const struct req_case req_cases[] = {
     CASE("flush_all delay noreply", SEG("flush_all 10 noreply\r\n", .cmd = MC_CMD_FLUSH_ALL,
                                         .exptime = 10, .noreply = true, .reply = MC_REPLY_SILENT)),
     CASE("flush_all bad delay", SEG("flush_all x\r\n", .cmd = MC_CMD_FLUSH_ALL)),
-    CASE("flush_all too many tokens", SEG("flush_all 1 2 noreply\r\n", .cmd = MC_CMD_FLUSH_ALL)),
+    CASE("flush_all too many tokens",
+         SEG("flush_all 1 2 noreply\r\n", .cmd = MC_CMD_FLUSH_ALL, .vdep = true)),
     CASE("version", SEG("version\r\n", .cmd = MC_CMD_VERSION)),
     CASE("version noreply still answers", SEG("version noreply\r\n", .cmd = MC_CMD_VERSION)),
     CASE("verbosity", SEG("verbosity 1\r\n", .cmd = MC_CMD_VERBOSITY)),
@@ -357,8 +361,8 @@ static const struct req_case req_cases[] = {
     CASE("slabs automove noreply", SEG("slabs automove 1 noreply\r\n", .cmd = MC_CMD_OTHER,
                                        .noreply = true, .reply = MC_REPLY_SILENT)),
     CASE("slabs reassign noreply: CLIENT_ERROR",
-         SEG("slabs reassign 1 noreply\r\n", .cmd = MC_CMD_OTHER)),
-    CASE("slabs noreply: ERROR", SEG("slabs noreply\r\n", .cmd = MC_CMD_OTHER)),
+         SEG("slabs reassign 1 noreply\r\n", .cmd = MC_CMD_OTHER, .vdep = true)),
+    CASE("slabs noreply: ERROR", SEG("slabs noreply\r\n", .cmd = MC_CMD_OTHER, .vdep = true)),
     CASE("lru noreply", SEG("lru mode flat noreply\r\n", .cmd = MC_CMD_OTHER, .noreply = true,
                             .reply = MC_REPLY_SILENT)),
     CASE("lru alone: ERROR", SEG("lru\r\n", .cmd = MC_CMD_OTHER)),
@@ -909,7 +913,9 @@ static void test_long_lines(void)
     /* ...but one read holding the whole line is a command (1.6.18: ERROR);
      * a read ending inside it would close: long_line */
     e.n = 0;
-    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true, .long_line = true), n - 4);
+    exp_add(&e,
+            (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true, .long_line = true, .vdep = true),
+            n - 4);
     exp_add(&e, RQ_MN, 4);
     CHECK_REQ("over-long set line in one read", "whole", in, n, &e, 0, false);
     CHECK_REQ("over-long set line in one read", "split at 2048", in, n, &e, 2048, false);
@@ -922,7 +928,7 @@ static void test_long_lines(void)
     memcpy(in + n, "\r\nmn\r\n", 6);
     n += 6;
     e.n = 0;
-    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true), n - 4);
+    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true, .vdep = true), n - 4);
     exp_add(&e, RQ_MN, 4);
     CHECK_REQ_ALL_SPLITS("line of 2048 bytes with its \\r", in, n, &e);
     /* 2048 bytes, then "\r\n": fine when the '\r' comes with the '\n' (2049
@@ -933,7 +939,9 @@ static void test_long_lines(void)
     memcpy(in + n, "\r\nmn\r\n", 6);
     n += 6;
     e.n = 0;
-    exp_add(&e, (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true, .long_line = true), n - 4);
+    exp_add(&e,
+            (struct rq)RQ(.cmd = MC_CMD_SET, .not_write = true, .long_line = true, .vdep = true),
+            n - 4);
     exp_add(&e, RQ_MN, 4);
     CHECK_REQ("2048 bytes then \\r\\n", "split at 2048", in, n, &e, 2048, false);
     /* ...but 2049 buffered without '\n' close the connection */
