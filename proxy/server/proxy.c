@@ -777,6 +777,11 @@ static const char *conn_refusal(const struct mc_request *r, bool stacked)
 {
     if (r->key_too_long)
         return "CLIENT_ERROR bad command line format\r\n";
+    /* a line starting with 0x80 on a connection that has seen other bytes
+     * is an unknown command to memcached (ERROR); forwarded, it could be
+     * the first bytes of a fresh connection, and moved it would be: binary */
+    if (r->binary_magic && r->reply != MC_REPLY_CLOSE)
+        return "ERROR\r\n";
     if (!r->exclusive || !stacked)
         return NULL;
     return r->cmd == MC_CMD_WATCH   ? "ERROR cannot pipeline other commands before watch\r\n"

@@ -635,6 +635,7 @@ class Reader(threading.Thread):
 
 
 CONNECT_GRACE = 0.03
+RETRIES = 2  # a split trial that differs is tried again this many times
 
 
 def sentinel(index, trial):
@@ -868,6 +869,7 @@ class HostileDiffTest(mctest.ServerTestCase):
         failures = []   # (index, cat, kind, text)
         victim_seen = 0
         m0 = metrics(px)
+        retried = [0]
         try:
             for index in indexes:
                 g = Gen(SEED, index)
@@ -883,6 +885,16 @@ class HostileDiffTest(mctest.ServerTestCase):
                 for t, (stream, pieces, want_sent) in enumerate(trials):
                     assert b"".join(pieces) == stream
                     res = run_trial(direct.port, px.port, index, t, stream, pieces, want_sent)
+                    # a split case depends on where each server's reads end;
+                    # on a loaded machine a server may read two pieces as one.
+                    # A real difference comes back every time: tried again
+                    # twice, it fails only when every try differs
+                    for _ in range(RETRIES if res["why"] and len(pieces) > 1 else 0):
+                        retried[0] += 1
+                        res = run_trial(direct.port, px.port, index, t, stream, pieces,
+                                        want_sent)
+                        if not res["why"]:
+                            break
                     if res["why"]:
                         case_fail.append(self.describe(index, cat, t, stream, pieces, res))
                         break
@@ -938,8 +950,9 @@ class HostileDiffTest(mctest.ServerTestCase):
                              "answer %s" % (f["victim"], f["what"], trunc(f["req"], 160),
                                             trunc(f["got"], 240))))
         ran = sum(cats.values())
-        note("%d case(s) (%d trials) in %.1f s, victims made %d round trips; per category: %s"
-             % (ran, sum(trials_by_cat.values()), secs, sum(victims.ops),
+        note("%d case(s) (%d trials, %d split trials tried again) in %.1f s, victims made %d "
+             "round trips; per category: %s"
+             % (ran, sum(trials_by_cat.values()), retried[0], secs, sum(victims.ops),
                 ", ".join("%s %d%s" % (c, cats[c], (" (%d failed)" % failed_by_cat[c])
                                         if c in failed_by_cat else "") for c in sorted(cats))))
         san = mctest.sanitizer_errors(px.stderr_text())
