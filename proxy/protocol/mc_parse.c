@@ -555,15 +555,14 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
     parse_line_cmd(r, line, len);
     if (r->reply == MC_REPLY_CLOSE)
         return;
+    /* any word after the first that starts with HTTP/: the last word, or
+     * the start of the tokenizer's last token (the rest of a line of more
+     * than 23 words), which is what memcached looks at */
     const char *nul = memchr(line, '\0', len);
     size_t n = nul ? (size_t)(nul - line) : len;
-    while (n > 0 && line[n - 1] == ' ')
-        n--;
-    size_t w = n;
-    while (w > 0 && line[w - 1] != ' ')
-        w--;
-    if (n - w >= 5 && !memcmp(line + w, "HTTP/", 5))
-        r->version_dependent = true;
+    for (size_t i = 0; i + 6 <= n; i++)
+        if (line[i] == ' ' && !memcmp(line + i + 1, "HTTP/", 5))
+            r->version_dependent = true;
 }
 
 static void parse_line_cmd(struct mc_request *r, const char *line, size_t len)
