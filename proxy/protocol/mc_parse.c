@@ -560,9 +560,10 @@ static void parse_line(struct mc_request *r, const char *line, size_t len)
      * than 23 words), which is what memcached looks at */
     const char *nul = memchr(line, '\0', len);
     size_t n = nul ? (size_t)(nul - line) : len;
-    for (size_t i = 0; i + 6 <= n; i++)
-        if (line[i] == ' ' && !memcmp(line + i + 1, "HTTP/", 5))
-            r->version_dependent = true;
+    for (const char *h = memchr(line, 'H', n); h && !r->version_dependent;
+         h = memchr(h + 1, 'H', n - (size_t)(h + 1 - line)))
+        r->version_dependent =
+            h > line && h[-1] == ' ' && (size_t)(line + n - h) >= 5 && !memcmp(h, "HTTP/", 5);
 }
 
 static void parse_line_cmd(struct mc_request *r, const char *line, size_t len)
