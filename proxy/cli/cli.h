@@ -10,6 +10,7 @@
 #define SLABTAP_CLI_H
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -29,6 +30,29 @@ int cli_model_main(int argc, char **argv);
 int cli_experiment_main(int argc, char **argv);
 int cli_load_main(int argc, char **argv);
 int cli_top_main(int argc, char **argv);
+
+/* `model advise --objective hits` and `model mrc` (cli/model_hits.c), called
+ * by model_cmd.c once the run is open. */
+struct prediction;
+struct sqlite3;
+struct cli_hits_args {
+    const char *db;                /* the SQLite file the run is replayed from */
+    struct sqlite3 *sqlite;        /* the same, open */
+    int64_t run_id;
+    const struct prediction *r;    /* the run's prediction: its settings and version */
+    uint64_t memory_limit_mb;      /* 0: the memory the run's own settings use */
+    uint32_t max_classes;
+    double warmup;                 /* share of the requests before hits are counted */
+    bool verify, json;
+    const char *memcached;         /* --verify's binary; NULL: on PATH */
+};
+/* The number of failed checks (0: all well); 1 when it could not run. */
+int cli_model_hits_advise(const struct cli_hits_args *a);
+/* The miss-ratio curve of the run's settings (and of other, when not NULL)
+ * at `points` memory sizes up to --memory-limit (default twice the run's
+ * -m). 0 or 1. */
+int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points,
+                       const struct slab_settings *other, unsigned other_automove);
 
 /* -v/--verbose and -q/--quiet: two table rows writing an int log level
  * (start it at log_get_level(); log_set_level() it after parsing). seen

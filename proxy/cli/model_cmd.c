@@ -34,13 +34,15 @@ struct model_subcommand {
 static int model_ladder(int argc, char **argv);
 static int model_predict(int argc, char **argv);
 static int model_advise(int argc, char **argv);
+static int model_mrc(int argc, char **argv);
 
 static const struct model_subcommand subcommands[] = {
     { "ladder", "print the chunk ladder, line for line as memcached -vv prints it", model_ladder },
     { "predict", "a recorded run's per-class counters, predicted beside memcached's own",
       model_predict },
-    { "advise", "settings that waste less for a recorded run's sizes (--verify replays)",
+    { "advise", "settings that serve more hits or waste less for a recorded run (--verify replays)",
       model_advise },
+    { "mrc", "a recorded run's hit ratio at many memory sizes (the miss-ratio curve)", model_mrc },
 };
 
 static const char settings_usage[] =
@@ -173,6 +175,10 @@ struct run_opts {
     uint64_t memory_limit_mb; /* 0: the run's -m */
     bool holdout;
     const char *source; /* --source auto|rows|aggregates (NULL: auto) */
+    const char *format; /* --format text|json (NULL: text) */
+    double warmup;      /* --warmup: share of the requests before hits count */
+    uint64_t points;    /* mrc --points */
+    const char *flags;  /* mrc --flags: other settings' curve */
 };
 
 /* Where open_run's last prediction came from (issue 14): its rows, or the
@@ -183,13 +189,16 @@ static struct runs_rows_status run_rows;
 
 /* predict's and advise's flags (advise adds --max-classes, --verify,
  * --memcached). */
-static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o, bool advise,
+static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o, int mode,
                                       char *err, size_t errlen)
 {
-    const char *command = advise ? "model advise" : "model predict";
+    bool advise = mode != 0; /* 0 predict, 1 advise, 2 mrc */
+    const char *command = mode == 2 ? "model mrc" : advise ? "model advise" : "model predict";
     int level = (int)log_get_level();
     uint64_t max_classes = SLAB_MODEL_MAX_CLASSES;
     memset(o, 0, sizeof *o);
+    o->warmup = 0.5;
+    o->points = 16;
     const struct opt_spec table[] = {
         { "db", 0, OPT_STRING, .dest = &o->db },
         { "run", 0, OPT_STRING, .dest = &o->run },
@@ -206,8 +215,12 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
         { "memory-limit", 0, OPT_UINT, .dest = &o->memory_limit_mb, .min = 1, .max = 1024 * 1024 },
         { "holdout", 0, OPT_FLAG, .dest = &o->holdout },
         { "holdout-run", 0, OPT_STRING, .dest = &o->holdout_run },
+        { "format", 0, OPT_STRING, .dest = &o->format },
+        { "warmup", 0, OPT_DOUBLE, .dest = &o->warmup, .dmin = 0, .dmax = 0.95 },
+        { "points", 0, OPT_UINT, .dest = &o->points, .min = 2, .max = 64 },
+        { "flags", 0, OPT_STRING, .dest = &o->flags },
     };
-    size_t n = sizeof table / sizeof table[0] - (advise ? 0 : 7);
+    size_t n = sizeof table / sizeof table[0] - (advise ? 0 : 11);
     enum opt_result r = opt_parse(command, table, n, argc, argv, NULL, err, errlen);
     if (r != OPT_OK)
         return r;
@@ -236,8 +249,11 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
     if (o->source && strcmp(o->source, "auto") && strcmp(o->source, "rows") &&
         strcmp(o->source, "aggregates"))
         return opt_error(err, errlen, command, "--source is auto, rows or aggregates");
-    if (o->objective && strcmp(o->objective, "memory") && strcmp(o->objective, "items"))
-        return opt_error(err, errlen, command, "--objective is memory or items");
+    if (o->objective && strcmp(o->objective, "memory") && strcmp(o->objective, "items") &&
+        strcmp(o->objective, "hits"))
+        return opt_error(err, errlen, command, "--objective is hits, memory or items");
+    if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json"))
+        return opt_error(err, errlen, command, "--format is text or json");
     return OPT_OK;
 }
 
@@ -278,9 +294,26 @@ static void usage_advise(FILE *out)
     fprintf(out,
             "usage: slabtap model advise --db FILE|URI [--run NAME_OR_ID |\n"
             "                           --node PATTERN [--since DURATION]] [--max-classes K]\n"
-            "                           [--objective memory|items] [--memory-limit MB]\n"
+            "                           [--objective hits|memory|items] [--memory-limit MB]\n"
+            "                           [--warmup SHARE] [--format text|json]\n"
             "                           [--holdout | --holdout-run NAME_OR_ID]\n"
             "                           [--verify [--memcached PATH]] [-v|-q]\n\n"
+            "--objective hits (the default when the run recorded reads): the setting\n"
+            "that serves the most hits from the memory the run's own settings actually\n"
+            "use (total_malloced; --memory-limit MB sets another budget), never at equal\n"
+            "-m. Candidates: the run's own, -f 1.05..2.00, slab_sizes ladders fitted to\n"
+            "the item sizes and to the sizes weighted by reads, the best three crossed\n"
+            "with slab_automove 0/1/2; each simulated request by request (segmented or\n"
+            "plain LRU as the run's memcached ran, demand-fill: a read that misses is\n"
+            "set again unless the recording writes it next) at the largest -m that\n"
+            "stays within the budget. Hits are counted after the first SHARE of the\n"
+            "requests (--warmup, default 0.5). Also: the smallest memory that keeps the\n"
+            "run's hit ratio. --verify replays the run with demand-fill into memcacheds\n"
+            "with the current, the recommended and the best of each family, and prints\n"
+            "measured beside predicted (within 2 points) and whether the recommendation\n"
+            "measured best. --format json prints one object: recommended.flags,\n"
+            "recommended.predicted.hit_ratio and .memory_bytes, the same for current,\n"
+            "and with --verify a measured object beside each predicted.\n\n"
             "For the items the run left in memcached: the chunk waste under the run's\n"
             "own settings, under the best -f/-n, and under a slab_sizes ladder fitted to\n"
             "the sizes (at most K classes, 2..%d, default %d); warns about cliffs.\n"
@@ -314,13 +347,31 @@ static void usage_advise(FILE *out)
             SLAB_MODEL_MAX_CLASSES, SLAB_MODEL_MAX_CLASSES);
 }
 
-/* The flags of predict (advise false) or advise: true to go on; false
+static void usage_mrc(FILE *out)
+{
+    fprintf(out,
+            "usage: slabtap model mrc --db FILE [--run NAME_OR_ID] [--memory-limit MB]\n"
+            "                         [--points N] [--flags \"MEMCACHED FLAGS\"]\n"
+            "                         [--warmup SHARE] [--format text|json] [-v|-q]\n\n"
+            "The miss-ratio curve of a recorded run (writes and reads): its requests\n"
+            "simulated request by request under the run's own settings at N memory\n"
+            "sizes (default 16, spread geometrically from 1/16 of --memory-limit to it;\n"
+            "default limit: twice the run's -m), each the memory actually used\n"
+            "(total_malloced), with the hit ratio after the first SHARE of the requests\n"
+            "(--warmup, default 0.5). --flags adds a second curve for other memcached\n"
+            "settings, e.g. --flags \"-f 1.08 -o slab_automove=2\".\n\n"
+            "  -v, --verbose  debug log lines too\n"
+            "  -q, --quiet    warnings and errors only\n"
+            "  -h, --help     this text\n");
+}
+
+/* The flags of predict (mode 0), advise (1) or mrc (2): true to go on; false
  * with the exit status in *rc (help 0, usage 2) once usage is printed. */
-static bool run_opts_or_usage(int argc, char **argv, struct run_opts *o, bool advise, int *rc)
+static bool run_opts_or_usage(int argc, char **argv, struct run_opts *o, int mode, int *rc)
 {
     char err[512];
-    void (*usage)(FILE *) = advise ? usage_advise : usage_predict;
-    switch (parse_run_opts(argc, argv, o, advise, err, sizeof err)) {
+    void (*usage)(FILE *) = mode == 2 ? usage_mrc : mode ? usage_advise : usage_predict;
+    switch (parse_run_opts(argc, argv, o, mode, err, sizeof err)) {
     case OPT_HELP:
         usage(stdout);
         *rc = 0;
@@ -459,7 +510,7 @@ static int model_predict(int argc, char **argv)
     char **nodes = NULL;
     size_t n = 0;
     int rc = 1;
-    if (!run_opts_or_usage(argc, argv, &o, false, &rc) || !r)
+    if (!run_opts_or_usage(argc, argv, &o, 0, &rc) || !r)
         goto out;
     if (open_src(&o, &src))
         goto out;
@@ -897,6 +948,66 @@ out:
     return rc;
 }
 
+/* Whether run_id recorded reads (a file without the reads view has none). */
+static bool run_has_reads(sqlite3 *db, int64_t run_id)
+{
+    sqlite3_stmt *st;
+    bool yes = false;
+    if (!db || sqlite3_prepare_v2(db, "SELECT 1 FROM reads WHERE run_id = ?1 LIMIT 1", -1, &st,
+                                  NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_int64(st, 1, run_id);
+    yes = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return yes;
+}
+
+static int model_mrc(int argc, char **argv)
+{
+    struct run_opts o;
+    struct runs_src *src = NULL;
+    struct prediction *r = calloc(1, sizeof *r);
+    struct slab_settings other;
+    unsigned given = 0, automove = 1;
+    char err[256];
+    int rc = 1;
+    if (!run_opts_or_usage(argc, argv, &o, 2, &rc) || !r)
+        goto out;
+    if (open_src(&o, &src) || open_run(&o, src, -1, r))
+        goto out;
+    if (!runs_src_sqlite(src) || run_basis == RUNS_BASIS_AGGREGATES) {
+        fprintf(stderr, "slabtap model mrc: replays one run's rows from a SQLite file\n");
+        goto out;
+    }
+    if (o.flags) {
+        const char *a = strstr(o.flags, "slab_automove=");
+        if (slab_settings_from_flags(&other, &given, o.flags, r->version, err, sizeof err) !=
+            SLAB_OK) {
+            fprintf(stderr, "slabtap model mrc: --flags: %s\n", err);
+            rc = 2;
+            goto out;
+        }
+        if (a)
+            automove = (unsigned)(a[14] - '0') <= 2 ? (unsigned)(a[14] - '0') : 1;
+    }
+    struct cli_hits_args ha = { .db = o.db,
+                                .sqlite = runs_src_sqlite(src),
+                                .run_id = r->run_id,
+                                .r = r,
+                                .memory_limit_mb = o.memory_limit_mb,
+                                .max_classes = SLAB_MODEL_MAX_CLASSES,
+                                .warmup = o.warmup,
+                                .json = o.format && !strcmp(o.format, "json"),
+                                .memcached = o.memcached };
+    rc = cli_model_hits_mrc(&ha, (size_t)o.points, o.flags ? &other : NULL, automove);
+out:
+    if (r)
+        predict_free(r);
+    free(r);
+    runs_src_close(src);
+    return rc;
+}
+
 static int model_advise(int argc, char **argv)
 {
     struct run_opts o;
@@ -908,13 +1019,45 @@ static int model_advise(int argc, char **argv)
     struct advise_cliff cliffs[8];
     char flags[1024], f[32];
     int rc = 1;
-    if (!run_opts_or_usage(argc, argv, &o, true, &rc) || !r)
+    if (!run_opts_or_usage(argc, argv, &o, 1, &rc) || !r)
         goto out;
     if (open_src(&o, &src))
         goto out;
     bool fleet = o.node || o.since;
     if (fleet ? fleet_union(&o, src, r, &nruns, &nnodes) : open_run(&o, src, -1, r))
         goto out;
+    bool hits = o.objective ? !strcmp(o.objective, "hits")
+                            : !fleet && run_has_reads(runs_src_sqlite(src), r->run_id);
+    bool json = o.format && !strcmp(o.format, "json");
+    struct cli_hits_args ha = { .db = o.db,
+                                .sqlite = runs_src_sqlite(src),
+                                .run_id = r->run_id,
+                                .r = r,
+                                .memory_limit_mb = o.memory_limit_mb,
+                                .max_classes = (uint32_t)o.max_classes,
+                                .warmup = o.warmup,
+                                .verify = o.verify,
+                                .json = json,
+                                .memcached = o.memcached };
+    if (hits && (fleet || !ha.sqlite || run_basis == RUNS_BASIS_AGGREGATES)) {
+        fprintf(stderr, "slabtap model advise: --objective hits replays one run's rows (writes "
+                        "and reads) from a SQLite file (--db FILE --run ID)\n");
+        goto out;
+    }
+    if (hits && predict_sampled(r)) {
+        fprintf(stderr, "slabtap model advise: --objective hits: run %lld keeps one key in %u "
+                        "(--sample-keys); use `slabtap model mrc` for its scaled curve\n",
+                (long long)r->run_id, r->sample_keys);
+        goto out;
+    }
+    if (json && !hits) {
+        fprintf(stderr, "slabtap model advise: --format json is for --objective hits\n");
+        goto out;
+    }
+    if (json) {
+        rc = cli_model_hits_advise(&ha) ? 1 : 0;
+        goto out;
+    }
     if (r->live.n == 0) {
         fprintf(stderr, "slabtap model advise: the run left no items to size\n");
         goto out;
@@ -988,6 +1131,10 @@ static int model_advise(int argc, char **argv)
         printf("verify, capacity: not on a sampled run (its writes are one key in %u: a "
                "memcached of -m M holds another mix of them than of all keys)\n",
                r->sample_keys);
+        goto out;
+    }
+    if (hits) { /* waste above is context; the hits advice replaces capacity */
+        rc = cli_model_hits_advise(&ha) ? 1 : 0;
         goto out;
     }
     if (o.verify)

@@ -167,12 +167,22 @@ int verify_read_sequence(const char *db_path, int64_t run_id, struct capacity_se
         case WORKLOAD_CMD_PREPEND: k = CAPACITY_PREPEND; break;
         case WORKLOAD_CMD_DELETE: k = CAPACITY_DELETE; break;
         case WORKLOAD_CMD_GET:
-        case WORKLOAD_CMD_GETS: continue;
+        case WORKLOAD_CMD_GETS: k = CAPACITY_GET; break;
+        case WORKLOAD_CMD_TOUCH: k = CAPACITY_TOUCH; break;
         default: k = CAPACITY_OTHER; break;
         }
-        bool write = workload_cmd_is_write(op->cmd);
-        if (capacity_seq_add(out, key_hash(op->key, op->key_len), k, op->key_len,
-                             write ? op->flags : 0, write ? op->value_len : 0)) {
+        bool write = workload_cmd_is_write(op->cmd), read = k == CAPACITY_GET;
+        /* a read carries the length and flags its demand-fill would set;
+         * the replay sends times compressed, so no request has an age */
+        struct capacity_req req = {
+            .kind = k,
+            .key_len = op->key_len,
+            .flags = write || (read && op->fill) ? op->flags : 0,
+            .value_len = write || (read && op->fill) ? op->value_len : 0,
+            .exptime = write || k == CAPACITY_TOUCH ? (int32_t)op->ttl : 0,
+            .fill = read && op->fill,
+        };
+        if (capacity_seq_add_req(out, key_hash(op->key, op->key_len), &req)) {
             snprintf(err, errlen, "out of memory, or a write memcached never takes");
             break;
         }
@@ -236,6 +246,121 @@ out:
 early:
     stats_sample_fini(st);
     free(st);
+    free(lr);
+    return rc;
+}
+
+/* --- hits ---------------------------------------------------------------- */
+
+struct hits_mark {
+    int port;
+    bool taken;
+    int64_t hits, misses;
+    char error[256];
+};
+
+static int hits_read(int port, int64_t *hits, int64_t *misses, int64_t *malloced, int64_t *ev,
+                     char *err, size_t errlen)
+{
+    struct stats_sample *st = malloc(sizeof *st);
+    int rc = -1;
+    if (!st) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    stats_sample_init(st);
+    if (mcserver_stats(port, st, err, errlen) == 0 && stats_sample_global(st, "get_hits", hits) &&
+        stats_sample_global(st, "get_misses", misses)) {
+        if (malloced)
+            stats_sample_global(st, "total_malloced", malloced);
+        if (ev)
+            stats_sample_global(st, "evictions", ev);
+        rc = 0;
+    } else if (!err[0]) {
+        snprintf(err, errlen, "memcached's stats lack get_hits/get_misses");
+    }
+    stats_sample_fini(st);
+    free(st);
+    return rc;
+}
+
+/* on_phase of the replay: the measured window starts here */
+static void hits_on_mark(void *ud, const char *name)
+{
+    struct hits_mark *m = ud;
+    (void)name;
+    if (hits_read(m->port, &m->hits, &m->misses, NULL, NULL, m->error, sizeof m->error) == 0)
+        m->taken = true;
+}
+
+int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings *s,
+                uint64_t mem_mb, unsigned automove, bool plain_lru, uint64_t measure_from,
+                const char *memcached, struct verify_hits_result *out)
+{
+    uv_loop_t loop;
+    struct mcserver mc;
+    struct load_result *lr = calloc(1, sizeof *lr);
+    struct load_config lc = { 0 };
+    struct hits_mark mark = { 0 };
+    char err[MCSERVER_ERR_MAX], target[64];
+    int rc = -1;
+    size_t len;
+    memset(out, 0, sizeof *out);
+    if (!lr) {
+        snprintf(out->error, sizeof out->error, "out of memory");
+        return -1;
+    }
+    if (mcserver_version(memcached, false, NULL, out->version, sizeof out->version, out->error,
+                         sizeof out->error) ||
+        slab_settings_flags_for(s, mem_mb, out->version, out->flags, sizeof out->flags, out->error,
+                                sizeof out->error)) {
+        free(lr);
+        return -1;
+    }
+    len = strlen(out->flags);
+    snprintf(out->flags + len, sizeof out->flags - len, " -o slab_automove=%u%s", automove,
+             plain_lru ? " -o no_lru_maintainer,no_lru_crawler" : "");
+    uv_loop_init(&loop);
+    if (mcserver_start(&mc, &loop, memcached, false, NULL, out->flags, err, sizeof err)) {
+        snprintf(out->error, sizeof out->error, "%s", err);
+        goto out;
+    }
+    mark.port = mc.port;
+    snprintf(target, sizeof target, "127.0.0.1:%d", mc.port);
+    addr_parse(target, &lc.target);
+    lc.source = LOAD_SRC_REPLAY_DB;
+    lc.path = db_path;
+    lc.replay_run = run_id;
+    lc.connections = 1; /* memcached sees the recorded order */
+    lc.progress = LOAD_PROGRESS_OFF;
+    lc.demand_fill = LOAD_FILL_ON;
+    lc.mark_at_op = measure_from;
+    lc.on_phase = hits_on_mark;
+    lc.ud = &mark;
+    if (!measure_from)
+        mark.taken = true; /* from zero: the fresh server's counters are 0 */
+    if (load_run(&lc, lr)) {
+        snprintf(out->error, sizeof out->error, "replay: %s", lr->error);
+    } else if (!mark.taken) {
+        snprintf(out->error, sizeof out->error, "the measured window never started: %s",
+                 mark.error[0] ? mark.error : "the replay sent fewer operations");
+    } else {
+        int64_t h, m, mal = 0, ev = 0;
+        if (hits_read(mc.port, &h, &m, &mal, &ev, out->error, sizeof out->error) == 0) {
+            out->hits = (uint64_t)(h - mark.hits);
+            out->gets = (uint64_t)(h - mark.hits + m - mark.misses);
+            out->hit_ratio = out->gets ? (double)out->hits / (double)out->gets : 0;
+            out->malloced = (uint64_t)mal;
+            out->evictions = (uint64_t)ev;
+            out->fills = lr->fills;
+            out->measured = true;
+            rc = 0;
+        }
+    }
+    mcserver_stop(&mc);
+out:
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
     free(lr);
     return rc;
 }

@@ -63,4 +63,37 @@ int verify_capacity(const char *db_path, int64_t run_id, const struct slab_setti
                     uint64_t mem_mb, uint64_t mem_hint_bytes, const char *memcached,
                     struct verify_capacity_result *out);
 
+/* --- hits: what a memcached with candidate settings serves ---------------- */
+
+/* A predicted hit ratio and the measured one agree within this many
+ * percentage points (issue 19's bar for the cache model). */
+#define VERIFY_HITS_TOLERANCE_PP 2.0
+/* Two measured hit ratios closer than this are a tie: replaying the same
+ * run into the same settings twice differs by less (memcached's LRU
+ * maintainer runs on its own thread). */
+#define VERIFY_HITS_TIE 0.002
+
+struct verify_hits_result {
+    char flags[1024];
+    char version[64];
+    uint64_t gets, hits;  /* memcached's get_hits + get_misses, get_hits over the window */
+    uint64_t fills;       /* demand-fill sets the replay made */
+    uint64_t malloced;    /* total_malloced at the end */
+    uint64_t evictions;   /* stats evictions at the end */
+    double hit_ratio;     /* hits / gets */
+    bool measured;        /* false: error says why */
+    char error[512];
+};
+
+/* Starts memcached with s's flags at -m mem_mb, -o slab_automove=automove
+ * (and -o no_lru_maintainer,no_lru_crawler when plain_lru), replays run
+ * run_id on one connection with demand-fill (load/replay.h: a read that
+ * misses is followed by a set of the key's last known length unless the
+ * recording writes it next), and measures memcached's get_hits and
+ * get_misses from the measure_from-th operation sent to the end (0: the
+ * whole run). 0 when measured, else -1. */
+int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings *s,
+                uint64_t mem_mb, unsigned automove, bool plain_lru, uint64_t measure_from,
+                const char *memcached, struct verify_hits_result *out);
+
 #endif
