@@ -640,36 +640,41 @@ static void apply_append(struct sim *m, const struct capacity_op *op)
         juggle(m, whole.lru_class);
 }
 
-/* get/gets/gat (counted as gets) and touch: a lookup with a bump */
+/* get/gets, gat and touch: a lookup with a bump. memcached counts a get in
+ * get_hits/get_misses and a gat, like a touch, in touch_hits/touch_misses
+ * (proto_text.c process_get_command); the measured window (the hit ratio)
+ * counts both reads that return the value: get and gat. */
 static void apply_read(struct sim *m, const struct capacity_op *op, bool measured)
 {
-    bool is_get = op->kind != CAPACITY_TOUCH;
-    bool touches = op->kind != CAPACITY_GET;
+    bool is_get = op->kind == CAPACITY_GET;
+    bool reads = op->kind != CAPACITY_TOUCH;
     bool hit = item_lookup(m, op->key);
     struct capacity_result *r = m->r;
-    if (touches)
-        r->touches++;
-    if (is_get) {
+    if (is_get)
         r->gets++;
+    else
+        r->touches++;
+    if (reads)
         r->measured_gets += measured;
-    }
     if (hit) {
         struct sim_key *k = &m->k[op->key];
         item_bump(m, op->key);
-        if (touches) {
+        if (is_get) {
+            r->hits++;
+        } else {
             k->exptime = rel_exptime(m, op->exptime);
             r->touch_hits++;
         }
-        if (is_get) {
-            r->hits++;
+        if (reads) {
             r->measured_hits += measured;
             r->cls[k->cls].hits++;
         }
         return;
     }
-    if (!is_get)
+    if (!reads)
         return;
-    r->misses++;
+    if (is_get)
+        r->misses++;
     uint32_t cls = slab_ladder_class_for(
         m->l, slab_item_ntotal(m->l->use_cas, op->key_len, op->has_flags, op->value_len));
     r->cls[cls].misses++; /* [0]: a fill memcached would refuse */
@@ -853,6 +858,9 @@ int capacity_run(const struct slab_ladder *l, const struct capacity_config *cfg,
         uint32_t now = REL_BASE + (op->t > t0 ? op->t - t0 : 0);
         if (now > m.now) {
             m.now = now;
+            if (m.segmented)
+                for (uint32_t c = 1; c <= l->n_classes; c++)
+                    juggle(&m, c);
             if (m.am)
                 automove_tick(&m);
         }

@@ -79,8 +79,10 @@
  *     goes to WARM; expired tails (exptime < now) are reclaimed on the
  *     way. APPROXIMATED: memcached runs this in its own thread every 1 ms
  *     to 1 s; here it runs synchronously after every allocation in the
- *     class (so HOT/WARM are never over their share between requests, and
- *     a burst that memcached's thread lags behind is not reproduced).
+ *     class, and for every class when the clock moves to a new second (so
+ *     HOT/WARM are never over their share between requests, items that
+ *     expired are reclaimed at the tails within the second, and a burst
+ *     that memcached's thread lags behind is not reproduced).
  *
  * The plain LRU (-o no_lru_maintainer; items.c do_item_alloc: "only COLD
  * in compat mode", do_item_update): one list per class; a fetch (and an
@@ -100,8 +102,9 @@
  *     `expired` (memcached's get_expired) and the lookup misses; at an LRU
  *     tail the test is exptime < now (a second later): `reclaimed`;
  *   - touch/gat set exptime = now + the new exptime after the lookup
- *     (do_item_touch); gat counts as a get (get_hits/get_misses) and both
- *     count as a fetch for the LRU.
+ *     (do_item_touch); both are a fetch for the LRU; memcached counts a
+ *     gat in touch_hits/touch_misses, not get_hits (proto_text.c
+ *     process_get_command), the hit ratio here counts get and gat.
  *
  * slab_automove=1 (slab_automove.c slab_automove_run, run by
  * lru_maintainer_thread at most once per second of current_time; window
@@ -221,8 +224,8 @@ struct capacity_class {
     uint64_t requested;   /* their ntotal (stats items mem_requested) */
     uint64_t evictions;   /* stats items evicted */
     uint64_t outofmemory; /* stats items outofmemory */
-    uint64_t hits;        /* gets (and gats) that found an item of this class */
-    uint64_t misses;      /* gets that missed, by the class a demand-fill would use */
+    uint64_t hits;        /* gets and gats that found an item of this class */
+    uint64_t misses;      /* gets and gats that missed, by the class of their fill size */
     uint64_t fills;       /* demand-fill sets into this class */
 };
 
@@ -243,14 +246,17 @@ struct capacity_result {
     uint64_t unmodelled;   /* CAPACITY_OTHER ops */
     uint32_t classes_used; /* classes with a page */
     bool limit_reached;    /* a class was refused a page */
-    /* reads (whole run) */
-    uint64_t gets;          /* get + gat: stats cmd_get */
-    uint64_t hits;          /* stats get_hits */
-    uint64_t misses;        /* stats get_misses */
-    uint64_t measured_gets; /* from capacity_config.measure_from on */
+    /* reads, counted as memcached does (proto_text.c process_get_command:
+     * a gat counts as a touch, not as a get) over the whole run */
+    uint64_t gets;       /* get, gets, mg: stats cmd_get */
+    uint64_t hits;       /* stats get_hits */
+    uint64_t misses;     /* stats get_misses */
+    uint64_t touches;    /* touch + gat: stats cmd_touch */
+    uint64_t touch_hits; /* stats touch_hits */
+    /* reads that return the value (get AND gat) from
+     * capacity_config.measure_from on: the hit ratio */
+    uint64_t measured_gets;
     uint64_t measured_hits;
-    uint64_t touches; /* touch + gat: stats cmd_touch */
-    uint64_t touch_hits;
     uint64_t fills;          /* demand-fill sets made */
     uint64_t expired;        /* lookups that found the item expired: stats get_expired */
     uint64_t reclaimed;      /* expired items freed at an LRU tail: stats reclaimed */

@@ -25,7 +25,8 @@ static void lru_flags(const char *flags, struct capacity_config *c)
 {
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", flags);
-    for (char *save = NULL, *w = strtok_r(buf, " ,\t", &save); w; w = strtok_r(NULL, " ,\t", &save)) {
+    for (char *save = NULL, *w = strtok_r(buf, " ,\t", &save); w;
+         w = strtok_r(NULL, " ,\t", &save)) {
         if (!strcmp(w, "no_lru_maintainer"))
             c->lru = CAPACITY_LRU_PLAIN;
         else if (!strcmp(w, "lru_maintainer"))
@@ -62,8 +63,8 @@ static void put_result(struct jsonb *b, const struct slab_ladder *l,
                      "%s\"%u\":{\"pages\":%" PRIu64 ",\"used_chunks\":%" PRIu64
                      ",\"items\":%" PRIu64 ",\"evictions\":%" PRIu64 ",\"hits\":%" PRIu64
                      ",\"misses\":%" PRIu64 ",\"fills\":%" PRIu64 "}",
-                     first ? "" : ",", c, k->pages, k->used_chunks, k->items, k->evictions,
-                     k->hits, k->misses, k->fills);
+                     first ? "" : ",", c, k->pages, k->used_chunks, k->items, k->evictions, k->hits,
+                     k->misses, k->fills);
         first = false;
     }
     jsonb_raw(b, "}}");
@@ -151,8 +152,7 @@ int main(int argc, char **argv)
         char buf[512];
         snprintf(buf, sizeof buf, "%s", mrc);
         bool first = true;
-        for (char *save = NULL, *w = strtok_r(buf, ",", &save); w;
-             w = strtok_r(NULL, ",", &save)) {
+        for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
             uint64_t mem = strtoull(w, NULL, 10) * 1024 * 1024;
             if (capacity_mrc(&l, &cfg, &s, 0, s.n, &mem, 1, &res)) {
                 jsonb_free(&b);
