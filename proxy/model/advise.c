@@ -535,7 +535,7 @@ int advise_hist_from_seq(const struct capacity_seq *s, size_t from, size_t to, b
                 vlen[op->key] += op->value_len;
             break;
         case CAPACITY_DELETE: vlen[op->key] = 0; break;
-        case CAPACITY_OTHER: break;
+        default: break; /* incr/decr and reads: no size of their own */
         }
     }
     for (uint32_t k = 0; k < s->n_keys; k++)

@@ -1,5 +1,6 @@
-/* capacity: the write sequence and the page/chunk/LRU simulation (rules in
- * capacity.h). Pure; allocates per key. */
+/* capacity: the request sequence and the page/chunk/LRU simulation (rules,
+ * with their sources in memcached 1.6.18, in capacity.h). Pure; allocates
+ * per key and per run, never per request. */
 #include "model/capacity.h"
 
 #include <stdlib.h>
@@ -75,11 +76,32 @@ static int64_t seq_key(struct capacity_seq *s, uint64_t key_hash)
     return s->n_keys - 1;
 }
 
-int capacity_seq_add(struct capacity_seq *s, uint64_t key_hash, enum capacity_kind kind,
-                     uint32_t key_len, uint32_t flags, uint64_t value_len)
+static const char *const kind_names[] = {
+#define CAPACITY_KIND_TEXT_(name, text) text,
+    CAPACITY_KINDS(CAPACITY_KIND_TEXT_)
+#undef CAPACITY_KIND_TEXT_
+};
+
+const char *capacity_kind_str(enum capacity_kind k)
 {
-    if (key_len == 0 || key_len > 250 || value_len > SLAB_MODEL_ITEM_SIZE_MAX_MAX ||
-        kind > CAPACITY_OTHER)
+    return (unsigned)k < CAPACITY_KIND_COUNT ? kind_names[k] : "?";
+}
+
+int capacity_kind_parse(const char *text, enum capacity_kind *k)
+{
+    for (unsigned i = 0; i < CAPACITY_KIND_COUNT; i++)
+        if (!strcmp(text, kind_names[i])) {
+            *k = (enum capacity_kind)i;
+            return 0;
+        }
+    return -1;
+}
+
+int capacity_seq_add_req(struct capacity_seq *s, uint64_t key_hash, const struct capacity_req *r)
+{
+    if (r->key_len == 0 || r->key_len > 250 || r->value_len > SLAB_MODEL_ITEM_SIZE_MAX_MAX ||
+        (unsigned)r->kind >= CAPACITY_KIND_COUNT ||
+        (r->fill && r->kind != CAPACITY_GET && r->kind != CAPACITY_GAT))
         return -1;
     if (s->n == s->cap) {
         size_t ncap = s->cap ? s->cap * 2 : 1024;
@@ -93,71 +115,192 @@ int capacity_seq_add(struct capacity_seq *s, uint64_t key_hash, enum capacity_ki
     if (k < 0)
         return -1;
     s->ops[s->n++] = (struct capacity_op){ .key = (uint32_t)k,
-                                           .value_len = (uint32_t)value_len,
-                                           .kind = (uint8_t)kind,
-                                           .key_len = (uint8_t)key_len,
-                                           .has_flags = flags != 0 };
+                                           .value_len = (uint32_t)r->value_len,
+                                           .t = r->t,
+                                           .exptime = r->exptime,
+                                           .kind = (uint8_t)r->kind,
+                                           .key_len = (uint8_t)r->key_len,
+                                           .has_flags = r->flags != 0,
+                                           .fill = r->fill != 0 };
     return 0;
+}
+
+int capacity_seq_add(struct capacity_seq *s, uint64_t key_hash, enum capacity_kind kind,
+                     uint32_t key_len, uint32_t flags, uint64_t value_len)
+{
+    if (kind > CAPACITY_OTHER)
+        return -1;
+    struct capacity_req r = {
+        .kind = kind, .key_len = key_len, .flags = flags, .value_len = value_len
+    };
+    return capacity_seq_add_req(s, key_hash, &r);
 }
 
 /* --- the simulation ----------------------------------------------------- */
 
-/* One live item per key: its size (the layout is recomputed from it) and
- * its place in its class's LRU (head: newest). */
+/* memcached.c: process_started = time(0) - ITEM_UPDATE_INTERVAL - 2, so
+ * current_time starts at 62 */
+#define REL_BASE 62u
+/* memcached.h ITEM_UPDATE_INTERVAL */
+#define UPDATE_INTERVAL 60u
+/* items.c lru_pull_tail: tries */
+#define PULL_TAIL_TRIES 5
+/* items.c lru_maintainer_juggle: rounds */
+#define JUGGLE_ROUNDS 500
+/* memcached.c settings defaults */
+#define HOT_LRU_PCT 20u
+#define WARM_LRU_PCT 40u
+#define HOT_MAX_FACTOR 0.2
+#define WARM_MAX_FACTOR 2.0
+#define AUTOMOVE_WINDOW 30u
+#define AUTOMOVE_RATIO 0.8
+/* slab_automove.c */
+#define MIN_PAGES_FOR_SOURCE 2
+#define MIN_PAGES_FOR_RECLAIM 2.5
+
+enum { LRU_HOT, LRU_WARM, LRU_COLD, LRU_N };
+/* items.c lru_pull_tail flags */
+enum { PULL_EVICT = 1 };
+
+enum {
+    KB_PRESENT = 1,
+    KB_FLAGS = 2,    /* flags != 0 */
+    KB_FALLBACK = 4, /* the tail chunk went to a slab_chunk_max chunk */
+    KB_CHUNKED = 8,
+    KB_FETCHED = 16, /* ITEM_FETCHED */
+    KB_ACTIVE = 32   /* ITEM_ACTIVE */
+};
+
+/* One item per key: its size, times, flags and its place in its class's
+ * LRU (head: newest). 24 bytes. */
 struct sim_key {
     uint32_t prev, next; /* towards head / towards tail */
     uint32_t value_len;
+    uint32_t exptime; /* rel time, 0: never */
+    uint32_t time;    /* it->time: last store or bump */
     uint8_t key_len;
-    uint8_t has_flags;
-    uint8_t present;
-    uint8_t tail_fallback; /* the tail chunk went to a slab_chunk_max chunk */
+    uint8_t bits; /* KB_* */
+    uint8_t lru;  /* LRU_HOT/WARM/COLD */
+    uint8_t cls;  /* the LRU's class */
+};
+
+struct sim_list {
+    uint32_t head, tail;
+    uint64_t bytes; /* sizes_bytes: sum of ntotal */
+};
+
+/* slab_automove.c struct window_data */
+struct am_window {
+    uint64_t age;
+    uint64_t dirty;
+    float evicted_ratio;
+    uint64_t evicted_seen;
+};
+
+struct am_state {
+    struct am_window w[SLAB_MODEL_MAX_CLASSES + 1][AUTOMOVE_WINDOW];
+    uint64_t evicted_before[SLAB_MODEL_MAX_CLASSES + 1];
+    uint64_t oom_before[SLAB_MODEL_MAX_CLASSES + 1];
+    uint64_t pages_before[SLAB_MODEL_MAX_CLASSES + 1];
+    uint32_t window_cur;
+    uint32_t last_check;
 };
 
 struct sim {
     const struct slab_ladder *l;
+    const struct capacity_config *cfg;
+    bool segmented;
     uint64_t page_limit; /* pages that fit mem_limit; UINT64_MAX: none */
+    uint32_t now;        /* current_time */
+    uint32_t pool;       /* pages in the global page pool */
+    uint32_t pick_cur;   /* slabs_reassign_pick_any's static cursor */
+    uint32_t locked;     /* the item-locked key of the store in progress */
     struct sim_key *k;
-    uint32_t head[SLAB_MODEL_MAX_CLASSES + 1], tail[SLAB_MODEL_MAX_CLASSES + 1];
+    struct sim_list lru[SLAB_MODEL_MAX_CLASSES + 1][LRU_N];
     uint64_t free_chunks[SLAB_MODEL_MAX_CLASSES + 1];
+    struct am_state *am;
     struct capacity_result *r;
 };
 
-static void lru_link(struct sim *m, uint32_t key, uint32_t cls)
+static inline uint64_t key_ntotal(const struct sim *m, const struct sim_key *k)
 {
-    struct sim_key *k = &m->k[key];
-    k->prev = NONE;
-    k->next = m->head[cls];
-    if (m->head[cls] != NONE)
-        m->k[m->head[cls]].prev = key;
-    m->head[cls] = key;
-    if (m->tail[cls] == NONE)
-        m->tail[cls] = key;
+    return (uint64_t)SLAB_MODEL_ITEM_HEADER + k->key_len + 1 + (k->bits & KB_FLAGS ? 4 : 0) +
+           k->value_len + 2 + (m->l->use_cas ? 8 : 0);
 }
 
-static void lru_unlink(struct sim *m, uint32_t key, uint32_t cls)
+/* memcached.c realtime(EXPTIME_TO_POSITIVE_TIME(e)) for a relative e */
+static inline uint32_t rel_exptime(const struct sim *m, int32_t e)
+{
+    if (e == 0)
+        return 0;
+    if (e < 0)
+        return 1;
+    return m->now + (uint32_t)e;
+}
+
+/* do_item_get's test */
+static inline bool expired_lookup(const struct sim *m, const struct sim_key *k)
+{
+    return k->exptime != 0 && k->exptime <= m->now;
+}
+
+/* lru_pull_tail's test */
+static inline bool expired_tail(const struct sim *m, const struct sim_key *k)
+{
+    return k->exptime != 0 && k->exptime < m->now;
+}
+
+static void lru_link(struct sim *m, uint32_t key, uint32_t lru)
 {
     struct sim_key *k = &m->k[key];
+    struct sim_list *li = &m->lru[k->cls][lru];
+    k->lru = (uint8_t)lru;
+    k->prev = NONE;
+    k->next = li->head;
+    if (li->head != NONE)
+        m->k[li->head].prev = key;
+    li->head = key;
+    if (li->tail == NONE)
+        li->tail = key;
+    li->bytes += key_ntotal(m, k);
+}
+
+static void lru_unlink(struct sim *m, uint32_t key)
+{
+    struct sim_key *k = &m->k[key];
+    struct sim_list *li = &m->lru[k->cls][k->lru];
     if (k->prev != NONE)
         m->k[k->prev].next = k->next;
     else
-        m->head[cls] = k->next;
+        li->head = k->next;
     if (k->next != NONE)
         m->k[k->next].prev = k->prev;
     else
-        m->tail[cls] = k->prev;
+        li->tail = k->prev;
     k->prev = k->next = NONE;
+    li->bytes -= key_ntotal(m, k);
+}
+
+static void lru_move(struct sim *m, uint32_t key, uint32_t lru)
+{
+    lru_unlink(m, key);
+    lru_link(m, key, lru);
 }
 
 /* do_slabs_newslab */
 static bool new_page(struct sim *m, uint32_t cls)
 {
     struct capacity_class *c = &m->r->cls[cls];
-    if (m->r->pages + 1 > m->page_limit && c->pages > 0) {
+    if (m->r->pages + 1 > m->page_limit && c->pages > 0 && m->pool == 0) {
         m->r->limit_reached = true;
         return false;
     }
+    if (m->pool > 0) {
+        m->pool--;
+    } else {
+        m->r->pages++;
+    }
     c->pages++;
-    m->r->pages++;
     m->free_chunks[cls] += m->l->cls[cls].perslab;
     return true;
 }
@@ -183,64 +326,179 @@ static void layout_free(struct sim *m, const struct slab_item_layout *it, bool f
         chunk_free(m, fallback ? m->l->n_classes : it->tail_class);
 }
 
-static void key_layout(const struct sim *m, uint32_t key, struct slab_item_layout *it)
-{
-    const struct sim_key *k = &m->k[key];
-    slab_item_layout(m->l, k->key_len, k->has_flags, k->value_len, it);
-}
-
-/* Unlinks a live item and frees its chunks (delete, overwrite, eviction). */
+/* Unlinks a live item and frees its chunks (delete, overwrite, eviction,
+ * expiry). */
 static void item_remove(struct sim *m, uint32_t key)
 {
-    struct slab_item_layout it;
-    key_layout(m, key, &it);
-    lru_unlink(m, key, it.lru_class);
-    layout_free(m, &it, m->k[key].tail_fallback);
-    m->r->cls[it.lru_class].items--;
-    m->r->cls[it.lru_class].requested -= it.ntotal;
-    m->k[key].present = 0;
+    struct sim_key *k = &m->k[key];
+    uint64_t ntotal = key_ntotal(m, k);
+    lru_unlink(m, key);
+    if (k->bits & KB_CHUNKED) {
+        struct slab_item_layout it;
+        slab_item_layout(m->l, k->key_len, k->bits & KB_FLAGS, k->value_len, &it);
+        layout_free(m, &it, k->bits & KB_FALLBACK);
+    } else {
+        chunk_free(m, k->cls);
+    }
+    m->r->cls[k->cls].items--;
+    m->r->cls[k->cls].requested -= ntotal;
+    k->bits = 0;
 }
 
-/* do_item_alloc_pull: one chunk of class cls, evicting from the tail of
- * cls's LRU (never the item-locked key) while none is free. */
-static bool chunk_alloc(struct sim *m, uint32_t cls, uint32_t locked)
+/* A lookup (do_item_get): present and not expired; an expired item is
+ * unlinked and counted. */
+static bool item_lookup(struct sim *m, uint32_t key)
+{
+    struct sim_key *k = &m->k[key];
+    if (!(k->bits & KB_PRESENT))
+        return false;
+    if (expired_lookup(m, k)) {
+        item_remove(m, key);
+        m->r->expired++;
+        return false;
+    }
+    return true;
+}
+
+static void page_move(struct sim *m, uint32_t src, uint32_t dst);
+
+/* slabs_reassign(-1, dst) for slab_automove=2: slabs_reassign_pick_any */
+static void automove_on_eviction(struct sim *m, uint32_t dst)
+{
+    uint32_t n = m->l->n_classes;
+    for (uint32_t tries = n; tries > 0; tries--) {
+        m->pick_cur++;
+        if (m->pick_cur > n)
+            m->pick_cur = 1;
+        if (m->pick_cur == dst)
+            continue;
+        if (m->r->cls[m->pick_cur].pages > 1) {
+            page_move(m, m->pick_cur, dst);
+            return;
+        }
+    }
+}
+
+static void item_evict(struct sim *m, uint32_t key, uint32_t cls)
+{
+    m->r->cls[cls].evictions++;
+    m->r->evictions++;
+    item_remove(m, key);
+}
+
+/* items.c lru_pull_tail: the number of items removed or moved. */
+static int pull_tail(struct sim *m, uint32_t cls, uint32_t lru, uint64_t total_bytes, int flags,
+                     uint32_t max_age)
+{
+    int removed = 0;
+    uint32_t search = m->lru[cls][lru].tail, next;
+    for (int tries = PULL_TAIL_TRIES; tries > 0 && search != NONE; tries--, search = next) {
+        struct sim_key *k = &m->k[search];
+        next = k->prev;
+        if (search == m->locked)
+            continue; /* item_trylock fails */
+        if (expired_tail(m, k)) {
+            m->r->reclaimed++;
+            item_remove(m, search);
+            removed++;
+            continue;
+        }
+        uint64_t limit = 0;
+        switch (lru) {
+        case LRU_HOT: limit = total_bytes * HOT_LRU_PCT / 100; /* fall through */
+        case LRU_WARM:
+            if (limit == 0)
+                limit = total_bytes * WARM_LRU_PCT / 100;
+            if (k->bits & KB_ACTIVE) {
+                k->bits &= ~KB_ACTIVE;
+                removed++;
+                lru_move(m, search, LRU_WARM); /* WARM: to its head again */
+            } else if (m->lru[cls][lru].bytes > limit || m->now - k->time > max_age) {
+                lru_move(m, search, LRU_COLD);
+                removed++;
+            }
+            return removed;
+        default: /* COLD */
+            if (flags & PULL_EVICT) {
+                item_evict(m, search, cls);
+                removed++;
+                if (m->cfg->automove == 2)
+                    automove_on_eviction(m, cls);
+            } else if ((k->bits & KB_ACTIVE) && m->segmented) {
+                k->bits &= ~KB_ACTIVE;
+                lru_move(m, search, LRU_WARM);
+                removed++;
+            }
+            return removed;
+        }
+    }
+    return removed;
+}
+
+/* items.c lru_maintainer_juggle for one class, run at once (capacity.h). */
+static void juggle(struct sim *m, uint32_t cls)
+{
+    struct sim_list *li = m->lru[cls];
+    uint32_t cold_age = li[LRU_COLD].tail != NONE ? m->now - m->k[li[LRU_COLD].tail].time : 0;
+    uint32_t hot_age = (uint32_t)(cold_age * HOT_MAX_FACTOR);
+    uint32_t warm_age = (uint32_t)(cold_age * WARM_MAX_FACTOR);
+    uint64_t total = li[LRU_HOT].bytes + li[LRU_WARM].bytes + li[LRU_COLD].bytes;
+    for (int i = 0; i < JUGGLE_ROUNDS; i++) {
+        int more = 0;
+        if (pull_tail(m, cls, LRU_HOT, total, 0, hot_age) ||
+            pull_tail(m, cls, LRU_WARM, total, 0, warm_age))
+            more++;
+        more += pull_tail(m, cls, LRU_COLD, total, 0, 0);
+        if (!more)
+            break;
+    }
+}
+
+/* do_slabs_alloc */
+static bool slabs_alloc(struct sim *m, uint32_t cls)
+{
+    if (m->free_chunks[cls] == 0)
+        new_page(m, cls);
+    if (m->free_chunks[cls] == 0)
+        return false;
+    m->free_chunks[cls]--;
+    m->r->cls[cls].used_chunks++;
+    return true;
+}
+
+/* do_item_alloc_pull: one chunk of class cls. */
+static bool chunk_alloc(struct sim *m, uint32_t cls)
 {
     for (int i = 0; i < CAPACITY_PULL_TRIES; i++) {
-        if (m->free_chunks[cls] == 0)
-            new_page(m, cls);
-        if (m->free_chunks[cls] > 0) {
-            m->free_chunks[cls]--;
-            m->r->cls[cls].used_chunks++;
+        if (!m->segmented)
+            pull_tail(m, cls, LRU_COLD, 0, 0, 0);
+        if (slabs_alloc(m, cls))
             return true;
+        if (pull_tail(m, cls, LRU_COLD, 0, PULL_EVICT, 0) <= 0) {
+            if (m->segmented)
+                pull_tail(m, cls, LRU_HOT, 0, 0, 0);
+            else
+                return false;
         }
-        uint32_t victim = m->tail[cls];
-        if (victim != NONE && victim == locked)
-            victim = m->k[victim].prev;
-        if (victim == NONE)
-            return false;
-        m->r->cls[cls].evictions++;
-        m->r->evictions++;
-        item_remove(m, victim);
     }
     return false;
 }
 
 /* A whole item: header and data chunks in memcached's order. false (and
  * nothing held) when a chunk cannot be had. */
-static bool item_alloc(struct sim *m, const struct slab_item_layout *it, uint32_t locked,
-                       bool *fallback)
+static bool item_alloc(struct sim *m, const struct slab_item_layout *it, bool *fallback)
 {
     *fallback = false;
     if (!it->chunked)
-        return chunk_alloc(m, it->lru_class, locked);
-    if (!chunk_alloc(m, it->hdr_class, locked))
+        return chunk_alloc(m, it->lru_class);
+    if (!chunk_alloc(m, it->hdr_class))
         return false;
     uint64_t got = 0;
     for (; got < it->full_chunks; got++)
-        if (!chunk_alloc(m, it->full_class, locked))
+        if (!chunk_alloc(m, it->full_class))
             goto fail;
-    if (it->tail_class && !chunk_alloc(m, it->tail_class, locked)) {
-        if (!chunk_alloc(m, m->l->n_classes, locked))
+    if (it->tail_class && !chunk_alloc(m, it->tail_class)) {
+        if (!chunk_alloc(m, m->l->n_classes))
             goto fail;
         *fallback = true;
     }
@@ -252,47 +510,98 @@ fail:
     return false;
 }
 
-/* Links key with the given size at the head of its class's LRU. */
+/* do_item_link: key with the given size at the head of HOT (segmented) or
+ * its one LRU (plain). */
 static void item_link(struct sim *m, uint32_t key, uint8_t key_len, uint8_t has_flags,
-                      uint32_t value_len, bool fallback, const struct slab_item_layout *it)
+                      uint32_t value_len, uint32_t exptime, bool fallback,
+                      const struct slab_item_layout *it)
 {
     struct sim_key *k = &m->k[key];
     k->key_len = key_len;
-    k->has_flags = has_flags;
     k->value_len = value_len;
-    k->tail_fallback = fallback;
-    k->present = 1;
-    lru_link(m, key, it->lru_class);
+    k->bits = KB_PRESENT | (has_flags ? KB_FLAGS : 0) | (fallback ? KB_FALLBACK : 0) |
+              (it->chunked ? KB_CHUNKED : 0);
+    k->exptime = exptime;
+    k->time = m->now;
+    k->cls = (uint8_t)it->lru_class;
+    lru_link(m, key, m->segmented ? LRU_HOT : LRU_COLD);
     m->r->cls[it->lru_class].items++;
     m->r->cls[it->lru_class].requested += it->ntotal;
 }
 
-static void apply_store(struct sim *m, const struct capacity_op *op)
+/* do_item_update */
+static void item_update(struct sim *m, uint32_t key)
+{
+    struct sim_key *k = &m->k[key];
+    if (m->segmented) {
+        if (k->lru == LRU_COLD && (k->bits & KB_ACTIVE)) {
+            k->time = m->now;
+            k->bits &= ~KB_ACTIVE;
+            lru_move(m, key, LRU_WARM);
+        } else {
+            k->time = m->now;
+        }
+    } else if (k->time < m->now - UPDATE_INTERVAL) {
+        k->time = m->now;
+        lru_move(m, key, LRU_COLD);
+    }
+}
+
+/* do_item_bump: a fetch (the COLD -> WARM bump done at once) */
+static void item_bump(struct sim *m, uint32_t key)
+{
+    struct sim_key *k = &m->k[key];
+    if (!m->segmented) {
+        k->bits |= KB_FETCHED;
+        item_update(m, key);
+        return;
+    }
+    if (k->bits & KB_ACTIVE)
+        return;
+    if (!(k->bits & KB_FETCHED)) {
+        k->bits |= KB_FETCHED;
+        return;
+    }
+    k->bits |= KB_ACTIVE;
+    if (k->lru != LRU_COLD)
+        k->time = m->now;
+    else
+        item_update(m, key);
+}
+
+/* set, add, replace (and cas, ms); a demand-fill is a set */
+static void apply_store(struct sim *m, uint32_t key, enum capacity_kind kind, uint8_t key_len,
+                        uint8_t has_flags, uint32_t value_len, int32_t exptime)
 {
     struct slab_item_layout it;
     bool fb;
-    if (slab_item_layout(m->l, op->key_len, op->has_flags, op->value_len, &it) != SLAB_OK) {
+    if (slab_item_layout(m->l, key_len, has_flags, value_len, &it) != SLAB_OK) {
         m->r->too_large++;
-        if (op->kind == CAPACITY_SET && m->k[op->key].present)
-            item_remove(m, op->key);
+        if (kind == CAPACITY_SET && item_lookup(m, key))
+            item_remove(m, key);
         return;
     }
-    if (!item_alloc(m, &it, NONE, &fb)) {
+    if (!item_alloc(m, &it, &fb)) {
         m->r->outofmemory++;
         m->r->cls[it.lru_class].outofmemory++;
-        if (op->kind == CAPACITY_SET && m->k[op->key].present)
-            item_remove(m, op->key);
+        if (kind == CAPACITY_SET && item_lookup(m, key))
+            item_remove(m, key);
         return;
     }
-    bool present = m->k[op->key].present; /* after the evictions the allocation made */
-    if ((op->kind == CAPACITY_ADD && present) || (op->kind == CAPACITY_REPLACE && !present)) {
+    /* do_store_item's lookup, after the evictions the allocation made */
+    bool present = item_lookup(m, key);
+    if ((kind == CAPACITY_ADD && present) || (kind == CAPACITY_REPLACE && !present)) {
+        if (present)
+            item_update(m, key); /* add: "promote to head of LRU" */
         layout_free(m, &it, fb);
         m->r->not_stored++;
         return;
     }
     if (present)
-        item_remove(m, op->key);
-    item_link(m, op->key, op->key_len, op->has_flags, op->value_len, fb, &it);
+        item_remove(m, key);
+    item_link(m, key, key_len, has_flags, value_len, rel_exptime(m, exptime), fb, &it);
+    if (m->segmented)
+        juggle(m, it.lru_class);
 }
 
 static void apply_append(struct sim *m, const struct capacity_op *op)
@@ -303,55 +612,276 @@ static void apply_append(struct sim *m, const struct capacity_op *op)
         m->r->too_large++;
         return;
     }
-    if (!item_alloc(m, &piece, NONE, &pfb)) {
+    if (!item_alloc(m, &piece, &pfb)) {
         m->r->outofmemory++;
         m->r->cls[piece.lru_class].outofmemory++;
         return;
     }
     struct sim_key *k = &m->k[op->key];
+    bool present = item_lookup(m, op->key);
     uint64_t vlen = (uint64_t)k->value_len + op->value_len;
-    if (!k->present || vlen > UINT32_MAX ||
-        slab_item_layout(m->l, k->key_len, k->has_flags, vlen, &whole) != SLAB_OK ||
-        !item_alloc(m, &whole, op->key, &wfb)) {
-        layout_free(m, &piece, pfb);
+    bool stored = false;
+    if (present && vlen <= UINT32_MAX &&
+        slab_item_layout(m->l, k->key_len, k->bits & KB_FLAGS, vlen, &whole) == SLAB_OK) {
+        m->locked = op->key; /* do_store_item holds the key's item lock */
+        stored = item_alloc(m, &whole, &wfb);
+        m->locked = NONE;
+    }
+    layout_free(m, &piece, pfb);
+    if (!stored) {
         m->r->not_stored++;
         return;
     }
-    layout_free(m, &piece, pfb);
-    uint8_t kl = k->key_len, hf = k->has_flags;
+    uint8_t kl = k->key_len, hf = (k->bits & KB_FLAGS) != 0;
+    uint32_t exp = k->exptime; /* the new item keeps old_it->exptime */
     item_remove(m, op->key);
-    item_link(m, op->key, kl, hf, (uint32_t)vlen, wfb, &whole);
+    item_link(m, op->key, kl, hf, (uint32_t)vlen, exp, wfb, &whole);
+    if (m->segmented)
+        juggle(m, whole.lru_class);
 }
 
-int capacity_simulate(const struct slab_ladder *l, uint64_t mem_limit, const struct capacity_seq *s,
-                      size_t from, size_t to, struct capacity_result *out)
+/* get/gets, gat and touch: a lookup with a bump. memcached counts a get in
+ * get_hits/get_misses and a gat, like a touch, in touch_hits/touch_misses
+ * (proto_text.c process_get_command); the measured window (the hit ratio)
+ * counts both reads that return the value: get and gat. */
+static void apply_read(struct sim *m, const struct capacity_op *op, bool measured)
 {
-    struct sim m = { .l = l, .r = out };
+    bool is_get = op->kind == CAPACITY_GET;
+    bool reads = op->kind != CAPACITY_TOUCH;
+    bool hit = item_lookup(m, op->key);
+    struct capacity_result *r = m->r;
+    if (is_get)
+        r->gets++;
+    else
+        r->touches++;
+    if (reads)
+        r->measured_gets += measured;
+    if (hit) {
+        struct sim_key *k = &m->k[op->key];
+        item_bump(m, op->key);
+        if (is_get) {
+            r->hits++;
+        } else {
+            k->exptime = rel_exptime(m, op->exptime);
+            r->touch_hits++;
+        }
+        if (reads) {
+            r->measured_hits += measured;
+            r->cls[k->cls].hits++;
+        }
+        return;
+    }
+    if (!reads)
+        return;
+    if (is_get)
+        r->misses++;
+    uint32_t cls = slab_ladder_class_for(
+        m->l, slab_item_ntotal(m->l->use_cas, op->key_len, op->has_flags, op->value_len));
+    r->cls[cls].misses++; /* [0]: a fill memcached would refuse */
+    if (!op->fill)
+        return;
+    r->fills++;
+    r->cls[cls].fills++;
+    apply_store(m, op->key, CAPACITY_SET, op->key_len, op->has_flags, op->value_len, op->exptime);
+}
+
+/* The LRU tail item of cls to give up with a moved page (COLD, WARM, HOT),
+ * never the locked key; NONE when there is none. */
+static uint32_t move_victim(struct sim *m, uint32_t cls)
+{
+    static const uint32_t order[LRU_N] = { LRU_COLD, LRU_WARM, LRU_HOT };
+    for (int i = 0; i < LRU_N; i++) {
+        uint32_t v = m->lru[cls][order[i]].tail;
+        if (v != NONE && v == m->locked)
+            v = m->k[v].prev;
+        if (v != NONE)
+            return v;
+    }
+    return NONE;
+}
+
+/* slab_rebalance_start .. _finish, at once: src's page to dst (0: the
+ * global pool); the items it held are rescued into src's free chunks or
+ * lost (capacity.h). */
+static void page_move(struct sim *m, uint32_t src, uint32_t dst)
+{
+    struct capacity_class *s = &m->r->cls[src];
+    uint64_t per = m->l->cls[src].perslab;
+    if (src == dst || s->pages < 2)
+        return;
+    uint64_t keep = (s->pages - 1) * per;
+    while (s->used_chunks > keep) {
+        uint32_t v = move_victim(m, src);
+        if (v == NONE)
+            return; /* its chunks belong to other classes' items: not made */
+        m->r->move_evictions++;
+        item_remove(m, v);
+    }
+    s->pages--;
+    m->free_chunks[src] -= per;
+    if (dst == 0) {
+        m->pool++;
+    } else {
+        m->r->cls[dst].pages++;
+        m->free_chunks[dst] += m->l->cls[dst].perslab;
+    }
+    m->r->moves++;
+}
+
+/* slab_automove.c slab_automove_run, once; true when it gave a page to the
+ * global pool (the maintainer then runs it again without waiting). */
+static bool automove_window(struct sim *m)
+{
+    struct am_state *a = m->am;
+    uint32_t n_cls = m->l->n_classes;
+    int src = -1, dst = -1, oldest = -1, youngest = -1;
+    uint64_t oldest_age = 0, youngest_age = UINT64_MAX;
+    bool youngest_evicting = false;
+    uint64_t evicted_total = 0;
+    for (uint32_t n = 1; n <= n_cls; n++)
+        evicted_total += m->r->cls[n].evictions - a->evicted_before[n];
+    a->window_cur++;
+    for (uint32_t n = 1; n <= n_cls; n++) {
+        const struct capacity_class *c = &m->r->cls[n];
+        struct am_window *wd = &a->w[n][a->window_cur % AUTOMOVE_WINDOW];
+        memset(wd, 0, sizeof *wd);
+        uint64_t evicted_delta = c->evictions - a->evicted_before[n];
+        if (evicted_delta > 0) {
+            wd->evicted_ratio = (float)evicted_delta / (float)evicted_total;
+            wd->evicted_seen = 1;
+            wd->dirty = 1;
+        }
+        if (c->outofmemory - a->oom_before[n] > 0)
+            wd->dirty = 1;
+        if (c->pages > a->pages_before[n])
+            wd->dirty = 1;
+        uint32_t tail = m->lru[n][LRU_COLD].tail;
+        wd->age = tail != NONE ? m->now - m->k[tail].time : 0;
+        struct am_window sum = { 0 };
+        for (uint32_t x = 0; x < AUTOMOVE_WINDOW; x++) {
+            sum.age += a->w[n][x].age;
+            sum.dirty += a->w[n][x].dirty;
+            sum.evicted_ratio += a->w[n][x].evicted_ratio;
+            sum.evicted_seen += a->w[n][x].evicted_seen;
+        }
+        uint64_t age = sum.age / AUTOMOVE_WINDOW;
+        if (m->free_chunks[n] > m->l->cls[n].perslab * MIN_PAGES_FOR_RECLAIM && sum.dirty == 0) {
+            src = (int)n;
+            dst = 0;
+            youngest = oldest = -1;
+            break;
+        }
+        if (age > oldest_age && c->pages > MIN_PAGES_FOR_SOURCE) {
+            oldest = (int)n;
+            oldest_age = age;
+        }
+        if (age < youngest_age && (sum.evicted_seen > AUTOMOVE_WINDOW / 2 ||
+                                   sum.evicted_ratio / AUTOMOVE_WINDOW > 0.25)) {
+            youngest = (int)n;
+            youngest_age = age;
+            youngest_evicting = wd->evicted_seen != 0;
+        }
+    }
+    for (uint32_t n = 1; n <= n_cls; n++) {
+        a->evicted_before[n] = m->r->cls[n].evictions;
+        a->oom_before[n] = m->r->cls[n].outofmemory;
+        a->pages_before[n] = m->r->cls[n].pages;
+    }
+    if (youngest != -1 && oldest != -1 && a->window_cur > AUTOMOVE_WINDOW &&
+        youngest_age < (double)oldest_age * AUTOMOVE_RATIO && youngest_evicting) {
+        src = oldest;
+        dst = youngest;
+    }
+    if (src != -1 && dst != -1)
+        page_move(m, (uint32_t)src, (uint32_t)dst);
+    return src != -1 && dst == 0;
+}
+
+/* The maintainer's once-a-second automove check for the seconds up to
+ * now (at most a window and one of them for an idle gap). */
+static void automove_tick(struct sim *m)
+{
+    struct am_state *a = m->am;
+    if (a->last_check == m->now)
+        return;
+    uint32_t runs = m->now - a->last_check;
+    if (runs > AUTOMOVE_WINDOW + 1)
+        runs = AUTOMOVE_WINDOW + 1;
+    for (uint32_t i = 0; i < runs; i++) {
+        /* a reclaim to the global pool is retried at once (dst == 0) */
+        for (uint32_t j = 0; j <= m->l->n_classes && automove_window(m); j++)
+            ;
+    }
+    a->last_check = m->now;
+}
+
+void capacity_config_default(struct capacity_config *c, uint64_t mem_limit)
+{
+    memset(c, 0, sizeof *c);
+    c->mem_limit = mem_limit;
+    c->lru = CAPACITY_LRU_SEGMENTED;
+    c->automove = 1;
+    c->use_cas = true;
+}
+
+int capacity_run(const struct slab_ladder *l, const struct capacity_config *cfg,
+                 const struct capacity_seq *s, size_t from, size_t to, struct capacity_result *out)
+{
+    if (cfg->automove > 2)
+        return -1;
+    struct sim m = { .l = l, .cfg = cfg, .r = out, .locked = NONE };
     memset(out, 0, sizeof *out);
-    out->mem_limit = mem_limit;
-    m.page_limit = mem_limit ? mem_limit / l->slab_page_size : UINT64_MAX;
+    out->mem_limit = cfg->mem_limit;
+    m.segmented = cfg->lru == CAPACITY_LRU_SEGMENTED;
+    m.page_limit = cfg->mem_limit ? cfg->mem_limit / l->slab_page_size : UINT64_MAX;
     m.k = calloc(s->n_keys ? s->n_keys : 1, sizeof *m.k);
     if (!m.k)
         return -1;
+    bool automove1 = cfg->automove == 1 && m.segmented;
+    if (automove1 && !(m.am = calloc(1, sizeof *m.am))) {
+        free(m.k);
+        return -1;
+    }
     for (uint32_t i = 0; i < s->n_keys; i++)
         m.k[i].prev = m.k[i].next = NONE;
     for (uint32_t c = 0; c <= SLAB_MODEL_MAX_CLASSES; c++)
-        m.head[c] = m.tail[c] = NONE;
+        for (int j = 0; j < LRU_N; j++)
+            m.lru[c][j].head = m.lru[c][j].tail = NONE;
     if (to > s->n)
         to = s->n;
+    uint32_t t0 = from < to ? s->ops[from].t : 0;
+    m.now = REL_BASE;
+    if (m.am)
+        m.am->last_check = m.now;
     for (size_t i = from; i < to; i++) {
         const struct capacity_op *op = &s->ops[i];
+        uint32_t now = REL_BASE + (op->t > t0 ? op->t - t0 : 0);
+        if (now > m.now) {
+            m.now = now;
+            if (m.segmented)
+                for (uint32_t c = 1; c <= l->n_classes; c++)
+                    juggle(&m, c);
+            if (m.am)
+                automove_tick(&m);
+        }
         switch ((enum capacity_kind)op->kind) {
         case CAPACITY_SET:
         case CAPACITY_ADD:
-        case CAPACITY_REPLACE: apply_store(&m, op); break;
+        case CAPACITY_REPLACE:
+            apply_store(&m, op->key, (enum capacity_kind)op->kind, op->key_len, op->has_flags,
+                        op->value_len, op->exptime);
+            break;
         case CAPACITY_APPEND:
         case CAPACITY_PREPEND: apply_append(&m, op); break;
         case CAPACITY_DELETE:
-            if (m.k[op->key].present)
+            if (item_lookup(&m, op->key))
                 item_remove(&m, op->key);
             break;
-        case CAPACITY_OTHER: out->unmodelled++; break;
+        case CAPACITY_GET:
+        case CAPACITY_TOUCH:
+        case CAPACITY_GAT: apply_read(&m, op, i >= cfg->measure_from); break;
+        case CAPACITY_OTHER:
+        case CAPACITY_KIND_COUNT: out->unmodelled++; break;
         }
     }
     for (uint32_t c = 1; c <= l->n_classes; c++) {
@@ -361,11 +891,101 @@ int capacity_simulate(const struct slab_ladder *l, uint64_t mem_limit, const str
         out->chunk_bytes += cc->used_chunks * l->cls[c].chunk_size;
         out->classes_used += cc->pages > 0;
     }
+    out->pool_pages = m.pool;
     out->malloced = out->pages * l->slab_page_size;
     out->chunk_waste = out->chunk_bytes - out->requested;
     out->page_slack = out->malloced - out->chunk_bytes;
     free(m.k);
+    free(m.am);
     return 0;
+}
+
+int capacity_simulate(const struct slab_ladder *l, uint64_t mem_limit, const struct capacity_seq *s,
+                      size_t from, size_t to, struct capacity_result *out)
+{
+    struct capacity_config c = { .mem_limit = mem_limit,
+                                 .lru = CAPACITY_LRU_SEGMENTED,
+                                 .automove = 0,
+                                 .measure_from = from,
+                                 .use_cas = l->use_cas };
+    return capacity_run(l, &c, s, from, to, out);
+}
+
+double capacity_hit_ratio(const struct capacity_result *r)
+{
+    return r->measured_gets ? (double)r->measured_hits / (double)r->measured_gets : 0.0;
+}
+
+int capacity_mrc(const struct slab_ladder *l, const struct capacity_config *base,
+                 const struct capacity_seq *s, size_t from, size_t to, const uint64_t *mem_limits,
+                 size_t n, struct capacity_result *out)
+{
+    struct capacity_config c = *base;
+    for (size_t i = 0; i < n; i++) {
+        c.mem_limit = mem_limits[i];
+        if (capacity_run(l, &c, s, from, to, &out[i]))
+            return -1;
+    }
+    return 0;
+}
+
+/* Marks the classes an item of this size takes chunks in. */
+static void mark_classes(const struct slab_ladder *l, uint32_t key_len, bool has_flags,
+                         uint32_t value_len, bool *used)
+{
+    struct slab_item_layout it;
+    if (slab_item_layout(l, key_len, has_flags, value_len, &it) != SLAB_OK)
+        return;
+    if (!it.chunked) {
+        used[it.lru_class] = true;
+        return;
+    }
+    used[it.hdr_class] = true;
+    if (it.full_chunks)
+        used[it.full_class] = true;
+    if (it.tail_class)
+        used[it.tail_class] = true;
+}
+
+enum capacity_shards_status capacity_shards_run(const struct slab_ladder *l,
+                                                const struct capacity_config *cfg, uint32_t n,
+                                                const struct capacity_seq *s, size_t from,
+                                                size_t to, uint32_t *classes,
+                                                struct capacity_result *out)
+{
+    if (n == 0 || cfg->mem_limit == 0)
+        return CAPACITY_SHARDS_ERROR;
+    bool used[SLAB_MODEL_MAX_CLASSES + 1] = { false };
+    if (to > s->n)
+        to = s->n;
+    for (size_t i = from; i < to; i++) {
+        const struct capacity_op *op = &s->ops[i];
+        switch ((enum capacity_kind)op->kind) {
+        case CAPACITY_SET:
+        case CAPACITY_ADD:
+        case CAPACITY_REPLACE:
+        case CAPACITY_APPEND:
+        case CAPACITY_PREPEND:
+            mark_classes(l, op->key_len, op->has_flags, op->value_len, used);
+            break;
+        case CAPACITY_GET:
+        case CAPACITY_GAT:
+            if (op->fill)
+                mark_classes(l, op->key_len, op->has_flags, op->value_len, used);
+            break;
+        default: break;
+        }
+    }
+    uint32_t nc = 0;
+    for (uint32_t c = 1; c <= l->n_classes; c++)
+        nc += used[c];
+    if (classes)
+        *classes = nc;
+    struct capacity_config c = *cfg;
+    c.mem_limit = cfg->mem_limit / n;
+    if (c.mem_limit / l->slab_page_size < (uint64_t)CAPACITY_SHARDS_MIN_PAGES * (nc ? nc : 1))
+        return CAPACITY_SHARDS_TOO_SMALL;
+    return capacity_run(l, &c, s, from, to, out) ? CAPACITY_SHARDS_ERROR : CAPACITY_SHARDS_OK;
 }
 
 const char *capacity_objective_str(enum capacity_objective o)
