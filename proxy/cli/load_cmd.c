@@ -31,7 +31,7 @@ struct load_cli_args {
     const char *target, *workload, *replay_db, *twitter, *cachelib;
     int64_t replay_run;
     uint64_t connections, pipeline, seed;
-    bool seed_set, dry_run, quiet, no_probe;
+    bool seed_set, dry_run, quiet, no_probe, demand_fill, no_demand_fill;
     double rate;
     int level;
     struct cli_ladder_flags ladder; /* --dry-run's ladder flags */
@@ -50,8 +50,14 @@ static void load_cli_usage(FILE *out)
             "\n"
             "SOURCE, exactly one of:\n"
             "  --workload FILE        a workload file (experiments/README.md, \"Workload files\")\n"
-            "  --replay-db FILE       the writes `slabtap proxy` recorded in FILE\n"
+            "  --replay-db FILE       the writes (and reads, when recorded) `slabtap proxy`\n"
+            "                         recorded in FILE, in their recorded order\n"
             "  --replay-run N         which run of --replay-db (default: the newest)\n"
+            "  --demand-fill          a replayed read that misses is followed by a set of\n"
+            "                         the key's last known size, unless the recording's\n"
+            "                         next request for the key is a write (default: on\n"
+            "                         when the run has reads)\n"
+            "  --no-demand-fill       replayed reads fill nothing\n"
             "  --twitter-trace FILE   a twitter/cache-trace CSV\n"
             "  --cachelib-trace FILE  a CacheLib kvcache trace CSV (with its header row)\n"
             "\n"
@@ -94,6 +100,8 @@ static enum opt_result load_cli_parse_flags(int argc, char **argv, struct load_c
         { "dry-run", 0, OPT_FLAG, .dest = &a->dry_run },
         { "rate", 0, OPT_DOUBLE, .dest = &a->rate, .dmin = 0.001, .dmax = 1e9 },
         { "no-probe", 0, OPT_FLAG, .dest = &a->no_probe },
+        { "demand-fill", 0, OPT_FLAG, .dest = &a->demand_fill },
+        { "no-demand-fill", 0, OPT_FLAG, .dest = &a->no_demand_fill },
         CLI_OPTS_LADDER(&a->ladder),
         CLI_OPTS_VERBOSITY(&a->level, &a->quiet),
     };
@@ -117,6 +125,11 @@ static enum opt_result load_cli_check(const struct load_cli_args *a, struct load
                          "--twitter-trace, --cachelib-trace");
     if (a->replay_run && !a->replay_db)
         return opt_error(err, errlen, "load", "--replay-run needs --replay-db");
+    if ((a->demand_fill || a->no_demand_fill) && !a->replay_db)
+        return opt_error(err, errlen, "load",
+                         "--demand-fill and --no-demand-fill need --replay-db");
+    if (a->demand_fill && a->no_demand_fill)
+        return opt_error(err, errlen, "load", "give --demand-fill or --no-demand-fill, not both");
     if (a->ladder.given && !a->dry_run)
         return opt_error(err, errlen, "load",
                          "-n -f -I -m --slab-chunk-max --no-cas only "
@@ -205,6 +218,57 @@ static void load_cli_latency(const struct load_result *r)
     }
 }
 
+static double load_cli_pct(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* gets, hits, misses, hit ratio, fills; then the server's deltas. */
+static void load_cli_reads(const char *label, uint64_t gets, uint64_t hits, uint64_t misses,
+                           uint64_t fills, uint64_t stored)
+{
+    printf("%-17s %" PRIu64 " gets, %" PRIu64 " hits, %" PRIu64
+           " misses, hit ratio %.2f %%, %" PRIu64 " fills (%" PRIu64 " stored)\n",
+           label, gets, hits, misses, load_cli_pct(hits, hits + misses), fills, stored);
+}
+
+static void load_cli_server(const char *label, const struct load_server_counts *s)
+{
+    printf("%-17s get_hits %" PRIu64 ", get_misses %" PRIu64 ", hit ratio %.2f %%, cmd_set %" PRIu64
+           ", evictions %" PRIu64 "\n",
+           label, s->get_hits, s->get_misses,
+           load_cli_pct(s->get_hits, s->get_hits + s->get_misses), s->cmd_set, s->evictions);
+}
+
+/* What the reads did, whole run and per phase, as seen here and by the
+ * target's own `stats`. */
+static void load_cli_hits(const struct load_result *r)
+{
+    load_cli_reads("reads:", r->gets, r->hits, r->misses, r->fills, r->fills_stored);
+    if (r->has_server)
+        load_cli_server("server:", &r->server);
+    else
+        printf("%-18s%s\n", "server:", r->server_note[0] ? r->server_note : "no counts");
+    if (r->replay_reads)
+        printf("%-18s%" PRIu64 " reads replayed; no fill: %" PRIu64
+               " (next request a write), %" PRIu64 " (size unknown)\n",
+               "replayed reads:", r->replay_reads, r->fill_skipped_next_write,
+               r->fill_skipped_unknown);
+    for (unsigned i = 0; r->phases && i < r->n_phase_results; i++) {
+        const struct load_phase_result *p = &r->phase_result[i];
+        char label[WORKLOAD_NAME_MAX + 32];
+        if (!p->ops && !p->gets)
+            continue;
+        snprintf(label, sizeof label, "phase %s%s:", p->name[0] ? p->name : "(start)",
+                 p->merged ? "+" : "");
+        load_cli_reads(label, p->gets, p->hits, p->misses, p->fills, p->fills_stored);
+        if (p->has_server) {
+            snprintf(label, sizeof label, "  server:");
+            load_cli_server(label, &p->server);
+        }
+    }
+}
+
 static void load_cli_summary(const struct load_cli_args *a, const struct load_result *r)
 {
     const char *src = a->workload    ? a->workload
@@ -229,6 +293,7 @@ static void load_cli_summary(const struct load_cli_args *a, const struct load_re
         printf("%-18s%" PRIu64 " confirmed (%" PRIu64 " mn fences)\n", "noreply:", r->silent,
                r->fences);
         printf("%-18s%" PRIu64 "\n", "errors:", r->errors);
+        load_cli_hits(r);
         printf("%-18s%.3f s\n", "elapsed:", secs);
         printf("%-18s%.0f\n", "ops/s:", secs > 0 ? (double)r->ops / secs : 0.0);
         if (a->rate > 0)
@@ -267,6 +332,8 @@ static int load_cli_source(const struct load_cli_args *a, struct load_config *cf
                                : LOAD_SRC_CACHELIB;
     cfg->path = a->replay_db ? a->replay_db : a->twitter ? a->twitter : a->cachelib;
     cfg->replay_run = a->replay_run;
+    cfg->replay_reads = true;
+    cfg->demand_fill = !a->no_demand_fill;
     return 0;
 }
 

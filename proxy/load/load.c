@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,10 +90,13 @@ static int load_source_open_replay(struct load_source *s, const struct load_conf
     s->kind = cfg->source;
     if (cfg->source == LOAD_SRC_WORKLOAD)
         return 0;
-    return replay_open(&s->replay, kinds[cfg->source], cfg->path, cfg->replay_run, err, errlen) ==
-                   REPLAY_OK
-               ? 0
-               : -1;
+    if (replay_open(&s->replay, kinds[cfg->source], cfg->path, cfg->replay_run, err, errlen) !=
+        REPLAY_OK)
+        return -1;
+    if (cfg->source == LOAD_SRC_REPLAY_DB && cfg->replay_reads &&
+        replay_db_reads(s->replay, cfg->demand_fill, err, errlen) != REPLAY_OK)
+        return -1;
+    return 0;
 }
 
 static int load_source_open_plan(struct load_source *s, const struct load_config *cfg,
@@ -121,6 +126,9 @@ static void load_source_close(struct load_source *s, struct load_result *res)
     if (s->replay) {
         res->skipped = replay_skipped(s->replay);
         res->replay_run = replay_run_id(s->replay);
+        res->fill_skipped_next_write = replay_fill_next_write(s->replay);
+        res->fill_skipped_unknown = replay_fill_unknown(s->replay);
+        res->replay_reads = replay_reads_total(s->replay);
         replay_close(s->replay);
         s->replay = NULL;
     }
@@ -199,9 +207,13 @@ int load_plan_digest(const struct load_config *cfg, struct load_result *out)
 
 enum load_slot_kind { LOAD_SLOT_REPLY, LOAD_SLOT_SILENT, LOAD_SLOT_FENCE };
 
+/* What a slot's op is to get-or-set. */
+enum load_role { LOAD_ROLE_PLAIN, LOAD_ROLE_FILL_READ, LOAD_ROLE_FILL_SET };
+
 struct load_slot {
     uint8_t cmd;  /* enum workload_cmd */
     uint8_t kind; /* enum load_slot_kind */
+    uint8_t role; /* enum load_role */
     uint64_t due; /* uv_hrtime the op was due (rate) or written */
 };
 
@@ -227,6 +239,14 @@ struct load_conn {
     struct workload_op *defer; /* ring of LOAD_DEFER_MAX ops, in plan order */
     uint64_t *defer_due;       /* when each deferred op was due */
     unsigned defer_head, defer_count;
+    /* get-or-set, only when the source can fill: the fill of each fill
+     * read in flight (parallel to fifo), the fills due after misses (a
+     * ring of pipeline + 1, sent before anything else), and per key-hash
+     * bucket the fill reads whose fill is not queued yet */
+    struct workload_op *fill_of;
+    struct workload_op *fills_due;
+    unsigned fills_head, fills_count;
+    uint16_t *fill_wait;
     struct mc_resp_parser rp;
     bool in_get; /* inside a get's VALUE ... END answer */
     uint32_t get_hits;
@@ -281,6 +301,10 @@ struct load_engine {
     struct stats_parse_batch probe;
     struct stats_sample *sample;
     struct slab_ladder ladder;
+    bool can_fill;                      /* the source may yield fill reads */
+    bool server_ok;                     /* the target answered `stats` */
+    struct load_server_counts at_start; /* the target's counters at run start */
+    struct load_server_counts at_phase; /* ... at the current phase's start */
 };
 
 static char load_crlf[] = "\r\n";
@@ -394,6 +418,10 @@ static size_t load_format_request(char *p, const struct workload_op *op)
     const char *name = workload_cmd_name(op->cmd);
     size_t n = load_put_str(p, name, strlen(name));
     p[n++] = ' ';
+    if (op->cmd == WORKLOAD_CMD_GAT) {
+        n += load_put_i64(p + n, op->ttl);
+        p[n++] = ' ';
+    }
     n += load_put_str(p + n, op->key, op->key_len);
     if (workload_cmd_is_write(op->cmd)) {
         p[n++] = ' ';
@@ -409,7 +437,7 @@ static size_t load_format_request(char *p, const struct workload_op *op)
         p[n++] = ' ';
         n += load_put_u64(p + n, op->value_len);
     }
-    if (op->noreply && op->cmd != WORKLOAD_CMD_GET && op->cmd != WORKLOAD_CMD_GETS)
+    if (op->noreply && !workload_cmd_is_read(op->cmd))
         n += load_put_str(p + n, " noreply", 8);
     n += load_put_str(p + n, "\r\n", 2);
     return n;
@@ -434,21 +462,25 @@ static void load_batch_add(struct load_batch *b, char *base, size_t len)
     b->bufs[b->nbufs++] = uv_buf_init(base, (unsigned)len);
 }
 
-static void load_slot_push(struct load_conn *c, enum workload_cmd cmd, enum load_slot_kind kind)
+/* The slot's index in the fifo ring. */
+static unsigned load_slot_push(struct load_conn *c, enum workload_cmd cmd, enum load_slot_kind kind,
+                               enum load_role role)
 {
-    unsigned cap = c->e->pipeline + 1;
-    struct load_slot *s = &c->fifo[(c->head + c->count) % cap];
+    unsigned cap = c->e->pipeline + 1, at = (c->head + c->count) % cap;
+    struct load_slot *s = &c->fifo[at];
     s->cmd = (uint8_t)cmd;
     s->kind = (uint8_t)kind;
+    s->role = (uint8_t)role;
     s->due = c->e->op_due;
     c->count++;
+    return at;
 }
 
 /* The oldest op is answered: its latency, then its slot goes. */
 static void load_slot_pop(struct load_conn *c)
 {
     const struct load_slot *s = &c->fifo[c->head];
-    if (s->kind == LOAD_SLOT_REPLY) {
+    if (s->kind == LOAD_SLOT_REPLY && s->role != LOAD_ROLE_FILL_SET) {
         uint64_t now = uv_hrtime();
         lhist_add(&c->e->res->latency[s->cmd], now > s->due ? now - s->due : 0);
     }
@@ -475,7 +507,18 @@ static unsigned load_digit_form(enum workload_cmd cmd)
 static const enum workload_cmd load_digit_cmds[3] = { WORKLOAD_CMD_SET, WORKLOAD_CMD_PREPEND,
                                                       WORKLOAD_CMD_APPEND };
 
-static void load_queue_op(struct load_conn *c, const struct workload_op *op)
+static unsigned load_fill_bucket(const struct workload_op *op)
+{
+    return (unsigned)(keyfmt_hash(op->key, op->key_len) % LOAD_FILL_BUCKETS);
+}
+
+static struct load_phase_result *load_phase_cur(struct load_engine *e)
+{
+    return &e->res->phase_result[e->res->n_phase_results - 1];
+}
+
+/* role: LOAD_ROLE_FILL_SET for a fill (not a plan op); else the op's own. */
+static void load_queue_op(struct load_conn *c, const struct workload_op *op, enum load_role role)
 {
     struct load_engine *e = c->e;
     struct load_batch *b = &c->batch[c->fill];
@@ -501,12 +544,27 @@ static void load_queue_op(struct load_conn *c, const struct workload_op *op)
         }
         load_batch_add(b, load_crlf, 2);
     }
-    load_slot_push(c, op->cmd,
-                   op->noreply && op->cmd != WORKLOAD_CMD_GET && op->cmd != WORKLOAD_CMD_GETS
-                       ? LOAD_SLOT_SILENT
-                       : LOAD_SLOT_REPLY);
+    if (role != LOAD_ROLE_FILL_SET && op->fill && c->fill_of && workload_cmd_is_read(op->cmd))
+        role = LOAD_ROLE_FILL_READ;
+    unsigned at = load_slot_push(
+        c, op->cmd,
+        op->noreply && !workload_cmd_is_read(op->cmd) ? LOAD_SLOT_SILENT : LOAD_SLOT_REPLY, role);
+    if (role == LOAD_ROLE_FILL_SET) {
+        e->res->fills++;
+        load_phase_cur(e)->fills++;
+        return;
+    }
+    if (role == LOAD_ROLE_FILL_READ) {
+        struct workload_op *f = &c->fill_of[at];
+        *f = *op;
+        f->cmd = WORKLOAD_CMD_SET;
+        f->fill = false;
+        f->noreply = false;
+        c->fill_wait[load_fill_bucket(op)]++;
+    }
     e->res->ops++;
     e->res->ops_by_cmd[op->cmd]++;
+    load_phase_cur(e)->ops++;
 }
 
 /* noreply requests are only known to be done once something behind them
@@ -521,7 +579,7 @@ static void load_queue_fence(struct load_conn *c)
     memcpy(p, LOAD_FENCE, LOAD_FENCE_LEN);
     b->text_len += LOAD_FENCE_LEN;
     load_batch_add(b, p, LOAD_FENCE_LEN);
-    load_slot_push(c, WORKLOAD_CMD_SET, LOAD_SLOT_FENCE);
+    load_slot_push(c, WORKLOAD_CMD_SET, LOAD_SLOT_FENCE, LOAD_ROLE_PLAIN);
     c->e->res->fences++;
 }
 
@@ -597,6 +655,22 @@ static bool load_on_get_line(struct load_conn *c, const struct load_slot *s,
     c->in_get = false;
     c->get_hits = 0;
     load_count(c->e, (enum workload_cmd)s->cmd, a);
+    if (a == LOAD_ANS_HIT || a == LOAD_ANS_MISS) {
+        struct load_phase_result *ph = load_phase_cur(c->e);
+        c->e->res->gets++;
+        ph->gets++;
+        c->e->res->hits += a == LOAD_ANS_HIT;
+        ph->hits += a == LOAD_ANS_HIT;
+        c->e->res->misses += a == LOAD_ANS_MISS;
+        ph->misses += a == LOAD_ANS_MISS;
+    }
+    if (s->role == LOAD_ROLE_FILL_READ) {
+        const struct workload_op *f = &c->fill_of[c->head];
+        if (a == LOAD_ANS_MISS) /* its bucket waits on until the fill is queued */
+            c->fills_due[(c->fills_head + c->fills_count++) % (c->e->pipeline + 1)] = *f;
+        else
+            c->fill_wait[load_fill_bucket(f)]--;
+    }
     load_slot_pop(c);
     return true;
 }
@@ -639,12 +713,18 @@ static bool load_on_line(struct load_conn *c, const struct mc_line *l)
         load_slot_pop(c);
         return true;
     }
-    if (s->cmd == WORKLOAD_CMD_GET || s->cmd == WORKLOAD_CMD_GETS)
+    if (workload_cmd_is_read((enum workload_cmd)s->cmd))
         return load_on_get_line(c, s, l);
     enum load_answer a = load_classify(l);
     if (!load_answer_fits((enum workload_cmd)s->cmd, a))
         return false;
-    load_count(c->e, (enum workload_cmd)s->cmd, a);
+    if (s->role == LOAD_ROLE_FILL_SET) {
+        c->e->res->fills_stored += a == LOAD_ANS_STORED;
+        load_phase_cur(c->e)->fills_stored += a == LOAD_ANS_STORED;
+        c->e->res->errors += load_answer_is_error(a);
+    } else {
+        load_count(c->e, (enum workload_cmd)s->cmd, a);
+    }
     load_slot_pop(c);
     return true;
 }
@@ -754,16 +834,160 @@ static struct load_conn *load_conn_for(struct load_engine *e, const struct workl
     return &e->conns[keyfmt_hash(op->key, op->key_len) % e->n_conns];
 }
 
-static bool load_conn_ready(const struct load_conn *c, const struct workload_op *op)
+static bool load_conn_room(const struct load_conn *c, const struct workload_op *op)
 {
     return c->connected && c->count < c->e->pipeline && load_batch_room(c, op);
+}
+
+/* A plan op may go: room, no fill due first, and no fill read of its key
+ * (bucket) still waiting for its answer or its fill. */
+static bool load_conn_ready(const struct load_conn *c, const struct workload_op *op)
+{
+    return load_conn_room(c, op) &&
+           (!c->fill_wait || (!c->fills_count && !c->fill_wait[load_fill_bucket(op)]));
+}
+
+/* ---- the target's own counters ------------------------------------------------------ */
+
+/* The value of "STAT name N" in a `stats` answer, if there. */
+static bool load_stat_value(const char *text, const char *name, uint64_t *v)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "STAT %s ", name);
+    const char *p = strstr(text, pat);
+    if (!p)
+        return false;
+    char *end;
+    unsigned long long x = strtoull(p + strlen(pat), &end, 10);
+    if (end == p + strlen(pat))
+        return false;
+    *v = x;
+    return true;
+}
+
+/* One blocking `stats` on a fresh side connection to the target (every
+ * wait bounded by LOAD_STATS_TIMEOUT_MS). 0, or -1 with why. */
+static int load_server_sample(const struct sockaddr_storage *ss, struct load_server_counts *out,
+                              char *why, size_t whylen)
+{
+    static const char cmd[] = "stats\r\n";
+    char buf[32 * 1024];
+    size_t len = 0;
+    int rc = -1, fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = { .tv_sec = LOAD_STATS_TIMEOUT_MS / 1000,
+                          .tv_usec = (LOAD_STATS_TIMEOUT_MS % 1000) * 1000 };
+    socklen_t slen =
+        ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (fd < 0) {
+        snprintf(why, whylen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, (const struct sockaddr *)ss, slen) ||
+        send(fd, cmd, sizeof cmd - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof cmd - 1)) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        goto out;
+    }
+    for (;;) {
+        ssize_t n = recv(fd, buf + len, sizeof buf - 1 - len, 0);
+        if (n <= 0) {
+            snprintf(why, whylen, "%s", n == 0 ? "closed" : strerror(errno));
+            goto out;
+        }
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (len >= 5 && !memcmp(buf + len - 5, "END\r\n", 5))
+            break;
+        if (strstr(buf, "ERROR") || len == sizeof buf - 1) {
+            snprintf(why, whylen, "answer '%.40s'", buf);
+            goto out;
+        }
+    }
+    memset(out, 0, sizeof *out);
+    if (!load_stat_value(buf, "get_hits", &out->get_hits) ||
+        !load_stat_value(buf, "get_misses", &out->get_misses)) {
+        snprintf(why, whylen, "no get_hits/get_misses in the answer");
+        goto out;
+    }
+    load_stat_value(buf, "cmd_set", &out->cmd_set);
+    load_stat_value(buf, "evictions", &out->evictions);
+    rc = 0;
+out:
+    close(fd);
+    return rc;
+}
+
+static void load_server_sub(struct load_server_counts *acc, const struct load_server_counts *now,
+                            const struct load_server_counts *then)
+{
+    acc->get_hits += now->get_hits - then->get_hits;
+    acc->get_misses += now->get_misses - then->get_misses;
+    acc->cmd_set += now->cmd_set - then->cmd_set;
+    acc->evictions += now->evictions - then->evictions;
+}
+
+/* The current phase is over (everything answered): the server's deltas. */
+static void load_phase_close(struct load_engine *e)
+{
+    struct load_server_counts now;
+    char why[LOAD_NOTE_MAX - 64];
+    if (!e->server_ok)
+        return;
+    if (load_server_sample(&e->cfg->target, &now, why, sizeof why)) {
+        e->server_ok = false;
+        snprintf(e->res->server_note, sizeof e->res->server_note,
+                 "`stats` failed mid-run (%s): no server counts", why);
+        return;
+    }
+    struct load_phase_result *ph = load_phase_cur(e);
+    ph->has_server = true;
+    load_server_sub(&ph->server, &now, &e->at_phase);
+    e->at_phase = now;
+}
+
+static void load_phase_open(struct load_engine *e, const char *name)
+{
+    struct load_result *r = e->res;
+    if (r->n_phase_results < LOAD_PHASES_MAX)
+        snprintf(r->phase_result[r->n_phase_results++].name, WORKLOAD_NAME_MAX, "%s", name);
+    else
+        load_phase_cur(e)->merged = true;
+}
+
+/* Before the first op: the server's counters to subtract later. */
+static void load_server_begin(struct load_engine *e)
+{
+    char why[LOAD_NOTE_MAX - 64];
+    e->res->n_phase_results = 1;
+    if (e->cfg->no_probe) {
+        snprintf(e->res->server_note, sizeof e->res->server_note,
+                 "not asked (--no-probe): no server counts");
+        return;
+    }
+    if (load_server_sample(&e->cfg->target, &e->at_start, why, sizeof why)) {
+        snprintf(e->res->server_note, sizeof e->res->server_note,
+                 "the target refused `stats` (%s): no server counts", why);
+        return;
+    }
+    e->server_ok = true;
+    e->at_phase = e->at_start;
+}
+
+static void load_server_end(struct load_engine *e)
+{
+    load_phase_close(e);
+    if (!e->server_ok)
+        return;
+    e->res->has_server = true;
+    load_server_sub(&e->res->server, &e->at_phase, &e->at_start);
 }
 
 /* ---- pumping and barriers -------------------------------------------------------- */
 
 static bool load_op_silent(const struct workload_op *op)
 {
-    return op->noreply && op->cmd != WORKLOAD_CMD_GET && op->cmd != WORKLOAD_CMD_GETS;
+    return op->noreply && !workload_cmd_is_read(op->cmd);
 }
 
 static void load_barrier_begin(struct load_engine *e, enum load_barrier kind)
@@ -775,24 +999,33 @@ static void load_barrier_begin(struct load_engine *e, enum load_barrier kind)
     e->state = LOAD_ST_BARRIER;
 }
 
-static void load_send(struct load_conn *c, const struct workload_op *op)
+static void load_send(struct load_conn *c, const struct workload_op *op, enum load_role role)
 {
     /* an answer right behind silent ops would be ambiguous: fence first */
     if (!load_op_silent(op))
         load_queue_fence(c);
-    load_queue_op(c, op);
+    load_queue_op(c, op, role);
     if (c->count >= c->e->pipeline)
         load_queue_fence(c);
 }
 
-/* Deferred ops first, in their order, wherever a window has opened. */
+/* Fills due first, then deferred ops, in their order, wherever a window
+ * has opened. */
 static void load_drain(struct load_engine *e)
 {
     for (unsigned i = 0; i < e->n_conns; i++) {
         struct load_conn *c = &e->conns[i];
+        while (c->fills_count && load_conn_room(c, &c->fills_due[c->fills_head])) {
+            const struct workload_op *f = &c->fills_due[c->fills_head];
+            e->op_due = uv_hrtime();
+            load_send(c, f, LOAD_ROLE_FILL_SET);
+            c->fill_wait[load_fill_bucket(f)]--;
+            c->fills_head = (c->fills_head + 1) % (e->pipeline + 1);
+            c->fills_count--;
+        }
         while (c->defer_count && load_conn_ready(c, &c->defer[c->defer_head])) {
             e->op_due = c->defer_due[c->defer_head];
-            load_send(c, &c->defer[c->defer_head]);
+            load_send(c, &c->defer[c->defer_head], LOAD_ROLE_PLAIN);
             c->defer_head = (c->defer_head + 1) % LOAD_DEFER_MAX;
             c->defer_count--;
         }
@@ -876,7 +1109,7 @@ static void load_fill(struct load_engine *e)
         e->have_due = true;
         struct load_conn *c = load_conn_for(e, &e->item.op);
         if (!c->defer_count && load_conn_ready(c, &e->item.op)) {
-            load_send(c, &e->item.op);
+            load_send(c, &e->item.op, LOAD_ROLE_PLAIN);
         } else if (c->defer_count < LOAD_DEFER_MAX) {
             unsigned at = (c->defer_head + c->defer_count++) % LOAD_DEFER_MAX;
             c->defer[at] = e->item.op;
@@ -894,7 +1127,7 @@ static bool load_quiet(const struct load_engine *e)
 {
     for (unsigned i = 0; i < e->n_conns; i++) {
         const struct load_conn *c = &e->conns[i];
-        if (c->count || c->defer_count || c->writing || c->batch[c->fill].nbufs)
+        if (c->count || c->defer_count || c->fills_count || c->writing || c->batch[c->fill].nbufs)
             return false;
     }
     return true;
@@ -903,6 +1136,7 @@ static bool load_quiet(const struct load_engine *e)
 static void load_finish(struct load_engine *e)
 {
     e->res->elapsed_ns = uv_hrtime() - e->t_start;
+    load_server_end(e);
     load_progress(e, true);
     load_shutdown(e);
 }
@@ -922,6 +1156,8 @@ static bool load_barrier_pass(struct load_engine *e)
     switch (e->barrier) {
     case LOAD_BAR_PHASE:
         e->res->phases++;
+        load_phase_close(e);
+        load_phase_open(e, e->phase);
         e->state = LOAD_ST_RUNNING;
         if (e->cfg->on_phase)
             e->cfg->on_phase(e->cfg->ud, e->phase);
@@ -1120,6 +1356,13 @@ static int load_alloc(struct load_engine *e)
         c->defer_due = calloc(LOAD_DEFER_MAX, sizeof *c->defer_due);
         if (!c->fifo || !c->defer || !c->defer_due)
             return -1;
+        if (!e->can_fill)
+            continue;
+        c->fill_of = calloc(e->pipeline + 1, sizeof *c->fill_of);
+        c->fills_due = calloc(e->pipeline + 1, sizeof *c->fills_due);
+        c->fill_wait = calloc(LOAD_FILL_BUCKETS, sizeof *c->fill_wait);
+        if (!c->fill_of || !c->fills_due || !c->fill_wait)
+            return -1;
     }
     /* printable and not all alike, so a value read back is recognisable */
     static const char alphabet[] =
@@ -1135,6 +1378,9 @@ static void load_free(struct load_engine *e)
         free(e->conns[i].fifo);
         free(e->conns[i].defer);
         free(e->conns[i].defer_due);
+        free(e->conns[i].fill_of);
+        free(e->conns[i].fills_due);
+        free(e->conns[i].fill_wait);
     }
     free(e->conns);
     free(e->pattern);
@@ -1172,11 +1418,14 @@ int load_run(const struct load_config *cfg, struct load_result *out)
         goto out;
     }
     e->total = load_source_total(&e->src, cfg);
+    e->can_fill = cfg->source == LOAD_SRC_WORKLOAD ? workload_has_fills(cfg->workload)
+                                                   : replay_can_fill(e->src.replay);
     if (load_alloc(e) || uv_loop_init(&e->loop)) {
         out->status = LOAD_E_MEMORY;
         snprintf(out->error, sizeof out->error, "out of memory");
         goto out_source;
     }
+    load_server_begin(e);
     load_start(e);
     uv_run(&e->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&e->loop) == UV_EBUSY) {

@@ -24,6 +24,22 @@
  * confirmed by an `mn` no-op behind them); then on_phase runs, on the
  * load thread, and sending resumes. So a phase's ops are exactly those
  * between its mark and the next.
+ *
+ * Get-or-set: an op with fill set (a getset statement, a replayed read
+ * with demand fill) is a read; when its answer is a miss, the engine sends
+ * `set key flags ttl value_len` on the same connection. Until that set is
+ * queued, no later op of the same key (by a LOAD_FILL_BUCKETS hash bucket:
+ * a collision only delays an op) leaves that connection, so per key the
+ * server sees get, set, then the rest, as a sequential client would send
+ * them. Fills are not plan ops: they are counted apart (fills, and per
+ * phase) and are not in the fingerprint, which has the fill flag instead.
+ *
+ * Hits: gets/hits/misses/fills are counted per phase (the ops before the
+ * first mark are phase ""), and the target's own `stats` (get_hits,
+ * get_misses, cmd_set, evictions) is read on a side connection, blocking,
+ * before the first op, at every phase mark and at the end (everything is
+ * answered then), so its deltas cover exactly the phase's ops. A target
+ * that refuses `stats` (or --no-probe) gives no server deltas and a note.
  */
 #ifndef SLABTAP_LOAD_H
 #define SLABTAP_LOAD_H
@@ -52,6 +68,10 @@
 #define LOAD_CONNECT_TIMEOUT_MS 10000
 #define LOAD_PROGRESS_TTY_MS 250   /* at most 4 refreshes a second on a terminal */
 #define LOAD_PROGRESS_PIPE_MS 5000 /* one plain line per 5 s otherwise */
+#define LOAD_FILL_BUCKETS 1024     /* per connection: fill reads pending, by key hash */
+#define LOAD_PHASES_MAX 32         /* phases counted apart; later ones add to the last */
+#define LOAD_STATS_TIMEOUT_MS 2000 /* the side connection's `stats`, each way */
+#define LOAD_NOTE_MAX 160
 
 enum load_source_kind {
     LOAD_SRC_WORKLOAD,  /* cfg.workload */
@@ -106,6 +126,10 @@ struct load_config {
     const struct workload *workload; /* LOAD_SRC_WORKLOAD */
     const char *path;                /* the other sources */
     int64_t replay_run;              /* LOAD_SRC_REPLAY_DB; 0: the newest run */
+    /* LOAD_SRC_REPLAY_DB: the run's reads too, merged with its writes,
+     * when the file has them (false: writes only, e.g. capacity checks);
+     * demand_fill: a replayed read fills its miss (load/replay.h) */
+    bool replay_reads, demand_fill;
     /* NULL: load_run builds it from the target's `stats settings`;
      * load_plan_digest needs it when the workload uses fill/over. */
     const struct slab_ladder *ladder;
@@ -125,6 +149,22 @@ struct load_config {
     /* skip `stats settings` + `version` when the plan needs no ladder (a
      * proxy such as twemproxy that refuses `stats` can be driven) */
     bool no_probe;
+};
+
+/* The target's counters from `stats` (whole server, all clients). */
+struct load_server_counts {
+    uint64_t get_hits, get_misses, cmd_set, evictions;
+};
+
+/* What one phase's reads did. */
+struct load_phase_result {
+    char name[WORKLOAD_NAME_MAX]; /* "" before the first mark */
+    uint64_t ops;                 /* plan ops of the phase */
+    uint64_t gets, hits, misses;  /* reads (get, gets, gat) answered */
+    uint64_t fills, fills_stored; /* sets sent on a miss, and STORED */
+    bool merged;                  /* later phases added here (over LOAD_PHASES_MAX) */
+    bool has_server;              /* server: deltas of the target's `stats` */
+    struct load_server_counts server;
 };
 
 struct load_result {
@@ -147,6 +187,16 @@ struct load_result {
     char fingerprint[SHA256_HEX_LEN + 1];     /* sha256 of the plan's canonical lines */
     struct lhist latency[WORKLOAD_CMD_COUNT]; /* ns, per command, answered ops only */
     uint64_t late;                            /* rate: ops sent after they were due */
+    /* reads and fills, whole run (fills are not in ops or answers) */
+    uint64_t gets, hits, misses, fills, fills_stored;
+    unsigned n_phase_results;
+    struct load_phase_result phase_result[LOAD_PHASES_MAX];
+    bool has_server; /* server: the target's `stats` deltas over the run */
+    struct load_server_counts server;
+    char server_note[LOAD_NOTE_MAX]; /* why !has_server */
+    /* replay with demand fill: reads given no fill (reason) */
+    uint64_t replay_reads; /* reads in the replayed run (0: none, or writes only) */
+    uint64_t fill_skipped_next_write, fill_skipped_unknown;
 };
 
 /* Runs the whole plan against cfg->target on a private loop; blocks until

@@ -44,7 +44,22 @@ struct replay {
     bool all_numeric;                  /* read ahead impossible: every value is digits */
     uint64_t counter_ops;              /* incr/decr found ahead */
     uint64_t counter_keys;             /* keys that set a bit of the filter */
+    /* reads (replay_db_reads): their cursor, which cursor holds an unsent
+     * row, and the last known value of each key for demand fill */
+    sqlite3_stmt *reads;
+    bool w_ready, r_ready, w_done, r_done;
+    bool demand_fill;
+    uint64_t reads_total;
+    struct replay_known *known; /* REPLAY_FILL_SLOTS, on the first read */
+    uint64_t fill_next_write, fill_unknown;
     char buf[REPLAY_LINE_MAX + 1];
+};
+
+/* One key's last known value (key_hash 0 and len_plus1 0: empty slot). */
+struct replay_known {
+    uint64_t key_hash;
+    uint32_t len_plus1; /* value_len + 1, capped */
+    uint32_t flags;
 };
 
 static enum replay_status replay_why(char *why, size_t n, enum replay_status st, const char *fmt,
@@ -467,8 +482,30 @@ bool replay_db_cmd(const char *cmd, enum workload_cmd *out)
             *out = alias[k].cmd;
             return true;
         }
-    return workload_cmd_parse(cmd, strlen(cmd), out) && *out != WORKLOAD_CMD_GET &&
-           *out != WORKLOAD_CMD_GETS;
+    return workload_cmd_parse(cmd, strlen(cmd), out) && !workload_cmd_is_read(*out);
+}
+
+bool replay_db_read_cmd(const char *cmd, enum workload_cmd *out)
+{
+    static const struct {
+        const char *name;
+        enum workload_cmd cmd;
+    } map[] = { { "get", WORKLOAD_CMD_GET },
+                { "gets", WORKLOAD_CMD_GETS },
+                { "gat", WORKLOAD_CMD_GAT },
+                { "gats", WORKLOAD_CMD_GAT },
+                { "mg", WORKLOAD_CMD_GET } };
+    for (size_t k = 0; cmd && k < sizeof map / sizeof map[0]; k++)
+        if (!strcmp(cmd, map[k].name)) {
+            *out = map[k].cmd;
+            return true;
+        }
+    return false;
+}
+
+bool replay_merge_take_write(bool has_write, int64_t w_seq, bool has_read, int64_t r_after)
+{
+    return has_write && (!has_read || w_seq <= r_after);
 }
 
 bool replay_db_cmd_mode(const char *cmd, char ms_mode, enum workload_cmd *out)
@@ -571,6 +608,148 @@ static enum replay_status replay_db_row(struct replay *r, struct workload_op *op
     op->noreply = answer && (!strcmp(answer, "noreply") || !strcmp(answer, "quiet"));
     replay_db_key(op, key, key_text_len, (uint64_t)sqlite3_column_int64(c, 2), (uint32_t)key_len);
     return REPLAY_OK;
+}
+
+/* ---- reads and demand fill ------------------------------------------------------ */
+
+static struct replay_known *replay_known_slot(struct replay *r, uint64_t key_hash)
+{
+    return &r->known[(key_hash ^ (key_hash >> 29)) & (REPLAY_FILL_SLOTS - 1)];
+}
+
+static void replay_known_set(struct replay *r, uint64_t key_hash, uint64_t value_len,
+                             uint32_t flags)
+{
+    if (!r->known)
+        return;
+    struct replay_known *k = replay_known_slot(r, key_hash);
+    k->key_hash = key_hash;
+    k->len_plus1 = value_len >= UINT32_MAX - 1 ? UINT32_MAX : (uint32_t)value_len + 1;
+    k->flags = flags;
+}
+
+static const struct replay_known *replay_known_get(struct replay *r, uint64_t key_hash)
+{
+    if (!r->known)
+        return NULL;
+    const struct replay_known *k = replay_known_slot(r, key_hash);
+    return k->len_plus1 && k->key_hash == key_hash ? k : NULL;
+}
+
+/* A write just read: what the key holds after it, as far as is known. */
+static void replay_known_write(struct replay *r, const struct workload_op *op, uint64_t key_hash)
+{
+    if (!r->known || !workload_cmd_is_write(op->cmd))
+        return;
+    if (op->cmd == WORKLOAD_CMD_APPEND || op->cmd == WORKLOAD_CMD_PREPEND) {
+        const struct replay_known *k = replay_known_get(r, key_hash);
+        if (k)
+            replay_known_set(r, key_hash, (uint64_t)k->len_plus1 - 1 + op->value_len, k->flags);
+        return;
+    }
+    replay_known_set(r, key_hash, op->value_len, op->flags);
+}
+
+enum replay_status replay_db_reads(struct replay *r, bool demand_fill, char *err, size_t errlen)
+{
+    /* the next request for the key (writes kind 0, reads kind 1) in the
+     * merged order, over both tables; then the reads alone, in order */
+    static const char what[] =
+        "SELECT cmd, key, key_hash, key_len, hit, value_len, flags, exptime, seq, after_write, "
+        "next_kind FROM (SELECT m.*, LEAD(kind) OVER (PARTITION BY key_hash ORDER BY w, kind, "
+        "rs) AS next_kind FROM (SELECT 1 AS kind, after_write AS w, seq AS rs, cmd, key, "
+        "key_hash, key_len, hit, value_len, flags, exptime, seq, after_write FROM reads WHERE "
+        "run_id = ?1 UNION ALL SELECT 0, seq, 0, NULL, NULL, key_hash, NULL, NULL, NULL, NULL, "
+        "NULL, NULL, NULL FROM sets WHERE run_id = ?1) AS m) WHERE kind = 1 ORDER BY "
+        "after_write, seq";
+    sqlite3_stmt *st = NULL;
+    if (!r || r->kind != REPLAY_DB)
+        return replay_why(err, errlen, REPLAY_E_ARG, "bad argument");
+    if (sqlite3_prepare_v2(r->db, "SELECT count(*) FROM reads WHERE run_id = ?1", -1, &st, NULL) !=
+        SQLITE_OK)
+        return REPLAY_OK; /* no reads in this file: writes only */
+    sqlite3_bind_int64(st, 1, r->run_id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, sqlite3_errmsg(r->db));
+        sqlite3_finalize(st);
+        return REPLAY_E_DB;
+    }
+    r->reads_total = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (!r->reads_total)
+        return REPLAY_OK;
+    if (sqlite3_prepare_v2(r->db, what, -1, &r->reads, NULL) != SQLITE_OK)
+        return replay_why(err, errlen, REPLAY_E_DB, "%s: reads: %s", r->path,
+                          sqlite3_errmsg(r->db));
+    sqlite3_bind_int64(r->reads, 1, r->run_id);
+    r->total += r->reads_total;
+    r->demand_fill = demand_fill;
+    if (demand_fill && !(r->known = calloc(REPLAY_FILL_SLOTS, sizeof *r->known)))
+        return replay_why(err, errlen, REPLAY_E_MEMORY, "%s: out of memory", r->path);
+    return REPLAY_OK;
+}
+
+/* The reads cursor's row into op; REPLAY_SKIP for a command with no replay. */
+static enum replay_status replay_db_read_row(struct replay *r, struct workload_op *op, char *err,
+                                             size_t errlen)
+{
+    sqlite3_stmt *c = r->reads;
+    enum workload_cmd cmd;
+    if (!replay_db_read_cmd((const char *)sqlite3_column_text(c, 0), &cmd))
+        return REPLAY_SKIP;
+    const char *key = (const char *)sqlite3_column_text(c, 1);
+    size_t key_text_len = key ? (size_t)sqlite3_column_bytes(c, 1) : 0;
+    uint64_t hash = (uint64_t)sqlite3_column_int64(c, 2);
+    int64_t key_len = sqlite3_column_int64(c, 3), value_len = sqlite3_column_int64(c, 5);
+    int64_t flags = sqlite3_column_int64(c, 6), exptime = sqlite3_column_int64(c, 7);
+    bool hit = sqlite3_column_int64(c, 4) != 0 && sqlite3_column_type(c, 5) != SQLITE_NULL;
+    if (key_len < 1 || key_len > WORKLOAD_KEY_MAX ||
+        (hit && (value_len < 0 || (uint64_t)value_len > WORKLOAD_VALUE_MAX)) || flags < 0 ||
+        flags > UINT32_MAX)
+        return replay_why(err, errlen, REPLAY_E_FORMAT,
+                          "%s: run %lld read seq %lld: bad key_len, value_len or flags", r->path,
+                          (long long)r->run_id, (long long)sqlite3_column_int64(c, 8));
+    memset(op, 0, sizeof *op);
+    op->cmd = cmd;
+    if (cmd == WORKLOAD_CMD_GAT)
+        op->ttl = exptime < WORKLOAD_TTL_MIN || exptime > WORKLOAD_TTL_MAX ? 0 : exptime;
+    replay_db_key(op, key, key_text_len, hash, (uint32_t)key_len);
+    if (!r->demand_fill)
+        return REPLAY_OK;
+    if (hit)
+        replay_known_set(r, hash, (uint64_t)value_len, (uint32_t)flags);
+    const struct replay_known *k = replay_known_get(r, hash);
+    if (sqlite3_column_type(c, 10) != SQLITE_NULL && sqlite3_column_int64(c, 10) == 0) {
+        r->fill_next_write++; /* the recorded write that follows fills it */
+    } else if (!k) {
+        r->fill_unknown++;
+    } else {
+        op->fill = true;
+        op->value_len = (uint64_t)k->len_plus1 - 1;
+        op->flags = k->flags;
+        op->ttl = cmd == WORKLOAD_CMD_GAT ? op->ttl : 0;
+    }
+    return REPLAY_OK;
+}
+
+uint64_t replay_reads_total(const struct replay *r)
+{
+    return r ? r->reads_total : 0;
+}
+
+bool replay_can_fill(const struct replay *r)
+{
+    return r && r->reads && r->demand_fill;
+}
+
+uint64_t replay_fill_next_write(const struct replay *r)
+{
+    return r ? r->fill_next_write : 0;
+}
+
+uint64_t replay_fill_unknown(const struct replay *r)
+{
+    return r ? r->fill_unknown : 0;
 }
 
 /* The counter keys of the run: every key an incr, decr or ma names, unless
@@ -701,6 +880,9 @@ void replay_close(struct replay *r)
                  "line %llu)",
                  r->path, (unsigned long long)r->keys_cut, (unsigned long long)r->first_cut_line);
     free(r->counters);
+    free(r->known);
+    if (r->reads)
+        sqlite3_finalize(r->reads);
     if (r->cursor)
         sqlite3_finalize(r->cursor);
     if (r->db)
@@ -805,6 +987,25 @@ static enum workload_next replay_next_csv(struct replay *r, struct workload_op *
     }
 }
 
+/* Steps cursor st unless it holds an unsent row or is done; false on error. */
+static bool replay_db_step(struct replay *r, sqlite3_stmt *st, bool *ready, bool *done, char *err,
+                           size_t errlen)
+{
+    if (*ready || *done)
+        return true;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *ready = true;
+        return true;
+    }
+    if (rc == SQLITE_DONE) {
+        *done = true;
+        return true;
+    }
+    replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, sqlite3_errmsg(r->db));
+    return false;
+}
+
 enum workload_next replay_next(struct replay *r, struct workload_item *it, char *err, size_t errlen)
 {
     it->kind = WORKLOAD_ITEM_OP;
@@ -824,14 +1025,24 @@ enum workload_next replay_next(struct replay *r, struct workload_item *it, char 
         return nx;
     }
     for (;;) {
-        int rc = sqlite3_step(r->cursor);
-        if (rc == SQLITE_DONE)
-            return WORKLOAD_NEXT_END;
-        if (rc != SQLITE_ROW) {
-            replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, sqlite3_errmsg(r->db));
+        if (!replay_db_step(r, r->cursor, &r->w_ready, &r->w_done, err, errlen) ||
+            (r->reads && !replay_db_step(r, r->reads, &r->r_ready, &r->r_done, err, errlen)))
             return WORKLOAD_NEXT_ERROR;
+        if (!r->w_ready && !r->r_ready)
+            return WORKLOAD_NEXT_END;
+        bool write =
+            replay_merge_take_write(r->w_ready, sqlite3_column_int64(r->cursor, 8), r->r_ready,
+                                    r->r_ready ? sqlite3_column_int64(r->reads, 9) : 0);
+        enum replay_status st;
+        if (write) {
+            r->w_ready = false;
+            st = replay_db_row(r, &it->op, err, errlen);
+            if (st == REPLAY_OK)
+                replay_known_write(r, &it->op, (uint64_t)sqlite3_column_int64(r->cursor, 2));
+        } else {
+            r->r_ready = false;
+            st = replay_db_read_row(r, &it->op, err, errlen);
         }
-        enum replay_status st = replay_db_row(r, &it->op, err, errlen);
         if (st == REPLAY_OK)
             return WORKLOAD_NEXT_ITEM;
         if (st != REPLAY_SKIP)

@@ -64,6 +64,29 @@
  * 2e-8 of keys with 100,000 counter keys, 1.6e-4 with 1 M, 2 % with 4 M.
  * A trace that cannot be read twice (a pipe) gets digits for every value,
  * the filter's limit, with a warning.
+ *
+ * Reads (REPLAY_DB, after replay_db_reads): a database whose run has a
+ * `reads` view or table (run_id, seq, after_write, conn_id, t_ns, cmd, key,
+ * key_hash, key_len, hit, value_len, flags, exptime, class_id) is replayed
+ * writes AND reads, merged: the read with after_write A goes after the
+ * write with seq A and before the write A + 1 (A 0: before every write),
+ * reads sharing an A in their seq order (replay_merge_take_write). Two
+ * cursors stream side by side (sets ORDER BY seq, reads ORDER BY
+ * after_write, seq): no more than one row of each in memory. A read is a
+ * get (gets a gets, gat/gats a gat with the recorded exptime, mg a get).
+ *
+ * Demand fill (default on for a run with reads): a read carries fill, so
+ * that a miss is followed by a set, with value_len and flags = the key's
+ * last known value (its last write or last hit so far in the stream, this
+ * read's own hit included) and ttl 0, unless the recording shows the next
+ * request for that key is a write (then the recorded write follows and
+ * fills it: fill = false), or no length is known (no fill). "Next" comes
+ * from SQLite: LEAD over the merged order partitioned by key_hash, in the
+ * reads query; SQLite sorts for it with bounded memory, spilling to a
+ * temporary file, so the run is never held in memory here. The last known
+ * lengths sit in a direct-mapped table of REPLAY_FILL_SLOTS entries by key
+ * hash (16 MiB, allocated with the first read): a key whose entry another
+ * key has taken since is unknown (no fill, counted in fill_unknown).
  */
 #ifndef SLABTAP_REPLAY_H
 #define SLABTAP_REPLAY_H
@@ -85,6 +108,7 @@
 /* memcached reads an exptime above 30 days as an absolute unix time; the
  * traces give relative TTLs, so longer ones are sent as 30 days. */
 #define REPLAY_TTL_MAX 2592000
+#define REPLAY_FILL_SLOTS (1u << 20) /* last known value lengths, by key hash */
 
 enum replay_kind { REPLAY_DB, REPLAY_TWITTER, REPLAY_CACHELIB };
 
@@ -129,7 +153,26 @@ bool replay_has_counters(const struct replay *r);
  * (its key is a counter key); false for anything but writes. */
 bool replay_value_numeric(const struct replay *r, const struct workload_op *op);
 
+/* REPLAY_DB: also the run's reads, when the file has a `reads` view or
+ * table (older files have none: writes only, as before, and this is a
+ * no-op); demand_fill marks them as above. Call before the first
+ * replay_next. */
+enum replay_status replay_db_reads(struct replay *r, bool demand_fill, char *err, size_t errlen);
+uint64_t replay_reads_total(const struct replay *r); /* reads to come (of replay_total) */
+bool replay_can_fill(const struct replay *r);        /* reads with demand fill */
+/* Reads given no fill: the next request for the key was a recorded
+ * write; no length known for the key. */
+uint64_t replay_fill_next_write(const struct replay *r);
+uint64_t replay_fill_unknown(const struct replay *r);
+
 /* ---- the pure parts, exposed for tests -------------------------------- */
+
+/* The merge: whether the next op is the pending write (seq w_seq) rather
+ * than the pending read (after_write r_after); has_*: the cursor has one. */
+bool replay_merge_take_write(bool has_write, int64_t w_seq, bool has_read, int64_t r_after);
+/* A recorded read command -> what is sent (get, gets, gat, gats as gat, mg
+ * as get); false for anything else. */
+bool replay_db_read_cmd(const char *cmd, enum workload_cmd *out);
 
 /* A byte string memcached's text protocol accepts as a key: 1..250 bytes,
  * no control characters, blanks or DEL. */

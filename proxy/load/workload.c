@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/keyfmt.h"
+
 /* ---- tables ----------------------------------------------------------- */
 
 static const struct {
@@ -36,6 +38,11 @@ bool workload_cmd_is_write(enum workload_cmd cmd)
     return (unsigned)cmd < WORKLOAD_CMD_COUNT && workload_cmds[cmd].write;
 }
 
+bool workload_cmd_is_read(enum workload_cmd cmd)
+{
+    return cmd == WORKLOAD_CMD_GET || cmd == WORKLOAD_CMD_GETS || cmd == WORKLOAD_CMD_GAT;
+}
+
 bool workload_cmd_parse(const char *name, size_t len, enum workload_cmd *out)
 {
     for (unsigned c = 0; c < WORKLOAD_CMD_COUNT; c++) {
@@ -54,11 +61,30 @@ const char *workload_status_str(enum workload_status st)
 
 /* ---- the program ------------------------------------------------------ */
 
-enum wl_size_kind { WL_SIZE_FIXED, WL_SIZE_UNIFORM, WL_SIZE_CHOICE, WL_SIZE_FILL, WL_SIZE_OVER };
+enum wl_size_kind {
+    WL_SIZE_FIXED,
+    WL_SIZE_UNIFORM,
+    WL_SIZE_CHOICE,
+    WL_SIZE_FILL,
+    WL_SIZE_OVER,
+    WL_SIZE_GPARETO,   /* etc, gpareto(scale,shape[,max]): always per key */
+    WL_SIZE_LOGNORMAL, /* lognormal(mu,sigma[,max]): always per key */
+};
+
+/* Facebook's ETC pool (Atikoglu et al., "Workload Analysis of a
+ * Large-Scale Key-Value Store", SIGMETRICS 2012, section 5.2): value
+ * sizes follow a Generalized Pareto distribution with location 0, scale
+ * 214.476 and shape 0.348238 (mean 329 bytes, median 168). */
+#define WL_ETC_SCALE 214.476
+#define WL_ETC_SHAPE 0.348238
+#define WL_ETC_MAX 500000u /* bytes: P(size > 500,000) is about 5e-9 */
+#define WL_DECIMAL_SCALE 1000000.0
 
 struct wl_size {
     enum wl_size_kind kind;
-    uint64_t lo, hi; /* fixed: lo; uniform: [lo, hi]; fill/over: class */
+    uint64_t lo,
+        hi;      /* fixed: lo; uniform: [lo, hi]; fill/over: class; gpareto/lognormal: hi = max */
+    double a, b; /* gpareto: scale, shape; lognormal: mu, sigma (of ln bytes) */
     uint32_t n_choices;
     uint64_t choices[WORKLOAD_CHOICES_MAX];
 };
@@ -98,6 +124,7 @@ struct wl_stmt {
     uint32_t match; /* repeat <-> its closing '}' */
     enum workload_cmd cmd;
     bool noreply;
+    bool fill; /* getset: a get whose miss is filled; every size drawn per key */
     uint32_t flags;
     int64_t ttl;
     uint64_t delta; /* incr/decr by= */
@@ -113,6 +140,7 @@ struct workload {
     struct wl_stmt *stmts;
     uint32_t n_stmts, cap_stmts;
     bool needs_ladder;
+    bool has_fills;
     uint64_t total_ops;
 };
 
@@ -124,6 +152,11 @@ const struct workload_settings *workload_settings(const struct workload *w)
 bool workload_needs_ladder(const struct workload *w)
 {
     return w->needs_ladder;
+}
+
+bool workload_has_fills(const struct workload *w)
+{
+    return w->has_fills;
 }
 
 uint64_t workload_total_ops(const struct workload *w)
@@ -472,6 +505,67 @@ static bool wl_size_args(const struct wl_tok *t, size_t open, uint64_t *args, ui
     return *n > 0;
 }
 
+/* "[-]D[.DDDDDD]" (at most 9 integer digits) into a double by way of
+ * millionths, so the same text gives the same double everywhere. */
+static bool wl_parse_decimal(const char *str, size_t len, double *out)
+{
+    bool neg = len > 0 && str[0] == '-';
+    const char *s = str + neg;
+    size_t n = len - neg;
+    const char *dot = memchr(s, '.', n);
+    size_t ilen = dot ? (size_t)(dot - s) : n, flen = dot ? n - ilen - 1 : 0;
+    uint64_t ipart, fpart = 0;
+    if (!ilen || ilen > 9 || (dot && (!flen || flen > 6)) ||
+        !wl_parse_u64(s, ilen, UINT64_MAX, &ipart) ||
+        (flen && !wl_parse_u64(dot + 1, flen, UINT64_MAX, &fpart)))
+        return false;
+    for (size_t d = flen; d < 6; d++)
+        fpart *= 10;
+    double v = (double)(ipart * 1000000u + fpart) / WL_DECIMAL_SCALE;
+    *out = neg ? -v : v;
+    return true;
+}
+
+/* gpareto(scale,shape[,max]) / lognormal(mu,sigma[,max]): decimals, then
+ * an optional whole max (default WL_ETC_MAX). */
+static bool wl_size_dist_args(const struct wl_tok *t, size_t open, struct wl_size *out)
+{
+    size_t i = open + 1, end = t->len - 1;
+    unsigned n = 0;
+    out->hi = WL_ETC_MAX;
+    if (t->s[end] != ')')
+        return false;
+    while (i <= end) {
+        size_t start = i;
+        while (i < end && t->s[i] != ',')
+            i++;
+        bool ok = n == 0   ? wl_parse_decimal(t->s + start, i - start, &out->a)
+                  : n == 1 ? wl_parse_decimal(t->s + start, i - start, &out->b)
+                  : n == 2 ? wl_parse_u64(t->s + start, i - start, WORKLOAD_VALUE_MAX, &out->hi)
+                           : false;
+        if (!ok)
+            return false;
+        n++;
+        i++;
+    }
+    return n >= 2;
+}
+
+static enum workload_status wl_parse_size_dist(struct wl_parser *ps, const struct wl_tok *t,
+                                               const struct wl_tok *name, size_t open,
+                                               struct wl_size *out)
+{
+    bool gp = wl_tok_is(name, "gpareto");
+    out->kind = gp ? WL_SIZE_GPARETO : WL_SIZE_LOGNORMAL;
+    if (!wl_size_dist_args(t, open, out))
+        return wl_perr(ps, WORKLOAD_E_SIZE, "bad size '%.*s': want %s", (int)t->len, t->s,
+                       gp ? "gpareto(SCALE,SHAPE[,MAX])" : "lognormal(MU,SIGMA[,MAX])");
+    if (gp ? !(out->a > 0) || out->b < -10 || out->b > 10 : out->b < 0 || out->a > 30)
+        return wl_perr(ps, WORKLOAD_E_SIZE, "bad size '%.*s': %s", (int)t->len, t->s,
+                       gp ? "scale must be > 0, shape -10..10" : "sigma must be >= 0, mu <= 30");
+    return WORKLOAD_OK;
+}
+
 static enum workload_status wl_parse_size(struct wl_parser *ps, const struct wl_tok *t,
                                           struct wl_size *out)
 {
@@ -480,11 +574,27 @@ static enum workload_status wl_parse_size(struct wl_parser *ps, const struct wl_
         out->kind = WL_SIZE_FIXED;
         return WORKLOAD_OK;
     }
+    if (wl_tok_is(t, "etc")) {
+        out->kind = WL_SIZE_GPARETO;
+        out->a = WL_ETC_SCALE;
+        out->b = WL_ETC_SHAPE;
+        out->hi = WL_ETC_MAX;
+        return WORKLOAD_OK;
+    }
     const char *paren = memchr(t->s, '(', t->len);
     size_t open = paren ? (size_t)(paren - t->s) : 0;
     uint64_t args[WORKLOAD_CHOICES_MAX];
     uint32_t n = 0;
     struct wl_tok name = { t->s, open };
+    if (paren && (wl_tok_is(&name, "gpareto") || wl_tok_is(&name, "lognormal")))
+        return wl_parse_size_dist(ps, t, &name, open, out);
+    if (paren && wl_tok_is(&name, "etc") && wl_size_args(t, open, args, 1, &n)) {
+        out->kind = WL_SIZE_GPARETO;
+        out->a = WL_ETC_SCALE;
+        out->b = WL_ETC_SHAPE;
+        out->hi = args[0];
+        return WORKLOAD_OK;
+    }
     if (!paren || !wl_size_args(t, open, args, WORKLOAD_CHOICES_MAX, &n))
         goto unknown;
     if (wl_tok_is(&name, "uniform") && n == 2) {
@@ -648,6 +758,7 @@ static unsigned wl_cmd_options(enum workload_cmd cmd)
     switch (cmd) {
     case WORKLOAD_CMD_GET:
     case WORKLOAD_CMD_GETS: return WL_OPT_KEY;
+    case WORKLOAD_CMD_GAT: return WL_OPT_KEY | WL_OPT_TTL;
     case WORKLOAD_CMD_DELETE: return WL_OPT_KEY | WL_OPT_NOREPLY;
     case WORKLOAD_CMD_TOUCH: return WL_OPT_KEY | WL_OPT_TTL | WL_OPT_NOREPLY;
     default: /* incr, decr */ return WL_OPT_KEY | WL_OPT_BY | WL_OPT_NOREPLY;
@@ -681,10 +792,17 @@ static enum workload_status wl_apply_option(struct wl_parser *ps, struct wl_stmt
     }
 }
 
+/* getset takes a write's options but noreply (its get is answered). */
+static unsigned wl_stmt_options(const struct wl_stmt *st)
+{
+    return st->fill ? WL_OPT_KEY | WL_OPT_SIZE | WL_OPT_FLAGS | WL_OPT_TTL
+                    : wl_cmd_options(st->cmd);
+}
+
 static enum workload_status wl_parse_option(struct wl_parser *ps, struct wl_stmt *st,
                                             const struct wl_tok *t, unsigned *seen)
 {
-    const char *cmd = workload_cmd_name(st->cmd);
+    const char *cmd = st->fill ? "getset" : workload_cmd_name(st->cmd);
     for (size_t k = 0; k < sizeof wl_opt_names / sizeof wl_opt_names[0]; k++) {
         struct wl_tok v = { 0 };
         unsigned bit = wl_opt_names[k].bit;
@@ -692,7 +810,7 @@ static enum workload_status wl_parse_option(struct wl_parser *ps, struct wl_stmt
                                          : wl_tok_option(t, wl_opt_names[k].name, &v);
         if (!hit)
             continue;
-        if (!(wl_cmd_options(st->cmd) & bit))
+        if (!(wl_stmt_options(st) & bit))
             return wl_perr(ps, WORKLOAD_E_UNKNOWN, "option '%s' does not apply to %s",
                            wl_opt_names[k].name, cmd);
         if (*seen & bit)
@@ -703,15 +821,17 @@ static enum workload_status wl_parse_option(struct wl_parser *ps, struct wl_stmt
     return wl_perr(ps, WORKLOAD_E_UNKNOWN, "unknown option '%.*s' for %s", (int)t->len, t->s, cmd);
 }
 
-static enum workload_status wl_parse_op(struct wl_parser *ps, enum workload_cmd cmd,
+/* An op statement; fill: `getset`, a get of cmd GET whose miss is filled. */
+static enum workload_status wl_parse_op(struct wl_parser *ps, enum workload_cmd cmd, bool fill,
                                         const struct wl_tok *toks, unsigned n)
 {
     struct wl_stmt st;
     memset(&st, 0, sizeof st);
     st.kind = WL_ST_OP;
     st.cmd = cmd;
+    st.fill = fill;
     st.delta = 1;
-    const char *name = workload_cmd_name(cmd);
+    const char *name = fill ? "getset" : workload_cmd_name(cmd);
     if (n < 2 || !wl_parse_u64(toks[1].s, toks[1].len, WORKLOAD_COUNT_MAX, &st.count))
         return wl_perr(ps, WORKLOAD_E_NUMBER, "%s needs a COUNT (0..%llu) first, got '%.*s'", name,
                        (unsigned long long)WORKLOAD_COUNT_MAX, n < 2 ? 0 : (int)toks[1].len,
@@ -724,7 +844,7 @@ static enum workload_status wl_parse_op(struct wl_parser *ps, enum workload_cmd 
     }
     if (!(seen & WL_OPT_KEY))
         return wl_perr(ps, WORKLOAD_E_SYNTAX, "%s needs key=PATTERN", name);
-    if (workload_cmd_is_write(cmd) && !(seen & WL_OPT_SIZE))
+    if ((workload_cmd_is_write(cmd) || fill) && !(seen & WL_OPT_SIZE))
         return wl_perr(ps, WORKLOAD_E_SYNTAX, "%s needs size=SIZE", name);
     uint32_t max_len = wl_key_max_len(&st.key, st.count);
     if (max_len > WORKLOAD_KEY_MAX)
@@ -732,6 +852,7 @@ static enum workload_status wl_parse_op(struct wl_parser *ps, enum workload_cmd 
                        "key pattern gives keys of up to %u bytes; memcached's "
                        "limit is %d",
                        max_len, WORKLOAD_KEY_MAX);
+    ps->w->has_fills |= fill;
     return wl_push(ps, &st);
 }
 
@@ -844,8 +965,10 @@ static enum workload_status wl_parse_line(struct wl_parser *ps, const struct wl_
         return wl_parse_sleep(ps, toks, n);
     if (wl_tok_is(t, "connections") || wl_tok_is(t, "pipeline") || wl_tok_is(t, "seed"))
         return wl_parse_setting(ps, toks, n);
+    if (wl_tok_is(t, "getset"))
+        return wl_parse_op(ps, WORKLOAD_CMD_GET, true, toks, n);
     if (workload_cmd_parse(t->s, t->len, &cmd))
-        return wl_parse_op(ps, cmd, toks, n);
+        return wl_parse_op(ps, cmd, false, toks, n);
     return wl_perr(ps, WORKLOAD_E_UNKNOWN, "unknown directive '%.*s'", (int)t->len, t->s);
 }
 
@@ -1011,6 +1134,7 @@ enum workload_status workload_plan_init(struct workload_plan *p, const struct wo
         p->ladder = *ladder;
         p->has_ladder = true;
     }
+    p->seed = seed;
     uint64_t x = seed;
     for (int i = 0; i < 4; i++)
         p->rng[i] = wl_splitmix64(&x);
@@ -1067,6 +1191,47 @@ static void wl_make_key(struct workload_plan *p, const struct wl_key *k, uint64_
     op->key_len = (uint16_t)len;
 }
 
+double workload_key_unit(const char *key, size_t len, uint64_t seed, unsigned stream)
+{
+    uint64_t x = keyfmt_hash(key, len) ^ wl_rotl(seed, 17) ^ ((uint64_t)stream << 56);
+    x = wl_splitmix64(&x);
+    return (double)(x >> 11) * 0x1.0p-53;
+}
+
+/* floor(x) clamped to [1, max] (a NaN or infinity gives max). */
+static uint64_t wl_size_clamp(double x, uint64_t max)
+{
+    if (!(x < (double)max))
+        return max;
+    return x < 1 ? (max < 1 ? max : 1) : (uint64_t)x;
+}
+
+/* A size that depends on the key alone (and the seed). */
+static uint64_t wl_key_size(const struct workload_plan *p, const struct wl_size *z,
+                            const struct workload_op *op)
+{
+    double u = workload_key_unit(op->key, op->key_len, p->seed, 0), x;
+    switch (z->kind) {
+    case WL_SIZE_UNIFORM: {
+        uint64_t span = z->hi - z->lo + 1, k = (uint64_t)(u * (double)span);
+        return z->lo + (span && k >= span ? span - 1 : k);
+    }
+    case WL_SIZE_CHOICE: {
+        uint32_t k = (uint32_t)(u * z->n_choices);
+        return z->choices[k >= z->n_choices ? z->n_choices - 1 : k];
+    }
+    case WL_SIZE_GPARETO: /* inversion: scale * ((1-u)^-shape - 1) / shape */
+        x = fabs(z->b) < 1e-12 ? -z->a * log1p(-u) : z->a * expm1(-z->b * log1p(-u)) / z->b;
+        return wl_size_clamp(x, z->hi);
+    case WL_SIZE_LOGNORMAL: { /* Box-Muller over the key's two draws */
+        double u2 = workload_key_unit(op->key, op->key_len, p->seed, 1);
+        double r = sqrt(-2 * log1p(-u)), zn = r * cos(6.283185307179586 * u2);
+        return wl_size_clamp(exp(z->a + z->b * zn), z->hi);
+    }
+    default: return z->lo;
+    }
+}
+
 static uint64_t wl_make_size(struct workload_plan *p, const struct wl_stmt *s,
                              const struct workload_op *op)
 {
@@ -1074,8 +1239,16 @@ static uint64_t wl_make_size(struct workload_plan *p, const struct wl_stmt *s,
     uint64_t v = 0;
     switch (z->kind) {
     case WL_SIZE_FIXED: return z->lo;
-    case WL_SIZE_UNIFORM: return z->lo + wl_rand_below(p->rng, z->hi - z->lo + 1);
-    case WL_SIZE_CHOICE: return z->choices[wl_rand_below(p->rng, z->n_choices)];
+    case WL_SIZE_GPARETO:
+    case WL_SIZE_LOGNORMAL: return wl_key_size(p, z, op);
+    case WL_SIZE_UNIFORM:
+        if (s->fill)
+            return wl_key_size(p, z, op);
+        return z->lo + wl_rand_below(p->rng, z->hi - z->lo + 1);
+    case WL_SIZE_CHOICE:
+        if (s->fill)
+            return wl_key_size(p, z, op);
+        return z->choices[wl_rand_below(p->rng, z->n_choices)];
     case WL_SIZE_FILL:
         workload_size_fill(&p->ladder, (uint32_t)z->lo, op->key_len, s->flags, &v);
         return v;
@@ -1088,12 +1261,14 @@ static uint64_t wl_make_size(struct workload_plan *p, const struct wl_stmt *s,
 
 static void wl_make_op(struct workload_plan *p, const struct wl_stmt *s, struct workload_op *op)
 {
+    bool carries = workload_cmd_is_write(s->cmd) || s->fill;
     op->cmd = s->cmd;
     op->noreply = s->noreply;
-    op->flags = workload_cmd_is_write(s->cmd) ? s->flags : 0;
-    op->ttl = workload_cmd_is_write(s->cmd) || s->cmd == WORKLOAD_CMD_TOUCH ? s->ttl : 0;
+    op->fill = s->fill;
+    op->flags = carries ? s->flags : 0;
+    op->ttl = carries || s->cmd == WORKLOAD_CMD_TOUCH || s->cmd == WORKLOAD_CMD_GAT ? s->ttl : 0;
     wl_make_key(p, &s->key, p->i, op);
-    if (workload_cmd_is_write(s->cmd))
+    if (carries)
         op->value_len = wl_make_size(p, s, op);
     else
         op->value_len = s->cmd == WORKLOAD_CMD_INCR || s->cmd == WORKLOAD_CMD_DECR ? s->delta : 0;
@@ -1148,9 +1323,9 @@ enum workload_next workload_plan_next(struct workload_plan *p, struct workload_i
 void workload_op_digest(struct sha256_ctx *c, const struct workload_op *op)
 {
     char line[WORKLOAD_KEY_MAX + 96];
-    int n = snprintf(line, sizeof line, "%s %.*s %llu %u %lld %d\n", workload_cmd_name(op->cmd),
+    int n = snprintf(line, sizeof line, "%s %.*s %llu %u %lld %d%s\n", workload_cmd_name(op->cmd),
                      (int)op->key_len, op->key, (unsigned long long)op->value_len, op->flags,
-                     (long long)op->ttl, op->noreply ? 1 : 0);
+                     (long long)op->ttl, op->noreply ? 1 : 0, op->fill ? " fill" : "");
     if (n > 0)
         sha256_update(c, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }

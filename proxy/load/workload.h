@@ -14,6 +14,10 @@
  * consumed in plan order: for each op, the {rand:N} and {zipf:N:S} key
  * fields left to right, then the size. A {zipf:N:S} field takes one draw
  * per try of rejection-inversion sampling, so usually one, sometimes more.
+ * Sizes drawn per key (etc, gpareto(..), lognormal(..), and every random
+ * size of a getset statement) take no draw from the stream: they are a
+ * function of the key's bytes and the seed (workload_key_unit), so a key
+ * has one size for the whole plan.
  */
 #ifndef SLABTAP_WORKLOAD_H
 #define SLABTAP_WORKLOAD_H
@@ -56,7 +60,7 @@
     X(SET, "set", true) X(ADD, "add", true) X(REPLACE, "replace", true) \
     X(APPEND, "append", true) X(PREPEND, "prepend", true) X(GET, "get", false) \
     X(GETS, "gets", false) X(DELETE, "delete", false) X(TOUCH, "touch", false) \
-    X(INCR, "incr", false) X(DECR, "decr", false)
+    X(INCR, "incr", false) X(DECR, "decr", false) X(GAT, "gat", false)
 /* clang-format on */
 
 enum workload_cmd {
@@ -72,14 +76,22 @@ bool workload_cmd_is_write(enum workload_cmd cmd);
 /* "set" -> WORKLOAD_CMD_SET; false for anything else. */
 bool workload_cmd_parse(const char *name, size_t len, enum workload_cmd *out);
 
-/* One request, as the load generator will send it. */
+/* A read answered by VALUE ... END: get, gets, gat. */
+bool workload_cmd_is_read(enum workload_cmd cmd);
+
+/* One request, as the load generator will send it.
+ * fill: a get-or-set read (getset statements, replayed reads with demand
+ * fill): when memcached answers it with a miss, the load engine sends
+ * `set key flags ttl value_len` on the same connection before any later
+ * op of that key. Only reads carry it. */
 struct workload_op {
     enum workload_cmd cmd;
     bool noreply;
+    bool fill;
     uint16_t key_len;
-    uint32_t flags;
-    int64_t ttl;        /* exptime as sent (writes, touch) */
-    uint64_t value_len; /* writes: data block bytes; incr/decr: the delta */
+    uint32_t flags;     /* writes; fill reads: the fill's flags */
+    int64_t ttl;        /* exptime as sent (writes, touch, gat); fill reads: the fill's */
+    uint64_t value_len; /* writes, fill reads: data block bytes; incr/decr: the delta */
     char key[WORKLOAD_KEY_MAX + 1];
 };
 
@@ -147,6 +159,8 @@ void workload_free(struct workload *w);
 const struct workload_settings *workload_settings(const struct workload *w);
 /* Whether some size is fill(N) / over(N) and so needs the server's ladder. */
 bool workload_needs_ladder(const struct workload *w);
+/* Whether some statement is a getset (its ops carry fill). */
+bool workload_has_fills(const struct workload *w);
 /* Operations the whole plan yields (phases and sleeps not counted). */
 uint64_t workload_total_ops(const struct workload *w);
 const char *workload_file(const struct workload *w);
@@ -157,6 +171,7 @@ struct workload_plan {
     const struct workload *w;
     struct slab_ladder ladder;
     bool has_ladder;
+    uint64_t seed; /* per-key sizes */
     uint64_t rng[4];
     uint32_t pc; /* statement being expanded */
     uint64_t i;  /* next {i} of that statement */
@@ -188,8 +203,14 @@ bool workload_size_fill(const struct slab_ladder *l, uint32_t cls, uint32_t key_
 bool workload_size_over(const struct slab_ladder *l, uint32_t cls, uint32_t key_len, uint32_t flags,
                         uint64_t *value_len);
 
+/* The per-key uniform draw in [0, 1) behind per-key sizes: splitmix64's
+ * finalizer over the key's FNV-1a hash mixed with the seed and a stream
+ * number (0 and 1 for the two draws lognormal needs). Exposed for tests. */
+double workload_key_unit(const char *key, size_t len, uint64_t seed, unsigned stream);
+
 /* Adds one op's canonical line "<cmd> <key> <value_len> <flags> <ttl>
- * <noreply 0|1>\n" to a fingerprint. */
+ * <noreply 0|1>\n" to a fingerprint; a fill op's line ends " fill\n"
+ * instead, so plans without fills keep their fingerprints. */
 void workload_op_digest(struct sha256_ctx *c, const struct workload_op *op);
 
 #endif

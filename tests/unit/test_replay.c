@@ -803,6 +803,195 @@ static void test_key_sizes(void)
     }
 }
 
+/* ---- reads: the merge order and demand fill --------------------------------- */
+
+static void test_merge_order(void)
+{
+    static const struct {
+        bool has_w;
+        int64_t w_seq;
+        bool has_r;
+        int64_t r_after;
+        bool write;
+    } cases[] = {
+        { true, 1, true, 0, false }, /* after_write 0: before every write */
+        { true, 1, true, 1, true },  /* the write a read follows goes first */
+        { true, 2, true, 1, false }, /* ... and the next write after it */
+        { true, 7, false, 0, true }, { false, 0, true, 3, false }, { false, 0, false, 0, false },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(replay_merge_take_write(cases[i].has_w, cases[i].w_seq, cases[i].has_r,
+                                      cases[i].r_after) == cases[i].write,
+              "merge case %zu", i);
+    enum workload_cmd c;
+    CHECK(replay_db_read_cmd("gats", &c) && c == WORKLOAD_CMD_GAT, "gats");
+    CHECK(replay_db_read_cmd("mg", &c) && c == WORKLOAD_CMD_GET, "mg");
+    CHECK(replay_db_read_cmd("gets", &c) && c == WORKLOAD_CMD_GETS, "gets");
+    CHECK(!replay_db_read_cmd("set", &c) && !replay_db_read_cmd(NULL, &c), "set is no read");
+    CHECK(!replay_db_cmd("gat", &c) && !replay_db_cmd("get", &c), "a read is no write");
+}
+
+static void db_reads_fixture(const char *path)
+{
+    static const char ddl[] =
+        "CREATE TABLE sets (run_id INTEGER NOT NULL, seq INTEGER NOT NULL, conn_id INTEGER NOT "
+        "NULL, t_ns INTEGER NOT NULL, cmd TEXT NOT NULL, key TEXT, key_hash INTEGER NOT NULL, "
+        "key_len INTEGER NOT NULL, value_len INTEGER, flags INTEGER, exptime INTEGER, answer TEXT "
+        "NOT NULL, latency_ns INTEGER, class_id INTEGER, PRIMARY KEY (run_id, seq));"
+        "CREATE TABLE reads (run_id INTEGER, seq INTEGER, after_write INTEGER, conn_id INTEGER, "
+        "t_ns INTEGER, cmd TEXT, key TEXT, key_hash INTEGER, key_len INTEGER, hit INTEGER, "
+        "value_len INTEGER, flags INTEGER, exptime INTEGER, class_id INTEGER)";
+    static const struct {
+        char table;            /* 'w' sets, 'r' reads */
+        int seq, after;        /* after: reads only */
+        const char *cmd, *key; /* */
+        int hit, value_len;    /* value_len -1: NULL */
+        int flags, exptime;
+    } rows[] = {
+        /* inserted out of order on purpose: the replay orders them */
+        { 'r', 9, 4, "get", "c", 0, -1, 0, 0 },   { 'w', 1, 0, "set", "a", 0, 10, 3, 0 },
+        { 'w', 2, 0, "set", "b", 0, 20, 0, 0 },   { 'w', 3, 0, "set", "c", 0, 30, 0, 0 },
+        { 'w', 4, 0, "append", "c", 0, 5, 0, 0 }, { 'r', 1, 0, "get", "a", 0, -1, 0, 0 },
+        { 'r', 2, 1, "get", "a", 1, 10, 3, 0 },   { 'r', 3, 1, "gets", "b", 0, -1, 0, 0 },
+        { 'r', 4, 2, "gat", "a", 1, 10, 3, 100 }, { 'r', 6, 3, "get", "a", 0, -1, 0, 0 },
+        { 'r', 5, 3, "mg", "d", 0, -1, 0, 0 },    { 'r', 7, 3, "frob", "e", 0, -1, 0, 0 },
+        { 'r', 8, 3, "get", "c", 0, -1, 0, 0 },   { 'w', 1, 0, "set", "z", 0, 1, 0, 0 },
+    };
+    sqlite3 *db = NULL;
+    sqlite3_stmt *w = NULL, *r = NULL;
+    if (sqlite3_open(path, &db) != SQLITE_OK) {
+        CHECK(0, "database");
+        sqlite3_close(db);
+        return;
+    }
+    db_exec(db, ddl);
+    sqlite3_prepare_v2(db,
+                       "INSERT INTO sets (run_id, seq, conn_id, t_ns, cmd, key, key_hash, "
+                       "key_len, value_len, flags, exptime, answer) VALUES (?1, ?2, 1, 0, ?3, ?4, "
+                       "?5, ?6, ?7, ?8, 0, 'STORED')",
+                       -1, &w, NULL);
+    sqlite3_prepare_v2(db,
+                       "INSERT INTO reads VALUES (?1, ?2, ?9, 1, 0, ?3, ?4, ?5, ?6, ?10, ?7, ?8, "
+                       "?11, NULL)",
+                       -1, &r, NULL);
+    for (size_t i = 0; w && r && i < sizeof rows / sizeof rows[0]; i++) {
+        sqlite3_stmt *st = rows[i].table == 'w' ? w : r;
+        /* the last row is another run's, which must not show */
+        sqlite3_bind_int64(st, 1, i + 1 == sizeof rows / sizeof rows[0] ? 2 : 1);
+        sqlite3_bind_int64(st, 2, rows[i].seq);
+        sqlite3_bind_text(st, 3, rows[i].cmd, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, rows[i].key, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, (int64_t)keyfmt_hash(rows[i].key, strlen(rows[i].key)));
+        sqlite3_bind_int64(st, 6, (int64_t)strlen(rows[i].key));
+        if (rows[i].value_len >= 0)
+            sqlite3_bind_int64(st, 7, rows[i].value_len);
+        else
+            sqlite3_bind_null(st, 7);
+        sqlite3_bind_int64(st, 8, rows[i].flags);
+        if (st == r) {
+            sqlite3_bind_int64(st, 9, rows[i].after);
+            sqlite3_bind_int64(st, 10, rows[i].hit);
+            if (!strncmp(rows[i].cmd, "gat", 3))
+                sqlite3_bind_int64(st, 11, rows[i].exptime);
+            else
+                sqlite3_bind_null(st, 11);
+        }
+        CHECK(sqlite3_step(st) == SQLITE_DONE, "insert %zu: %s", i, sqlite3_errmsg(db));
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+    sqlite3_finalize(w);
+    sqlite3_finalize(r);
+    sqlite3_close(db);
+}
+
+/* "cmd key [ttl] F<len>/<flags>|-;" per op; writes "cmd key len;" */
+static enum workload_next read_merged(struct replay *r, char *got, size_t n, char *err,
+                                      size_t errlen)
+{
+    struct workload_item it;
+    enum workload_next nx;
+    size_t len = 0;
+    got[0] = '\0';
+    while ((nx = replay_next(r, &it, err, errlen)) == WORKLOAD_NEXT_ITEM && len < n) {
+        const struct workload_op *op = &it.op;
+        if (workload_cmd_is_write(op->cmd))
+            len += (size_t)snprintf(got + len, n - len, "%s %s %" PRIu64 ";",
+                                    workload_cmd_name(op->cmd), op->key, op->value_len);
+        else if (op->fill)
+            len += (size_t)snprintf(got + len, n - len, "%s %s %lld F%" PRIu64 "/%u;",
+                                    workload_cmd_name(op->cmd), op->key, (long long)op->ttl,
+                                    op->value_len, op->flags);
+        else
+            len += (size_t)snprintf(got + len, n - len, "%s %s %lld -;", workload_cmd_name(op->cmd),
+                                    op->key, (long long)op->ttl);
+    }
+    return nx;
+}
+
+static void test_db_reads(void)
+{
+    char path[32], err[REPLAY_ERR_MAX] = "", got[1024];
+    if (!temp_file(path, ""))
+        return;
+    db_reads_fixture(path);
+    static const struct {
+        bool fill;
+        const char *want;
+        uint64_t next_write, unknown;
+    } cases[] = {
+        /* r1 before every write: a's next request is write 1 (no fill); r2
+         * hit: its own length; r3: b's next is write 2; r4 gat keeps its
+         * exptime, fills 10 (a's next is the read r6); r5 mg: d unknown; r7
+         * 'frob' skipped; r8: c's next is the append; r9: 30 + 5 */
+        { true,
+          "get a 0 -;set a 10;get a 0 F10/3;gets b 0 -;set b 20;gat a 100 F10/3;set c 30;"
+          "get d 0 -;get a 0 F10/3;get c 0 -;append c 5;get c 0 F35/0;",
+          3, 1 },
+        { false,
+          "get a 0 -;set a 10;get a 0 -;gets b 0 -;set b 20;gat a 100 -;set c 30;get d 0 -;"
+          "get a 0 -;get c 0 -;append c 5;get c 0 -;",
+          0, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct replay *r = NULL;
+        CHECK(replay_open(&r, REPLAY_DB, path, 1, err, sizeof err) == REPLAY_OK, "open: %s", err);
+        if (!r)
+            continue;
+        CHECK(replay_total(r) == 4, "writes only before replay_db_reads: %" PRIu64,
+              replay_total(r));
+        CHECK(replay_db_reads(r, cases[i].fill, err, sizeof err) == REPLAY_OK, "reads: %s", err);
+        CHECK(replay_total(r) == 13 && replay_reads_total(r) == 9 &&
+                  replay_can_fill(r) == cases[i].fill,
+              "case %zu: total %" PRIu64 " reads %" PRIu64, i, replay_total(r),
+              replay_reads_total(r));
+        CHECK(read_merged(r, got, sizeof got, err, sizeof err) == WORKLOAD_NEXT_END, "%s", err);
+        CHECK(!strcmp(got, cases[i].want), "case %zu:\n got %s\nwant %s", i, got, cases[i].want);
+        CHECK(replay_fill_next_write(r) == cases[i].next_write &&
+                  replay_fill_unknown(r) == cases[i].unknown && replay_skipped(r) == 1,
+              "case %zu: next write %" PRIu64 ", unknown %" PRIu64 ", skipped %" PRIu64, i,
+              replay_fill_next_write(r), replay_fill_unknown(r), replay_skipped(r));
+        replay_close(r);
+    }
+    /* a file without reads: writes only, nothing to fill */
+    sqlite3 *db = NULL;
+    if (sqlite3_open(path, &db) == SQLITE_OK)
+        db_exec(db, "DROP TABLE reads");
+    sqlite3_close(db);
+    struct replay *r = NULL;
+    CHECK(replay_open(&r, REPLAY_DB, path, 1, err, sizeof err) == REPLAY_OK, "open: %s", err);
+    if (r) {
+        CHECK(replay_db_reads(r, true, err, sizeof err) == REPLAY_OK && !replay_can_fill(r) &&
+                  replay_total(r) == 4,
+              "no reads: %s", err);
+        CHECK(read_merged(r, got, sizeof got, err, sizeof err) == WORKLOAD_NEXT_END &&
+                  !strcmp(got, "set a 10;set b 20;set c 30;append c 5;"),
+              "no reads: %s", got);
+    }
+    replay_close(r);
+    unlink(path);
+}
+
 int main(void)
 {
     test_key_make();
@@ -817,5 +1006,7 @@ int main(void)
     test_db_counters();
     test_cachelib_header_errors();
     test_key_sizes();
+    test_merge_order();
+    test_db_reads();
     return check_done("test_replay");
 }

@@ -500,6 +500,19 @@ static void test_fingerprints(void)
                 42, b, &nb);
     CHECK(strcmp(a, b) != 0, "zipf: another exponent gives the same plan");
 
+    /* the fill flag is part of the plan; pinned (Python: sha256 of
+     * "get k0 10 5 60 0 fill\n" ...) */
+    fingerprint("getset 3 key=k{i} size=10 flags=5 ttl=60\n", NULL, 1, a, &na);
+    CHECK(na == 3 && !strcmp(a, "0c0486e572bf8e0e71c664b7a42387ae90be9b67622387d342f7b662137e3451"),
+          "getset pinned fingerprint %s", a);
+    fingerprint("getset 3 key=k{i} size=etc\n", NULL, 7, a, &na);
+    CHECK(!strcmp(a, "9b54f53ef70de0b34bc3083601881fe57bfd9a721758c33aaee520445f8fbfda"),
+          "getset etc pinned fingerprint %s", a);
+    fingerprint("get 3 key=k{i}\n", NULL, 1, b, &nb);
+    CHECK(nb == 3 && strcmp(a, b) != 0, "get and getset give the same plan");
+    fingerprint("getset 3 key=k{i} size=10 flags=5 ttl=61\n", NULL, 1, b, &nb);
+    CHECK(strcmp(a, b) != 0, "a getset's ttl is not in the plan");
+
     /* the ladder is part of the plan: -f 1.08 moves fill(12) */
     struct slab_settings s;
     struct slab_ladder l108;
@@ -556,6 +569,194 @@ static void test_settings(void)
     workload_free(w);
 }
 
+/* ---- get-or-set and per-key sizes ----------------------------------------- */
+
+static void test_getset_errors(void)
+{
+    static const struct {
+        const char *text;
+        enum workload_status status;
+        const char *msg; /* exact */
+    } cases[] = {
+        { "seed 1\ngetset 5 key=a\n", WORKLOAD_E_SYNTAX, "t.wl:2: getset needs size=SIZE" },
+        { "getset 5 size=1\n", WORKLOAD_E_SYNTAX, "t.wl:1: getset needs key=PATTERN" },
+        { "getset 5 key=a size=1 noreply\n", WORKLOAD_E_UNKNOWN,
+          "t.wl:1: option 'noreply' does not apply to getset" },
+        { "getset 5 key=a size=1 by=2\n", WORKLOAD_E_UNKNOWN,
+          "t.wl:1: option 'by' does not apply to getset" },
+        { "getset x key=a size=1\n", WORKLOAD_E_NUMBER,
+          "t.wl:1: getset needs a COUNT (0..1000000000000) first, got 'x'" },
+        { "\n\ngetset 5 key=a size=gpareto(0,0.3)\n", WORKLOAD_E_SIZE,
+          "t.wl:3: bad size 'gpareto(0,0.3)': scale must be > 0, shape -10..10" },
+        { "getset 5 key=a size=gpareto(10)\n", WORKLOAD_E_SIZE,
+          "t.wl:1: bad size 'gpareto(10)': want gpareto(SCALE,SHAPE[,MAX])" },
+        { "getset 5 key=a size=gpareto(10,0.5,2,3)\n", WORKLOAD_E_SIZE,
+          "t.wl:1: bad size 'gpareto(10,0.5,2,3)': want gpareto(SCALE,SHAPE[,MAX])" },
+        { "set 5 key=a size=lognormal(7,-1)\n", WORKLOAD_E_SIZE,
+          "t.wl:1: bad size 'lognormal(7,-1)': sigma must be >= 0, mu <= 30" },
+        { "set 5 key=a size=lognormal(7.1234567,1)\n", WORKLOAD_E_SIZE,
+          "t.wl:1: bad size 'lognormal(7.1234567,1)': want lognormal(MU,SIGMA[,MAX])" },
+        { "getset 5 key=a size=etc(x)\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size 'etc(x)'" },
+        { "getset 5 key=a size=etcx\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size 'etcx'" },
+        { "gat 5 key=a size=1\n", WORKLOAD_E_UNKNOWN,
+          "t.wl:1: option 'size' does not apply to gat" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct workload *w = NULL;
+        struct workload_error err;
+        enum workload_status st =
+            workload_parse("t.wl", cases[i].text, strlen(cases[i].text), &w, &err);
+        CHECK(st == cases[i].status && !strcmp(err.msg, cases[i].msg),
+              "case %zu: status %d msg '%s', want %d '%s'", i, st, err.msg, cases[i].status,
+              cases[i].msg);
+        workload_free(w);
+    }
+}
+
+static void test_getset_ops(void)
+{
+    char plan[1024];
+    /* a getset is a get carrying fill, its size, flags and ttl; gat carries its exptime */
+    plan_text("getset 2 key=k{i} size=10 flags=5 ttl=60\ngat 1 key=k0 ttl=30\n", NULL, 1, plan,
+              sizeof plan);
+    CHECK_STR(plan, "get k0 10 5 60;get k1 10 5 60;gat k0 0 0 30;");
+    struct workload *w = parse_ok("getset 1 key=a size=3\nget 1 key=a\n");
+    struct workload_plan p;
+    struct workload_item it;
+    struct workload_error err;
+    if (w && workload_plan_init(&p, w, NULL, 0, &err) == WORKLOAD_OK) {
+        CHECK(workload_has_fills(w), "getset: has fills");
+        CHECK(workload_plan_next(&p, &it) == WORKLOAD_NEXT_ITEM && it.op.fill &&
+                  it.op.cmd == WORKLOAD_CMD_GET && workload_cmd_is_read(it.op.cmd),
+              "getset op: fill %d cmd %s", it.op.fill, workload_cmd_name(it.op.cmd));
+        CHECK(workload_plan_next(&p, &it) == WORKLOAD_NEXT_ITEM && !it.op.fill &&
+                  it.op.value_len == 0,
+              "plain get: fill %d len %" PRIu64, it.op.fill, it.op.value_len);
+    }
+    workload_free(w);
+    w = parse_ok("get 1 key=a\n");
+    CHECK(w && !workload_has_fills(w), "no getset: no fills");
+    workload_free(w);
+}
+
+/* A key has one size, whatever op draws it: per-key sizes are a function of
+ * the key and the seed, and take nothing from the plan's stream. */
+static void test_per_key_sizes(void)
+{
+    /* pinned: computed independently (Python: FNV-1a, splitmix64, the
+     * ETC inversion with math.expm1/log1p) */
+    static const struct {
+        const char *key;
+        uint64_t etc;
+    } pinned[] = { { "k0", 47 }, { "k1", 68 }, { "k2", 491 }, { "etc:000000", 400 } };
+    char plan[512], want[512];
+    size_t wl = 0;
+    for (size_t i = 0; i < 3; i++)
+        wl += (size_t)snprintf(want + wl, sizeof want - wl, "get %s %" PRIu64 " 0 0;",
+                               pinned[i].key, pinned[i].etc);
+    plan_text("getset 3 key=k{i} size=etc\n", NULL, 7, plan, sizeof plan);
+    CHECK_STR(plan, want);
+    plan_text("getset 1 key=etc:{i:6} size=etc\n", NULL, 7, plan, sizeof plan);
+    CHECK_STR(plan, "get etc:000000 400 0 0;");
+    CHECK(workload_key_unit("k0", 2, 7, 0) == 0.19063310333250916, "unit k0 %.17g",
+          workload_key_unit("k0", 2, 7, 0));
+
+    /* every op of a key the same size: getset (etc, uniform, choice,
+     * lognormal) and set (etc) over the same keys agree */
+    static const char *const texts[] = {
+        "getset 20000 key=k{rand:500} size=etc\nset 500 key=k{i} size=etc\n",
+        "getset 20000 key=k{zipf:500:1.0} size=uniform(1,100000)\n",
+        "getset 20000 key=k{rand:500} size=choice(1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16)\n",
+        "getset 20000 key=k{rand:500} size=lognormal(7.5,1.2)\nset 9 key=x size=uniform(1,9)\n",
+    };
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+        struct workload *w = parse_ok(texts[t]);
+        struct workload_plan p;
+        struct workload_item it;
+        struct workload_error err;
+        static uint64_t size_of[500];
+        uint64_t churn = 0, distinct = 0, ops = 0;
+        memset(size_of, 0, sizeof size_of);
+        if (!w || workload_plan_init(&p, w, NULL, 11, &err) != WORKLOAD_OK) {
+            workload_free(w);
+            continue;
+        }
+        while (workload_plan_next(&p, &it) == WORKLOAD_NEXT_ITEM) {
+            if (it.op.key[0] != 'k')
+                continue;
+            unsigned k = (unsigned)atoi(it.op.key + 1);
+            ops++;
+            if (!size_of[k]) {
+                size_of[k] = it.op.value_len + 1;
+                distinct++;
+            } else {
+                churn += size_of[k] != it.op.value_len + 1;
+            }
+        }
+        CHECK(churn == 0 && ops > 20000 - 1 && distinct > 20,
+              "text %zu: %" PRIu64 " ops changed their key's size (%" PRIu64 " keys)", t, churn,
+              distinct);
+        workload_free(w);
+    }
+    /* per-key sizes take no draw: the keys that follow are the same */
+    plan_text("set 1 key=a size=etc\nget 3 key=r{rand:1000}\n", NULL, 5, plan, sizeof plan);
+    plan_text("set 1 key=a size=7\nget 3 key=r{rand:1000}\n", NULL, 5, want, sizeof want);
+    CHECK(!strcmp(strchr(plan, ';'), strchr(want, ';')), "etc took a draw: %s vs %s", plan, want);
+}
+
+/* The distributions have the shape they claim: ETC's median 168 and mean
+ * 329 (Generalized Pareto, scale 214.476, shape 0.348238), a lognormal's
+ * median exp(mu); caps hold. */
+static void test_size_shapes(void)
+{
+    static const struct {
+        const char *text;
+        double median_lo, median_hi, mean_lo, mean_hi;
+        uint64_t max;
+    } cases[] = {
+        { "getset 100000 key=s{i} size=etc\n", 160, 176, 310, 350, 500000 },
+        { "getset 100000 key=s{i} size=gpareto(100,0)\n", 66, 73, 96, 104, 500000 },
+        { "getset 100000 key=s{i} size=lognormal(7,0.5)\n", 1060, 1130, 1170, 1270, 500000 },
+        { "getset 100000 key=s{i} size=etc(1000)\n", 160, 176, 240, 300, 1000 },
+    };
+    static uint64_t v[100000];
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        struct workload *w = parse_ok(cases[t].text);
+        struct workload_plan p;
+        struct workload_item it;
+        struct workload_error err;
+        size_t n = 0;
+        double sum = 0;
+        uint64_t max = 0, zero = 0;
+        if (!w || workload_plan_init(&p, w, NULL, 3, &err) != WORKLOAD_OK) {
+            workload_free(w);
+            continue;
+        }
+        while (workload_plan_next(&p, &it) == WORKLOAD_NEXT_ITEM && n < 100000) {
+            v[n++] = it.op.value_len;
+            sum += (double)it.op.value_len;
+            max = it.op.value_len > max ? it.op.value_len : max;
+            zero += it.op.value_len == 0;
+        }
+        /* the median by counting: values below each bound */
+        size_t below_lo = 0, below_hi = 0;
+        for (size_t i = 0; i < n; i++) {
+            below_lo += (double)v[i] < cases[t].median_lo;
+            below_hi += (double)v[i] < cases[t].median_hi;
+        }
+        double mean = n ? sum / (double)n : 0;
+        CHECK(n == 100000 && below_lo < n / 2 && below_hi > n / 2,
+              "case %zu: median outside [%.0f, %.0f] (%zu, %zu below)", t, cases[t].median_lo,
+              cases[t].median_hi, below_lo, below_hi);
+        CHECK(mean >= cases[t].mean_lo && mean <= cases[t].mean_hi,
+              "case %zu: mean %.1f outside [%.0f, %.0f]", t, mean, cases[t].mean_lo,
+              cases[t].mean_hi);
+        CHECK(max <= cases[t].max && zero == 0, "case %zu: max %" PRIu64 ", %" PRIu64 " zeros", t,
+              max, zero);
+        workload_free(w);
+    }
+}
+
 int main(void)
 {
     struct slab_settings s;
@@ -574,5 +775,9 @@ int main(void)
     test_fingerprints();
     test_lazy();
     test_settings();
+    test_getset_errors();
+    test_getset_ops();
+    test_per_key_sizes();
+    test_size_shapes();
     return check_done("test_workload");
 }
