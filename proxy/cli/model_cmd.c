@@ -789,7 +789,7 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
     }
     if (!c || (run_basis == RUNS_BASIS_AGGREGATES
                    ? seq_from_hist(&r->live, r->settings.use_cas, &seq, err, sizeof err)
-                   : verify_read_sequence(o->db, r->run_id, &seq, err, sizeof err))) {
+                   : verify_read_sequence(o->db, r->run_id, false, &seq, err, sizeof err))) {
         fprintf(stderr, "slabtap model advise: capacity: %s\n", c ? err : "out of memory");
         failed = 1;
         goto out;
@@ -859,7 +859,7 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
         model_holdout("the second half", c, n, rec, &seq, to, seq.n, obj, mem_limit);
     if (o->holdout_run) {
         int64_t id = runs_find(db, o->holdout_run);
-        if (id < 0 || verify_read_sequence(o->db, id, &other, err, sizeof err)) {
+        if (id < 0 || verify_read_sequence(o->db, id, false, &other, err, sizeof err)) {
             fprintf(stderr, "slabtap model advise: --holdout-run %s: %s\n", o->holdout_run,
                     id < 0 ? "no such run" : err);
             failed++;

@@ -142,7 +142,7 @@ int cli_model_hits_advise(const struct cli_hits_args *a)
         fprintf(stderr, "slabtap model advise: out of memory\n");
         goto out;
     }
-    if (verify_read_sequence(a->db, a->run_id, &seq, err, sizeof err)) {
+    if (verify_read_sequence(a->db, a->run_id, true, &seq, err, sizeof err)) {
         fprintf(stderr, "slabtap model advise: hits: %s\n", err);
         goto out;
     }
@@ -287,7 +287,7 @@ int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points, const struc
     char err[512];
     int rc = 1;
     capacity_seq_init(&seq);
-    if (verify_read_sequence(a->db, a->run_id, &seq, err, sizeof err)) {
+    if (verify_read_sequence(a->db, a->run_id, true, &seq, err, sizeof err)) {
         fprintf(stderr, "slabtap model mrc: %s\n", err);
         goto out;
     }

@@ -63,6 +63,8 @@ struct load_source {
     enum load_source_kind kind;
     struct workload_plan plan;
     struct replay *replay;
+    uint64_t mark_at, ops; /* cfg->mark_at_op; ops yielded so far */
+    bool marked;
 };
 
 static void load_resolve(const struct load_config *cfg, struct load_result *res)
@@ -88,6 +90,7 @@ static int load_source_open_replay(struct load_source *s, const struct load_conf
                                               [LOAD_SRC_CACHELIB] = REPLAY_CACHELIB };
     memset(s, 0, sizeof *s);
     s->kind = cfg->source;
+    s->mark_at = cfg->mark_at_op;
     if (cfg->source == LOAD_SRC_WORKLOAD)
         return 0;
     if (replay_open(&s->replay, kinds[cfg->source], cfg->path, cfg->replay_run, err, errlen) !=
@@ -116,9 +119,19 @@ static int load_source_open_plan(struct load_source *s, const struct load_config
 static enum workload_next load_source_next(struct load_source *s, struct workload_item *it,
                                            char *err, size_t errlen)
 {
-    if (s->kind == LOAD_SRC_WORKLOAD)
-        return workload_plan_next(&s->plan, it);
-    return replay_next(s->replay, it, err, errlen);
+    enum workload_next nx;
+    if (s->mark_at && !s->marked && s->ops == s->mark_at) { /* cfg->mark_at_op */
+        s->marked = true;
+        memset(it, 0, sizeof *it);
+        it->kind = WORKLOAD_ITEM_PHASE;
+        snprintf(it->phase, sizeof it->phase, "%s", LOAD_MARK_PHASE);
+        return WORKLOAD_NEXT_ITEM;
+    }
+    nx = s->kind == LOAD_SRC_WORKLOAD ? workload_plan_next(&s->plan, it)
+                                      : replay_next(s->replay, it, err, errlen);
+    if (nx == WORKLOAD_NEXT_ITEM && it->kind == WORKLOAD_ITEM_OP)
+        s->ops++;
+    return nx;
 }
 
 static void load_source_close(struct load_source *s, struct load_result *res)

@@ -72,6 +72,7 @@
 #define LOAD_PHASES_MAX 32         /* phases counted apart; later ones add to the last */
 #define LOAD_STATS_TIMEOUT_MS 2000 /* the side connection's `stats`, each way */
 #define LOAD_NOTE_MAX 160
+#define LOAD_MARK_PHASE "measured" /* the phase load_config.mark_at_op starts */
 
 enum load_source_kind {
     LOAD_SRC_WORKLOAD,  /* cfg.workload */
@@ -130,6 +131,10 @@ struct load_config {
      * when the file has them (false: writes only, e.g. capacity checks);
      * demand_fill: a replayed read fills its miss (load/replay.h) */
     bool replay_reads, demand_fill;
+    /* > 0: a phase mark named LOAD_MARK_PHASE after this many plan ops (a
+     * measured window: on_phase and the server's stats deltas start there,
+     * e.g. `model advise --verify` counting hits after a warm-up) */
+    uint64_t mark_at_op;
     /* NULL: load_run builds it from the target's `stats settings`;
      * load_plan_digest needs it when the workload uses fill/over. */
     const struct slab_ladder *ladder;

@@ -133,8 +133,8 @@ static uint64_t key_hash(const char *key, size_t len)
     return h;
 }
 
-int verify_read_sequence(const char *db_path, int64_t run_id, struct capacity_seq *out, char *err,
-                         size_t errlen)
+int verify_read_sequence(const char *db_path, int64_t run_id, bool reads, struct capacity_seq *out,
+                         char *err, size_t errlen)
 {
     struct replay *rp;
     struct workload_item *it = malloc(sizeof *it);
@@ -144,6 +144,12 @@ int verify_read_sequence(const char *db_path, int64_t run_id, struct capacity_se
         return -1;
     }
     if (replay_open(&rp, REPLAY_DB, db_path, run_id, err, errlen) != REPLAY_OK) {
+        free(it);
+        return -1;
+    }
+    /* the run's reads too, each marked for demand-fill as a replay sends it */
+    if (reads && replay_db_reads(rp, true, err, errlen) != REPLAY_OK) {
+        replay_close(rp);
         free(it);
         return -1;
     }
@@ -169,9 +175,10 @@ int verify_read_sequence(const char *db_path, int64_t run_id, struct capacity_se
         case WORKLOAD_CMD_GET:
         case WORKLOAD_CMD_GETS: k = CAPACITY_GET; break;
         case WORKLOAD_CMD_TOUCH: k = CAPACITY_TOUCH; break;
+        case WORKLOAD_CMD_GAT: k = CAPACITY_GAT; break;
         default: k = CAPACITY_OTHER; break;
         }
-        bool write = workload_cmd_is_write(op->cmd), read = k == CAPACITY_GET;
+        bool write = workload_cmd_is_write(op->cmd), read = k == CAPACITY_GET || k == CAPACITY_GAT;
         /* a read carries the length and flags its demand-fill would set;
          * the replay sends times compressed, so no request has an age */
         struct capacity_req req = {
@@ -179,7 +186,7 @@ int verify_read_sequence(const char *db_path, int64_t run_id, struct capacity_se
             .key_len = op->key_len,
             .flags = write || (read && op->fill) ? op->flags : 0,
             .value_len = write || (read && op->fill) ? op->value_len : 0,
-            .exptime = write || k == CAPACITY_TOUCH ? (int32_t)op->ttl : 0,
+            .exptime = write || k == CAPACITY_TOUCH || k == CAPACITY_GAT ? (int32_t)op->ttl : 0,
             .fill = read && op->fill,
         };
         if (capacity_seq_add_req(out, key_hash(op->key, op->key_len), &req)) {
@@ -252,13 +259,6 @@ early:
 
 /* --- hits ---------------------------------------------------------------- */
 
-struct hits_mark {
-    int port;
-    bool taken;
-    int64_t hits, misses;
-    char error[256];
-};
-
 static int hits_read(int port, int64_t *hits, int64_t *misses, int64_t *malloced, int64_t *ev,
                      char *err, size_t errlen)
 {
@@ -271,10 +271,8 @@ static int hits_read(int port, int64_t *hits, int64_t *misses, int64_t *malloced
     stats_sample_init(st);
     if (mcserver_stats(port, st, err, errlen) == 0 && stats_sample_global(st, "get_hits", hits) &&
         stats_sample_global(st, "get_misses", misses)) {
-        if (malloced)
-            stats_sample_global(st, "total_malloced", malloced);
-        if (ev)
-            stats_sample_global(st, "evictions", ev);
+        stats_sample_global(st, "total_malloced", malloced);
+        stats_sample_global(st, "evictions", ev);
         rc = 0;
     } else if (!err[0]) {
         snprintf(err, errlen, "memcached's stats lack get_hits/get_misses");
@@ -282,15 +280,6 @@ static int hits_read(int port, int64_t *hits, int64_t *misses, int64_t *malloced
     stats_sample_fini(st);
     free(st);
     return rc;
-}
-
-/* on_phase of the replay: the measured window starts here */
-static void hits_on_mark(void *ud, const char *name)
-{
-    struct hits_mark *m = ud;
-    (void)name;
-    if (hits_read(m->port, &m->hits, &m->misses, NULL, NULL, m->error, sizeof m->error) == 0)
-        m->taken = true;
 }
 
 int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings *s,
@@ -301,7 +290,6 @@ int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings 
     struct mcserver mc;
     struct load_result *lr = calloc(1, sizeof *lr);
     struct load_config lc = { 0 };
-    struct hits_mark mark = { 0 };
     char err[MCSERVER_ERR_MAX], target[64];
     int rc = -1;
     size_t len;
@@ -325,36 +313,44 @@ int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings 
         snprintf(out->error, sizeof out->error, "%s", err);
         goto out;
     }
-    mark.port = mc.port;
     snprintf(target, sizeof target, "127.0.0.1:%d", mc.port);
     addr_parse(target, &lc.target);
     lc.source = LOAD_SRC_REPLAY_DB;
     lc.path = db_path;
     lc.replay_run = run_id;
+    lc.replay_reads = true;
+    lc.demand_fill = true;
     lc.connections = 1; /* memcached sees the recorded order */
     lc.progress = LOAD_PROGRESS_OFF;
-    lc.demand_fill = LOAD_FILL_ON;
     lc.mark_at_op = measure_from;
-    lc.on_phase = hits_on_mark;
-    lc.ud = &mark;
-    if (!measure_from)
-        mark.taken = true; /* from zero: the fresh server's counters are 0 */
     if (load_run(&lc, lr)) {
         snprintf(out->error, sizeof out->error, "replay: %s", lr->error);
-    } else if (!mark.taken) {
-        snprintf(out->error, sizeof out->error, "the measured window never started: %s",
-                 mark.error[0] ? mark.error : "the replay sent fewer operations");
     } else {
-        int64_t h, m, mal = 0, ev = 0;
-        if (hits_read(mc.port, &h, &m, &mal, &ev, out->error, sizeof out->error) == 0) {
-            out->hits = (uint64_t)(h - mark.hits);
-            out->gets = (uint64_t)(h - mark.hits + m - mark.misses);
-            out->hit_ratio = out->gets ? (double)out->hits / (double)out->gets : 0;
-            out->malloced = (uint64_t)mal;
-            out->evictions = (uint64_t)ev;
-            out->fills = lr->fills;
-            out->measured = true;
-            rc = 0;
+        /* the server's deltas over the measured window: the phase the mark
+         * started (load.h), or the whole run */
+        const struct load_server_counts *sc = lr->has_server ? &lr->server : NULL;
+        if (measure_from) {
+            sc = NULL;
+            for (unsigned i = 0; i < lr->n_phase_results; i++)
+                if (!strcmp(lr->phase_result[i].name, LOAD_MARK_PHASE) &&
+                    lr->phase_result[i].has_server)
+                    sc = &lr->phase_result[i].server;
+        }
+        if (!sc) {
+            snprintf(out->error, sizeof out->error, "no stats deltas over the measured window: %s",
+                     lr->server_note[0] ? lr->server_note : "the replay sent fewer operations");
+        } else {
+            int64_t mal = 0, ev = 0, h, m;
+            if (hits_read(mc.port, &h, &m, &mal, &ev, out->error, sizeof out->error) == 0) {
+                out->hits = sc->get_hits;
+                out->gets = sc->get_hits + sc->get_misses;
+                out->hit_ratio = out->gets ? (double)out->hits / (double)out->gets : 0;
+                out->malloced = (uint64_t)mal;
+                out->evictions = (uint64_t)ev;
+                out->fills = lr->fills;
+                out->measured = true;
+                rc = 0;
+            }
         }
     }
     mcserver_stop(&mc);
