@@ -113,7 +113,65 @@ CREATE TABLE IF NOT EXISTS arrivals (
   conn_id INTEGER NOT NULL
 );
 
--- Reads are counted, not recorded row by row: one row per run, second, command.
+-- Reads (issue 19): one row per key a get gets gat gats mg asked for, read
+-- back through the view `reads` (below). About 13 bytes per read on disk
+-- (docs/recording-reads.md):
+--
+--   read_rows.rowid   read_runs.base + seq (seq: the run's read sequence,
+--                     from 1, given at parse time, each key of a multiget
+--                     its own number in key order).
+--   key_id            read_keys.key_id: the key once per file (the writer
+--                     remembers READ_KEYS_MAX of them; a key it forgot gets
+--                     a new row -- correct, only bigger).
+--   op                hit | has_flags << 1 | cmd << 2 | class_id << 5
+--                     | (value_len + 1) << 11; cmd 1 get, 2 gets, 3 gat,
+--                     4 gats, 5 mg; class_id 0 and value_len + 1 = 0: NULL.
+--   extra             NULL: flags 0, exptime 0; INTEGER: flags << 32 |
+--                     exptime (low 32 bits, signed) -- flags where the
+--                     answer told them (has_flags), exptime for gat/gats.
+--
+-- read_arrivals holds (time, conn_id, after_write) once per run of
+-- consecutive reads that share them: a read's are those of the arrival with
+-- the highest rowid at or below its own, within its run's range.
+CREATE TABLE IF NOT EXISTS read_runs (
+  run_id INTEGER PRIMARY KEY,               -- runs.run_id
+  base   INTEGER NOT NULL,
+  lo     INTEGER NOT NULL,
+  hi     INTEGER NOT NULL,                  -- 2^62 while the run is the last
+  t0     INTEGER NOT NULL                   -- unix ns; read_arrivals.dt counts from it
+);
+CREATE TABLE IF NOT EXISTS read_keys (
+  key_id   INTEGER PRIMARY KEY,
+  key_hash INTEGER NOT NULL,                -- 64-bit FNV-1a of the key as sent (signed)
+  key_len  INTEGER NOT NULL,
+  key_ref                                   -- as writes.key_ref: prefix_id, text, or NULL
+);
+CREATE TABLE IF NOT EXISTS read_rows (
+  key_id INTEGER NOT NULL,
+  op     INTEGER NOT NULL,
+  extra                                     -- NULL or INTEGER
+);
+CREATE TABLE IF NOT EXISTS read_arrivals (
+  dt          INTEGER NOT NULL,             -- t_ns - read_runs.t0
+  conn_id     INTEGER NOT NULL,
+  after_write INTEGER NOT NULL              -- the write seq the reads came after
+);
+-- Reads per run, minute and slab class, every read counted (sampled-out
+-- keys too): a hit in the class of the item returned, a miss in the class
+-- the key was last written (or read) in -- 0 when unknown: never seen, or
+-- beyond the writer's map of 786,432 keys.
+CREATE TABLE IF NOT EXISTS agg_reads (
+  run_id      INTEGER NOT NULL REFERENCES runs(run_id),
+  minute      INTEGER NOT NULL,            -- unix minutes
+  class_id    INTEGER NOT NULL,
+  reads       INTEGER NOT NULL,
+  hits        INTEGER NOT NULL,
+  misses      INTEGER NOT NULL,
+  PRIMARY KEY (run_id, minute, class_id)
+) WITHOUT ROWID;
+
+-- Reads are also counted: one row per run, second, command (every read,
+-- with or without --reads).
 CREATE TABLE IF NOT EXISTS get_counts (
   run_id      INTEGER NOT NULL REFERENCES runs(run_id),
   second      INTEGER NOT NULL,            -- unix seconds
@@ -315,6 +373,44 @@ SELECT r.run_id AS run_id,
             THEN (SELECT nullif(c.ms_mode, '') FROM cmds c WHERE c.cmd_id = (w.op >> 14) & 63)
             ELSE json_extract(w.extra, '$.ms_mode') END AS ms_mode
 FROM write_runs r CROSS JOIN writes w ON w.rowid >= r.lo AND w.rowid < r.hi;
+
+-- One row per key a read asked for (issue 19). Replay and the model read
+-- reads through this view only: its columns stay as they are.
+-- Order with writes: a read was parsed after write seq `after_write` and
+-- before write after_write + 1, so a run's requests in the order the proxy
+-- read them sort by (position, rank) where a write with seq s sorts at
+-- (s, 0) and a read at (after_write, seq) -- reads before any write have
+-- after_write 0. As SQL:
+--   SELECT 'w' AS kind, seq AS pos, 0 AS rank, key_hash FROM sets WHERE run_id = ?
+--   UNION ALL SELECT 'r', after_write, seq, key_hash FROM reads WHERE run_id = ?
+--   ORDER BY pos, rank;
+DROP VIEW IF EXISTS reads;
+CREATE VIEW reads AS
+SELECT r.run_id AS run_id,
+       x.rowid - r.base AS seq,
+       a.after_write AS after_write,
+       a.conn_id AS conn_id,
+       r.t0 + a.dt AS t_ns,
+       CASE (x.op >> 2) & 7 WHEN 1 THEN 'get' WHEN 2 THEN 'gets' WHEN 3 THEN 'gat'
+            WHEN 4 THEN 'gats' WHEN 5 THEN 'mg' END AS cmd,
+       CASE typeof(k.key_ref)
+            WHEN 'integer' THEN (SELECT p.prefix FROM key_prefixes p WHERE p.prefix_id = k.key_ref)
+            ELSE k.key_ref END AS key,
+       k.key_hash AS key_hash,
+       k.key_len AS key_len,
+       x.op & 1 AS hit,
+       nullif(x.op >> 11, 0) - 1 AS value_len,
+       CASE WHEN x.op & 2 THEN CASE typeof(x.extra) WHEN 'integer'
+                                    THEN (x.extra >> 32) & 4294967295 ELSE 0 END END AS flags,
+       CASE WHEN (x.op >> 2) & 7 IN (3, 4)
+            THEN CASE typeof(x.extra) WHEN 'integer' THEN (x.extra << 32) >> 32 ELSE 0 END
+            END AS exptime,
+       nullif((x.op >> 5) & 63, 0) AS class_id
+FROM read_runs r CROSS JOIN read_rows x ON x.rowid >= r.lo AND x.rowid < r.hi
+LEFT JOIN read_arrivals a
+       ON a.rowid = (SELECT a2.rowid FROM read_arrivals a2 WHERE a2.rowid BETWEEN r.lo AND x.rowid
+                     ORDER BY a2.rowid DESC LIMIT 1)
+LEFT JOIN read_keys k ON k.key_id = x.key_id;
 
 DROP VIEW IF EXISTS class_stats;
 CREATE VIEW class_stats AS

@@ -69,6 +69,13 @@ static void proxy_usage(FILE *out)
             "                       (each kept key's whole history; run_meta 'sample_keys');\n"
             "                       SQLite's aggregates still count every write, and\n"
             "                       `model predict` scales by N and states its error\n"
+            "  --reads on|off       a row per key every get gets gat gats mg asks for:\n"
+            "                       hit or miss, value length, flags, and its place among\n"
+            "                       the writes (view `reads`; docs/recording-reads.md).\n"
+            "                       Default on: the hit ratio is what the model is for;\n"
+            "                       about 13 bytes a read on disk, and see the doc for\n"
+            "                       the CPU it costs. off: reads are only counted\n"
+            "                       per second (get_counts)\n"
             "  --queue ROWS         recorder queue bound (default %d)\n"
             "  --on-full MODE       block | drop when the queue is full (default block:\n"
             "                       stop reading clients until it drains, lose nothing)\n"
@@ -274,7 +281,7 @@ struct proxy_args {
     char ladder_flags[2048]; /* both, as memcached flags */
     uint64_t queue, max_pending, drain, interval, max_request, max_assembly, max_stall, max_memory,
         big_answer;
-    int keys, on_full, level;
+    int keys, on_full, level, reads;
 };
 
 /* --memcached-flags and --slab-sizes as one memcached command line for
@@ -361,6 +368,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
     static const struct opt_word keys[] = {
         { "full", KEYFMT_FULL }, { "prefix", KEYFMT_PREFIX }, { "hash", KEYFMT_HASH }, { NULL, 0 }
     };
+    static const struct opt_word onoff[] = { { "on", 1 }, { "off", 0 }, { NULL, 0 } };
     static const struct opt_word on_full[] = { { "block", REC_BLOCK },
                                                { "drop", REC_DROP },
                                                { NULL, 0 } };
@@ -372,6 +380,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "keys", 0, OPT_ENUM, .dest = &a->keys, .words = keys },
         { "queue", 0, OPT_UINT, .dest = &a->queue, .min = 1, .max = SIZE_MAX },
         { "on-full", 0, OPT_ENUM, .dest = &a->on_full, .words = on_full },
+        { "reads", 0, OPT_ENUM, .dest = &a->reads, .words = onoff },
         { "max-pending", 0, OPT_UINT, .dest = &a->max_pending, .min = 1, .max = SIZE_MAX },
         { "drain-ms", 0, OPT_UINT, .dest = &a->drain, .min = 1, .max = UINT_MAX },
         { "stats-interval", 0, OPT_UINT, .dest = &a->interval, .min = POLLER_INTERVAL_MIN_MS,
@@ -406,6 +415,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
     log_set_level((enum log_level)a->level);
     cfg->proxy.key_mode = (enum keyfmt_mode)a->keys;
     cfg->on_full = (enum rec_on_full)a->on_full;
+    cfg->proxy.record_reads = a->reads != 0;
     cfg->queue_rows = (size_t)a->queue;
     cfg->proxy.max_pending = (size_t)a->max_pending;
     cfg->proxy.drain_timeout_ms = (unsigned)a->drain;
@@ -438,6 +448,7 @@ static enum opt_result proxy_read_args(int argc, char **argv, struct app_config 
                               .queue = DEFAULT_QUEUE_ROWS,
                               .keys = (int)cfg->proxy.key_mode,
                               .on_full = REC_BLOCK,
+                              .reads = 1,
                               .level = (int)log_get_level(),
                               .max_pending = cfg->proxy.max_pending,
                               .drain = PROXY_DEFAULT_DRAIN_MS,

@@ -15,6 +15,10 @@ void pending_init(struct pending *q, size_t *account)
 
 static void pending_release(struct pending *q)
 {
+    for (size_t i = 0; i < q->count; i++) { /* a read's keys, never recorded */
+        free(q->ring[(q->head + i) % q->cap].rkeys);
+        q->ring[(q->head + i) % q->cap].rkeys = NULL;
+    }
     if (q->account)
         *q->account -= q->cap * sizeof *q->ring;
     free(q->ring);
@@ -59,6 +63,10 @@ struct pending_entry *pending_push(struct pending *q)
     e->owner = NULL;
     e->conn_id = 0;
     e->local = NULL;
+    e->rseq = 0;
+    e->after_write = 0;
+    e->rkeys = NULL;
+    e->rk_n = e->rk_next = 0;
     return e;
 }
 
@@ -81,6 +89,8 @@ void pending_pop(struct pending *q)
 {
     if (!q->count)
         return;
+    free(q->ring[q->head].rkeys); /* NULL once its rows are made */
+    q->ring[q->head].rkeys = NULL;
     q->head = (q->head + 1) % q->cap;
     if (--q->count == 0 && q->cap > PENDING_KEEP)
         pending_release(q);

@@ -15,6 +15,8 @@
 
 #include "protocol/mc_parse.h"
 
+struct readrec_keys;
+
 struct pending_entry {
     struct mc_request req;
     uint64_t seq;      /* 0 when the request is not recorded */
@@ -29,6 +31,12 @@ struct pending_entry {
     uint32_t conn_id;  /* the client's number, for its row */
     const char *local; /* an answer slabtap gives itself, in order (memcached
                           never sees the request); NULL for the others */
+    /* a recorded read (server/readrec.h): its keys' rows are made as its
+     * answer is read */
+    uint64_t rseq;              /* the first key's read seq; 0: not recorded */
+    uint64_t after_write;       /* the write seq it was read after */
+    struct readrec_keys *rkeys; /* a multiget's keys (heap); NULL: req.key */
+    uint32_t rk_n, rk_next;     /* keys kept, and the next one to record */
 };
 
 struct pending {

@@ -1059,6 +1059,12 @@ bool rec_blocked(const struct recorder *r)
     return r->blocked;
 }
 
+void rec_count_lost(struct recorder *r, enum rec_loss reason, uint64_t n)
+{
+    if ((unsigned)reason < REC_LOST__COUNT)
+        r->lost[reason] += n;
+}
+
 uint64_t rec_lost(struct recorder *r, enum rec_loss reason)
 {
     if ((unsigned)reason >= REC_LOST__COUNT)

@@ -46,7 +46,9 @@ enum rec_on_full { REC_BLOCK, REC_DROP };
     X(REC_LOST_SHUTDOWN, "shutdown") \
     X(REC_LOST_SPILL_FULL, "spill_full") \
     X(REC_LOST_STORE_UNAVAILABLE, "store_unavailable") \
-    X(REC_LOST_FILE_DELETED, "file_deleted")
+    X(REC_LOST_FILE_DELETED, "file_deleted") \
+    X(REC_LOST_READ_KEY_CUT, "read_key_cut") \
+    X(REC_LOST_READ_KEY_NOMEM, "read_key_nomem")
 
 enum rec_loss {
 #define REC_LOSS_ENUM(name, label) name,
@@ -200,6 +202,10 @@ void rec_wake_writer(void *r);
 /* A second Ctrl-C: no more waiting for the store at shutdown (what it has
  * not written is counted as lost). Any thread, or a signal handler. */
 void rec_give_up(struct recorder *r);
+/* Loop thread: n rows the proxy could not make, for reason: a multiget's
+ * keys past what the parser keeps of its line (read_key_cut), or past
+ * what memory allowed to keep until the answer (read_key_nomem). */
+void rec_count_lost(struct recorder *r, enum rec_loss reason, uint64_t n);
 /* Writes lost so far for reason (loop thread; includes what the writer gave
  * up at shutdown once rec_close has returned). */
 uint64_t rec_lost(struct recorder *r, enum rec_loss reason);

@@ -142,24 +142,34 @@ static int64_t pragma_int(sqlite3 *db, const char *sql)
 }
 
 /* The oldest write: its rowid, time and run's rowid range. 1, 0 when there
- * is none, -1 on error. */
+ * is none, -1 on error. With no write left, the oldest read (reads: true;
+ * a file whose last writes are gone still has its reads expired). */
 struct oldest {
-    int64_t rowid, t_ns, lo, hi, t0;
+    int64_t rowid, t_ns, lo, hi, t0, run_id, base;
+    bool reads;
 };
 
-static int oldest_write(sqlite3 *db, struct oldest *o)
+static int oldest_row(sqlite3 *db, struct oldest *o, bool reads)
 {
     sqlite3_stmt *st;
     int got = 0;
+    o->reads = reads;
     if (sqlite3_prepare_v2(
             db,
-            "SELECT w.rid, r.lo, r.hi, r.t0, r.t0 + coalesce((SELECT a.dt FROM arrivals a"
-            " WHERE a.rowid BETWEEN r.lo AND w.rid ORDER BY a.rowid DESC LIMIT 1), 0)"
-            " FROM (SELECT min(rowid) AS rid FROM writes) w"
-            " JOIN write_runs r ON w.rid >= r.lo AND w.rid < r.hi"
-            " ORDER BY r.lo DESC LIMIT 1",
+            reads ? "SELECT w.rid, r.lo, r.hi, r.t0, r.t0 + coalesce((SELECT a.dt FROM"
+                    " read_arrivals a WHERE a.rowid BETWEEN r.lo AND w.rid ORDER BY a.rowid DESC"
+                    " LIMIT 1), 0), r.run_id, r.base"
+                    " FROM (SELECT min(rowid) AS rid FROM read_rows) w"
+                    " JOIN read_runs r ON w.rid >= r.lo AND w.rid < r.hi"
+                    " ORDER BY r.lo DESC LIMIT 1"
+                  : "SELECT w.rid, r.lo, r.hi, r.t0, r.t0 + coalesce((SELECT a.dt FROM arrivals a"
+                    " WHERE a.rowid BETWEEN r.lo AND w.rid ORDER BY a.rowid DESC LIMIT 1), 0),"
+                    " r.run_id, r.base"
+                    " FROM (SELECT min(rowid) AS rid FROM writes) w"
+                    " JOIN write_runs r ON w.rid >= r.lo AND w.rid < r.hi"
+                    " ORDER BY r.lo DESC LIMIT 1",
             -1, &st, NULL) != SQLITE_OK)
-        return -1;
+        return reads ? 0 : -1; /* a file from before reads were recorded */
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
         o->rowid = sqlite3_column_int64(st, 0);
@@ -167,12 +177,20 @@ static int oldest_write(sqlite3 *db, struct oldest *o)
         o->hi = sqlite3_column_int64(st, 2);
         o->t0 = sqlite3_column_int64(st, 3);
         o->t_ns = sqlite3_column_int64(st, 4);
+        o->run_id = sqlite3_column_int64(st, 5);
+        o->base = sqlite3_column_int64(st, 6);
         got = 1;
     } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         got = -1;
     }
     sqlite3_finalize(st);
     return got;
+}
+
+static int oldest_write(sqlite3 *db, struct oldest *o)
+{
+    int got = oldest_row(db, o, false);
+    return got == 0 ? oldest_row(db, o, true) : got;
 }
 
 /* One value of sql with up to three integer parameters: 1 with *v, 0 for
@@ -245,12 +263,103 @@ void retain_observe(struct retain *r, sqlite3 *db, int64_t now_ns)
     observe(r, db, now_ns, &o, &old, &have, true);
 }
 
+/* The reads that came before the first write kept go with the writes:
+ * those of older runs, and those of the oldest write's run read before
+ * its write keep (rowid; -1: none of the run's writes is kept, so none of
+ * its reads). A run's reads come in after_write order, so they are a
+ * prefix of its read rowids. 0, or -1. */
+static int delete_reads(sqlite3 *db, const struct oldest *old, int64_t keep)
+{
+    int64_t rlo = 0, rhi = 0, cut = 0, first = 0, cover = 0;
+    int got = query_int(db, "SELECT lo FROM read_runs WHERE run_id = ?1", old->run_id, 0, 0, &rlo);
+    if (got <= 0) /* a file or run without reads */
+        return got;
+    if (query_int(db, "SELECT hi FROM read_runs WHERE run_id = ?1", old->run_id, 0, 0, &rhi) < 0)
+        return -1;
+    cut = rhi;
+    if (keep >= 0 && keep < old->hi) {
+        int64_t keep_seq = keep - old->base;
+        got = query_int(db,
+                        "SELECT min(rowid) FROM read_arrivals WHERE rowid >= ?1 AND rowid < ?2"
+                        " AND after_write >= ?3",
+                        rlo, rhi, keep_seq, &cut);
+        if (got < 0)
+            return -1;
+        if (!got)
+            cut = rhi;
+    }
+    if (exec_q(db, "DELETE FROM read_rows WHERE rowid < ?1", cut, 0))
+        return -1;
+    /* read_arrivals: every one below the arrival the first kept read needs */
+    got = query_int(db, "SELECT min(rowid) FROM read_rows WHERE rowid >= ?1", cut, 0, 0, &first);
+    if (got < 0)
+        return -1;
+    cover = cut;
+    if (got) {
+        got = query_int(db, "SELECT max(rowid) FROM read_arrivals WHERE rowid <= ?1", first, 0, 0,
+                        &cover);
+        if (got < 0)
+            return -1;
+        if (!got)
+            cover = cut;
+    }
+    return exec_q(db, "DELETE FROM read_arrivals WHERE rowid < ?1", cover, 0);
+}
+
 /* Deletes the planned rows of the oldest run in the open transaction;
  * the number deleted into *n. 0, or -1. */
+/* No write is left: the planned rows of the oldest reads, as
+ * delete_oldest does for writes. */
+static int delete_oldest_reads(sqlite3 *db, const struct oldest *old, const struct retain_plan *pl,
+                               uint64_t *n)
+{
+    int64_t cut = 0, first = 0, cover = 0, a = 0;
+    int got = query_int(db,
+                        "SELECT rowid FROM read_rows WHERE rowid >= ?1 AND rowid < ?2"
+                        " ORDER BY rowid LIMIT 1 OFFSET ?3",
+                        old->rowid, old->hi, (int64_t)pl->rows, &cut);
+    if (got < 0)
+        return -1;
+    if (!got) {
+        if (query_int(db, "SELECT max(rowid) FROM read_rows WHERE rowid >= ?1 AND rowid < ?2",
+                      old->rowid, old->hi, 0, &cut) < 0)
+            return -1;
+        cut++;
+    }
+    if (pl->cutoff_ns != INT64_MAX) {
+        got = query_int(db,
+                        "SELECT min(rowid) FROM read_arrivals WHERE rowid > ?1 AND rowid < ?2"
+                        " AND dt >= ?3",
+                        old->rowid, cut, pl->cutoff_ns - old->t0, &a);
+        if (got < 0)
+            return -1;
+        if (got && a < cut)
+            cut = a;
+    }
+    if (exec_q(db, "DELETE FROM read_rows WHERE rowid >= ?1 AND rowid < ?2", old->rowid, cut))
+        return -1;
+    *n = (uint64_t)sqlite3_changes(db);
+    got = query_int(db, "SELECT min(rowid) FROM read_rows WHERE rowid >= ?1", cut, 0, 0, &first);
+    if (got < 0)
+        return -1;
+    cover = cut;
+    if (got) {
+        got = query_int(db, "SELECT max(rowid) FROM read_arrivals WHERE rowid <= ?1", first, 0, 0,
+                        &cover);
+        if (got < 0)
+            return -1;
+        if (!got)
+            cover = cut;
+    }
+    return exec_q(db, "DELETE FROM read_arrivals WHERE rowid < ?1", cover, 0);
+}
+
 static int delete_oldest(sqlite3 *db, const struct oldest *old, const struct retain_plan *pl,
                          uint64_t *n)
 {
     int64_t cut = 0, keep = 0, cover = 0, a = 0;
+    if (old->reads)
+        return delete_oldest_reads(db, old, pl, n);
     /* the first row kept: the rows-th after the oldest, within its run */
     int got = query_int(db,
                         "SELECT rowid FROM writes WHERE rowid >= ?1 AND rowid < ?2"
@@ -282,6 +391,7 @@ static int delete_oldest(sqlite3 *db, const struct oldest *old, const struct ret
     got = query_int(db, "SELECT min(rowid) FROM writes WHERE rowid >= ?1", cut, 0, 0, &keep);
     if (got < 0)
         return -1;
+    bool kept = got;
     if (got) {
         got =
             query_int(db, "SELECT max(rowid) FROM arrivals WHERE rowid <= ?1", keep, 0, 0, &cover);
@@ -292,7 +402,9 @@ static int delete_oldest(sqlite3 *db, const struct oldest *old, const struct ret
     } else {
         cover = cut;
     }
-    return exec_q(db, "DELETE FROM arrivals WHERE rowid < ?1", cover, 0);
+    if (exec_q(db, "DELETE FROM arrivals WHERE rowid < ?1", cover, 0))
+        return -1;
+    return delete_reads(db, old, kept ? keep : -1);
 }
 
 static void retain_log_time(int64_t ns, char *out, size_t outlen)

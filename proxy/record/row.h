@@ -1,5 +1,6 @@
 /* row: what the recorder carries from the event loop to the store -- one
- * fixed-size row per recorded write or per-second read counter, and the
+ * fixed-size row per recorded write, per key a read asked for, or per-second
+ * read counter, and the
  * rare variable-size jobs (stats samples, settings, phase marks).
  *
  * Owns only the types the recorder and the store share, so that neither
@@ -14,10 +15,23 @@
 
 #include "protocol/mc_parse.h"
 
-enum rec_row_kind { REC_ROW_WRITE, REC_ROW_GETS };
+enum rec_row_kind { REC_ROW_WRITE, REC_ROW_GETS, REC_ROW_READ };
 
-/* One recorded write, or one per-second read counter. Fixed size: the ring
- * is preallocated and rows are copied, never pointed to. */
+/* rec_row.cmd of a REC_ROW_READ, as the table read_rows keeps it (3 bits) */
+enum rec_read_cmd {
+    REC_READ_GET = 1,
+    REC_READ_GETS = 2,
+    REC_READ_GAT = 3,
+    REC_READ_GATS = 4,
+    REC_READ_MG = 5
+};
+
+/* One recorded write, one key of a read (REC_ROW_READ: seq is the read's
+ * own sequence in the run, after_write the write seq it came after, hit,
+ * value_len -1 on a miss, has_flags when the answer told the flags,
+ * has_exptime for gat/gats, class_id of the item a hit returned, cmd an
+ * enum mc_cmd), or one per-second read counter. Fixed size: the ring is
+ * preallocated and rows are copied, never pointed to. */
 struct rec_row {
     uint8_t kind;         /* enum rec_row_kind */
     uint8_t cmd;          /* enum mc_cmd */
@@ -34,9 +48,11 @@ struct rec_row {
     uint64_t key_hash;
     int64_t value_len; /* -1: none */
     int64_t exptime;
-    int64_t latency_ns; /* -1: no answer */
-    uint32_t class_id;  /* predicted slab class, 0: none */
-    char ms_mode;       /* ms M<mode>, 0: none */
+    int64_t latency_ns;   /* -1: no answer */
+    uint32_t class_id;    /* predicted slab class, 0: none */
+    char ms_mode;         /* ms M<mode>, 0: none */
+    bool hit;             /* REC_ROW_READ: memcached returned the item */
+    uint64_t after_write; /* REC_ROW_READ: the proxy's write seq when it was read */
     /* REC_ROW_GETS: counters for one second and command */
     int64_t second;
     uint64_t requests, keys, hits, misses, bytes_returned;

@@ -67,7 +67,7 @@ static int64_t sdict_find(const struct sdict *d, const char *text, size_t len, u
         const struct sdict_ent *e = &d->slots[i];
         if (!e->id)
             return 0;
-        if (e->hash == h && e->len == len && !memcmp(d->arena + e->off, text, len))
+        if (e->hash == h && e->len == len && (!len || !memcmp(d->arena + e->off, text, len)))
             return e->id;
     }
 }
@@ -147,6 +147,47 @@ struct pending_ref {
     const struct rec_row *row;
 };
 
+/* --- reads (REC_ROW_READ; schema.sql: read_rows, the view reads) ----------------- */
+
+/* the writer's key_hash -> class map for the read aggregates: a miss on a
+ * key written (or read) before counts in that key's last class; beyond
+ * READ_CLASS_KEYS keys a new key's miss counts in class 0 (unknown) */
+#define READ_CLASS_SLOTS (1u << 20)
+#define READ_CLASS_KEYS (READ_CLASS_SLOTS / 4 * 3)
+/* read_keys entries the writer remembers (hash, length, text -> key_id);
+ * past it the cache starts over: keys read again get a new row, which is
+ * correct, only bigger */
+#define READ_KEYS_MAX (1u << 18)
+/* (minute, class) cells of the read aggregates one batch may touch */
+#define READ_AGG_CELLS 256
+
+struct read_agg_cell {
+    int64_t minute;
+    uint32_t class_id;
+    uint64_t reads, hits, misses;
+};
+
+struct store_reads {
+    sqlite3_stmt *ins, *ins_n, *arr_ins, *arr_last, *arr_cover, *arr_next, *row_after, *max_rowid,
+        *run_get, *key_add, *agg_st;
+    struct staged stage[STAGE_ROWS];
+    size_t nstage;
+    int64_t run_id; /* -1: none loaded */
+    int64_t base, lo, hi, t0;
+    bool arr_known;
+    int64_t arr_rid, arr_dt, arr_conn, arr_aw;
+    int64_t max_rid;
+    struct sdict keys; /* blob (hash, length, text) -> read_keys.key_id */
+    uint64_t *classes; /* READ_CLASS_SLOTS: hash & ~255 | class; 0 empty */
+    size_t nclasses;
+    struct pending_ref *pending;
+    size_t npending, pending_cap;
+    struct read_agg_cell agg[READ_AGG_CELLS];
+    size_t nagg;
+    int64_t agg_run;
+    uint64_t agg_unknown; /* misses counted in class 0 because the map was full */
+};
+
 /* --- the encoder's state -------------------------------------------------------- */
 
 struct store_writes {
@@ -186,7 +227,12 @@ struct store_writes {
     sqlite3_stmt *agg_size, *agg_latency, *agg_prefix, *agg_mark;
     sqlite3_stmt *agg_item, *agg_answer, *agg_pclass, *agg_mark2; /* issue 14's histograms */
     sqlite3_stmt *upd_counts;                                     /* store_put_counts */
+    struct store_reads rd;                                        /* REC_ROW_READ rows */
 };
+
+static void reads_forget(struct store_reads *r);
+static void rd_class_note(struct store_reads *r, uint64_t hash, uint32_t class_id);
+static int read_run_begin(struct store *s, int64_t run_id, int64_t t0, char *err, size_t errlen);
 
 /* After a rollback nothing cached can be trusted: dictionary entries and
  * arrivals of the batch are gone. Everything is looked up again. */
@@ -202,6 +248,7 @@ static void writes_forget(struct store_writes *w)
     memset(w->cmd_props, 0, sizeof w->cmd_props);
     sdict_clear(&w->answers);
     sdict_clear(&w->prefixes);
+    reads_forget(&w->rd);
 }
 
 static int exec(struct store *s, const char *sql, char *err, size_t errlen)
@@ -714,6 +761,8 @@ static int put_rec_write(struct store *s, int64_t run_id, const struct rec_row *
     if (put_write(s, run_id, &r, err, errlen))
         return -1;
 aggregate:
+    if (row->class_id > 0) /* a later miss on the key counts in its class */
+        rd_class_note(&s->w->rd, row->key_hash, row->class_id);
     if (s->w->agg.e && (s->w->agg_run == run_id || !s->w->agg_run)) {
         s->w->agg_run = run_id;
         wagg_note(&s->w->agg, row, r.key_ref, r.cmd_id, r.answer_id);
@@ -933,13 +982,48 @@ static int prepare(struct store *s, const char *sql, sqlite3_stmt **st)
 static int prepare_all(struct store *s)
 {
     struct store_writes *w = s->w;
-    char sql[64 + STAGE_ROWS * 32];
+    struct store_reads *r = &w->rd;
+    char sql[64 + STAGE_ROWS * 32], rsql[64 + STAGE_ROWS * 32];
     size_t len = (size_t)snprintf(sql, sizeof sql,
                                   "INSERT INTO writes (rowid, key_hash, key_ref, op, sizes, extra)"
                                   " VALUES (?,?,?,?,?,?)");
     for (int i = 1; i < STAGE_ROWS; i++)
         len += (size_t)snprintf(sql + len, sizeof sql - len, ",(?,?,?,?,?,?)");
-    return prepare(s, sql, &w->ins_write_n) ||
+    len = (size_t)snprintf(rsql, sizeof rsql,
+                           "INSERT INTO read_rows (rowid, key_id, op, extra) VALUES (?,?,?,?)");
+    for (int i = 1; i < STAGE_ROWS; i++)
+        len += (size_t)snprintf(rsql + len, sizeof rsql - len, ",(?,?,?,?)");
+    return prepare(s, rsql, &r->ins_n) ||
+           prepare(s, "INSERT INTO read_rows (rowid, key_id, op, extra) VALUES (?1,?2,?3,?4)",
+                   &r->ins) ||
+           prepare(s,
+                   "INSERT OR REPLACE INTO read_arrivals (rowid, dt, conn_id, after_write)"
+                   " VALUES (?1,?2,?3,?4)",
+                   &r->arr_ins) ||
+           prepare(s,
+                   "SELECT rowid, dt, conn_id, after_write FROM read_arrivals"
+                   " WHERE rowid >= ?1 AND rowid < ?2 ORDER BY rowid DESC LIMIT 1",
+                   &r->arr_last) ||
+           prepare(s,
+                   "SELECT rowid, dt, conn_id, after_write FROM read_arrivals"
+                   " WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid DESC LIMIT 1",
+                   &r->arr_cover) ||
+           prepare(s, "SELECT min(rowid) FROM read_arrivals WHERE rowid > ?1 AND rowid < ?2",
+                   &r->arr_next) ||
+           prepare(s, "SELECT min(rowid) FROM read_rows WHERE rowid > ?1 AND rowid < ?2",
+                   &r->row_after) ||
+           prepare(s, "SELECT max(rowid) FROM read_rows WHERE rowid >= ?1 AND rowid < ?2",
+                   &r->max_rowid) ||
+           prepare(s, "SELECT base, lo, hi, t0 FROM read_runs WHERE run_id = ?1", &r->run_get) ||
+           prepare(s, "INSERT INTO read_keys (key_hash, key_len, key_ref) VALUES (?1,?2,?3)",
+                   &r->key_add) ||
+           prepare(s,
+                   "INSERT INTO agg_reads (run_id, minute, class_id, reads, hits, misses)"
+                   " VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (run_id, minute, class_id) DO UPDATE"
+                   " SET reads = reads + excluded.reads, hits = hits + excluded.hits,"
+                   " misses = misses + excluded.misses",
+                   &r->agg_st) ||
+           prepare(s, sql, &w->ins_write_n) ||
            prepare(s,
                    "INSERT INTO writes (rowid, key_hash, key_ref, op, sizes, extra)"
                    " VALUES (?1,?2,?3,?4,?5,?6)",
@@ -1031,6 +1115,9 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
     }
     s->w->run_id = s->w->mode_run = -1;
     s->w->max_rid = -1;
+    s->w->rd.run_id = -1;
+    s->w->rd.max_rid = -1;
+    s->w->rd.keys.max = READ_KEYS_MAX;
     if (wagg_init(&s->w->agg)) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto out;
@@ -1147,6 +1234,12 @@ void store_close(struct store *s)
                                 &w->agg_answer,  &w->agg_pclass,  &w->agg_mark2,   &w->upd_counts };
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
             finalize(ws[i]);
+        struct store_reads *r = &w->rd;
+        sqlite3_stmt **rs[] = { &r->ins,       &r->ins_n,    &r->arr_ins,   &r->arr_last,
+                                &r->arr_cover, &r->arr_next, &r->row_after, &r->max_rowid,
+                                &r->run_get,   &r->key_add,  &r->agg_st };
+        for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++)
+            finalize(rs[i]);
     }
     if (s->db)
         sqlite3_close(s->db);
@@ -1155,6 +1248,9 @@ void store_close(struct store *s)
     if (w) {
         sdict_free(&w->answers);
         sdict_free(&w->prefixes);
+        sdict_free(&w->rd.keys);
+        free(w->rd.classes);
+        free(w->rd.pending);
         wagg_free(&w->agg);
         free(w->json.p);
         free(w->pending);
@@ -1188,7 +1284,7 @@ int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
         sqlite3_finalize(st);
     }
     if (id < 0 || write_run_begin(s, id, now, 1, err, sizeof err) ||
-        exec(s, "COMMIT", err, sizeof err)) {
+        read_run_begin(s, id, now, err, sizeof err) || exec(s, "COMMIT", err, sizeof err)) {
         exec(s, "ROLLBACK", err, sizeof err);
         s->w->run_id = -1;
         return -1;
@@ -1250,6 +1346,422 @@ static int pending_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* --- reads: read_rows, read_arrivals, read_keys, agg_reads ----------------------------- */
+
+static void reads_forget(struct store_reads *r)
+{
+    r->nstage = 0;
+    r->npending = 0;
+    r->run_id = -1;
+    r->arr_known = false;
+    r->max_rid = -1;
+    r->nagg = 0;
+    sdict_clear(&r->keys);
+}
+
+static int rd_stage_flush(struct store *s)
+{
+    struct store_reads *r = &s->w->rd;
+    size_t n = r->nstage;
+    r->nstage = 0;
+    if (n == STAGE_ROWS) {
+        for (size_t i = 0; i < n; i++) {
+            const struct staged *x = &r->stage[i];
+            int at = (int)i * 4;
+            sqlite3_bind_int64(r->ins_n, at + 1, x->rid);
+            sqlite3_bind_int64(r->ins_n, at + 2, x->key_ref);
+            sqlite3_bind_int64(r->ins_n, at + 3, x->op);
+            if (x->fe)
+                sqlite3_bind_int64(r->ins_n, at + 4, x->fe);
+            else
+                sqlite3_bind_null(r->ins_n, at + 4);
+        }
+        return step_reset(r->ins_n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct staged *x = &r->stage[i];
+        sqlite3_bind_int64(r->ins, 1, x->rid);
+        sqlite3_bind_int64(r->ins, 2, x->key_ref);
+        sqlite3_bind_int64(r->ins, 3, x->op);
+        if (x->fe)
+            sqlite3_bind_int64(r->ins, 4, x->fe);
+        else
+            sqlite3_bind_null(r->ins, 4);
+        if (step_reset(r->ins))
+            return -1;
+    }
+    return 0;
+}
+
+/* Reserves the rowids of a run's reads, as write_run_begin does for its
+ * writes: seq 1 is the first rowid after every read in the file. */
+static int read_run_begin(struct store *s, int64_t run_id, int64_t t0, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t max = 0;
+    int rc = -1;
+    if (sqlite3_prepare_v2(s->db, "SELECT max(rowid) FROM read_rows", -1, &st, NULL) != SQLITE_OK ||
+        step_int(st, &max) < 0)
+        goto fail;
+    sqlite3_finalize(st);
+    st = NULL;
+    int64_t lo = max + 1;
+    if (sqlite3_prepare_v2(s->db, "UPDATE read_runs SET hi = ?1 WHERE hi > ?1", -1, &st, NULL) !=
+        SQLITE_OK)
+        goto fail;
+    sqlite3_bind_int64(st, 1, lo);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        goto fail;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT OR REPLACE INTO read_runs (run_id, base, lo, hi, t0)"
+                           " VALUES (?1, ?2, ?3, ?4, ?5)",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, lo - 1);
+    sqlite3_bind_int64(st, 3, lo);
+    sqlite3_bind_int64(st, 4, WRITE_RUN_OPEN);
+    sqlite3_bind_int64(st, 5, t0);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        goto fail;
+    s->w->rd.run_id = -1;
+    rc = 0;
+    goto out;
+fail:
+    snprintf(err, errlen, "%.200s: reserving the run's read rows: %s", s->path,
+             sqlite3_errmsg(s->db));
+out:
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int rd_run_ctx(struct store *s, int64_t run_id, char *err, size_t errlen)
+{
+    struct store_reads *r = &s->w->rd;
+    if (r->run_id == run_id)
+        return 0;
+    if (rd_stage_flush(s))
+        return store_fail(s, "inserting reads", err, errlen);
+    sqlite3_stmt *st = r->run_get;
+    sqlite3_bind_int64(st, 1, run_id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        r->base = sqlite3_column_int64(st, 0);
+        r->lo = sqlite3_column_int64(st, 1);
+        r->hi = sqlite3_column_int64(st, 2);
+        r->t0 = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE) {
+        snprintf(err, errlen, "%s: run %lld has no row in read_runs", s->path, (long long)run_id);
+        return -1;
+    }
+    if (rc != SQLITE_ROW)
+        return store_fail(s, "reading the run's read range", err, errlen);
+    r->run_id = run_id;
+    r->arr_known = false;
+    r->max_rid = -1;
+    return 0;
+}
+
+static int rd_arrival_insert(struct store *s, int64_t rid, int64_t dt, int64_t conn, int64_t aw)
+{
+    sqlite3_stmt *st = s->w->rd.arr_ins;
+    sqlite3_bind_int64(st, 1, rid);
+    sqlite3_bind_int64(st, 2, dt);
+    sqlite3_bind_int64(st, 3, conn);
+    sqlite3_bind_int64(st, 4, aw);
+    return step_reset(st);
+}
+
+/* arrival() for reads: the read_arrivals row with the highest rowid at or
+ * below a read's holds its time, connection and after_write. */
+static int rd_arrival(struct store *s, int64_t rid, int64_t dt, int64_t conn, int64_t aw)
+{
+    struct store_reads *r = &s->w->rd;
+    sqlite3_stmt *st;
+    if (r->max_rid < 0) {
+        if (rd_stage_flush(s))
+            return -1;
+        sqlite3_bind_int64(r->max_rowid, 1, r->lo);
+        sqlite3_bind_int64(r->max_rowid, 2, r->hi);
+        int got = step_int(r->max_rowid, &r->max_rid);
+        if (got < 0)
+            return -1;
+        if (!got)
+            r->max_rid = r->lo - 1;
+    }
+    if (!r->arr_known) {
+        st = r->arr_last;
+        sqlite3_bind_int64(st, 1, r->lo);
+        sqlite3_bind_int64(st, 2, r->hi);
+        int rc = sqlite3_step(st);
+        r->arr_rid = -1;
+        if (rc == SQLITE_ROW) {
+            r->arr_rid = sqlite3_column_int64(st, 0);
+            r->arr_dt = sqlite3_column_int64(st, 1);
+            r->arr_conn = sqlite3_column_int64(st, 2);
+            r->arr_aw = sqlite3_column_int64(st, 3);
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+            return -1;
+        r->arr_known = true;
+    }
+    if (r->arr_rid >= 0 && rid >= r->arr_rid && dt == r->arr_dt && conn == r->arr_conn &&
+        aw == r->arr_aw)
+        return 0;
+    if (rid > r->max_rid && rid >= r->arr_rid) { /* nothing after it: a new last arrival */
+        if (rd_arrival_insert(s, rid, dt, conn, aw))
+            return -1;
+        r->arr_rid = rid;
+        r->arr_dt = dt;
+        r->arr_conn = conn;
+        r->arr_aw = aw;
+        return 0;
+    }
+    /* in the midst of what is written (a read answered after later ones) */
+    if (rd_stage_flush(s))
+        return -1;
+    st = r->arr_cover;
+    sqlite3_bind_int64(st, 1, r->lo);
+    sqlite3_bind_int64(st, 2, rid);
+    int rc = sqlite3_step(st);
+    bool cover = rc == SQLITE_ROW;
+    int64_t cdt = 0, cconn = 0, caw = 0;
+    if (cover) {
+        cdt = sqlite3_column_int64(st, 1);
+        cconn = sqlite3_column_int64(st, 2);
+        caw = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return -1;
+    if (cover && cdt == dt && cconn == conn && caw == aw)
+        return 0;
+    if (cover) {
+        /* the reads between rid and the next arrival keep the covering one */
+        int64_t next = r->hi, after = 0;
+        sqlite3_bind_int64(r->arr_next, 1, rid);
+        sqlite3_bind_int64(r->arr_next, 2, r->hi);
+        if (step_int(r->arr_next, &next) < 0)
+            return -1;
+        sqlite3_bind_int64(r->row_after, 1, rid);
+        sqlite3_bind_int64(r->row_after, 2, next);
+        int got = step_int(r->row_after, &after);
+        if (got < 0 || (got && rd_arrival_insert(s, after, cdt, cconn, caw)))
+            return -1;
+    }
+    if (rd_arrival_insert(s, rid, dt, conn, aw))
+        return -1;
+    r->arr_known = false;
+    return 0;
+}
+
+/* The key's class for the read aggregates (0: unknown). */
+static uint32_t rd_class_of(const struct store_reads *r, uint64_t hash)
+{
+    if (!r->classes)
+        return 0;
+    uint64_t k = hash | 255;
+    for (size_t i = (hash >> 8) & (READ_CLASS_SLOTS - 1);; i = (i + 1) & (READ_CLASS_SLOTS - 1)) {
+        uint64_t v = r->classes[i];
+        if (!v)
+            return 0;
+        if ((v | 255) == k)
+            return (uint32_t)(v & 255);
+    }
+}
+
+static void rd_class_note(struct store_reads *r, uint64_t hash, uint32_t class_id)
+{
+    if (!class_id || class_id > 255)
+        return;
+    if (!r->classes && !(r->classes = calloc(READ_CLASS_SLOTS, sizeof *r->classes)))
+        return;
+    uint64_t k = hash | 255;
+    for (size_t i = (hash >> 8) & (READ_CLASS_SLOTS - 1);; i = (i + 1) & (READ_CLASS_SLOTS - 1)) {
+        uint64_t v = r->classes[i];
+        if (v && (v | 255) != k)
+            continue;
+        if (!v) {
+            if (r->nclasses >= READ_CLASS_KEYS)
+                return; /* full: this key's misses count in class 0 */
+            r->nclasses++;
+        }
+        r->classes[i] = (hash & ~(uint64_t)255) | class_id;
+        return;
+    }
+}
+
+static int rd_agg_flush(struct store *s, char *err, size_t errlen)
+{
+    struct store_reads *r = &s->w->rd;
+    for (size_t i = 0; i < r->nagg; i++) {
+        const struct read_agg_cell *c = &r->agg[i];
+        sqlite3_stmt *st = r->agg_st;
+        sqlite3_bind_int64(st, 1, r->agg_run);
+        sqlite3_bind_int64(st, 2, c->minute);
+        sqlite3_bind_int64(st, 3, c->class_id);
+        sqlite3_bind_int64(st, 4, (int64_t)c->reads);
+        sqlite3_bind_int64(st, 5, (int64_t)c->hits);
+        sqlite3_bind_int64(st, 6, (int64_t)c->misses);
+        if (step_reset(st))
+            return store_fail(s, "writing the read aggregates", err, errlen);
+    }
+    r->nagg = 0;
+    return 0;
+}
+
+static int rd_agg_note(struct store *s, int64_t run_id, const struct rec_row *row, char *err,
+                       size_t errlen)
+{
+    struct store_reads *r = &s->w->rd;
+    uint32_t cls = row->hit ? row->class_id : rd_class_of(r, row->key_hash);
+    int64_t minute = row->t_ns / 60000000000ll;
+    if (row->hit)
+        rd_class_note(r, row->key_hash, row->class_id);
+    if (r->agg_run != run_id && r->nagg && rd_agg_flush(s, err, errlen))
+        return -1;
+    r->agg_run = run_id;
+    for (size_t i = r->nagg; i-- > 0;) {
+        struct read_agg_cell *c = &r->agg[i];
+        if (c->minute == minute && c->class_id == cls) {
+            c->reads++;
+            c->hits += row->hit;
+            c->misses += !row->hit;
+            return 0;
+        }
+    }
+    if (r->nagg == READ_AGG_CELLS && rd_agg_flush(s, err, errlen))
+        return -1;
+    r->agg[r->nagg++] = (struct read_agg_cell){ minute, cls, 1, row->hit, !row->hit };
+    return 0;
+}
+
+/* read_keys.key_id of the row's key (hash, length, recorded text),
+ * remembered or inserted; -1 on error. */
+static int64_t rd_key_id(struct store *s, int64_t run_id, const struct rec_row *row)
+{
+    struct store_writes *w = s->w;
+    struct store_reads *r = &w->rd;
+    char blob[8 + 2 + 1 + MC_KEY_MAX + 1];
+    size_t tl = row->key_text_len > 0 ? (size_t)row->key_text_len : 0;
+    memcpy(blob, &row->key_hash, 8);
+    memcpy(blob + 8, &row->key_len, 2);
+    blob[10] = row->key_text_len >= 0 ? 't' : 'n';
+    memcpy(blob + 11, row->key_text, tl);
+    size_t blen = 11 + tl;
+    uint64_t h = row->key_hash ^ ((uint64_t)row->key_len * 0x9e3779b97f4a7c15ull);
+    int64_t id = sdict_find(&r->keys, blob, blen, h);
+    if (id)
+        return id;
+    sqlite3_stmt *st = r->key_add;
+    sqlite3_bind_int64(st, 1, (int64_t)row->key_hash);
+    sqlite3_bind_int64(st, 2, row->key_len);
+    bool prefix = w->mode_run == run_id && w->mode_prefix;
+    if (row->key_text_len < 0) {
+        sqlite3_bind_null(st, 3);
+    } else if (prefix) {
+        int64_t pid = dict_id(s, &w->prefixes, w->prefix_find, w->prefix_add, row->key_text, tl);
+        if (pid < 0)
+            return -1;
+        if (pid)
+            sqlite3_bind_int64(st, 3, pid);
+        else
+            sqlite3_bind_text(st, 3, row->key_text, (int)tl, SQLITE_STATIC);
+    } else {
+        sqlite3_bind_text(st, 3, row->key_text, (int)tl, SQLITE_STATIC);
+    }
+    if (step_reset(st))
+        return -1;
+    id = sqlite3_last_insert_rowid(s->db);
+    if (r->keys.n >= r->keys.max)
+        sdict_clear(&r->keys); /* starts over: bounded memory */
+    sdict_add(&r->keys, blob, blen, h, id);
+    return id;
+}
+
+static int rd_cmd_code(uint8_t cmd)
+{
+    switch ((enum mc_cmd)cmd) {
+    case MC_CMD_GET: return REC_READ_GET;
+    case MC_CMD_GETS: return REC_READ_GETS;
+    case MC_CMD_GAT: return REC_READ_GAT;
+    case MC_CMD_GATS: return REC_READ_GATS;
+    case MC_CMD_MG: return REC_READ_MG;
+    default: return 0;
+    }
+}
+
+static int put_rec_read(struct store *s, int64_t run_id, const struct rec_row *row, char *err,
+                        size_t errlen)
+{
+    struct store_reads *r = &s->w->rd;
+    if (rd_agg_note(s, run_id, row, err, errlen))
+        return -1;
+    if (row->sampled_out)
+        return 0;
+    if (rd_run_ctx(s, run_id, err, errlen))
+        return -1;
+    int64_t seq = row->seq > INT64_MAX / 4 ? INT64_MAX / 4 : (int64_t)row->seq;
+    int64_t rid = r->base + seq;
+    if (rid < r->lo || rid >= r->hi) {
+        snprintf(err, errlen, "%s: run %lld: read seq %lld is outside the run's read range",
+                 s->path, (long long)run_id, (long long)seq);
+        return -1;
+    }
+    int64_t key_id = rd_key_id(s, run_id, row);
+    if (key_id < 0)
+        return store_fail(s, "inserting a read key", err, errlen);
+    if (rd_arrival(s, rid, row->t_ns - r->t0, row->conn_id,
+                   row->after_write > INT64_MAX ? INT64_MAX : (int64_t)row->after_write))
+        return store_fail(s, "inserting a read arrival", err, errlen);
+    /* op: hit | has_flags << 1 | cmd << 2 | class_id << 5 | (value_len + 1) << 11 */
+    int64_t vl = row->hit && row->value_len >= 0 && row->value_len < (INT64_C(1) << 50)
+                     ? row->value_len + 1
+                     : 0;
+    uint32_t cls = row->hit && row->class_id < 64 ? row->class_id : 0;
+    int64_t op = (int64_t)row->hit | (int64_t)(row->has_flags ? 2 : 0) |
+                 (int64_t)rd_cmd_code(row->cmd) << 2 | (int64_t)cls << 5 | vl << 11;
+    int64_t fe = 0;
+    if ((row->has_flags && row->flags) || (row->has_exptime && row->exptime))
+        fe = (int64_t)((uint64_t)(row->has_flags ? row->flags : 0) << 32 |
+                       (uint32_t)(row->has_exptime ? row->exptime : 0));
+    if (rid > r->max_rid)
+        r->max_rid = rid;
+    r->stage[r->nstage++] = (struct staged){ .rid = rid, .key_ref = key_id, .op = op, .fe = fe };
+    if (r->nstage == STAGE_ROWS && rd_stage_flush(s))
+        return store_fail(s, "inserting reads", err, errlen);
+    return 0;
+}
+
+/* The batch's reads in (run, seq) order, then their aggregates, in the
+ * batch's transaction. */
+static int put_pending_reads(struct store *s, char *err, size_t errlen)
+{
+    struct store_reads *r = &s->w->rd;
+    struct pending_ref *p = r->pending;
+    size_t n = r->npending;
+    int rc = 0;
+    r->npending = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (pending_cmp(&p[i - 1], &p[i]) > 0) {
+            qsort(p, n, sizeof *p, pending_cmp);
+            break;
+        }
+    }
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = put_rec_read(s, p[i].run, p[i].row, err, errlen);
+    if (!rc && rd_stage_flush(s))
+        rc = store_fail(s, "inserting reads", err, errlen);
+    if (!rc)
+        rc = rd_agg_flush(s, err, errlen);
+    return rc;
+}
+
 /* The batch's writes in (run, seq) order: mostly in order already, and
  * then nothing moves. */
 static int put_pending(struct store *s, char *err, size_t errlen)
@@ -1271,6 +1783,8 @@ static int put_pending(struct store *s, char *err, size_t errlen)
     w->stage_ok = false;
     if (!rc && stage_flush(s))
         rc = store_fail(s, "inserting writes", err, errlen);
+    if (!rc)
+        rc = put_pending_reads(s, err, errlen);
     return rc;
 }
 
@@ -1413,6 +1927,23 @@ int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row, ch
                   size_t errlen)
 {
     struct store_writes *w = s->w;
+    if (row->kind == REC_ROW_READ) {
+        struct store_reads *r = &w->rd;
+        if (r->npending == r->pending_cap) {
+            size_t nc = r->pending_cap ? r->pending_cap * 2 : 4096;
+            struct pending_ref *p = realloc(r->pending, nc * sizeof *p);
+            if (!p) {
+                snprintf(err, errlen, "%s: out of memory for a batch of %zu reads", s->path, nc);
+                return -1;
+            }
+            r->pending = p;
+            r->pending_cap = nc;
+        }
+        r->pending[r->npending++] =
+            (struct pending_ref){ run_id, row->seq > INT64_MAX ? INT64_MAX : (int64_t)row->seq,
+                                  row };
+        return 0;
+    }
     if (row->kind != REC_ROW_GETS) {
         if (w->npending == w->pending_cap) {
             size_t nc = w->pending_cap ? w->pending_cap * 2 : 4096;
@@ -1524,6 +2055,8 @@ void store_rows_expired(struct store *s)
         return;
     s->w->arr_known = false;
     s->w->max_rid = -1;
+    s->w->rd.arr_known = false;
+    s->w->rd.max_rid = -1;
 }
 
 int64_t store_max_phase_id(struct store *s)

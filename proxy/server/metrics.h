@@ -20,6 +20,7 @@
     X(bytes_from_clients, counter, "Bytes read from clients and forwarded upstream") \
     X(bytes_to_clients, counter, "Bytes read from memcached and forwarded to clients") \
     X(writes_recorded, counter, "Rows handed to the recorder") \
+    X(reads_recorded, counter, "Read rows (one per key asked for) handed to the recorder") \
     X(rows_dropped, counter, "Rows dropped because the recorder queue was full (--on-full drop)") \
     X(recorder_queue_depth, gauge, "Rows waiting in the recorder queue") \
     X(recorder_stalls, counter, \

@@ -30,6 +30,7 @@
 #include "core/sample.h"
 #include "server/binrec.h"
 #include "server/conn.h"
+#include "server/readrec.h"
 
 void proxy_config_defaults(struct proxy_config *cfg)
 {
@@ -146,6 +147,9 @@ void proxy_record(struct proxy *px, const struct pending_entry *e, const char *a
 {
     const struct mc_request *r = &e->req;
     struct rec_row row;
+    if (e->rseq) /* a read: the rows of its keys not made yet (misses but mg's) */
+        readrec_finish(px, (struct pending_entry *)e, answer,
+                       answer_len == SIZE_MAX ? strlen(answer) : answer_len);
     if (!e->seq)
         return;
     if (answer_len == SIZE_MAX)
@@ -567,6 +571,7 @@ static void conn_request_unforwarded(struct conn *c, const struct mc_request *r,
     struct pending_entry e = { .req = *r, .t_wall_ns = wall, .conn_id = c->id };
     if (cmd_is_recorded(r->cmd))
         e.seq = ++c->px->next_seq;
+    readrec_capture(c->px, &e, &c->rq);
     if (r->reply == MC_REPLY_CLOSE || r->reply == MC_REPLY_STREAM) {
         c->quit = true;
         conn_touch(c); /* closes once its other answers are out */
@@ -590,6 +595,7 @@ static bool conn_request(struct conn *c, const struct mc_request *r, uint64_t no
     e->t_wall_ns = wall;
     if (cmd_is_recorded(r->cmd))
         e->seq = ++c->px->next_seq;
+    readrec_capture(c->px, e, &c->rq);
     if (r->reply != MC_REPLY_SILENT)
         up->loud++;
     if (r->reply == MC_REPLY_CLOSE || r->reply == MC_REPLY_STREAM)

@@ -55,6 +55,8 @@ struct proxy_config {
                                   beyond, memcached's refusal line and a close */
     uint32_t sample_keys;    /* --sample-keys 1/N: rows of one key in N (core/sample.h);
                                 0, 1: every key */
+    bool record_reads;       /* --reads on: a row per key a read asks for
+                                (server/readrec.h) */
     bool sample_aggregate;   /* the writes of keys not kept still go to the
                                 writer (rec_row.sampled_out) for its aggregates */
 };
@@ -115,6 +117,7 @@ struct proxy {
     uint32_t next_conn_id;
     uint64_t conn_limit; /* proxy_conn_limit: cfg.max_conns and the fd limit */
     uint64_t next_seq;
+    uint64_t next_read_seq; /* the last read seq given (server/readrec.h) */
     bool stopping;
     bool stopped;
     bool drain_expired; /* drain_timeout_ms passed: close what still waits */

@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "server/binrec.h"
 #include "server/conn.h"
+#include "server/readrec.h"
 
 /* How an upstream connection ended: never made, closed by memcached (EOF
  * or reset), or reset by slabtap because what came could not be trusted. */
@@ -416,9 +417,11 @@ static void up_on_silent(void *ud, struct pending_entry *e)
         conn_entry_done(e->owner);
 }
 
-static void up_count_value(struct upconn *up, const struct mc_line *l)
+static void up_count_value(struct upconn *up, struct pending_entry *e, const struct mc_line *l)
 {
     if (l->code == MC_CODE_VALUE) {
+        if (e->rseq)
+            readrec_value(up->px, e, l);
         up->unit_hits++;
         up->unit_bytes += l->data_len > 0 ? (uint64_t)l->data_len : 0;
     }
@@ -519,7 +522,7 @@ static bool up_line(struct upconn *up, const struct mc_line *l, struct pbuf *b, 
         up_unit_done(up);
         return true;
     }
-    up_count_value(up, l);
+    up_count_value(up, e, l);
     if (!mc_answer_ends(&e->req, l, first)) {
         up->in_multi = true;
         return true;
