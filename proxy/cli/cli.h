@@ -10,8 +10,8 @@
 #define SLABTAP_CLI_H
 
 #include <limits.h>
-#include <stddef.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/log.h"
@@ -36,16 +36,21 @@ int cli_top_main(int argc, char **argv);
 struct prediction;
 struct sqlite3;
 struct cli_hits_args {
-    const char *db;                /* the SQLite file the run is replayed from */
-    struct sqlite3 *sqlite;        /* the same, open */
+    const char *db;         /* the SQLite file the run is replayed from */
+    struct sqlite3 *sqlite; /* the same, open */
     int64_t run_id;
-    const struct prediction *r;    /* the run's prediction: its settings and version */
-    uint64_t memory_limit_mb;      /* 0: the memory the run's own settings use */
+    const struct prediction *r; /* the run's prediction: its settings and version */
+    uint64_t memory_limit_mb;   /* 0: the memory the run's own settings use */
     uint32_t max_classes;
-    double warmup;                 /* share of the requests before hits are counted */
+    double warmup; /* share of the requests before hits are counted */
     bool verify, json;
-    const char *memcached;         /* --verify's binary; NULL: on PATH */
+    bool save;             /* --save: the JSON into run_meta (below) */
+    const char *memcached; /* --verify's binary; NULL: on PATH */
 };
+/* --save keeps the JSON report in the run's run_meta, where the page reads
+ * it: advise under CLI_META_HITS_ADVICE, mrc under CLI_META_HITS_MRC. */
+#define CLI_META_HITS_ADVICE "hits_advice"
+#define CLI_META_HITS_MRC "hits_mrc"
 /* The number of failed checks (0: all well); 1 when it could not run. */
 int cli_model_hits_advise(const struct cli_hits_args *a);
 /* The miss-ratio curve of the run's settings (and of other, when not NULL)

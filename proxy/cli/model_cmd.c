@@ -179,6 +179,7 @@ struct run_opts {
     double warmup;      /* --warmup: share of the requests before hits count */
     uint64_t points;    /* mrc --points */
     const char *flags;  /* mrc --flags: other settings' curve */
+    bool save;          /* --save: the hits report into run_meta */
 };
 
 /* Where open_run's last prediction came from (issue 14): its rows, or the
@@ -219,8 +220,9 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
         { "warmup", 0, OPT_DOUBLE, .dest = &o->warmup, .dmin = 0, .dmax = 0.95 },
         { "points", 0, OPT_UINT, .dest = &o->points, .min = 2, .max = 64 },
         { "flags", 0, OPT_STRING, .dest = &o->flags },
+        { "save", 0, OPT_FLAG, .dest = &o->save },
     };
-    size_t n = sizeof table / sizeof table[0] - (advise ? 0 : 11);
+    size_t n = sizeof table / sizeof table[0] - (advise ? 0 : 12);
     enum opt_result r = opt_parse(command, table, n, argc, argv, NULL, err, errlen);
     if (r != OPT_OK)
         return r;
@@ -295,7 +297,7 @@ static void usage_advise(FILE *out)
             "usage: slabtap model advise --db FILE|URI [--run NAME_OR_ID |\n"
             "                           --node PATTERN [--since DURATION]] [--max-classes K]\n"
             "                           [--objective hits|memory|items] [--memory-limit MB]\n"
-            "                           [--warmup SHARE] [--format text|json]\n"
+            "                           [--warmup SHARE] [--format text|json] [--save]\n"
             "                           [--holdout | --holdout-run NAME_OR_ID]\n"
             "                           [--verify [--memcached PATH]] [-v|-q]\n\n"
             "--objective hits (the default when the run recorded reads): the setting\n"
@@ -313,7 +315,8 @@ static void usage_advise(FILE *out)
             "measured beside predicted (within 2 points) and whether the recommendation\n"
             "measured best. --format json prints one object: recommended.flags,\n"
             "recommended.predicted.hit_ratio and .memory_bytes, the same for current,\n"
-            "and with --verify a measured object beside each predicted.\n\n"
+            "and with --verify a measured object beside each predicted. --save keeps\n"
+            "that object in the run's run_meta ('hits_advice'), where the page shows it.\n\n"
             "For the items the run left in memcached: the chunk waste under the run's\n"
             "own settings, under the best -f/-n, and under a slab_sizes ladder fitted to\n"
             "the sizes (at most K classes, 2..%d, default %d); warns about cliffs.\n"
@@ -352,14 +355,15 @@ static void usage_mrc(FILE *out)
     fprintf(out,
             "usage: slabtap model mrc --db FILE [--run NAME_OR_ID] [--memory-limit MB]\n"
             "                         [--points N] [--flags \"MEMCACHED FLAGS\"]\n"
-            "                         [--warmup SHARE] [--format text|json] [-v|-q]\n\n"
+            "                         [--warmup SHARE] [--format text|json] [--save] [-v|-q]\n\n"
             "The miss-ratio curve of a recorded run (writes and reads): its requests\n"
             "simulated request by request under the run's own settings at N memory\n"
             "sizes (default 16, spread geometrically from 1/16 of --memory-limit to it;\n"
             "default limit: twice the run's -m), each the memory actually used\n"
             "(total_malloced), with the hit ratio after the first SHARE of the requests\n"
             "(--warmup, default 0.5). --flags adds a second curve for other memcached\n"
-            "settings, e.g. --flags \"-f 1.08 -o slab_automove=2\".\n\n"
+            "settings, e.g. --flags \"-f 1.08 -o slab_automove=2\". --save keeps the\n"
+            "curves in the run's run_meta ('hits_mrc'), where the page draws them.\n\n"
             "  -v, --verbose  debug log lines too\n"
             "  -q, --quiet    warnings and errors only\n"
             "  -h, --help     this text\n");
@@ -998,6 +1002,7 @@ static int model_mrc(int argc, char **argv)
                                 .max_classes = SLAB_MODEL_MAX_CLASSES,
                                 .warmup = o.warmup,
                                 .json = o.format && !strcmp(o.format, "json"),
+                                .save = o.save,
                                 .memcached = o.memcached };
     rc = cli_model_hits_mrc(&ha, (size_t)o.points, o.flags ? &other : NULL, automove);
 out:
@@ -1038,6 +1043,7 @@ static int model_advise(int argc, char **argv)
                                 .warmup = o.warmup,
                                 .verify = o.verify,
                                 .json = json,
+                                .save = o.save,
                                 .memcached = o.memcached };
     if (hits && (fleet || !ha.sqlite || run_basis == RUNS_BASIS_AGGREGATES)) {
         fprintf(stderr, "slabtap model advise: --objective hits replays one run's rows (writes "
@@ -1045,8 +1051,9 @@ static int model_advise(int argc, char **argv)
         goto out;
     }
     if (hits && predict_sampled(r)) {
-        fprintf(stderr, "slabtap model advise: --objective hits: run %lld keeps one key in %u "
-                        "(--sample-keys); use `slabtap model mrc` for its scaled curve\n",
+        fprintf(stderr,
+                "slabtap model advise: --objective hits: run %lld keeps one key in %u "
+                "(--sample-keys); use `slabtap model mrc` for its scaled curve\n",
                 (long long)r->run_id, r->sample_keys);
         goto out;
     }

@@ -46,6 +46,34 @@ static void run_lru_settings(sqlite3 *db, int64_t run_id, unsigned *automove,
     sqlite3_finalize(st);
 }
 
+/* --save: text as run_meta key of the run (a connection of its own: the
+ * reader's is read-only). 0, or -1 said on stderr. */
+static int save_meta(const struct cli_hits_args *a, const char *key, const char *text)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_open_v2(a->db, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_busy_timeout(db, 5000);
+    if (sqlite3_prepare_v2(
+            db, "INSERT OR REPLACE INTO run_meta (run_id, key, value) VALUES (?1, ?2, ?3)", -1, &st,
+            NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_int64(st, 1, a->run_id);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_DONE)
+        rc = 0;
+out:
+    if (rc)
+        fprintf(stderr, "slabtap model: --save: %s: %s\n", a->db,
+                db ? sqlite3_errmsg(db) : "cannot open");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rc;
+}
+
 static void cand_flags(const struct hitadvise_candidate *c, const char *version, char *out,
                        size_t len)
 {
@@ -86,13 +114,13 @@ static void json_cand(struct jsonb *b, const char *name, const struct hitadvise_
     jsonb_string(b, c->label, strlen(c->label));
     jsonb_raw(b, ",\"flags\":");
     jsonb_string(b, flags, strlen(flags));
-    jsonb_printf(b,
-                 ",\"automove\":%u,\"classes\":%u,\"over_budget\":%s,\"predicted\":{\"hit_ratio\":%.6f,"
-                 "\"memory_bytes\":%" PRIu64 ",\"gets\":%" PRIu64 ",\"hits\":%" PRIu64
-                 ",\"evictions\":%" PRIu64 ",\"items\":%" PRIu64 ",\"fills\":%" PRIu64 "}",
-                 c->automove, c->classes, c->over_budget ? "true" : "false", c->hit_ratio,
-                 c->res.malloced, c->res.measured_gets, c->res.measured_hits, c->res.evictions,
-                 c->res.items, c->res.fills);
+    jsonb_printf(
+        b,
+        ",\"automove\":%u,\"classes\":%u,\"over_budget\":%s,\"predicted\":{\"hit_ratio\":%.6f,"
+        "\"memory_bytes\":%" PRIu64 ",\"gets\":%" PRIu64 ",\"hits\":%" PRIu64
+        ",\"evictions\":%" PRIu64 ",\"items\":%" PRIu64 ",\"fills\":%" PRIu64 "}",
+        c->automove, c->classes, c->over_budget ? "true" : "false", c->hit_ratio, c->res.malloced,
+        c->res.measured_gets, c->res.measured_hits, c->res.evictions, c->res.items, c->res.fills);
     if (v && v->measured)
         jsonb_printf(b,
                      ",\"measured\":{\"hit_ratio\":%.6f,\"memory_bytes\":%" PRIu64
@@ -162,8 +190,9 @@ int cli_model_hits_advise(const struct cli_hits_args *a)
         goto out;
     }
     if (!c[0].res.measured_gets) {
-        fprintf(stderr, "slabtap model advise: --objective hits: run %lld has no reads recorded "
-                        "after its warm-up (record with --reads on)\n",
+        fprintf(stderr,
+                "slabtap model advise: --objective hits: run %lld has no reads recorded "
+                "after its warm-up (record with --reads on)\n",
                 (long long)a->run_id);
         goto out;
     }
@@ -177,7 +206,8 @@ int cli_model_hits_advise(const struct cli_hits_args *a)
                in.lru == CAPACITY_LRU_PLAIN ? "plain" : "segmented", in.current_automove);
         printf("budget: %.1f MB of memory actually used (total_malloced)%s; each candidate runs "
                "at the largest -m that stays within it\n",
-               mb(budget), a->memory_limit_mb ? " (--memory-limit)" : ", the run's own settings at its -m");
+               mb(budget),
+               a->memory_limit_mb ? " (--memory-limit)" : ", the run's own settings at its -m");
         for (size_t i = 0; i < n; i++)
             print_cand(&c[i], (int)i == rec);
         cand_flags(&c[rec], a->r->version, flags, sizeof flags);
@@ -226,14 +256,13 @@ int cli_model_hits_advise(const struct cli_hits_args *a)
         int best = -1;
         for (int j = 0; j < np; j++) {
             failed += verify_one(a, &in, &c[pick[j]], &v[pick[j]]) != 0;
-            if (v[pick[j]].measured &&
-                (best < 0 || v[pick[j]].hit_ratio > v[best].hit_ratio))
+            if (v[pick[j]].measured && (best < 0 || v[pick[j]].hit_ratio > v[best].hit_ratio))
                 best = pick[j];
         }
         /* the recommendation must measure best, within what one replay of
          * the same run varies by (VERIFY_HITS_TIE) */
-        bool ok = best >= 0 && v[rec].measured &&
-                  v[rec].hit_ratio + VERIFY_HITS_TIE >= v[best].hit_ratio;
+        bool ok =
+            best >= 0 && v[rec].measured && v[rec].hit_ratio + VERIFY_HITS_TIE >= v[best].hit_ratio;
         if (!a->json)
             printf("  verify: the recommendation (%s) measured %.2f %%, the best of the %d "
                    "measured %.2f %% (%s): %s\n",
@@ -242,14 +271,15 @@ int cli_model_hits_advise(const struct cli_hits_args *a)
                    ok ? "ok" : "NOT THE BEST MEASURED");
         failed += !ok;
     }
-    if (a->json) {
+    if (a->json || a->save) {
         struct jsonb b;
         jsonb_init(&b);
-        jsonb_printf(&b,
-                     "{\"run_id\":%lld,\"objective\":\"hits\",\"requests\":%zu,\"measure_from\":%zu,"
-                     "\"budget_bytes\":%" PRIu64 ",\"lru\":\"%s\",",
-                     (long long)a->run_id, seq.n, in.measure_from, budget,
-                     in.lru == CAPACITY_LRU_PLAIN ? "plain" : "segmented");
+        jsonb_printf(
+            &b,
+            "{\"run_id\":%lld,\"objective\":\"hits\",\"requests\":%zu,\"measure_from\":%zu,"
+            "\"budget_bytes\":%" PRIu64 ",\"lru\":\"%s\",",
+            (long long)a->run_id, seq.n, in.measure_from, budget,
+            in.lru == CAPACITY_LRU_PLAIN ? "plain" : "segmented");
         json_cand(&b, "current", &c[0], a->r->version, a->verify ? &v[0] : NULL);
         jsonb_raw(&b, ",");
         json_cand(&b, "recommended", &c[rec], a->r->version, a->verify ? &v[rec] : NULL);
@@ -266,8 +296,13 @@ int cli_model_hits_advise(const struct cli_hits_args *a)
         jsonb_printf(&b, "],\"verified\":%s,\"failed_checks\":%d}\n", a->verify ? "true" : "false",
                      failed);
         char *t = jsonb_take(&b);
-        if (t)
+        if (t && a->json)
             fputs(t, stdout);
+        if (a->save && (!t || save_meta(a, CLI_META_HITS_ADVICE, t)))
+            failed++;
+        else if (a->save && !a->json)
+            printf("saved: run_meta '%s' of run %lld (the page shows it)\n", CLI_META_HITS_ADVICE,
+                   (long long)a->run_id);
         free(t);
     }
 out:
@@ -277,8 +312,8 @@ out:
     return failed;
 }
 
-int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points, const struct slab_settings *other,
-                       unsigned other_automove)
+int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points,
+                       const struct slab_settings *other, unsigned other_automove)
 {
     struct capacity_seq seq;
     struct hitadvise_input in;
@@ -301,8 +336,20 @@ int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points, const struc
     uint64_t hi = (a->memory_limit_mb ? a->memory_limit_mb : in.current_mem_mb * 2) * HITADVISE_MB;
     if (points > 64)
         points = 64;
-    size_t np = hitadvise_mrc_points(hi / 16 > HITADVISE_MB ? hi / 16 : HITADVISE_MB, hi, points,
-                                     mem);
+    /* below the memory every class's first page takes there is no curve:
+     * start at the larger of that floor and 1/16 of the top */
+    struct hitadvise_candidate *floor = calloc(1, sizeof *floor);
+    uint64_t lo = hi / 16 > HITADVISE_MB ? hi / 16 : HITADVISE_MB;
+    if (!floor ||
+        hitadvise_fit(&in, "floor", in.current, in.current_automove, HITADVISE_MB, floor)) {
+        free(floor);
+        fprintf(stderr, "slabtap model mrc: out of memory, or settings that give no ladder\n");
+        goto out;
+    }
+    if (floor->res.malloced > lo)
+        lo = floor->res.malloced;
+    free(floor);
+    size_t np = hitadvise_mrc_points(lo, hi, points, mem);
     c = calloc(np ? np : 1, sizeof *c);
     o = calloc(np ? np : 1, sizeof *o);
     if (!c || !o || hitadvise_mrc(&in, in.current, in.current_automove, mem, np, c) ||
@@ -310,7 +357,7 @@ int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points, const struc
         fprintf(stderr, "slabtap model mrc: out of memory, or settings that give no ladder\n");
         goto out;
     }
-    if (a->json) {
+    if (a->json || a->save) {
         struct jsonb b;
         jsonb_init(&b);
         jsonb_printf(&b, "{\"run_id\":%lld,\"measure_from\":%zu,\"curves\":[", (long long)a->run_id,
@@ -332,21 +379,28 @@ int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points, const struc
         }
         jsonb_raw(&b, "]}\n");
         char *t = jsonb_take(&b);
-        if (t)
+        if (t && a->json)
             fputs(t, stdout);
+        if (a->save && (!t || save_meta(a, CLI_META_HITS_MRC, t))) {
+            free(t);
+            goto out;
+        }
         free(t);
-    } else {
-        printf("miss-ratio curve of run %lld: %zu requests, hits counted from request %zu on\n",
+    }
+    if (!a->json) {
+        printf("miss-ratio curve of run %lld: %zu requests, hits counted from request %zu on;\n"
+               "each point at the largest -m whose memory used stays within the size (* over it\n"
+               "even at -m 1: each class's first page is granted past -m)\n",
                (long long)a->run_id, seq.n, in.measure_from);
         printf("  %10s  %14s %10s%s\n", "memory MB", "current -m/used", "hit ratio",
                other ? "   other -m/used  hit ratio" : "");
         for (size_t i = 0; i < np; i++) {
-            printf("  %10.0f  %5" PRIu64 "/%7.1f  %8.2f %%", mb(mem[i]), c[i].mem_mb,
-                   mb(c[i].res.malloced), 100 * c[i].hit_ratio);
+            printf("  %10.0f  %5" PRIu64 "/%7.1f  %8.2f %%%s", mb(mem[i]), c[i].mem_mb,
+                   mb(c[i].res.malloced), 100 * c[i].hit_ratio, c[i].over_budget ? "*" : " ");
             if (other)
-                printf("   %5" PRIu64 "/%7.1f  %7.2f %%", o[i].mem_mb, mb(o[i].res.malloced),
-                       100 * o[i].hit_ratio);
-            printf("%s\n", c[i].over_budget ? "  (current over budget)" : "");
+                printf("   %5" PRIu64 "/%7.1f  %7.2f %%%s", o[i].mem_mb, mb(o[i].res.malloced),
+                       100 * o[i].hit_ratio, o[i].over_budget ? "*" : " ");
+            printf("\n");
         }
     }
     rc = 0;

@@ -282,9 +282,9 @@ static int hits_read(int port, int64_t *hits, int64_t *misses, int64_t *malloced
     return rc;
 }
 
-int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings *s,
-                uint64_t mem_mb, unsigned automove, bool plain_lru, uint64_t measure_from,
-                const char *memcached, struct verify_hits_result *out)
+int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings *s, uint64_t mem_mb,
+                unsigned automove, bool plain_lru, uint64_t measure_from, const char *memcached,
+                struct verify_hits_result *out)
 {
     uv_loop_t loop;
     struct mcserver mc;

@@ -80,12 +80,12 @@ int verify_capacity(const char *db_path, int64_t run_id, const struct slab_setti
 struct verify_hits_result {
     char flags[1024];
     char version[64];
-    uint64_t gets, hits;  /* memcached's get_hits + get_misses, get_hits over the window */
-    uint64_t fills;       /* demand-fill sets the replay made */
-    uint64_t malloced;    /* total_malloced at the end */
-    uint64_t evictions;   /* stats evictions at the end */
-    double hit_ratio;     /* hits / gets */
-    bool measured;        /* false: error says why */
+    uint64_t gets, hits; /* memcached's get_hits + get_misses, get_hits over the window */
+    uint64_t fills;      /* demand-fill sets the replay made */
+    uint64_t malloced;   /* total_malloced at the end */
+    uint64_t evictions;  /* stats evictions at the end */
+    double hit_ratio;    /* hits / gets */
+    bool measured;       /* false: error says why */
     char error[512];
 };
 
@@ -96,8 +96,8 @@ struct verify_hits_result {
  * recording writes it next), and measures memcached's get_hits and
  * get_misses from the measure_from-th operation sent to the end (0: the
  * whole run). 0 when measured, else -1. */
-int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings *s,
-                uint64_t mem_mb, unsigned automove, bool plain_lru, uint64_t measure_from,
-                const char *memcached, struct verify_hits_result *out);
+int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings *s, uint64_t mem_mb,
+                unsigned automove, bool plain_lru, uint64_t measure_from, const char *memcached,
+                struct verify_hits_result *out);
 
 #endif

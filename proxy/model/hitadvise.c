@@ -48,8 +48,8 @@ int hitadvise_hist_requests(const struct capacity_seq *s, size_t from, bool use_
             }
             if (i >= from && vlen[op->key] &&
                 advise_hist_add(h,
-                                slab_item_ntotal(use_cas, klen[2 * op->key],
-                                                 klen[2 * op->key + 1], vlen[op->key] - 1),
+                                slab_item_ntotal(use_cas, klen[2 * op->key], klen[2 * op->key + 1],
+                                                 vlen[op->key] - 1),
                                 1))
                 goto out;
             break;
@@ -90,8 +90,9 @@ static void fill_candidate(struct hitadvise_candidate *c, const char *label,
     c->hit_ratio = ratio_of(&c->res);
 }
 
-int hitadvise_fit(const struct hitadvise_input *in, const char *label, const struct slab_settings *s,
-                  unsigned automove, uint64_t budget, struct hitadvise_candidate *c)
+int hitadvise_fit(const struct hitadvise_input *in, const char *label,
+                  const struct slab_settings *s, unsigned automove, uint64_t budget,
+                  struct hitadvise_candidate *c)
 {
     struct slab_ladder l;
     struct capacity_result *res = malloc(sizeof *res);

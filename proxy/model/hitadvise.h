@@ -71,8 +71,9 @@ int hitadvise_hist_requests(const struct capacity_seq *s, size_t from, bool use_
 /* Runs s with automove at the largest -m (at most budget's MB) whose
  * simulated total_malloced is within budget; fills c. 0, or -1 when out
  * of memory or the settings give no ladder. */
-int hitadvise_fit(const struct hitadvise_input *in, const char *label, const struct slab_settings *s,
-                  unsigned automove, uint64_t budget, struct hitadvise_candidate *c);
+int hitadvise_fit(const struct hitadvise_input *in, const char *label,
+                  const struct slab_settings *s, unsigned automove, uint64_t budget,
+                  struct hitadvise_candidate *c);
 
 /* Every candidate into out[HITADVISE_MAX] (*n of them; [0] the current
  * settings at the run's -m), *budget the budget used. Returns the index of
@@ -92,7 +93,8 @@ int hitadvise_min_memory(const struct hitadvise_input *in, const struct slab_set
 /* The miss-ratio curve: settings s run at budgets mem[0..n) (bytes used).
  * out[i] the candidate at mem[i]. 0 or -1. */
 int hitadvise_mrc(const struct hitadvise_input *in, const struct slab_settings *s,
-                  unsigned automove, const uint64_t *mem, size_t n, struct hitadvise_candidate *out);
+                  unsigned automove, const uint64_t *mem, size_t n,
+                  struct hitadvise_candidate *out);
 
 /* n budgets spread geometrically from lo to hi bytes (whole MB, distinct,
  * ascending) into mem[n]; returns how many. */
