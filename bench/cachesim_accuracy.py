@@ -27,15 +27,17 @@ def one(w, name, mem, extra_o, seq, batch=100, pace=None):
     mc = mctest.Memcached(w, extra=flags.split())
     try:
         started = time.monotonic()
+        refused = []
         if pace:
             lines = []
             for i in range(0, len(seq), pace[0]):
-                lines += tc.run_on_memcached(mc.port, seq[i:i + pace[0]], started, batch)
+                lines += tc.run_on_memcached(mc.port, seq[i:i + pace[0]], started, batch,
+                                             refused)
                 due = started + (i + pace[0]) / pace[0] * pace[1]
                 if due > time.monotonic():
                     time.sleep(due - time.monotonic())
         else:
-            lines = tc.run_on_memcached(mc.port, seq, started, batch)
+            lines = tc.run_on_memcached(mc.port, seq, started, batch, refused)
         real = tc.mc_counts(mc.port)
     finally:
         mc.kill_hard()
@@ -43,9 +45,10 @@ def one(w, name, mem, extra_o, seq, batch=100, pace=None):
     rr = real["hits"] / (real["hits"] + real["misses"])
     sr = sim["hits"] / sim["gets"]
     print("%-34s memcached %.4f sim %.4f diff %+.2f pts | evictions %d / %d | moves %d / %d"
-          " | malloced %d / %d" %
+          " | malloced %d / %d | sets memcached refused %d" %
           (name, rr, sr, 100 * (sr - rr), real["evictions"], sim["evictions"], real["moves"],
-           sim["moves"], real["malloced"] >> 20, sim["malloced"] >> 20), flush=True)
+           sim["moves"], real["malloced"] >> 20, sim["malloced"] >> 20, sum(refused)),
+          flush=True)
 
 
 def main():
@@ -55,7 +58,7 @@ def main():
         for sizes, keys, zs in (("uniform", 30000, 0.99), ("bimodal", 30000, 0.99),
                                 ("uniform", 50000, 0.8), ("bimodal", 50000, 1.1)):
             seq = tc.make_sequence(7, keys, 200000, sizes, zipf_s=zs)
-            for mem in (4, 8, 16):
+            for mem in (8, 16, 24):
                 for lru, o in (("plain", "no_lru_maintainer,no_lru_crawler,slab_automove=0"),
                                ("seg am0", "slab_automove=0"), ("seg am1", "slab_automove=1"),
                                ("seg am2", "slab_automove=2")):

@@ -186,6 +186,7 @@ struct sim_key {
 
 struct sim_list {
     uint32_t head, tail;
+    uint64_t n;     /* sizes */
     uint64_t bytes; /* sizes_bytes: sum of ntotal */
 };
 
@@ -265,6 +266,7 @@ static void lru_link(struct sim *m, uint32_t key, uint32_t lru)
     li->head = key;
     if (li->tail == NONE)
         li->tail = key;
+    li->n++;
     li->bytes += key_ntotal(m, k);
 }
 
@@ -281,6 +283,7 @@ static void lru_unlink(struct sim *m, uint32_t key)
     else
         li->tail = k->prev;
     k->prev = k->next = NONE;
+    li->n--;
     li->bytes -= key_ntotal(m, k);
 }
 
@@ -907,6 +910,8 @@ int capacity_run(const struct slab_ladder *l, const struct capacity_config *cfg,
         out->requested += cc->requested;
         out->chunk_bytes += cc->used_chunks * l->cls[c].chunk_size;
         out->classes_used += cc->pages > 0;
+        for (int j = 0; j < LRU_N; j++)
+            out->cls[c].lru_items[j] = m.lru[c][j].n;
     }
     out->pool_pages = m.pool;
     out->malloced = out->pages * l->slab_page_size;

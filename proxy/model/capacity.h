@@ -222,14 +222,16 @@ int capacity_seq_add(struct capacity_seq *s, uint64_t key_hash, enum capacity_ki
 
 struct capacity_class {
     uint64_t pages;
-    uint64_t used_chunks; /* chunks of live items (headers and data chunks included) */
-    uint64_t items;       /* live items whose LRU is this class (stats items number) */
-    uint64_t requested;   /* their ntotal (stats items mem_requested) */
-    uint64_t evictions;   /* stats items evicted */
-    uint64_t outofmemory; /* stats items outofmemory */
-    uint64_t hits;        /* gets and gats that found an item of this class */
-    uint64_t misses;      /* gets and gats that missed, by the class of their fill size */
-    uint64_t fills;       /* demand-fill sets into this class */
+    uint64_t used_chunks;  /* chunks of live items (headers and data chunks included) */
+    uint64_t items;        /* live items whose LRU is this class (stats items number) */
+    uint64_t requested;    /* their ntotal (stats items mem_requested) */
+    uint64_t evictions;    /* stats items evicted */
+    uint64_t outofmemory;  /* stats items outofmemory */
+    uint64_t hits;         /* gets and gats that found an item of this class */
+    uint64_t misses;       /* gets and gats that missed, by the class of their fill size */
+    uint64_t fills;        /* demand-fill sets into this class */
+    uint64_t lru_items[3]; /* items in HOT, WARM, COLD at the end (stats items
+                              number_hot/_warm/_cold; plain LRU: all COLD) */
 };
 
 struct capacity_result {

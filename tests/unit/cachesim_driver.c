@@ -63,9 +63,10 @@ static void put_result(struct jsonb *b, const struct slab_ladder *l,
         jsonb_printf(b,
                      "%s\"%u\":{\"pages\":%" PRIu64 ",\"used_chunks\":%" PRIu64
                      ",\"items\":%" PRIu64 ",\"evictions\":%" PRIu64 ",\"hits\":%" PRIu64
-                     ",\"misses\":%" PRIu64 ",\"fills\":%" PRIu64 "}",
+                     ",\"misses\":%" PRIu64 ",\"fills\":%" PRIu64 ",\"hot\":%" PRIu64
+                     ",\"warm\":%" PRIu64 ",\"cold\":%" PRIu64 "}",
                      first ? "" : ",", c, k->pages, k->used_chunks, k->items, k->evictions, k->hits,
-                     k->misses, k->fills);
+                     k->misses, k->fills, k->lru_items[0], k->lru_items[1], k->lru_items[2]);
         first = false;
     }
     jsonb_raw(b, "}}");
