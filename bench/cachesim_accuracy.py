@@ -31,13 +31,13 @@ def one(w, name, mem, extra_o, seq, batch=100, pace=None):
         if pace:
             lines = []
             for i in range(0, len(seq), pace[0]):
-                lines += tc.run_on_memcached(mc.port, seq[i:i + pace[0]], started, batch,
+                lines += tc.run_on_memcached(mc.port, seq[i:i + pace[0]], None, batch,
                                              refused)
                 due = started + (i + pace[0]) / pace[0] * pace[1]
                 if due > time.monotonic():
                     time.sleep(due - time.monotonic())
         else:
-            lines = tc.run_on_memcached(mc.port, seq, started, batch, refused)
+            lines = tc.run_on_memcached(mc.port, seq, None, batch, refused)
         real = tc.mc_counts(mc.port)
     finally:
         mc.kill_hard()
