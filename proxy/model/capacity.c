@@ -186,6 +186,7 @@ struct sim_key {
 
 struct sim_list {
     uint32_t head, tail;
+    uint64_t n;     /* sizes */
     uint64_t bytes; /* sizes_bytes: sum of ntotal */
 };
 
@@ -210,11 +211,14 @@ struct sim {
     const struct slab_ladder *l;
     const struct capacity_config *cfg;
     bool segmented;
-    uint64_t page_limit; /* pages that fit mem_limit; UINT64_MAX: none */
-    uint32_t now;        /* current_time */
-    uint32_t pool;       /* pages in the global page pool */
-    uint32_t pick_cur;   /* slabs_reassign_pick_any's static cursor */
-    uint32_t locked;     /* the item-locked key of the store in progress */
+    uint64_t page_limit;         /* pages that fit mem_limit; UINT64_MAX: none */
+    uint32_t now;                /* current_time */
+    uint32_t pool;               /* pages in the global page pool */
+    uint32_t pick_cur;           /* slabs_reassign_pick_any's static cursor */
+    uint32_t locked;             /* the item-locked key of the store in progress */
+    uint64_t op;                 /* index of the request being run */
+    uint64_t busy_until;         /* a page move "runs" until this request (capacity.h) */
+    uint32_t pend_src, pend_dst; /* that move, made when it ends; src 0: none */
     struct sim_key *k;
     struct sim_list lru[SLAB_MODEL_MAX_CLASSES + 1][LRU_N];
     uint64_t free_chunks[SLAB_MODEL_MAX_CLASSES + 1];
@@ -262,6 +266,7 @@ static void lru_link(struct sim *m, uint32_t key, uint32_t lru)
     li->head = key;
     if (li->tail == NONE)
         li->tail = key;
+    li->n++;
     li->bytes += key_ntotal(m, k);
 }
 
@@ -278,6 +283,7 @@ static void lru_unlink(struct sim *m, uint32_t key)
     else
         li->tail = k->prev;
     k->prev = k->next = NONE;
+    li->n--;
     li->bytes -= key_ntotal(m, k);
 }
 
@@ -366,6 +372,8 @@ static void page_move(struct sim *m, uint32_t src, uint32_t dst);
 static void automove_on_eviction(struct sim *m, uint32_t dst)
 {
     uint32_t n = m->l->n_classes;
+    if (m->op < m->busy_until)
+        return; /* REASSIGN_RUNNING */
     for (uint32_t tries = n; tries > 0; tries--) {
         m->pick_cur++;
         if (m->pick_cur > n)
@@ -373,7 +381,13 @@ static void automove_on_eviction(struct sim *m, uint32_t dst)
         if (m->pick_cur == dst)
             continue;
         if (m->r->cls[m->pick_cur].pages > 1) {
-            page_move(m, m->pick_cur, dst);
+            if (m->cfg->move_busy_reqs == 0) {
+                page_move(m, m->pick_cur, dst);
+            } else {
+                m->pend_src = m->pick_cur;
+                m->pend_dst = dst;
+                m->busy_until = m->op + m->cfg->move_busy_reqs;
+            }
             return;
         }
     }
@@ -821,6 +835,7 @@ void capacity_config_default(struct capacity_config *c, uint64_t mem_limit)
     c->mem_limit = mem_limit;
     c->lru = CAPACITY_LRU_SEGMENTED;
     c->automove = 1;
+    c->move_busy_reqs = CAPACITY_MOVE_BUSY_REQS;
     c->use_cas = true;
 }
 
@@ -855,6 +870,11 @@ int capacity_run(const struct slab_ladder *l, const struct capacity_config *cfg,
         m.am->last_check = m.now;
     for (size_t i = from; i < to; i++) {
         const struct capacity_op *op = &s->ops[i];
+        m.op = i;
+        if (m.pend_src && i >= m.busy_until) {
+            page_move(&m, m.pend_src, m.pend_dst);
+            m.pend_src = 0;
+        }
         uint32_t now = REL_BASE + (op->t > t0 ? op->t - t0 : 0);
         if (now > m.now) {
             m.now = now;
@@ -890,6 +910,8 @@ int capacity_run(const struct slab_ladder *l, const struct capacity_config *cfg,
         out->requested += cc->requested;
         out->chunk_bytes += cc->used_chunks * l->cls[c].chunk_size;
         out->classes_used += cc->pages > 0;
+        for (int j = 0; j < LRU_N; j++)
+            out->cls[c].lru_items[j] = m.lru[c][j].n;
     }
     out->pool_pages = m.pool;
     out->malloced = out->pages * l->slab_page_size;

@@ -1,7 +1,8 @@
 /* cachesim_driver: the cache simulator (model/capacity.h) from a text file,
  * for tests/integration/test_cachesim_exact.py. Not a test itself.
  *
- *   cachesim_driver [--flags "MEMCACHED FLAGS"] [--measure-from N] [--mrc MB,MB,...] OPS
+ *   cachesim_driver [--flags "MEMCACHED FLAGS"] [--measure-from N] [--move-busy REQS]
+ *                   [--mrc MB,MB,...] OPS
  *
  * OPS: one request a line, "kind key_hash key_len flags value_len t exptime
  * fill" (kind as capacity_kind_str: set, add, replace, append, prepend,
@@ -62,9 +63,10 @@ static void put_result(struct jsonb *b, const struct slab_ladder *l,
         jsonb_printf(b,
                      "%s\"%u\":{\"pages\":%" PRIu64 ",\"used_chunks\":%" PRIu64
                      ",\"items\":%" PRIu64 ",\"evictions\":%" PRIu64 ",\"hits\":%" PRIu64
-                     ",\"misses\":%" PRIu64 ",\"fills\":%" PRIu64 "}",
+                     ",\"misses\":%" PRIu64 ",\"fills\":%" PRIu64 ",\"hot\":%" PRIu64
+                     ",\"warm\":%" PRIu64 ",\"cold\":%" PRIu64 "}",
                      first ? "" : ",", c, k->pages, k->used_chunks, k->items, k->evictions, k->hits,
-                     k->misses, k->fills);
+                     k->misses, k->fills, k->lru_items[0], k->lru_items[1], k->lru_items[2]);
         first = false;
     }
     jsonb_raw(b, "}}");
@@ -74,18 +76,22 @@ int main(int argc, char **argv)
 {
     const char *flags = "", *path = NULL, *mrc = NULL;
     size_t measure_from = 0;
+    int move_busy = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--flags") && i + 1 < argc)
             flags = argv[++i];
         else if (!strcmp(argv[i], "--measure-from") && i + 1 < argc)
             measure_from = (size_t)strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--move-busy") && i + 1 < argc)
+            move_busy = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--mrc") && i + 1 < argc)
             mrc = argv[++i];
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
             fprintf(stderr,
-                    "usage: cachesim_driver [--flags F] [--measure-from N] [--mrc MB,..] OPS\n");
+                    "usage: cachesim_driver [--flags F] [--measure-from N] [--move-busy REQS] "
+                    "[--mrc MB,..] OPS\n");
             return 1;
         }
     }
@@ -106,6 +112,8 @@ int main(int argc, char **argv)
     cfg.use_cas = st.use_cas;
     cfg.measure_from = measure_from;
     lru_flags(flags, &cfg);
+    if (move_busy >= 0)
+        cfg.move_busy_reqs = (uint32_t)move_busy;
 
     FILE *f = fopen(path, "r");
     if (!f) {

@@ -365,6 +365,14 @@ static void test_automove2(void)
     CHECK(a2.cls[big].evictions < a0.cls[big].evictions, "fewer evictions in the big class");
     CHECK_INT(a2.move_evictions, 3 * 885);
     CHECK_INT(a2.malloced, a0.malloced);
+    /* moved at once (no rebalancer time): the same pages, and a move is
+     * asked by the very first eviction in the big class */
+    struct capacity_result now;
+    cfg.move_busy_reqs = 0;
+    CHECK_INT(capacity_run(&l, &cfg, &s, 0, s.n, &now), 0);
+    CHECK_INT(now.cls[big].pages, 4);
+    CHECK_INT(now.moves, 3);
+    CHECK(now.cls[big].evictions <= a2.cls[big].evictions, "a deferred move evicts more");
     capacity_seq_free(&s);
 }
 
