@@ -278,17 +278,36 @@ static int delete_reads(sqlite3 *db, const struct oldest *old, int64_t keep)
         return -1;
     cut = rhi;
     if (keep >= 0 && keep < old->hi) {
-        int64_t keep_seq = keep - old->base;
+        /* the last arrival at or before write keep, and in it the first read
+         * whose after_write (the arrival's + op's delta) reaches it */
+        int64_t keep_seq = keep - old->base, arr = 0, arr_aw = 0, next = rhi;
         got = query_int(db,
-                        "SELECT min(rowid) FROM read_arrivals WHERE rowid >= ?1 AND rowid < ?2"
-                        " AND after_write >= ?3",
-                        rlo, rhi, keep_seq, &cut);
+                        "SELECT max(rowid) FROM read_arrivals WHERE rowid >= ?1 AND rowid < ?2"
+                        " AND after_write <= ?3",
+                        rlo, rhi, keep_seq, &arr);
         if (got < 0)
             return -1;
-        if (!got)
-            cut = rhi;
+        if (!got) {
+            cut = rlo; /* every read of the run came after it */
+        } else {
+            if (query_int(db, "SELECT after_write FROM read_arrivals WHERE rowid = ?1", arr, 0, 0,
+                          &arr_aw) < 0 ||
+                query_int(db,
+                          "SELECT min(rowid) FROM read_arrivals WHERE rowid > ?1 AND rowid < ?2",
+                          arr, rhi, 0, &next) < 0)
+                return -1;
+            got = query_int(db,
+                            "SELECT min(rowid) FROM read_rows WHERE rowid >= ?1 AND rowid < ?2"
+                            " AND ((op >> 11) & 15) >= ?3",
+                            arr, next, keep_seq - arr_aw, &cut);
+            if (got < 0)
+                return -1;
+            if (!got)
+                cut = next;
+        }
     }
-    if (exec_q(db, "DELETE FROM read_rows WHERE rowid < ?1", cut, 0))
+    if (exec_q(db, "DELETE FROM read_rows WHERE rowid < ?1", cut, 0) ||
+        exec_q(db, "DELETE FROM read_extra WHERE rowid < ?1", cut, 0))
         return -1;
     /* read_arrivals: every one below the arrival the first kept read needs */
     got = query_int(db, "SELECT min(rowid) FROM read_rows WHERE rowid >= ?1", cut, 0, 0, &first);
@@ -339,6 +358,8 @@ static int delete_oldest_reads(sqlite3 *db, const struct oldest *old, const stru
     if (exec_q(db, "DELETE FROM read_rows WHERE rowid >= ?1 AND rowid < ?2", old->rowid, cut))
         return -1;
     *n = (uint64_t)sqlite3_changes(db);
+    if (exec_q(db, "DELETE FROM read_extra WHERE rowid < ?1", cut, 0))
+        return -1;
     got = query_int(db, "SELECT min(rowid) FROM read_rows WHERE rowid >= ?1", cut, 0, 0, &first);
     if (got < 0)
         return -1;

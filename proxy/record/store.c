@@ -169,7 +169,7 @@ struct read_agg_cell {
 
 struct store_reads {
     sqlite3_stmt *ins, *ins_n, *arr_ins, *arr_last, *arr_cover, *arr_next, *row_after, *max_rowid,
-        *run_get, *key_add, *agg_st;
+        *run_get, *key_add, *agg_st, *extra_ins;
     struct staged stage[STAGE_ROWS];
     size_t nstage;
     int64_t run_id; /* -1: none loaded */
@@ -990,12 +990,13 @@ static int prepare_all(struct store *s)
     for (int i = 1; i < STAGE_ROWS; i++)
         len += (size_t)snprintf(sql + len, sizeof sql - len, ",(?,?,?,?,?,?)");
     len = (size_t)snprintf(rsql, sizeof rsql,
-                           "INSERT INTO read_rows (rowid, key_id, op, extra) VALUES (?,?,?,?)");
+                           "INSERT INTO read_rows (rowid, key_id, op) VALUES (?,?,?)");
     for (int i = 1; i < STAGE_ROWS; i++)
-        len += (size_t)snprintf(rsql + len, sizeof rsql - len, ",(?,?,?,?)");
+        len += (size_t)snprintf(rsql + len, sizeof rsql - len, ",(?,?,?)");
     return prepare(s, rsql, &r->ins_n) ||
-           prepare(s, "INSERT INTO read_rows (rowid, key_id, op, extra) VALUES (?1,?2,?3,?4)",
-                   &r->ins) ||
+           prepare(s, "INSERT INTO read_rows (rowid, key_id, op) VALUES (?1,?2,?3)", &r->ins) ||
+           prepare(s, "INSERT OR REPLACE INTO read_extra (rowid, extra) VALUES (?1,?2)",
+                   &r->extra_ins) ||
            prepare(s,
                    "INSERT OR REPLACE INTO read_arrivals (rowid, dt, conn_id, after_write)"
                    " VALUES (?1,?2,?3,?4)",
@@ -1237,7 +1238,7 @@ void store_close(struct store *s)
         struct store_reads *r = &w->rd;
         sqlite3_stmt **rs[] = { &r->ins,       &r->ins_n,    &r->arr_ins,   &r->arr_last,
                                 &r->arr_cover, &r->arr_next, &r->row_after, &r->max_rowid,
-                                &r->run_get,   &r->key_add,  &r->agg_st };
+                                &r->run_get,   &r->key_add,  &r->agg_st,    &r->extra_ins };
         for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++)
             finalize(rs[i]);
     }
@@ -1367,27 +1368,29 @@ static int rd_stage_flush(struct store *s)
     if (n == STAGE_ROWS) {
         for (size_t i = 0; i < n; i++) {
             const struct staged *x = &r->stage[i];
-            int at = (int)i * 4;
-            sqlite3_bind_int64(r->ins_n, at + 1, x->rid);
-            sqlite3_bind_int64(r->ins_n, at + 2, x->key_ref);
-            sqlite3_bind_int64(r->ins_n, at + 3, x->op);
-            if (x->fe)
-                sqlite3_bind_int64(r->ins_n, at + 4, x->fe);
-            else
-                sqlite3_bind_null(r->ins_n, at + 4);
+            sqlite3_bind_int64(r->ins_n, (int)i * 3 + 1, x->rid);
+            sqlite3_bind_int64(r->ins_n, (int)i * 3 + 2, x->key_ref);
+            sqlite3_bind_int64(r->ins_n, (int)i * 3 + 3, x->op);
         }
-        return step_reset(r->ins_n);
+        if (step_reset(r->ins_n))
+            return -1;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            const struct staged *x = &r->stage[i];
+            sqlite3_bind_int64(r->ins, 1, x->rid);
+            sqlite3_bind_int64(r->ins, 2, x->key_ref);
+            sqlite3_bind_int64(r->ins, 3, x->op);
+            if (step_reset(r->ins))
+                return -1;
+        }
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) { /* flags and exptime, where not 0 */
         const struct staged *x = &r->stage[i];
-        sqlite3_bind_int64(r->ins, 1, x->rid);
-        sqlite3_bind_int64(r->ins, 2, x->key_ref);
-        sqlite3_bind_int64(r->ins, 3, x->op);
-        if (x->fe)
-            sqlite3_bind_int64(r->ins, 4, x->fe);
-        else
-            sqlite3_bind_null(r->ins, 4);
-        if (step_reset(r->ins))
+        if (!x->fe)
+            continue;
+        sqlite3_bind_int64(r->extra_ins, 1, x->rid);
+        sqlite3_bind_int64(r->extra_ins, 2, x->fe);
+        if (step_reset(r->extra_ins))
             return -1;
     }
     return 0;
@@ -1477,11 +1480,21 @@ static int rd_arrival_insert(struct store *s, int64_t rid, int64_t dt, int64_t c
 }
 
 /* arrival() for reads: the read_arrivals row with the highest rowid at or
- * below a read's holds its time, connection and after_write. */
-static int rd_arrival(struct store *s, int64_t rid, int64_t dt, int64_t conn, int64_t aw)
+ * below a read's holds its time and connection, and the after_write its
+ * op adds up to READ_AW_SPAN - 1 to (a read-heavy run starts a new arrival
+ * per client read, not per write between reads). *base: that after_write. */
+#define READ_AW_SPAN 16
+static bool rd_same(int64_t dt, int64_t conn, int64_t aw, int64_t adt, int64_t aconn, int64_t aaw)
+{
+    return dt == adt && conn == aconn && aw >= aaw && aw - aaw < READ_AW_SPAN;
+}
+
+static int rd_arrival(struct store *s, int64_t rid, int64_t dt, int64_t conn, int64_t aw,
+                      int64_t *base)
 {
     struct store_reads *r = &s->w->rd;
     sqlite3_stmt *st;
+    *base = aw;
     if (r->max_rid < 0) {
         if (rd_stage_flush(s))
             return -1;
@@ -1510,9 +1523,11 @@ static int rd_arrival(struct store *s, int64_t rid, int64_t dt, int64_t conn, in
             return -1;
         r->arr_known = true;
     }
-    if (r->arr_rid >= 0 && rid >= r->arr_rid && dt == r->arr_dt && conn == r->arr_conn &&
-        aw == r->arr_aw)
+    if (r->arr_rid >= 0 && rid >= r->arr_rid &&
+        rd_same(dt, conn, aw, r->arr_dt, r->arr_conn, r->arr_aw)) {
+        *base = r->arr_aw;
         return 0;
+    }
     if (rid > r->max_rid && rid >= r->arr_rid) { /* nothing after it: a new last arrival */
         if (rd_arrival_insert(s, rid, dt, conn, aw))
             return -1;
@@ -1539,8 +1554,10 @@ static int rd_arrival(struct store *s, int64_t rid, int64_t dt, int64_t conn, in
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return -1;
-    if (cover && cdt == dt && cconn == conn && caw == aw)
+    if (cover && rd_same(dt, conn, aw, cdt, cconn, caw)) {
+        *base = caw;
         return 0;
+    }
     if (cover) {
         /* the reads between rid and the next arrival keep the covering one */
         int64_t next = r->hi, after = 0;
@@ -1716,16 +1733,19 @@ static int put_rec_read(struct store *s, int64_t run_id, const struct rec_row *r
     int64_t key_id = rd_key_id(s, run_id, row);
     if (key_id < 0)
         return store_fail(s, "inserting a read key", err, errlen);
-    if (rd_arrival(s, rid, row->t_ns - r->t0, row->conn_id,
-                   row->after_write > INT64_MAX ? INT64_MAX : (int64_t)row->after_write))
+    int64_t aw = row->after_write > INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)row->after_write;
+    int64_t base;
+    if (rd_arrival(s, rid, row->t_ns - r->t0, row->conn_id, aw, &base))
         return store_fail(s, "inserting a read arrival", err, errlen);
-    /* op: hit | has_flags << 1 | cmd << 2 | class_id << 5 | (value_len + 1) << 11 */
-    int64_t vl = row->hit && row->value_len >= 0 && row->value_len < (INT64_C(1) << 50)
+    /* op: hit | has_flags << 1 | cmd << 2 | class_id << 5
+     *     | (after_write - the arrival's) << 11 | (value_len + 1) << 15 */
+    int64_t vl = row->hit && row->value_len >= 0 && row->value_len < (INT64_C(1) << 46)
                      ? row->value_len + 1
                      : 0;
     uint32_t cls = row->hit && row->class_id < 64 ? row->class_id : 0;
     int64_t op = (int64_t)row->hit | (int64_t)(row->has_flags ? 2 : 0) |
-                 (int64_t)rd_cmd_code(row->cmd) << 2 | (int64_t)cls << 5 | vl << 11;
+                 (int64_t)rd_cmd_code(row->cmd) << 2 | (int64_t)cls << 5 | (aw - base) << 11 |
+                 vl << 15;
     int64_t fe = 0;
     if ((row->has_flags && row->flags) || (row->has_exptime && row->exptime))
         fe = (int64_t)((uint64_t)(row->has_flags ? row->flags : 0) << 32 |
