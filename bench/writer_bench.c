@@ -92,7 +92,8 @@ static void gen_read(uint64_t rseq, uint64_t aw, int64_t t0, struct rec_row *row
     uint64_t h = mix(rseq ^ 0x5eed);
     char key[64];
     gen_row(aw, t0, false, &w);
-    int klen = snprintf(key, sizeof key, "p%u:%" PRIu64, (unsigned)(h % 100), (h >> 8) % 100000);
+    uint64_t k = (h >> 8) % 100000; /* 100,000 keys, as p<k mod 100>:<k> */
+    int klen = snprintf(key, sizeof key, "p%u:%" PRIu64, (unsigned)(k % 100), k);
     memset(row, 0, offsetof(struct rec_row, answer));
     row->kind = REC_ROW_READ;
     row->cmd = h % 8 ? MC_CMD_GET : MC_CMD_MG;

@@ -161,6 +161,15 @@ struct pending_ref {
 /* (minute, class) cells of the read aggregates one batch may touch */
 #define READ_AGG_CELLS 256
 
+/* A key the writer remembers: its 64-bit hash and length name it (two
+ * keys alike in both would share a row: about 2^-64 per pair) */
+struct read_key_slot {
+    uint64_t hash;
+    uint32_t len; /* key_len | 1 << 16 when the key has recorded text */
+    int64_t id;   /* 0: empty */
+};
+#define READ_KEYS_SLOTS (2 * READ_KEYS_MAX)
+
 struct read_agg_cell {
     int64_t minute;
     uint32_t class_id;
@@ -177,7 +186,8 @@ struct store_reads {
     bool arr_known;
     int64_t arr_rid, arr_dt, arr_conn, arr_aw;
     int64_t max_rid;
-    struct sdict keys; /* blob (hash, length, text) -> read_keys.key_id */
+    struct read_key_slot *keys; /* READ_KEYS_SLOTS: (hash, length) -> read_keys.key_id */
+    size_t nkeys;
     uint64_t *classes; /* READ_CLASS_SLOTS: hash & ~255 | class; 0 empty */
     size_t nclasses;
     struct pending_ref *pending;
@@ -1118,7 +1128,6 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
     s->w->max_rid = -1;
     s->w->rd.run_id = -1;
     s->w->rd.max_rid = -1;
-    s->w->rd.keys.max = READ_KEYS_MAX;
     if (wagg_init(&s->w->agg)) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto out;
@@ -1249,7 +1258,7 @@ void store_close(struct store *s)
     if (w) {
         sdict_free(&w->answers);
         sdict_free(&w->prefixes);
-        sdict_free(&w->rd.keys);
+        free(w->rd.keys);
         free(w->rd.classes);
         free(w->rd.pending);
         wagg_free(&w->agg);
@@ -1357,7 +1366,9 @@ static void reads_forget(struct store_reads *r)
     r->arr_known = false;
     r->max_rid = -1;
     r->nagg = 0;
-    sdict_clear(&r->keys);
+    if (r->keys)
+        memset(r->keys, 0, READ_KEYS_SLOTS * sizeof *r->keys);
+    r->nkeys = 0;
 }
 
 static int rd_stage_flush(struct store *s)
@@ -1636,10 +1647,10 @@ static int rd_agg_note(struct store *s, int64_t run_id, const struct rec_row *ro
                        size_t errlen)
 {
     struct store_reads *r = &s->w->rd;
+    /* a hit's class is the item's; a miss's the one its key was last
+     * written in (the writes note it) */
     uint32_t cls = row->hit ? row->class_id : rd_class_of(r, row->key_hash);
     int64_t minute = row->t_ns / 60000000000ll;
-    if (row->hit)
-        rd_class_note(r, row->key_hash, row->class_id);
     if (r->agg_run != run_id && r->nagg && rd_agg_flush(s, err, errlen))
         return -1;
     r->agg_run = run_id;
@@ -1664,17 +1675,17 @@ static int64_t rd_key_id(struct store *s, int64_t run_id, const struct rec_row *
 {
     struct store_writes *w = s->w;
     struct store_reads *r = &w->rd;
-    char blob[8 + 2 + 1 + MC_KEY_MAX + 1];
     size_t tl = row->key_text_len > 0 ? (size_t)row->key_text_len : 0;
-    memcpy(blob, &row->key_hash, 8);
-    memcpy(blob + 8, &row->key_len, 2);
-    blob[10] = row->key_text_len >= 0 ? 't' : 'n';
-    memcpy(blob + 11, row->key_text, tl);
-    size_t blen = 11 + tl;
-    uint64_t h = row->key_hash ^ ((uint64_t)row->key_len * 0x9e3779b97f4a7c15ull);
-    int64_t id = sdict_find(&r->keys, blob, blen, h);
-    if (id)
-        return id;
+    uint32_t len = row->key_len | (row->key_text_len >= 0 ? 1u << 16 : 0);
+    size_t at = 0;
+    if (!r->keys)
+        r->keys = calloc(READ_KEYS_SLOTS, sizeof *r->keys);
+    if (r->keys) {
+        for (at = (row->key_hash ^ (row->key_hash >> 29)) & (READ_KEYS_SLOTS - 1); r->keys[at].id;
+             at = (at + 1) & (READ_KEYS_SLOTS - 1))
+            if (r->keys[at].hash == row->key_hash && r->keys[at].len == len)
+                return r->keys[at].id;
+    }
     sqlite3_stmt *st = r->key_add;
     sqlite3_bind_int64(st, 1, (int64_t)row->key_hash);
     sqlite3_bind_int64(st, 2, row->key_len);
@@ -1694,10 +1705,16 @@ static int64_t rd_key_id(struct store *s, int64_t run_id, const struct rec_row *
     }
     if (step_reset(st))
         return -1;
-    id = sqlite3_last_insert_rowid(s->db);
-    if (r->keys.n >= r->keys.max)
-        sdict_clear(&r->keys); /* starts over: bounded memory */
-    sdict_add(&r->keys, blob, blen, h, id);
+    int64_t id = sqlite3_last_insert_rowid(s->db);
+    if (!r->keys)
+        return id;
+    if (r->nkeys >= READ_KEYS_MAX) { /* starts over: bounded memory */
+        memset(r->keys, 0, READ_KEYS_SLOTS * sizeof *r->keys);
+        r->nkeys = 0;
+        at = (row->key_hash ^ (row->key_hash >> 29)) & (READ_KEYS_SLOTS - 1);
+    }
+    r->keys[at] = (struct read_key_slot){ row->key_hash, len, id };
+    r->nkeys++;
     return id;
 }
 
