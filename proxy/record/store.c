@@ -186,10 +186,11 @@ struct store_reads {
     bool arr_known;
     int64_t arr_rid, arr_dt, arr_conn, arr_aw;
     int64_t max_rid;
-    struct read_key_slot *keys; /* READ_KEYS_SLOTS: (hash, length) -> read_keys.key_id */
+    struct read_key_slot *keys; /* nkeys_slots: (hash, length) -> read_keys.key_id */
+    size_t nkeys_slots;         /* grows by doubling to READ_KEYS_SLOTS */
     size_t nkeys;
-    uint64_t *classes; /* READ_CLASS_SLOTS: hash & ~255 | class; 0 empty */
-    size_t nclasses;
+    uint64_t *classes;             /* nclass_slots: hash & ~255 | class; 0 empty */
+    size_t nclasses, nclass_slots; /* grows by doubling to READ_CLASS_SLOTS */
     struct pending_ref *pending;
     size_t npending, pending_cap;
     struct read_agg_cell agg[READ_AGG_CELLS];
@@ -1367,7 +1368,7 @@ static void reads_forget(struct store_reads *r)
     r->max_rid = -1;
     r->nagg = 0;
     if (r->keys)
-        memset(r->keys, 0, READ_KEYS_SLOTS * sizeof *r->keys);
+        memset(r->keys, 0, r->nkeys_slots * sizeof *r->keys);
     r->nkeys = 0;
 }
 
@@ -1594,7 +1595,8 @@ static uint32_t rd_class_of(const struct store_reads *r, uint64_t hash)
     if (!r->classes)
         return 0;
     uint64_t k = hash | 255;
-    for (size_t i = (hash >> 8) & (READ_CLASS_SLOTS - 1);; i = (i + 1) & (READ_CLASS_SLOTS - 1)) {
+    size_t mask = r->nclass_slots - 1;
+    for (size_t i = (hash >> 8) & mask;; i = (i + 1) & mask) {
         uint64_t v = r->classes[i];
         if (!v)
             return 0;
@@ -1603,19 +1605,44 @@ static uint32_t rd_class_of(const struct store_reads *r, uint64_t hash)
     }
 }
 
+/* Doubles the class map (from 4096 slots): false when it may not grow. */
+static bool rd_class_grow(struct store_reads *r)
+{
+    size_t ns = r->nclass_slots ? r->nclass_slots * 2 : 4096;
+    if (ns > READ_CLASS_SLOTS)
+        return false;
+    uint64_t *t = calloc(ns, sizeof *t);
+    if (!t)
+        return false;
+    for (size_t i = 0; i < r->nclass_slots; i++) {
+        uint64_t v = r->classes[i];
+        if (!v)
+            continue;
+        size_t j = (v >> 8) & (ns - 1);
+        while (t[j])
+            j = (j + 1) & (ns - 1);
+        t[j] = v;
+    }
+    free(r->classes);
+    r->classes = t;
+    r->nclass_slots = ns;
+    return true;
+}
+
 static void rd_class_note(struct store_reads *r, uint64_t hash, uint32_t class_id)
 {
     if (!class_id || class_id > 255)
         return;
-    if (!r->classes && !(r->classes = calloc(READ_CLASS_SLOTS, sizeof *r->classes)))
+    if ((r->nclasses + 1) * 4 > r->nclass_slots * 3 && !rd_class_grow(r) && !r->classes)
         return;
     uint64_t k = hash | 255;
-    for (size_t i = (hash >> 8) & (READ_CLASS_SLOTS - 1);; i = (i + 1) & (READ_CLASS_SLOTS - 1)) {
+    size_t mask = r->nclass_slots - 1;
+    for (size_t i = (hash >> 8) & mask;; i = (i + 1) & mask) {
         uint64_t v = r->classes[i];
         if (v && (v | 255) != k)
             continue;
         if (!v) {
-            if (r->nclasses >= READ_CLASS_KEYS)
+            if ((r->nclasses + 1) * 4 > r->nclass_slots * 3)
                 return; /* full: this key's misses count in class 0 */
             r->nclasses++;
         }
@@ -1671,18 +1698,42 @@ static int rd_agg_note(struct store *s, int64_t run_id, const struct rec_row *ro
 
 /* read_keys.key_id of the row's key (hash, length, recorded text),
  * remembered or inserted; -1 on error. */
+/* Doubles the key table (from 4096 slots): false when it may not grow. */
+static bool rd_keys_grow(struct store_reads *r)
+{
+    size_t ns = r->nkeys_slots ? r->nkeys_slots * 2 : 4096;
+    if (ns > READ_KEYS_SLOTS)
+        return false;
+    struct read_key_slot *t = calloc(ns, sizeof *t);
+    if (!t)
+        return false;
+    for (size_t i = 0; i < r->nkeys_slots; i++) {
+        const struct read_key_slot *e = &r->keys[i];
+        if (!e->id)
+            continue;
+        size_t j = (e->hash ^ (e->hash >> 29)) & (ns - 1);
+        while (t[j].id)
+            j = (j + 1) & (ns - 1);
+        t[j] = *e;
+    }
+    free(r->keys);
+    r->keys = t;
+    r->nkeys_slots = ns;
+    return true;
+}
+
+/* read_keys.key_id of the row's key (hash, length, recorded text),
+ * remembered or inserted; -1 on error. */
 static int64_t rd_key_id(struct store *s, int64_t run_id, const struct rec_row *row)
 {
     struct store_writes *w = s->w;
     struct store_reads *r = &w->rd;
     size_t tl = row->key_text_len > 0 ? (size_t)row->key_text_len : 0;
     uint32_t len = row->key_len | (row->key_text_len >= 0 ? 1u << 16 : 0);
-    size_t at = 0;
-    if (!r->keys)
-        r->keys = calloc(READ_KEYS_SLOTS, sizeof *r->keys);
+    size_t mask = r->nkeys_slots - 1;
     if (r->keys) {
-        for (at = (row->key_hash ^ (row->key_hash >> 29)) & (READ_KEYS_SLOTS - 1); r->keys[at].id;
-             at = (at + 1) & (READ_KEYS_SLOTS - 1))
+        for (size_t at = (row->key_hash ^ (row->key_hash >> 29)) & mask; r->keys[at].id;
+             at = (at + 1) & mask)
             if (r->keys[at].hash == row->key_hash && r->keys[at].len == len)
                 return r->keys[at].id;
     }
@@ -1706,13 +1757,17 @@ static int64_t rd_key_id(struct store *s, int64_t run_id, const struct rec_row *
     if (step_reset(st))
         return -1;
     int64_t id = sqlite3_last_insert_rowid(s->db);
-    if (!r->keys)
-        return id;
-    if (r->nkeys >= READ_KEYS_MAX) { /* starts over: bounded memory */
-        memset(r->keys, 0, READ_KEYS_SLOTS * sizeof *r->keys);
+    if ((r->nkeys + 1) * 2 > r->nkeys_slots && !rd_keys_grow(r)) {
+        if (!r->keys)
+            return id;
+        /* at its bound: starts over (bounded memory) */
+        memset(r->keys, 0, r->nkeys_slots * sizeof *r->keys);
         r->nkeys = 0;
-        at = (row->key_hash ^ (row->key_hash >> 29)) & (READ_KEYS_SLOTS - 1);
     }
+    mask = r->nkeys_slots - 1;
+    size_t at = (row->key_hash ^ (row->key_hash >> 29)) & mask;
+    while (r->keys[at].id)
+        at = (at + 1) & mask;
     r->keys[at] = (struct read_key_slot){ row->key_hash, len, id };
     r->nkeys++;
     return id;
