@@ -8,7 +8,12 @@
  * realistic write rows straight into it, respecting backpressure (while
  * rec_blocked, the loop runs until the writer has drained the queue).
  *
- *   writer_bench [ROWS] [--queue ROWS] [--keep] [--check]
+ *   writer_bench [ROWS] [--queue ROWS] [--keep] [--check] [--reads N]
+ *
+ * --reads N: N read rows (REC_ROW_READ, docs/recording-reads.md) after
+ * each write, as a get-heavy load sends them: gets (one in eight an mg) of
+ * 100,000 keys, nine in ten hits, from the write's connection and time;
+ * rows/s then counts both, and the read tables' bytes per read are shown.
  *
  * ROWS: 2,000,000 by default. The rows: `set` of 945-byte values under 100
  * key prefixes (--keys prefix), answered STORED (one in 64 NOT_STORED),
@@ -80,12 +85,40 @@ static void gen_row(uint64_t seq, int64_t t0, bool odd, struct rec_row *row)
     memcpy(row->answer, h % 64 ? "STORED" : "NOT_STORED", h % 64 ? 7 : 11);
 }
 
+/* Read rseq of the stream, after write aw (its connection and time). */
+static void gen_read(uint64_t rseq, uint64_t aw, int64_t t0, struct rec_row *row)
+{
+    struct rec_row w;
+    uint64_t h = mix(rseq ^ 0x5eed);
+    char key[64];
+    gen_row(aw, t0, false, &w);
+    uint64_t k = (h >> 8) % 100000; /* 100,000 keys, as p<k mod 100>:<k> */
+    int klen = snprintf(key, sizeof key, "p%u:%" PRIu64, (unsigned)(k % 100), k);
+    memset(row, 0, offsetof(struct rec_row, answer));
+    row->kind = REC_ROW_READ;
+    row->cmd = h % 8 ? MC_CMD_GET : MC_CMD_MG;
+    row->seq = rseq;
+    row->after_write = aw;
+    row->conn_id = w.conn_id;
+    row->t_ns = w.t_ns;
+    row->key_hash = keyfmt_hash(key, (size_t)klen);
+    row->key_len = (uint16_t)klen;
+    row->key_text_len =
+        (int16_t)keyfmt_text(KEYFMT_PREFIX, key, (size_t)klen, row->key_text, sizeof row->key_text);
+    row->hit = (h >> 32) % 10 != 0;
+    row->value_len = row->hit ? 945 : -1;
+    row->has_flags = row->hit && row->cmd == MC_CMD_GET;
+    row->class_id = row->hit ? 13 : 0;
+}
+
 struct push {
     struct recorder *r;
     uv_loop_t *loop;
     int64_t t0;
     bool odd;
     uint64_t pushed, stalls;
+    unsigned reads; /* --reads N: after each write */
+    uint64_t rseq;
 };
 
 /* One row into the recorder, as the proxy does it; while the queue is
@@ -94,12 +127,16 @@ static void push(struct push *p, uint64_t seq)
 {
     struct rec_row row;
     gen_row(seq, p->t0, p->odd, &row);
-    rec_push(p->r, &row);
-    p->pushed++;
-    if (rec_blocked(p->r)) {
-        p->stalls++;
-        while (rec_blocked(p->r))
-            uv_run(p->loop, UV_RUN_ONCE);
+    for (unsigned i = 0; i <= p->reads; i++) {
+        if (i)
+            gen_read(++p->rseq, seq, p->t0, &row);
+        rec_push(p->r, &row);
+        p->pushed += !i;
+        if (rec_blocked(p->r)) {
+            p->stalls++;
+            while (rec_blocked(p->r))
+                uv_run(p->loop, UV_RUN_ONCE);
+        }
     }
 }
 
@@ -184,17 +221,21 @@ int main(int argc, char **argv)
     uint64_t nrows = 2000000;
     size_t queue = 65536;
     bool keep = false, check = false;
+    unsigned reads = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--keep")) {
             keep = true;
         } else if (!strcmp(argv[i], "--check")) {
             check = true;
+        } else if (!strcmp(argv[i], "--reads") && i + 1 < argc) {
+            reads = (unsigned)strtoul(argv[++i], NULL, 10);
         } else if (!strcmp(argv[i], "--queue") && i + 1 < argc) {
             queue = strtoull(argv[++i], NULL, 10);
         } else if (argv[i][0] != '-' && strtoull(argv[i], NULL, 10) > 0) {
             nrows = strtoull(argv[i], NULL, 10);
         } else {
-            fprintf(stderr, "usage: writer_bench [ROWS] [--queue ROWS] [--keep] [--check]\n");
+            fprintf(stderr, "usage: writer_bench [ROWS] [--queue ROWS] [--keep] [--check] "
+                            "[--reads N]\n");
             return 2;
         }
     }
@@ -227,7 +268,7 @@ int main(int argc, char **argv)
     }
 
     int64_t t_base = clock_wall_ns();
-    struct push p = { .r = &rec, .loop = &loop, .t0 = t_base, .odd = check };
+    struct push p = { .r = &rec, .loop = &loop, .t0 = t_base, .odd = check, .reads = reads };
     /* --check: held back rows, released 3,000 pushes later */
     struct late {
         uint64_t seq, due;
@@ -266,11 +307,19 @@ int main(int argc, char **argv)
     struct stat sb;
     stat(path, &sb);
     sqlite3 *db;
-    int64_t writes = -1, arrivals = -1, rows_in_db = -1;
+    int64_t writes = -1, arrivals = -1, rows_in_db = -1, read_bytes = -1;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
         sqlite3_stmt *st;
         writes = table_bytes(db, "writes");
         arrivals = table_bytes(db, "arrivals");
+        if (p.rseq) {
+            const char *rt[] = { "read_rows", "read_arrivals", "read_keys", "read_extra" };
+            read_bytes = 0;
+            for (size_t i = 0; i < sizeof rt / sizeof rt[0]; i++) {
+                int64_t b = table_bytes(db, rt[i]);
+                read_bytes += b > 0 ? b : 0;
+            }
+        }
         if (sqlite3_prepare_v2(db, "SELECT count(*) FROM writes", -1, &st, NULL) == SQLITE_OK) {
             if (sqlite3_step(st) == SQLITE_ROW)
                 rows_in_db = sqlite3_column_int64(st, 0);
@@ -298,6 +347,13 @@ int main(int argc, char **argv)
            "peak RSS %.1f MB\n",
            cpu_all - cpu_loop, (cpu_all - cpu_loop) * 1e6 / (double)nrows, cpu_loop,
            (double)ru.ru_maxrss / 1024.0);
+    if (p.rseq)
+        printf("writer_bench: with reads: %" PRIu64 " writes + %" PRIu64
+               " reads = %.0f rows/s end to end; read tables %.2f bytes/read, file %.2f bytes "
+               "per row (writes and reads), writer %.2f us/row\n",
+               nrows, p.rseq, (double)(nrows + p.rseq) / secs, (double)read_bytes / (double)p.rseq,
+               (double)sb.st_size / (double)(nrows + p.rseq),
+               (cpu_all - cpu_loop) * 1e6 / (double)(nrows + p.rseq));
     int64_t bad = 0;
     if (check) {
         bad = check_rows(path, run, nrows, t_base);

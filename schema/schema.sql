@@ -114,25 +114,29 @@ CREATE TABLE IF NOT EXISTS arrivals (
 );
 
 -- Reads (issue 19): one row per key a get gets gat gats mg asked for, read
--- back through the view `reads` (below). About 13 bytes per read on disk
--- (docs/recording-reads.md):
+-- back through the view `reads` (below). About 15 bytes per read on disk
+-- on a pipelined get-heavy load (docs/recording-reads.md):
 --
 --   read_rows.rowid   read_runs.base + seq (seq: the run's read sequence,
 --                     from 1, given at parse time, each key of a multiget
 --                     its own number in key order).
 --   key_id            read_keys.key_id: the key once per file (the writer
---                     remembers READ_KEYS_MAX of them; a key it forgot gets
---                     a new row -- correct, only bigger).
+--                     remembers 262,144 of them; a key it forgot gets a new
+--                     row -- correct, only bigger).
 --   op                hit | has_flags << 1 | cmd << 2 | class_id << 5
---                     | (value_len + 1) << 11; cmd 1 get, 2 gets, 3 gat,
---                     4 gats, 5 mg; class_id 0 and value_len + 1 = 0: NULL.
---   extra             NULL: flags 0, exptime 0; INTEGER: flags << 32 |
---                     exptime (low 32 bits, signed) -- flags where the
---                     answer told them (has_flags), exptime for gat/gats.
+--                     | aw_delta << 11 | (value_len + 1) << 15; cmd 1 get,
+--                     2 gets, 3 gat, 4 gats, 5 mg; class_id 0 and
+--                     value_len + 1 = 0: NULL; aw_delta (0..15): the read's
+--                     after_write minus its arrival's.
+--   read_extra        flags << 32 | exptime (low 32 bits, signed), keyed by
+--                     the read's rowid, only where one of them is not 0:
+--                     flags where the answer told them (has_flags), exptime
+--                     for gat/gats.
 --
 -- read_arrivals holds (time, conn_id, after_write) once per run of
--- consecutive reads that share them: a read's are those of the arrival with
--- the highest rowid at or below its own, within its run's range.
+-- consecutive reads that share time and connection and whose after_write
+-- is within 15 of the arrival's: a read's are those of the arrival with the
+-- highest rowid at or below its own, within its run's range.
 CREATE TABLE IF NOT EXISTS read_runs (
   run_id INTEGER PRIMARY KEY,               -- runs.run_id
   base   INTEGER NOT NULL,
@@ -148,8 +152,10 @@ CREATE TABLE IF NOT EXISTS read_keys (
 );
 CREATE TABLE IF NOT EXISTS read_rows (
   key_id INTEGER NOT NULL,
-  op     INTEGER NOT NULL,
-  extra                                     -- NULL or INTEGER
+  op     INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS read_extra (
+  extra INTEGER NOT NULL                    -- rowid: the read's
 );
 CREATE TABLE IF NOT EXISTS read_arrivals (
   dt          INTEGER NOT NULL,             -- t_ns - read_runs.t0
@@ -388,7 +394,7 @@ DROP VIEW IF EXISTS reads;
 CREATE VIEW reads AS
 SELECT r.run_id AS run_id,
        x.rowid - r.base AS seq,
-       a.after_write AS after_write,
+       a.after_write + ((x.op >> 11) & 15) AS after_write,
        a.conn_id AS conn_id,
        r.t0 + a.dt AS t_ns,
        CASE (x.op >> 2) & 7 WHEN 1 THEN 'get' WHEN 2 THEN 'gets' WHEN 3 THEN 'gat'
@@ -399,18 +405,16 @@ SELECT r.run_id AS run_id,
        k.key_hash AS key_hash,
        k.key_len AS key_len,
        x.op & 1 AS hit,
-       nullif(x.op >> 11, 0) - 1 AS value_len,
-       CASE WHEN x.op & 2 THEN CASE typeof(x.extra) WHEN 'integer'
-                                    THEN (x.extra >> 32) & 4294967295 ELSE 0 END END AS flags,
-       CASE WHEN (x.op >> 2) & 7 IN (3, 4)
-            THEN CASE typeof(x.extra) WHEN 'integer' THEN (x.extra << 32) >> 32 ELSE 0 END
-            END AS exptime,
+       nullif(x.op >> 15, 0) - 1 AS value_len,
+       CASE WHEN x.op & 2 THEN coalesce((e.extra >> 32) & 4294967295, 0) END AS flags,
+       CASE WHEN (x.op >> 2) & 7 IN (3, 4) THEN coalesce((e.extra << 32) >> 32, 0) END AS exptime,
        nullif((x.op >> 5) & 63, 0) AS class_id
 FROM read_runs r CROSS JOIN read_rows x ON x.rowid >= r.lo AND x.rowid < r.hi
 LEFT JOIN read_arrivals a
        ON a.rowid = (SELECT a2.rowid FROM read_arrivals a2 WHERE a2.rowid BETWEEN r.lo AND x.rowid
                      ORDER BY a2.rowid DESC LIMIT 1)
-LEFT JOIN read_keys k ON k.key_id = x.key_id;
+LEFT JOIN read_keys k ON k.key_id = x.key_id
+LEFT JOIN read_extra e ON e.rowid = x.rowid;
 
 DROP VIEW IF EXISTS class_stats;
 CREATE VIEW class_stats AS

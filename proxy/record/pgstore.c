@@ -71,6 +71,8 @@ struct pgstore_state {
     size_t npending, pending_cap;
     char *copy; /* PGSTORE_COPY_BUF bytes */
     size_t copy_len;
+    char *reads; /* the batch's reads as COPY text lines */
+    size_t reads_len, reads_cap;
     char *job_text, *job_classes; /* scratch for sanitized job texts */
     size_t job_text_cap, job_classes_cap;
     struct rowcode_buf extra; /* a write's extra JSON (at most JSON_MAX bytes) */
@@ -688,6 +690,7 @@ void pgstore_close(struct pgstore *s)
         memset(s->st->password, 0, sizeof s->st->password);
         free(s->st->pending);
         free(s->st->copy);
+        free(s->st->reads);
         free(s->st->job_text);
         free(s->st->job_classes);
         rowcode_buf_free(&s->st->extra);
@@ -823,6 +826,7 @@ static void batch_forget(struct pgstore_state *st)
     st->nnew_days = 0;
     st->in_batch = false;
     st->copy_len = 0;
+    st->reads_len = 0;
 }
 
 /* A lost connection made again (session settings, statements, locks). */
@@ -847,12 +851,100 @@ int pgstore_begin(struct pgstore *s, char *err, size_t errlen)
     return 0;
 }
 
+/* A read as a line of COPY's text format (tab-separated, \\N for NULL), in
+ * the batch's buffer until pgstore_commit sends it. */
+static int put_read(struct pgstore *s, int64_t run_id, const struct rec_row *r, char *err,
+                    size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    char key[3 * (MC_KEY_MAX + 1)], esc[6 * (MC_KEY_MAX + 1) + 4];
+    if (r->sampled_out) /* PostgreSQL keeps no aggregates */
+        return 0;
+    size_t need = st->reads_len + sizeof esc + 256;
+    if (need > st->reads_cap) {
+        size_t nc = st->reads_cap ? st->reads_cap * 2 : 1 << 16;
+        while (nc < need)
+            nc *= 2;
+        char *b = realloc(st->reads, nc);
+        if (!b) {
+            snprintf(err, errlen, "%s: out of memory for a batch of reads", s->shown);
+            return -1;
+        }
+        st->reads = b;
+        st->reads_cap = nc;
+    }
+    if (r->key_text_len >= 0) {
+        size_t kn = (size_t)r->key_text_len < sizeof r->key_text ? (size_t)r->key_text_len
+                                                                 : sizeof r->key_text;
+        size_t n = utf8_clean(key, r->key_text, kn), o = 0;
+        for (size_t i = 0; i < n; i++) {
+            char c = key[i];
+            if (c == '\\' || c == '\t' || c == '\n' || c == '\r') {
+                esc[o++] = '\\';
+                c = c == '\t' ? 't' : c == '\n' ? 'n' : c == '\r' ? 'r' : '\\';
+            }
+            esc[o++] = c;
+        }
+        esc[o] = '\0';
+    } else {
+        snprintf(esc, sizeof esc, "\\N");
+    }
+    char vl[24] = "\\N", fl[24] = "\\N", ex[24] = "\\N", cl[24] = "\\N";
+    if (r->hit && r->value_len >= 0)
+        snprintf(vl, sizeof vl, "%lld", (long long)r->value_len);
+    if (r->has_flags)
+        snprintf(fl, sizeof fl, "%lu", (unsigned long)r->flags);
+    if (r->has_exptime)
+        snprintf(ex, sizeof ex, "%lld", (long long)r->exptime);
+    if (r->hit && r->class_id)
+        snprintf(cl, sizeof cl, "%u", (unsigned)r->class_id);
+    int n =
+        snprintf(st->reads + st->reads_len, st->reads_cap - st->reads_len,
+                 "%lld\t%llu\t%llu\t%u\t%lld\t%s\t%s\t%lld\t%u\t%d\t%s\t%s\t%s\t%s\n",
+                 (long long)run_id, (unsigned long long)r->seq, (unsigned long long)r->after_write,
+                 (unsigned)r->conn_id, (long long)r->t_ns, mc_cmd_name((enum mc_cmd)r->cmd), esc,
+                 (long long)r->key_hash, (unsigned)r->key_len, r->hit ? 1 : 0, vl, fl, ex, cl);
+    if (n < 0 || (size_t)n >= st->reads_cap - st->reads_len) {
+        snprintf(err, errlen, "%s: a read does not fit its line", s->shown);
+        return -1;
+    }
+    st->reads_len += (size_t)n;
+    return 0;
+}
+
+/* The batch's reads: one COPY of the lines put_read made. */
+static int put_reads(struct pgstore *s, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    if (!st->reads_len)
+        return 0;
+    PGresult *res = PQexec(s->conn, "COPY read_log (run_id, seq, after_write, conn_id, t_ns, cmd,"
+                                    " key, key_hash, key_len, hit, value_len, flags, exptime,"
+                                    " class_id) FROM STDIN");
+    if (PQresultStatus(res) != PGRES_COPY_IN)
+        return res_ok(s, res, PGRES_COPY_IN, "starting COPY into read_log", err, errlen);
+    PQclear(res);
+    bool sent = PQputCopyData(s->conn, st->reads, (int)st->reads_len) == 1;
+    if (PQputCopyEnd(s->conn, sent ? NULL : "slabtap: send failed") != 1 || !sent) {
+        conn_fail(s, "sending reads", err, errlen);
+        while ((res = PQgetResult(s->conn)))
+            PQclear(res);
+        return -1;
+    }
+    res = PQgetResult(s->conn);
+    int rc = res_ok(s, res, PGRES_COMMAND_OK, "COPY into read_log", err, errlen);
+    while ((res = PQgetResult(s->conn)))
+        PQclear(res);
+    st->reads_len = 0;
+    return rc;
+}
+
 int pgstore_put_row(struct pgstore *s, int64_t run_id, const struct rec_row *row, char *err,
                     size_t errlen)
 {
     struct pgstore_state *st = s->st;
-    if (row->kind == REC_ROW_READ) /* not kept in PostgreSQL yet (issue 19) */
-        return 0;
+    if (row->kind == REC_ROW_READ)
+        return put_read(s, run_id, row, err, errlen);
     if (row->kind == REC_ROW_GETS) {
         char v[7][32];
         snprintf(v[0], sizeof v[0], "%lld", (long long)run_id);
@@ -1059,7 +1151,7 @@ int pgstore_commit(struct pgstore *s, int failed, char *err, size_t errlen)
 {
     struct pgstore_state *st = s->st;
     char ignored[256];
-    if (!failed && !put_pending(s, err, errlen) &&
+    if (!failed && !put_pending(s, err, errlen) && !put_reads(s, err, errlen) &&
         !exec(s, "COMMIT", "committing a batch", err, errlen)) {
         for (size_t i = 0; i < st->nnew_days; i++)
             day_remember(st, st->new_days[i]);

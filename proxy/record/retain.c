@@ -263,37 +263,81 @@ void retain_observe(struct retain *r, sqlite3 *db, int64_t now_ns)
     observe(r, db, now_ns, &o, &old, &have, true);
 }
 
-/* The reads that came before the first write kept go with the writes:
- * those of older runs, and those of the oldest write's run read before
- * its write keep (rowid; -1: none of the run's writes is kept, so none of
- * its reads). A run's reads come in after_write order, so they are a
- * prefix of its read rowids. 0, or -1. */
-static int delete_reads(sqlite3 *db, const struct oldest *old, int64_t keep)
+/* The reads that came before the oldest write go first, oldest first, at
+ * most budget of them and none at or after cutoff_ns: those of older runs
+ * and those of the oldest write's run read before it (its rowid is
+ * old->rowid). A run's reads come in after_write order, so they are a
+ * prefix of its read rowids. *n: reads deleted; *behind: some are left
+ * (the step deletes no write then). 0, or -1. */
+static int delete_reads_before(sqlite3 *db, const struct oldest *old, uint64_t budget,
+                               int64_t cutoff_ns, uint64_t *n, bool *behind)
 {
-    int64_t rlo = 0, rhi = 0, cut = 0, first = 0, cover = 0;
+    int64_t rlo = 0, rhi = 0, rt0 = 0, cut = 0, first = 0, cover = 0, lim = 0, a = 0;
+    *n = 0;
+    *behind = false;
     int got = query_int(db, "SELECT lo FROM read_runs WHERE run_id = ?1", old->run_id, 0, 0, &rlo);
     if (got <= 0) /* a file or run without reads */
         return got;
-    if (query_int(db, "SELECT hi FROM read_runs WHERE run_id = ?1", old->run_id, 0, 0, &rhi) < 0)
+    if (query_int(db, "SELECT hi FROM read_runs WHERE run_id = ?1", old->run_id, 0, 0, &rhi) < 0 ||
+        query_int(db, "SELECT t0 FROM read_runs WHERE run_id = ?1", old->run_id, 0, 0, &rt0) < 0)
         return -1;
-    cut = rhi;
-    if (keep >= 0 && keep < old->hi) {
-        int64_t keep_seq = keep - old->base;
+    /* the last arrival at or before the oldest write, and in it the first
+     * read whose after_write (the arrival's + op's delta) reaches it */
+    int64_t keep_seq = old->rowid - old->base, arr = 0, arr_aw = 0, next = rhi;
+    got = query_int(db,
+                    "SELECT max(rowid) FROM read_arrivals WHERE rowid >= ?1 AND rowid < ?2"
+                    " AND after_write <= ?3",
+                    rlo, rhi, keep_seq, &arr);
+    if (got < 0)
+        return -1;
+    if (!got) {
+        cut = rlo; /* every read of the run came after it */
+    } else {
+        if (query_int(db, "SELECT after_write FROM read_arrivals WHERE rowid = ?1", arr, 0, 0,
+                      &arr_aw) < 0 ||
+            query_int(db, "SELECT min(rowid) FROM read_arrivals WHERE rowid > ?1 AND rowid < ?2",
+                      arr, rhi, 0, &next) < 0)
+            return -1;
         got = query_int(db,
-                        "SELECT min(rowid) FROM read_arrivals WHERE rowid >= ?1 AND rowid < ?2"
-                        " AND after_write >= ?3",
-                        rlo, rhi, keep_seq, &cut);
+                        "SELECT min(rowid) FROM read_rows WHERE rowid >= ?1 AND rowid < ?2"
+                        " AND ((op >> 11) & 15) >= ?3",
+                        arr, next, keep_seq - arr_aw, &cut);
         if (got < 0)
             return -1;
         if (!got)
-            cut = rhi;
+            cut = next;
+    }
+    int64_t cut_pos = cut; /* every read before it came before the oldest write */
+    /* the budget: the budget-th oldest read ends it */
+    got = query_int(db,
+                    "SELECT rowid FROM read_rows WHERE rowid < ?1 ORDER BY rowid LIMIT 1"
+                    " OFFSET ?2",
+                    cut, (int64_t)budget, 0, &lim);
+    if (got < 0)
+        return -1;
+    if (got)
+        cut = lim;
+    if (cutoff_ns != INT64_MAX) { /* none at or after the cutoff */
+        got = query_int(db,
+                        "SELECT min(rowid) FROM read_arrivals WHERE rowid >= ?1 AND rowid < ?2"
+                        " AND dt >= ?3",
+                        rlo, cut, cutoff_ns - rt0, &a);
+        if (got < 0)
+            return -1;
+        if (got && a < cut)
+            cut = a;
     }
     if (exec_q(db, "DELETE FROM read_rows WHERE rowid < ?1", cut, 0))
         return -1;
-    /* read_arrivals: every one below the arrival the first kept read needs */
+    *n = (uint64_t)sqlite3_changes(db);
+    if (exec_q(db, "DELETE FROM read_extra WHERE rowid < ?1", cut, 0))
+        return -1;
+    /* reads left before the oldest write: the writes wait for them */
     got = query_int(db, "SELECT min(rowid) FROM read_rows WHERE rowid >= ?1", cut, 0, 0, &first);
     if (got < 0)
         return -1;
+    *behind = got && first < cut_pos;
+    /* read_arrivals: every one below the arrival the first kept read needs */
     cover = cut;
     if (got) {
         got = query_int(db, "SELECT max(rowid) FROM read_arrivals WHERE rowid <= ?1", first, 0, 0,
@@ -339,6 +383,8 @@ static int delete_oldest_reads(sqlite3 *db, const struct oldest *old, const stru
     if (exec_q(db, "DELETE FROM read_rows WHERE rowid >= ?1 AND rowid < ?2", old->rowid, cut))
         return -1;
     *n = (uint64_t)sqlite3_changes(db);
+    if (exec_q(db, "DELETE FROM read_extra WHERE rowid < ?1", cut, 0))
+        return -1;
     got = query_int(db, "SELECT min(rowid) FROM read_rows WHERE rowid >= ?1", cut, 0, 0, &first);
     if (got < 0)
         return -1;
@@ -358,13 +404,23 @@ static int delete_oldest(sqlite3 *db, const struct oldest *old, const struct ret
                          uint64_t *n)
 {
     int64_t cut = 0, keep = 0, cover = 0, a = 0;
+    uint64_t nr = 0;
+    bool behind = false;
     if (old->reads)
         return delete_oldest_reads(db, old, pl, n);
+    /* the reads before the oldest write first: oldest first, within the
+     * step's rows */
+    if (delete_reads_before(db, old, pl->rows, pl->cutoff_ns, &nr, &behind))
+        return -1;
+    *n = nr;
+    if (behind || nr >= pl->rows)
+        return 0;
+    uint64_t rows = pl->rows - nr;
     /* the first row kept: the rows-th after the oldest, within its run */
     int got = query_int(db,
                         "SELECT rowid FROM writes WHERE rowid >= ?1 AND rowid < ?2"
                         " ORDER BY rowid LIMIT 1 OFFSET ?3",
-                        old->rowid, old->hi, (int64_t)pl->rows, &cut);
+                        old->rowid, old->hi, (int64_t)rows, &cut);
     if (got < 0)
         return -1;
     if (!got) { /* all of the run's rows */
@@ -386,12 +442,11 @@ static int delete_oldest(sqlite3 *db, const struct oldest *old, const struct ret
     }
     if (exec_q(db, "DELETE FROM writes WHERE rowid >= ?1 AND rowid < ?2", old->rowid, cut))
         return -1;
-    *n = (uint64_t)sqlite3_changes(db);
+    *n += (uint64_t)sqlite3_changes(db);
     /* arrivals: every one below the arrival the first kept write needs */
     got = query_int(db, "SELECT min(rowid) FROM writes WHERE rowid >= ?1", cut, 0, 0, &keep);
     if (got < 0)
         return -1;
-    bool kept = got;
     if (got) {
         got =
             query_int(db, "SELECT max(rowid) FROM arrivals WHERE rowid <= ?1", keep, 0, 0, &cover);
@@ -402,9 +457,7 @@ static int delete_oldest(sqlite3 *db, const struct oldest *old, const struct ret
     } else {
         cover = cut;
     }
-    if (exec_q(db, "DELETE FROM arrivals WHERE rowid < ?1", cover, 0))
-        return -1;
-    return delete_reads(db, old, kept ? keep : -1);
+    return exec_q(db, "DELETE FROM arrivals WHERE rowid < ?1", cover, 0);
 }
 
 static void retain_log_time(int64_t ns, char *out, size_t outlen)

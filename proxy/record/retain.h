@@ -1,12 +1,16 @@
 /* retain: bounded storage for a SQLite file left running for days --
  * --retain DURATION and --max-db-size SIZE expire the oldest recorded
- * writes (tables `writes` and `arrivals`) in bounded steps on the writer
+ * writes (tables `writes` and `arrivals`), and with them the reads that
+ * came before the first write kept (`read_rows`, `read_extra`,
+ * `read_arrivals`; the oldest reads alone once no write is left; issue
+ * 19), in bounded steps on the writer
  * thread, between batches; and --db PATTERN (strftime, UTC) rotates to a
  * new file when the expanded name changes (a file per day with %Y%m%d).
  *
  * What is expired: only rows of `writes` and the `arrivals` no kept write
- * needs. runs, write_runs, phases, samples, settings, run_meta, get_counts,
- * the dictionaries and the write aggregates (agg_*) are kept: the
+ * needs, and the read rows as above. runs, write_runs, read_runs, phases,
+ * samples, settings, run_meta, get_counts, the dictionaries (read_keys
+ * too) and the aggregates (agg_*, agg_reads) are kept: the
  * aggregates are what outlives the rows. Oldest first: rowid order, which
  * is the order the writes arrived in (a run's rowids follow the runs
  * before it).
@@ -110,7 +114,7 @@ struct retain_stats {
     uint64_t max_bytes;
     bool bound_reached;     /* a bound asked for a deletion at least once */
     bool kept_over;         /* what is kept (no rows left to expire) is over the bound */
-    uint64_t rows_expired;  /* writes deleted, since the proxy started */
+    uint64_t rows_expired;  /* rows deleted (writes, reads), since the proxy started */
     int64_t oldest_ns;      /* the oldest write kept (-1: none) */
     uint64_t file_bytes;    /* page_count * page_size */
     uint64_t free_bytes;    /* on the freelist, reused before the file grows */

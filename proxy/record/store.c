@@ -161,6 +161,15 @@ struct pending_ref {
 /* (minute, class) cells of the read aggregates one batch may touch */
 #define READ_AGG_CELLS 256
 
+/* A key the writer remembers: its 64-bit hash and length name it (two
+ * keys alike in both would share a row: about 2^-64 per pair) */
+struct read_key_slot {
+    uint64_t hash;
+    uint32_t len; /* key_len | 1 << 16 when the key has recorded text */
+    int64_t id;   /* 0: empty */
+};
+#define READ_KEYS_SLOTS (2 * READ_KEYS_MAX)
+
 struct read_agg_cell {
     int64_t minute;
     uint32_t class_id;
@@ -169,7 +178,7 @@ struct read_agg_cell {
 
 struct store_reads {
     sqlite3_stmt *ins, *ins_n, *arr_ins, *arr_last, *arr_cover, *arr_next, *row_after, *max_rowid,
-        *run_get, *key_add, *agg_st;
+        *run_get, *key_add, *agg_st, *extra_ins;
     struct staged stage[STAGE_ROWS];
     size_t nstage;
     int64_t run_id; /* -1: none loaded */
@@ -177,9 +186,11 @@ struct store_reads {
     bool arr_known;
     int64_t arr_rid, arr_dt, arr_conn, arr_aw;
     int64_t max_rid;
-    struct sdict keys; /* blob (hash, length, text) -> read_keys.key_id */
-    uint64_t *classes; /* READ_CLASS_SLOTS: hash & ~255 | class; 0 empty */
-    size_t nclasses;
+    struct read_key_slot *keys; /* nkeys_slots: (hash, length) -> read_keys.key_id */
+    size_t nkeys_slots;         /* grows by doubling to READ_KEYS_SLOTS */
+    size_t nkeys;
+    uint64_t *classes;             /* nclass_slots: hash & ~255 | class; 0 empty */
+    size_t nclasses, nclass_slots; /* grows by doubling to READ_CLASS_SLOTS */
     struct pending_ref *pending;
     size_t npending, pending_cap;
     struct read_agg_cell agg[READ_AGG_CELLS];
@@ -990,12 +1001,13 @@ static int prepare_all(struct store *s)
     for (int i = 1; i < STAGE_ROWS; i++)
         len += (size_t)snprintf(sql + len, sizeof sql - len, ",(?,?,?,?,?,?)");
     len = (size_t)snprintf(rsql, sizeof rsql,
-                           "INSERT INTO read_rows (rowid, key_id, op, extra) VALUES (?,?,?,?)");
+                           "INSERT INTO read_rows (rowid, key_id, op) VALUES (?,?,?)");
     for (int i = 1; i < STAGE_ROWS; i++)
-        len += (size_t)snprintf(rsql + len, sizeof rsql - len, ",(?,?,?,?)");
+        len += (size_t)snprintf(rsql + len, sizeof rsql - len, ",(?,?,?)");
     return prepare(s, rsql, &r->ins_n) ||
-           prepare(s, "INSERT INTO read_rows (rowid, key_id, op, extra) VALUES (?1,?2,?3,?4)",
-                   &r->ins) ||
+           prepare(s, "INSERT INTO read_rows (rowid, key_id, op) VALUES (?1,?2,?3)", &r->ins) ||
+           prepare(s, "INSERT OR REPLACE INTO read_extra (rowid, extra) VALUES (?1,?2)",
+                   &r->extra_ins) ||
            prepare(s,
                    "INSERT OR REPLACE INTO read_arrivals (rowid, dt, conn_id, after_write)"
                    " VALUES (?1,?2,?3,?4)",
@@ -1117,7 +1129,6 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
     s->w->max_rid = -1;
     s->w->rd.run_id = -1;
     s->w->rd.max_rid = -1;
-    s->w->rd.keys.max = READ_KEYS_MAX;
     if (wagg_init(&s->w->agg)) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto out;
@@ -1237,7 +1248,7 @@ void store_close(struct store *s)
         struct store_reads *r = &w->rd;
         sqlite3_stmt **rs[] = { &r->ins,       &r->ins_n,    &r->arr_ins,   &r->arr_last,
                                 &r->arr_cover, &r->arr_next, &r->row_after, &r->max_rowid,
-                                &r->run_get,   &r->key_add,  &r->agg_st };
+                                &r->run_get,   &r->key_add,  &r->agg_st,    &r->extra_ins };
         for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++)
             finalize(rs[i]);
     }
@@ -1248,7 +1259,7 @@ void store_close(struct store *s)
     if (w) {
         sdict_free(&w->answers);
         sdict_free(&w->prefixes);
-        sdict_free(&w->rd.keys);
+        free(w->rd.keys);
         free(w->rd.classes);
         free(w->rd.pending);
         wagg_free(&w->agg);
@@ -1356,7 +1367,9 @@ static void reads_forget(struct store_reads *r)
     r->arr_known = false;
     r->max_rid = -1;
     r->nagg = 0;
-    sdict_clear(&r->keys);
+    if (r->keys)
+        memset(r->keys, 0, r->nkeys_slots * sizeof *r->keys);
+    r->nkeys = 0;
 }
 
 static int rd_stage_flush(struct store *s)
@@ -1367,27 +1380,29 @@ static int rd_stage_flush(struct store *s)
     if (n == STAGE_ROWS) {
         for (size_t i = 0; i < n; i++) {
             const struct staged *x = &r->stage[i];
-            int at = (int)i * 4;
-            sqlite3_bind_int64(r->ins_n, at + 1, x->rid);
-            sqlite3_bind_int64(r->ins_n, at + 2, x->key_ref);
-            sqlite3_bind_int64(r->ins_n, at + 3, x->op);
-            if (x->fe)
-                sqlite3_bind_int64(r->ins_n, at + 4, x->fe);
-            else
-                sqlite3_bind_null(r->ins_n, at + 4);
+            sqlite3_bind_int64(r->ins_n, (int)i * 3 + 1, x->rid);
+            sqlite3_bind_int64(r->ins_n, (int)i * 3 + 2, x->key_ref);
+            sqlite3_bind_int64(r->ins_n, (int)i * 3 + 3, x->op);
         }
-        return step_reset(r->ins_n);
+        if (step_reset(r->ins_n))
+            return -1;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            const struct staged *x = &r->stage[i];
+            sqlite3_bind_int64(r->ins, 1, x->rid);
+            sqlite3_bind_int64(r->ins, 2, x->key_ref);
+            sqlite3_bind_int64(r->ins, 3, x->op);
+            if (step_reset(r->ins))
+                return -1;
+        }
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) { /* flags and exptime, where not 0 */
         const struct staged *x = &r->stage[i];
-        sqlite3_bind_int64(r->ins, 1, x->rid);
-        sqlite3_bind_int64(r->ins, 2, x->key_ref);
-        sqlite3_bind_int64(r->ins, 3, x->op);
-        if (x->fe)
-            sqlite3_bind_int64(r->ins, 4, x->fe);
-        else
-            sqlite3_bind_null(r->ins, 4);
-        if (step_reset(r->ins))
+        if (!x->fe)
+            continue;
+        sqlite3_bind_int64(r->extra_ins, 1, x->rid);
+        sqlite3_bind_int64(r->extra_ins, 2, x->fe);
+        if (step_reset(r->extra_ins))
             return -1;
     }
     return 0;
@@ -1477,11 +1492,21 @@ static int rd_arrival_insert(struct store *s, int64_t rid, int64_t dt, int64_t c
 }
 
 /* arrival() for reads: the read_arrivals row with the highest rowid at or
- * below a read's holds its time, connection and after_write. */
-static int rd_arrival(struct store *s, int64_t rid, int64_t dt, int64_t conn, int64_t aw)
+ * below a read's holds its time and connection, and the after_write its
+ * op adds up to READ_AW_SPAN - 1 to (a read-heavy run starts a new arrival
+ * per client read, not per write between reads). *base: that after_write. */
+#define READ_AW_SPAN 16
+static bool rd_same(int64_t dt, int64_t conn, int64_t aw, int64_t adt, int64_t aconn, int64_t aaw)
+{
+    return dt == adt && conn == aconn && aw >= aaw && aw - aaw < READ_AW_SPAN;
+}
+
+static int rd_arrival(struct store *s, int64_t rid, int64_t dt, int64_t conn, int64_t aw,
+                      int64_t *base)
 {
     struct store_reads *r = &s->w->rd;
     sqlite3_stmt *st;
+    *base = aw;
     if (r->max_rid < 0) {
         if (rd_stage_flush(s))
             return -1;
@@ -1510,9 +1535,11 @@ static int rd_arrival(struct store *s, int64_t rid, int64_t dt, int64_t conn, in
             return -1;
         r->arr_known = true;
     }
-    if (r->arr_rid >= 0 && rid >= r->arr_rid && dt == r->arr_dt && conn == r->arr_conn &&
-        aw == r->arr_aw)
+    if (r->arr_rid >= 0 && rid >= r->arr_rid &&
+        rd_same(dt, conn, aw, r->arr_dt, r->arr_conn, r->arr_aw)) {
+        *base = r->arr_aw;
         return 0;
+    }
     if (rid > r->max_rid && rid >= r->arr_rid) { /* nothing after it: a new last arrival */
         if (rd_arrival_insert(s, rid, dt, conn, aw))
             return -1;
@@ -1539,8 +1566,10 @@ static int rd_arrival(struct store *s, int64_t rid, int64_t dt, int64_t conn, in
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return -1;
-    if (cover && cdt == dt && cconn == conn && caw == aw)
+    if (cover && rd_same(dt, conn, aw, cdt, cconn, caw)) {
+        *base = caw;
         return 0;
+    }
     if (cover) {
         /* the reads between rid and the next arrival keep the covering one */
         int64_t next = r->hi, after = 0;
@@ -1566,7 +1595,8 @@ static uint32_t rd_class_of(const struct store_reads *r, uint64_t hash)
     if (!r->classes)
         return 0;
     uint64_t k = hash | 255;
-    for (size_t i = (hash >> 8) & (READ_CLASS_SLOTS - 1);; i = (i + 1) & (READ_CLASS_SLOTS - 1)) {
+    size_t mask = r->nclass_slots - 1;
+    for (size_t i = (hash >> 8) & mask;; i = (i + 1) & mask) {
         uint64_t v = r->classes[i];
         if (!v)
             return 0;
@@ -1575,19 +1605,44 @@ static uint32_t rd_class_of(const struct store_reads *r, uint64_t hash)
     }
 }
 
+/* Doubles the class map (from 4096 slots): false when it may not grow. */
+static bool rd_class_grow(struct store_reads *r)
+{
+    size_t ns = r->nclass_slots ? r->nclass_slots * 2 : 4096;
+    if (ns > READ_CLASS_SLOTS)
+        return false;
+    uint64_t *t = calloc(ns, sizeof *t);
+    if (!t)
+        return false;
+    for (size_t i = 0; i < r->nclass_slots; i++) {
+        uint64_t v = r->classes[i];
+        if (!v)
+            continue;
+        size_t j = (v >> 8) & (ns - 1);
+        while (t[j])
+            j = (j + 1) & (ns - 1);
+        t[j] = v;
+    }
+    free(r->classes);
+    r->classes = t;
+    r->nclass_slots = ns;
+    return true;
+}
+
 static void rd_class_note(struct store_reads *r, uint64_t hash, uint32_t class_id)
 {
     if (!class_id || class_id > 255)
         return;
-    if (!r->classes && !(r->classes = calloc(READ_CLASS_SLOTS, sizeof *r->classes)))
+    if ((r->nclasses + 1) * 4 > r->nclass_slots * 3 && !rd_class_grow(r) && !r->classes)
         return;
     uint64_t k = hash | 255;
-    for (size_t i = (hash >> 8) & (READ_CLASS_SLOTS - 1);; i = (i + 1) & (READ_CLASS_SLOTS - 1)) {
+    size_t mask = r->nclass_slots - 1;
+    for (size_t i = (hash >> 8) & mask;; i = (i + 1) & mask) {
         uint64_t v = r->classes[i];
         if (v && (v | 255) != k)
             continue;
         if (!v) {
-            if (r->nclasses >= READ_CLASS_KEYS)
+            if ((r->nclasses + 1) * 4 > r->nclass_slots * 3)
                 return; /* full: this key's misses count in class 0 */
             r->nclasses++;
         }
@@ -1619,10 +1674,10 @@ static int rd_agg_note(struct store *s, int64_t run_id, const struct rec_row *ro
                        size_t errlen)
 {
     struct store_reads *r = &s->w->rd;
+    /* a hit's class is the item's; a miss's the one its key was last
+     * written in (the writes note it) */
     uint32_t cls = row->hit ? row->class_id : rd_class_of(r, row->key_hash);
     int64_t minute = row->t_ns / 60000000000ll;
-    if (row->hit)
-        rd_class_note(r, row->key_hash, row->class_id);
     if (r->agg_run != run_id && r->nagg && rd_agg_flush(s, err, errlen))
         return -1;
     r->agg_run = run_id;
@@ -1643,21 +1698,45 @@ static int rd_agg_note(struct store *s, int64_t run_id, const struct rec_row *ro
 
 /* read_keys.key_id of the row's key (hash, length, recorded text),
  * remembered or inserted; -1 on error. */
+/* Doubles the key table (from 4096 slots): false when it may not grow. */
+static bool rd_keys_grow(struct store_reads *r)
+{
+    size_t ns = r->nkeys_slots ? r->nkeys_slots * 2 : 4096;
+    if (ns > READ_KEYS_SLOTS)
+        return false;
+    struct read_key_slot *t = calloc(ns, sizeof *t);
+    if (!t)
+        return false;
+    for (size_t i = 0; i < r->nkeys_slots; i++) {
+        const struct read_key_slot *e = &r->keys[i];
+        if (!e->id)
+            continue;
+        size_t j = (e->hash ^ (e->hash >> 29)) & (ns - 1);
+        while (t[j].id)
+            j = (j + 1) & (ns - 1);
+        t[j] = *e;
+    }
+    free(r->keys);
+    r->keys = t;
+    r->nkeys_slots = ns;
+    return true;
+}
+
+/* read_keys.key_id of the row's key (hash, length, recorded text),
+ * remembered or inserted; -1 on error. */
 static int64_t rd_key_id(struct store *s, int64_t run_id, const struct rec_row *row)
 {
     struct store_writes *w = s->w;
     struct store_reads *r = &w->rd;
-    char blob[8 + 2 + 1 + MC_KEY_MAX + 1];
     size_t tl = row->key_text_len > 0 ? (size_t)row->key_text_len : 0;
-    memcpy(blob, &row->key_hash, 8);
-    memcpy(blob + 8, &row->key_len, 2);
-    blob[10] = row->key_text_len >= 0 ? 't' : 'n';
-    memcpy(blob + 11, row->key_text, tl);
-    size_t blen = 11 + tl;
-    uint64_t h = row->key_hash ^ ((uint64_t)row->key_len * 0x9e3779b97f4a7c15ull);
-    int64_t id = sdict_find(&r->keys, blob, blen, h);
-    if (id)
-        return id;
+    uint32_t len = row->key_len | (row->key_text_len >= 0 ? 1u << 16 : 0);
+    size_t mask = r->nkeys_slots - 1;
+    if (r->keys) {
+        for (size_t at = (row->key_hash ^ (row->key_hash >> 29)) & mask; r->keys[at].id;
+             at = (at + 1) & mask)
+            if (r->keys[at].hash == row->key_hash && r->keys[at].len == len)
+                return r->keys[at].id;
+    }
     sqlite3_stmt *st = r->key_add;
     sqlite3_bind_int64(st, 1, (int64_t)row->key_hash);
     sqlite3_bind_int64(st, 2, row->key_len);
@@ -1677,10 +1756,20 @@ static int64_t rd_key_id(struct store *s, int64_t run_id, const struct rec_row *
     }
     if (step_reset(st))
         return -1;
-    id = sqlite3_last_insert_rowid(s->db);
-    if (r->keys.n >= r->keys.max)
-        sdict_clear(&r->keys); /* starts over: bounded memory */
-    sdict_add(&r->keys, blob, blen, h, id);
+    int64_t id = sqlite3_last_insert_rowid(s->db);
+    if ((r->nkeys + 1) * 2 > r->nkeys_slots && !rd_keys_grow(r)) {
+        if (!r->keys)
+            return id;
+        /* at its bound: starts over (bounded memory) */
+        memset(r->keys, 0, r->nkeys_slots * sizeof *r->keys);
+        r->nkeys = 0;
+    }
+    mask = r->nkeys_slots - 1;
+    size_t at = (row->key_hash ^ (row->key_hash >> 29)) & mask;
+    while (r->keys[at].id)
+        at = (at + 1) & mask;
+    r->keys[at] = (struct read_key_slot){ row->key_hash, len, id };
+    r->nkeys++;
     return id;
 }
 
@@ -1716,16 +1805,19 @@ static int put_rec_read(struct store *s, int64_t run_id, const struct rec_row *r
     int64_t key_id = rd_key_id(s, run_id, row);
     if (key_id < 0)
         return store_fail(s, "inserting a read key", err, errlen);
-    if (rd_arrival(s, rid, row->t_ns - r->t0, row->conn_id,
-                   row->after_write > INT64_MAX ? INT64_MAX : (int64_t)row->after_write))
+    int64_t aw = row->after_write > INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)row->after_write;
+    int64_t base;
+    if (rd_arrival(s, rid, row->t_ns - r->t0, row->conn_id, aw, &base))
         return store_fail(s, "inserting a read arrival", err, errlen);
-    /* op: hit | has_flags << 1 | cmd << 2 | class_id << 5 | (value_len + 1) << 11 */
-    int64_t vl = row->hit && row->value_len >= 0 && row->value_len < (INT64_C(1) << 50)
+    /* op: hit | has_flags << 1 | cmd << 2 | class_id << 5
+     *     | (after_write - the arrival's) << 11 | (value_len + 1) << 15 */
+    int64_t vl = row->hit && row->value_len >= 0 && row->value_len < (INT64_C(1) << 46)
                      ? row->value_len + 1
                      : 0;
     uint32_t cls = row->hit && row->class_id < 64 ? row->class_id : 0;
     int64_t op = (int64_t)row->hit | (int64_t)(row->has_flags ? 2 : 0) |
-                 (int64_t)rd_cmd_code(row->cmd) << 2 | (int64_t)cls << 5 | vl << 11;
+                 (int64_t)rd_cmd_code(row->cmd) << 2 | (int64_t)cls << 5 | (aw - base) << 11 |
+                 vl << 15;
     int64_t fe = 0;
     if ((row->has_flags && row->flags) || (row->has_exptime && row->exptime))
         fe = (int64_t)((uint64_t)(row->has_flags ? row->flags : 0) << 32 |

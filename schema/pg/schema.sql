@@ -154,7 +154,29 @@ EXCEPTION WHEN others THEN
   RETURN NULL;
 END $$;
 
--- Reads are counted, not recorded row by row: one row per run, second, command.
+-- Reads (issue 19): one row per key a get gets gat gats mg asked for, read
+-- back through the view `reads` (the columns of schema.sql's). Plain
+-- columns: the compact encoding is SQLite's; here the server's storage
+-- (and TOAST/compression) decides. A BRIN index on run_id, as writes.
+CREATE TABLE IF NOT EXISTS read_log (
+  run_id      bigint NOT NULL,
+  seq         bigint NOT NULL,             -- the run's read sequence, from 1
+  after_write bigint NOT NULL,             -- the write seq it came after
+  conn_id     bigint NOT NULL,
+  t_ns        bigint NOT NULL,
+  cmd         text NOT NULL,               -- get gets gat gats mg
+  key         text,                        -- as recorded (--keys); NULL: hash only
+  key_hash    bigint NOT NULL,
+  key_len     integer NOT NULL,
+  hit         smallint NOT NULL,
+  value_len   bigint,
+  flags       bigint,
+  exptime     bigint,
+  class_id    integer
+);
+CREATE INDEX IF NOT EXISTS read_log_run ON read_log USING brin (run_id) WITH (autosummarize = on);
+
+-- Reads are also counted: one row per run, second, command.
 CREATE TABLE IF NOT EXISTS get_counts (
   run_id      bigint NOT NULL REFERENCES runs(run_id),
   second      bigint NOT NULL,             -- unix seconds
@@ -260,6 +282,14 @@ SELECT w.run_id, w.seq, w.conn_id, w.t_ns,
 FROM writes w
 LEFT JOIN cmds c ON c.cmd_id = (w.op >> 14) & 63
 LEFT JOIN answers n ON n.answer_id = w.op >> 20;
+
+-- One row per key a read asked for: schema.sql's view `reads`, whose
+-- comment says how reads and writes sort together.
+DROP VIEW IF EXISTS reads CASCADE;
+CREATE VIEW reads AS
+SELECT run_id, seq, after_write, conn_id, t_ns, cmd, key, key_hash, key_len, hit, value_len,
+       flags, exptime, class_id
+FROM read_log;
 
 DROP VIEW IF EXISTS class_stats CASCADE;
 CREATE VIEW class_stats AS

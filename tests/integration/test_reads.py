@@ -16,7 +16,8 @@ memcached and a real `slabtap proxy`:
   * --sample-keys 1/4: exactly the sampled keys' reads and writes, all of
     them; agg_reads still counts every read;
   * --max-db-size: reads expire with the writes, oldest first;
-  * SIGTERM right after a burst: every read recorded.
+  * SIGTERM right after a burst: every read recorded;
+  * PostgreSQL (pgcluster.py): the same view `reads`, the same rows.
 
 Needs memcached on PATH and $SLABTAP. Binds 127.0.0.1 only; every wait is
 bounded; everything started is stopped in tearDown.
@@ -31,6 +32,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mctest  # noqa: E402
+import pgcluster  # noqa: E402
 
 M64 = (1 << 64) - 1
 
@@ -321,6 +323,25 @@ class ReadsTest(mctest.ServerTestCase):
         self.assertEqual(mctest.db_scalar(px.db, "SELECT count(*) FROM reads"), sent)
         hits = 10 * sum(1 for i in range(1000) for k in (i, i + 1, i + 2) if k % 2 == 0 and k < 1000)
         self.assertEqual(mctest.db_scalar(px.db, "SELECT sum(hit) FROM reads"), hits)
+
+    def test_postgresql(self):
+        with pgcluster.PgCluster() as pg:
+            mc = self.mc()
+            px = self.proxy(mc.port, db=pg.uri(), extra=["--spill", "off"])
+            s = mctest.connect(px.port)
+            talk(s, b"set p:1 3 0 4\r\nabcd\r\nget p:1 p:2\r\ndelete p:1\r\n"
+                 b"mg p:1 v\r\ngat 9 p:2\r\n", b"END\r\n", count=2)
+            s.close()
+            self.stop_clean(px)
+            got = pg.psql("SELECT seq, after_write, cmd, key, key_hash, key_len, hit, value_len,"
+                          " flags, exptime, class_id IS NOT NULL FROM reads ORDER BY seq")
+            h1, h2 = signed(fnv1a(b"p:1")), signed(fnv1a(b"p:2"))
+            N = None
+            want = [["1", "1", "get", "p:1", str(h1), "3", "1", "4", "3", N, "t"],
+                    ["2", "1", "get", "p:2", str(h2), "3", "0", N, N, N, "f"],
+                    ["3", "2", "mg", "p:1", str(h1), "3", "0", N, N, N, "f"],
+                    ["4", "2", "gat", "p:2", str(h2), "3", "0", N, N, "9", "f"]]
+            self.assertEqual([list(r) for r in got], want)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# What recording every read costs (docs/recording-reads.md): the same
+# pipelined get-heavy workload (default bench/reads_mix.wl: 90 % get) sent
+# through `slabtap proxy` with --reads on and --reads off, alternating,
+# ROUNDS times. Per run: ops/s, the proxy's CPU per op (utime+stime from
+# /proc, all threads: loop and writer), the file's size, reads recorded and
+# bytes per read -- the whole file over the reads, and the read tables
+# alone (read_rows, read_arrivals, read_keys and their share of pages, from
+# SQLite's dbstat).
+#   bench/reads_cost.sh [WORKLOAD] [ROUNDS]
+# SLABTAP=path (default build-rel/slabtap, built in Release when missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WL=${1:-bench/reads_mix.wl}
+ROUNDS=${2:-3}
+SLABTAP=${SLABTAP:-build-rel/slabtap}
+if [ ! -x "$SLABTAP" ]; then
+  cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build-rel -j2 --target slabtap >/dev/null
+fi
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+USER_FLAG=(); [ "$(id -u)" -eq 0 ] && USER_FLAG=(-u root)
+TMP=$(mktemp -d); PIDS=()
+cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$TMP"; }
+trap cleanup EXIT
+HZ=$(getconf CLK_TCK)
+printf '%-6s %-5s %10s %10s %11s %9s %9s %10s %11s\n' round reads ops/s cpu_us/op file_bytes reads \
+  writes B/read B/read_tbl
+for r in $(seq "$ROUNDS"); do
+  for mode in on off; do
+    MC=$(free_port); PX=$(free_port)
+    memcached "${USER_FLAG[@]}" -l 127.0.0.1 -p "$MC" -U 0 -m 1024 & MCPID=$!; PIDS+=($MCPID)
+    until (exec 3<>/dev/tcp/127.0.0.1/$MC) 2>/dev/null; do sleep 0.05; done
+    "$SLABTAP" proxy --listen 127.0.0.1:$PX --upstream 127.0.0.1:$MC --db "$TMP/r.db" \
+      --http off --reads $mode 2>"$TMP/proxy.log" & PXPID=$!; PIDS+=($PXPID)
+    until (exec 3<>/dev/tcp/127.0.0.1/$PX) 2>/dev/null; do sleep 0.05; done
+    sleep 0.3
+    c0=$(ticks $PXPID)
+    "$SLABTAP" load --target 127.0.0.1:$PX --workload "$WL" --quiet > "$TMP/load.out" 2>&1
+    # the writer finishes what is queued: CPU settles
+    prev=-1; cur=$(ticks $PXPID)
+    while [ "$cur" != "$prev" ]; do prev=$cur; sleep 0.3; cur=$(ticks $PXPID); done
+    c1=$cur
+    kill -TERM $PXPID; wait $PXPID || true
+    kill $MCPID; wait $MCPID 2>/dev/null || true
+    ops=$(sed -n 's/^ops: *\([0-9]*\).*/\1/p' "$TMP/load.out" | tail -1)
+    ops_s=$(sed -n 's/^ops\/s: *\([0-9.]*\).*/\1/p' "$TMP/load.out" | tail -1)
+    sqlite3 "$TMP/r.db" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null
+    bytes=$(stat -c %s "$TMP/r.db")
+    reads=$(sqlite3 "$TMP/r.db" 'SELECT count(*) FROM read_rows')
+    writes=$(sqlite3 "$TMP/r.db" 'SELECT count(*) FROM writes')
+    tbl=$(sqlite3 "$TMP/r.db" "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN
+      ('read_rows', 'read_arrivals', 'read_keys')" 2>/dev/null || echo 0)
+    awk -v r="$r" -v m="$mode" -v ops="${ops:-0}" -v ops_s="${ops_s:-0}" -v t=$((c1 - c0)) \
+      -v hz="$HZ" -v b="$bytes" -v n="$reads" -v w="$writes" -v tb="$tbl" 'BEGIN {
+      printf "%-6s %-5s %10.0f %10.2f %11d %9d %9d %10s %11s\n", r, m, ops_s,
+        ops ? t * 1e6 / hz / ops : 0, b, n, w, n ? sprintf("%.1f", b / n) : "-",
+        n ? sprintf("%.1f", tb / n) : "-" }'
+    rm -f "$TMP"/r.db*
+  done
+done
