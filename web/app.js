@@ -16,6 +16,7 @@
  *   p.hits-advice[data-hits-advice]  "present" (the line of words from the
  *                           saved report), "absent" (a hint with the command)
  *   canvas[data-chart="mrc"][data-curves]  curves of the saved MRC drawn
+ *   window.slabtapPage.hitsAdviceLine(report)  the line made of a report
  */
 'use strict';
 
@@ -318,14 +319,19 @@
       if (this.stopped) return;
       const id = this.run.run_id;
       const interval = Math.max(200, (this.page.current && this.page.current.stats_interval_ms) || 1000);
-      const [sizes, classes, series, traffic, reads, reports] = await Promise.all([
+      const [sizes, classes, series, traffic] = await Promise.all([
         api('/api/run/sizes?run=' + id + '&buckets=96'),
         api('/api/run/classes?run=' + id),
         api('/api/run/series?run=' + id + '&points=300'),
         api('/api/run/traffic?run=' + id + '&points=300&top=10'),
+      ]);
+      if (this.stopped) return;
+      // then (not at once: the proxy answers QUERY_QUEUE_MAX queries at a
+      // time, two views and their advice included) the reads, and the
+      // saved reports, which change only when the model saves again (with
+      // this proxy stopped: it holds the file): read once
+      const [reads, reports] = await Promise.all([
         api('/api/run/reads?run=' + id + '&points=300&top=7'),
-        // the saved reports change only when the model saves again (with
-        // this proxy stopped: it holds the file): read once
         this.reports ? Promise.resolve(null) : api('/api/run/reports?run=' + id),
       ]);
       if (this.stopped) return;
@@ -861,6 +867,8 @@
     build();
   }
 
+  // for tests and tools: the words the page makes of a saved hits_advice
+  window.slabtapPage = { hitsAdviceLine: hitsAdviceLine };
   window.addEventListener('resize', () => page.viewReady && page.views.length && page.viewReady());
   main();
 })();
