@@ -1,6 +1,6 @@
 /* slabtap's page: one or two runs (?run=N&cmp=M), every panel drawn from the
  * admin endpoint's JSON API (/api/runs, /api/run/{sizes,classes,series,
- * traffic,advice}), polled every stats interval while the run is live and
+ * traffic,advice,reads,reports}), polled every stats interval while the run is live and
  * read once for a finished run. No inline script, nothing from another
  * origin (the server's Content-Security-Policy forbids both).
  *
@@ -12,6 +12,11 @@
  *   .view[data-run-id], [data-polls], [data-ready]
  *   canvas[data-points]     points drawn in that chart (all datasets)
  *   table.classes tr[data-class-id] > td[data-key][data-v]: the raw numbers
+ *   table.readclasses tr[data-class-id] > td[data-key][data-v]: the same
+ *   p.hits-advice[data-hits-advice]  "present" (the line of words from the
+ *                           saved report), "absent" (a hint with the command)
+ *   canvas[data-chart="mrc"][data-curves]  curves of the saved MRC drawn
+ *   window.slabtapPage.hitsAdviceLine(report)  the line made of a report
  */
 'use strict';
 
@@ -80,6 +85,36 @@
     let i = 0, x = Math.abs(v);
     while (x >= 1024 && i < u.length - 1) { x /= 1024; i++; }
     return (v < 0 ? '-' : '') + (i ? x.toFixed(x < 10 ? 2 : 1) : String(Math.round(x))) + ' ' + u[i];
+  }
+  // one decimal of megabytes (MiB), as `slabtap model advise` prints them
+  function fmtMB(bytes) { return fmtNum(bytes / 1048576, 1) + ' MB'; }
+  function fmtPct(ratio) { return fmtNum(100 * ratio, 2) + ' %'; }
+  function fmtSigned(v, d) { return (v < 0 ? '-' : '+') + fmtNum(Math.abs(v), d); }
+  // the saved hit-ratio advice in one line of words:
+  //   "slab_sizes 32, fit to reads: +2.6 points hit ratio (87.99 % -> 90.60 %)
+  //    in the same 35.0 MB; the current hit ratio in 33.0 MB (-5.7 %)"
+  // with the measured numbers beside the predicted ones when --verify ran
+  function hitsAdviceLine(a) {
+    const cur = a.current, rec = a.recommended, sm = a.smallest_memory_same_hit_ratio;
+    const budget = a.budget_bytes;
+    const cp = cur.predicted, rp = rec.predicted, cm = cur.measured, rm = rec.measured;
+    let s;
+    if (rec.label === cur.label && rec.flags === cur.flags) {
+      s = 'keep ' + cur.label + ': no candidate predicts more hits than ' + fmtPct(cp.hit_ratio) +
+        (cm ? ' (measured ' + fmtPct(cm.hit_ratio) + ')' : '') + ' in ' + fmtMB(budget);
+    } else {
+      s = rec.label + ': ' + fmtSigned(100 * (rp.hit_ratio - cp.hit_ratio), 1) + ' points hit ratio (' +
+        fmtPct(cp.hit_ratio) + ' -> ' + fmtPct(rp.hit_ratio) + ') in the same ' + fmtMB(budget);
+      if (cm && rm) {
+        s += ', measured ' + fmtSigned(100 * (rm.hit_ratio - cm.hit_ratio), 1) + ' points (' +
+          fmtPct(cm.hit_ratio) + ' -> ' + fmtPct(rm.hit_ratio) + ') in ' + fmtMB(rm.memory_bytes);
+      }
+    }
+    if (sm && budget > 0) {
+      s += '; the current hit ratio in ' + fmtMB(sm.predicted.memory_bytes) + ' (' +
+        fmtSigned((100 * (sm.predicted.memory_bytes - budget)) / budget, 1) + ' %)';
+    }
+    return s;
   }
   function fmtTime(ns) { return ns ? new Date(ns / 1e6).toISOString().replace('T', ' ').replace(/\..*/, ' UTC') : '–'; }
   function fmtSecs(s) {
@@ -218,6 +253,7 @@
       this.polls = 0;
       this.sort = { key: 'class_id', dir: 1 };
       this.classRows = [];
+      this.reports = null;
       this.stopped = false;
       root.dataset.runId = String(run.run_id);
       root.dataset.side = side;
@@ -290,10 +326,21 @@
         api('/api/run/traffic?run=' + id + '&points=300&top=10'),
       ]);
       if (this.stopped) return;
+      // then (not at once: the proxy answers QUERY_QUEUE_MAX queries at a
+      // time, two views and their advice included) the reads, and the
+      // saved reports, which change only when the model saves again (with
+      // this proxy stopped: it holds the file): read once
+      const [reads, reports] = await Promise.all([
+        api('/api/run/reads?run=' + id + '&points=300&top=7'),
+        this.reports ? Promise.resolve(null) : api('/api/run/reports?run=' + id),
+      ]);
+      if (this.stopped) return;
       this.drawSizes(sizes);
       this.drawClasses(classes);
       this.drawSeries(series);
       this.drawTraffic(traffic);
+      this.drawReads(reads);
+      if (reports) this.drawReports(reports);
       this.polls++;
       this.root.dataset.polls = String(this.polls);
       this.root.dataset.ready = '1';
@@ -528,6 +575,115 @@
       });
     }
 
+    // hit ratio per slab class (agg_reads: a row per class and minute)
+    drawReads(r) {
+      for (const p of ['classhits', 'readclasses']) this.panelError(p, r.status !== 200 ? 'reads: ' + (r.body.error || r.status) : '');
+      if (r.status !== 200) return;
+      const d = r.body, t = d.t || [], bucket = d.bucket_ns || 60e9;
+      const t0 = this.run.started_ns || (t.length ? t[0] : 0);
+      const end = this.run.ended_ns || Date.now() * 1e6;
+      // a bucket's ratio drawn where it ends (the run's end, or now, for
+      // the last): what the minutes up to there gave
+      const xs = t.map((v) => (Math.min(Math.max(v + bucket, t0), Math.max(end, t0)) - t0) / 1e9);
+      const lines = (d.lines || []).map((l, i) => Object.assign({
+        label: l.class_id == null ? (l.other_classes || []).length + ' other classes'
+          : 'c' + l.class_id + (l.chunk_size ? ' (' + fmtBytes(l.chunk_size) + ')' : ''),
+        data: (l.reads || []).map((n, k) => ({ x: xs[k], y: n > 0 ? (l.hits[k] * 100) / n : null, reads: n })),
+        fill: false, spanGaps: true, pointRadius: xs.length < 60 ? 3 : 0,
+      }, style(l.class_id == null ? 7 : i)));
+      this.chart('classhits', {
+        type: 'line',
+        data: { datasets: lines },
+        options: { parsing: false, scales: { x: Object.assign(secondsAxis('since start'), { min: 0 }), y: { min: 0, max: 100, title: { display: true, text: 'hit ratio %' } } },
+          plugins: Object.assign({ tooltip: { callbacks: { label: (c) => c.dataset.label + ': ' + fmtNum(c.parsed.y, 1) + ' % of ' + fmtInt(c.raw.reads) + ' reads' } } }, END_LABELS),
+          layout: { padding: { right: 34 } } },
+      });
+      const classes = d.classes || [];
+      const unknown = classes.find((c) => c.class_id === 0);
+      const tot = d.total || {};
+      this.q('.classhits-note').textContent = !classes.length ? 'no reads recorded yet.'
+        : fmtInt(tot.reads) + ' reads, hit ratio ' + (tot.hit_ratio == null ? '–' : fmtPct(tot.hit_ratio)) +
+          '; per ' + fmtSecs(bucket / 1e9) + ' bucket.' +
+          (unknown ? ' Not drawn: ' + fmtInt(unknown.misses) + ' misses of keys never stored through the proxy (class unknown).' : '');
+      const rows = classes.map((c) => {
+        const tr = el('tr', { 'data-class-id': String(c.class_id) });
+        const cell = (k, text) => tr.append(el('td', { 'data-key': k, 'data-v': String(c[k]) }, text));
+        cell('class_id', c.class_id ? String(c.class_id) : 'unknown');
+        cell('chunk_size', c.chunk_size == null ? '–' : fmtInt(c.chunk_size));
+        cell('reads', fmtInt(c.reads));
+        cell('hits', fmtInt(c.hits));
+        cell('misses', fmtInt(c.misses));
+        cell('hit_ratio', c.hit_ratio == null ? '–' : fmtPct(c.hit_ratio));
+        return tr;
+      });
+      if (!rows.length) {
+        const tr = el('tr');
+        tr.append(el('td', { colspan: '6' }, 'no reads recorded yet'));
+        rows.push(tr);
+      }
+      const tb = this.q('table.readclasses tbody');
+      tb.replaceChildren.apply(tb, rows);
+      const foot = el('tr', { class: 'total' });
+      if (classes.length) {
+        foot.append(el('td', {}, 'all'), el('td', {}, ''), el('td', {}, fmtInt(tot.reads)), el('td', {}, fmtInt(tot.hits)),
+          el('td', {}, fmtInt(tot.misses)), el('td', {}, tot.hit_ratio == null ? '–' : fmtPct(tot.hit_ratio)));
+      }
+      this.q('table.readclasses tfoot').replaceChildren(foot);
+    }
+
+    // the reports `slabtap model advise --objective hits --save` and
+    // `slabtap model mrc --save` left in run_meta
+    drawReports(r) {
+      this.panelError('mrc', r.status !== 200 ? 'reports: ' + (r.body.error || r.status) : '');
+      if (r.status !== 200) return;
+      this.reports = r.body;
+      const d = r.body, a = d.hits_advice, m = d.hits_mrc, cmds = d.commands || {};
+      const line = this.q('.hits-advice'), flags = this.q('.hits-flags');
+      const hint = (what, cmd) => [what + ': run ', el('code', {}, cmd || ''),
+        ' with the proxy stopped (it holds the database file), then open the page again.'];
+      if (a && a.current && a.recommended) {
+        line.dataset.hitsAdvice = 'present';
+        line.replaceChildren(hitsAdviceLine(a));
+        flags.textContent = 'recommended memcached flags: ' + (a.recommended.flags || '–') +
+          (a.verified ? ' (verified against memcached)' : '');
+      } else {
+        line.dataset.hitsAdvice = 'absent';
+        line.replaceChildren.apply(line, hint('no hit-ratio advice saved for this run', cmds.hits_advice));
+        flags.textContent = '';
+      }
+      const ds = [];
+      const curves = (m && m.curves) || [];
+      curves.forEach((c, i) => {
+        const pts = (c.points || []).map((p) => ({ x: p.memory_bytes / 1048576, y: 100 * p.hit_ratio, p: p }));
+        ds.push(Object.assign({ label: c.settings === 'current' ? "the run's own settings" : 'other settings (--flags)',
+          data: pts, fill: false, pointRadius: 3 }, style(i),
+        { pointStyle: pts.map((p) => (p.p.over_budget ? 'crossRot' : SHAPES[i % SHAPES.length])) }));
+      });
+      if (a && a.current && a.recommended) { // where the advice's two settings sit
+        const mark = (label, c, i) => Object.assign({ label: label, showLine: false, pointRadius: 6,
+          data: [{ x: c.predicted.memory_bytes / 1048576, y: 100 * c.predicted.hit_ratio }] }, style(i), { pointStyle: 'star' });
+        if (curves.length) ds.push(mark('advice: now', a.current, 4), mark('advice: recommended', a.recommended, 2));
+      }
+      const canvas = this.q('canvas[data-chart="mrc"]');
+      canvas.dataset.curves = String(curves.length);
+      this.chart('mrc', {
+        type: 'line',
+        data: { datasets: ds },
+        options: { parsing: false, scales: {
+          x: { type: 'linear', title: { display: true, text: 'memory used (total_malloced), MB' } },
+          y: { title: { display: true, text: 'hit ratio % (predicted)' } } },
+          plugins: { tooltip: { callbacks: { label: (c) => c.dataset.label + ': ' + fmtNum(c.parsed.y, 2) + ' % in ' + fmtNum(c.parsed.x, 1) + ' MB' +
+            (c.raw.p ? ' (-m ' + c.raw.p.mem_mb + (c.raw.p.over_budget ? ', over the size even at -m 1' : '') + ')' : '') } } } },
+      });
+      const note = this.q('.mrc-note');
+      if (curves.length) {
+        note.textContent = 'predicted request by request (hits counted from request ' + fmtInt(m.measure_from) +
+          ' on); each point at the largest -m whose memory used stays within the size (✕: over it even at -m 1).';
+      } else {
+        note.replaceChildren.apply(note, hint('no miss-ratio curve saved for this run', cmds.hits_mrc));
+      }
+    }
+
     drawTraffic(r) {
       for (const p of ['rates', 'hits', 'latency']) this.panelError(p, r.status !== 200 ? 'traffic: ' + (r.body.error || r.status) : '');
       if (r.status !== 200) return;
@@ -711,6 +867,8 @@
     build();
   }
 
+  // for tests and tools: the words the page makes of a saved hits_advice
+  window.slabtapPage = { hitsAdviceLine: hitsAdviceLine };
   window.addEventListener('resize', () => page.viewReady && page.views.length && page.viewReady());
   main();
 })();

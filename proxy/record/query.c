@@ -129,6 +129,19 @@ static const char SQL_SERIES_CLASSES[] = SERIES_PICK
     " coalesce(json_extract(c.fields, '$.evicted'), 0)"
     " FROM pick p JOIN sample_classes c ON c.sample_id = p.sid ORDER BY c.class_id, p.t";
 
+/* reads: the run's minutes in agg_reads, then per class and bucket of ?3
+ * minutes from minute ?2 */
+static const char SQL_READS_SPAN[] =
+    "SELECT min(minute), max(minute) FROM agg_reads WHERE run_id = ?1";
+static const char SQL_READS_CLASSES[] =
+    "SELECT class_id, (minute - ?2) / ?3 AS k, sum(reads), sum(hits), sum(misses)"
+    " FROM agg_reads WHERE run_id = ?1 GROUP BY class_id, k ORDER BY class_id, k";
+
+/* reports: the model's reports kept in run_meta (cli/model_hits.c --save) */
+static const char SQL_REPORTS[] =
+    "SELECT key, value FROM run_meta WHERE run_id = ?1 AND key IN ('hits_advice', 'hits_mrc')"
+    " AND json_valid(value)";
+
 /* /api/runs: the runs of the file */
 static const char SQL_RUNS[] =
     "SELECT json_object('run_id', r.run_id, 'name', r.name, 'started_ns', r.started_ns,"
@@ -350,9 +363,11 @@ static bool params_ok(const struct query_params *p)
     case QUERY_SIZES: return p->buckets >= QUERY_BUCKETS_MIN && p->buckets <= QUERY_BUCKETS_MAX;
     case QUERY_SERIES:
         return pts && p->from_ns >= 0 && p->to_ns >= 0 && (!p->to_ns || p->to_ns > p->from_ns);
-    case QUERY_TRAFFIC: return pts && p->top >= 1 && p->top <= QUERY_TOP_MAX;
+    case QUERY_TRAFFIC:
+    case QUERY_READS: return pts && p->top >= 1 && p->top <= QUERY_TOP_MAX;
     case QUERY_CLASSES:
-    case QUERY_ADVICE: return true;
+    case QUERY_ADVICE:
+    case QUERY_REPORTS: return true;
     }
     return false;
 }
@@ -1128,6 +1143,249 @@ out:
     free(r);
 }
 
+/* ---- reads per class, the model's reports ------------------------------- */
+
+#define READS_CLASSES 64            /* class ids 0 (unknown) .. 63 */
+#define READS_MINUTE_NS 60000000000 /* agg_reads counts per minute */
+
+static void json_ratio(struct jsonb *b, int64_t hits, int64_t reads)
+{
+    if (reads > 0)
+        jsonb_printf(b, "%.6f", (double)hits / (double)reads);
+    else
+        jsonb_raw(b, "null");
+}
+
+static void json_chunk(struct jsonb *b, const struct ladder_rows *l, int64_t class_id)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->id[i] == class_id) {
+            jsonb_printf(b, "%lld", (long long)l->chunk[i]);
+            return;
+        }
+    jsonb_raw(b, "null");
+}
+
+/* agg_reads of the run: every class's totals (class 0: misses of keys the
+ * recorder never saw, never a line), a line per bucket of whole minutes for
+ * the top classes by reads (then the lower class id), one for the rest. */
+static void answer_reads(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    sqlite3_stmt *st;
+    struct jsonb b;
+    struct ladder_rows l;
+    int64_t lo = 0, hi = -1, width = 1, tot[READS_CLASSES][3], all[3] = { 0, 0, 0 };
+    int64_t *rd = NULL, *ht = NULL, *ord = NULL, *oth = NULL; /* [class * nb + bucket] */
+    bool seen[READS_CLASSES] = { false };
+    int order[READS_CLASSES], nl = 0, nb = 0, rc;
+    memset(tot, 0, sizeof tot);
+    jsonb_init(&b);
+    if (sql_prepare(db, SQL_READS_SPAN, &st, j))
+        goto out;
+    sqlite3_bind_int64(st, 1, j->run_id);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
+            lo = sqlite3_column_int64(st, 0);
+            hi = sqlite3_column_int64(st, 1);
+        }
+        rc = SQLITE_DONE;
+    }
+    if (sql_done(q, db, st, rc, j))
+        goto out;
+    if (hi >= lo) {
+        int64_t span = hi - lo + 1;
+        width = (span + j->p.points - 1) / j->p.points;
+        nb = (int)((span + width - 1) / width);
+        rd = calloc((size_t)READS_CLASSES * (size_t)nb, sizeof *rd);
+        ht = calloc((size_t)READS_CLASSES * (size_t)nb, sizeof *ht);
+        ord = calloc((size_t)nb, sizeof *ord);
+        oth = calloc((size_t)nb, sizeof *oth);
+        if (!rd || !ht || !ord || !oth) {
+            set_error(j, QUERY_FAILED, "out of memory");
+            goto out;
+        }
+        if (sql_prepare(db, SQL_READS_CLASSES, &st, j))
+            goto out;
+        sqlite3_bind_int64(st, 1, j->run_id);
+        sqlite3_bind_int64(st, 2, lo);
+        sqlite3_bind_int64(st, 3, width);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            int64_t c = sqlite3_column_int64(st, 0), k = sqlite3_column_int64(st, 1);
+            int64_t v[3] = { sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+                             sqlite3_column_int64(st, 4) };
+            if (c < 0 || c >= READS_CLASSES || k < 0 || k >= nb)
+                continue;
+            rd[c * nb + k] += v[0];
+            ht[c * nb + k] += v[1];
+            for (int x = 0; x < 3; x++) {
+                tot[c][x] += v[x];
+                all[x] += v[x];
+            }
+            seen[c] = true;
+        }
+        if (sql_done(q, db, st, rc, j))
+            goto out;
+    }
+    read_ladder(db, j->run_id, &l);
+    for (int c = 1; c < READS_CLASSES; c++) { /* most reads first, then the lower id */
+        if (!seen[c])
+            continue;
+        int i = nl++;
+        while (i > 0 && tot[order[i - 1]][0] < tot[c][0])
+            i--;
+        memmove(&order[i + 1], &order[i], (size_t)(nl - 1 - i) * sizeof *order);
+        order[i] = c;
+    }
+    int top = nl < j->p.top ? nl : j->p.top;
+    jsonb_printf(&b, "{\"run_id\":%lld,\"bucket_ns\":%lld,\"t\":[", (long long)j->run_id,
+                 (long long)(width * READS_MINUTE_NS));
+    for (int k = 0; k < nb; k++)
+        jsonb_printf(&b, "%s%lld", k ? "," : "", (long long)((lo + k * width) * READS_MINUTE_NS));
+    jsonb_printf(&b, "],\"total\":{\"reads\":%lld,\"hits\":%lld,\"misses\":%lld,\"hit_ratio\":",
+                 (long long)all[0], (long long)all[1], (long long)all[2]);
+    json_ratio(&b, all[1], all[0]);
+    jsonb_raw(&b, "},\"classes\":[");
+    for (int c = 0, first = 1; c < READS_CLASSES; c++) {
+        if (!seen[c])
+            continue;
+        jsonb_printf(&b, "%s{\"class_id\":%d,\"chunk_size\":", first ? "" : ",", c);
+        json_chunk(&b, &l, c);
+        jsonb_printf(&b, ",\"reads\":%lld,\"hits\":%lld,\"misses\":%lld,\"hit_ratio\":",
+                     (long long)tot[c][0], (long long)tot[c][1], (long long)tot[c][2]);
+        json_ratio(&b, tot[c][1], tot[c][0]);
+        jsonb_raw(&b, "}");
+        first = 0;
+    }
+    jsonb_raw(&b, "],\"lines\":[");
+    for (int i = 0; i < top; i++) {
+        int c = order[i];
+        jsonb_printf(&b, "%s{\"class_id\":%d,\"chunk_size\":", i ? "," : "", c);
+        json_chunk(&b, &l, c);
+        jsonb_raw(&b, ",\"reads\":[");
+        jsonb_int64s(&b, rd + (size_t)c * nb, (size_t)nb);
+        jsonb_raw(&b, "],\"hits\":[");
+        jsonb_int64s(&b, ht + (size_t)c * nb, (size_t)nb);
+        jsonb_raw(&b, "]}");
+    }
+    if (nl > top) {
+        jsonb_printf(&b, "%s{\"class_id\":null,\"chunk_size\":null,\"other_classes\":[",
+                     top ? "," : "");
+        for (int i = top; i < nl; i++) {
+            jsonb_printf(&b, "%s%d", i > top ? "," : "", order[i]);
+            for (int k = 0; k < nb; k++) {
+                ord[k] += rd[(size_t)order[i] * nb + k];
+                oth[k] += ht[(size_t)order[i] * nb + k];
+            }
+        }
+        jsonb_raw(&b, "],\"reads\":[");
+        jsonb_int64s(&b, ord, (size_t)nb);
+        jsonb_raw(&b, "],\"hits\":[");
+        jsonb_int64s(&b, oth, (size_t)nb);
+        jsonb_raw(&b, "]}");
+    }
+    jsonb_raw(&b, "]}\n");
+    json_finish(j, &b);
+out:
+    jsonb_free(&b);
+    free(rd);
+    free(ht);
+    free(ord);
+    free(oth);
+}
+
+/* s as one shell word: as is when it needs no quoting, else in single
+ * quotes. NULL when out of memory. */
+static char *shell_word(const char *s)
+{
+    size_t n = strlen(s);
+    bool plain = n > 0;
+    for (size_t i = 0; i < n && plain; i++)
+        plain = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+                (s[i] >= '0' && s[i] <= '9') || strchr("_./-+:,@%=", s[i]);
+    char *out = malloc(4 * n + 3), *o = out;
+    if (!out || plain)
+        return out ? strcpy(out, s) : NULL;
+    *o++ = '\'';
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\'') {
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        } else {
+            *o++ = s[i];
+        }
+    }
+    *o++ = '\'';
+    *o = 0;
+    return out;
+}
+
+/* run_meta 'hits_advice' and 'hits_mrc' as stored (trailing white space
+ * cut), null when absent or not JSON; the commands that store them. */
+static void answer_reports(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    static const char *const keys[2] = { "hits_advice", "hits_mrc" };
+    sqlite3_stmt *st;
+    struct jsonb b, val[2];
+    bool have[2] = { false, false };
+    int rc;
+    const char *path = sqlite3_db_filename(db, "main");
+    char *file = shell_word(path && *path ? path : "FILE");
+    jsonb_init(&b);
+    jsonb_init(&val[0]);
+    jsonb_init(&val[1]);
+    if (!file) {
+        set_error(j, QUERY_FAILED, "out of memory");
+        goto out;
+    }
+    if (sql_prepare(db, SQL_REPORTS, &st, j))
+        goto out;
+    sqlite3_bind_int64(st, 1, j->run_id);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(st, 0);
+        const char *v = (const char *)sqlite3_column_text(st, 1);
+        int n = sqlite3_column_bytes(st, 1);
+        int i = k && !strcmp(k, keys[0]) ? 0 : 1;
+        while (n > 0 && v && strchr(" \t\r\n", v[n - 1]))
+            n--;
+        if (!v || n <= 0)
+            continue;
+        jsonb_write(&val[i], v, (size_t)n);
+        have[i] = true;
+    }
+    if (sql_done(q, db, st, rc, j))
+        goto out;
+    jsonb_printf(&b, "{\"run_id\":%lld", (long long)j->run_id);
+    for (int i = 0; i < 2; i++) {
+        jsonb_printf(&b, ",\"%s\":", keys[i]);
+        if (have[i] && !val[i].failed)
+            jsonb_write(&b, val[i].data, val[i].len);
+        else
+            jsonb_raw(&b, "null");
+    }
+    char cmd[2][512];
+    snprintf(cmd[0], sizeof cmd[0], " --run %lld --objective hits --save", (long long)j->run_id);
+    snprintf(cmd[1], sizeof cmd[1], " --run %lld --save", (long long)j->run_id);
+    for (int i = 0; i < 2; i++) {
+        jsonb_printf(&b, "%s\"%s\":", i ? "," : ",\"commands\":{", keys[i]);
+        struct jsonb c;
+        jsonb_init(&c);
+        jsonb_printf(&c, "slabtap model %s --db %s%s", i ? "mrc" : "advise", file, cmd[i]);
+        if (c.failed)
+            b.failed = true;
+        else
+            jsonb_string(&b, c.data, c.len);
+        jsonb_free(&c);
+    }
+    jsonb_raw(&b, "}}\n");
+    json_finish(j, &b);
+out:
+    jsonb_free(&b);
+    jsonb_free(&val[0]);
+    jsonb_free(&val[1]);
+    free(file);
+}
+
 /* One step of j; true when j is answered. */
 static bool job_step(struct query_queue *q, sqlite3 *db, struct query_job *j)
 {
@@ -1182,6 +1440,15 @@ static bool job_step(struct query_queue *q, sqlite3 *db, struct query_job *j)
         budget_end(db);
         break;
     case QUERY_ADVICE: answer_advice(q, db, j); break;
+    case QUERY_READS:
+    case QUERY_REPORTS:
+        budget_start(q, db, q->budget_ms);
+        if (j->p.kind == QUERY_READS)
+            answer_reads(q, db, j);
+        else
+            answer_reports(q, db, j);
+        budget_end(db);
+        break;
     }
     if (j->st == QUERY_OK || j->p.kind == QUERY_ADVICE) {
         struct query_params key = j->p;

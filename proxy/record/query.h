@@ -39,7 +39,22 @@
 #define QUERY_BUCKETS_MIN 8
 #define QUERY_BUCKETS_MAX 512
 
-enum query_kind { QUERY_SIZES, QUERY_CLASSES, QUERY_SERIES, QUERY_TRAFFIC, QUERY_ADVICE };
+/* QUERY_READS: reads, hits and misses per slab class over time (agg_reads,
+ * a row per run, minute and class): every class's totals, and a line per
+ * minute bucket for the `top` classes with the most reads plus one for the
+ * other classes summed. QUERY_REPORTS: the reports `slabtap model advise
+ * --objective hits --save` and `slabtap model mrc --save` stored in the
+ * run's run_meta ('hits_advice', 'hits_mrc'), as stored (null when absent
+ * or not valid JSON), and the commands that make them. */
+enum query_kind {
+    QUERY_SIZES,
+    QUERY_CLASSES,
+    QUERY_SERIES,
+    QUERY_TRAFFIC,
+    QUERY_ADVICE,
+    QUERY_READS,
+    QUERY_REPORTS
+};
 
 /* What is asked: validated by the caller (server/webapi.c), checked again
  * here (QUERY_BAD). */
@@ -47,9 +62,9 @@ struct query_params {
     enum query_kind kind;
     int64_t run_id;         /* 0: the current run */
     int64_t from_ns, to_ns; /* series: 0 = the run's start / end (or now) */
-    int points;             /* series, traffic: QUERY_POINTS_MIN..MAX */
+    int points;             /* series, traffic, reads: QUERY_POINTS_MIN..MAX */
     int buckets;            /* sizes: QUERY_BUCKETS_MIN..MAX */
-    int top;                /* traffic: 1..QUERY_TOP_MAX */
+    int top;                /* traffic, reads: 1..QUERY_TOP_MAX */
 };
 
 enum query_status {

@@ -732,6 +732,8 @@ APP_WEBAPI_ROUTE(route_run_classes, WEBAPI_CLASSES)
 APP_WEBAPI_ROUTE(route_run_series, WEBAPI_SERIES)
 APP_WEBAPI_ROUTE(route_run_traffic, WEBAPI_TRAFFIC)
 APP_WEBAPI_ROUTE(route_run_advice, WEBAPI_ADVICE)
+APP_WEBAPI_ROUTE(route_run_reads, WEBAPI_READS)
+APP_WEBAPI_ROUTE(route_run_reports, WEBAPI_REPORTS)
 
 static const struct admin_http_route app_routes[] = {
     // clang-format off: one entry per path of the page
@@ -747,6 +749,8 @@ static const struct admin_http_route app_routes[] = {
     { "GET", "/api/run/series", route_run_series },
     { "GET", "/api/run/traffic", route_run_traffic },
     { "GET", "/api/run/advice", route_run_advice },
+    { "GET", "/api/run/reads", route_run_reads },
+    { "GET", "/api/run/reports", route_run_reports },
 };
 
 /* --- lifecycle ------------------------------------------------------------- */

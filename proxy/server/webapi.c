@@ -60,8 +60,15 @@ int webapi_parse(enum webapi_route route, const char *query, struct query_params
                                           WEBAPI_DEFAULT_POINTS };
         ps[np++] = (struct webapi_param){ "top", 1, QUERY_TOP_MAX, false, WEBAPI_DEFAULT_TOP };
         break;
+    case WEBAPI_READS:
+        ps[np++] = (struct webapi_param){ "points", QUERY_POINTS_MIN, QUERY_POINTS_MAX, false,
+                                          WEBAPI_DEFAULT_POINTS };
+        ps[np++] =
+            (struct webapi_param){ "top", 1, QUERY_TOP_MAX, false, WEBAPI_DEFAULT_READS_TOP };
+        break;
     case WEBAPI_CLASSES:
-    case WEBAPI_ADVICE: break;
+    case WEBAPI_ADVICE:
+    case WEBAPI_REPORTS: break;
     default: snprintf(err, errlen, "unknown route"); return -1;
     }
     for (const char *p = query ? query : ""; *p;) {

@@ -1,5 +1,5 @@
 /* webapi: the JSON API of the live page -- GET /api/run/sizes, classes,
- * series, traffic and advice -- answered asynchronously from queries the
+ * series, traffic, advice, reads and reports -- answered asynchronously from queries the
  * recorder's writer thread runs (record/query.h).
  *
  * Owns the query queue of the running proxy, the parameters of each route
@@ -23,6 +23,7 @@
 #define WEBAPI_DEFAULT_BUCKETS 128
 #define WEBAPI_DEFAULT_POINTS 300
 #define WEBAPI_DEFAULT_TOP 10
+#define WEBAPI_DEFAULT_READS_TOP 7 /* reads: lines for 7 classes, the rest summed */
 #define WEBAPI_ERR_MAX 128
 
 enum webapi_route {
@@ -30,7 +31,9 @@ enum webapi_route {
     WEBAPI_CLASSES = QUERY_CLASSES,
     WEBAPI_SERIES = QUERY_SERIES,
     WEBAPI_TRAFFIC = QUERY_TRAFFIC,
-    WEBAPI_ADVICE = QUERY_ADVICE
+    WEBAPI_ADVICE = QUERY_ADVICE,
+    WEBAPI_READS = QUERY_READS,
+    WEBAPI_REPORTS = QUERY_REPORTS
 };
 
 /* Pure: the raw query string of a request to route into *out (defaults

@@ -22,6 +22,16 @@ page is open), after an earlier run recorded into the same database:
 - at 390 px (mobile emulation): nothing scrolls sideways.
 - the run picker switches to the earlier run (choosing it in the <select>)
   and /?run=N&cmp=M shows two runs side by side, each with data.
+- reads and the hit ratio: the per-class hit-ratio chart has points and
+  the per-class reads table shows /api/run/reads' numbers; the earlier run,
+  whose hits advice and miss-ratio curve `slabtap model advise --objective
+  hits --save` and `slabtap model mrc --save` stored, shows the MRC (a
+  point per stored point) and the advice as one line of words, equal to the
+  line built here from the stored report; the live run, without reports,
+  shows the hint with the exact command (/api/run/reports' commands) and
+  an empty MRC. The page's line for a report with measured numbers
+  (tests/data/hits_advice_verified.json, from `model advise --verify
+  --save` on a recorded getset run) equals the one built here.
 - screenshots at 1280 and 390 px are saved in the artifact dir
   ($SLABTAP_ARTIFACTS, default ./artifacts, then test_page/); the path is
   printed. SLABTAP_PAGE_PNG=path copies the 1280 one there (docs/page.png).
@@ -32,6 +42,7 @@ mode, so this file starts its proxies through a local name and is not
 registered a second time for per-client mode.
 """
 import base64
+import decimal
 import fcntl
 import json
 import os
@@ -217,6 +228,12 @@ STATE_JS = r"""(() => {
       tr.dataset.classId, Object.fromEntries([...tr.querySelectorAll('td')].map(
         (td) => [td.dataset.key, { v: Number(td.dataset.v), text: td.firstChild ? td.firstChild.textContent : '' }]))])),
     verdict: (v.querySelector('[data-verdict]') || {}).textContent || null,
+    hits_advice: v.querySelector('.hits-advice').dataset.hitsAdvice,
+    hits_advice_text: v.querySelector('.hits-advice').textContent,
+    mrc_curves: Number(v.querySelector('canvas[data-chart="mrc"]').dataset.curves || 0),
+    mrc_note: v.querySelector('.mrc-note').textContent,
+    reads: Object.fromEntries([...v.querySelectorAll('table.readclasses tbody tr[data-class-id]')].map((tr) => [
+      tr.dataset.classId, Object.fromEntries([...tr.querySelectorAll('td')].map((td) => [td.dataset.key, Number(td.dataset.v)]))])),
     advice: v.querySelector('.advice-body').textContent,
     errors: [...v.querySelectorAll('.panel-error')].filter((p) => !p.hidden).map((p) => p.textContent),
   }));
@@ -225,6 +242,45 @@ STATE_JS = r"""(() => {
            inline_scripts: [...document.scripts].filter((s) => !s.src).length,
            picker: document.getElementById('run-picker').value, views: views };
 })()"""
+
+
+def js_fixed(v, d):
+    """Number(v).toFixed(d): the exact value of the double, halves up."""
+    q = decimal.Decimal(1).scaleb(-d)
+    return str(decimal.Decimal(v).quantize(q, rounding=decimal.ROUND_HALF_UP))
+
+
+def advice_line(a):
+    """The page's line of words for a saved hits_advice (app.js
+    hitsAdviceLine), built here from the report."""
+    def pct(r):
+        return js_fixed(100 * r, 2) + " %"
+
+    def mb(b):
+        return js_fixed(b / 1048576, 1) + " MB"
+
+    def signed(v, d):
+        return ("-" if v < 0 else "+") + js_fixed(abs(v), d)
+    cur, rec, sm = a["current"], a["recommended"], a.get("smallest_memory_same_hit_ratio")
+    budget = a["budget_bytes"]
+    cp, rp, cm, rm = cur["predicted"], rec["predicted"], cur.get("measured"), rec.get("measured")
+    if rec["label"] == cur["label"] and rec["flags"] == cur["flags"]:
+        s = "keep %s: no candidate predicts more hits than %s%s in %s" % (
+            cur["label"], pct(cp["hit_ratio"]), " (measured %s)" % pct(cm["hit_ratio"]) if cm else "",
+            mb(budget))
+    else:
+        s = "%s: %s points hit ratio (%s -> %s) in the same %s" % (
+            rec["label"], signed(100 * (rp["hit_ratio"] - cp["hit_ratio"]), 1), pct(cp["hit_ratio"]),
+            pct(rp["hit_ratio"]), mb(budget))
+        if cm and rm:
+            s += ", measured %s points (%s -> %s) in %s" % (
+                signed(100 * (rm["hit_ratio"] - cm["hit_ratio"]), 1), pct(cm["hit_ratio"]),
+                pct(rm["hit_ratio"]), mb(rm["memory_bytes"]))
+    if sm and budget > 0:
+        s += "; the current hit ratio in %s (%s %%)" % (
+            mb(sm["predicted"]["memory_bytes"]),
+            signed(100 * (sm["predicted"]["memory_bytes"] - budget) / budget, 1))
+    return s
 
 
 def mc_client(port):
@@ -283,15 +339,36 @@ class PageTest(mctest.ServerTestCase):
         self.assertEqual(st, 404)
 
     def assert_clean(self, br, state, what):
-        self.assertEqual(br.problems(), [], "%s: the browser reported problems" % what)
-        self.assertEqual((state["errors"], state["error_text"]), (0, ""), "%s: the page caught errors" % what)
+        # the page's own words first: they say why an API call failed
         for v in state["views"]:
             self.assertEqual(v["errors"], [], "%s: run %d shows API errors" % (what, v["run_id"]))
+        self.assertEqual(br.problems(), [], "%s: the browser reported problems" % what)
+        self.assertEqual((state["errors"], state["error_text"]), (0, ""), "%s: the page caught errors" % what)
 
-    def assert_charts(self, view, what):
-        self.assertEqual(len(view["charts"]), 7, view["charts"])
-        empty = [k for k, n in view["charts"].items() if n <= 0]
+    def assert_charts(self, view, what, empty_ok=()):
+        self.assertEqual(sorted(view["charts"]), sorted(["sizes", "pages", "evictions", "memory", "rates", "hits",
+                                                         "classhits", "latency", "mrc"]), view["charts"])
+        empty = [k for k, n in view["charts"].items() if n <= 0 and k not in empty_ok]
         self.assertEqual(empty, [], "%s: charts without data in run %d: %r" % (what, view["run_id"], view["charts"]))
+
+    def assert_reads(self, view, api_reads):
+        """The per-class reads table shows /api/run/reads' numbers."""
+        want = {str(c["class_id"]): c for c in api_reads["classes"]}
+        self.assertTrue(want, "no reads in the run")
+        self.assertEqual(sorted(view["reads"]), sorted(want))
+        for cid, row in view["reads"].items():
+            for k in ("reads", "hits", "misses"):
+                self.assertEqual(row[k], want[cid][k], "reads table, class %s %s" % (cid, k))
+            self.assertAlmostEqual(row["hit_ratio"], want[cid]["hit_ratio"], places=6)
+
+    def assert_no_reports(self, view, px):
+        """No report saved: the hint with the exact commands, an empty MRC."""
+        rep = self.api(px, "/api/run/reports?run=%d" % view["run_id"])
+        self.assertEqual((rep["hits_advice"], rep["hits_mrc"]), (None, None))
+        self.assertEqual(view["hits_advice"], "absent")
+        self.assertIn(rep["commands"]["hits_advice"], view["hits_advice_text"])
+        self.assertIn(rep["commands"]["hits_mrc"], view["mrc_note"])
+        self.assertEqual((view["mrc_curves"], view["charts"]["mrc"]), (0, 0))
 
     def assert_class_row(self, view, api_classes, mc=None):
         """The loaded class's row equals the API's numbers (and memcached's)."""
@@ -324,6 +401,14 @@ class PageTest(mctest.ServerTestCase):
         self.load(px1.port, "user", 2000, VALUE_BIG)
         time.sleep(1.5)  # reads are counted per second
         self.stop_clean(px1)
+        # the model's hit-ratio reports of the earlier run, saved in its run_meta
+        earlier_run = mctest.db_scalar(db, "SELECT max(run_id) FROM runs")
+        for args in (["model", "advise", "--objective", "hits"], ["model", "mrc"]):
+            rc, out, err = mctest.run_slabtap(args + ["--db", db, "--run", str(earlier_run), "--save"])
+            self.assertEqual(rc, 0, out + err)
+        stored = {r["key"]: json.loads(r["value"]) for r in mctest.db_rows(
+            db, "SELECT key, value FROM run_meta WHERE run_id = ? AND key LIKE 'hits_%'", (earlier_run,))}
+        self.assertEqual(sorted(stored), ["hits_advice", "hits_mrc"])
         # the live run
         px = self.started(StartProxy(self.w.path, mc.port, db=db, name="live", http=True, keys="prefix",
                                      extra=["--run", "live", "--stats-interval", str(STATS_MS)]))
@@ -374,11 +459,24 @@ class PageTest(mctest.ServerTestCase):
         self.assertEqual(len(state["views"]), 1)
         view = state["views"][0]
         self.assertEqual(view["run_id"], live_id)
-        self.assert_charts(view, "live run")
+        self.assert_charts(view, "live run", empty_ok=("mrc",))
+        self.assert_no_reports(view, px)
         stop.set()
         t.join(10)
         api_classes = self.api(px, "/api/run/classes?run=%d" % live_id)
         cid = self.assert_class_row(view, api_classes, mctest.mc_classes(mc.port))
+        # the reads table as the API gives it, once the page has polled after the trickle
+        polls = br.eval(STATE_JS)["views"][0]["polls"]
+        br.wait("Number(document.querySelector('.view').dataset.polls) >= %d" % (polls + 2), 30, "two more polls")
+        self.assert_reads(br.eval(STATE_JS)["views"][0], self.api(px, "/api/run/reads?run=%d" % live_id))
+        # the line the page makes of a report with measured numbers (a real
+        # `model advise --verify --save` report)
+        with open(os.path.join(mctest.DATA, "hits_advice_verified.json")) as f:
+            verified = json.load(f)
+        self.assertIn("measured", verified["recommended"])
+        line = br.eval("window.slabtapPage.hitsAdviceLine(%s)" % json.dumps(verified))
+        self.assertEqual(line, advice_line(verified))
+        self.assertIn(", measured ", line)
         # advice: the verdict the API gives, or "computing" while it is busy
         st, _, body = mctest.http_request(px.http_port, "GET", "/api/run/advice?run=%d" % live_id, timeout=30)
         if st == 200:
@@ -414,6 +512,17 @@ class PageTest(mctest.ServerTestCase):
         view = state["views"][0]
         self.assert_charts(view, "earlier run")
         self.assert_class_row(view, self.api(px, "/api/run/classes?run=%d" % earlier_id))
+        # its saved reports: the advice in words, the MRC with every point
+        self.assertEqual(earlier_id, earlier_run)
+        rep = self.api(px, "/api/run/reports?run=%d" % earlier_id)
+        self.assertEqual((rep["hits_advice"], rep["hits_mrc"]), (stored["hits_advice"], stored["hits_mrc"]))
+        self.assertEqual(view["hits_advice"], "present")
+        self.assertEqual(view["hits_advice_text"], advice_line(stored["hits_advice"]))
+        self.assertEqual(view["mrc_curves"], 1)
+        npts = len(stored["hits_mrc"]["curves"][0]["points"])
+        self.assertGreater(npts, 1)
+        self.assertEqual(view["charts"]["mrc"], npts + 2)  # the curve, and the advice's two settings
+        self.assert_reads(view, self.api(px, "/api/run/reads?run=%d" % earlier_id))
         polls = view["polls"]
         time.sleep(4 * STATS_MS / 1000)
         self.assertEqual(br.eval(STATE_JS)["views"][0]["polls"], polls, "a finished run is read once")
@@ -425,7 +534,7 @@ class PageTest(mctest.ServerTestCase):
         state = br.eval(STATE_JS)
         self.assertEqual([v["run_id"] for v in state["views"]], [live_id, earlier_id])
         for v in state["views"]:
-            self.assert_charts(v, "side by side")
+            self.assert_charts(v, "side by side", empty_ok=("mrc",) if v["run_id"] == live_id else ())
         shot2 = os.path.join(ARTIFACTS, "page-compare-1280.png")
         br.screenshot(shot2, 1280, False)
         print("test_page: screenshot %s" % shot2)

@@ -4,11 +4,18 @@ series, traffic, advice) on a proxy in front of a real memcached under a
 small load: shapes, numbers equal to SQL over the file once the proxy has
 stopped and to memcached's own `stats slabs`, 400 for bad parameters, 404
 for an unknown run, a finished run answered by a second proxy on the same
-file. With SLABTAP_WEBAPI_BIG=ROWS (e.g. 3000000) it also writes a run of
+file. /api/run/reads and /api/run/reports on a getset run recorded through
+the proxy (`slabtap load`): live totals equal to the load's own counts,
+then, the run finished, every byte of the answer built again here from
+agg_reads and run_ladder, and the reports `slabtap model advise --objective
+hits --save` and `slabtap model mrc --save` stored, byte for byte (null
+before they are saved, for a run without them, and for one that is not
+JSON). With SLABTAP_WEBAPI_BIG=ROWS (e.g. 3000000) it also writes a run of
 that many rows into a file and prints each endpoint's latency on it."""
 import json
 import math
 import os
+import re
 import sqlite3
 import sys
 import time
@@ -46,6 +53,87 @@ def load(port, n=600):
             s.sendall(b"get %s:%d missing:%d\r\n" % (prefix_of(i).encode(), i, i))
             mctest.recv_until(s, b"END\r\n")
     return written
+
+
+# a small get-or-set run: one connection, so the order of requests (and
+# the advice) is the same on every run; memcached -m 4 evicts
+GETSET = """seed 11
+connections 1
+pipeline 32
+getset 15000 key=k:{zipf:15000:0.9:5} size=uniform(100,600)
+getset 15000 key=k:{zipf:15000:0.9:5} size=uniform(100,600)
+"""
+GETSET_READS = 30000
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def reads_json(db, run, points=300, top=7):
+    """The exact bytes /api/run/reads?run=RUN&points=P&top=N answers for a
+    finished run, built from agg_reads and run_ladder (record/query.c)."""
+    rows = mctest.db_rows(db, "SELECT minute, class_id, reads, hits, misses FROM agg_reads"
+                          " WHERE run_id = ?", (run,))
+    ladder = {}
+    for r in mctest.db_rows(db, "SELECT class_id, chunk_size FROM run_ladder WHERE run_id = ?"
+                            " ORDER BY class_id", (run,)):
+        ladder.setdefault(r["class_id"], r["chunk_size"])
+    lo = min((r["minute"] for r in rows), default=0)
+    hi = max((r["minute"] for r in rows), default=-1)
+    width, nb = 1, 0
+    if hi >= lo:
+        width = ceil_div(hi - lo + 1, points)
+        nb = ceil_div(hi - lo + 1, width)
+    tot, per = {}, {}
+    for r in rows:
+        c, k = r["class_id"], (r["minute"] - lo) // width
+        t = tot.setdefault(c, [0, 0, 0])
+        for i, key in enumerate(("reads", "hits", "misses")):
+            t[i] += r[key]
+        p = per.setdefault(c, ([0] * nb, [0] * nb))
+        p[0][k] += r["reads"]
+        p[1][k] += r["hits"]
+    allv = [sum(t[i] for t in tot.values()) for i in range(3)]
+
+    def ratio(h, n):
+        return "%.6f" % (h / n) if n > 0 else "null"
+
+    def chunk(c):
+        return str(ladder[c]) if c in ladder else "null"
+
+    def ints(v):
+        return ",".join(str(x) for x in v)
+    out = ['{"run_id":%d,"bucket_ns":%d,"t":[%s]' % (
+        run, width * 60 * 10**9, ints((lo + k * width) * 60 * 10**9 for k in range(nb)))]
+    out.append(',"total":{"reads":%d,"hits":%d,"misses":%d,"hit_ratio":%s}' % (
+        allv[0], allv[1], allv[2], ratio(allv[1], allv[0])))
+    out.append(',"classes":[%s]' % ",".join(
+        '{"class_id":%d,"chunk_size":%s,"reads":%d,"hits":%d,"misses":%d,"hit_ratio":%s}'
+        % (c, chunk(c), t[0], t[1], t[2], ratio(t[1], t[0])) for c, t in sorted(tot.items())))
+    order = sorted((c for c in tot if c >= 1), key=lambda c: (-tot[c][0], c))
+    lines = ['{"class_id":%d,"chunk_size":%s,"reads":[%s],"hits":[%s]}'
+             % (c, chunk(c), ints(per[c][0]), ints(per[c][1])) for c in order[:top]]
+    rest = order[top:]
+    if rest:
+        lines.append('{"class_id":null,"chunk_size":null,"other_classes":[%s],"reads":[%s],'
+                     '"hits":[%s]}' % (ints(rest),
+                                       ints(sum(per[c][0][k] for c in rest) for k in range(nb)),
+                                       ints(sum(per[c][1][k] for c in rest) for k in range(nb))))
+    out.append(',"lines":[%s]}\n' % ",".join(lines))
+    return "".join(out)
+
+
+def reports_json(db, run, stored):
+    """The exact bytes of /api/run/reports?run=RUN: the stored texts (trailing
+    white space cut) or null, and the commands that save them."""
+    def val(k):
+        v = stored.get(k)
+        return v.rstrip(" \t\r\n") if v is not None else "null"
+    return ('{"run_id":%d,"hits_advice":%s,"hits_mrc":%s,"commands":{"hits_advice":'
+            '"slabtap model advise --db %s --run %d --objective hits --save","hits_mrc":'
+            '"slabtap model mrc --db %s --run %d --save"}}\n'
+            % (run, val("hits_advice"), val("hits_mrc"), db, run, db, run))
 
 
 def get(port, path, expect=200):
@@ -210,6 +298,123 @@ class WebApiTest(mctest.ServerTestCase):
         # the new run has no writes yet: empty, not an error
         self.assertEqual(get(hp2, "/api/run/sizes")["buckets"], [])
         self.stop_clean(px2)
+
+    def test_reads_and_reports(self):
+        mc = self.mc(name="mc-reads", extra=["-m", "4"])
+        db = self.path("reads.db")
+        px = self.proxy(mc.port, db=db, http=True, extra=("--stats-interval", "100"))
+        hp = px.http_port
+        run = http_json(hp, "GET", "/api/runs")["current"]["run_id"]
+        # the live run without reads yet, and without reports
+        empty = get(hp, "/api/run/reads")
+        self.assertEqual((empty["t"], empty["classes"], empty["lines"]), ([], [], []))
+        self.assertEqual(empty["total"], {"reads": 0, "hits": 0, "misses": 0, "hit_ratio": None})
+        st, _, body = http_request(hp, "GET", "/api/run/reports")
+        self.assertEqual((st, body.decode()), (200, reports_json(db, run, {})))
+        rc, out, err = mctest.run_slabtap(["load", "--workload", self.write("getset.wl", GETSET),
+                                           "--target", "%s:%d" % (mctest.HOST, px.port), "-q"])
+        self.assertEqual(rc, 0, err)
+        m = re.search(r"^reads: +(\d+) gets, (\d+) hits, (\d+) misses", out, re.M)
+        self.assertIsNotNone(m, out)
+        gets, hits, misses = (int(x) for x in m.groups())
+        self.assertEqual(gets, GETSET_READS)
+        self.assertGreater(hits, 0)
+        self.assertGreater(misses, 0)
+        # live: every read counted, in its class
+        mctest.wait_for(lambda: get(hp, "/api/run/reads")["total"]["reads"] == gets, 20,
+                        what="every read in agg_reads")
+        live = get(hp, "/api/run/reads?top=3&points=10")
+        self.assertEqual(live["total"], {"reads": gets, "hits": hits, "misses": misses,
+                                         "hit_ratio": round(hits / gets, 6)})
+        cls = live["classes"]
+        self.assertEqual([c["class_id"] for c in cls], sorted(c["class_id"] for c in cls))
+        for key in ("reads", "hits", "misses"):
+            self.assertEqual(sum(c[key] for c in cls), live["total"][key], key)
+        for c in cls:
+            self.assertEqual(c["reads"], c["hits"] + c["misses"], c)
+        stored_classes = {c["class_id"]: c["chunk_size"] for c in get(hp, "/api/run/sizes")["ladder"]}
+        for c in cls:
+            if c["class_id"]:  # a hit's class is the item's: in the ladder
+                self.assertEqual(c["chunk_size"], stored_classes[c["class_id"]], c)
+        self.assertGreaterEqual(len([c for c in cls if c["class_id"]]), 4)  # sizes 100..600
+        top = sorted((c for c in cls if c["class_id"]), key=lambda c: (-c["reads"], c["class_id"]))
+        self.assertEqual([ln["class_id"] for ln in live["lines"][:3]],
+                         [c["class_id"] for c in top[:3]])
+        other = live["lines"][3]
+        self.assertIsNone(other["class_id"])
+        self.assertEqual(other["other_classes"], [c["class_id"] for c in top[3:]])
+        self.assertEqual(sum(other["reads"]), sum(c["reads"] for c in top[3:]))
+        self.assertEqual(sum(sum(ln["reads"]) for ln in live["lines"]),
+                         gets - sum(c["reads"] for c in cls if c["class_id"] == 0))
+        for ln in live["lines"]:
+            self.assertEqual(len(ln["reads"]), len(live["t"]))
+            self.assertEqual(len(ln["hits"]), len(live["t"]))
+        self.stop_clean(px)
+
+        # the finished run, byte for byte, and its reports once saved
+        want_reads = reads_json(db, run, top=3)
+        want_reads10 = reads_json(db, run, points=10, top=50)
+        for args in (["model", "advise", "--db", db, "--run", str(run), "--objective", "hits",
+                      "--save"],
+                     ["model", "mrc", "--db", db, "--run", str(run), "--memory-limit", "16",
+                      "--save"]):
+            rc, out, err = mctest.run_slabtap(args)
+            self.assertEqual(rc, 0, out + err)
+        stored = {r["key"]: r["value"] for r in mctest.db_rows(
+            db, "SELECT key, value FROM run_meta WHERE run_id = ? AND key IN"
+            " ('hits_advice', 'hits_mrc')", (run,))}
+        self.assertEqual(sorted(stored), ["hits_advice", "hits_mrc"])
+        px2 = self.proxy(mc.port, db=db, http=True, name="proxy2")
+        hp2 = px2.http_port
+        for path, want in (("/api/run/reads?run=%d&top=3" % run, want_reads),
+                           ("/api/run/reads?run=%d&points=10&top=50" % run, want_reads10),
+                           ("/api/run/reports?run=%d" % run, reports_json(db, run, stored))):
+            st, h, body = http_request(hp2, "GET", path)
+            self.assertEqual(st, 200, body[:300])
+            self.assertTrue(h["content-type"].startswith("application/json"), h)
+            self.assertEqual(body.decode(), want, path)
+        rep = get(hp2, "/api/run/reports?run=%d" % run)
+        adv, mrc = rep["hits_advice"], rep["hits_mrc"]
+        self.assertEqual(adv, json.loads(stored["hits_advice"]))
+        for k in ("current", "recommended"):
+            for f in ("hit_ratio", "memory_bytes"):
+                self.assertIn(f, adv[k]["predicted"], k)
+            self.assertTrue(adv[k]["label"] and adv[k]["flags"], adv[k])
+        self.assertGreater(adv["budget_bytes"], 0)
+        self.assertEqual(adv["current"]["predicted"]["gets"] > 0, True)
+        self.assertEqual(mrc["run_id"], run)
+        self.assertEqual([c["settings"] for c in mrc["curves"]], ["current"])
+        self.assertGreaterEqual(len(mrc["curves"][0]["points"]), 2)
+        for p in mrc["curves"][0]["points"]:
+            self.assertEqual(sorted(p), ["budget_bytes", "hit_ratio", "mem_mb", "memory_bytes",
+                                         "over_budget"])
+            self.assertTrue(0 <= p["hit_ratio"] <= 1, p)
+        self.assertEqual(get(hp2, "/api/run/reads?run=%d" % run)["total"]["reads"], gets)
+        # the new run: no reports, no reads
+        run2 = http_json(hp2, "GET", "/api/runs")["current"]["run_id"]
+        st, _, body = http_request(hp2, "GET", "/api/run/reports")
+        self.assertEqual(body.decode(), reports_json(db, run2, {}))
+        self.assertEqual(get(hp2, "/api/run/reads")["classes"], [])
+        for path in ("/api/run/reads?top=0", "/api/run/reads?top=51", "/api/run/reads?points=9",
+                     "/api/run/reads?buckets=10", "/api/run/reports?points=10",
+                     "/api/run/reports?run=0"):
+            self.assertIn("error", get(hp2, path, expect=400), path)
+        for path in ("/api/run/reads?run=999", "/api/run/reports?run=999"):
+            self.assertIn("error", get(hp2, path, expect=404), path)
+        self.stop_clean(px2)
+
+        # a stored report that is not JSON is answered as null
+        con = sqlite3.connect(db)
+        con.execute("INSERT OR REPLACE INTO run_meta (run_id, key, value) VALUES (?, 'hits_mrc',"
+                    " '{\"curves\": [')", (run2,))
+        con.execute("INSERT OR REPLACE INTO run_meta (run_id, key, value) VALUES (?, 'hits_advice',"
+                    " '{\"x\": 1}\n\n')", (run2,))
+        con.commit()
+        con.close()
+        px3 = self.proxy(mc.port, db=db, http=True, name="proxy3")
+        st, _, body = http_request(px3.http_port, "GET", "/api/run/reports?run=%d" % run2)
+        self.assertEqual(body.decode(), reports_json(db, run2, {"hits_advice": '{"x": 1}'}))
+        self.stop_clean(px3)
 
     @unittest.skipUnless(os.environ.get("SLABTAP_WEBAPI_BIG"), "SLABTAP_WEBAPI_BIG=ROWS not set")
     def test_big_run_latency(self):

@@ -36,6 +36,8 @@ static const struct parse_case cases[] = {
     OK(WEBAPI_SERIES, "", 0, 0, 0, 300, 0, 0),
     OK(WEBAPI_TRAFFIC, "", 0, 0, 0, 300, 0, 10),
     OK(WEBAPI_ADVICE, "", 0, 0, 0, 0, 0, 0),
+    OK(WEBAPI_READS, "", 0, 0, 0, 300, 0, 7),
+    OK(WEBAPI_REPORTS, "", 0, 0, 0, 0, 0, 0),
     OK(WEBAPI_SIZES, NULL, 0, 0, 0, 0, 128, 0),
     /* every parameter, in and at its bounds */
     OK(WEBAPI_SIZES, "run=7&buckets=8", 7, 0, 0, 0, 8, 0),
@@ -49,7 +51,10 @@ static const struct parse_case cases[] = {
     OK(WEBAPI_SERIES, "to=5", 0, 0, 5, 300, 0, 0),
     OK(WEBAPI_TRAFFIC, "points=10&top=1", 0, 0, 0, 10, 0, 1),
     OK(WEBAPI_TRAFFIC, "top=50&points=2000&run=2", 2, 0, 0, 2000, 0, 50),
-    OK(WEBAPI_TRAFFIC, "top=05", 0, 0, 0, 300, 0, 5),        /* leading zeros are digits */
+    OK(WEBAPI_TRAFFIC, "top=05", 0, 0, 0, 300, 0, 5), /* leading zeros are digits */
+    OK(WEBAPI_READS, "run=4&points=10&top=1", 4, 0, 0, 10, 0, 1),
+    OK(WEBAPI_READS, "top=50&points=2000", 0, 0, 0, 2000, 0, 50),
+    OK(WEBAPI_REPORTS, "run=12", 12, 0, 0, 0, 0, 0),
     OK(WEBAPI_SIZES, "run=1&&buckets=9&", 1, 0, 0, 0, 9, 0), /* empty pieces skipped */
     /* out of range */
     BAD(WEBAPI_SIZES, "run=0", "'run' must be an integer from 1"),
@@ -63,6 +68,9 @@ static const struct parse_case cases[] = {
     BAD(WEBAPI_TRAFFIC, "top=0", "'top' must be an integer from 1 to 50"),
     BAD(WEBAPI_TRAFFIC, "top=51", "'top'"),
     BAD(WEBAPI_TRAFFIC, "points=1", "'points'"),
+    BAD(WEBAPI_READS, "top=0", "'top' must be an integer from 1 to 50"),
+    BAD(WEBAPI_READS, "points=9", "'points' must be an integer from 10 to 2000"),
+    BAD(WEBAPI_REPORTS, "run=0", "'run' must be an integer from 1"),
     BAD(WEBAPI_SIZES, "run=9223372036854775808", "'run'"),
     BAD(WEBAPI_SIZES, "run=99999999999999999999", "'run'"),
     /* garbage */
@@ -88,6 +96,10 @@ static const struct parse_case cases[] = {
     BAD(WEBAPI_SIZES, "points=10", "unknown parameter 'points'"),
     BAD(WEBAPI_ADVICE, "top=1", "unknown parameter 'top'"),
     BAD(WEBAPI_SERIES, "top=1", "unknown parameter 'top'"),
+    BAD(WEBAPI_READS, "buckets=10", "unknown parameter 'buckets'"),
+    BAD(WEBAPI_READS, "from=1", "unknown parameter 'from'"),
+    BAD(WEBAPI_REPORTS, "points=10", "unknown parameter 'points'"),
+    BAD(WEBAPI_REPORTS, "key=hits_advice", "unknown parameter 'key'"),
     BAD(WEBAPI_SIZES, "Run=1", "unknown parameter 'Run'"),
     BAD(WEBAPI_SIZES, "=1", "unknown parameter ''"),
     BAD(WEBAPI_SIZES, "sql=SELECT", "unknown parameter 'sql'"),
