@@ -604,7 +604,7 @@
       this.q('.classhits-note').textContent = !classes.length ? 'no reads recorded yet.'
         : fmtInt(tot.reads) + ' reads, hit ratio ' + (tot.hit_ratio == null ? '–' : fmtPct(tot.hit_ratio)) +
           '; per ' + fmtSecs(bucket / 1e9) + ' bucket.' +
-          (unknown ? ' Not drawn: ' + fmtInt(unknown.misses) + ' misses of keys never stored through the proxy (class unknown).' : '');
+          (unknown ? ' Not drawn: ' + fmtInt(unknown.misses) + ' misses of keys the recorder had not seen stored (class unknown).' : '');
       const rows = classes.map((c) => {
         const tr = el('tr', { 'data-class-id': String(c.class_id) });
         const cell = (k, text) => tr.append(el('td', { 'data-key': k, 'data-v': String(c[k]) }, text));
@@ -666,6 +666,7 @@
       }
       const canvas = this.q('canvas[data-chart="mrc"]');
       canvas.dataset.curves = String(curves.length);
+      canvas.parentNode.hidden = !curves.length; // no empty axes: the hint says what to run
       this.chart('mrc', {
         type: 'line',
         data: { datasets: ds },
