@@ -223,6 +223,7 @@
   };
   Chart.register(endLabelPlugin);
   const END_LABELS = { endLabels: { on: true } };
+  const READS_EVERY_MS = 10000; // /api/run/reads of a live run: per-minute counts
 
   function secondsAxis(title) {
     return {
@@ -254,6 +255,7 @@
       this.sort = { key: 'class_id', dir: 1 };
       this.classRows = [];
       this.reports = null;
+      this.readsAt = 0;
       this.stopped = false;
       root.dataset.runId = String(run.run_id);
       root.dataset.side = side;
@@ -327,19 +329,23 @@
       ]);
       if (this.stopped) return;
       // then (not at once: the proxy answers QUERY_QUEUE_MAX queries at a
-      // time, two views and their advice included) the reads, and the
-      // saved reports, which change only when the model saves again (with
-      // this proxy stopped: it holds the file): read once
+      // time, two views and their advice included) the reads, counted per
+      // minute (so asked again every READS_EVERY_MS at most: a week of them
+      // is seven steps of the writer), and the saved reports, which change
+      // only when the model saves again (with this proxy stopped: it holds
+      // the file): read once
+      const readsDue = !this.readsAt || Date.now() - this.readsAt >= READS_EVERY_MS;
       const [reads, reports] = await Promise.all([
-        api('/api/run/reads?run=' + id + '&points=300&top=7'),
+        readsDue ? api('/api/run/reads?run=' + id + '&points=300&top=7') : Promise.resolve(null),
         this.reports ? Promise.resolve(null) : api('/api/run/reports?run=' + id),
       ]);
       if (this.stopped) return;
+      if (reads && reads.status === 200) this.readsAt = Date.now();
       this.drawSizes(sizes);
       this.drawClasses(classes);
       this.drawSeries(series);
       this.drawTraffic(traffic);
-      this.drawReads(reads);
+      if (reads) this.drawReads(reads);
       if (reports) this.drawReports(reports);
       this.polls++;
       this.root.dataset.polls = String(this.polls);
