@@ -668,11 +668,12 @@
       if (a && a.current && a.recommended) { // where the advice's two settings sit
         const mark = (label, c, i) => Object.assign({ label: label, showLine: false, pointRadius: 6,
           data: [{ x: c.predicted.memory_bytes / 1048576, y: 100 * c.predicted.hit_ratio }] }, style(i), { pointStyle: 'star' });
-        if (curves.length) ds.push(mark('advice: now', a.current, 4), mark('advice: recommended', a.recommended, 2));
+        if (ds.some((d) => d.data.length)) ds.push(mark('advice: now', a.current, 4), mark('advice: recommended', a.recommended, 2));
       }
       const canvas = this.q('canvas[data-chart="mrc"]');
+      const npoints = curves.reduce((n, c) => n + (c.points || []).length, 0);
       canvas.dataset.curves = String(curves.length);
-      canvas.parentNode.hidden = !curves.length; // no empty axes: the hint says what to run
+      canvas.parentNode.hidden = !npoints; // no empty axes: the note says what to run
       this.chart('mrc', {
         type: 'line',
         data: { datasets: ds },
@@ -683,7 +684,11 @@
             (c.raw.p ? ' (-m ' + c.raw.p.mem_mb + (c.raw.p.over_budget ? ', over the size even at -m 1' : '') + ')' : '') } } } },
       });
       const note = this.q('.mrc-note');
-      if (curves.length) {
+      if (curves.length && !npoints) {
+        note.textContent = 'the saved miss-ratio curve has no points: every size of its range is below the memory ' +
+          "the run's classes take with one page each; save it again with a larger --memory-limit: " + (cmds.hits_mrc || '') +
+          ' --memory-limit MB';
+      } else if (curves.length) {
         note.textContent = 'predicted request by request (hits counted from request ' + fmtInt(m.measure_from) +
           ' on); each point at the largest -m whose memory used stays within the size (✕: over it even at -m 1).';
       } else {
