@@ -223,6 +223,7 @@
   };
   Chart.register(endLabelPlugin);
   const END_LABELS = { endLabels: { on: true } };
+  const READS_EVERY_MS = 10000; // /api/run/reads of a live run: per-minute counts
 
   function secondsAxis(title) {
     return {
@@ -254,6 +255,7 @@
       this.sort = { key: 'class_id', dir: 1 };
       this.classRows = [];
       this.reports = null;
+      this.readsAt = 0;
       this.stopped = false;
       root.dataset.runId = String(run.run_id);
       root.dataset.side = side;
@@ -327,19 +329,23 @@
       ]);
       if (this.stopped) return;
       // then (not at once: the proxy answers QUERY_QUEUE_MAX queries at a
-      // time, two views and their advice included) the reads, and the
-      // saved reports, which change only when the model saves again (with
-      // this proxy stopped: it holds the file): read once
+      // time, two views and their advice included) the reads, counted per
+      // minute (so asked again every READS_EVERY_MS at most: a week of them
+      // is seven steps of the writer), and the saved reports, which change
+      // only when the model saves again (with this proxy stopped: it holds
+      // the file): read once
+      const readsDue = !this.readsAt || Date.now() - this.readsAt >= READS_EVERY_MS;
       const [reads, reports] = await Promise.all([
-        api('/api/run/reads?run=' + id + '&points=300&top=7'),
+        readsDue ? api('/api/run/reads?run=' + id + '&points=300&top=7') : Promise.resolve(null),
         this.reports ? Promise.resolve(null) : api('/api/run/reports?run=' + id),
       ]);
       if (this.stopped) return;
+      if (reads && reads.status === 200) this.readsAt = Date.now();
       this.drawSizes(sizes);
       this.drawClasses(classes);
       this.drawSeries(series);
       this.drawTraffic(traffic);
-      this.drawReads(reads);
+      if (reads) this.drawReads(reads);
       if (reports) this.drawReports(reports);
       this.polls++;
       this.root.dataset.polls = String(this.polls);
@@ -604,7 +610,7 @@
       this.q('.classhits-note').textContent = !classes.length ? 'no reads recorded yet.'
         : fmtInt(tot.reads) + ' reads, hit ratio ' + (tot.hit_ratio == null ? '–' : fmtPct(tot.hit_ratio)) +
           '; per ' + fmtSecs(bucket / 1e9) + ' bucket.' +
-          (unknown ? ' Not drawn: ' + fmtInt(unknown.misses) + ' misses of keys never stored through the proxy (class unknown).' : '');
+          (unknown ? ' Not drawn: ' + fmtInt(unknown.misses) + ' misses of keys the recorder had not seen stored (class unknown).' : '');
       const rows = classes.map((c) => {
         const tr = el('tr', { 'data-class-id': String(c.class_id) });
         const cell = (k, text) => tr.append(el('td', { 'data-key': k, 'data-v': String(c[k]) }, text));
@@ -662,10 +668,12 @@
       if (a && a.current && a.recommended) { // where the advice's two settings sit
         const mark = (label, c, i) => Object.assign({ label: label, showLine: false, pointRadius: 6,
           data: [{ x: c.predicted.memory_bytes / 1048576, y: 100 * c.predicted.hit_ratio }] }, style(i), { pointStyle: 'star' });
-        if (curves.length) ds.push(mark('advice: now', a.current, 4), mark('advice: recommended', a.recommended, 2));
+        if (ds.some((d) => d.data.length)) ds.push(mark('advice: now', a.current, 4), mark('advice: recommended', a.recommended, 2));
       }
       const canvas = this.q('canvas[data-chart="mrc"]');
+      const npoints = curves.reduce((n, c) => n + (c.points || []).length, 0);
       canvas.dataset.curves = String(curves.length);
+      canvas.parentNode.hidden = !npoints; // no empty axes: the note says what to run
       this.chart('mrc', {
         type: 'line',
         data: { datasets: ds },
@@ -676,7 +684,11 @@
             (c.raw.p ? ' (-m ' + c.raw.p.mem_mb + (c.raw.p.over_budget ? ', over the size even at -m 1' : '') + ')' : '') } } } },
       });
       const note = this.q('.mrc-note');
-      if (curves.length) {
+      if (curves.length && !npoints) {
+        note.textContent = 'the saved miss-ratio curve has no points: every size of its range is below the memory ' +
+          "the run's classes take with one page each; save it again with a larger --memory-limit: " + (cmds.hits_mrc || '') +
+          ' --memory-limit MB';
+      } else if (curves.length) {
         note.textContent = 'predicted request by request (hits counted from request ' + fmtInt(m.measure_from) +
           ' on); each point at the largest -m whose memory used stays within the size (✕: over it even at -m 1).';
       } else {

@@ -129,13 +129,15 @@ static const char SQL_SERIES_CLASSES[] = SERIES_PICK
     " coalesce(json_extract(c.fields, '$.evicted'), 0)"
     " FROM pick p JOIN sample_classes c ON c.sample_id = p.sid ORDER BY c.class_id, p.t";
 
-/* reads: the run's minutes in agg_reads, then per class and bucket of ?3
- * minutes from minute ?2 */
-static const char SQL_READS_SPAN[] =
-    "SELECT min(minute), max(minute) FROM agg_reads WHERE run_id = ?1";
-static const char SQL_READS_CLASSES[] =
-    "SELECT class_id, (minute - ?2) / ?3 AS k, sum(reads), sum(hits), sum(misses)"
-    " FROM agg_reads WHERE run_id = ?1 GROUP BY class_id, k ORDER BY class_id, k";
+/* reads: the first and last minute of the run in agg_reads (each an
+ * index lookup), then its rows, a slice of minutes [?2, ?3) at a time, in
+ * the primary key's order (no sort) */
+static const char SQL_READS_SPAN[] = "SELECT (SELECT min(minute) FROM agg_reads WHERE run_id = ?1),"
+                                     " (SELECT max(minute) FROM agg_reads WHERE run_id = ?1)";
+static const char SQL_READS_NEXT[] =
+    "SELECT min(minute) FROM agg_reads WHERE run_id = ?1 AND minute >= ?2";
+static const char SQL_READS_SLICE[] = "SELECT minute, class_id, reads, hits, misses FROM agg_reads"
+                                      " WHERE run_id = ?1 AND minute >= ?2 AND minute < ?3";
 
 /* reports: the model's reports kept in run_meta (cli/model_hits.c --save) */
 static const char SQL_REPORTS[] =
@@ -166,6 +168,8 @@ struct agg {
     bool failed;
 };
 
+struct reads_acc;
+
 struct query_job {
     struct query_job *next;
     struct query_params p;
@@ -178,9 +182,10 @@ struct query_job {
     bool finished_run; /* ended: its answers do not change */
     int64_t run_id, started_ns, ended_ns, lo, hi, cursor, t0, from, span;
     int points, cas, page;
-    int64_t slice;   /* rows per step: halved when a step goes over the budget */
-    bool from_agg;   /* the run has write aggregates: read them, no scan */
-    struct agg a, b; /* sizes: a; traffic: a (k, latency), b (prefixes) */
+    int64_t slice;        /* rows per step: halved when a step goes over the budget */
+    bool from_agg;        /* the run has write aggregates: read them, no scan */
+    struct agg a, b;      /* sizes: a; traffic: a (k, latency), b (prefixes) */
+    struct reads_acc *ra; /* reads: the sums so far */
 };
 
 struct query_cache_ent {
@@ -233,8 +238,11 @@ static void agg_merge(struct agg *g)
     g->n = out + 1;
 }
 
+static void reads_acc_free(struct reads_acc *ra);
+
 static void job_free(struct query_job *j)
 {
+    reads_acc_free(j->ra);
     free(j->a.e);
     free(j->b.e);
     free(j->text);
@@ -1166,94 +1174,181 @@ static void json_chunk(struct jsonb *b, const struct ladder_rows *l, int64_t cla
     jsonb_raw(b, "null");
 }
 
-/* agg_reads of the run: every class's totals (class 0: misses of keys the
- * recorder never saw, never a line), a line per bucket of whole minutes for
- * the top classes by reads (then the lower class id), one for the rest. */
-static void answer_reads(struct query_queue *q, sqlite3 *db, struct query_job *j)
+#define READS_SLICE_MINUTES 1440 /* minutes of agg_reads one step reads (a day) */
+#define READS_SLICE_MIN 15
+
+/* reads: per class and bucket of whole minutes, summed slice by slice */
+struct reads_acc {
+    int64_t lo, hi, width, cursor, slice; /* minutes */
+    int nb;                               /* buckets */
+    int64_t *rd, *ht;                     /* [class * nb + bucket]: reads, hits */
+    int64_t tot[READS_CLASSES][3];        /* reads, hits, misses */
+    bool seen[READS_CLASSES];
+};
+
+static void reads_acc_free(struct reads_acc *ra)
+{
+    if (!ra)
+        return;
+    free(ra->rd);
+    free(ra->ht);
+    free(ra);
+}
+
+/* The run's span of minutes and the buckets: 0, or -1 with j answered. */
+static int reads_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
 {
     sqlite3_stmt *st;
-    struct jsonb b;
-    struct ladder_rows l;
-    int64_t lo = 0, hi = -1, width = 1, tot[READS_CLASSES][3], all[3] = { 0, 0, 0 };
-    int64_t *rd = NULL, *ht = NULL, *ord = NULL, *oth = NULL; /* [class * nb + bucket] */
-    bool seen[READS_CLASSES] = { false };
-    int order[READS_CLASSES], nl = 0, nb = 0, rc;
-    memset(tot, 0, sizeof tot);
-    jsonb_init(&b);
+    struct reads_acc *ra = calloc(1, sizeof *ra);
+    int rc;
+    if (!ra) {
+        set_error(j, QUERY_FAILED, "out of memory");
+        return -1;
+    }
+    j->ra = ra;
+    ra->hi = -1;
+    ra->width = 1;
+    ra->slice = READS_SLICE_MINUTES;
     if (sql_prepare(db, SQL_READS_SPAN, &st, j))
-        goto out;
+        return -1;
     sqlite3_bind_int64(st, 1, j->run_id);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
-            lo = sqlite3_column_int64(st, 0);
-            hi = sqlite3_column_int64(st, 1);
+            ra->lo = sqlite3_column_int64(st, 0);
+            ra->hi = sqlite3_column_int64(st, 1);
         }
         rc = SQLITE_DONE;
     }
     if (sql_done(q, db, st, rc, j))
-        goto out;
-    if (hi >= lo) {
-        int64_t span = hi - lo + 1;
-        width = (span + j->p.points - 1) / j->p.points;
-        nb = (int)((span + width - 1) / width);
-        rd = calloc((size_t)READS_CLASSES * (size_t)nb, sizeof *rd);
-        ht = calloc((size_t)READS_CLASSES * (size_t)nb, sizeof *ht);
-        ord = calloc((size_t)nb, sizeof *ord);
-        oth = calloc((size_t)nb, sizeof *oth);
-        if (!rd || !ht || !ord || !oth) {
-            set_error(j, QUERY_FAILED, "out of memory");
-            goto out;
-        }
-        if (sql_prepare(db, SQL_READS_CLASSES, &st, j))
-            goto out;
+        return -1;
+    ra->cursor = ra->lo;
+    if (ra->hi < ra->lo)
+        return 0;
+    int64_t span = ra->hi - ra->lo + 1;
+    ra->width = (span + j->p.points - 1) / j->p.points;
+    ra->nb = (int)((span + ra->width - 1) / ra->width);
+    ra->rd = calloc((size_t)READS_CLASSES * (size_t)ra->nb, sizeof *ra->rd);
+    ra->ht = calloc((size_t)READS_CLASSES * (size_t)ra->nb, sizeof *ra->ht);
+    if (!ra->rd || !ra->ht) {
+        set_error(j, QUERY_FAILED, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* One slice of minutes, kept in j->a (k1 = minute * 64 + class, k2 = reads,
+ * n = hits, sum = misses) until it is read whole, then summed: a slice over
+ * the budget is read again, half as long. True when the scan is done (or
+ * j answered). */
+static bool reads_slice(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    struct reads_acc *ra = j->ra;
+    sqlite3_stmt *st;
+    int rc;
+    if (ra->cursor > ra->hi)
+        return true;
+    int64_t to = ra->cursor + ra->slice;
+    j->a.n = 0;
+    if (sql_prepare(db, SQL_READS_SLICE, &st, j))
+        return true;
+    sqlite3_bind_int64(st, 1, j->run_id);
+    sqlite3_bind_int64(st, 2, ra->cursor);
+    sqlite3_bind_int64(st, 3, to);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t c = sqlite3_column_int64(st, 1);
+        if (c >= 0 && c < READS_CLASSES)
+            agg_add(&j->a, sqlite3_column_int64(st, 0) * READS_CLASSES + c,
+                    sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
+                    sqlite3_column_int64(st, 4));
+    }
+    if (sql_done(q, db, st, rc, j)) {
+        if (j->st != QUERY_BUSY || ra->slice <= READS_SLICE_MIN)
+            return true;
+        ra->slice /= 2; /* the same minutes again, fewer at a time */
+        free(j->text);
+        j->text = NULL;
+        j->st = QUERY_OK;
+        return false;
+    }
+    if (j->a.failed) {
+        set_error(j, QUERY_FAILED, "out of memory");
+        return true;
+    }
+    for (size_t i = 0; i < j->a.n; i++) {
+        const struct agg_ent *e = &j->a.e[i];
+        int64_t c = e->k1 % READS_CLASSES, k = (e->k1 / READS_CLASSES - ra->lo) / ra->width;
+        if (k < 0 || k >= ra->nb)
+            continue;
+        ra->rd[c * ra->nb + k] += e->k2;
+        ra->ht[c * ra->nb + k] += e->n;
+        ra->tot[c][0] += e->k2;
+        ra->tot[c][1] += e->n;
+        ra->tot[c][2] += e->sum;
+        ra->seen[c] = true;
+    }
+    j->a.n = 0;
+    ra->cursor = ra->hi + 1; /* on to the next minute with reads: idle days cost no step */
+    if (to <= ra->hi && sqlite3_prepare_v2(db, SQL_READS_NEXT, -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, j->run_id);
-        sqlite3_bind_int64(st, 2, lo);
-        sqlite3_bind_int64(st, 3, width);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            int64_t c = sqlite3_column_int64(st, 0), k = sqlite3_column_int64(st, 1);
-            int64_t v[3] = { sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-                             sqlite3_column_int64(st, 4) };
-            if (c < 0 || c >= READS_CLASSES || k < 0 || k >= nb)
-                continue;
-            rd[c * nb + k] += v[0];
-            ht[c * nb + k] += v[1];
-            for (int x = 0; x < 3; x++) {
-                tot[c][x] += v[x];
-                all[x] += v[x];
-            }
-            seen[c] = true;
-        }
-        if (sql_done(q, db, st, rc, j))
-            goto out;
+        sqlite3_bind_int64(st, 2, to);
+        ra->cursor = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL
+                         ? sqlite3_column_int64(st, 0)
+                         : to;
+        sqlite3_finalize(st);
+    }
+    return ra->cursor > ra->hi;
+}
+
+/* agg_reads of the run, summed: every class's totals (class 0: misses of
+ * keys of unknown class, never a line), a line per bucket of whole minutes
+ * for the top classes by reads (then the lower class id), one for the
+ * rest. */
+static void answer_reads(sqlite3 *db, struct query_job *j)
+{
+    const struct reads_acc *ra = j->ra;
+    struct jsonb b;
+    struct ladder_rows l;
+    int64_t all[3] = { 0, 0, 0 };
+    int64_t *ord = calloc((size_t)ra->nb + 1, sizeof *ord),
+            *oth = calloc((size_t)ra->nb + 1, sizeof *oth);
+    int order[READS_CLASSES], nl = 0, nb = ra->nb;
+    jsonb_init(&b);
+    if (!ord || !oth) {
+        set_error(j, QUERY_FAILED, "out of memory");
+        goto out;
     }
     read_ladder(db, j->run_id, &l);
+    for (int c = 0; c < READS_CLASSES; c++)
+        for (int x = 0; x < 3; x++)
+            all[x] += ra->tot[c][x];
     for (int c = 1; c < READS_CLASSES; c++) { /* most reads first, then the lower id */
-        if (!seen[c])
+        if (!ra->seen[c])
             continue;
         int i = nl++;
-        while (i > 0 && tot[order[i - 1]][0] < tot[c][0])
+        while (i > 0 && ra->tot[order[i - 1]][0] < ra->tot[c][0])
             i--;
         memmove(&order[i + 1], &order[i], (size_t)(nl - 1 - i) * sizeof *order);
         order[i] = c;
     }
     int top = nl < j->p.top ? nl : j->p.top;
     jsonb_printf(&b, "{\"run_id\":%lld,\"bucket_ns\":%lld,\"t\":[", (long long)j->run_id,
-                 (long long)(width * READS_MINUTE_NS));
+                 (long long)(ra->width * READS_MINUTE_NS));
     for (int k = 0; k < nb; k++)
-        jsonb_printf(&b, "%s%lld", k ? "," : "", (long long)((lo + k * width) * READS_MINUTE_NS));
+        jsonb_printf(&b, "%s%lld", k ? "," : "",
+                     (long long)((ra->lo + k * ra->width) * READS_MINUTE_NS));
     jsonb_printf(&b, "],\"total\":{\"reads\":%lld,\"hits\":%lld,\"misses\":%lld,\"hit_ratio\":",
                  (long long)all[0], (long long)all[1], (long long)all[2]);
     json_ratio(&b, all[1], all[0]);
     jsonb_raw(&b, "},\"classes\":[");
     for (int c = 0, first = 1; c < READS_CLASSES; c++) {
-        if (!seen[c])
+        if (!ra->seen[c])
             continue;
         jsonb_printf(&b, "%s{\"class_id\":%d,\"chunk_size\":", first ? "" : ",", c);
         json_chunk(&b, &l, c);
         jsonb_printf(&b, ",\"reads\":%lld,\"hits\":%lld,\"misses\":%lld,\"hit_ratio\":",
-                     (long long)tot[c][0], (long long)tot[c][1], (long long)tot[c][2]);
-        json_ratio(&b, tot[c][1], tot[c][0]);
+                     (long long)ra->tot[c][0], (long long)ra->tot[c][1], (long long)ra->tot[c][2]);
+        json_ratio(&b, ra->tot[c][1], ra->tot[c][0]);
         jsonb_raw(&b, "}");
         first = 0;
     }
@@ -1263,9 +1358,9 @@ static void answer_reads(struct query_queue *q, sqlite3 *db, struct query_job *j
         jsonb_printf(&b, "%s{\"class_id\":%d,\"chunk_size\":", i ? "," : "", c);
         json_chunk(&b, &l, c);
         jsonb_raw(&b, ",\"reads\":[");
-        jsonb_int64s(&b, rd + (size_t)c * nb, (size_t)nb);
+        jsonb_int64s(&b, ra->rd + (size_t)c * nb, (size_t)nb);
         jsonb_raw(&b, "],\"hits\":[");
-        jsonb_int64s(&b, ht + (size_t)c * nb, (size_t)nb);
+        jsonb_int64s(&b, ra->ht + (size_t)c * nb, (size_t)nb);
         jsonb_raw(&b, "]}");
     }
     if (nl > top) {
@@ -1274,8 +1369,8 @@ static void answer_reads(struct query_queue *q, sqlite3 *db, struct query_job *j
         for (int i = top; i < nl; i++) {
             jsonb_printf(&b, "%s%d", i > top ? "," : "", order[i]);
             for (int k = 0; k < nb; k++) {
-                ord[k] += rd[(size_t)order[i] * nb + k];
-                oth[k] += ht[(size_t)order[i] * nb + k];
+                ord[k] += ra->rd[(size_t)order[i] * nb + k];
+                oth[k] += ra->ht[(size_t)order[i] * nb + k];
             }
         }
         jsonb_raw(&b, "],\"reads\":[");
@@ -1288,8 +1383,6 @@ static void answer_reads(struct query_queue *q, sqlite3 *db, struct query_job *j
     json_finish(j, &b);
 out:
     jsonb_free(&b);
-    free(rd);
-    free(ht);
     free(ord);
     free(oth);
 }
@@ -1440,13 +1533,22 @@ static bool job_step(struct query_queue *q, sqlite3 *db, struct query_job *j)
         budget_end(db);
         break;
     case QUERY_ADVICE: answer_advice(q, db, j); break;
-    case QUERY_READS:
+    case QUERY_READS: {
+        budget_start(q, db, q->budget_ms);
+        bool done = (!j->ra && reads_start(q, db, j)) || reads_slice(q, db, j);
+        budget_end(db);
+        if (!done)
+            return false;
+        if (j->text) /* failed: answered */
+            return true;
+        budget_start(q, db, q->budget_ms);
+        answer_reads(db, j);
+        budget_end(db);
+        break;
+    }
     case QUERY_REPORTS:
         budget_start(q, db, q->budget_ms);
-        if (j->p.kind == QUERY_READS)
-            answer_reads(q, db, j);
-        else
-            answer_reports(q, db, j);
+        answer_reports(q, db, j);
         budget_end(db);
         break;
     }

@@ -465,9 +465,12 @@ class PageTest(mctest.ServerTestCase):
         t.join(10)
         api_classes = self.api(px, "/api/run/classes?run=%d" % live_id)
         cid = self.assert_class_row(view, api_classes, mctest.mc_classes(mc.port))
-        # the reads table as the API gives it, once the page has polled after the trickle
-        polls = br.eval(STATE_JS)["views"][0]["polls"]
-        br.wait("Number(document.querySelector('.view').dataset.polls) >= %d" % (polls + 2), 30, "two more polls")
+        # the reads table as the API gives it, once the page has asked again
+        # after the trickle (every 10 s at most: counts per minute)
+        api_reads = self.api(px, "/api/run/reads?run=%d" % live_id)
+        br.wait("[...document.querySelectorAll('table.readclasses tbody td[data-key=\"reads\"]')]"
+                ".reduce((s, td) => s + Number(td.dataset.v), 0) === %d" % api_reads["total"]["reads"],
+                30, "the reads table with every read of the trickle")
         self.assert_reads(br.eval(STATE_JS)["views"][0], self.api(px, "/api/run/reads?run=%d" % live_id))
         # the line the page makes of a report with measured numbers (a real
         # `model advise --verify --save` report)

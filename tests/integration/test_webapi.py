@@ -409,11 +409,27 @@ class WebApiTest(mctest.ServerTestCase):
                     " '{\"curves\": [')", (run2,))
         con.execute("INSERT OR REPLACE INTO run_meta (run_id, key, value) VALUES (?, 'hits_advice',"
                     " '{\"x\": 1}\n\n')", (run2,))
+        # and reads over days, with an idle day: read a day of minutes per
+        # step, idle minutes skipped; the same bytes as built here
+        t0 = mctest.db_scalar(db, "SELECT started_ns FROM runs WHERE run_id = ?", (run2,))
+        m0 = t0 // (60 * 10**9) - 4 * 1440
+        con.executemany(
+            "INSERT INTO agg_reads (run_id, minute, class_id, reads, hits, misses)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [(run2, m0 + i, c, 10 + (i * c) % 7, (i * c) % 7, 10)
+             for i in list(range(0, 1440 + 300)) + list(range(3 * 1440, 3 * 1440 + 50))
+             for c in (1, 3, 5, 6, 9) if (i + c) % 4])
         con.commit()
         con.close()
+        want = {q: reads_json(db, run2, points=pts, top=top) for q, pts, top in (
+            ("points=10&top=2", 10, 2), ("", 300, 7), ("points=2000&top=1", 2000, 1))}
+        self.assertEqual(len(json.loads(want["points=2000&top=1"])["t"]), 1457)  # 3 minutes each
         px3 = self.proxy(mc.port, db=db, http=True, name="proxy3")
         st, _, body = http_request(px3.http_port, "GET", "/api/run/reports?run=%d" % run2)
         self.assertEqual(body.decode(), reports_json(db, run2, {"hits_advice": '{"x": 1}'}))
+        for q, body_want in want.items():
+            st, _, body = http_request(px3.http_port, "GET", "/api/run/reads?run=%d&%s" % (run2, q))
+            self.assertEqual((st, body.decode()), (200, body_want), q)
         self.stop_clean(px3)
 
     @unittest.skipUnless(os.environ.get("SLABTAP_WEBAPI_BIG"), "SLABTAP_WEBAPI_BIG=ROWS not set")
