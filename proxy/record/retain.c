@@ -275,8 +275,11 @@ static int delete_reads_before(sqlite3 *db, const struct oldest *old, uint64_t b
     int64_t rlo = 0, rhi = 0, rt0 = 0, cut = 0, first = 0, cover = 0, lim = 0, a = 0;
     *n = 0;
     *behind = false;
-    int got = query_int(db, "SELECT lo FROM read_runs WHERE run_id = ?1", old->run_id, 0, 0, &rlo);
-    if (got <= 0) /* a file or run without reads */
+    int got = query_int(db, "SELECT min(rowid) FROM read_rows", 0, 0, 0, &first);
+    if (got <= 0) /* no read in the file (--reads off): nothing more to look at */
+        return got;
+    got = query_int(db, "SELECT lo FROM read_runs WHERE run_id = ?1", old->run_id, 0, 0, &rlo);
+    if (got <= 0) /* a run without reads */
         return got;
     if (query_int(db, "SELECT hi FROM read_runs WHERE run_id = ?1", old->run_id, 0, 0, &rhi) < 0 ||
         query_int(db, "SELECT t0 FROM read_runs WHERE run_id = ?1", old->run_id, 0, 0, &rt0) < 0)
