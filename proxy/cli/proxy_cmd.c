@@ -520,6 +520,19 @@ int cli_proxy_main(int argc, char **argv)
         fprintf(stderr, "slabtap: stopped; %llu rows recorded, %llu lost%s%s\n",
                 (unsigned long long)rec_recorded(&pa->app.rec),
                 (unsigned long long)rec_lost_total(&pa->app.rec), why, n ? ")" : "");
+        /* read rows apart (runs.rows_recorded counts writes) */
+        n = 0;
+        why[0] = '\0';
+        for (int i = 0; i < REC_LOST__COUNT && n < sizeof why; i++) {
+            uint64_t lost = rec_reads_lost(&pa->app.rec, (enum rec_loss)i);
+            if (lost)
+                n += (size_t)snprintf(why + n, sizeof why - n, "%s%s %llu", n ? ", " : " (",
+                                      rec_loss_label((enum rec_loss)i), (unsigned long long)lost);
+        }
+        if (rec_reads_recorded(&pa->app.rec) || n)
+            fprintf(stderr, "slabtap: %llu read rows recorded, %llu lost%s%s\n",
+                    (unsigned long long)rec_reads_recorded(&pa->app.rec),
+                    (unsigned long long)rec_reads_lost_total(&pa->app.rec), why, n ? ")" : "");
     }
 out_loop:
     if (uv_loop_close(&pa->loop))

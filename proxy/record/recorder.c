@@ -61,6 +61,14 @@ static size_t rec_count_writes(const struct rec_row *rows, size_t n)
     return writes;
 }
 
+static size_t rec_count_reads(const struct rec_row *rows, size_t n)
+{
+    size_t reads = 0;
+    for (size_t i = 0; i < n; i++)
+        reads += rows[i].kind == REC_ROW_READ && !rows[i].sampled_out;
+    return reads;
+}
+
 static void rec_free_jobs(struct rec_job *jobs)
 {
     while (jobs) {
@@ -127,8 +135,10 @@ static int rec_commit(struct recorder *r, const struct rec_row *rows, size_t n,
         }
         snprintf(r->last_error, sizeof r->last_error, "%.*s", (int)sizeof r->last_error - 1, err);
     } else {
-        if (own)
+        if (own) {
             r->written += rec_count_writes(rows, n);
+            r->reads_written += rec_count_reads(rows, n);
+        }
         if (r->failing) {
             r->failing = false;
             r->recovered = true; /* the loop stops shedding */
@@ -219,7 +229,7 @@ static int rec_spill_batch(struct recorder *r, const struct rec_row *batch, size
                            struct rec_job *jobs, int64_t batch_no)
 {
     char err[1536];
-    uint64_t writes = rec_count_writes(batch, n);
+    uint64_t writes = rec_count_writes(batch, n), reads = rec_count_reads(batch, n);
     enum spill_put_result res =
         spill_put(r->spill, r->run_id, batch_no, batch, n, jobs, err, sizeof err);
     if (res == SPILL_ERROR) {
@@ -227,9 +237,10 @@ static int rec_spill_batch(struct recorder *r, const struct rec_row *batch, size
         return -1;
     }
     pthread_mutex_lock(&r->mu);
-    if (res == SPILL_FULL)
+    if (res == SPILL_FULL) {
         r->wlost[REC_LOST_SPILL_FULL] += writes;
-    else
+        r->rlost[REC_LOST_SPILL_FULL] += reads;
+    } else
         r->spilled += writes;
     pthread_mutex_unlock(&r->mu);
     rec_spill_mirror(r);
@@ -367,6 +378,7 @@ static void rec_rotate(struct recorder *r)
     *r->sink = *nk; /* the store's connection and statements move as they are */
     r->run_id = id;
     r->written0 = written;
+    r->reads_written0 = r->reads_written;
     r->rotations++;
     snprintf(r->store_path, sizeof r->store_path, "%s", next);
     pthread_mutex_unlock(&r->mu);
@@ -398,6 +410,9 @@ static void rec_file_reopen(struct recorder *r, enum store_file_state what, int6
     uint64_t gone = r->written - r->written0;
     r->wlost[REC_LOST_FILE_DELETED] += gone;
     r->written -= gone; /* recorded: rows in files that are still there */
+    uint64_t rgone = r->reads_written - r->reads_written0;
+    r->rlost[REC_LOST_FILE_DELETED] += rgone;
+    r->reads_written -= rgone;
     r->sink_ready = false;
     snprintf(path, sizeof path, "%s", r->store_path);
     pthread_mutex_unlock(&r->mu);
@@ -468,6 +483,7 @@ static void rec_file_reopen(struct recorder *r, enum store_file_state what, int6
     *r->sink = nk;
     r->run_id = id;
     r->written0 = r->written;
+    r->reads_written0 = r->reads_written;
     r->sink_ready = true;
     pthread_mutex_unlock(&r->mu);
     if (retain_enabled(&r->retain))
@@ -569,6 +585,7 @@ static void rec_write_batch(struct recorder *r, const struct rec_row *batch, siz
         if (!ready && rec_try_open(r)) {
             pthread_mutex_lock(&r->mu);
             r->wlost[REC_LOST_STORE_UNAVAILABLE] += rec_count_writes(batch, n);
+            r->rlost[REC_LOST_STORE_UNAVAILABLE] += rec_count_reads(batch, n);
             break;
         }
         int64_t stall_ns = (int64_t)r->max_stall_ms * 1000000;
@@ -587,6 +604,7 @@ static void rec_write_batch(struct recorder *r, const struct rec_row *batch, siz
         if (r->stop && (atomic_load(&r->give_up) ||
                         clock_wall_ns() - r->stop_since_ns >= (int64_t)r->grace_ms * 1000000)) {
             r->lost_shutdown += rec_count_writes(batch, n); /* given up: counted */
+            r->reads_lost_shutdown += rec_count_reads(batch, n);
             break;
         }
         unsigned wait = backoff;
@@ -763,6 +781,7 @@ static void *rec_writer(void *arg)
             /* a second signal: what is still queued is counted, not written */
             while (r->count > 0) {
                 r->lost_shutdown += r->ring[r->head].kind == REC_ROW_WRITE;
+                r->reads_lost_shutdown += r->ring[r->head].kind == REC_ROW_READ;
                 r->head = (r->head + 1) % r->cap;
                 r->count--;
             }
@@ -1065,6 +1084,32 @@ void rec_count_lost(struct recorder *r, enum rec_loss reason, uint64_t n)
         r->lost[reason] += n;
 }
 
+uint64_t rec_reads_recorded(struct recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    uint64_t n = r->reads_written;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+uint64_t rec_reads_lost(struct recorder *r, enum rec_loss reason)
+{
+    if ((unsigned)reason >= REC_LOST__COUNT)
+        return 0;
+    pthread_mutex_lock(&r->mu);
+    uint64_t n = r->rlost[reason];
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+uint64_t rec_reads_lost_total(struct recorder *r)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < REC_LOST__COUNT; i++)
+        n += rec_reads_lost(r, (enum rec_loss)i);
+    return n;
+}
+
 uint64_t rec_lost(struct recorder *r, enum rec_loss reason)
 {
     if ((unsigned)reason >= REC_LOST__COUNT)
@@ -1191,6 +1236,7 @@ int rec_close(struct recorder *r, char *err, size_t errlen)
                 atomic_load(&r->give_up)) {
                 size_t writes = rec_count_writes(r->stash, r->stash_count);
                 r->lost[REC_LOST_SHUTDOWN] += writes;
+                r->rlost[REC_LOST_SHUTDOWN] += rec_count_reads(r->stash, r->stash_count);
                 r->stash_count = 0;
                 break;
             }
@@ -1204,6 +1250,7 @@ int rec_close(struct recorder *r, char *err, size_t errlen)
         pthread_join(r->thread, NULL);
         r->thread_started = false;
         r->lost[REC_LOST_SHUTDOWN] += r->lost_shutdown;
+        r->rlost[REC_LOST_SHUTDOWN] += r->reads_lost_shutdown;
         if (r->lost[REC_LOST_SHUTDOWN])
             log_error("recorder: the store still failed at shutdown: %llu writes not recorded",
                       (unsigned long long)r->lost[REC_LOST_SHUTDOWN]);

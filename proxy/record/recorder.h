@@ -98,6 +98,11 @@ struct recorder {
     atomic_bool give_up; /* a second signal: stop waiting for the store */
     char last_error[256];
     uint64_t wlost[REC_LOST__COUNT]; /* writes the writer could not keep, by reason */
+    /* read rows (REC_ROW_READ) apart: they are not in runs.rows_recorded,
+     * which counts writes; their losses are counted here by reason */
+    uint64_t reads_written, reads_written0; /* committed; at the current file's start */
+    uint64_t rlost[REC_LOST__COUNT];        /* reads not recorded, by reason */
+    uint64_t reads_lost_shutdown;
     uint64_t spill_batches, spill_rows, spill_bytes; /* the spill's backlog now */
     uint64_t spilled, shipped; /* writes put into the spill, and shipped from it */
     bool sink_ready;           /* the sink is open and the run begun */
@@ -221,6 +226,13 @@ enum store_file_state rec_file_fault(struct recorder *r, int64_t *since, uint64_
  * (every reason); loop thread. */
 uint64_t rec_recorded(struct recorder *r);
 uint64_t rec_lost_total(struct recorder *r);
+/* Read rows committed (the files still there), and read rows not recorded
+ * by reason and in all: the queue's drops (queue_full, shutdown from the
+ * loop) are counted with the writes in rec_lost, every loss on the writer's
+ * side here. */
+uint64_t rec_reads_recorded(struct recorder *r);
+uint64_t rec_reads_lost(struct recorder *r, enum rec_loss reason);
+uint64_t rec_reads_lost_total(struct recorder *r);
 /* The spill's backlog (rows, bytes) and the writes spilled and shipped. */
 struct rec_spill_state {
     bool enabled;

@@ -400,6 +400,11 @@ static void route_health(const struct admin_http_request *req, struct admin_http
     for (int reason = 0; reason < REC_LOST__COUNT; reason++)
         jsonb_printf(&b, "%s\"%s\":%llu", reason ? "," : "", rec_loss_label((enum rec_loss)reason),
                      (unsigned long long)rec_lost(&a->rec, (enum rec_loss)reason));
+    jsonb_printf(&b, "},\"reads_recorded\":%llu,\"reads_lost\":{",
+                 (unsigned long long)rec_reads_recorded(&a->rec));
+    for (int reason = 0; reason < REC_LOST__COUNT; reason++)
+        jsonb_printf(&b, "%s\"%s\":%llu", reason ? "," : "", rec_loss_label((enum rec_loss)reason),
+                     (unsigned long long)rec_reads_lost(&a->rec, (enum rec_loss)reason));
     jsonb_raw(&b, "}},");
     /* the store and the spill: why recording is degraded while it is */
     char why[512];
@@ -587,6 +592,14 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
     for (int reason = 0; reason < REC_LOST__COUNT; reason++) {
         struct prom_label l = { "reason", rec_loss_label((enum rec_loss)reason) };
         prom_sample_u64(&w, &l, 1, rec_lost(&a->rec, (enum rec_loss)reason));
+    }
+    prom_declare(&w, "slabtap_read_rows_lost_total", PROM_COUNTER,
+                 "Read rows (one per key asked for) the writer could not record, by reason "
+                 "(as slabtap_rows_lost_total; read rows dropped from a full queue are counted "
+                 "there, with the writes)");
+    for (int reason = 0; reason < REC_LOST__COUNT; reason++) {
+        struct prom_label l = { "reason", rec_loss_label((enum rec_loss)reason) };
+        prom_sample_u64(&w, &l, 1, rec_reads_lost(&a->rec, (enum rec_loss)reason));
     }
     prom_declare(&w, "slabtap_recorder_failing", PROM_GAUGE,
                  "1 while the store fails to write (batches are kept and tried again)");

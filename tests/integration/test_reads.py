@@ -22,6 +22,7 @@ memcached and a real `slabtap proxy`:
 Needs memcached on PATH and $SLABTAP. Binds 127.0.0.1 only; every wait is
 bounded; everything started is stopped in tearDown.
 """
+import json
 import os
 import random
 import socket
@@ -292,6 +293,36 @@ class ReadsTest(mctest.ServerTestCase):
                              (hi - newest,)), expired_to)
         self.assertEqual(mctest.db_scalar(px.db, "SELECT sum(reads) FROM agg_reads"), total)
         self.assertLessEqual(os.path.getsize(px.db), (1 << 20) + 65536)
+
+    def test_file_deleted_reads_counted_lost(self):
+        """The file deleted under a read load: the reads it held are counted
+        lost (file_deleted) in /health, /metrics and the last line, and the
+        new file's reads + those = the keys asked for."""
+        mc = self.mc(extra=["-m", "64"])
+        px = self.proxy(mc.port, http=True)
+        s = mctest.connect(px.port)
+        mctest.set_items(s, [(b"d:%d" % i, b"q" * 20) for i in range(100)])
+        batch = b"".join(b"get d:%d\r\n" % (i % 200) for i in range(2000))
+
+        def health():  # 503 while the deleted file is being replaced
+            st, _, body = mctest.http_request(px.http_port, "GET", "/health")
+            return json.loads(body)["recorder"]
+
+        talk(s, batch, b"END\r\n", count=2000)
+        mctest.wait_for(lambda: health()["reads_recorded"] == 2000, 30, what="2000 reads")
+        os.remove(px.db)
+        mctest.wait_for(lambda: health()["reads_lost"]["file_deleted"] == 2000, 30,
+                        what="the deleted file's 2000 reads counted lost")
+        talk(s, batch, b"END\r\n", count=2000)
+        mctest.wait_for(lambda: health()["reads_recorded"] == 2000, 30,
+                        what="2000 reads in the new file")
+        st, _, body = mctest.http_request(px.http_port, "GET", "/metrics")
+        self.assertIn(b'slabtap_read_rows_lost_total{reason="file_deleted"} 2000', body)
+        s.close()
+        self.stop_clean(px)
+        self.assertIn("2000 read rows recorded, 2000 lost (file_deleted 2000)",
+                      px.stderr_text())
+        self.assertEqual(mctest.db_scalar(px.db, "SELECT count(*) FROM reads"), 2000)
 
     def test_sigterm_loses_nothing(self):
         mc = self.mc(extra=["-m", "64"])

@@ -158,10 +158,13 @@ class RetentionTest(mctest.ServerTestCase):
 
     def test_retain_age(self):
         mc = self.mc()
-        px = self.proxy(mc.port, http=True, extra=["--retain", "2s",
+        # --retain 4s: the old rows' expiry steps have 4 s to finish before
+        # the first new row is old enough to go too (2 s was not always
+        # enough on a loaded 2-core machine under ASan: 20,006 expired)
+        px = self.proxy(mc.port, http=True, extra=["--retain", "4s",
                                                    "--stats-interval", "200"])
         send_sets(px.port, 1, 20000, prefix=b"old")
-        time.sleep(2.5)
+        time.sleep(4.5)
         t_new = time.time_ns()
         send_sets(px.port, 20001, 5000, prefix=b"new")
         mctest.wait_for(lambda: mctest.http_json(px.http_port, "GET", "/health")
