@@ -74,6 +74,29 @@ out:
     return rc;
 }
 
+/* The run's request sequence into *seq and the model's input over it (the
+ * run's settings, automove, LRU, warm-up); what = the command for errors.
+ * 0, or -1 said on stderr. */
+static int hits_input(const struct cli_hits_args *a, const char *what, struct capacity_seq *seq,
+                      struct hitadvise_input *in)
+{
+    char err[512];
+    if (verify_read_sequence(a->db, a->run_id, true, seq, err, sizeof err)) {
+        fprintf(stderr, "slabtap model %s: %s\n", what, err);
+        return -1;
+    }
+    memset(in, 0, sizeof *in);
+    in->current = &a->r->settings;
+    run_lru_settings(a->sqlite, a->run_id, &in->current_automove, &in->lru);
+    in->seq = seq;
+    in->measure_from = (size_t)((double)seq->n * a->warmup);
+    in->current_mem_mb = a->r->settings.mem_limit / HITADVISE_MB;
+    in->budget = a->memory_limit_mb * HITADVISE_MB;
+    in->max_classes = a->max_classes;
+    in->try_automove = true;
+    return 0;
+}
+
 static void cand_flags(const struct hitadvise_candidate *c, const char *version, char *out,
                        size_t len)
 {
@@ -161,7 +184,7 @@ int cli_model_hits_advise(const struct cli_hits_args *a)
     struct hitadvise_candidate *c = calloc(HITADVISE_MAX, sizeof *c), minc;
     struct verify_hits_result *v = calloc(HITADVISE_MAX, sizeof *v);
     struct hitadvise_input in;
-    char err[512], flags[1024];
+    char flags[1024];
     size_t n = 0;
     uint64_t budget = 0;
     int failed = 1, rec, minrc = 1;
@@ -170,19 +193,8 @@ int cli_model_hits_advise(const struct cli_hits_args *a)
         fprintf(stderr, "slabtap model advise: out of memory\n");
         goto out;
     }
-    if (verify_read_sequence(a->db, a->run_id, true, &seq, err, sizeof err)) {
-        fprintf(stderr, "slabtap model advise: hits: %s\n", err);
+    if (hits_input(a, "advise", &seq, &in))
         goto out;
-    }
-    memset(&in, 0, sizeof in);
-    in.current = &a->r->settings;
-    run_lru_settings(a->sqlite, a->run_id, &in.current_automove, &in.lru);
-    in.seq = &seq;
-    in.measure_from = (size_t)((double)seq.n * a->warmup);
-    in.current_mem_mb = a->r->settings.mem_limit / HITADVISE_MB;
-    in.budget = a->memory_limit_mb * HITADVISE_MB;
-    in.max_classes = a->max_classes;
-    in.try_automove = true;
     rec = hitadvise_run(&in, c, &n, &budget);
     if (rec < 0) {
         fprintf(stderr, "slabtap model advise: hits: out of memory, or the run's settings give "
@@ -319,20 +331,10 @@ int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points,
     struct hitadvise_input in;
     struct hitadvise_candidate *c = NULL, *o = NULL;
     uint64_t mem[64];
-    char err[512];
     int rc = 1;
     capacity_seq_init(&seq);
-    if (verify_read_sequence(a->db, a->run_id, true, &seq, err, sizeof err)) {
-        fprintf(stderr, "slabtap model mrc: %s\n", err);
+    if (hits_input(a, "mrc", &seq, &in))
         goto out;
-    }
-    memset(&in, 0, sizeof in);
-    in.current = &a->r->settings;
-    run_lru_settings(a->sqlite, a->run_id, &in.current_automove, &in.lru);
-    in.seq = &seq;
-    in.measure_from = (size_t)((double)seq.n * a->warmup);
-    in.current_mem_mb = a->r->settings.mem_limit / HITADVISE_MB;
-    in.max_classes = SLAB_MODEL_MAX_CLASSES;
     uint64_t hi = (a->memory_limit_mb ? a->memory_limit_mb : in.current_mem_mb * 2) * HITADVISE_MB;
     if (points > 64)
         points = 64;
