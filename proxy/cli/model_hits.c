@@ -348,22 +348,26 @@ int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points,
         fprintf(stderr, "slabtap model mrc: out of memory, or settings that give no ladder\n");
         goto out;
     }
-    if (floor->res.malloced > lo)
+    if (floor->res.malloced > lo && a->r->sample_keys <= 1)
         lo = floor->res.malloced;
     free(floor);
     size_t np = hitadvise_mrc_points(lo, hi, points, mem);
     c = calloc(np ? np : 1, sizeof *c);
     o = calloc(np ? np : 1, sizeof *o);
-    if (!c || !o || hitadvise_mrc(&in, in.current, in.current_automove, mem, np, c) ||
-        (other && hitadvise_mrc(&in, other, other_automove, mem, np, o))) {
+    uint32_t sample = a->r->sample_keys > 1 ? a->r->sample_keys : 0;
+    if (!c || !o ||
+        (sample ? hitadvise_mrc_sampled(&in, in.current, in.current_automove, sample, mem, np, c)
+                : hitadvise_mrc(&in, in.current, in.current_automove, mem, np, c)) ||
+        (other && (sample ? hitadvise_mrc_sampled(&in, other, other_automove, sample, mem, np, o)
+                          : hitadvise_mrc(&in, other, other_automove, mem, np, o)))) {
         fprintf(stderr, "slabtap model mrc: out of memory, or settings that give no ladder\n");
         goto out;
     }
     if (a->json || a->save) {
         struct jsonb b;
         jsonb_init(&b);
-        jsonb_printf(&b, "{\"run_id\":%lld,\"measure_from\":%zu,\"curves\":[", (long long)a->run_id,
-                     in.measure_from);
+        jsonb_printf(&b, "{\"run_id\":%lld,\"measure_from\":%zu,\"sample_keys\":%u,\"curves\":[",
+                     (long long)a->run_id, in.measure_from, sample ? sample : 1);
         for (int k = 0; k < (other ? 2 : 1); k++) {
             struct hitadvise_candidate *x = k ? o : c;
             char flags[1024];
@@ -394,6 +398,11 @@ int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points,
                "each point at the largest -m whose memory used stays within the size (* over it\n"
                "even at -m 1: each class's first page is granted past -m)\n",
                (long long)a->run_id, seq.n, in.measure_from);
+        if (sample)
+            printf("sampled run (--sample-keys 1/%u): each point is the sample in 1/%u of the "
+                   "memory (SHARDS), -m as given, memory used scaled up; * too few pages per "
+                   "class for the sample to mean anything (not run)\n",
+                   sample, sample);
         printf("  %10s  %14s %10s%s\n", "memory MB", "current -m/used", "hit ratio",
                other ? "   other -m/used  hit ratio" : "");
         for (size_t i = 0; i < np; i++) {

@@ -299,6 +299,35 @@ int hitadvise_mrc(const struct hitadvise_input *in, const struct slab_settings *
     return 0;
 }
 
+int hitadvise_mrc_sampled(const struct hitadvise_input *in, const struct slab_settings *s,
+                          unsigned automove, uint32_t sample, const uint64_t *mem, size_t n,
+                          struct hitadvise_candidate *out)
+{
+    struct slab_ladder l;
+    struct capacity_config cfg;
+    if (slab_ladder_build(s, &l, NULL, 0) != SLAB_OK)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        struct hitadvise_candidate *c = &out[i];
+        memset(c, 0, sizeof *c);
+        memset(&cfg, 0, sizeof cfg);
+        cfg.mem_limit = mem[i];
+        cfg.lru = in->lru;
+        cfg.automove = automove;
+        cfg.measure_from = in->measure_from;
+        cfg.use_cas = l.use_cas;
+        enum capacity_shards_status st =
+            capacity_shards_run(&l, &cfg, sample, in->seq, 0, in->seq->n, NULL, &c->res);
+        if (st == CAPACITY_SHARDS_ERROR)
+            return -1;
+        fill_candidate(c, "mrc, sampled", s, automove, mem[i] / HITADVISE_MB, &l);
+        c->over_budget = st == CAPACITY_SHARDS_TOO_SMALL;
+        if (!c->over_budget)
+            c->res.malloced *= sample; /* the whole cache's, estimated */
+    }
+    return 0;
+}
+
 size_t hitadvise_mrc_points(uint64_t lo, uint64_t hi, size_t n, uint64_t *mem)
 {
     size_t k = 0;

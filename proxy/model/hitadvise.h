@@ -96,6 +96,16 @@ int hitadvise_mrc(const struct hitadvise_input *in, const struct slab_settings *
                   unsigned automove, const uint64_t *mem, size_t n,
                   struct hitadvise_candidate *out);
 
+/* The same for a run recorded with --sample-keys 1/sample (every request
+ * of one key in sample, model/capacity.h capacity_shards_run): each point
+ * is the sample simulated at mem[i] / sample standing for the whole cache
+ * at mem[i] (SHARDS), -m = mem[i] with no fitting to memory used; a point
+ * whose scaled memory leaves fewer than CAPACITY_SHARDS_MIN_PAGES pages per
+ * class the sample uses is marked over_budget and not run. 0 or -1. */
+int hitadvise_mrc_sampled(const struct hitadvise_input *in, const struct slab_settings *s,
+                          unsigned automove, uint32_t sample, const uint64_t *mem, size_t n,
+                          struct hitadvise_candidate *out);
+
 /* n budgets spread geometrically from lo to hi bytes (whole MB, distinct,
  * ascending) into mem[n]; returns how many. */
 size_t hitadvise_mrc_points(uint64_t lo, uint64_t hi, size_t n, uint64_t *mem);
