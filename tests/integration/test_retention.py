@@ -157,22 +157,35 @@ class RetentionTest(mctest.ServerTestCase):
                          total + probe.count)
 
     def test_retain_age(self):
+        # The old rows go first, then the new ones are sent: expiry runs in
+        # steps between the writer's batches (an idle writer's only batches
+        # are the 200 ms stats samples), so on a slow machine expiring
+        # 20,000 rows can take seconds; sending the new rows only once the
+        # old ones are gone keeps the new ones young whatever that takes.
+        # --retain 8s: the new rows are 8 s from expiring when they arrive,
+        # time enough to check and stop.
         mc = self.mc()
-        # --retain 4s: the old rows' expiry steps have 4 s to finish before
-        # the first new row is old enough to go too (2 s was not always
-        # enough on a loaded 2-core machine under ASan: 20,006 expired)
-        px = self.proxy(mc.port, http=True, extra=["--retain", "4s",
+        px = self.proxy(mc.port, http=True, extra=["--retain", "8s",
                                                    "--stats-interval", "200"])
+
+        def retention():
+            return mctest.http_json(px.http_port, "GET", "/health")["store"]["retention"]
+
         send_sets(px.port, 1, 20000, prefix=b"old")
-        time.sleep(4.5)
+        mctest.wait_for(lambda: retention()["rows_expired"] >= 20000, 60, what="expiry")
+        self.assertEqual(retention()["rows_expired"], 20000)
         t_new = time.time_ns()
         send_sets(px.port, 20001, 5000, prefix=b"new")
         mctest.wait_for(lambda: mctest.http_json(px.http_port, "GET", "/health")
-                        ["store"]["retention"]["rows_expired"] >= 20000, 10, what="expiry")
-        r = mctest.http_json(px.http_port, "GET", "/health")["store"]["retention"]
+                        ["recorder"]["rows_recorded"] >= 25000, 30, what="the new rows")
+        # the oldest row kept is a new one once a step has looked again
+        mctest.wait_for(lambda: retention()["oldest_row_ns"] >= t_new - 50_000_000, 10,
+                        what="the oldest row kept to be a new one")
+        r = retention()
         self.assertEqual(r["rows_expired"], 20000, r)
-        self.assertGreaterEqual(r["oldest_row_ns"], t_new - 50_000_000, r)
         self.stop_clean(px)
+        self.assertLess(time.time_ns() - t_new, 8_000_000_000,
+                        "too slow to check before the new rows expire")
         kept = mctest.db_rows(px.db, "SELECT count(*) AS n, min(seq) AS lo, max(seq) AS hi"
                               " FROM sets")[0]
         self.assertEqual((kept["n"], kept["lo"], kept["hi"]), (5000, 20001, 25000))
