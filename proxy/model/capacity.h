@@ -267,7 +267,9 @@ struct capacity_result {
     uint64_t reclaimed;      /* expired items freed at an LRU tail: stats reclaimed */
     uint64_t moves;          /* pages moved by slab_automove: stats slabs_moved */
     uint64_t move_evictions; /* items lost with a moved page: slab_reassign_evictions_nomem */
-    uint32_t pool_pages;     /* pages in the global pool at the end */
+    uint64_t
+        move_rescues;    /* items of a moved page copied into a free chunk: slab_reassign_rescues */
+    uint32_t pool_pages; /* pages in the global pool at the end */
 };
 
 enum capacity_lru {
