@@ -1052,7 +1052,7 @@ int capacity_run(const struct slab_ladder *l, const struct capacity_config *cfg,
     for (uint32_t i = 0; i < s->n_keys; i++)
         m.k[i].prev = m.k[i].next = m.k[i].pprev = m.k[i].pnext = m.k[i].page = NONE;
     m.got_page = NONE;
-    m.track = cfg->automove != 0 && seq_trackable(l, s, from, to);
+    m.track = cfg->automove == 2 && seq_trackable(l, s, from, to);
     for (uint32_t c = 0; c <= SLAB_MODEL_MAX_CLASSES; c++)
         for (int j = 0; j < LRU_N; j++)
             m.lru[c][j].head = m.lru[c][j].tail = NONE;
