@@ -172,16 +172,24 @@ enum {
 };
 
 /* One item per key: its size, times, flags and its place in its class's
- * LRU (head: newest). 24 bytes. */
+ * LRU (head: newest), and its page (tracked runs). 36 bytes. */
 struct sim_key {
     uint32_t prev, next; /* towards head / towards tail */
     uint32_t value_len;
     uint32_t exptime; /* rel time, 0: never */
     uint32_t time;    /* it->time: last store or bump */
     uint8_t key_len;
-    uint8_t bits; /* KB_* */
-    uint8_t lru;  /* LRU_HOT/WARM/COLD */
-    uint8_t cls;  /* the LRU's class */
+    uint8_t bits;          /* KB_* */
+    uint8_t lru;           /* LRU_HOT/WARM/COLD */
+    uint8_t cls;           /* the LRU's class */
+    uint32_t page;         /* the page its chunk is in (tracked runs; capacity.h) */
+    uint32_t pprev, pnext; /* its page's item list */
+};
+
+/* A growable array of page ids: a class's slab_list, free list, the pool. */
+struct u32vec {
+    uint32_t *v;
+    uint32_t n, cap;
 };
 
 struct sim_list {
@@ -224,7 +232,57 @@ struct sim {
     uint64_t free_chunks[SLAB_MODEL_MAX_CLASSES + 1];
     struct am_state *am;
     struct capacity_result *r;
+    /* pages tracked (no chunked item, no append/prepend in the run): which
+     * page each chunk is in, so a move takes slab_list[0] (capacity.h) */
+    bool track;
+    bool oom;            /* a page array could not grow: the run fails */
+    uint32_t got_page;   /* the page of the chunk slabs_alloc gave last */
+    uint32_t n_pages;    /* page ids handed out */
+    struct u32vec items; /* per page id: the head of its item list */
+    struct u32vec slabs[SLAB_MODEL_MAX_CLASSES + 1]; /* slab_list, oldest first */
+    struct u32vec fl[SLAB_MODEL_MAX_CLASSES + 1];    /* free chunks (their pages), LIFO */
+    struct u32vec poolv;                             /* the global pool's pages */
 };
+
+static bool vec_push(struct sim *m, struct u32vec *a, uint32_t x)
+{
+    if (a->n == a->cap) {
+        uint32_t ncap = a->cap ? a->cap * 2 : 64;
+        uint32_t *v = realloc(a->v, (size_t)ncap * sizeof *v);
+        if (!v) {
+            m->oom = true;
+            return false;
+        }
+        a->v = v;
+        a->cap = ncap;
+    }
+    a->v[a->n++] = x;
+    return true;
+}
+
+/* Links key into the item list of page pg (tracked runs). */
+static void page_link(struct sim *m, uint32_t key, uint32_t pg)
+{
+    struct sim_key *k = &m->k[key];
+    k->page = pg;
+    k->pprev = NONE;
+    k->pnext = m->items.v[pg];
+    if (k->pnext != NONE)
+        m->k[k->pnext].pprev = key;
+    m->items.v[pg] = key;
+}
+
+static void page_unlink(struct sim *m, uint32_t key)
+{
+    struct sim_key *k = &m->k[key];
+    if (k->pprev != NONE)
+        m->k[k->pprev].pnext = k->pnext;
+    else
+        m->items.v[k->page] = k->pnext;
+    if (k->pnext != NONE)
+        m->k[k->pnext].pprev = k->pprev;
+    k->pprev = k->pnext = NONE;
+}
 
 static inline uint64_t key_ntotal(const struct sim *m, const struct sim_key *k)
 {
@@ -301,35 +359,55 @@ static bool new_page(struct sim *m, uint32_t cls)
         m->r->limit_reached = true;
         return false;
     }
+    uint32_t pg = NONE;
     if (m->pool > 0) {
         m->pool--;
+        if (m->track)
+            pg = m->poolv.v[--m->poolv.n];
     } else {
         m->r->pages++;
+        if (m->track) {
+            pg = m->n_pages++;
+            if (!vec_push(m, &m->items, NONE))
+                return false;
+        }
     }
     c->pages++;
     m->free_chunks[cls] += m->l->cls[cls].perslab;
+    if (m->track) {
+        /* split_slab_page_into_freelist */
+        if (!vec_push(m, &m->slabs[cls], pg))
+            return false;
+        for (uint64_t i = 0; i < m->l->cls[cls].perslab; i++)
+            if (!vec_push(m, &m->fl[cls], pg))
+                return false;
+    }
     return true;
 }
 
-static void chunk_free(struct sim *m, uint32_t cls)
+/* do_slabs_free: a chunk of page pg (tracked runs) back on the free list */
+static void chunk_free(struct sim *m, uint32_t cls, uint32_t pg)
 {
     m->r->cls[cls].used_chunks--;
     m->free_chunks[cls]++;
+    if (m->track)
+        vec_push(m, &m->fl[cls], pg);
 }
 
 /* The chunks an item's layout holds, freed; fallback: its tail chunk is a
  * slab_chunk_max one. */
-static void layout_free(struct sim *m, const struct slab_item_layout *it, bool fallback)
+static void layout_free(struct sim *m, const struct slab_item_layout *it, bool fallback,
+                        uint32_t pg)
 {
     if (!it->chunked) {
-        chunk_free(m, it->lru_class);
+        chunk_free(m, it->lru_class, pg);
         return;
     }
-    chunk_free(m, it->hdr_class);
+    chunk_free(m, it->hdr_class, NONE);
     for (uint64_t i = 0; i < it->full_chunks; i++)
-        chunk_free(m, it->full_class);
+        chunk_free(m, it->full_class, NONE);
     if (it->tail_class)
-        chunk_free(m, fallback ? m->l->n_classes : it->tail_class);
+        chunk_free(m, fallback ? m->l->n_classes : it->tail_class, NONE);
 }
 
 /* Unlinks a live item and frees its chunks (delete, overwrite, eviction,
@@ -342,9 +420,11 @@ static void item_remove(struct sim *m, uint32_t key)
     if (k->bits & KB_CHUNKED) {
         struct slab_item_layout it;
         slab_item_layout(m->l, k->key_len, k->bits & KB_FLAGS, k->value_len, &it);
-        layout_free(m, &it, k->bits & KB_FALLBACK);
+        layout_free(m, &it, k->bits & KB_FALLBACK, NONE);
     } else {
-        chunk_free(m, k->cls);
+        if (m->track)
+            page_unlink(m, key);
+        chunk_free(m, k->cls, k->page);
     }
     m->r->cls[k->cls].items--;
     m->r->cls[k->cls].requested -= ntotal;
@@ -477,6 +557,8 @@ static bool slabs_alloc(struct sim *m, uint32_t cls)
         return false;
     m->free_chunks[cls]--;
     m->r->cls[cls].used_chunks++;
+    if (m->track)
+        m->got_page = m->fl[cls].v[--m->fl[cls].n];
     return true;
 }
 
@@ -500,11 +582,17 @@ static bool chunk_alloc(struct sim *m, uint32_t cls)
 
 /* A whole item: header and data chunks in memcached's order. false (and
  * nothing held) when a chunk cannot be had. */
-static bool item_alloc(struct sim *m, const struct slab_item_layout *it, bool *fallback)
+static bool item_alloc(struct sim *m, const struct slab_item_layout *it, bool *fallback,
+                       uint32_t *pg)
 {
     *fallback = false;
-    if (!it->chunked)
-        return chunk_alloc(m, it->lru_class);
+    *pg = NONE;
+    if (!it->chunked) {
+        if (!chunk_alloc(m, it->lru_class))
+            return false;
+        *pg = m->got_page;
+        return true;
+    }
     if (!chunk_alloc(m, it->hdr_class))
         return false;
     uint64_t got = 0;
@@ -518,9 +606,9 @@ static bool item_alloc(struct sim *m, const struct slab_item_layout *it, bool *f
     }
     return true;
 fail:
-    chunk_free(m, it->hdr_class);
+    chunk_free(m, it->hdr_class, NONE);
     while (got--)
-        chunk_free(m, it->full_class);
+        chunk_free(m, it->full_class, NONE);
     return false;
 }
 
@@ -528,7 +616,7 @@ fail:
  * its one LRU (plain). */
 static void item_link(struct sim *m, uint32_t key, uint8_t key_len, uint8_t has_flags,
                       uint32_t value_len, uint32_t exptime, bool fallback,
-                      const struct slab_item_layout *it)
+                      const struct slab_item_layout *it, uint32_t pg)
 {
     struct sim_key *k = &m->k[key];
     k->key_len = key_len;
@@ -539,6 +627,8 @@ static void item_link(struct sim *m, uint32_t key, uint8_t key_len, uint8_t has_
     k->time = m->now;
     k->cls = (uint8_t)it->lru_class;
     lru_link(m, key, m->segmented ? LRU_HOT : LRU_COLD);
+    if (m->track && !it->chunked)
+        page_link(m, key, pg);
     m->r->cls[it->lru_class].items++;
     m->r->cls[it->lru_class].requested += it->ntotal;
 }
@@ -589,13 +679,14 @@ static void apply_store(struct sim *m, uint32_t key, enum capacity_kind kind, ui
 {
     struct slab_item_layout it;
     bool fb;
+    uint32_t pg;
     if (slab_item_layout(m->l, key_len, has_flags, value_len, &it) != SLAB_OK) {
         m->r->too_large++;
         if (kind == CAPACITY_SET && item_lookup(m, key))
             item_remove(m, key);
         return;
     }
-    if (!item_alloc(m, &it, &fb)) {
+    if (!item_alloc(m, &it, &fb, &pg)) {
         m->r->outofmemory++;
         m->r->cls[it.lru_class].outofmemory++;
         if (kind == CAPACITY_SET && item_lookup(m, key))
@@ -607,13 +698,13 @@ static void apply_store(struct sim *m, uint32_t key, enum capacity_kind kind, ui
     if ((kind == CAPACITY_ADD && present) || (kind == CAPACITY_REPLACE && !present)) {
         if (present)
             item_update(m, key); /* add: "promote to head of LRU" */
-        layout_free(m, &it, fb);
+        layout_free(m, &it, fb, pg);
         m->r->not_stored++;
         return;
     }
     if (present)
         item_remove(m, key);
-    item_link(m, key, key_len, has_flags, value_len, rel_exptime(m, exptime), fb, &it);
+    item_link(m, key, key_len, has_flags, value_len, rel_exptime(m, exptime), fb, &it, pg);
     if (m->segmented)
         juggle(m, it.lru_class);
 }
@@ -622,11 +713,12 @@ static void apply_append(struct sim *m, const struct capacity_op *op)
 {
     struct slab_item_layout piece, whole;
     bool pfb, wfb;
+    uint32_t ppg, wpg = NONE;
     if (slab_item_layout(m->l, op->key_len, op->has_flags, op->value_len, &piece) != SLAB_OK) {
         m->r->too_large++;
         return;
     }
-    if (!item_alloc(m, &piece, &pfb)) {
+    if (!item_alloc(m, &piece, &pfb, &ppg)) {
         m->r->outofmemory++;
         m->r->cls[piece.lru_class].outofmemory++;
         return;
@@ -638,10 +730,10 @@ static void apply_append(struct sim *m, const struct capacity_op *op)
     if (present && vlen <= UINT32_MAX &&
         slab_item_layout(m->l, k->key_len, k->bits & KB_FLAGS, vlen, &whole) == SLAB_OK) {
         m->locked = op->key; /* do_store_item holds the key's item lock */
-        stored = item_alloc(m, &whole, &wfb);
+        stored = item_alloc(m, &whole, &wfb, &wpg);
         m->locked = NONE;
     }
-    layout_free(m, &piece, pfb);
+    layout_free(m, &piece, pfb, ppg);
     if (!stored) {
         m->r->not_stored++;
         return;
@@ -649,7 +741,7 @@ static void apply_append(struct sim *m, const struct capacity_op *op)
     uint8_t kl = k->key_len, hf = (k->bits & KB_FLAGS) != 0;
     uint32_t exp = k->exptime; /* the new item keeps old_it->exptime */
     item_remove(m, op->key);
-    item_link(m, op->key, kl, hf, (uint32_t)vlen, exp, wfb, &whole);
+    item_link(m, op->key, kl, hf, (uint32_t)vlen, exp, wfb, &whole, wpg);
     if (m->segmented)
         juggle(m, whole.lru_class);
 }
@@ -717,12 +809,81 @@ static uint32_t move_victim(struct sim *m, uint32_t cls)
 /* slab_rebalance_start .. _finish, at once: src's page to dst (0: the
  * global pool); the items it held are rescued into src's free chunks or
  * lost (capacity.h). */
+/* slabs.c slab_rebalance_start .. _finish with the pages tracked:
+ * slab_list[0] leaves src; each live item in it is rescued into a free
+ * chunk of src outside the page (slab_rebalance_alloc; free chunks inside
+ * it are cut), or, with none left, lost (evictions_nomem); an expired one
+ * is dropped. A rescued item is relinked (do_item_replace): head of its
+ * LRU, time = now. */
+static void page_move_tracked(struct sim *m, uint32_t src, uint32_t dst)
+{
+    struct capacity_class *s = &m->r->cls[src];
+    struct u32vec *fl = &m->fl[src];
+    uint32_t pg = m->slabs[src].v[0];
+    for (uint32_t key = m->items.v[pg], next; key != NONE; key = next) {
+        struct sim_key *k = &m->k[key];
+        next = k->pnext;
+        if (expired_tail(m, k)) {
+            item_remove(m, key); /* its chunk: on the free list, cut below */
+            continue;
+        }
+        uint32_t to = NONE;
+        while (fl->n > 0) {
+            uint32_t f = fl->v[--fl->n];
+            m->free_chunks[src]--;
+            s->used_chunks++;
+            if (f != pg) {
+                to = f;
+                break;
+            }
+            s->used_chunks--; /* inline_reclaim: a chunk of the page itself */
+        }
+        if (to == NONE) {
+            m->r->move_evictions++;
+            item_remove(m, key);
+            continue;
+        }
+        /* the old chunk (in pg) goes with the page, not to the free list */
+        s->used_chunks--;
+        page_unlink(m, key);
+        page_link(m, key, to);
+        k->time = m->now;
+        lru_move(m, key, k->lru);
+        m->r->move_rescues++;
+    }
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < fl->n; i++)
+        if (fl->v[i] != pg)
+            fl->v[kept++] = fl->v[i];
+    m->free_chunks[src] -= fl->n - kept;
+    fl->n = kept;
+    struct u32vec *sl = &m->slabs[src];
+    memmove(sl->v, sl->v + 1, (size_t)(sl->n - 1) * sizeof *sl->v);
+    sl->n--;
+    s->pages--;
+    if (dst == 0) {
+        m->pool++;
+        vec_push(m, &m->poolv, pg);
+    } else {
+        m->r->cls[dst].pages++;
+        m->free_chunks[dst] += m->l->cls[dst].perslab;
+        vec_push(m, &m->slabs[dst], pg);
+        for (uint64_t i = 0; i < m->l->cls[dst].perslab; i++)
+            vec_push(m, &m->fl[dst], pg);
+    }
+    m->r->moves++;
+}
+
 static void page_move(struct sim *m, uint32_t src, uint32_t dst)
 {
     struct capacity_class *s = &m->r->cls[src];
     uint64_t per = m->l->cls[src].perslab;
     if (src == dst || s->pages < 2)
         return;
+    if (m->track) {
+        page_move_tracked(m, src, dst);
+        return;
+    }
     uint64_t keep = (s->pages - 1) * per;
     while (s->used_chunks > keep) {
         uint32_t v = move_victim(m, src);
@@ -829,6 +990,37 @@ static void automove_tick(struct sim *m)
     a->last_check = m->now;
 }
 
+/* Pages are tracked when no item of the run is chunked and no
+ * append/prepend can make one (capacity.h). */
+static bool seq_trackable(const struct slab_ladder *l, const struct capacity_seq *s, size_t from,
+                          size_t to)
+{
+    if (to > s->n)
+        to = s->n;
+    for (size_t i = from; i < to; i++) {
+        const struct capacity_op *op = &s->ops[i];
+        struct slab_item_layout it;
+        switch ((enum capacity_kind)op->kind) {
+        case CAPACITY_APPEND:
+        case CAPACITY_PREPEND: return false;
+        case CAPACITY_GET:
+        case CAPACITY_GAT:
+            if (!op->fill)
+                break;
+            /* fall through */
+        case CAPACITY_SET:
+        case CAPACITY_ADD:
+        case CAPACITY_REPLACE:
+            if (slab_item_layout(l, op->key_len, op->has_flags, op->value_len, &it) == SLAB_OK &&
+                it.chunked)
+                return false;
+            break;
+        default: break;
+        }
+    }
+    return true;
+}
+
 void capacity_config_default(struct capacity_config *c, uint64_t mem_limit)
 {
     memset(c, 0, sizeof *c);
@@ -858,7 +1050,9 @@ int capacity_run(const struct slab_ladder *l, const struct capacity_config *cfg,
         return -1;
     }
     for (uint32_t i = 0; i < s->n_keys; i++)
-        m.k[i].prev = m.k[i].next = NONE;
+        m.k[i].prev = m.k[i].next = m.k[i].pprev = m.k[i].pnext = m.k[i].page = NONE;
+    m.got_page = NONE;
+    m.track = cfg->automove == 2 && seq_trackable(l, s, from, to);
     for (uint32_t c = 0; c <= SLAB_MODEL_MAX_CLASSES; c++)
         for (int j = 0; j < LRU_N; j++)
             m.lru[c][j].head = m.lru[c][j].tail = NONE;
@@ -919,7 +1113,13 @@ int capacity_run(const struct slab_ladder *l, const struct capacity_config *cfg,
     out->page_slack = out->malloced - out->chunk_bytes;
     free(m.k);
     free(m.am);
-    return 0;
+    free(m.items.v);
+    free(m.poolv.v);
+    for (uint32_t c = 0; c <= SLAB_MODEL_MAX_CLASSES; c++) {
+        free(m.slabs[c].v);
+        free(m.fl[c].v);
+    }
+    return m.oom ? -1 : 0;
 }
 
 int capacity_simulate(const struct slab_ladder *l, uint64_t mem_limit, const struct capacity_seq *s,

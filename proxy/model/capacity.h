@@ -120,6 +120,12 @@
  * more than half the window (or took > 25 % of evictions) and is evicting
  * now, when youngest age < oldest * 0.8.
  *
+ * slab_automove=2 runs track pages (unless an item of the run is chunked
+ * or appended to): each chunk's page is known (LIFO free lists, pages split
+ * in order), a move takes the source's slab_list[0] and walks that page's
+ * own items: an expired one is dropped, a live one is rescued into a free
+ * chunk of its class outside the page (relinked: LRU head, time = now) or,
+ * with none, lost (move_evictions); rescues in move_rescues. Otherwise:
  * A moved page (slabs.c slab_rebalance_move): its items are rescued into
  * free chunks of the same class when there are any outside the page, else
  * evicted (slab_reassign_evictions_nomem, not `evictions`). APPROXIMATED:
@@ -267,7 +273,9 @@ struct capacity_result {
     uint64_t reclaimed;      /* expired items freed at an LRU tail: stats reclaimed */
     uint64_t moves;          /* pages moved by slab_automove: stats slabs_moved */
     uint64_t move_evictions; /* items lost with a moved page: slab_reassign_evictions_nomem */
-    uint32_t pool_pages;     /* pages in the global pool at the end */
+    uint64_t
+        move_rescues;    /* items of a moved page copied into a free chunk: slab_reassign_rescues */
+    uint32_t pool_pages; /* pages in the global pool at the end */
 };
 
 enum capacity_lru {

@@ -376,11 +376,52 @@ static void test_automove2(void)
     capacity_seq_free(&s);
 }
 
+/* slab_automove=2 moves the source's slab_list[0] (slabs.c
+ * slab_rebalance_start), whatever the LRU order: its items go, even the
+ * ones fetched since (WARM), and the second page's stay. */
+static void test_automove2_oldest_page(void)
+{
+    struct slab_ladder l = ladder_default();
+    struct capacity_seq s;
+    capacity_seq_init(&s);
+    struct capacity_req r = { .kind = CAPACITY_SET, .key_len = 8, .value_len = 1000 };
+    for (uint32_t k = 0; k < 885 * 2; k++) /* 2 pages of class 12: keys 0..884 in the first */
+        CHECK_INT(capacity_seq_add_req(&s, k + 1, &r), 0);
+    r.kind = CAPACITY_GET;
+    for (int round = 0; round < 2; round++) /* the first page's items: ACTIVE, to WARM */
+        for (uint32_t k = 0; k < 885; k++)
+            CHECK_INT(capacity_seq_add_req(&s, k + 1, &r), 0);
+    r.kind = CAPACITY_SET;
+    r.value_len = 3000; /* class 17: its page fills, then it evicts */
+    for (uint32_t k = 0; k < 400; k++)
+        CHECK_INT(capacity_seq_add_req(&s, 100000 + k, &r), 0);
+    size_t from = s.n;
+    r.kind = CAPACITY_GET;
+    r.value_len = 1000;
+    for (uint32_t k = 0; k < 885 * 2; k++)
+        CHECK_INT(capacity_seq_add_req(&s, k + 1, &r), 0);
+    struct capacity_config cfg;
+    capacity_config_default(&cfg, 3 * MB);
+    cfg.automove = 2;
+    cfg.move_busy_reqs = 0;
+    cfg.measure_from = from;
+    struct capacity_result a;
+    CHECK_INT(capacity_run(&l, &cfg, &s, 0, s.n, &a), 0);
+    CHECK_INT(a.moves, 1);
+    CHECK_INT(a.cls[12].pages, 1);
+    CHECK_INT(a.move_evictions, 885);
+    CHECK_INT(a.move_rescues, 0);
+    CHECK_INT(a.measured_hits, 885); /* the second page's keys only */
+    CHECK_INT(a.cls[12].items, 885);
+    capacity_seq_free(&s);
+}
+
 int main(void)
 {
     test_measured();
     test_window_and_mrc();
     test_shards_and_args();
     test_automove2();
+    test_automove2_oldest_page();
     return check_done("test_cachesim");
 }
