@@ -966,6 +966,23 @@ static bool run_has_reads(sqlite3 *db, int64_t run_id)
     return yes;
 }
 
+/* The hits report's arguments from advise's or mrc's flags. */
+static struct cli_hits_args hits_args(const struct run_opts *o, struct runs_src *src,
+                                      const struct prediction *r)
+{
+    return (struct cli_hits_args){ .db = o->db,
+                                   .sqlite = runs_src_sqlite(src),
+                                   .run_id = r->run_id,
+                                   .r = r,
+                                   .memory_limit_mb = o->memory_limit_mb,
+                                   .max_classes = (uint32_t)o->max_classes,
+                                   .warmup = o->warmup,
+                                   .verify = o->verify,
+                                   .json = o->format && !strcmp(o->format, "json"),
+                                   .save = o->save,
+                                   .memcached = o->memcached };
+}
+
 static int model_mrc(int argc, char **argv)
 {
     struct run_opts o;
@@ -994,16 +1011,7 @@ static int model_mrc(int argc, char **argv)
         if (a)
             automove = (unsigned)(a[14] - '0') <= 2 ? (unsigned)(a[14] - '0') : 1;
     }
-    struct cli_hits_args ha = { .db = o.db,
-                                .sqlite = runs_src_sqlite(src),
-                                .run_id = r->run_id,
-                                .r = r,
-                                .memory_limit_mb = o.memory_limit_mb,
-                                .max_classes = SLAB_MODEL_MAX_CLASSES,
-                                .warmup = o.warmup,
-                                .json = o.format && !strcmp(o.format, "json"),
-                                .save = o.save,
-                                .memcached = o.memcached };
+    struct cli_hits_args ha = hits_args(&o, src, r);
     rc = cli_model_hits_mrc(&ha, (size_t)o.points, o.flags ? &other : NULL, automove);
 out:
     if (r)
@@ -1033,18 +1041,8 @@ static int model_advise(int argc, char **argv)
         goto out;
     bool hits = o.objective ? !strcmp(o.objective, "hits")
                             : !fleet && run_has_reads(runs_src_sqlite(src), r->run_id);
-    bool json = o.format && !strcmp(o.format, "json");
-    struct cli_hits_args ha = { .db = o.db,
-                                .sqlite = runs_src_sqlite(src),
-                                .run_id = r->run_id,
-                                .r = r,
-                                .memory_limit_mb = o.memory_limit_mb,
-                                .max_classes = (uint32_t)o.max_classes,
-                                .warmup = o.warmup,
-                                .verify = o.verify,
-                                .json = json,
-                                .save = o.save,
-                                .memcached = o.memcached };
+    struct cli_hits_args ha = hits_args(&o, src, r);
+    bool json = ha.json;
     if (hits && (fleet || !ha.sqlite || run_basis == RUNS_BASIS_AGGREGATES)) {
         fprintf(stderr, "slabtap model advise: --objective hits replays one run's rows (writes "
                         "and reads) from a SQLite file (--db FILE --run ID)\n");

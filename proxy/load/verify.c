@@ -15,39 +15,52 @@
 #include "load/replay.h"
 #include "protocol/stats_parse.h"
 
+/* A live memcached's `stats` (with slabs and items), or NULL with err set;
+ * stats_drop frees it. */
+static struct stats_sample *stats_fetch(int port, char *err, size_t errlen)
+{
+    struct stats_sample *s = malloc(sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    stats_sample_init(s);
+    if (mcserver_stats(port, s, err, errlen)) {
+        stats_sample_fini(s);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void stats_drop(struct stats_sample *s)
+{
+    stats_sample_fini(s);
+    free(s);
+}
+
 /* Measured rounding waste of a live memcached: sum over classes. */
 static int measure_waste(int port, double *pct, uint64_t *waste, uint64_t *allocated, char *errout,
                          size_t errlen)
 {
-    struct stats_sample *s = malloc(sizeof *s);
-    char err[256];
-    int rc = -1;
-    if (!s) {
-        snprintf(errout, errlen, "out of memory");
+    struct stats_sample *s = stats_fetch(port, errout, errlen);
+    uint64_t alloc = 0, req = 0;
+    if (!s)
         return -1;
-    }
-    stats_sample_init(s);
-    if (mcserver_stats(port, s, err, sizeof err) == 0) {
-        uint64_t alloc = 0, req = 0;
-        for (unsigned id = 0; id <= s->max_class_id; id++) {
-            int64_t chunk, used, r;
-            if (stats_sample_get(s, id, "chunk_size", &chunk) &&
-                stats_sample_get(s, id, "used_chunks", &used)) {
-                alloc += (uint64_t)(chunk * used);
-                if (stats_sample_get(s, id, "mem_requested", &r))
-                    req += (uint64_t)r;
-            }
+    for (unsigned id = 0; id <= s->max_class_id; id++) {
+        int64_t chunk, used, r;
+        if (stats_sample_get(s, id, "chunk_size", &chunk) &&
+            stats_sample_get(s, id, "used_chunks", &used)) {
+            alloc += (uint64_t)(chunk * used);
+            if (stats_sample_get(s, id, "mem_requested", &r))
+                req += (uint64_t)r;
         }
-        *allocated = alloc;
-        *waste = alloc - req;
-        *pct = alloc ? 100.0 * (double)(alloc - req) / (double)alloc : 0;
-        rc = 0;
-    } else {
-        snprintf(errout, errlen, "%s", err);
     }
-    stats_sample_fini(s);
-    free(s);
-    return rc;
+    *allocated = alloc;
+    *waste = alloc - req;
+    *pct = alloc ? 100.0 * (double)(alloc - req) / (double)alloc : 0;
+    stats_drop(s);
+    return 0;
 }
 
 /* Starts memcached with flags on loop and replays run_id of db_path into
@@ -259,29 +272,6 @@ early:
 
 /* --- hits ---------------------------------------------------------------- */
 
-static int hits_read(int port, int64_t *hits, int64_t *misses, int64_t *malloced, int64_t *ev,
-                     char *err, size_t errlen)
-{
-    struct stats_sample *st = malloc(sizeof *st);
-    int rc = -1;
-    if (!st) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    stats_sample_init(st);
-    if (mcserver_stats(port, st, err, errlen) == 0 && stats_sample_global(st, "get_hits", hits) &&
-        stats_sample_global(st, "get_misses", misses)) {
-        stats_sample_global(st, "total_malloced", malloced);
-        stats_sample_global(st, "evictions", ev);
-        rc = 0;
-    } else if (!err[0]) {
-        snprintf(err, errlen, "memcached's stats lack get_hits/get_misses");
-    }
-    stats_sample_fini(st);
-    free(st);
-    return rc;
-}
-
 int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings *s, uint64_t mem_mb,
                 unsigned automove, bool plain_lru, uint64_t measure_from, const char *memcached,
                 struct verify_hits_result *out)
@@ -340,8 +330,13 @@ int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings 
             snprintf(out->error, sizeof out->error, "no stats deltas over the measured window: %s",
                      lr->server_note[0] ? lr->server_note : "the replay sent fewer operations");
         } else {
-            int64_t mal = 0, ev = 0, h, m;
-            if (hits_read(mc.port, &h, &m, &mal, &ev, out->error, sizeof out->error) == 0) {
+            /* memory used and evictions at the end */
+            struct stats_sample *st = stats_fetch(mc.port, out->error, sizeof out->error);
+            if (st) {
+                int64_t mal = 0, ev = 0;
+                stats_sample_global(st, "total_malloced", &mal);
+                stats_sample_global(st, "evictions", &ev);
+                stats_drop(st);
                 out->hits = sc->get_hits;
                 out->gets = sc->get_hits + sc->get_misses;
                 out->hit_ratio = out->gets ? (double)out->hits / (double)out->gets : 0;
