@@ -65,15 +65,18 @@ static void fz_check_op(const struct workload_op *op)
     for (size_t i = 0; i < op->key_len; i++)
         FZ_CHECK((unsigned char)op->key[i] > 0x20 && (unsigned char)op->key[i] < 0x7f,
                  "key byte 0x%02x", (unsigned char)op->key[i]);
-    if (write)
+    /* Only reads carry fill; a fill read carries the fill's value, flags
+     * and ttl (workload.h), so it is checked like a write. */
+    FZ_CHECK(!op->fill || workload_cmd_is_read(op->cmd), "fill on %s", workload_cmd_name(op->cmd));
+    if (write || op->fill)
         FZ_CHECK(op->value_len <= WORKLOAD_VALUE_MAX, "value of %llu bytes",
                  (unsigned long long)op->value_len);
     else if (op->cmd != WORKLOAD_CMD_INCR && op->cmd != WORKLOAD_CMD_DECR)
         FZ_CHECK(op->value_len == 0, "%s with a value", workload_cmd_name(op->cmd));
-    FZ_CHECK(write || op->flags == 0, "flags on %s", workload_cmd_name(op->cmd));
+    FZ_CHECK(write || op->fill || op->flags == 0, "flags on %s", workload_cmd_name(op->cmd));
     FZ_CHECK(op->ttl >= WORKLOAD_TTL_MIN && op->ttl <= WORKLOAD_TTL_MAX, "ttl %lld",
              (long long)op->ttl);
-    FZ_CHECK(write || op->cmd == WORKLOAD_CMD_TOUCH || op->ttl == 0, "ttl on %s",
+    FZ_CHECK(write || op->fill || op->cmd == WORKLOAD_CMD_TOUCH || op->ttl == 0, "ttl on %s",
              workload_cmd_name(op->cmd));
 }
 
@@ -87,7 +90,7 @@ static bool fz_same_item(const struct workload_item *a, const struct workload_it
         return a->sleep_ms == b->sleep_ms;
     return a->op.cmd == b->op.cmd && a->op.noreply == b->op.noreply &&
            a->op.key_len == b->op.key_len && a->op.flags == b->op.flags && a->op.ttl == b->op.ttl &&
-           a->op.value_len == b->op.value_len && memcmp(a->op.key, b->op.key, a->op.key_len) == 0;
+           a->op.value_len == b->op.value_len && a->op.fill == b->op.fill && memcmp(a->op.key, b->op.key, a->op.key_len) == 0;
 }
 
 static void fz_plan(const struct workload *w, unsigned lines)
