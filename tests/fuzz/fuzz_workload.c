@@ -90,7 +90,8 @@ static bool fz_same_item(const struct workload_item *a, const struct workload_it
         return a->sleep_ms == b->sleep_ms;
     return a->op.cmd == b->op.cmd && a->op.noreply == b->op.noreply &&
            a->op.key_len == b->op.key_len && a->op.flags == b->op.flags && a->op.ttl == b->op.ttl &&
-           a->op.value_len == b->op.value_len && a->op.fill == b->op.fill && memcmp(a->op.key, b->op.key, a->op.key_len) == 0;
+           a->op.value_len == b->op.value_len && a->op.fill == b->op.fill &&
+           memcmp(a->op.key, b->op.key, a->op.key_len) == 0;
 }
 
 static void fz_plan(const struct workload *w, unsigned lines)
