@@ -1,19 +1,27 @@
 """test_install: `cmake --install` into a temporary DESTDIR, and what it puts there.
 
 - bin/slabtap runs; share/slabtap holds schema.sql, pg/schema.sql and every
-  canned query of schema/queries (and schema/pg/queries), byte for byte.
+  canned query of schema/queries (and schema/pg/queries), byte for byte, and
+  queries/attach_days.sh, executable.
 - share/man/man1/slabtap.1 carries every line of `slabtap --help`, of each
-  command's --help and of each `slabtap model SUB --help` (the page is made
-  from them at build time, so they cannot drift), and `man -l` renders it
-  without a warning (where man is installed).
+  command's --help and of each `slabtap model SUB --help` (inserted at build
+  time, so they cannot drift), a section for each command and model
+  subcommand, the sections a man page has (EXIT STATUS, SIGNALS, FILES,
+  ...), and every path its FILES names under the prefix is installed there;
+  installed under a second prefix, FILES names that prefix's paths.
+- share/man/man7/slabtap.7 describes every route of the admin endpoint's
+  table in proxy/server/ and lists /metrics families.
+- `man -l` (and groff -ww) render both pages without a warning (where
+  installed).
 - the bash completion completes commands, model's subcommands and each
   command's flags, as read from the installed binary's --help.
 - the example systemd unit restarts on failure, keeps its files in a
   StateDirectory, runs the installed binary, and every flag it passes is
   one `slabtap proxy --help` lists.
 
-The build tree is the one of $SLABTAP (ctest sets it); slabtap.1 is built
-there first when missing (target slabtap_man). Bounded waits; no servers.
+The build tree is the one of $SLABTAP (ctest sets it); the man pages are
+built there first when missing (target slabtap_man). Bounded waits; no
+servers.
 """
 import filecmp
 import glob
@@ -55,21 +63,68 @@ def listed(text, header):
     return names
 
 
+def install_into(build, prefix):
+    """cmake --install BUILD --prefix PREFIX into a new DESTDIR; returns it."""
+    dest = tempfile.mkdtemp(prefix="slabtap-install.")
+    env = dict(os.environ, DESTDIR=dest)
+    rc, out, err = run(["cmake", "--install", build, "--prefix", prefix], env=env, timeout=300)
+    assert rc == 0, out[-3000:] + err[-3000:]
+    return dest
+
+
+# --- man pages and queries: helpers ------------------------------------------------
+
+def man_text(roff):
+    """The page's text with dist/manpage.cmake's escaping of verbatim lines undone."""
+    return "\n".join(re.sub(r"^\\&", "", ln).replace("\\e", "\\")
+                     for ln in roff.splitlines())
+
+
+def man_files(roff):
+    """The paths the FILES section's entries name (the .I/.IR tag of each .TP),
+    absolute ones only."""
+    m = re.search(r"^\.SH FILES\n(.*?)^\.SH ", roff, re.S | re.M)
+    assert m, "slabtap.1 has no FILES section"
+    return [p.replace("\\-", "-")
+            for p in re.findall(r"^\.TP\n\.IR? (/\S+)", m.group(1), re.M)]
+
+
+def render_warnings(page):
+    """Warnings of man -l and groff -ww for PAGE ("" when clean, None when neither exists)."""
+    said, ran = [], False
+    man = shutil.which("man")
+    if man:
+        ran = True
+        env = dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8", MAN_KEEP_FORMATTING="0")
+        rc, out, err = run([man, "--warnings", "-l", page], env=env, timeout=60)
+        said.append(err.strip() if rc == 0 else "man exited %d: %s" % (rc, err))
+    groff = shutil.which("groff")
+    if groff:
+        ran = True
+        rc, out, err = run([groff, "-man", "-ww", "-z", page], timeout=60)
+        said.append(err.strip() if rc == 0 else "groff exited %d: %s" % (rc, err))
+    return "\n".join(x for x in said if x) if ran else None
+
+
+def rendered(page):
+    env = dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8", MAN_KEEP_FORMATTING="0")
+    rc, out, err = run(["man", "-l", page], env=env, timeout=60)
+    assert rc == 0, err
+    return re.sub(".\x08", "", out)  # overstrike bold/underline, when not a terminal
+
+
 class Install(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.build = os.path.dirname(os.path.abspath(mctest.SLABTAP))
         if not os.path.exists(os.path.join(cls.build, "CMakeCache.txt")):
             raise unittest.SkipTest("%s is not a CMake build tree" % cls.build)
-        if not os.path.exists(os.path.join(cls.build, "slabtap.1")):
+        if not all(os.path.exists(os.path.join(cls.build, p))
+                   for p in ("slabtap.1.tmpl", "slabtap.7.tmpl")):
             rc, out, err = run(["cmake", "--build", cls.build, "--target", "slabtap_man"],
                                timeout=600)
             assert rc == 0, out[-3000:] + err[-3000:]
-        cls.dest = tempfile.mkdtemp(prefix="slabtap-install.")
-        env = dict(os.environ, DESTDIR=cls.dest)
-        rc, out, err = run(["cmake", "--install", cls.build, "--prefix", PREFIX], env=env,
-                           timeout=300)
-        assert rc == 0, out[-3000:] + err[-3000:]
+        cls.dest = install_into(cls.build, PREFIX)
         cls.root = cls.dest + PREFIX
         cls.bin = os.path.join(cls.root, "bin", "slabtap")
 
@@ -97,6 +152,10 @@ class Install(unittest.TestCase):
         for rel in wanted:
             self.assertTrue(filecmp.cmp(os.path.join(src, rel), os.path.join(share, rel),
                                         shallow=False), rel)
+        days = os.path.join(share, "queries", "attach_days.sh")
+        self.assertTrue(filecmp.cmp(os.path.join(src, "queries", "attach_days.sh"), days,
+                                    shallow=False))
+        self.assertTrue(os.access(days, os.X_OK), "attach_days.sh is not executable")
 
     def test_man_page_is_the_help(self):
         page = self.p("share/man/man1/slabtap.1")
@@ -104,33 +163,100 @@ class Install(unittest.TestCase):
             roff = f.read()
         self.assertTrue(roff.lstrip().startswith(".\\\""))
         self.assertIn(".TH SLABTAP 1", roff)
-        # undo the escaping of dist/manpage.cmake
-        text = "\n".join(re.sub(r"^\\&", "", ln).replace("\\e", "\\")
-                         for ln in roff.splitlines())
+        text = man_text(roff)
         top = help_text(self.bin)
         commands = listed(top, "commands")
         self.assertIn("proxy", commands)
         self.assertIn("model", commands)
         texts = [top]
+        sections = []
         for c in commands:
             h = help_text(self.bin, c)
             texts.append(h)
+            sections.append(c)
             for s in listed(h, "subcommands"):
                 texts.append(help_text(self.bin, c, s))
+                sections.append(c + " " + s)
         self.assertGreater(len(texts), len(commands) + 1)  # model's subcommands too
         for t in texts:
             for line in t.rstrip("\n").splitlines():
                 self.assertIn(line, text, "a --help line missing from slabtap.1")
-        man = shutil.which("man")
-        if not man:
+        # every long option of every (sub)command, once more by name
+        for t in texts:
+            for opt in set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]+", t)):
+                self.assertIn(opt, text, "option %s missing from slabtap.1" % opt)
+        # a described section per command and subcommand, and a man page's sections
+        for sec in sections:
+            self.assertIn("\n.SS slabtap %s\n" % sec, roff, "no section for slabtap " + sec)
+        for sh in ("NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "EXAMPLES", "EXIT STATUS",
+                   "SIGNALS", "ENVIRONMENT", "FILES", "SEE ALSO"):
+            self.assertRegex(roff, r"(?m)^\.SH \"?%s\"?$" % sh)
+        self.assertIsNone(re.search(r"@[A-Z]+@|^@HELP", roff, re.M), "a placeholder left")
+        warnings = render_warnings(page)
+        if warnings is None:
             return
-        env = dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8", MAN_KEEP_FORMATTING="0")
-        rc, out, err = run([man, "--warnings", "-l", page], env=env, timeout=60)
-        self.assertEqual(rc, 0, err)
-        self.assertEqual(err.strip(), "", "man warnings")
-        out = re.sub(".\x08", "", out)  # overstrike bold/underline, when not a terminal
-        self.assertIn("SLABTAP PROXY", out)
-        self.assertIn("slabtap model predict", out)
+        self.assertEqual(warnings, "", "man/groff warnings")
+        if shutil.which("man"):
+            out = rendered(page)
+            self.assertIn("slabtap proxy", out)
+            self.assertIn("slabtap model predict", out)
+            self.assertIn("EXIT STATUS", out)
+
+    def test_man_page_files_are_installed_there(self):
+        """Every path under the prefix that slabtap(1)'s FILES names is installed
+        at that path (the settings file is an example to copy, not installed)."""
+        with open(self.p("share/man/man1/slabtap.1")) as f:
+            files = man_files(f.read())
+        self.assertIn(PREFIX + "/share/slabtap/queries/", files)
+        self.assertIn(PREFIX + "/share/slabtap/queries/attach_days.sh", files)
+        under = [f for f in files if f.startswith(PREFIX + "/")]
+        self.assertGreaterEqual(len(under), 8, files)
+        for f in under:
+            self.assertTrue(os.path.exists(self.dest + f), "FILES names %s, not installed" % f)
+        self.assertIn(os.path.join(self.dest + PREFIX, "share/slabtap/queries/waste_by_class.sql"),
+                      glob.glob(self.dest + PREFIX + "/share/slabtap/queries/*.sql"))
+
+    def test_man_pages_follow_the_prefix(self):
+        """Installed under another prefix, FILES names that prefix's paths."""
+        other = "/opt/slabtap-test"
+        dest = install_into(self.build, other)
+        try:
+            for n in ("1", "7"):
+                self.assertTrue(os.path.exists(dest + other + "/share/man/man%s/slabtap.%s"
+                                               % (n, n)))
+            with open(dest + other + "/share/man/man1/slabtap.1") as f:
+                roff = f.read()
+            files = man_files(roff)
+            self.assertIn(other + "/share/slabtap/queries/attach_days.sh", files)
+            self.assertNotIn(PREFIX + "/", roff.replace("\\-", "-"))
+            for f in files:
+                if f.startswith(other + "/"):
+                    self.assertTrue(os.path.exists(dest + f), "FILES names %s, not installed" % f)
+        finally:
+            shutil.rmtree(dest, ignore_errors=True)
+
+    def test_man7_endpoint_and_metrics(self):
+        page = self.p("share/man/man7/slabtap.7")
+        with open(page) as f:
+            roff = f.read()
+        self.assertIn(".TH SLABTAP 7", roff)
+        text = roff.replace("\\-", "-").replace("\\&", "")
+        # every route of the admin endpoint's tables
+        routes = set()
+        for c in glob.glob(os.path.join(mctest.SRC, "proxy", "server", "*.c")):
+            with open(c) as f:
+                routes |= set(re.findall(r'\{ "(?:GET|POST)", "(/[a-z/]*)",', f.read()))
+        self.assertIn("/metrics", routes)
+        self.assertIn("/api/run/advice", routes)
+        for r in routes:
+            self.assertRegex(text, r"(GET|POST) %s(\?|\s|$)" % re.escape(r),
+                             "route %s missing from slabtap.7" % r)
+        families = re.findall(r'^\.BR ([a-z_0-9]+) " \((?:counter|gauge)\)"$', roff, re.M)
+        self.assertIn("slabtap_rows_lost_total", families)
+        self.assertIn("memcached_slab_current_pages", families)
+        warnings = render_warnings(page)
+        if warnings is not None:
+            self.assertEqual(warnings, "", "man/groff warnings")
 
     def complete(self, *words):
         """COMPREPLY of the installed completion for the command line words
