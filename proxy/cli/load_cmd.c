@@ -385,9 +385,7 @@ int cli_load_main(int argc, char **argv)
     rc = ok == 0 ? 0 : 1;
     goto out;
 usage:
-    fprintf(stderr, "%s\n\n", err);
-    load_cli_usage(stderr);
-    rc = 2;
+    rc = cli_usage_error("load", err);
 out:
     workload_free(w);
     return rc;
