@@ -88,13 +88,26 @@ struct cli_ladder_flags {
  * Every size takes core/units.h's spellings; a number alone is bytes, for
  * -m megabytes (memcached's units). */
 #define CLI_OPTS_LADDER(f) \
-    { NULL, 'n', OPT_SIZE, .dest = &(f)->chunk_size_min, .min = 1, .max = INT_MAX, \
+    { NULL, \
+      'n', \
+      OPT_SIZE, \
+      .dest = &(f)->chunk_size_min, \
+      .min = 1, \
+      .max = INT_MAX, \
       .seen = &(f)->given }, \
         { NULL, 'f', OPT_DOUBLE, .dest = &(f)->s.growth_factor, .seen = &(f)->given }, \
         { NULL, 'I', OPT_SIZE, .dest = &(f)->item_size_max, .max = UINT32_MAX, .seen = &(f)->given }, \
-        { NULL, 'm', OPT_SIZE, .dest = &(f)->mem_mb, .unit = UNITS_MIB, .min = 1, .max = 1ull << 30, \
+        { NULL, \
+          'm', \
+          OPT_SIZE, \
+          .dest = &(f)->mem_mb, \
+          .unit = UNITS_MIB, \
+          .min = 1, \
+          .max = 1ull << 30, \
           .seen = &(f)->given }, \
-        { "slab-chunk-max", 0, OPT_SIZE, .dest = &(f)->slab_chunk_max, .min = 1, .max = UINT32_MAX, \
+        { "slab-chunk-max",   0, \
+          OPT_SIZE,           .dest = &(f)->slab_chunk_max, \
+          .min = 1,           .max = UINT32_MAX, \
           .seen = &(f)->given }, \
     { \
         "no-cas", 'C', OPT_FLAG, .dest = &(f)->no_cas, .seen = &(f)->given \

@@ -237,7 +237,8 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
     if (o->since) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
-        o->since_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - (int64_t)since_s * 1000000000LL;
+        o->since_ns =
+            (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - (int64_t)since_s * 1000000000LL;
     }
     if (advise && (o->node || o->since) && (o->verify || o->holdout || o->holdout_run))
         return opt_error(err, errlen, command,
@@ -1173,7 +1174,6 @@ int cli_model_main(int argc, char **argv)
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         if (!strcmp(argv[1], subcommands[i].name))
             return subcommands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "slabtap model: unknown subcommand '%s'\nsee: slabtap model --help\n",
-            argv[1]);
+    fprintf(stderr, "slabtap model: unknown subcommand '%s'\nsee: slabtap model --help\n", argv[1]);
     return 2;
 }

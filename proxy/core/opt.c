@@ -148,15 +148,13 @@ static int opt_take_units(const struct opt_ctx *c, const struct opt_use *u)
     const char *name = size ? units_size_name(unit) : units_duration_name(unit);
     enum units_status st =
         size ? units_size(t, strlen(t), unit, &v) : units_duration(t, strlen(t), unit, &v);
-    int (*text)(uint64_t, uint64_t, char *, size_t) =
-        size ? units_size_text : units_duration_text;
+    int (*text)(uint64_t, uint64_t, char *, size_t) = size ? units_size_text : units_duration_text;
     if (st == UNITS_SYNTAX && size)
         return opt_bad(c, u, "\"%s\" is not a size (examples: 512k, 8MB, 1.5GiB%s%s)", t,
                        unit == 1 ? "" : "; a number alone is in ", unit == 1 ? "" : name);
     if (st == UNITS_SYNTAX)
-        return opt_bad(c, u,
-                       "\"%s\" is not a duration (examples: 250ms, 1s, 1h30m, '2 days'%s%s)", t,
-                       unit ? "; a number alone is in " : "", unit ? name : "");
+        return opt_bad(c, u, "\"%s\" is not a duration (examples: 250ms, 1s, 1h30m, '2 days'%s%s)",
+                       t, unit ? "; a number alone is in " : "", unit ? name : "");
     if (st == UNITS_INEXACT)
         return opt_bad(c, u, "\"%s\" is not a whole number of %s", t, name);
     if (st == UNITS_RANGE || v > max) {

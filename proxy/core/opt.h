@@ -31,21 +31,21 @@
 #include <stdint.h>
 
 enum opt_kind {
-    OPT_FLAG,   /* no value: *(bool *)dest = true */
-    OPT_SET,    /* no value: *(int *)dest = set_value (the last one given wins) */
-    OPT_STRING, /* *(const char **)dest = the value, pointing into argv */
-    OPT_UINT,   /* *(uint64_t *)dest: digits only, within [min, max] */
-    OPT_INT,    /* *(int64_t *)dest: optional + or -, digits, within [smin, smax] */
-    OPT_SIZE,   /* *(uint64_t *)dest: a size (core/units.h: 512k, 8MB, 1.5GiB)
-                  * in units of `unit` bytes (0: bytes), within [min, max]
-                  * of those units */
+    OPT_FLAG,     /* no value: *(bool *)dest = true */
+    OPT_SET,      /* no value: *(int *)dest = set_value (the last one given wins) */
+    OPT_STRING,   /* *(const char **)dest = the value, pointing into argv */
+    OPT_UINT,     /* *(uint64_t *)dest: digits only, within [min, max] */
+    OPT_INT,      /* *(int64_t *)dest: optional + or -, digits, within [smin, smax] */
+    OPT_SIZE,     /* *(uint64_t *)dest: a size (core/units.h: 512k, 8MB, 1.5GiB)
+                   * in units of `unit` bytes (0: bytes), within [min, max]
+                   * of those units */
     OPT_DURATION, /* *(uint64_t *)dest: a duration (core/units.h: 250ms, 1h30m,
                    * '2 days') in units of `unit` nanoseconds (UNITS_MS,
                    * UNITS_S: what a number alone means; required), within
                    * [min, max] of those units */
-    OPT_DOUBLE, /* *(double *)dest: decimal (digits . e + -), finite, in [dmin, dmax] */
-    OPT_ENUM,   /* *(int *)dest = the value of the word given, from words */
-    OPT_CALL    /* call(dest, value, err, errlen): 0, or -1 with a message in err */
+    OPT_DOUBLE,   /* *(double *)dest: decimal (digits . e + -), finite, in [dmin, dmax] */
+    OPT_ENUM,     /* *(int *)dest = the value of the word given, from words */
+    OPT_CALL      /* call(dest, value, err, errlen): 0, or -1 with a message in err */
 };
 
 struct opt_word {
@@ -68,7 +68,7 @@ struct opt_spec {
     int set_value;                /* OPT_SET */
     /* OPT_CALL; err holds only the message (opt adds "slabtap CMD: --name: ") */
     int (*call)(void *dest, const char *value, char *err, size_t errlen);
-    bool *seen; /* optional: set true whenever the option is given */
+    bool *seen;        /* optional: set true whenever the option is given */
     const char **text; /* optional: the value as given (into argv), likewise */
 };
 

@@ -14,11 +14,21 @@ struct units_word {
 #define NS_S 1000000000ull
 
 static const struct units_word units_sizes[] = {
-    { "b", 1 },           { "byte", 1 },        { "bytes", 1 },       { "k", KIB },
-    { "kb", KIB },        { "kib", KIB },       { "m", KIB * KIB },   { "mb", KIB * KIB },
-    { "mib", KIB * KIB }, { "g", KIB * KIB * KIB }, { "gb", KIB * KIB * KIB },
-    { "gib", KIB * KIB * KIB },                 { "t", KIB * KIB * KIB * KIB },
-    { "tb", KIB * KIB * KIB * KIB },            { "tib", KIB * KIB * KIB * KIB },
+    { "b", 1 },
+    { "byte", 1 },
+    { "bytes", 1 },
+    { "k", KIB },
+    { "kb", KIB },
+    { "kib", KIB },
+    { "m", KIB *KIB },
+    { "mb", KIB *KIB },
+    { "mib", KIB *KIB },
+    { "g", KIB *KIB *KIB },
+    { "gb", KIB *KIB *KIB },
+    { "gib", KIB *KIB *KIB },
+    { "t", KIB *KIB *KIB *KIB },
+    { "tb", KIB *KIB *KIB *KIB },
+    { "tib", KIB *KIB *KIB *KIB },
 };
 
 static const struct units_word units_durations[] = {
@@ -61,8 +71,11 @@ static const struct units_word units_durations[] = {
 /* What the text* functions print, largest first; the first that holds a
  * value exactly is the one used. */
 static const struct units_word units_size_out[] = {
-    { "TiB", KIB * KIB * KIB * KIB }, { "GiB", KIB * KIB * KIB }, { "MiB", KIB * KIB },
-    { "KiB", KIB },                   { "B", 1 },
+    { "TiB", KIB *KIB *KIB *KIB },
+    { "GiB", KIB *KIB *KIB },
+    { "MiB", KIB *KIB },
+    { "KiB", KIB },
+    { "B", 1 },
 };
 static const struct units_word units_duration_out[] = {
     { "d", 86400 * NS_S }, { "h", 3600 * NS_S }, { "m", 60 * NS_S }, { "s", NS_S },
@@ -133,17 +146,13 @@ static enum units_status units_number(const char *t, size_t len, size_t *i, uint
 /* a * b / 10^dec exactly, or UNITS_INEXACT when that is no whole number. */
 static enum units_status units_scale(uint64_t a, uint64_t b, unsigned dec, uint64_t *out)
 {
-    for (unsigned k = 0; k < dec; k++) {
-        if (a % 2 == 0)
-            a /= 2;
-        else if (b % 2 == 0)
-            b /= 2;
-        else
-            return UNITS_INEXACT;
-        if (a % 5 == 0)
-            a /= 5;
-        else if (b % 5 == 0)
-            b /= 5;
+    /* 10^dec = 2^dec * 5^dec: each factor comes out of a or b, or none is whole */
+    for (unsigned k = 0; k < 2 * dec; k++) {
+        uint64_t f = k % 2 ? 5 : 2;
+        if (a % f == 0)
+            a /= f;
+        else if (b % f == 0)
+            b /= f;
         else
             return UNITS_INEXACT;
     }
@@ -293,7 +302,7 @@ const char *units_size_name(uint64_t unit)
     switch (unit) {
     case 1: return "bytes";
     case KIB: return "kilobytes";
-    case KIB * KIB: return "megabytes";
+    case KIB *KIB: return "megabytes";
     default: return "";
     }
 }

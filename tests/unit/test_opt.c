@@ -149,10 +149,7 @@ static const struct opt_case cases[] = {
     { { "-I", "64 KB" }, false, OPT_OK, "size=65536" },
     { { "-I", "1023" }, false, OPT_ERROR, "slabtap test: -I: 1023 is below the minimum 1KiB" },
     { { "-I", "0" }, false, OPT_ERROR, "slabtap test: -I: 0 is below the minimum 1KiB" },
-    { { "-I", "1025m" },
-      false,
-      OPT_ERROR,
-      "slabtap test: -I: 1025m is above the maximum 1GiB" },
+    { { "-I", "1025m" }, false, OPT_ERROR, "slabtap test: -I: 1025m is above the maximum 1GiB" },
     { { "-I", "2g" }, false, OPT_ERROR, "slabtap test: -I: 2g is above the maximum 1GiB" },
     { { "-I", "99999999999999999999k" },
       false,
@@ -307,8 +304,7 @@ static size_t make_table(struct state *s, struct opt_spec *t)
         { "wide", 0, OPT_INT, .dest = &s->wide },
         { NULL, 'I', OPT_SIZE, .dest = &s->size, .min = 1024, .max = 1u << 30 },
         { NULL, 'm', OPT_SIZE, .dest = &s->mem, .unit = UNITS_MIB, .min = 1, .max = 1u << 30 },
-        { "wait", 0, OPT_DURATION, .dest = &s->wait, .unit = UNITS_MS, .min = 50,
-          .max = 3600000 },
+        { "wait", 0, OPT_DURATION, .dest = &s->wait, .unit = UNITS_MS, .min = 50, .max = 3600000 },
         { "retain", 0, OPT_DURATION, .dest = &s->retain, .unit = UNITS_S, .min = 1,
           .text = &s->retain_text },
         { "factor", 'f', OPT_DOUBLE, .dest = &s->factor, .dmin = 1, .dmax = 4 },
@@ -347,8 +343,8 @@ static void describe(const struct state *s, char **argv, int argc, int first, ch
              s->flag, s->level, s->name ? s->name : "(null)", (unsigned long long)s->count,
              s->count_seen, (unsigned long long)s->any, (long long)s->offset, (long long)s->wide,
              (unsigned long long)s->size, s->factor, s->ratio, s->color, s->even, pos, all,
-             (unsigned long long)s->wait, (unsigned long long)s->retain,
-             (unsigned long long)s->mem, rtext);
+             (unsigned long long)s->wait, (unsigned long long)s->retain, (unsigned long long)s->mem,
+             rtext);
 }
 
 /* Every space-separated token of want appears as a token of got. */

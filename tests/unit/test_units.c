@@ -240,40 +240,55 @@ struct text_case {
     const char *want;
 };
 
+/* Each value printed as want, and what is printed reads back as the value
+ * (when it fits 64 bits of bytes or nanoseconds). */
+static void check_text(const struct text_case *cases, size_t n, bool size)
+{
+    char buf[64];
+    for (size_t i = 0; i < n; i++) {
+        const struct text_case *c = &cases[i];
+        uint64_t back = 0;
+        enum units_status st;
+        if (size)
+            units_size_text(c->value, c->unit, buf, sizeof buf);
+        else
+            units_duration_text(c->value, c->unit, buf, sizeof buf);
+        CHECK_STR(buf, c->want);
+        st = size ? units_size(buf, strlen(buf), c->unit, &back)
+                  : units_duration(buf, strlen(buf), c->unit, &back);
+        if (st == UNITS_OK)
+            CHECK(back == c->value, "\"%s\" reads back as %llu", buf, (unsigned long long)back);
+    }
+}
+
 static void test_text(void)
 {
     static const struct text_case sizes_out[] = {
-        { MIB, 1, "1MiB" },        { 1024, 1, "1KiB" },    { 1536 * KIB, 1, "1536KiB" },
-        { 1000, 1, "1000B" },      { 0, 1, "0B" },         { UINT64_MAX, 1, "18446744073709551615B" },
-        { 1, MIB, "1MiB" },        { 1u << 30, MIB, "1024TiB" },
-        { 1536, MIB, "1536MiB" },  { 4 * GIB, 1, "4GiB" },
+        { MIB, 1, "1MiB" },
+        { 1024, 1, "1KiB" },
+        { 1536 * KIB, 1, "1536KiB" },
+        { 1000, 1, "1000B" },
+        { 0, 1, "0B" },
+        { UINT64_MAX, 1, "18446744073709551615B" },
+        { 1, MIB, "1MiB" },
+        { 1u << 30, MIB, "1024TiB" },
+        { 1536, MIB, "1536MiB" },
+        { 4 * GIB, 1, "4GiB" },
     };
     static const struct text_case durations_out[] = {
-        { 50, UNITS_MS, "50ms" },          { 1000, UNITS_MS, "1s" },
-        { 3600000, UNITS_MS, "1h" },       { 600000, UNITS_MS, "10m" },
+        { 50, UNITS_MS, "50ms" },
+        { 1000, UNITS_MS, "1s" },
+        { 3600000, UNITS_MS, "1h" },
+        { 600000, UNITS_MS, "10m" },
         { 4294967295u, UNITS_MS, "4294967295ms" },
-        { 0, UNITS_MS, "0ms" },            { 5400, UNITS_S, "90m" },
-        { 172800, UNITS_S, "2d" },         { 1, UNITS_S, "1s" },
+        { 0, UNITS_MS, "0ms" },
+        { 5400, UNITS_S, "90m" },
+        { 172800, UNITS_S, "2d" },
+        { 1, UNITS_S, "1s" },
         { UINT64_MAX, UNITS_S, "18446744073709551615s" },
     };
-    char buf[64];
-    for (size_t i = 0; i < sizeof sizes_out / sizeof sizes_out[0]; i++) {
-        const struct text_case *c = &sizes_out[i];
-        uint64_t back = 0;
-        units_size_text(c->value, c->unit, buf, sizeof buf);
-        CHECK_STR(buf, c->want);
-        /* what is printed parses back, when it fits 64 bits of bytes */
-        if (units_size(buf, strlen(buf), c->unit, &back) == UNITS_OK)
-            CHECK(back == c->value, "\"%s\" reads back as %llu", buf, (unsigned long long)back);
-    }
-    for (size_t i = 0; i < sizeof durations_out / sizeof durations_out[0]; i++) {
-        const struct text_case *c = &durations_out[i];
-        uint64_t back = 0;
-        units_duration_text(c->value, c->unit, buf, sizeof buf);
-        CHECK_STR(buf, c->want);
-        if (units_duration(buf, strlen(buf), c->unit, &back) == UNITS_OK)
-            CHECK(back == c->value, "\"%s\" reads back as %llu", buf, (unsigned long long)back);
-    }
+    check_text(sizes_out, sizeof sizes_out / sizeof sizes_out[0], true);
+    check_text(durations_out, sizeof durations_out / sizeof durations_out[0], false);
     CHECK_STR(units_size_name(1), "bytes");
     CHECK_STR(units_size_name(MIB), "megabytes");
     CHECK_STR(units_duration_name(UNITS_MS), "milliseconds");
