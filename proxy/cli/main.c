@@ -22,7 +22,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "slabtap %s: a memcached proxy that records what the slab allocator does\n\n"
-            "usage: slabtap <command> [options]   (slabtap <command> --help for its options)\n\n"
+            "usage: slabtap <command> [options]   (slabtap <command> --help for its options)\n"
+            "       slabtap -V | --version\n\n"
             "commands:\n",
             SLABTAP_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -10,7 +10,7 @@
  * unit each row declares. Must never
  * print, exit, allocate or keep state between calls: a mistake is one
  * line in the caller's buffer, `slabtap COMMAND: MESSAGE`, and the caller
- * prints it with its usage (cli/ does; exit 2).
+ * prints it with where the help is (cli/ does: cli_usage_error; exit 2).
  *
  * Messages, for example:
  *   slabtap proxy: unknown option --foo
