@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <strings.h>
 
 struct units_word {
@@ -166,7 +167,7 @@ static enum units_status units_scale(uint64_t a, uint64_t b, unsigned dec, uint6
 static uint64_t units_lookup(const struct units_word *table, size_t count, const char *t, size_t n)
 {
     for (size_t k = 0; k < count; k++)
-        if (table[k].word[n] == '\0' && !strncasecmp(table[k].word, t, n))
+        if (strlen(table[k].word) == n && !strncasecmp(table[k].word, t, n))
             return table[k].mult;
     return 0;
 }
