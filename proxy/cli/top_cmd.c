@@ -114,12 +114,13 @@ static enum opt_result top_parse(int argc, char **argv, struct top_args *a, char
 #undef TOP_SORT_WORD
             { NULL, 0 },
     };
+    const char *interval_text = "";
     const struct opt_spec table[] = {
         { "memcached", 0, OPT_STRING, .dest = &a->memcached },
         { "proxy", 0, OPT_STRING, .dest = &a->proxy },
         { "http-token", 0, OPT_STRING, .dest = &a->token },
         { "interval", 0, OPT_DURATION, .dest = &a->interval, .unit = UNITS_MS, .min = 0,
-          .max = 3600000 },
+          .max = 3600000, .text = &interval_text },
         { "timeout", 0, OPT_DURATION, .dest = &a->timeout, .unit = UNITS_MS, .min = 10,
           .max = 600000 },
         { "sort", 0, OPT_ENUM, .dest = &a->sort, .words = sorts },
@@ -144,7 +145,8 @@ static enum opt_result top_parse(int argc, char **argv, struct top_args *a, char
     if (a->token && !a->proxy)
         return opt_error(err, errlen, "top", "--http-token goes with --proxy");
     if (!a->once && a->interval < TOP_INTERVAL_LIVE_MIN_MS)
-        return opt_error(err, errlen, "top", "--interval: %d ms at least (below only with --once)",
+        return opt_error(err, errlen, "top",
+                         "--interval: %s is below %dms (below only with --once)", interval_text,
                          TOP_INTERVAL_LIVE_MIN_MS);
     return OPT_OK;
 }
