@@ -145,7 +145,7 @@ static int opt_take_units(const struct opt_ctx *c, const struct opt_use *u)
     bool size = s->kind == OPT_SIZE;
     uint64_t unit = size && !s->unit ? 1 : s->unit, v = 0, max = s->max ? s->max : UINT64_MAX;
     char bound[48];
-    const char *name = size ? units_size_name(unit) : units_duration_name(unit);
+    const char *name = size ? units_size_name(unit) : units_duration_name(unit ? unit : 1);
     enum units_status st =
         size ? units_size(t, strlen(t), unit, &v) : units_duration(t, strlen(t), unit, &v);
     int (*text)(uint64_t, uint64_t, char *, size_t) = size ? units_size_text : units_duration_text;
