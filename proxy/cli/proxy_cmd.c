@@ -18,7 +18,6 @@
 #include "core/sample.h"
 #include "core/units.h"
 #include "record/pgstore.h"
-#include "record/runs.h"
 #include "record/sink.h"
 #include "record/spill.h"
 #include "server/app.h"
