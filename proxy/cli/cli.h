@@ -4,8 +4,9 @@
  *
  * Every subcommand parses its flags with core/opt.h's table parser and
  * answers the same way: -h/--help prints its usage to stdout (exit 0); a
- * mistake prints "slabtap COMMAND: MESSAGE", a blank line and the usage to
- * stderr (exit 2). The rows every command shares are defined here once. */
+ * mistake prints two lines to stderr, "slabtap COMMAND: MESSAGE" and
+ * "see: slabtap COMMAND --help" (cli_usage_error; exit 2), never the whole
+ * usage. The rows every command shares are defined here once. */
 #ifndef SLABTAP_CLI_H
 #define SLABTAP_CLI_H
 
@@ -16,6 +17,7 @@
 
 #include "core/log.h"
 #include "core/opt.h"
+#include "core/units.h"
 #include "model/slab_model.h"
 
 struct cli_command {
@@ -25,6 +27,10 @@ struct cli_command {
 };
 
 int cli_proxy_main(int argc, char **argv);
+
+/* A usage mistake: err (opt's "slabtap COMMAND: MESSAGE" line) and
+ * "see: slabtap COMMAND --help" on stderr. Returns 2, the exit status. */
+int cli_usage_error(const char *command, const char *err);
 
 int cli_model_main(int argc, char **argv);
 int cli_experiment_main(int argc, char **argv);
@@ -78,11 +84,13 @@ struct cli_ladder_flags {
     bool no_cas, given;
 };
 
-/* -m: memcached refuses 0 (the -I check: 1024 > 0 / 2), so 1..2^30 MB. */
+/* -m: memcached refuses 0 (the -I check: 1024 > 0 / 2), so 1..2^30 MB.
+ * Every size takes core/units.h's spellings; a number alone is bytes, for
+ * -m megabytes (memcached's units). */
 #define CLI_OPTS_LADDER(f) \
     { NULL, \
       'n', \
-      OPT_UINT, \
+      OPT_SIZE, \
       .dest = &(f)->chunk_size_min, \
       .min = 1, \
       .max = INT_MAX, \
@@ -91,13 +99,14 @@ struct cli_ladder_flags {
         { NULL, 'I', OPT_SIZE, .dest = &(f)->item_size_max, .max = UINT32_MAX, .seen = &(f)->given }, \
         { NULL, \
           'm', \
-          OPT_UINT, \
+          OPT_SIZE, \
           .dest = &(f)->mem_mb, \
+          .unit = UNITS_MIB, \
           .min = 1, \
           .max = 1ull << 30, \
           .seen = &(f)->given }, \
         { "slab-chunk-max",   0, \
-          OPT_UINT,           .dest = &(f)->slab_chunk_max, \
+          OPT_SIZE,           .dest = &(f)->slab_chunk_max, \
           .min = 1,           .max = UINT32_MAX, \
           .seen = &(f)->given }, \
     { \

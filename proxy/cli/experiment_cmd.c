@@ -13,6 +13,7 @@
 #include "core/addr.h"
 #include "core/log.h"
 #include "core/opt.h"
+#include "core/units.h"
 #include "experiment/experiment.h"
 #include "server/poller.h"
 
@@ -35,7 +36,8 @@ static void exp_usage(FILE *f)
             "  --upstream HOST:PORT  an existing memcached (env MC_HOST, MC_PORT): runs whose\n"
             "                     flags its `stats settings` show use it, never restarted;\n"
             "                     the others are refused\n"
-            "  --stats-interval MS  stats poll interval (default 250, at least %d)\n"
+            "  --stats-interval MS  stats poll interval (default 250ms, at least %dms; 1s,\n"
+            "                     '2 seconds': a number alone is milliseconds)\n"
             "  --http HOST:PORT   each run's proxy serves the admin endpoint there while it\n"
             "                     runs: the live page, /metrics (env SLABTAP_HTTP)\n"
             "  -v, --verbose      debug log lines too\n"
@@ -86,8 +88,8 @@ static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_o
         { "upstream", 0, OPT_STRING, .dest = &upstream_arg },
         { "progress-fd", 0, OPT_UINT, .dest = &progress_fd, .min = 1, .max = 1023 },
         { "http", 0, OPT_STRING, .dest = &o->http },
-        { "stats-interval", 0, OPT_UINT, .dest = &stats_ms, .min = POLLER_INTERVAL_MIN_MS,
-          .max = UINT_MAX },
+        { "stats-interval", 0, OPT_DURATION, .dest = &stats_ms, .unit = UNITS_MS,
+          .min = POLLER_INTERVAL_MIN_MS, .max = UINT_MAX },
         CLI_OPTS_VERBOSITY(&level, NULL),
     };
     enum opt_result r = opt_parse("experiment", table, sizeof table / sizeof table[0], argc, argv,
@@ -152,10 +154,7 @@ int cli_experiment_main(int argc, char **argv)
     switch (exp_parse_args(argc, argv, &o, image, sizeof image, upstream, sizeof upstream, &first,
                            err, sizeof err)) {
     case OPT_HELP: exp_usage(stdout); return 0;
-    case OPT_ERROR:
-        fprintf(stderr, "%s\n\n", err);
-        exp_usage(stderr);
-        return 2;
+    case OPT_ERROR: return cli_usage_error("experiment", err);
     case OPT_OK: break;
     }
     if (!o.db) {

@@ -78,7 +78,8 @@ static void load_cli_usage(FILE *out)
             "\n"
             "ladder flags, for --dry-run only (a live run reads `stats settings`):\n"
             "  -n BYTES  -f FACTOR  -I SIZE  -m MEGABYTES  --slab-chunk-max BYTES\n"
-            "  --no-cas, -C           same meaning and defaults as memcached 1.6.18\n",
+            "  --no-cas, -C           same meaning and defaults as memcached 1.6.18\n"
+            "  (sizes: 512k 8MB 1.5GiB, binary x1024, any case; -m alone: megabytes)\n",
             LOAD_CONNECTIONS_MAX, LOAD_DEFAULT_CONNECTIONS, LOAD_PIPELINE_MAX,
             LOAD_DEFAULT_PIPELINE);
 }
@@ -385,9 +386,7 @@ int cli_load_main(int argc, char **argv)
     rc = ok == 0 ? 0 : 1;
     goto out;
 usage:
-    fprintf(stderr, "%s\n\n", err);
-    load_cli_usage(stderr);
-    rc = 2;
+    rc = cli_usage_error("load", err);
 out:
     workload_free(w);
     return rc;

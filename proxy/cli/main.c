@@ -1,7 +1,7 @@
 /* main: the slabtap command line; dispatches to one subcommand.
  * Owns nothing but the table below; every subcommand parses its own flags
- * with core/opt.h's table parser and must exit 2 with usage on a bad flag
- * (cli.h). */
+ * with core/opt.h's table parser and must exit 2 with the error and where
+ * its help is on a bad flag (cli.h). */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +22,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "slabtap %s: a memcached proxy that records what the slab allocator does\n\n"
-            "usage: slabtap <command> [options]   (slabtap <command> --help for its options)\n\n"
+            "usage: slabtap <command> [options]   (slabtap <command> --help for its options)\n"
+            "       slabtap -V | --version\n\n"
             "commands:\n",
             SLABTAP_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
@@ -42,14 +43,13 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (!strcmp(argv[1], "--version")) {
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
         printf("slabtap %s\n", SLABTAP_VERSION);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].main(argc - 1, argv + 1);
-    fprintf(stderr, "slabtap: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "slabtap: unknown command '%s'\nsee: slabtap --help\n", argv[1]);
     return 2;
 }

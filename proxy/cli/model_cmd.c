@@ -49,13 +49,16 @@ static const char settings_usage[] =
     "memcached settings (same meaning and defaults as memcached 1.6.18):\n"
     "  -n BYTES               minimum space for key+value+flags (-n, default 48)\n"
     "  -f FACTOR              chunk size growth factor (-f, default 1.25)\n"
-    "  -I SIZE                max item size, k/m suffix allowed (-I, default 1m)\n"
-    "  -m MEGABYTES           memory limit; only checked against -I (-m, default 64)\n"
+    "  -I SIZE                max item size (-I, default 1m)\n"
+    "  -m MEGABYTES           memory limit; only checked against -I (-m, default 64;\n"
+    "                         64, 1g, 1.5GiB: a number alone is megabytes)\n"
     "  --slab-chunk-max BYTES largest chunk, in BYTES (default 524288; memcached's\n"
     "                         -o slab_chunk_max takes bytes up to 1.6.23, KILOBYTES\n"
     "                         from 1.6.24)\n"
     "  --slab-sizes A-B-C     explicit class sizes (-o slab_sizes=A-B-C)\n"
-    "  --no-cas, -C           CAS off: items are 8 bytes smaller (-C)\n";
+    "  --no-cas, -C           CAS off: items are 8 bytes smaller (-C)\n"
+    "SIZE, BYTES: a number of bytes or with a unit, any case, binary (x1024):\n"
+    "  512k 8M 8MB 8MiB 1.5g.\n";
 
 static void usage_model(FILE *out)
 {
@@ -136,10 +139,7 @@ static int model_ladder(int argc, char **argv)
     char perr[512];
     switch (parse_settings(argc, argv, &s, perr, sizeof perr)) {
     case OPT_HELP: usage_ladder(stdout); return 0;
-    case OPT_ERROR:
-        fprintf(stderr, "%s\n\n", perr);
-        usage_ladder(stderr);
-        return 2;
+    case OPT_ERROR: return cli_usage_error("model ladder", perr);
     case OPT_OK: break;
     }
     struct slab_ladder ladder;
@@ -196,7 +196,7 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
     bool advise = mode != 0; /* 0 predict, 1 advise, 2 mrc */
     const char *command = mode == 2 ? "model mrc" : advise ? "model advise" : "model predict";
     int level = (int)log_get_level();
-    uint64_t max_classes = SLAB_MODEL_MAX_CLASSES;
+    uint64_t max_classes = SLAB_MODEL_MAX_CLASSES, since_s = 0;
     memset(o, 0, sizeof *o);
     o->warmup = 0.5;
     o->points = 16;
@@ -204,7 +204,8 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
         { "db", 0, OPT_STRING, .dest = &o->db },
         { "run", 0, OPT_STRING, .dest = &o->run },
         { "node", 0, OPT_STRING, .dest = &o->node },
-        { "since", 0, OPT_STRING, .dest = &o->since },
+        { "since", 0, OPT_DURATION, .dest = &since_s, .unit = UNITS_S, .min = 1,
+          .max = INT64_MAX / UNITS_S, .text = &o->since },
         { "source", 0, OPT_STRING, .dest = &o->source },
         CLI_OPTS_VERBOSITY(&level, NULL),
         /* advise only, from here */
@@ -213,7 +214,8 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
         { "verify", 0, OPT_FLAG, .dest = &o->verify },
         { "memcached", 0, OPT_STRING, .dest = &o->memcached },
         { "objective", 0, OPT_STRING, .dest = &o->objective },
-        { "memory-limit", 0, OPT_UINT, .dest = &o->memory_limit_mb, .min = 1, .max = 1024 * 1024 },
+        { "memory-limit", 0, OPT_SIZE, .dest = &o->memory_limit_mb, .unit = UNITS_MIB, .min = 1,
+          .max = 1024 * 1024 },
         { "holdout", 0, OPT_FLAG, .dest = &o->holdout },
         { "holdout-run", 0, OPT_STRING, .dest = &o->holdout_run },
         { "format", 0, OPT_STRING, .dest = &o->format },
@@ -233,13 +235,10 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
     if (o->run && (o->node || o->since))
         return opt_error(err, errlen, command, "--run or --node/--since, not both");
     if (o->since) {
-        int64_t d = runs_parse_duration(o->since);
         struct timespec now;
-        if (d < 0)
-            return opt_error(err, errlen, command,
-                             "--since takes a duration such as '1 hour', 30m, 2h, '1 day'");
         clock_gettime(CLOCK_REALTIME, &now);
-        o->since_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - d;
+        o->since_ns =
+            (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - (int64_t)since_s * 1000000000LL;
     }
     if (advise && (o->node || o->since) && (o->verify || o->holdout || o->holdout_run))
         return opt_error(err, errlen, command,
@@ -279,7 +278,8 @@ static void usage_predict(FILE *out)
             "  --node PATTERN       every run of the nodes matching PATTERN (SQL LIKE:\n"
             "                       'cache-%%'), each predicted on its own\n"
             "  --since DURATION     the runs still running or ended within DURATION\n"
-            "                       ('1 hour', 30m, 2h, '1 day'); each run whole\n"
+            "                       ('1 hour', 30m, 2h, '1 day'; a number alone is\n"
+            "                       seconds); each run whole\n"
             "  --source auto|rows|aggregates\n"
             "                       the run's rows, or its write histograms (agg_items):\n"
             "                       auto takes the histograms when rows were expired;\n"
@@ -343,7 +343,9 @@ static void usage_advise(FILE *out)
             "--source auto|rows|aggregates: the run's rows, or its write histograms\n"
             "(auto: the histograms when rows were expired); from the histograms the\n"
             "sizes are the stored ones scaled to the last curr_items, and capacity takes\n"
-            "them as the working set, each item written once (no --verify/--holdout).\n\n"
+            "them as the working set, each item written once (no --verify/--holdout).\n"
+            "MB: a size, binary (x1024), any case: 512, 2g, 1.5GiB (a number alone is\n"
+            "megabytes); DURATION: 30m, 2h, '1 day' (a number alone is seconds).\n\n"
             "  -v, --verbose  debug log lines too\n"
             "  -q, --quiet    warnings and errors only\n"
             "  -h, --help     this text\n",
@@ -363,7 +365,9 @@ static void usage_mrc(FILE *out)
             "(total_malloced), with the hit ratio after the first SHARE of the requests\n"
             "(--warmup, default 0.5). --flags adds a second curve for other memcached\n"
             "settings, e.g. --flags \"-f 1.08 -o slab_automove=2\". --save keeps the\n"
-            "curves in the run's run_meta ('hits_mrc'), where the page draws them.\n\n"
+            "curves in the run's run_meta ('hits_mrc'), where the page draws them.\n"
+            "MB: a size, binary (x1024), any case: 512, 2g, 1.5GiB (a number alone is\n"
+            "megabytes).\n\n"
             "  -v, --verbose  debug log lines too\n"
             "  -q, --quiet    warnings and errors only\n"
             "  -h, --help     this text\n");
@@ -375,16 +379,13 @@ static bool run_opts_or_usage(int argc, char **argv, struct run_opts *o, int mod
 {
     char err[512];
     void (*usage)(FILE *) = mode == 2 ? usage_mrc : mode ? usage_advise : usage_predict;
+    const char *command = mode == 2 ? "model mrc" : mode ? "model advise" : "model predict";
     switch (parse_run_opts(argc, argv, o, mode, err, sizeof err)) {
     case OPT_HELP:
         usage(stdout);
         *rc = 0;
         return false;
-    case OPT_ERROR:
-        fprintf(stderr, "%s\n\n", err);
-        usage(stderr);
-        *rc = 2;
-        return false;
+    case OPT_ERROR: *rc = cli_usage_error(command, err); return false;
     case OPT_OK: break;
     }
     return true;
@@ -1173,7 +1174,6 @@ int cli_model_main(int argc, char **argv)
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         if (!strcmp(argv[1], subcommands[i].name))
             return subcommands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "slabtap model: unknown subcommand '%s'\n\n", argv[1]);
-    usage_model(stderr);
+    fprintf(stderr, "slabtap model: unknown subcommand '%s'\nsee: slabtap model --help\n", argv[1]);
     return 2;
 }

@@ -16,8 +16,8 @@
 #include "core/log.h"
 #include "core/opt.h"
 #include "core/sample.h"
+#include "core/units.h"
 #include "record/pgstore.h"
-#include "record/runs.h"
 #include "record/sink.h"
 #include "record/spill.h"
 #include "server/app.h"
@@ -43,6 +43,10 @@ static void proxy_usage(FILE *out)
             "incr/decr into SQLite or PostgreSQL, and every key a read asks for\n"
             "(--reads); reads are also counted per second;\n"
             "memcached's stats are polled on a side connection and kept as a time series.\n"
+            "\n"
+            "SIZE: bytes, or a unit, any case, binary (x1024): 512k 8M 8MB 8MiB 1.5g 2t.\n"
+            "MS, DURATION: 250ms 1s 90s 5m 1h30m 2d '1 hour'; a number alone is in the\n"
+            "unit the flag names (MS: milliseconds; --retain: seconds).\n"
             "\n"
             "  --listen HOST:PORT   address for clients (default 127.0.0.1:11311)\n"
             "  --upstream HOST:PORT memcached to forward to (required)\n"
@@ -105,7 +109,7 @@ static void proxy_usage(FILE *out)
             "                       connection of its own for its next requests, so no one\n"
             "                       waits behind its answers (default %um; 0: never)\n"
             "  --stats-interval MS  poll stats, stats slabs, stats items every MS\n"
-            "                       milliseconds (default %d, at least %d)\n"
+            "                       (default %dms, at least %dms)\n"
             "  --http HOST:PORT|off admin endpoint: /health /metrics /api/runs /api/slabs\n"
             "                       POST /api/phase?name=N (default %s)\n"
             "  --http-token TOKEN   require \"Authorization: Bearer TOKEN\" on the admin\n"
@@ -117,10 +121,11 @@ static void proxy_usage(FILE *out)
             "                       memcached reports; a ladder that disagrees with the\n"
             "                       chunk sizes memcached shows is logged, never used silently\n"
             "  --retain DURATION    SQLite: recorded writes older than this (45s, 6h, 2d,\n"
-            "                       1h30m) are deleted by the writer thread, oldest first;\n"
-            "                       runs, samples, settings and the write aggregates stay\n"
+            "                       1h30m; 3600: seconds) are deleted by the writer thread,\n"
+            "                       oldest first; runs, samples, settings and the write\n"
+            "                       aggregates stay\n"
             "  --max-db-size SIZE   SQLite: the oldest recorded writes are deleted to keep\n"
-            "                       the file under SIZE (k, m, g: 500m, 20g); the pages\n"
+            "                       the file under SIZE (at least 1m: 500MB, 20g); the pages\n"
             "                       freed are reused. Reaching it is logged once, shown in\n"
             "                       /health and /metrics, and never a failure\n"
             "  --db runs-%%Y%%m%%d.db  a strftime pattern (UTC): a new file whenever the\n"
@@ -239,38 +244,6 @@ static int parse_sample_keys(void *dest, const char *value, char *err, size_t er
     return 0;
 }
 
-/* --retain: a duration (runs_parse_duration: 45s, 6h, 2d, 1h30m), above 0. */
-static int parse_retain(void *dest, const char *value, char *err, size_t errlen)
-{
-    int64_t ns = runs_parse_duration(value);
-    if (ns <= 0) {
-        snprintf(err, errlen, "\"%s\" is not a duration such as 45s, 90m, 6h or 2d", value);
-        return -1;
-    }
-    *(int64_t *)dest = ns;
-    return 0;
-}
-
-/* --max-db-size: bytes, with k, m, g or t (x1024 each), at least 1m. */
-static int parse_db_size(void *dest, const char *value, char *err, size_t errlen)
-{
-    char *end;
-    unsigned long long n = value[0] >= '0' && value[0] <= '9' ? strtoull(value, &end, 10) : 0;
-    unsigned shift = 0;
-    if (n && *end) {
-        const char *units = "kmgt", *u = strchr(units, end[0] | 0x20);
-        shift = u && end[0] ? 10 * (unsigned)(u - units + 1) : 0;
-        if (!shift || end[1])
-            n = 0;
-    }
-    if (!n || n > (UINT64_MAX >> shift) || (n << shift) < (1u << 20)) {
-        snprintf(err, errlen, "\"%s\" is not a size of at least 1m (such as 500m or 20g)", value);
-        return -1;
-    }
-    *(uint64_t *)dest = (uint64_t)n << shift;
-    return 0;
-}
-
 /* What the table writes before it goes into app_config. */
 struct proxy_args {
     const char *listen, *upstream, *http;
@@ -282,7 +255,7 @@ struct proxy_args {
     bool record_optional;
     char ladder_flags[2048]; /* both, as memcached flags */
     uint64_t queue, max_pending, drain, interval, max_request, max_assembly, max_stall, max_memory,
-        big_answer;
+        big_answer, retain_s;
     int keys, on_full, level, reads;
 };
 
@@ -384,12 +357,14 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "on-full", 0, OPT_ENUM, .dest = &a->on_full, .words = on_full },
         { "reads", 0, OPT_ENUM, .dest = &a->reads, .words = onoff },
         { "max-pending", 0, OPT_UINT, .dest = &a->max_pending, .min = 1, .max = SIZE_MAX },
-        { "drain-ms", 0, OPT_UINT, .dest = &a->drain, .min = 1, .max = UINT_MAX },
-        { "stats-interval", 0, OPT_UINT, .dest = &a->interval, .min = POLLER_INTERVAL_MIN_MS,
+        { "drain-ms", 0, OPT_DURATION, .dest = &a->drain, .unit = UNITS_MS, .min = 1,
           .max = UINT_MAX },
+        { "stats-interval", 0, OPT_DURATION, .dest = &a->interval, .unit = UNITS_MS,
+          .min = POLLER_INTERVAL_MIN_MS, .max = UINT_MAX },
         { "http", 0, OPT_STRING, .dest = &a->http },
         { "http-token", 0, OPT_STRING, .dest = &cfg->http_token },
-        { "max-stall", 0, OPT_UINT, .dest = &a->max_stall, .min = 1, .max = UINT_MAX },
+        { "max-stall", 0, OPT_DURATION, .dest = &a->max_stall, .unit = UNITS_MS, .min = 1,
+          .max = UINT_MAX },
         { "upstream-conns", 0, OPT_CALL, .dest = &cfg->proxy.upstream_conns,
           .call = parse_upstream_conns },
         { "sample-keys", 0, OPT_CALL, .dest = &cfg->proxy.sample_keys, .call = parse_sample_keys },
@@ -406,8 +381,9 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
          * bound could never hold one */
         { "spill-max", 0, OPT_SIZE, .dest = &a->spill_max, .min = 512 * 1024, .max = UINT64_MAX },
         { "record-optional", 0, OPT_FLAG, .dest = &a->record_optional },
-        { "retain", 0, OPT_CALL, .dest = &cfg->retain_ns, .call = parse_retain },
-        { "max-db-size", 0, OPT_CALL, .dest = &cfg->max_db_bytes, .call = parse_db_size },
+        { "retain", 0, OPT_DURATION, .dest = &a->retain_s, .unit = UNITS_S, .min = 1,
+          .max = INT64_MAX / UNITS_S },
+        { "max-db-size", 0, OPT_SIZE, .dest = &cfg->max_db_bytes, .min = 1024 * 1024 },
         CLI_OPTS_VERBOSITY(&a->level, NULL),
     };
     enum opt_result r =
@@ -423,6 +399,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
     cfg->proxy.drain_timeout_ms = (unsigned)a->drain;
     cfg->stats_interval_ms = (unsigned)a->interval;
     cfg->max_stall_ms = (unsigned)a->max_stall;
+    cfg->retain_ns = (int64_t)(a->retain_s * UNITS_S);
     cfg->proxy.max_request = (size_t)a->max_request;
     cfg->proxy.max_assembly = (size_t)a->max_assembly;
     cfg->proxy.max_memory = (size_t)a->max_memory;
@@ -539,8 +516,7 @@ out_loop:
         fprintf(stderr, "slabtap: warning: handles left open at exit\n");
     goto out;
 usage:
-    fprintf(stderr, "%s\n\n", err);
-    proxy_usage(stderr);
+    cli_usage_error("proxy", err);
 out:
     free(pa);
     return rc;

@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/opt.h"
+#include "core/units.h"
 
 #define TOP_INTERVAL_DEFAULT_MS 1000
 #define TOP_INTERVAL_LIVE_MIN_MS 100
@@ -82,7 +83,7 @@ static void top_usage(FILE *out)
             "                         `stats` has are shown as -)\n"
             "  --http-token TOKEN     the proxy's --http-token, when it has one\n"
             "\n"
-            "options:\n"
+            "options (MS: a duration, 250ms 2s '1 minute'; a number alone: milliseconds):\n"
             "  --interval MS          refresh every MS (default %d, at least %d; with\n"
             "                         --once the gap between the two samples, 0: one\n"
             "                         sample, no rates)\n"
@@ -113,12 +114,15 @@ static enum opt_result top_parse(int argc, char **argv, struct top_args *a, char
 #undef TOP_SORT_WORD
             { NULL, 0 },
     };
+    const char *interval_text = "";
     const struct opt_spec table[] = {
         { "memcached", 0, OPT_STRING, .dest = &a->memcached },
         { "proxy", 0, OPT_STRING, .dest = &a->proxy },
         { "http-token", 0, OPT_STRING, .dest = &a->token },
-        { "interval", 0, OPT_UINT, .dest = &a->interval, .min = 0, .max = 3600000 },
-        { "timeout", 0, OPT_UINT, .dest = &a->timeout, .min = 10, .max = 600000 },
+        { "interval", 0, OPT_DURATION, .dest = &a->interval, .unit = UNITS_MS, .min = 0,
+          .max = 3600000, .text = &interval_text },
+        { "timeout", 0, OPT_DURATION, .dest = &a->timeout, .unit = UNITS_MS, .min = 10,
+          .max = 600000 },
         { "sort", 0, OPT_ENUM, .dest = &a->sort, .words = sorts },
         { "reverse", 'r', OPT_FLAG, .dest = &a->reverse },
         { "once", 0, OPT_FLAG, .dest = &a->once },
@@ -141,7 +145,8 @@ static enum opt_result top_parse(int argc, char **argv, struct top_args *a, char
     if (a->token && !a->proxy)
         return opt_error(err, errlen, "top", "--http-token goes with --proxy");
     if (!a->once && a->interval < TOP_INTERVAL_LIVE_MIN_MS)
-        return opt_error(err, errlen, "top", "--interval: %d ms at least (below only with --once)",
+        return opt_error(err, errlen, "top",
+                         "--interval: %s is below %dms (below only with --once)", interval_text,
                          TOP_INTERVAL_LIVE_MIN_MS);
     return OPT_OK;
 }
@@ -554,7 +559,5 @@ int cli_top_main(int argc, char **argv)
     top_source_close(&src);
     return rc;
 usage:
-    fprintf(stderr, "%s\n\n", err);
-    top_usage(stderr);
-    return 2;
+    return cli_usage_error("top", err);
 }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/units.h"
+
 /* One parse: where the table and argv are, and where a message goes. */
 struct opt_ctx {
     const char *command;
@@ -134,23 +136,36 @@ static int opt_take_int(const struct opt_ctx *c, const struct opt_use *u)
     return 0;
 }
 
-static int opt_take_size(const struct opt_ctx *c, const struct opt_use *u)
+/* OPT_SIZE and OPT_DURATION: core/units.h's grammar, the row's bare unit,
+ * bounds printed in the same units ("1MiB", "50ms"). */
+static int opt_take_units(const struct opt_ctx *c, const struct opt_use *u)
 {
+    const struct opt_spec *s = u->spec;
     const char *t = u->value;
-    size_t len = strlen(t);
-    uint64_t mult = 1, v = 0;
-    char unit = len ? t[len - 1] : '\0';
-    if (unit == 'k' || unit == 'K')
-        mult = 1024;
-    else if (unit == 'm' || unit == 'M')
-        mult = 1024 * 1024;
-    len -= mult != 1;
-    if (!opt_all_digits(t, len))
-        return opt_bad(c, u, "\"%s\" is not a size (digits, then optionally k or m)", t);
-    bool fits = opt_digits_value(t, len, &v) && v <= UINT64_MAX / mult;
-    if (opt_check_u(c, u, v * (fits ? mult : 1), fits))
-        return -1;
-    *(uint64_t *)u->spec->dest = v * mult;
+    bool size = s->kind == OPT_SIZE;
+    uint64_t unit = size && !s->unit ? 1 : s->unit, v = 0, max = s->max ? s->max : UINT64_MAX;
+    char bound[48];
+    const char *name = size ? units_size_name(unit) : units_duration_name(unit ? unit : 1);
+    enum units_status st =
+        size ? units_size(t, strlen(t), unit, &v) : units_duration(t, strlen(t), unit, &v);
+    int (*text)(uint64_t, uint64_t, char *, size_t) = size ? units_size_text : units_duration_text;
+    if (st == UNITS_SYNTAX && size)
+        return opt_bad(c, u, "\"%s\" is not a size (examples: 512k, 8MB, 1.5GiB%s%s)", t,
+                       unit == 1 ? "" : "; a number alone is in ", unit == 1 ? "" : name);
+    if (st == UNITS_SYNTAX)
+        return opt_bad(c, u, "\"%s\" is not a duration (examples: 250ms, 1s, 1h30m, '2 days'%s%s)",
+                       t, unit ? "; a number alone is in " : "", unit ? name : "");
+    if (st == UNITS_INEXACT)
+        return opt_bad(c, u, "\"%s\" is not a whole number of %s", t, name);
+    if (st == UNITS_RANGE || v > max) {
+        text(max, unit, bound, sizeof bound);
+        return opt_bad(c, u, "%s is above the maximum %s", t, bound);
+    }
+    if (v < s->min) {
+        text(s->min, unit, bound, sizeof bound);
+        return opt_bad(c, u, "%s is below the minimum %s", t, bound);
+    }
+    *(uint64_t *)s->dest = v;
     return 0;
 }
 
@@ -212,13 +227,16 @@ static int opt_store(const struct opt_ctx *c, const struct opt_use *u)
     case OPT_STRING: *(const char **)s->dest = u->value; break;
     case OPT_UINT: rc = opt_take_uint(c, u); break;
     case OPT_INT: rc = opt_take_int(c, u); break;
-    case OPT_SIZE: rc = opt_take_size(c, u); break;
+    case OPT_SIZE:
+    case OPT_DURATION: rc = opt_take_units(c, u); break;
     case OPT_DOUBLE: rc = opt_take_double(c, u); break;
     case OPT_ENUM: rc = opt_take_enum(c, u); break;
     case OPT_CALL: rc = opt_take_call(c, u); break;
     }
     if (rc == 0 && s->seen)
         *s->seen = true;
+    if (rc == 0 && s->text)
+        *s->text = u->value;
     return rc;
 }
 

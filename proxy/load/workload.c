@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/keyfmt.h"
+#include "core/units.h"
 
 /* ---- tables ----------------------------------------------------------- */
 
@@ -226,6 +227,17 @@ static bool wl_parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out)
         v = v * 10 + d;
     }
     if (v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* A size (core/units.h: 876, 1k, 1.5KiB; a number alone is bytes) of at
+ * most max bytes. */
+static bool wl_parse_bytes(const char *s, size_t len, uint64_t max, uint64_t *out)
+{
+    uint64_t v;
+    if (units_size(s, len, UNITS_B, &v) != UNITS_OK || v > max)
         return false;
     *out = v;
     return true;
@@ -487,7 +499,7 @@ static enum workload_status wl_push(struct wl_parser *ps, const struct wl_stmt *
 
 /* The comma-separated numbers inside "name(...)": false on any junk. */
 static bool wl_size_args(const struct wl_tok *t, size_t open, uint64_t *args, uint32_t max,
-                         uint32_t *n)
+                         bool bytes, uint32_t *n)
 {
     size_t i = open + 1, end = t->len - 1;
     *n = 0;
@@ -497,7 +509,8 @@ static bool wl_size_args(const struct wl_tok *t, size_t open, uint64_t *args, ui
         size_t start = i;
         while (i < end && t->s[i] != ',')
             i++;
-        if (*n == max || !wl_parse_u64(t->s + start, i - start, WORKLOAD_VALUE_MAX, &args[*n]))
+        if (*n == max || !(bytes ? wl_parse_bytes : wl_parse_u64)(t->s + start, i - start,
+                                                                  WORKLOAD_VALUE_MAX, &args[*n]))
             return false;
         (*n)++;
         i++;
@@ -541,7 +554,7 @@ static bool wl_size_dist_args(const struct wl_tok *t, size_t open, struct wl_siz
             i++;
         bool ok = n == 0   ? wl_parse_decimal(t->s + start, i - start, &out->a)
                   : n == 1 ? wl_parse_decimal(t->s + start, i - start, &out->b)
-                  : n == 2 ? wl_parse_u64(t->s + start, i - start, WORKLOAD_VALUE_MAX, &out->hi)
+                  : n == 2 ? wl_parse_bytes(t->s + start, i - start, WORKLOAD_VALUE_MAX, &out->hi)
                            : false;
         if (!ok)
             return false;
@@ -570,7 +583,7 @@ static enum workload_status wl_parse_size(struct wl_parser *ps, const struct wl_
                                           struct wl_size *out)
 {
     memset(out, 0, sizeof *out);
-    if (wl_parse_u64(t->s, t->len, WORKLOAD_VALUE_MAX, &out->lo)) {
+    if (wl_parse_bytes(t->s, t->len, WORKLOAD_VALUE_MAX, &out->lo)) {
         out->kind = WL_SIZE_FIXED;
         return WORKLOAD_OK;
     }
@@ -588,14 +601,16 @@ static enum workload_status wl_parse_size(struct wl_parser *ps, const struct wl_
     struct wl_tok name = { t->s, open };
     if (paren && (wl_tok_is(&name, "gpareto") || wl_tok_is(&name, "lognormal")))
         return wl_parse_size_dist(ps, t, &name, open, out);
-    if (paren && wl_tok_is(&name, "etc") && wl_size_args(t, open, args, 1, &n)) {
+    if (paren && wl_tok_is(&name, "etc") && wl_size_args(t, open, args, 1, true, &n)) {
         out->kind = WL_SIZE_GPARETO;
         out->a = WL_ETC_SCALE;
         out->b = WL_ETC_SHAPE;
         out->hi = args[0];
         return WORKLOAD_OK;
     }
-    if (!paren || !wl_size_args(t, open, args, WORKLOAD_CHOICES_MAX, &n))
+    /* fill(N) and over(N) take a class number, the others sizes */
+    bool classes = wl_tok_is(&name, "fill") || wl_tok_is(&name, "over");
+    if (!paren || !wl_size_args(t, open, args, WORKLOAD_CHOICES_MAX, !classes, &n))
         goto unknown;
     if (wl_tok_is(&name, "uniform") && n == 2) {
         if (args[0] > args[1])
@@ -945,9 +960,18 @@ static enum workload_status wl_parse_sleep(struct wl_parser *ps, const struct wl
     uint64_t ms;
     memset(&st, 0, sizeof st);
     st.kind = WL_ST_SLEEP;
-    if (n != 2 || !wl_parse_u64(toks[1].s, toks[1].len, WORKLOAD_SLEEP_MAX_MS, &ms))
-        return wl_perr(ps, WORKLOAD_E_NUMBER, "sleep wants milliseconds (0..%u)",
-                       WORKLOAD_SLEEP_MAX_MS);
+    /* a duration (core/units.h), its words included: "sleep 1 second" */
+    const char *from = n >= 2 ? toks[1].s : NULL;
+    size_t len = n >= 2 ? (size_t)(toks[n - 1].s + toks[n - 1].len - from) : 0;
+    if (n < 2 || units_duration(from, len, UNITS_MS, &ms) != UNITS_OK ||
+        ms > WORKLOAD_SLEEP_MAX_MS) {
+        char max[32];
+        units_duration_text(WORKLOAD_SLEEP_MAX_MS, UNITS_MS, max, sizeof max);
+        return wl_perr(ps, WORKLOAD_E_NUMBER,
+                       "sleep wants a duration of at most %s (250ms, 2s, '1 minute'; a number "
+                       "alone is milliseconds)",
+                       max);
+    }
     st.sleep_ms = (uint32_t)ms;
     return wl_push(ps, &st);
 }

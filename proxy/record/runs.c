@@ -1,7 +1,6 @@
 /* runs: SQL over recorded runs, read-only, on SQLite or PostgreSQL. */
 #include "record/runs.h"
 
-#include <ctype.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -813,52 +812,6 @@ void runs_select_free(int64_t *ids, char **nodes, size_t n)
         free(nodes[i]);
     free(nodes);
     free(ids);
-}
-
-int64_t runs_parse_duration(const char *text)
-{
-    static const struct {
-        const char *unit;
-        int64_t ns;
-    } units[] = {
-        { "s", 1000000000LL },         { "sec", 1000000000LL },        { "second", 1000000000LL },
-        { "seconds", 1000000000LL },   { "m", 60000000000LL },         { "min", 60000000000LL },
-        { "minute", 60000000000LL },   { "minutes", 60000000000LL },   { "h", 3600000000000LL },
-        { "hour", 3600000000000LL },   { "hours", 3600000000000LL },   { "d", 86400000000000LL },
-        { "day", 86400000000000LL },   { "days", 86400000000000LL },   { "w", 604800000000000LL },
-        { "week", 604800000000000LL }, { "weeks", 604800000000000LL },
-    };
-    const char *p = text;
-    int64_t total = 0;
-    bool any = false;
-    if (!p)
-        return -1;
-    for (;;) {
-        while (isspace((unsigned char)*p))
-            p++;
-        if (!*p)
-            break;
-        if (!isdigit((unsigned char)*p))
-            return -1;
-        char *end;
-        long long v = strtoll(p, &end, 10);
-        p = end;
-        while (isspace((unsigned char)*p))
-            p++;
-        size_t ul = 0;
-        while (isalpha((unsigned char)p[ul]))
-            ul++;
-        int64_t mul = -1;
-        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-            if (strlen(units[i].unit) == ul && !strncmp(units[i].unit, p, ul))
-                mul = units[i].ns;
-        if (mul < 0 || v < 0 || v > INT64_MAX / mul || total > INT64_MAX - v * mul)
-            return -1;
-        total += v * mul;
-        any = true;
-        p += ul;
-    }
-    return any && total > 0 ? total : -1;
 }
 
 /* --- from the aggregates (issue 14) --------------------------------------- */

@@ -140,7 +140,4 @@ int runs_src_select(struct runs_src *s, const char *node_like, int64_t since_ns,
                     char ***nodes, size_t *n, char *err, size_t errlen);
 void runs_select_free(int64_t *ids, char **nodes, size_t n);
 
-/* "1 hour", "90 min", "30m", "2h", "1 day", "45s", "1h30m": nanoseconds, or -1. */
-int64_t runs_parse_duration(const char *text);
-
 #endif

@@ -492,7 +492,7 @@ class SpecErrors(ExperimentTest):
             r = self.start(args, db=False, results=False, name="usage")
             rc, out, err = self.finish(r, 30)
             self.assertEqual(rc, 2, "%s: %s" % (args, err))
-            self.assertIn("usage: slabtap experiment", err)
+            self.assertIn("see: slabtap experiment --help", err)
             self.no_memcached_started(err)
         r = self.start(["--help"], db=False, results=False, name="help")
         rc, out, err = self.finish(r, 30)

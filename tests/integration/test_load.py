@@ -320,7 +320,7 @@ class Errors(LoadBase):
     def test_usage(self):
         rc, out, err = run_load(["--bogus"])
         self.assertEqual(rc, 2)
-        self.assertIn("usage: slabtap load", err)
+        self.assertIn("see: slabtap load --help", err)
         rc, out, err = run_load(["--help"])
         self.assertEqual(rc, 0)
         self.assertIn("usage: slabtap load", out)

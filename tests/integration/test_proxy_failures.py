@@ -373,7 +373,7 @@ class Failures(mctest.ServerTestCase):
                      ["--upstream", "127.0.0.1:1", "--db", db, "extra"]):
             rc, out, err = run(*args)
             self.assertEqual(rc, 2, "%s: exit %d, stderr %s" % (args, rc, err))
-            self.assertIn("usage: slabtap proxy", err, args)
+            self.assertIn("see: slabtap proxy --help", err, args)
             self.assertEqual(out, "", args)
             self.assertEqual(mctest.sanitizer_errors(err), [], args)
         self.assertFalse(os.path.exists(db), "a refused command line created the database")

@@ -226,7 +226,11 @@ class TopOnce(mctest.ServerTestCase):
             (["--memcached", mc, "--proxy", mc], "give exactly one of --memcached and --proxy"),
             (["--memcached", mc, "--http-token", "x"], "--http-token goes with --proxy"),
             (["--memcached", mc, "--interval", "10"],
-             "--interval: 100 ms at least (below only with --once)"),
+             "--interval: 10 is below 100ms (below only with --once)"),
+            (["--memcached", mc, "--interval", "50ms"],
+             "--interval: 50ms is below 100ms (below only with --once)"),
+            (["--memcached", mc, "--timeout", "1 hour"],
+             "--timeout: 1 hour is above the maximum 10m"),
             (["--memcached", mc, "--sort", "size"], None),
             (["--memcached", mc, "--width", "0"], "--width: 0 is below the minimum 1"),
             (["--memcached", "nonsense"], "bad --memcached address 'nonsense' (want HOST:PORT)"),
@@ -239,7 +243,7 @@ class TopOnce(mctest.ServerTestCase):
                 self.assertTrue(err.startswith("slabtap top: "), err)
                 if msg:
                     self.assertEqual(err.splitlines()[0], "slabtap top: " + msg)
-                self.assertIn("usage: slabtap top --memcached HOST:PORT", err)
+                self.assertEqual(err.splitlines()[1:], ["see: slabtap top --help"], err)
         rc, out, err = self.top("--help")
         self.assertEqual((rc, err), (0, ""))
         self.assertIn("usage: slabtap top", out)

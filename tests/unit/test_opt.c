@@ -1,7 +1,10 @@
 /* test_opt: the option-table parser, as a table of command lines. Every
- * kind (flag, set, string, unsigned, signed, size, double, enum, callback),
+ * kind (flag, set, string, unsigned, signed, size, duration, double, enum,
+ * callback),
  * its bounds, trailing garbage, signs, overflow, missing values, the =
- * form, short forms, unknown options, help, `--` and positionals. Each case
+ * form, short forms, unknown options, help, `--` and positionals. Sizes and
+ * durations: the messages and bounds opt prints around core/units.h (whose
+ * grammar tests/unit/test_units.c tables). Each case
  * gives the exact message on OPT_ERROR, else tokens the parsed state must
  * contain. */
 #include <stdbool.h>
@@ -12,12 +15,14 @@
 
 #include "check.h"
 #include "core/opt.h"
+#include "core/units.h"
 
 struct state {
     bool flag, count_seen;
     int level, color;
     const char *name;
-    uint64_t count, any, size;
+    uint64_t count, any, size, wait, retain, mem;
+    const char *retain_text;
     int64_t offset, wide;
     double factor, ratio;
     long even;
@@ -132,40 +137,101 @@ static const struct opt_case cases[] = {
       false,
       OPT_ERROR,
       "slabtap test: --wide: 9223372036854775808 is above the maximum 9223372036854775807" },
-    /* size with k/m, bounds [1024, 1 GiB] */
+    /* size in bytes, bounds [1024, 1 GiB] */
     { { "-I", "1k" }, false, OPT_OK, "size=1024" },
     { { "-I", "2M" }, false, OPT_OK, "size=2097152" },
     { { "-I1024m" }, false, OPT_OK, "size=1073741824" },
     { { "-I", "4096" }, false, OPT_OK, "size=4096" },
-    { { "-I", "1023" }, false, OPT_ERROR, "slabtap test: -I: 1023 is below the minimum 1024" },
-    { { "-I", "1025m" },
-      false,
-      OPT_ERROR,
-      "slabtap test: -I: 1025m is above the maximum 1073741824" },
+    { { "-I", "8MB" }, false, OPT_OK, "size=8388608" },
+    { { "-I", "8MiB" }, false, OPT_OK, "size=8388608" },
+    { { "-I", "8mb" }, false, OPT_OK, "size=8388608" },
+    { { "-I", "1.5m" }, false, OPT_OK, "size=1572864" },
+    { { "-I", "64 KB" }, false, OPT_OK, "size=65536" },
+    { { "-I", "1023" }, false, OPT_ERROR, "slabtap test: -I: 1023 is below the minimum 1KiB" },
+    { { "-I", "0" }, false, OPT_ERROR, "slabtap test: -I: 0 is below the minimum 1KiB" },
+    { { "-I", "1025m" }, false, OPT_ERROR, "slabtap test: -I: 1025m is above the maximum 1GiB" },
+    { { "-I", "2g" }, false, OPT_ERROR, "slabtap test: -I: 2g is above the maximum 1GiB" },
     { { "-I", "99999999999999999999k" },
       false,
       OPT_ERROR,
-      "slabtap test: -I: 99999999999999999999k is above the maximum 1073741824" },
+      "slabtap test: -I: 99999999999999999999k is above the maximum 1GiB" },
     { { "-I", "18014398509481984k" },
       false,
       OPT_ERROR,
-      "slabtap test: -I: 18014398509481984k is above the maximum 1073741824" },
-    { { "-I", "2g" },
+      "slabtap test: -I: 18014398509481984k is above the maximum 1GiB" },
+    { { "-I", "0.3k" },
       false,
       OPT_ERROR,
-      "slabtap test: -I: \"2g\" is not a size (digits, then optionally k or m)" },
-    { { "-I", "1.5m" },
+      "slabtap test: -I: \"0.3k\" is not a whole number of bytes" },
+    { { "-I", "8XB" },
       false,
       OPT_ERROR,
-      "slabtap test: -I: \"1.5m\" is not a size (digits, then optionally k or m)" },
+      "slabtap test: -I: \"8XB\" is not a size (examples: 512k, 8MB, 1.5GiB)" },
     { { "-I", "k" },
       false,
       OPT_ERROR,
-      "slabtap test: -I: \"k\" is not a size (digits, then optionally k or m)" },
+      "slabtap test: -I: \"k\" is not a size (examples: 512k, 8MB, 1.5GiB)" },
     { { "-I", "1kk" },
       false,
       OPT_ERROR,
-      "slabtap test: -I: \"1kk\" is not a size (digits, then optionally k or m)" },
+      "slabtap test: -I: \"1kk\" is not a size (examples: 512k, 8MB, 1.5GiB)" },
+    { { "-I", "-1k" },
+      false,
+      OPT_ERROR,
+      "slabtap test: -I: \"-1k\" is not a size (examples: 512k, 8MB, 1.5GiB)" },
+    /* size in megabytes (memcached's -m), bounds [1, 2^30] MB */
+    { { "-m", "64" }, false, OPT_OK, "mem=64" },
+    { { "-m", "1G" }, false, OPT_OK, "mem=1024" },
+    { { "-m", "1.5GiB" }, false, OPT_OK, "mem=1536" },
+    { { "-m", "0" }, false, OPT_ERROR, "slabtap test: -m: 0 is below the minimum 1MiB" },
+    { { "-m", "1073741825" },
+      false,
+      OPT_ERROR,
+      "slabtap test: -m: 1073741825 is above the maximum 1024TiB" },
+    { { "-m", "512k" },
+      false,
+      OPT_ERROR,
+      "slabtap test: -m: \"512k\" is not a whole number of megabytes" },
+    { { "-m", "8XB" },
+      false,
+      OPT_ERROR,
+      "slabtap test: -m: \"8XB\" is not a size (examples: 512k, 8MB, 1.5GiB; a number alone is "
+      "in megabytes)" },
+    /* duration in milliseconds, bounds [50 ms, 1 h] */
+    { { "--wait", "250" }, false, OPT_OK, "wait=250" },
+    { { "--wait", "1s" }, false, OPT_OK, "wait=1000" },
+    { { "--wait=1h" }, false, OPT_OK, "wait=3600000" },
+    { { "--wait", "2 seconds" }, false, OPT_OK, "wait=2000" },
+    { { "--wait", "1.5s" }, false, OPT_OK, "wait=1500" },
+    { { "--wait", "49" }, false, OPT_ERROR, "slabtap test: --wait: 49 is below the minimum 50ms" },
+    { { "--wait", "2h" }, false, OPT_ERROR, "slabtap test: --wait: 2h is above the maximum 1h" },
+    { { "--wait", "0.5" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --wait: \"0.5\" is not a whole number of milliseconds" },
+    { { "--wait", "300abc" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --wait: \"300abc\" is not a duration (examples: 250ms, 1s, 1h30m, '2 days'; "
+      "a number alone is in milliseconds)" },
+    { { "--wait", "-300" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --wait: \"-300\" is not a duration (examples: 250ms, 1s, 1h30m, '2 days'; "
+      "a number alone is in milliseconds)" },
+    /* duration in seconds, at least 1 s, no maximum; the text as given */
+    { { "--retain", "3600" }, false, OPT_OK, "retain=3600 rtext=3600" },
+    { { "--retain", "1h30m" }, false, OPT_OK, "retain=5400 rtext=1h30m" },
+    { { "--retain=1 hour" }, false, OPT_OK, "retain=3600 rtext=1_hour" },
+    { { "--retain", "1500ms" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --retain: \"1500ms\" is not a whole number of seconds" },
+    { { "--retain", "0" }, false, OPT_ERROR, "slabtap test: --retain: 0 is below the minimum 1s" },
+    { { "--retain", "99999999999999999999" },
+      false,
+      OPT_ERROR,
+      "slabtap test: --retain: 99999999999999999999 is above the maximum 18446744073709551615s" },
     /* double with bounds [1, 4], and without */
     { { "-f", "1.25" }, false, OPT_OK, "factor=1.25" },
     { { "--factor=2e0" }, false, OPT_OK, "factor=2" },
@@ -237,6 +303,10 @@ static size_t make_table(struct state *s, struct opt_spec *t)
         { "offset", 0, OPT_INT, .dest = &s->offset, .smin = -10, .smax = 10 },
         { "wide", 0, OPT_INT, .dest = &s->wide },
         { NULL, 'I', OPT_SIZE, .dest = &s->size, .min = 1024, .max = 1u << 30 },
+        { NULL, 'm', OPT_SIZE, .dest = &s->mem, .unit = UNITS_MIB, .min = 1, .max = 1u << 30 },
+        { "wait", 0, OPT_DURATION, .dest = &s->wait, .unit = UNITS_MS, .min = 50, .max = 3600000 },
+        { "retain", 0, OPT_DURATION, .dest = &s->retain, .unit = UNITS_S, .min = 1,
+          .text = &s->retain_text },
         { "factor", 'f', OPT_DOUBLE, .dest = &s->factor, .dmin = 1, .dmax = 4 },
         { "ratio", 0, OPT_DOUBLE, .dest = &s->ratio },
         { "color", 0, OPT_ENUM, .dest = &s->color, .words = colors },
@@ -259,15 +329,22 @@ static void join(char **argv, int from, int to, char *out, size_t len)
 /* " flag=1 level=0 ... " with a space at each end, for token search. */
 static void describe(const struct state *s, char **argv, int argc, int first, char *out, size_t len)
 {
-    char pos[256], all[256];
+    char pos[256], all[256], rtext[64];
+    /* blanks of the text as _, so that it stays one token */
+    snprintf(rtext, sizeof rtext, "%s", s->retain_text ? s->retain_text : "(null)");
+    for (char *p = rtext; *p; p++)
+        *p = *p == ' ' ? '_' : *p;
     join(argv, first, argc, pos, sizeof pos);
     join(argv, 0, argc, all, sizeof all);
     snprintf(out, len,
              " flag=%d level=%d name=%s count=%llu seen=%d any=%llu offset=%lld wide=%lld"
-             " size=%llu factor=%g ratio=%g color=%d even=%ld pos=%s argv=%s ",
+             " size=%llu factor=%g ratio=%g color=%d even=%ld pos=%s argv=%s"
+             " wait=%llu retain=%llu mem=%llu rtext=%s ",
              s->flag, s->level, s->name ? s->name : "(null)", (unsigned long long)s->count,
              s->count_seen, (unsigned long long)s->any, (long long)s->offset, (long long)s->wide,
-             (unsigned long long)s->size, s->factor, s->ratio, s->color, s->even, pos, all);
+             (unsigned long long)s->size, s->factor, s->ratio, s->color, s->even, pos, all,
+             (unsigned long long)s->wait, (unsigned long long)s->retain, (unsigned long long)s->mem,
+             rtext);
 }
 
 /* Every space-separated token of want appears as a token of got. */
@@ -287,7 +364,7 @@ static bool has_tokens(const char *got, const char *want)
 static void run_case(const struct opt_case *c)
 {
     struct state s = { .count = 7 };
-    struct opt_spec table[16];
+    struct opt_spec table[24];
     size_t n = make_table(&s, table);
     char *argv[MAX_ARGS + 1] = { "test" }, err[256] = "", got[1024], label[256];
     int argc = 1, first = -1;
@@ -311,7 +388,7 @@ static void run_case(const struct opt_case *c)
 static void test_small_buffers(void)
 {
     struct state s = { 0 };
-    struct opt_spec table[16];
+    struct opt_spec table[24];
     size_t n = make_table(&s, table);
     char *argv[] = { "test", "--a-very-long-unknown-option" };
     char err[12];

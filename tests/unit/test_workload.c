@@ -122,7 +122,21 @@ static void test_parse_errors(void)
           "t.wl:1: bad ttl '4294967296' (a 32-bit signed number)" },
         { "set 1 key=a size=1\r\nset 1 key=a b=c size=1\r\n", WORKLOAD_E_UNKNOWN,
           "t.wl:2: unknown option 'b=c' for set" },
-        { "sleep soon\n", WORKLOAD_E_NUMBER, "t.wl:1: sleep wants milliseconds (0..3600000)" },
+        { "sleep soon\n", WORKLOAD_E_NUMBER,
+          "t.wl:1: sleep wants a duration of at most 1h (250ms, 2s, '1 minute'; a number alone is "
+          "milliseconds)" },
+        { "sleep 2h\n", WORKLOAD_E_NUMBER,
+          "t.wl:1: sleep wants a duration of at most 1h (250ms, 2s, '1 minute'; a number alone is "
+          "milliseconds)" },
+        { "sleep 0.5\n", WORKLOAD_E_NUMBER,
+          "t.wl:1: sleep wants a duration of at most 1h (250ms, 2s, '1 minute'; a number alone is "
+          "milliseconds)" },
+        { "sleep\n", WORKLOAD_E_NUMBER,
+          "t.wl:1: sleep wants a duration of at most 1h (250ms, 2s, '1 minute'; a number alone is "
+          "milliseconds)" },
+        { "set 1 key=a size=0.3k\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size '0.3k'" },
+        { "set 1 key=a size=2g\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size '2g'" },
+        { "set 1 key=a size=fill(1k)\n", WORKLOAD_E_SIZE, "t.wl:1: unknown size 'fill(1k)'" },
         { "repeat 1000000 {\nrepeat 1000000 {\nset 1000000000 key=a size=1\n}\n}\n",
           WORKLOAD_E_LIMIT, "t.wl:3: the plan has more than 1000000000000000 operations" },
         /* found by fuzz_workload: the planner would spin 1e12 times in one call */
@@ -336,6 +350,12 @@ static void test_expansion(void)
           "append a0 3 0 0;append a0 3 0 0;prepend p 0 0 0;append a0 3 0 0;append a0 3 0 0;prepend "
           "p 0 0 0;" },
         { "set 0 key=x size=1\nreplace 1 key=r size=4 # trailing comment\n", "replace r 4 0 0;" },
+        /* sizes and durations in core/units.h's spellings, bytes and ms alone */
+        { "set 1 key=a size=1k\nset 1 key=b size=1.5KiB\nset 1 key=c size=2MB\n"
+          "set 1 key=d size=uniform(1k,1k)\nset 1 key=e size=choice(2k)\n"
+          "sleep 1s\nsleep 250\nsleep 1 minute # comment\nsleep 1h\nsleep 0.5s\n",
+          "set a 1024 0 0;set b 1536 0 0;set c 2097152 0 0;set d 1024 0 0;set e 2048 0 0;"
+          "sleep 1000;sleep 250;sleep 60000;sleep 3600000;sleep 500;" },
         { "set 2 key=a#b{i} size=1\n", "set a#b0 1 0 0;set a#b1 1 0 0;" },
         { "set 3 key=e2w:{i:6} size=876\n",
           "set e2w:000000 876 0 0;set e2w:000001 876 0 0;set e2w:000002 876 0 0;" },
