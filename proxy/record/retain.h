@@ -187,6 +187,10 @@ enum retain_room retain_room_plan(uint64_t max_bytes, uint64_t room, uint64_t pa
  * cannot be asked. */
 int retain_room(const char *path, uint64_t max_bytes, uint64_t *room, unsigned *wal_pages,
                 enum retain_room *out);
+/* Bytes on disk of the SQLite file at path plus its WAL (PATH-wal); what
+ * does not exist counts 0. Two stat()s and nothing else, so any thread may
+ * ask (/metrics asks on the event loop: slabtap_db_file_bytes). */
+uint64_t retain_disk_bytes(const char *path);
 
 /* The file's size and oldest row, refreshed without deleting (for a fresh
  * file after rotation, and /health before the first step). */
