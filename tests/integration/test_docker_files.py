@@ -7,11 +7,12 @@
   fleet has three memcached, three slabtaps each on its own memcached with
   its own --node, PostgreSQL, and a Prometheus whose config scrapes the
   three slabtaps' admin ports with the token.
-- MC_IMAGE, SLABTAP_BASE and SLABTAP_RUNTIME override the images (a
-  machine that reaches Debian's archive but no registry:
-  docs/docker-tested.md); compose's own `config -q` accepts both files
-  where a compose is installed (no daemon needed); the Dockerfiles take
-  their bases as build arguments.
+- MC_IMAGE, PG_IMAGE, PROM_IMAGE, SLABTAP_BASE and SLABTAP_RUNTIME
+  override the images (a machine that reaches Debian's archive but no
+  registry: docs/docker-tested.md); compose's own `config -q` accepts both
+  files where a compose is installed (no daemon needed); every Dockerfile
+  takes its base as a build argument, and the memcached, PostgreSQL and
+  Prometheus ones install Debian's package and run as its user.
 - The root .dockerignore keeps databases, build trees and results/ out of
   the build context.
 - The Dockerfile's HEALTHCHECK, run here as Docker would run it, exits 0
@@ -153,6 +154,10 @@ class ComposeFiles(unittest.TestCase):
             for svc in taps:
                 self.assertEqual(svc["build"]["args"], {"BASE": "base:x", "RUNTIME": "rt:y"})
                 self.assertEqual(svc["image"], "slabtap:local")
+        services = load("compose.fleet.yml", {"PG_IMAGE": "pg:z", "PROM_IMAGE": "prom:w"})[
+            "services"]
+        self.assertEqual(services["postgres"]["image"], "pg:z")
+        self.assertEqual(services["prometheus"]["image"], "prom:w")
 
     def test_compose_config(self):
         """compose itself accepts both files (`config -q` needs no daemon)."""
@@ -198,12 +203,17 @@ class Dockerfiles(unittest.TestCase):
         self.assertIn("ARG BASE=debian:bookworm\n", text)
         self.assertIn("ARG RUNTIME=debian:bookworm-slim\n", text)
         self.assertEqual(re.findall(r"^FROM (\S+)", text, re.M), ["${BASE}", "${RUNTIME}"])
+        # the images of the compose files, from Debian's packages
+        for name, package, user in (("memcached", "memcached", "memcache"),
+                                    ("postgres", "postgresql-15", "postgres"),
+                                    ("prometheus", "prometheus", "prometheus")):
+            with open(os.path.join(DOCKER, name + ".Dockerfile")) as f:
+                text = f.read()
+            self.assertEqual(re.findall(r"^FROM (\S+)", text, re.M), ["${BASE}"], name)
+            self.assertRegex(text, r"apt-get install [^\n]*%s" % package, name)
+            self.assertRegex(text, r"(?m)^USER %s$" % user, name)  # never root
         with open(os.path.join(DOCKER, "memcached.Dockerfile")) as f:
-            text = f.read()
-        self.assertEqual(re.findall(r"^FROM (\S+)", text, re.M), ["${BASE}"])
-        self.assertRegex(text, r"apt-get install [^\n]*memcached")
-        self.assertRegex(text, r"(?m)^USER memcache$")  # memcached refuses root without -u
-        self.assertIn('CMD ["memcached"]', text)
+            self.assertIn('CMD ["memcached"]', f.read())  # `docker run IMAGE memcached ARGS`
 
 
 class DockerIgnore(unittest.TestCase):
