@@ -24,9 +24,10 @@
  *
  * Owns the planner (pure: what to delete now, from what the file looks
  * like) and one delete step on a connection it is handed. Must never run
- * on the event loop thread, hold a transaction across steps, delete more
- * than the planner's rows in one step, fail the recording (a step that
- * fails is rolled back, logged by the caller and tried again), nor print. */
+ * on the event loop thread (but retain_disk_bytes: two stat()s, for
+ * /metrics), hold a transaction across steps, delete more than the
+ * planner's rows in one step, fail the recording (a step that fails is
+ * rolled back, logged by the caller and tried again), nor print. */
 #ifndef SLABTAP_RECORD_RETAIN_H
 #define SLABTAP_RECORD_RETAIN_H
 
