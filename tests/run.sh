@@ -10,10 +10,10 @@ cd "$(dirname "$0")/.."
 SANITIZE=${SLABTAP_SANITIZE:-ON}
 BUILD_DIR=${BUILD_DIR:-build-test}
 
-# Debian packages the build and the tests use.
+# Debian packages the build and the tests use (prometheus: promtool checks /metrics).
 PKGS=(build-essential cmake pkg-config libuv1-dev libhttp-parser-dev libsqlite3-dev
       sqlite3 memcached python3 python3-pymemcache python3-yaml libjs-chart.js chromium libpq-dev
-      postgresql)
+      postgresql prometheus)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -625,12 +625,24 @@ enum retain_room retain_room_plan(uint64_t max_bytes, uint64_t room, uint64_t pa
     return RETAIN_ROOM_SMALL_WAL;
 }
 
+uint64_t retain_disk_bytes(const char *path)
+{
+    char wal[1040];
+    struct stat st;
+    uint64_t n = 0;
+    if (stat(path, &st) == 0)
+        n += (uint64_t)st.st_size;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    if (stat(wal, &st) == 0)
+        n += (uint64_t)st.st_size;
+    return n;
+}
+
 int retain_room(const char *path, uint64_t max_bytes, uint64_t *room, unsigned *wal_pages,
                 enum retain_room *out)
 {
-    char dir[1024], wal[1040];
+    char dir[1024];
     struct statvfs vfs;
-    struct stat st;
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (!slash)
@@ -641,12 +653,7 @@ int retain_room(const char *path, uint64_t max_bytes, uint64_t *room, unsigned *
         *slash = '\0';
     if (statvfs(dir, &vfs) != 0)
         return -1;
-    *room = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-    if (stat(path, &st) == 0)
-        *room += (uint64_t)st.st_size;
-    snprintf(wal, sizeof wal, "%s-wal", path);
-    if (stat(wal, &st) == 0)
-        *room += (uint64_t)st.st_size;
+    *room = (uint64_t)vfs.f_bavail * vfs.f_frsize + retain_disk_bytes(path);
     *out = retain_room_plan(max_bytes, *room, 4096, wal_pages);
     return 0;
 }

@@ -24,9 +24,10 @@
  *
  * Owns the planner (pure: what to delete now, from what the file looks
  * like) and one delete step on a connection it is handed. Must never run
- * on the event loop thread, hold a transaction across steps, delete more
- * than the planner's rows in one step, fail the recording (a step that
- * fails is rolled back, logged by the caller and tried again), nor print. */
+ * on the event loop thread (but retain_disk_bytes: two stat()s, for
+ * /metrics), hold a transaction across steps, delete more than the
+ * planner's rows in one step, fail the recording (a step that fails is
+ * rolled back, logged by the caller and tried again), nor print. */
 #ifndef SLABTAP_RECORD_RETAIN_H
 #define SLABTAP_RECORD_RETAIN_H
 
@@ -187,6 +188,10 @@ enum retain_room retain_room_plan(uint64_t max_bytes, uint64_t room, uint64_t pa
  * cannot be asked. */
 int retain_room(const char *path, uint64_t max_bytes, uint64_t *room, unsigned *wal_pages,
                 enum retain_room *out);
+/* Bytes on disk of the SQLite file at path plus its WAL (PATH-wal); what
+ * does not exist counts 0. Two stat()s and nothing else, so any thread may
+ * ask (/metrics asks on the event loop: slabtap_db_file_bytes). */
+uint64_t retain_disk_bytes(const char *path);
 
 /* The file's size and oldest row, refreshed without deleting (for a fresh
  * file after rotation, and /health before the first step). */

@@ -461,8 +461,10 @@ static void route_health(const struct admin_http_request *req, struct admin_http
 static const struct {
     const char *name, *help;
     enum prom_type type;
+    uint64_t scale; /* field units per exported unit (METRIC_SCALE_*) */
 } proxy_metrics[] = {
-#define METRIC_ROW(name, type, help) { #name, help, PROM_##type },
+#define METRIC_ROW(name, type, unit, help) \
+    { #name METRIC_SUFFIX_##unit, help, PROM_##type, METRIC_SCALE_##unit },
 #define PROM_counter PROM_COUNTER
 #define PROM_gauge PROM_GAUGE
     SLABTAP_METRICS(METRIC_ROW)
@@ -475,41 +477,62 @@ static uint64_t metric_value(const struct app *a, size_t i)
     return v[i];
 }
 
-/* Per-class families from the last sample, labelled slab="N": (metric,
- * type, help, field or NULL for the computed waste). Where the official
- * memcached_exporter (github.com/prometheus/memcached_exporter,
- * pkg/exporter/exporter.go) exports the same field, the family has its
- * name, type and label, so one dashboard reads both; what only slabtap
- * computes keeps the slabtap_ prefix. No node label: each slabtap is its own
- * scrape target and Prometheus adds `instance` (README, "Prometheus"). */
-static const struct {
+/* The tables of server/metrics.h, as rows: (name, type, stats field or
+ * NULL, help). */
+struct stats_family {
     const char *name;
     enum prom_type type;
-    const char *help, *field;
-} class_families[] = {
-    { "memcached_slab_current_pages", PROM_GAUGE,
-      "Number of pages allocated to this slab class (stats slabs total_pages, last sample)",
-      "total_pages" },
-    { "memcached_slab_current_chunks", PROM_GAUGE,
-      "Number of chunks allocated to this slab class (stats slabs total_chunks, last sample)",
-      "total_chunks" },
-    { "memcached_slab_chunks_used", PROM_GAUGE,
-      "Number of chunks allocated to an item (stats slabs used_chunks, last sample)",
-      "used_chunks" },
-    { "memcached_slab_chunk_size_bytes", PROM_GAUGE,
-      "Number of bytes allocated to each chunk within this slab class", "chunk_size" },
-    { "memcached_slab_mem_requested_bytes", PROM_GAUGE,
-      "Number of bytes of memory actual items take up within a slab (stats items mem_requested)",
-      "mem_requested" },
-    { "memcached_slab_current_items", PROM_GAUGE,
-      "Number of items currently stored in this slab class (stats items number)", "number" },
-    { "memcached_slab_items_evicted_total", PROM_COUNTER,
-      "Total number of times an item had to be evicted from the LRU before it expired "
-      "(stats items evicted)",
-      "evicted" },
-    { "slabtap_slab_waste_bytes", PROM_GAUGE,
-      "used_chunks * chunk_size - mem_requested: rounding waste of the slab class", NULL },
+    const char *field, *help;
 };
+
+#define STATS_FAMILY_ROW(name, type, field, help) { #name, PROM_##type, field, help },
+static const struct stats_family memcached_families[] = { MEMCACHED_METRICS(STATS_FAMILY_ROW) };
+static const struct stats_family class_families[] = { MEMCACHED_SLAB_METRICS(STATS_FAMILY_ROW) };
+#undef STATS_FAMILY_ROW
+
+static const struct {
+    const char *command, *status, *field;
+} memcached_commands[] = {
+#define COMMAND_ROW(command, status, field) { command, status, field },
+    MEMCACHED_COMMANDS(COMMAND_ROW)
+#undef COMMAND_ROW
+};
+
+/* memcached-wide families from the latest sample, as memcached_exporter
+ * exports them. memcached_up is 1 while the stats poller's connection is
+ * up and a sample has arrived; the other families have samples only then
+ * (the exporter writes none when it cannot reach memcached either), so a
+ * graph shows a gap, never a stale value as if it were current. */
+static void metrics_memcached(struct app *a, struct prom_writer *w)
+{
+    bool up = a->poller.connected && a->have_last;
+    int64_t v, set, hits, misses, badval;
+
+    prom_declare(w, "memcached_up", PROM_GAUGE,
+                 "Could the memcached server be reached (slabtap's stats poller is connected "
+                 "and has a sample).");
+    prom_sample_u64(w, NULL, 0, up);
+    for (size_t i = 0; i < sizeof memcached_families / sizeof memcached_families[0]; i++) {
+        prom_declare(w, memcached_families[i].name, memcached_families[i].type,
+                     memcached_families[i].help);
+        if (up && stats_sample_global(&a->last, memcached_families[i].field, &v))
+            prom_sample_i64(w, NULL, 0, v);
+    }
+    prom_declare(w, "memcached_commands_total", PROM_COUNTER, MEMCACHED_COMMANDS_HELP);
+    for (size_t i = 0; up && i < sizeof memcached_commands / sizeof memcached_commands[0]; i++) {
+        struct prom_label l[2] = { { "command", memcached_commands[i].command },
+                                   { "status", memcached_commands[i].status } };
+        if (stats_sample_global(&a->last, memcached_commands[i].field, &v))
+            prom_sample_i64(w, l, 2, v);
+    }
+    if (up && stats_sample_global(&a->last, "cmd_set", &set) &&
+        stats_sample_global(&a->last, "cas_hits", &hits) &&
+        stats_sample_global(&a->last, "cas_misses", &misses) &&
+        stats_sample_global(&a->last, "cas_badval", &badval)) {
+        struct prom_label l[2] = { { "command", "set" }, { "status", "hit" } };
+        prom_sample_i64(w, l, 2, set - (hits + misses + badval));
+    }
+}
 
 static void metrics_classes(struct app *a, struct prom_writer *w)
 {
@@ -560,12 +583,15 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
     a->px.m.rows_shipped = sp.shipped;
     a->px.m.buffer_bytes = pbuf_pool_bytes(&a->px.pool) + a->px.pending_bytes;
     struct retain_stats rs;
-    rec_retain_state(&a->rec, &rs, NULL, 0, &a->px.m.db_rotations);
+    char file[1024];
+    rec_retain_state(&a->rec, &rs, file, sizeof file, &a->px.m.db_rotations);
     a->px.m.rows_expired = rs.rows_expired;
     a->px.m.retention_bound_reached = rs.bound_reached;
     a->px.m.oldest_row_timestamp_seconds =
         rs.oldest_ns > 0 ? (uint64_t)(rs.oldest_ns / 1000000000) : 0;
-    a->px.m.db_file_bytes = rs.file_bytes;
+    /* the file on disk, WAL included, retention or not (rs.file_bytes is
+     * retention's view: pages in use, and only while retention is on) */
+    a->px.m.db_file_bytes = a->sink.kind == SINK_SQLITE ? retain_disk_bytes(file) : 0;
     a->px.m.db_free_bytes = rs.free_bytes;
     a->px.m.retention_steps = rs.steps;
     a->px.m.retention_step_max_us = rs.step_max_us;
@@ -574,7 +600,11 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
         snprintf(name, sizeof name, "slabtap_%s%s", proxy_metrics[i].name,
                  proxy_metrics[i].type == PROM_COUNTER ? "_total" : "");
         prom_declare(&w, name, proxy_metrics[i].type, proxy_metrics[i].help);
-        prom_sample_u64(&w, NULL, 0, metric_value(a, i));
+        if (proxy_metrics[i].scale == 1)
+            prom_sample_u64(&w, NULL, 0, metric_value(a, i));
+        else
+            prom_sample_double(&w, NULL, 0,
+                               (double)metric_value(a, i) / (double)proxy_metrics[i].scale);
     }
     prom_declare(&w, "slabtap_requests_by_command_total", PROM_COUNTER,
                  "Requests parsed from clients, by command");
@@ -609,6 +639,7 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
     prom_sample_u64(&w, NULL, 0, a->poller.connected);
     prom_declare(&w, "slabtap_stats_samples_total", PROM_COUNTER, "Stats samples taken");
     prom_sample_u64(&w, NULL, 0, a->poller.counters.samples);
+    metrics_memcached(a, &w);
     metrics_classes(a, &w);
     if (prom_writer_finish(&w) != PROM_OK)
         admin_http_respond(resp, 500, "text/plain", "metrics failed\n", 15);

@@ -463,6 +463,21 @@ def proxy_metrics(px):
     return out
 
 
+def db_file_bytes_settled(px, tries=50):
+    """(slabtap_db_file_bytes of px's /metrics, bytes of px.db and its WAL
+    on disk) from a scrape the disk did not change around (the writer adds
+    a stats sample every --stats-interval, so a few tries may be needed);
+    fails after `tries` scrapes that all raced a write."""
+    def disk():
+        return sum(os.path.getsize(f) for f in (px.db, px.db + "-wal") if os.path.exists(f))
+    for _ in range(tries):
+        before = disk()
+        got = proxy_metrics(px)["slabtap_db_file_bytes"]
+        if disk() == before:
+            return int(got), before
+    raise AssertionError("%s changed around each of %d scrapes" % (px.db, tries))
+
+
 def exchange(port, payload, chunk=None, timeout=30):
     """Sends payload (in pieces of chunk bytes when given) and a sentinel on a
     new connection and returns every byte answered before the sentinel's

@@ -7,6 +7,12 @@
   fleet has three memcached, three slabtaps each on its own memcached with
   its own --node, PostgreSQL, and a Prometheus whose config scrapes the
   three slabtaps' admin ports with the token.
+- MC_IMAGE, PG_IMAGE, PROM_IMAGE, SLABTAP_BASE and SLABTAP_RUNTIME
+  override the images (a machine that reaches Debian's archive but no
+  registry: docs/docker-tested.md); compose's own `config -q` accepts both
+  files where a compose is installed (no daemon needed); every Dockerfile
+  takes its base as a build argument, and the memcached, PostgreSQL and
+  Prometheus ones install Debian's package and run as its user.
 - The root .dockerignore keeps databases, build trees and results/ out of
   the build context.
 - The Dockerfile's HEALTHCHECK, run here as Docker would run it, exits 0
@@ -32,9 +38,34 @@ except ImportError:  # pragma: no cover
     yaml = None
 
 
-def load(name):
+def interpolate(text, env=None):
+    """Compose's ${VAR:-default} and ${VAR}, from env (default: none set,
+    as a plain `docker compose up` sees them); $$ stays $$."""
+    env = env or {}
+
+    def sub(m):
+        name, default = m.group(1), m.group(3) or ""
+        return env.get(name) or default
+    return re.sub(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}", sub, text)
+
+
+def load(name, env=None):
     with open(os.path.join(DOCKER, name)) as f:
-        return yaml.safe_load(f)  # resolves anchors and << merge keys
+        # resolves anchors and << merge keys
+        return yaml.safe_load(interpolate(f.read(), env))
+
+
+def compose_cli():
+    """argv of a compose that can check a file without a daemon
+    (`docker compose` v2 or Debian's docker-compose v1), or None."""
+    for argv in (["docker", "compose"], ["docker-compose"]):
+        try:
+            p = subprocess.run(argv + ["version"], capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if p.returncode == 0:
+            return argv
+    return None
 
 
 class ComposeFiles(unittest.TestCase):
@@ -106,6 +137,48 @@ class ComposeFiles(unittest.TestCase):
         self.assertIn("./prometheus.yml:/etc/prometheus/prometheus.yml:ro", prom["volumes"])
         self.assertIn("slabtap_token", prom["secrets"])
 
+    def test_images_overridable(self):
+        """MC_IMAGE replaces the pinned memcached (an image built from
+        Debian's package where no registry is reachable: docs/docker-tested.md),
+        SLABTAP_BASE/SLABTAP_RUNTIME the bases of slabtap's image."""
+        env = {"MC_IMAGE": "localhost:5000/mc@sha256:" + "a" * 64,
+               "SLABTAP_BASE": "base:x", "SLABTAP_RUNTIME": "rt:y"}
+        for name in ("compose.yml", "compose.fleet.yml"):
+            services = load(name, env)["services"]
+            mcs = [n for n, svc in services.items() if "memcached" in svc.get("command", [])]
+            self.assertTrue(mcs, name)
+            for n in mcs:
+                self.assertEqual(services[n]["image"], env["MC_IMAGE"], (name, n))
+            taps = [svc for svc in services.values() if "build" in svc]
+            self.assertTrue(taps, name)
+            for svc in taps:
+                self.assertEqual(svc["build"]["args"], {"BASE": "base:x", "RUNTIME": "rt:y"})
+                self.assertEqual(svc["image"], "slabtap:local")
+        services = load("compose.fleet.yml", {"PG_IMAGE": "pg:z", "PROM_IMAGE": "prom:w"})[
+            "services"]
+        self.assertEqual(services["postgres"]["image"], "pg:z")
+        self.assertEqual(services["prometheus"]["image"], "prom:w")
+
+    def test_compose_config(self):
+        """compose itself accepts both files (`config -q` needs no daemon)."""
+        argv = compose_cli()
+        if argv is None:
+            self.skipTest("neither `docker compose` nor docker-compose is installed")
+        token = os.path.join(DOCKER, "fleet-token.txt")
+        pg = os.path.join(DOCKER, "pg-password.txt")
+        made = [f for f in (token, pg) if not os.path.exists(f)]
+        try:
+            for f in made:  # the secrets' files must exist; never committed
+                with open(f, "w") as out:
+                    out.write("test\n")
+            for name in ("compose.yml", "compose.fleet.yml"):
+                p = subprocess.run(argv + ["-f", os.path.join(DOCKER, name), "config", "-q"],
+                                   capture_output=True, timeout=60, cwd=DOCKER)
+                self.assertEqual(p.returncode, 0, (name, p.stderr.decode()[-2000:]))
+        finally:
+            for f in made:
+                os.unlink(f)
+
     def test_prometheus_config(self):
         doc = load("prometheus.yml")
         jobs = doc["scrape_configs"]
@@ -118,6 +191,29 @@ class ComposeFiles(unittest.TestCase):
         self.assertEqual(targets, ["cache-01:11380", "cache-02:11380", "cache-03:11380"])
         # no relabelling: `instance` is the node (README, "Prometheus")
         self.assertNotIn("relabel_configs", job)
+
+
+class Dockerfiles(unittest.TestCase):
+    def test_bases_are_arguments(self):
+        """Both stages of slabtap's image, and the memcached image, take
+        their base as a build argument (a debootstrapped base where no
+        registry is reachable), defaulting to Debian's official images."""
+        with open(os.path.join(DOCKER, "Dockerfile")) as f:
+            text = f.read()
+        self.assertIn("ARG BASE=debian:bookworm\n", text)
+        self.assertIn("ARG RUNTIME=debian:bookworm-slim\n", text)
+        self.assertEqual(re.findall(r"^FROM (\S+)", text, re.M), ["${BASE}", "${RUNTIME}"])
+        # the images of the compose files, from Debian's packages
+        for name, package, user in (("memcached", "memcached", "memcache"),
+                                    ("postgres", "postgresql-15", "postgres"),
+                                    ("prometheus", "prometheus", "prometheus")):
+            with open(os.path.join(DOCKER, name + ".Dockerfile")) as f:
+                text = f.read()
+            self.assertEqual(re.findall(r"^FROM (\S+)", text, re.M), ["${BASE}"], name)
+            self.assertRegex(text, r"apt-get install [^\n]*%s" % package, name)
+            self.assertRegex(text, r"(?m)^USER %s$" % user, name)  # never root
+        with open(os.path.join(DOCKER, "memcached.Dockerfile")) as f:
+            self.assertIn('CMD ["memcached"]', f.read())  # `docker run IMAGE memcached ARGS`
 
 
 class DockerIgnore(unittest.TestCase):
@@ -150,7 +246,7 @@ class DockerIgnore(unittest.TestCase):
                        for r in rxs)
         for path in ("results/runs.db", "runs.db", "results/exp1_worst_case.csv", "build/slabtap",
                      "build-read/CMakeCache.txt", ".git/HEAD", "x.db-wal", "bench/a/runs.db",
-                     "docker/fleet-token.txt"):
+                     "docker/fleet-token.txt", "docker/pg-password.txt"):
             self.assertTrue(ignored(path), path)
         for path in ("CMakeLists.txt", "proxy/cli/main.c", "schema/schema.sql",
                      "schema/queries/headline.sql", "web/app.js", "bench/writer_bench.c",

@@ -18,6 +18,9 @@
 - the example systemd unit restarts on failure, keeps its files in a
   StateDirectory, runs the installed binary, and every flag it passes is
   one `slabtap proxy --help` lists.
+- InstallPrefixes: two real prefixes, each unit naming its own (ExecStart,
+  EnvironmentFile), `systemd-analyze verify` passing on both; /usr puts the
+  environment file in /etc/default; the shipped defaults bound the disk.
 
 The build tree is the one of $SLABTAP (ctest sets it); the man pages are
 built there first when missing (target slabtap_man). Bounded waits; no
@@ -25,6 +28,7 @@ servers.
 """
 import filecmp
 import glob
+import json
 import os
 import re
 import shutil
@@ -312,6 +316,114 @@ class Install(unittest.TestCase):
                    if ln.strip() and "is not executable" not in ln
                    and "No such file" not in ln and "Command " not in ln]
             self.assertEqual(bad, [], out + err)
+
+
+# ---- the unit names the prefix installed into (issue 20) ----------------------
+
+def unit_keys(path):
+    """{Key: [values]} of a unit or environment file's Key=value lines (a
+    quoted Environment="K=V" loses its quotes)."""
+    keys = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"([A-Za-z_]+)=(.*)$", line.rstrip("\n"))
+            if m:
+                keys.setdefault(m.group(1), []).append(m.group(2).strip('"'))
+    return keys
+
+
+class InstallPrefixes(unittest.TestCase):
+    """`cmake --install BUILD --prefix P` into two real prefixes (no
+    DESTDIR, so the paths the unit names exist): the unit's ExecStart is
+    P/bin/slabtap and its EnvironmentFile P/etc/default/slabtap, for each P
+    (they were /usr/local's whatever P was), `systemd-analyze verify` passes
+    on both, and prefix /usr puts the environment file at /etc/default.
+    The shipped defaults bound the disk (--max-db-size, --retain), with
+    flags a real proxy starts with."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.build = os.path.dirname(os.path.abspath(mctest.SLABTAP))
+        if not os.path.exists(os.path.join(cls.build, "CMakeCache.txt")):
+            raise unittest.SkipTest("%s is not a CMake build tree" % cls.build)
+        if not os.path.exists(os.path.join(cls.build, "slabtap.1")):
+            rc, out, err = run(["cmake", "--build", cls.build, "--target", "slabtap_man"],
+                               timeout=600)
+            assert rc == 0, out[-3000:] + err[-3000:]
+        cls.tmp = tempfile.mkdtemp(prefix="slabtap-prefixes.")
+        cls.prefixes = [os.path.join(cls.tmp, "one"), os.path.join(cls.tmp, "two", "opt")]
+        for prefix in cls.prefixes:
+            rc, out, err = run(["cmake", "--install", cls.build, "--prefix", prefix], timeout=300)
+            assert rc == 0, out[-3000:] + err[-3000:]
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(getattr(cls, "tmp", ""), ignore_errors=True)
+
+    def test_unit_names_the_prefix(self):
+        for prefix in self.prefixes:
+            unit = os.path.join(prefix, "lib/systemd/system/slabtap.service")
+            keys = unit_keys(unit)
+            binary = os.path.join(prefix, "bin/slabtap")
+            self.assertTrue(keys["ExecStart"][0].startswith(binary + " proxy "), keys["ExecStart"])
+            self.assertTrue(os.access(binary, os.X_OK))
+            env_file = os.path.join(prefix, "etc/default/slabtap")
+            self.assertEqual(keys["EnvironmentFile"], ["-" + env_file])
+            example = os.path.join(prefix, "share/slabtap/slabtap.env")
+            with open(unit) as f:
+                self.assertIn("(example: %s)" % example, f.read())
+            with open(example) as f:
+                self.assertIn("copy to %s and edit" % env_file, f.read())
+            for other in self.prefixes:
+                if other != prefix:
+                    with open(unit) as f:
+                        self.assertNotIn(other, f.read())
+
+    def test_systemd_analyze_verify(self):
+        systemd_analyze = shutil.which("systemd-analyze")
+        if not systemd_analyze:
+            self.skipTest("systemd-analyze is not installed (Debian: systemd)")
+        for prefix in self.prefixes:
+            unit = os.path.join(prefix, "lib/systemd/system/slabtap.service")
+            rc, out, err = run([systemd_analyze, "verify", "--man=no", unit], timeout=60)
+            self.assertEqual((rc, out + err), (0, ""), unit)
+
+    def test_prefix_usr_uses_etc(self):
+        dest = os.path.join(self.tmp, "destdir")
+        env = dict(os.environ, DESTDIR=dest)
+        rc, out, err = run(["cmake", "--install", self.build, "--prefix", "/usr"], env=env,
+                           timeout=300)
+        self.assertEqual(rc, 0, out[-3000:] + err[-3000:])
+        keys = unit_keys(os.path.join(dest, "usr/lib/systemd/system/slabtap.service"))
+        self.assertEqual(keys["EnvironmentFile"], ["-/etc/default/slabtap"])
+        self.assertTrue(keys["ExecStart"][0].startswith("/usr/bin/slabtap proxy "))
+
+    def test_defaults_bound_the_disk(self):
+        prefix = self.prefixes[0]
+        unit = unit_keys(os.path.join(prefix, "lib/systemd/system/slabtap.service"))
+        env = unit_keys(os.path.join(prefix, "share/slabtap/slabtap.env"))
+        self.assertIn("SLABTAP_RETENTION=--max-db-size 2g --retain 7d", unit["Environment"])
+        self.assertEqual(env["SLABTAP_RETENTION"], ["--max-db-size 2g --retain 7d"])
+        self.assertIn("$SLABTAP_RETENTION", unit["ExecStart"][0])
+        # slabtap takes them as written: a proxy (this build's, which was
+        # installed) starts with them, shows the bound in /health, and stops
+        # cleanly
+        flags = env["SLABTAP_RETENTION"][0].split()
+        work = mctest.Workdir("slabtap-prefix-run-")
+        try:
+            mc = mctest.Memcached(work.path)
+            px = mctest.Proxy(work.path, mc.port, http=True, extra=flags)
+            try:
+                _, _, body = mctest.http_request(px.http_port, "GET", "/health")
+                r = json.loads(body)["store"]["retention"]
+                self.assertTrue(r["enabled"], r)
+                self.assertEqual(r["max_db_bytes"], 2 << 30)
+                self.assertEqual(r["retain_s"], 7 * 86400)
+            finally:
+                px.assert_clean_exit(self, px.stop())
+                mc.stop()
+        finally:
+            work.cleanup()
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import json
 import math
 import os
 import re
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -257,6 +258,44 @@ def metric(fams, name, **labels):
     if fam is None:
         return None
     return fam["samples"].get(frozenset(labels.items()))
+
+
+# --- memcached_exporter's memcached-wide families -----------------------------
+
+# name: type, as github.com/prometheus/memcached_exporter (pkg/exporter/
+# exporter.go) exports them
+EXPORTER_FAMILIES = {
+    "memcached_up": "gauge",
+    "memcached_limit_bytes": "gauge",
+    "memcached_current_bytes": "gauge",
+    "memcached_current_items": "gauge",
+    "memcached_items_evicted_total": "counter",
+    "memcached_commands_total": "counter",
+}
+
+
+def exporter_families(stats):
+    """{(family, frozenset(labels)): value} that memcached_exporter makes of
+    memcached's `stats` (a dict of strings), written here from its source
+    independently of slabtap's table."""
+    n = {k: int(v) for k, v in stats.items() if re.fullmatch(r"-?[0-9]+", v)}
+    out = {("memcached_up", frozenset()): 1,
+           ("memcached_limit_bytes", frozenset()): n["limit_maxbytes"],
+           ("memcached_current_bytes", frozenset()): n["bytes"],
+           ("memcached_current_items", frozenset()): n["curr_items"],
+           ("memcached_items_evicted_total", frozenset()): n["evictions"]}
+
+    def cmd(command, status, value):
+        out[("memcached_commands_total",
+             frozenset({"command": command, "status": status}.items()))] = value
+    for op in ("get", "delete", "incr", "decr", "cas", "touch"):
+        cmd(op, "hit", n[op + "_hits"])
+        cmd(op, "miss", n[op + "_misses"])
+    cmd("cas", "badval", n["cas_badval"])
+    cmd("flush", "hit", n["cmd_flush"])
+    # memcached counts a cas in cmd_set too
+    cmd("set", "hit", n["cmd_set"] - n["cas_misses"] - n["cas_hits"] - n["cas_badval"])
+    return out
 
 
 # --- the tests ------------------------------------------------------------------
@@ -719,13 +758,12 @@ class StatsHttp(mctest.ServerTestCase):
         # slabtap's own families are slabtap_*; per-class families that
         # memcached_exporter also exports carry its names (memcached_slab_*)
         for name, fam in fams.items():
-            self.assertTrue(name.startswith("slabtap_") or name.startswith("memcached_slab_"),
-                            name)
+            self.assertTrue(name.startswith("slabtap_") or name.startswith("memcached_"), name)
         self.assertEqual({n for n in fams if n.startswith("memcached_")},
                          {"memcached_slab_current_pages", "memcached_slab_current_chunks",
                           "memcached_slab_chunks_used", "memcached_slab_chunk_size_bytes",
                           "memcached_slab_mem_requested_bytes", "memcached_slab_current_items",
-                          "memcached_slab_items_evicted_total"})
+                          "memcached_slab_items_evicted_total"} | set(EXPORTER_FAMILIES))
         self.assertEqual(fams["memcached_slab_items_evicted_total"]["type"], "counter")
         # per-class families, labelled slab="N" (memcached_exporter's label),
         # matching memcached's numbers (class sets may differ by a sample;
@@ -763,6 +801,98 @@ class StatsHttp(mctest.ServerTestCase):
         self.stop_clean(px)
         n_rows = mctest.db_scalar(px.db, "SELECT count(*) FROM sets WHERE cmd = 'set'")
         self.assertEqual(n_rows, n_sets)
+
+
+    def test_promtool_and_memcached_families(self):
+        """Prometheus' own checker accepts a real scrape (exit 0, nothing
+        said), with memcached up and down; the memcached-wide families under
+        memcached_exporter's names equal memcached's own `stats`, read here
+        directly and mapped as the exporter maps them; slabtap_db_file_bytes
+        is the file and its WAL on disk, retention off."""
+        promtool = shutil.which("promtool")
+        self.assertIsNotNone(promtool, "promtool missing: apt-get install prometheus "
+                             "(tests/run.sh installs it)")
+        # 4 MB: the 100 KB items below evict each other
+        mc = self.mc(name="mc-prom", extra=["-m", "4"])
+        px = self.proxy(mc.port, interval=100, name="proxy-prom")
+
+        def promtool_ok(body):
+            p = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True,
+                               timeout=60)
+            self.assertEqual((p.returncode, p.stdout + p.stderr), (0, b""))
+
+        with mctest.connect(px.port) as s:
+            def ask(cmd, want):
+                s.sendall(cmd)
+                self.assertEqual(mctest.recv_line(s), want, cmd)
+            ask(b"flush_all\r\n", b"OK\r\n")
+            mctest.set_items(s, [(b"p:%d" % i, b"v" * 10) for i in range(20)])
+            s.sendall(b"get p:0 p:1 p:2 nope\r\n")
+            mctest.recv_until(s, b"END\r\n")
+            ask(b"delete p:3\r\n", b"DELETED\r\n")
+            ask(b"delete nope\r\n", b"NOT_FOUND\r\n")
+            ask(b"set n 0 0 1\r\n5\r\n", b"STORED\r\n")
+            ask(b"incr n 2\r\n", b"7\r\n")
+            ask(b"incr nope 1\r\n", b"NOT_FOUND\r\n")
+            ask(b"decr n 1\r\n", b"6\r\n")
+            ask(b"decr nope 1\r\n", b"NOT_FOUND\r\n")
+            ask(b"touch p:4 100\r\n", b"TOUCHED\r\n")
+            ask(b"touch nope 100\r\n", b"NOT_FOUND\r\n")
+            s.sendall(b"gets p:5\r\n")
+            cas = int(mctest.recv_line(s).split()[4])
+            self.assertEqual(mctest.recv_line(s), b"v" * 10 + b"\r\n")
+            self.assertEqual(mctest.recv_line(s), b"END\r\n")
+            ask(b"cas p:5 0 0 1 %d\r\nx\r\n" % cas, b"STORED\r\n")
+            ask(b"cas p:5 0 0 1 %d\r\nx\r\n" % cas, b"EXISTS\r\n")
+            ask(b"cas nope 0 0 1 1\r\nx\r\n", b"NOT_FOUND\r\n")
+            big = b"b" * 100000
+            for i in range(80):
+                s.sendall(b"set big:%d 0 0 %d noreply\r\n" % (i, len(big)) + big + b"\r\n")
+            ask(b"mn\r\n", b"MN\r\n")
+        self.wait_samples(px, 2)  # a sample taken after the last answer
+        stats = mctest.mc_stats(mc.port)
+        st, _, body = http_request(px.http_port, "GET", "/metrics")
+        self.assertEqual(st, 200)
+        promtool_ok(body)
+        fams = parse_metrics(body.decode("utf-8"))
+        got = {(name, key): value for name in EXPORTER_FAMILIES
+               for key, value in fams[name]["samples"].items()}
+        self.assertEqual(got, exporter_families(stats))
+        for name, want in EXPORTER_FAMILIES.items():
+            self.assertEqual(fams[name]["type"], want, name)
+        # and what that traffic makes of them (the mapping is not a no-op)
+        cmds = {tuple(sorted(dict(k).items())): v
+                for k, v in fams["memcached_commands_total"]["samples"].items()}
+        for (command, status), n in {("get", "hit"): 4, ("get", "miss"): 1,
+                                     ("delete", "hit"): 1, ("delete", "miss"): 1,
+                                     ("incr", "hit"): 1, ("incr", "miss"): 1,
+                                     ("decr", "hit"): 1, ("decr", "miss"): 1,
+                                     ("touch", "hit"): 1, ("touch", "miss"): 1,
+                                     ("cas", "hit"): 1, ("cas", "badval"): 1,
+                                     ("cas", "miss"): 1, ("flush", "hit"): 1,
+                                     ("set", "hit"): 20 + 1 + 80}.items():
+            self.assertEqual(cmds[(("command", command), ("status", status))], n,
+                             (command, status))
+        self.assertEqual(metric(fams, "memcached_up"), 1)
+        self.assertEqual(metric(fams, "memcached_limit_bytes"), 4 << 20)
+        self.assertGreater(metric(fams, "memcached_items_evicted_total"), 0)
+        # the SQLite file and its WAL, retention off (it was 0 then)
+        on_disk, disk = mctest.db_file_bytes_settled(px)
+        self.assertEqual(on_disk, disk)
+        self.assertGreater(on_disk, 0)
+        # memcached gone: up 0, the memcached-wide families without samples
+        mc.stop()
+
+        def down():
+            st, _, body = http_request(px.http_port, "GET", "/metrics")
+            f = parse_metrics(body.decode("utf-8"))
+            return (f, body) if metric(f, "memcached_up") == 0 else None
+        fams, body = mctest.wait_for(down, 15, interval=0.05, what="memcached_up 0")
+        promtool_ok(body)
+        for name in EXPORTER_FAMILIES:
+            if name != "memcached_up":
+                self.assertEqual(fams[name]["samples"], {}, name)
+        self.stop_clean(px)
 
 
 class AdminGuard(mctest.ServerTestCase):
