@@ -144,26 +144,41 @@ endfunction()
 string(ASCII 1 sep)
 function(metric_families out_var src)
   set(fams "")
-  # proxy/server/metrics.h: X(name, counter|gauge, "help" "help") entries,
-  # served as slabtap_NAME (counters with _total)
+  # proxy/server/metrics.h: SLABTAP_METRICS' X(name, counter|gauge, one|us,
+  # "help") entries, served as slabtap_NAME (us: _seconds; counters: _total),
+  # and the memcached tables' X(NAME, counter|gauge, "stats field"|NULL,
+  # "help") entries, served under their own names
   file(READ ${src}/proxy/server/metrics.h h)
   c_flat(h "${h}")
-  string(REGEX MATCHALL "X\\([a-z_0-9]+, *(counter|gauge), *\"[^\"]*\"\\)" xs "${h}")
+  string(REGEX MATCHALL "X\\([a-z_0-9]+, *(counter|gauge), *(one|us), *\"[^\"]*\"\\)" xs "${h}")
+  string(REGEX MATCHALL "X\\([a-z_0-9]+, *(counter|gauge), *(\"[^\"]*\"|NULL), *\"[^\"]*\"\\)" ms "${h}")
   string(REGEX MATCHALL "X\\([a-z_0-9]+, *(counter|gauge)," all_x "${h}")
   list(LENGTH xs n_x)
+  list(LENGTH ms n_m)
   list(LENGTH all_x n_all)
-  if(NOT n_x EQUAL n_all OR n_x EQUAL 0)
-    message(FATAL_ERROR "metrics.h: read ${n_x} of ${n_all} X(...) entries; "
+  math(EXPR n_read "${n_x} + ${n_m}")
+  if(NOT n_read EQUAL n_all OR n_x EQUAL 0)
+    message(FATAL_ERROR "metrics.h: read ${n_read} of ${n_all} X(...) entries; "
                         "update metric_families in dist/manpage.cmake")
   endif()
   foreach(x IN LISTS xs)
-    string(REGEX MATCH "X\\(([a-z_0-9]+), *(counter|gauge), *\"([^\"]*)\"\\)" _ "${x}")
+    string(REGEX MATCH "X\\(([a-z_0-9]+), *(counter|gauge), *(one|us), *\"([^\"]*)\"\\)" _ "${x}")
     set(name "slabtap_${CMAKE_MATCH_1}")
+    if(CMAKE_MATCH_3 STREQUAL "us")
+      string(APPEND name "_seconds")
+    endif()
     if(CMAKE_MATCH_2 STREQUAL "counter")
       string(APPEND name "_total")
     endif()
-    list(APPEND fams "${name}${sep}${CMAKE_MATCH_2}${sep}${CMAKE_MATCH_3}")
+    list(APPEND fams "${name}${sep}${CMAKE_MATCH_2}${sep}${CMAKE_MATCH_4}")
   endforeach()
+  foreach(x IN LISTS ms)
+    string(REGEX MATCH "X\\(([a-z_0-9]+), *(counter|gauge), *(\"[^\"]*\"|NULL), *\"([^\"]*)\"\\)" _ "${x}")
+    list(APPEND fams "${CMAKE_MATCH_1}${sep}${CMAKE_MATCH_2}${sep}${CMAKE_MATCH_4}")
+  endforeach()
+  # help texts metrics.h defines by name (#define NAME_HELP "help"), put
+  # in where a .c names them
+  string(REGEX MATCHALL "#define +[A-Z_0-9]+_HELP +\"[^\"]*\"" helps "${h}")
   # families declared by name in proxy/server/*.c: prom_declare(w, "NAME",
   # PROM_TYPE, "help") calls and { "NAME", PROM_TYPE, "help" ... } tables
   file(GLOB cs ${src}/proxy/server/*.c)
@@ -171,6 +186,11 @@ function(metric_families out_var src)
   foreach(c IN LISTS cs)
     file(READ ${c} t)
     c_flat(t "${t}")
+    foreach(hd IN LISTS helps)
+      string(REGEX MATCH "#define +([A-Z_0-9]+_HELP) +(\"[^\"]*\")" _ "${hd}")
+      string(REGEX REPLACE "PROM_([A-Z]+),[ \t\n]*${CMAKE_MATCH_1}\\)" "PROM_\\1, ${CMAKE_MATCH_2})"
+             t "${t}")
+    endforeach()
     string(REGEX MATCHALL "\"[a-z_0-9]+\",[ \t\n]*PROM_[A-Z]+,[ \t\n]*\"[^\"]*\"" ds "${t}")
     string(REGEX MATCHALL "\"[a-z_0-9]+\",[ \t\n]*PROM_(COUNTER|GAUGE)" all_ds "${t}")
     list(LENGTH ds n_d)
