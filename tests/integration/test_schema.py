@@ -801,9 +801,9 @@ class Schema(mctest.ServerTestCase):
         all; the same queries on the run they find have no such row."""
         db = self.path("proxy-only.db")
         mc = self.mc(name="mc-one")
-        px = self.proxy(mc.port, db, "proxy-one", extra=["--run", "mine"])
+        px = self.proxy(mc.port, db, "proxy-one", extra=["--run", "mine"], http=True)
         send_sets(px.port, [(b"user:%d" % i, b"u" * (50 + 9 * i)) for i in range(40)])
-        mctest.wait_for(lambda: mctest.db_scalar(db, "SELECT count(*) FROM samples") >= 2, 20,
+        mctest.wait_for(lambda: mctest.proxy_metrics(px)["slabtap_stats_samples_total"] >= 2, 20,
                         what="two stats samples")
         self.stop_clean(px)
         q = lambda name: os.path.join(SRC, "schema", "queries", name + ".sql")  # noqa: E731
