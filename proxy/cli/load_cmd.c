@@ -405,6 +405,10 @@ int cli_load_main(int argc, char **argv)
     cfg.stop = &load_cli_stop;
     load_cli_signals();
     int ok = a.dry_run ? load_plan_digest(&cfg, &res) : load_run(&cfg, &res);
+    if (cfg.path) {
+        cli_replay_counted(cfg.path, res.counter_ops, res.counter_keys);
+        cli_replay_counters_say();
+    }
     if (ok == 0 || res.status == LOAD_E_STOPPED)
         load_cli_summary(&a, &res);
     if (ok != 0)

@@ -100,7 +100,7 @@ static const struct {
     { "evictions", offsetof(struct top_snapshot, evictions) },
 };
 static const char *const top_ops_fields[TOP_OPS_FIELDS] = {
-    "cmd_get",   "cmd_set",   "cmd_touch", "delete_hits", "delete_misses",
+    "cmd_get",   "cmd_set",     "cmd_touch", "delete_hits", "delete_misses",
     "incr_hits", "incr_misses", "decr_hits", "decr_misses"
 };
 

@@ -374,8 +374,8 @@ int64_t runs_src_find(struct runs_src *s, const char *name_or_id)
         return id;
     /* an id of a sets table written by another tool, with no runs row
      * (runs_latest's rule for the latest) */
-    return runs_q_scalar(s, "SELECT run_id FROM sets WHERE CAST(run_id AS TEXT) = ?1 LIMIT 1",
-                         NULL, p, 1, -1);
+    return runs_q_scalar(s, "SELECT run_id FROM sets WHERE CAST(run_id AS TEXT) = ?1 LIMIT 1", NULL,
+                         p, 1, -1);
 }
 
 /* `stats settings` of one recorded settings row, as name/value pairs. */

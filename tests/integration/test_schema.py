@@ -820,11 +820,11 @@ class Schema(mctest.ServerTestCase):
 
         out = run_query(db, q("compare_runs"))
         self.assertEqual(out, [{"metric": "note", "a": "this database has 1 run(s): compare_runs.sql"
-                                " compares two; pick them with .parameter set @a NAME_OR_ID and"
-                                " .parameter set @b NAME_OR_ID", "b": ""}])
+                                " compares two, given as parameters a and b (a name or id each)",
+                                "b": ""}])
         out = run_query(db, q("compare_runs"), {"@a": "nosuch", "@b": "mine"})
         self.assertEqual([(r["metric"], r["a"]) for r in out],
-                         [("note", "no run nosuch (@a) in this database (a name or id: SELECT"
+                         [("note", "no run nosuch (a) in this database (a name or id: SELECT"
                                    " run_id, name FROM runs lists them)")])
         out = run_query(db, q("compare_runs"), {"@a": "mine", "@b": "1"})
         self.assertEqual(out[0], {"metric": "run", "a": "mine", "b": "mine"})

@@ -43,12 +43,12 @@ UNION ALL  -- nothing found says so
 SELECT 'note',
        CASE WHEN (nullif(:'a', '') IS NULL OR nullif(:'b', '') IS NULL) AND (SELECT count(*) FROM runs) < 2
             THEN 'this database has ' || CAST((SELECT count(*) FROM runs) AS TEXT)
-                 || ' run(s): compare_runs.sql compares two; pick them with'
-                 || ' .parameter set nullif(:'a', '') NAME_OR_ID and .parameter set nullif(:'b', '') NAME_OR_ID'
+                 || ' run(s): compare_runs.sql compares two, given as parameters a and b'
+                 || ' (a name or id each)'
             WHEN NOT EXISTS (SELECT 1 FROM a)
-            THEN 'no run ' || coalesce(nullif(:'a', ''), '(the second latest)') || ' (nullif(:'a', '')) in this database'
+            THEN 'no run ' || coalesce(nullif(:'a', ''), '(the second latest)') || ' (a) in this database'
                  || ' (a name or id: SELECT run_id, name FROM runs lists them)'
-            ELSE 'no run ' || coalesce(nullif(:'b', ''), '(the latest)') || ' (nullif(:'b', '')) in this database'
+            ELSE 'no run ' || coalesce(nullif(:'b', ''), '(the latest)') || ' (b) in this database'
                  || ' (a name or id: SELECT run_id, name FROM runs lists them)' END,
        NULL
 WHERE NOT EXISTS (SELECT 1 FROM a) OR NOT EXISTS (SELECT 1 FROM b);
