@@ -82,12 +82,29 @@ static int64_t top_global(const struct stats_sample *sm, const char *name)
     return stats_sample_global(sm, name, &v) && v >= 0 ? v : TOP_UNKNOWN;
 }
 
-/* The totals of the header under memcached's `stats` (and `stats slabs`)
- * names, and the counters whose sum is ops. */
-static const struct {
+/* A number of a struct by its memcached name. */
+struct top_field {
     const char *name;
     size_t off;
-} top_globals[] = {
+};
+
+/* Sets the field of base named name (every one of that name); false when
+ * the table has none. */
+static bool top_field_set(const struct top_field *t, size_t n, void *base, const char *name,
+                          int64_t v)
+{
+    bool known = false;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(name, t[i].name)) {
+            *(int64_t *)((char *)base + t[i].off) = v;
+            known = true;
+        }
+    return known;
+}
+
+/* The totals of the header under memcached's `stats` (and `stats slabs`)
+ * names, and the counters whose sum is ops. */
+static const struct top_field top_globals[] = {
     { "uptime", offsetof(struct top_snapshot, uptime) },
     { "bytes", offsetof(struct top_snapshot, bytes) },
     { "limit_maxbytes", offsetof(struct top_snapshot, limit_maxbytes) },
@@ -108,12 +125,7 @@ static const char *const top_ops_fields[TOP_OPS_FIELDS] = {
 static bool top_global_set(struct top_snapshot *s, int64_t ops_parts[TOP_OPS_FIELDS],
                            const char *name, int64_t v)
 {
-    bool known = false;
-    for (size_t i = 0; i < sizeof top_globals / sizeof top_globals[0]; i++)
-        if (!strcmp(name, top_globals[i].name)) {
-            *(int64_t *)((char *)s + top_globals[i].off) = v;
-            known = true;
-        }
+    bool known = top_field_set(top_globals, sizeof top_globals / sizeof top_globals[0], s, name, v);
     for (size_t i = 0; i < TOP_OPS_FIELDS; i++)
         if (!strcmp(name, top_ops_fields[i])) {
             ops_parts[i] = v;
@@ -407,10 +419,7 @@ struct tj_class {
  * name of /api/run/classes). */
 static void top_class_set(struct top_class *c, const char *name, int64_t v)
 {
-    static const struct {
-        const char *name;
-        size_t off;
-    } fields[] = {
+    static const struct top_field fields[] = {
         { "chunk_size", offsetof(struct top_class, chunk_size) },
         { "total_pages", offsetof(struct top_class, pages) },
         { "pages", offsetof(struct top_class, pages) },
@@ -422,11 +431,7 @@ static void top_class_set(struct top_class *c, const char *name, int64_t v)
         { "evicted", offsetof(struct top_class, evicted) },
         { "cmd_set", offsetof(struct top_class, cmd_set) },
     };
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (!strcmp(name, fields[i].name)) {
-            *(int64_t *)((char *)c + fields[i].off) = v;
-            return;
-        }
+    top_field_set(fields, sizeof fields / sizeof fields[0], c, name, v);
 }
 
 static bool tj_class_field(struct tj *j, const char *name, bool fits, void *ud)
