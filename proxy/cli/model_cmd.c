@@ -67,7 +67,9 @@ static void usage_model(FILE *out)
         fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].help);
     fprintf(out, "\nslabtap model <subcommand> --help for its options; every subcommand\n"
                  "takes -v/--verbose (debug log lines too) and -q/--quiet (warnings and\n"
-                 "errors only).\n");
+                 "errors only). Text lines longer than the terminal's width wrap, indented\n"
+                 "(not on a terminal: at 100 columns; COLUMNS=N sets the width, COLUMNS=0\n"
+                 "never wraps); --format json, where a subcommand has it, is for scripts.\n");
 }
 
 static void usage_ladder(FILE *out)
