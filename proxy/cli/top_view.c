@@ -88,18 +88,14 @@ struct top_field {
     size_t off;
 };
 
-/* Sets the field of base named name (every one of that name); false when
- * the table has none. */
-static bool top_field_set(const struct top_field *t, size_t n, void *base, const char *name,
+/* Sets the field of base named name (every one of that name; none when
+ * the table has no such name). */
+static void top_field_set(const struct top_field *t, size_t n, void *base, const char *name,
                           int64_t v)
 {
-    bool known = false;
     for (size_t i = 0; i < n; i++)
-        if (!strcmp(name, t[i].name)) {
+        if (!strcmp(name, t[i].name))
             *(int64_t *)((char *)base + t[i].off) = v;
-            known = true;
-        }
-    return known;
 }
 
 /* The totals of the header under memcached's `stats` (and `stats slabs`)
@@ -121,17 +117,14 @@ static const char *const top_ops_fields[TOP_OPS_FIELDS] = {
     "incr_hits", "incr_misses", "decr_hits", "decr_misses"
 };
 
-/* A total or an ops part by its memcached name; false for any other name. */
-static bool top_global_set(struct top_snapshot *s, int64_t ops_parts[TOP_OPS_FIELDS],
+/* A total or an ops part by its memcached name (any other name: nothing). */
+static void top_global_set(struct top_snapshot *s, int64_t ops_parts[TOP_OPS_FIELDS],
                            const char *name, int64_t v)
 {
-    bool known = top_field_set(top_globals, sizeof top_globals / sizeof top_globals[0], s, name, v);
+    top_field_set(top_globals, sizeof top_globals / sizeof top_globals[0], s, name, v);
     for (size_t i = 0; i < TOP_OPS_FIELDS; i++)
-        if (!strcmp(name, top_ops_fields[i])) {
+        if (!strcmp(name, top_ops_fields[i]))
             ops_parts[i] = v;
-            known = true;
-        }
-    return known;
 }
 
 /* ops: the sum of the parts memcached gave, known once cmd_get and cmd_set are. */
