@@ -113,6 +113,15 @@ struct cli_ladder_flags {
         "no-cas", 'C', OPT_FLAG, .dest = &(f)->no_cas, .seen = &(f)->given \
     }
 
+/* A replay that found incr/decr ahead (load_result's counter_ops and
+ * counter_keys of source, a file) sent every write to those keys with
+ * digits: cli_replay_counted counts such a replay (ops 0: not one), and
+ * cli_replay_counters_say says it in one INFO line with the count of
+ * replays -- once, however many candidates `model advise --verify`
+ * replayed the same run for. */
+void cli_replay_counted(const char *source, uint64_t ops, uint64_t keys);
+void cli_replay_counters_say(void);
+
 /* memcached 1.6.18's defaults, in s and in the fields the rows write. */
 void cli_ladder_flags_init(struct cli_ladder_flags *f);
 /* The parsed fields into f->s, then f->s into *out. */

@@ -22,6 +22,7 @@
 #include "load/load.h"
 #include "load/workload.h"
 #include "model/slab_model.h"
+#include "record/runs.h"
 
 /* 4096 statements of at most 1 KiB each, with room for comments */
 
@@ -29,7 +30,7 @@ static atomic_bool load_cli_stop;
 
 struct load_cli_args {
     const char *target, *workload, *replay_db, *twitter, *cachelib;
-    int64_t replay_run;
+    const char *replay_run; /* a name or id, as `model --run` takes it */
     uint64_t connections, pipeline, seed;
     bool seed_set, dry_run, quiet, no_probe, demand_fill, no_demand_fill;
     double rate;
@@ -52,7 +53,9 @@ static void load_cli_usage(FILE *out)
             "  --workload FILE        a workload file (experiments/README.md, \"Workload files\")\n"
             "  --replay-db FILE       the writes (and reads, when recorded) `slabtap proxy`\n"
             "                         recorded in FILE, in their recorded order\n"
-            "  --replay-run N         which run of --replay-db (default: the newest)\n"
+            "  --replay-run RUN       which run of --replay-db: its name (the newest run of\n"
+            "                         that name) or its id, as `model --run` (default: the\n"
+            "                         newest run)\n"
             "  --demand-fill          a replayed read that misses is followed by a set of\n"
             "                         the key's last known size, unless the recording's\n"
             "                         next request for the key is a write (default: on\n"
@@ -91,7 +94,7 @@ static enum opt_result load_cli_parse_flags(int argc, char **argv, struct load_c
         { "target", 0, OPT_STRING, .dest = &a->target },
         { "workload", 0, OPT_STRING, .dest = &a->workload },
         { "replay-db", 0, OPT_STRING, .dest = &a->replay_db },
-        { "replay-run", 0, OPT_INT, .dest = &a->replay_run, .smin = 1, .smax = INT64_MAX },
+        { "replay-run", 0, OPT_STRING, .dest = &a->replay_run },
         { "twitter-trace", 0, OPT_STRING, .dest = &a->twitter },
         { "cachelib-trace", 0, OPT_STRING, .dest = &a->cachelib },
         { "connections", 0, OPT_UINT, .dest = &a->connections, .min = 1,
@@ -305,6 +308,28 @@ static void load_cli_summary(const struct load_cli_args *a, const struct load_re
     printf("%-18s%s\n", "fingerprint:", r->fingerprint);
 }
 
+/* --replay-run's run, by name or id, with the one resolver `model --run`
+ * uses (record/runs.h). 0, or -1 said on stderr. */
+static int load_cli_find_run(const char *db, const char *name_or_id, int64_t *id)
+{
+    struct runs_src *src;
+    char err[512];
+    if (runs_src_open(&src, db, err, sizeof err)) {
+        fprintf(stderr, "slabtap load: %s: %s\n", db, err);
+        return -1;
+    }
+    *id = runs_src_find(src, name_or_id);
+    runs_src_close(src);
+    if (*id < 0) {
+        fprintf(stderr,
+                "slabtap load: %s: no run named '%s' and no run with that id (its runs: "
+                "sqlite3 %s 'SELECT run_id, name FROM runs')\n",
+                db, name_or_id, db);
+        return -1;
+    }
+    return 0;
+}
+
 /* The source half of the config; the workload (if any) goes to *w. */
 static int load_cli_source(const struct load_cli_args *a, struct load_config *cfg,
                            struct workload **w)
@@ -332,7 +357,9 @@ static int load_cli_source(const struct load_cli_args *a, struct load_config *cf
                   : a->twitter ? LOAD_SRC_TWITTER
                                : LOAD_SRC_CACHELIB;
     cfg->path = a->replay_db ? a->replay_db : a->twitter ? a->twitter : a->cachelib;
-    cfg->replay_run = a->replay_run;
+    cfg->replay_run = 0; /* the newest */
+    if (a->replay_run && load_cli_find_run(a->replay_db, a->replay_run, &cfg->replay_run))
+        return -1;
     cfg->replay_reads = true;
     cfg->demand_fill = !a->no_demand_fill;
     return 0;
@@ -379,6 +406,10 @@ int cli_load_main(int argc, char **argv)
     cfg.stop = &load_cli_stop;
     load_cli_signals();
     int ok = a.dry_run ? load_plan_digest(&cfg, &res) : load_run(&cfg, &res);
+    if (cfg.path) {
+        cli_replay_counted(cfg.path, res.counter_ops, res.counter_keys);
+        cli_replay_counters_say();
+    }
     if (ok == 0 || res.status == LOAD_E_STOPPED)
         load_cli_summary(&a, &res);
     if (ok != 0)

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/wrapout.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "load/verify.h"
@@ -69,7 +70,9 @@ static void usage_model(FILE *out)
         fprintf(out, "  %-8s %s\n", subcommands[i].name, subcommands[i].help);
     fprintf(out, "\nslabtap model <subcommand> --help for its options; every subcommand\n"
                  "takes -v/--verbose (debug log lines too) and -q/--quiet (warnings and\n"
-                 "errors only).\n");
+                 "errors only). Text lines longer than the terminal's width wrap, indented\n"
+                 "(not on a terminal: at 100 columns; COLUMNS=N sets the width, COLUMNS=0\n"
+                 "never wraps); --format json, where a subcommand has it, is for scripts.\n");
 }
 
 static void usage_ladder(FILE *out)
@@ -104,6 +107,39 @@ void cli_ladder_flags_apply(struct cli_ladder_flags *f, struct slab_settings *ou
     if (f->no_cas)
         f->s.use_cas = false;
     *out = f->s;
+}
+
+/* cli_replay_counted's: the source, its counts and the replays. */
+static struct {
+    char source[256];
+    uint64_t ops, keys;
+    unsigned replays;
+} cli_counters;
+
+void cli_replay_counted(const char *source, uint64_t ops, uint64_t keys)
+{
+    if (!ops)
+        return;
+    snprintf(cli_counters.source, sizeof cli_counters.source, "%s", source);
+    cli_counters.ops = ops;
+    cli_counters.keys = keys;
+    cli_counters.replays++;
+}
+
+void cli_replay_counters_say(void)
+{
+    if (!cli_counters.replays)
+        return;
+    if (cli_counters.replays > 1)
+        log_info("%s: %llu incr/decr on %llu keys: every write to those keys was sent with digits "
+                 "(in each of the %u replays)",
+                 cli_counters.source, (unsigned long long)cli_counters.ops,
+                 (unsigned long long)cli_counters.keys, cli_counters.replays);
+    else
+        log_info("%s: %llu incr/decr on %llu keys: every write to those keys was sent with digits",
+                 cli_counters.source, (unsigned long long)cli_counters.ops,
+                 (unsigned long long)cli_counters.keys);
+    cli_counters.replays = 0;
 }
 
 /* --slab-sizes A-B-C into the settings (range checks come with the ladder). */
@@ -442,34 +478,37 @@ static void print_basis(const struct prediction *r, bool classes)
 {
     const struct runs_agg_info *a = &run_agg;
     if (run_basis == RUNS_BASIS_ROWS) {
-        printf("basis: rows -- every recorded write replayed (%llu rows)%s\n",
-               (unsigned long long)r->rows,
-               run_rows.complete ? "" : " -- INCOMPLETE: older rows were expired");
+        wrapout_printf("basis: rows -- every recorded write replayed (%llu rows)%s\n",
+                       (unsigned long long)r->rows,
+                       run_rows.complete ? "" : " -- INCOMPLETE: older rows were expired");
         return;
     }
-    printf("basis: aggregates -- %lld of %lld rows left; %llu stored writes, %llu refused, %llu "
-           "deletes; live items %llu (%s)\n",
-           (long long)run_rows.present, (long long)run_rows.recorded, (unsigned long long)a->stored,
-           (unsigned long long)a->refused, (unsigned long long)a->deletes,
-           (unsigned long long)a->live,
-           a->from_curr_items ? "the last sample's curr_items" : "stores less deletes");
+    wrapout_printf(
+        "basis: aggregates -- %lld of %lld rows left; %llu stored writes, %llu refused, %llu "
+        "deletes; live items %llu (%s)\n",
+        (long long)run_rows.present, (long long)run_rows.recorded, (unsigned long long)a->stored,
+        (unsigned long long)a->refused, (unsigned long long)a->deletes, (unsigned long long)a->live,
+        a->from_curr_items ? "the last sample's curr_items" : "stores less deletes");
     if (a->exact)
-        printf("basis: EXACT from aggregates -- every stored item is still live and every size "
-               "is known to the byte: the written sizes are the live ones\n");
+        wrapout_printf(
+            "basis: EXACT from aggregates -- every stored item is still live and every size "
+            "is known to the byte: the written sizes are the live ones\n");
     else
-        printf("basis: ESTIMATE from aggregates -- the stored sizes scaled to the live count "
-               "(overwrites and deletes are not followed per key); per class the live items "
-               "lie within [max(0, N - (W - W_c)), min(W_c, N)]%s\n",
-               a->wide_items ? "; sizes of 16 KB and more within 1/128" : "");
+        wrapout_printf(
+            "basis: ESTIMATE from aggregates -- the stored sizes scaled to the live count "
+            "(overwrites and deletes are not followed per key); per class the live items "
+            "lie within [max(0, N - (W - W_c)), min(W_c, N)]%s\n",
+            a->wide_items ? "; sizes of 16 KB and more within 1/128" : "");
     if (a->live_by_class)
-        printf("basis: advise's sizes -- each class's stored sizes scaled to the last sample's "
-               "`stats items` number of the class (%llu items)\n",
-               (unsigned long long)a->per_class_live);
+        wrapout_printf(
+            "basis: advise's sizes -- each class's stored sizes scaled to the last sample's "
+            "`stats items` number of the class (%llu items)\n",
+            (unsigned long long)a->per_class_live);
     if (!classes)
         return;
     uint64_t abs_err = 0, obs_total = 0;
-    printf("%5s %12s %12s %25s %12s %9s\n", "class", "stored W_c", "est items", "bound",
-           "obs number", "diff");
+    wrapout_printf("%5s %12s %12s %25s %12s %9s\n", "class", "stored W_c", "est items", "bound",
+                   "obs number", "diff");
     for (uint32_t c = 1; c <= r->ladder.n_classes; c++) {
         const struct predict_observed *o = &r->observed[c];
         if (!a->written[c] && !o->present)
@@ -477,16 +516,17 @@ static void print_basis(const struct prediction *r, bool classes)
         long long d = (long long)a->est[c] - (long long)o->number;
         abs_err += (uint64_t)(d < 0 ? -d : d);
         obs_total += (uint64_t)o->number;
-        printf("%5u %12llu %12llu %12llu..%-12llu %12lld %+9lld%s\n", c,
-               (unsigned long long)a->written[c], (unsigned long long)a->est[c],
-               (unsigned long long)a->lo[c], (unsigned long long)a->hi[c], (long long)o->number, d,
-               o->present && ((uint64_t)o->number < a->lo[c] || (uint64_t)o->number > a->hi[c])
-                   ? "  OUTSIDE THE BOUND"
-                   : "");
+        wrapout_printf(
+            "%5u %12llu %12llu %12llu..%-12llu %12lld %+9lld%s\n", c,
+            (unsigned long long)a->written[c], (unsigned long long)a->est[c],
+            (unsigned long long)a->lo[c], (unsigned long long)a->hi[c], (long long)o->number, d,
+            o->present && ((uint64_t)o->number < a->lo[c] || (uint64_t)o->number > a->hi[c])
+                ? "  OUTSIDE THE BOUND"
+                : "");
     }
-    printf("basis: per-class items misplaced %llu of %llu (%.2f %%)\n",
-           (unsigned long long)abs_err / 2, (unsigned long long)obs_total,
-           obs_total ? 50.0 * (double)abs_err / (double)obs_total : 0);
+    wrapout_printf("basis: per-class items misplaced %llu of %llu (%.2f %%)\n",
+                   (unsigned long long)abs_err / 2, (unsigned long long)obs_total,
+                   obs_total ? 50.0 * (double)abs_err / (double)obs_total : 0);
 }
 
 /* The runs --node/--since select; 0 with at least one, else -1 (said). */
@@ -532,7 +572,7 @@ static int model_predict(int argc, char **argv)
         goto out;
     rc = 0;
     for (size_t i = 0; i < n; i++) {
-        printf("%snode '%s', run %lld:\n", i ? "\n" : "", nodes[i], (long long)ids[i]);
+        wrapout_printf("%snode '%s', run %lld:\n", i ? "\n" : "", nodes[i], (long long)ids[i]);
         if (open_run(&o, src, ids[i], r)) {
             rc = 1;
         } else {
@@ -554,9 +594,10 @@ out:
 
 static void print_eval(const char *what, const char *flags, const struct advise_eval *e)
 {
-    printf("  %-26s %-34s waste %6.2f %%  (%llu of %llu bytes)  classes %u in ladder, %u used\n",
-           what, flags, e->waste_pct, (unsigned long long)e->waste,
-           (unsigned long long)e->allocated, e->classes_in_ladder, e->classes_used);
+    wrapout_printf(
+        "  %-26s %-34s waste %6.2f %%  (%llu of %llu bytes)  classes %u in ladder, %u used\n", what,
+        flags, e->waste_pct, (unsigned long long)e->waste, (unsigned long long)e->allocated,
+        e->classes_in_ladder, e->classes_used);
 }
 
 static int model_verify_one(const struct run_opts *o, const char *label, const struct prediction *r,
@@ -564,15 +605,16 @@ static int model_verify_one(const struct run_opts *o, const char *label, const s
 {
     struct verify_result v;
     int rc = verify_settings(o->db, r, s, pred, o->memcached, &v);
+    cli_replay_counted(o->db, v.counter_ops, v.counter_keys);
     if (!v.measured) {
         fprintf(stderr, "slabtap model advise --verify: %s: %s\n", label, v.error);
         return -1;
     }
-    printf("  verify %-24s memcached %s: measured waste %6.2f %% (%llu of %llu bytes), "
-           "predicted %6.2f %%, difference %+.3f pp %s\n",
-           label, v.flags, v.measured_pct, (unsigned long long)v.waste,
-           (unsigned long long)v.allocated, v.predicted_pct, v.measured_pct - v.predicted_pct,
-           v.ok ? "ok" : "OUT OF TOLERANCE");
+    wrapout_printf("  verify %-24s memcached %s: measured waste %6.2f %% (%llu of %llu bytes), "
+                   "predicted %6.2f %%, difference %+.3f pp %s\n",
+                   label, v.flags, v.measured_pct, (unsigned long long)v.waste,
+                   (unsigned long long)v.allocated, v.predicted_pct,
+                   v.measured_pct - v.predicted_pct, v.ok ? "ok" : "OUT OF TOLERANCE");
     return rc;
 }
 
@@ -587,8 +629,8 @@ static int model_verify_all(const struct run_opts *o, const struct prediction *r
     int failed = 0;
     signal(SIGPIPE, SIG_IGN); /* load_run needs it (load.h) */
     advise_evaluate(&r->ladder, &r->live, &own);
-    printf("verifying by replaying run %lld against memcached with each setting:\n",
-           (long long)r->run_id);
+    wrapout_printf("verifying by replaying run %lld against memcached with each setting:\n",
+                   (long long)r->run_id);
     failed += model_verify_one(o, "the run's own settings", r, &r->settings, &own) != 0;
     failed += model_verify_one(o, "best -f/-n", r, best, best_eval) != 0;
     failed += model_verify_one(o, "fitted slab_sizes", r, fitted, fitted_eval) != 0;
@@ -652,17 +694,18 @@ static void print_candidate(const struct advise_candidate *c, bool recommended, 
 {
     const struct capacity_result *k = &c->cap;
     double pct = k->chunk_bytes ? 100.0 * (double)k->chunk_waste / (double)k->chunk_bytes : 0;
-    printf("  %-24s chunk waste %11llu B (%5.2f %%)  page slack %11llu B  memory %11llu B  "
-           "items held %9llu  bytes held %11llu  evictions %8llu  %s%s%s\n",
-           c->label, (unsigned long long)k->chunk_waste, pct, (unsigned long long)k->page_slack,
-           (unsigned long long)k->malloced, (unsigned long long)k->items,
-           (unsigned long long)k->requested, (unsigned long long)k->evictions,
-           c->vs_current > 0   ? "better"
-           : c->vs_current < 0 ? "worse"
-                               : "same",
-           c->over_limit ? "  (over -m: first pages past the limit)" : "",
-           recommended ? "  <- recommended" : "");
-    printf("      %s\n", flags);
+    wrapout_printf("  %-24s chunk waste %11llu B (%5.2f %%)  page slack %11llu B  memory %11llu B  "
+                   "items held %9llu  bytes held %11llu  evictions %8llu  %s%s%s\n",
+                   c->label, (unsigned long long)k->chunk_waste, pct,
+                   (unsigned long long)k->page_slack, (unsigned long long)k->malloced,
+                   (unsigned long long)k->items, (unsigned long long)k->requested,
+                   (unsigned long long)k->evictions,
+                   c->vs_current > 0   ? "better"
+                   : c->vs_current < 0 ? "worse"
+                                       : "same",
+                   c->over_limit ? "  (over -m: first pages past the limit)" : "",
+                   recommended ? "  <- recommended" : "");
+    wrapout_printf("      %s\n", flags);
 }
 
 /* The best candidate whose label starts with prefix and that is not over
@@ -688,18 +731,20 @@ static int model_verify_capacity(const struct run_opts *o, const struct predicti
     struct verify_capacity_result v;
     verify_capacity(o->db, r->run_id, &c->s, obj == CAPACITY_OBJ_ITEMS ? mem_mb : 0,
                     c->cap.malloced, o->memcached, &v);
+    cli_replay_counted(o->db, v.counter_ops, v.counter_keys);
     if (!v.measured) {
         fprintf(stderr, "slabtap model advise --verify: %s: %s\n", c->label, v.error);
         return -1;
     }
     bool ok = v.items == c->cap.items && v.evictions == c->cap.evictions &&
               (obj == CAPACITY_OBJ_ITEMS || v.malloced == c->cap.malloced);
-    printf("  verify capacity %-24s memcached %s: items held %llu (predicted %llu), evictions "
-           "%llu (predicted %llu), total_malloced %llu (predicted %llu) %s\n",
-           c->label, v.flags, (unsigned long long)v.items, (unsigned long long)c->cap.items,
-           (unsigned long long)v.evictions, (unsigned long long)c->cap.evictions,
-           (unsigned long long)v.malloced, (unsigned long long)c->cap.malloced,
-           ok ? "ok" : "MISMATCH");
+    wrapout_printf(
+        "  verify capacity %-24s memcached %s: items held %llu (predicted %llu), evictions "
+        "%llu (predicted %llu), total_malloced %llu (predicted %llu) %s\n",
+        c->label, v.flags, (unsigned long long)v.items, (unsigned long long)c->cap.items,
+        (unsigned long long)v.evictions, (unsigned long long)c->cap.evictions,
+        (unsigned long long)v.malloced, (unsigned long long)c->cap.malloced,
+        ok ? "ok" : "MISMATCH");
     *held = obj == CAPACITY_OBJ_ITEMS ? v.items : v.malloced;
     return ok ? 0 : -1;
 }
@@ -712,26 +757,26 @@ static void model_holdout(const char *what, const struct advise_candidate *c, si
     struct capacity_result base, k;
     if (advise_capacity_eval(&c[0].s, seq, from, to, obj, mem_limit, &base))
         return;
-    printf("hold-out: the candidates on %s (%zu writes):\n", what, to - from);
+    wrapout_printf("hold-out: the candidates on %s (%zu writes):\n", what, to - from);
     for (size_t i = 0; i < n; i++) {
         if (advise_capacity_eval(&c[i].s, seq, from, to, obj, mem_limit, &k))
             continue;
         int vs = capacity_compare(obj, &k, &base);
-        printf("  hold-out %-24s items held %9llu (fitted part %9llu)  memory %11llu B  "
-               "vs the run's own %+lld items, %+lld B  %s%s\n",
-               c[i].label, (unsigned long long)k.items, (unsigned long long)c[i].cap.items,
-               (unsigned long long)k.malloced, (long long)k.items - (long long)base.items,
-               (long long)k.malloced - (long long)base.malloced,
-               vs > 0   ? "better"
-               : vs < 0 ? "worse"
-                        : "same",
-               (int)i == rec ? "  <- recommended" : "");
+        wrapout_printf("  hold-out %-24s items held %9llu (fitted part %9llu)  memory %11llu B  "
+                       "vs the run's own %+lld items, %+lld B  %s%s\n",
+                       c[i].label, (unsigned long long)k.items, (unsigned long long)c[i].cap.items,
+                       (unsigned long long)k.malloced, (long long)k.items - (long long)base.items,
+                       (long long)k.malloced - (long long)base.malloced,
+                       vs > 0   ? "better"
+                       : vs < 0 ? "worse"
+                                : "same",
+                       (int)i == rec ? "  <- recommended" : "");
         if ((int)i == rec && rec != 0)
-            printf("  hold-out: the recommendation %s on %s%s\n",
-                   vs > 0   ? "still beats the run's own settings"
-                   : vs < 0 ? "LOSES to the run's own settings"
-                            : "only ties the run's own settings",
-                   what, vs < 0 ? " (overfitted to the fitted part)" : "");
+            wrapout_printf("  hold-out: the recommendation %s on %s%s\n",
+                           vs > 0   ? "still beats the run's own settings"
+                           : vs < 0 ? "LOSES to the run's own settings"
+                                    : "only ties the run's own settings",
+                           what, vs < 0 ? " (overfitted to the fitted part)" : "");
     }
 }
 
@@ -787,8 +832,8 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
     capacity_seq_init(&other);
     advise_hist_init(&half);
     if (run_basis == RUNS_BASIS_AGGREGATES && (o->holdout || o->holdout_run || o->verify)) {
-        printf("capacity: --verify and --holdout replay the run's rows; from aggregates, "
-               "capacity only\n");
+        wrapout_printf("capacity: --verify and --holdout replay the run's rows; from aggregates, "
+                       "capacity only\n");
         failed = 1;
         goto out;
     }
@@ -826,16 +871,16 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
         goto out;
     }
     if (obj == CAPACITY_OBJ_ITEMS)
-        printf("capacity: objective items -- most items held in -m %llu (%llu bytes)%s%s; "
-               "%zu writes%s:\n",
-               (unsigned long long)mem_mb, (unsigned long long)mem_limit,
-               o->objective ? "" : ", chosen because ", o->objective ? "" : why, to - from,
-               o->holdout ? " (the first half)" : "");
+        wrapout_printf("capacity: objective items -- most items held in -m %llu (%llu bytes)%s%s; "
+                       "%zu writes%s:\n",
+                       (unsigned long long)mem_mb, (unsigned long long)mem_limit,
+                       o->objective ? "" : ", chosen because ", o->objective ? "" : why, to - from,
+                       o->holdout ? " (the first half)" : "");
     else
-        printf("capacity: objective memory -- least memory for the whole working set%s%s; "
-               "%zu writes%s:\n",
-               o->objective ? "" : ", chosen because ", o->objective ? "" : why, to - from,
-               o->holdout ? " (the first half)" : "");
+        wrapout_printf("capacity: objective memory -- least memory for the whole working set%s%s; "
+                       "%zu writes%s:\n",
+                       o->objective ? "" : ", chosen because ", o->objective ? "" : why, to - from,
+                       o->holdout ? " (the first half)" : "");
     for (size_t i = 0; i < n; i++) {
         candidate_flags(&c[i], obj == CAPACITY_OBJ_ITEMS ? mem_mb : 0, r->version, flags,
                         sizeof flags);
@@ -844,22 +889,23 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
     candidate_flags(&c[rec], obj == CAPACITY_OBJ_ITEMS ? mem_mb : 0, r->version, flags,
                     sizeof flags);
     if (rec == 0) {
-        printf("recommended: keep the run's own settings -- no candidate %s\n",
-               obj == CAPACITY_OBJ_ITEMS ? "holds more items in this memory"
-                                         : "holds the working set in less memory");
+        wrapout_printf("recommended: keep the run's own settings -- no candidate %s\n",
+                       obj == CAPACITY_OBJ_ITEMS ? "holds more items in this memory"
+                                                 : "holds the working set in less memory");
     } else if (obj == CAPACITY_OBJ_ITEMS) {
         long long d = (long long)c[rec].cap.items - (long long)c[0].cap.items;
-        printf("recommended: %s: %llu items held, %+lld (%+.1f %%) over the run's own settings\n",
-               c[rec].label, (unsigned long long)c[rec].cap.items, d,
-               c[0].cap.items ? 100.0 * (double)d / (double)c[0].cap.items : 0);
+        wrapout_printf(
+            "recommended: %s: %llu items held, %+lld (%+.1f %%) over the run's own settings\n",
+            c[rec].label, (unsigned long long)c[rec].cap.items, d,
+            c[0].cap.items ? 100.0 * (double)d / (double)c[0].cap.items : 0);
     } else {
         long long d = (long long)c[rec].cap.malloced - (long long)c[0].cap.malloced;
-        printf("recommended: %s: %llu bytes of pages for the working set, %+lld (%+.1f %%) "
-               "against the run's own settings\n",
-               c[rec].label, (unsigned long long)c[rec].cap.malloced, d,
-               c[0].cap.malloced ? 100.0 * (double)d / (double)c[0].cap.malloced : 0);
+        wrapout_printf("recommended: %s: %llu bytes of pages for the working set, %+lld (%+.1f %%) "
+                       "against the run's own settings\n",
+                       c[rec].label, (unsigned long long)c[rec].cap.malloced, d,
+                       c[0].cap.malloced ? 100.0 * (double)d / (double)c[0].cap.malloced : 0);
     }
-    printf("  memcached flags: %s\n", flags);
+    wrapout_printf("  memcached flags: %s\n", flags);
     if (o->holdout)
         model_holdout("the second half", c, n, rec, &seq, to, seq.n, obj, mem_limit);
     if (o->holdout_run) {
@@ -877,8 +923,8 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
         int pick[4] = { 0, best_of(c, n, "-f/-n", obj), best_of(c, n, "slab_sizes", obj), rec };
         uint64_t held[4] = { 0 };
         bool done[ADVISE_MAX_CANDIDATES] = { false };
-        printf("verifying capacity by replaying run %lld on one connection:\n",
-               (long long)r->run_id);
+        wrapout_printf("verifying capacity by replaying run %lld on one connection:\n",
+                       (long long)r->run_id);
         for (int i = 0; i < 4; i++) {
             if (pick[i] < 0 || done[pick[i]]) {
                 if (pick[i] >= 0 && i == 3)
@@ -889,10 +935,11 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
             failed += model_verify_capacity(o, r, &c[pick[i]], obj, mem_mb, &held[i]) != 0;
         }
         bool ok = obj == CAPACITY_OBJ_ITEMS ? held[3] >= held[0] : held[3] <= held[0];
-        printf("  verify: the recommendation (%s) %s %llu, the run's own settings %llu: %s\n",
-               c[rec].label, obj == CAPACITY_OBJ_ITEMS ? "holds" : "takes",
-               (unsigned long long)held[3], (unsigned long long)held[0],
-               ok ? "ok" : "WORSE THAN THE CURRENT SETTINGS");
+        wrapout_printf(
+            "  verify: the recommendation (%s) %s %llu, the run's own settings %llu: %s\n",
+            c[rec].label, obj == CAPACITY_OBJ_ITEMS ? "holds" : "takes",
+            (unsigned long long)held[3], (unsigned long long)held[0],
+            ok ? "ok" : "WORSE THAN THE CURRENT SETTINGS");
         failed += !ok;
     }
 out:
@@ -936,13 +983,13 @@ static int fleet_union(const struct run_opts *o, struct runs_src *src, struct pr
         predict_free(other);
     }
     advise_hist_sort(&r->live);
-    printf("fleet: %zu runs of %zu nodes like '%s'%s%s (first: run %lld, node '%s')\n", n, *nnodes,
-           o->node ? o->node : "%", o->since ? ", within " : "", o->since ? o->since : "",
-           (long long)ids[0], nodes[0]);
+    wrapout_printf("fleet: %zu runs of %zu nodes like '%s'%s%s (first: run %lld, node '%s')\n", n,
+                   *nnodes, o->node ? o->node : "%", o->since ? ", within " : "",
+                   o->since ? o->since : "", (long long)ids[0], nodes[0]);
     if (differ)
-        printf("  %zu of them ran another chunk ladder than the first: \"the run's own "
-               "settings\" below are the first run's\n",
-               differ);
+        wrapout_printf("  %zu of them ran another chunk ladder than the first: \"the run's own "
+                       "settings\" below are the first run's\n",
+                       differ);
     *nruns = n;
     rc = 0;
 out:
@@ -1080,63 +1127,68 @@ static int model_advise(int argc, char **argv)
         goto out;
     }
     if (fleet)
-        printf("fleet: %llu items, %u distinct sizes (memcached %s)\n",
-               (unsigned long long)r->live_items, (unsigned)r->live.n, r->version);
+        wrapout_printf("fleet: %llu items, %u distinct sizes (memcached %s)\n",
+                       (unsigned long long)r->live_items, (unsigned)r->live.n, r->version);
     else
-        printf("run %lld '%s': %llu items, %u distinct sizes (memcached %s)\n",
-               (long long)r->run_id, r->run_name, (unsigned long long)r->live_items,
-               (unsigned)r->live.n, r->version);
+        wrapout_printf("run %lld '%s': %llu items, %u distinct sizes (memcached %s)\n",
+                       (long long)r->run_id, r->run_name, (unsigned long long)r->live_items,
+                       (unsigned)r->live.n, r->version);
     if (!fleet)
         print_basis(r, false);
     if (predict_sampled(r)) /* --sample-keys: r->live counts each kept item N times */
-        printf("sampled: --sample-keys 1/%u -- the sizes are the %llu items of the kept keys "
-               "(hash sampling keeps sizes unbiased), each counted %u times; waste shares are "
-               "the sample's, item and byte counts scaled estimates\n",
-               r->sample_keys, (unsigned long long)r->live_items, r->sample_keys);
+        wrapout_printf(
+            "sampled: --sample-keys 1/%u -- the sizes are the %llu items of the kept keys "
+            "(hash sampling keeps sizes unbiased), each counted %u times; waste shares are "
+            "the sample's, item and byte counts scaled estimates\n",
+            r->sample_keys, (unsigned long long)r->live_items, r->sample_keys);
     /* the run's own ladder as memcached took it: -o slab_sizes, or -f exact */
     ladder_choice_flags(&r->choice, flags, sizeof flags);
     print_eval("the run's own settings", strlen(flags) > 34 ? "(below)" : flags, &cur);
     if (strlen(flags) > 34)
-        printf("    %s\n", flags);
+        wrapout_printf("    %s\n", flags);
     slab_factor_text(best.growth_factor, f, sizeof f);
     snprintf(flags, sizeof flags, "-n %u -f %s", best.chunk_size_min, f);
     print_eval("best -f/-n", flags, &beste);
     if (no_factor)
-        printf("    (no -f/-n ladder has at most %lld classes: the run's own settings)\n",
-               o.max_classes);
+        wrapout_printf("    (no -f/-n ladder has at most %lld classes: the run's own settings)\n",
+                       o.max_classes);
     else if (beste.waste * cur.allocated > cur.waste * beste.allocated)
-        printf("    (more chunk waste than the run's own settings: no -f/-n with at most %lld "
-               "classes wastes less)\n",
-               o.max_classes);
+        wrapout_printf(
+            "    (more chunk waste than the run's own settings: no -f/-n with at most %lld "
+            "classes wastes less)\n",
+            o.max_classes);
     slab_sizes_flag(&fitted, flags, sizeof flags);
     print_eval("fitted slab_sizes", fitted.n_slab_sizes > 6 ? "(below)" : flags, &fite);
     if (fitted.n_slab_sizes > 6)
-        printf("    %s\n", flags);
+        wrapout_printf("    %s\n", flags);
     if (fite.waste * cur.allocated > cur.waste * fite.allocated)
-        printf("    (more chunk waste than the run's own settings: no slab_sizes ladder of at "
-               "most %lld classes wastes less)\n",
-               o.max_classes);
+        wrapout_printf(
+            "    (more chunk waste than the run's own settings: no slab_sizes ladder of at "
+            "most %lld classes wastes less)\n",
+            o.max_classes);
     struct slab_ladder bl;
     if (slab_ladder_build(&best, &bl, NULL, 0) == SLAB_OK) {
         size_t nc = advise_cliffs(&bl, &r->live, cliffs, 8);
         for (size_t i = 0; i < nc; i++)
-            printf("  cliff under -n %u -f %s: class %u (%u-byte chunks) takes items of %llu..%llu "
-                   "bytes; %llu of yours land there\n",
-                   best.chunk_size_min, f, cliffs[i].class_id, cliffs[i].chunk_size,
-                   (unsigned long long)cliffs[i].lo, (unsigned long long)cliffs[i].hi,
-                   (unsigned long long)cliffs[i].items);
+            wrapout_printf(
+                "  cliff under -n %u -f %s: class %u (%u-byte chunks) takes items of %llu..%llu "
+                "bytes; %llu of yours land there\n",
+                best.chunk_size_min, f, cliffs[i].class_id, cliffs[i].chunk_size,
+                (unsigned long long)cliffs[i].lo, (unsigned long long)cliffs[i].hi,
+                (unsigned long long)cliffs[i].items);
     }
     size_t nc = advise_cliffs(&r->ladder, &r->live, cliffs, 8);
     for (size_t i = 0; i < nc; i++)
-        printf("  cliff under the run's settings: class %u (%u-byte chunks) holds items of "
-               "%llu..%llu bytes (%llu items)\n",
-               cliffs[i].class_id, cliffs[i].chunk_size, (unsigned long long)cliffs[i].min_item,
-               (unsigned long long)cliffs[i].max_item, (unsigned long long)cliffs[i].items);
+        wrapout_printf("  cliff under the run's settings: class %u (%u-byte chunks) holds items of "
+                       "%llu..%llu bytes (%llu items)\n",
+                       cliffs[i].class_id, cliffs[i].chunk_size,
+                       (unsigned long long)cliffs[i].min_item,
+                       (unsigned long long)cliffs[i].max_item, (unsigned long long)cliffs[i].items);
     rc = 0;
     if (predict_sampled(r) && !fleet) { /* its writes are one key in N */
-        printf("verify, capacity: not on a sampled run (its writes are one key in %u: a "
-               "memcached of -m M holds another mix of them than of all keys)\n",
-               r->sample_keys);
+        wrapout_printf("verify, capacity: not on a sampled run (its writes are one key in %u: a "
+                       "memcached of -m M holds another mix of them than of all keys)\n",
+                       r->sample_keys);
         goto out;
     }
     if (hits) { /* waste above is context; the hits advice replaces capacity */
@@ -1147,10 +1199,12 @@ static int model_advise(int argc, char **argv)
         rc = model_verify_all(&o, r, &best, &beste, &fitted, &fite) ? 1 : 0;
     /* capacity replays one run's writes from a SQLite file */
     if (fleet)
-        printf("capacity: per run (--run ID on a SQLite file); not for %zu runs of %zu nodes\n",
-               nruns, nnodes);
+        wrapout_printf(
+            "capacity: per run (--run ID on a SQLite file); not for %zu runs of %zu nodes\n", nruns,
+            nnodes);
     else if (!runs_src_sqlite(src))
-        printf("capacity: reads a SQLite file's writes (--db FILE); not on PostgreSQL yet\n");
+        wrapout_printf(
+            "capacity: reads a SQLite file's writes (--db FILE); not on PostgreSQL yet\n");
     else if (model_capacity(&o, runs_src_sqlite(src), r))
         rc = 1;
 out:
@@ -1172,8 +1226,15 @@ int cli_model_main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
-        if (!strcmp(argv[1], subcommands[i].name))
-            return subcommands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], subcommands[i].name)) {
+            /* text lines wrapped at the terminal's width (JSON is written
+             * around it, whole) */
+            wrapout_open(stdout);
+            int rc = subcommands[i].run(argc - 1, argv + 1);
+            wrapout_close();
+            cli_replay_counters_say();
+            return rc;
+        }
     fprintf(stderr, "slabtap model: unknown subcommand '%s'\nsee: slabtap model --help\n", argv[1]);
     return 2;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/wrapout.h"
 #include <sqlite3.h>
 
 #include "core/jsonb.h"
@@ -117,11 +118,12 @@ static double mb(uint64_t bytes)
 static void print_cand(const struct hitadvise_candidate *c, bool rec)
 {
     const struct capacity_result *k = &c->res;
-    printf("  %-34s -m %4" PRIu64 "  used %7.1f MB  hit ratio %6.2f %%  misses %9" PRIu64
-           "  evictions %9" PRIu64 "  items %8" PRIu64 "  classes %2u%s%s\n",
-           c->label, c->mem_mb, mb(k->malloced), 100 * c->hit_ratio,
-           k->measured_gets - k->measured_hits, k->evictions, k->items, c->classes,
-           c->over_budget ? "  (over the budget at any -m)" : "", rec ? "  <- recommended" : "");
+    wrapout_printf("  %-34s -m %4" PRIu64 "  used %7.1f MB  hit ratio %6.2f %%  misses %9" PRIu64
+                   "  evictions %9" PRIu64 "  items %8" PRIu64 "  classes %2u%s%s\n",
+                   c->label, c->mem_mb, mb(k->malloced), 100 * c->hit_ratio,
+                   k->measured_gets - k->measured_hits, k->evictions, k->items, c->classes,
+                   c->over_budget ? "  (over the budget at any -m)" : "",
+                   rec ? "  <- recommended" : "");
 }
 
 static void json_cand(struct jsonb *b, const char *name, const struct hitadvise_candidate *c,
@@ -171,10 +173,11 @@ static int verify_one(const struct cli_hits_args *a, const struct hitadvise_inpu
     double d = 100 * (v->hit_ratio - c->hit_ratio);
     bool ok = d <= VERIFY_HITS_TOLERANCE_PP && d >= -VERIFY_HITS_TOLERANCE_PP;
     if (!a->json)
-        printf("  verify %-34s measured %6.2f %% (predicted %6.2f %%, %+.2f points), memory "
-               "used %.1f MB (predicted %.1f MB), %" PRIu64 " fills  %s\n      memcached %s\n",
-               c->label, 100 * v->hit_ratio, 100 * c->hit_ratio, d, mb(v->malloced),
-               mb(c->res.malloced), v->fills, ok ? "ok" : "MISMATCH", v->flags);
+        wrapout_printf(
+            "  verify %-34s measured %6.2f %% (predicted %6.2f %%, %+.2f points), memory "
+            "used %.1f MB (predicted %.1f MB), %" PRIu64 " fills  %s\n      memcached %s\n",
+            c->label, 100 * v->hit_ratio, 100 * c->hit_ratio, d, mb(v->malloced),
+            mb(c->res.malloced), v->fills, ok ? "ok" : "MISMATCH", v->flags);
     return ok ? 0 : -1;
 }
 
@@ -212,34 +215,39 @@ int cli_model_hits_advise(const struct cli_hits_args *a)
                                  budget / HITADVISE_MB, &minc);
     failed = 0;
     if (!a->json) {
-        printf("hits: %zu requests, %" PRIu64 " reads measured from request %zu on (warm-up %.0f "
-               "%%); %s LRU, the run's slab_automove %u\n",
-               seq.n, c[0].res.measured_gets, in.measure_from, 100 * a->warmup,
-               in.lru == CAPACITY_LRU_PLAIN ? "plain" : "segmented", in.current_automove);
-        printf("budget: %.1f MB of memory actually used (total_malloced)%s; each candidate runs "
-               "at the largest -m that stays within it\n",
-               mb(budget),
-               a->memory_limit_mb ? " (--memory-limit)" : ", the run's own settings at its -m");
+        wrapout_printf("hits: %zu requests, %" PRIu64
+                       " reads measured from request %zu on (warm-up %.0f "
+                       "%%); %s LRU, the run's slab_automove %u\n",
+                       seq.n, c[0].res.measured_gets, in.measure_from, 100 * a->warmup,
+                       in.lru == CAPACITY_LRU_PLAIN ? "plain" : "segmented", in.current_automove);
+        wrapout_printf(
+            "budget: %.1f MB of memory actually used (total_malloced)%s; each candidate runs "
+            "at the largest -m that stays within it\n",
+            mb(budget),
+            a->memory_limit_mb ? " (--memory-limit)" : ", the run's own settings at its -m");
         for (size_t i = 0; i < n; i++)
             print_cand(&c[i], (int)i == rec);
         cand_flags(&c[rec], a->r->version, flags, sizeof flags);
         if (rec == 0)
-            printf("recommended: keep the run's own settings -- no candidate predicts more hits in "
-                   "%.1f MB\n",
-                   mb(budget));
+            wrapout_printf(
+                "recommended: keep the run's own settings -- no candidate predicts more hits in "
+                "%.1f MB\n",
+                mb(budget));
         else
-            printf("recommended: %s: hit ratio %.2f %% (%+.2f points over %.2f %%) in %.1f MB "
-                   "used\n",
-                   c[rec].label, 100 * c[rec].hit_ratio, 100 * (c[rec].hit_ratio - c[0].hit_ratio),
-                   100 * c[0].hit_ratio, mb(c[rec].res.malloced));
-        printf("  memcached flags: %s\n", flags);
+            wrapout_printf(
+                "recommended: %s: hit ratio %.2f %% (%+.2f points over %.2f %%) in %.1f MB "
+                "used\n",
+                c[rec].label, 100 * c[rec].hit_ratio, 100 * (c[rec].hit_ratio - c[0].hit_ratio),
+                100 * c[0].hit_ratio, mb(c[rec].res.malloced));
+        wrapout_printf("  memcached flags: %s\n", flags);
         if (minrc == 0)
-            printf("memory: %s keeps the run's hit ratio (%.2f %%) in %.1f MB used (-m %" PRIu64
-                   "): %.1f %% less memory than %.1f MB\n",
-                   rec ? "the recommendation" : "the run's own settings", 100 * c[0].hit_ratio,
-                   mb(minc.res.malloced), minc.mem_mb,
-                   budget ? 100.0 * (double)(budget - minc.res.malloced) / (double)budget : 0,
-                   mb(budget));
+            wrapout_printf(
+                "memory: %s keeps the run's hit ratio (%.2f %%) in %.1f MB used (-m %" PRIu64
+                "): %.1f %% less memory than %.1f MB\n",
+                rec ? "the recommendation" : "the run's own settings", 100 * c[0].hit_ratio,
+                mb(minc.res.malloced), minc.mem_mb,
+                budget ? 100.0 * (double)(budget - minc.res.malloced) / (double)budget : 0,
+                mb(budget));
     }
     if (a->verify) {
         /* the current settings, the recommendation, and the best of each
@@ -262,25 +270,26 @@ int cli_model_hits_advise(const struct cli_hits_args *a)
                 pick[np++] = b;
         }
         if (!a->json)
-            printf("verifying: run %lld replayed with demand-fill into memcached %s, one "
-                   "connection, hits counted from request %zu on:\n",
-                   (long long)a->run_id, "(each candidate's flags)", in.measure_from);
+            wrapout_printf("verifying: run %lld replayed with demand-fill into memcached %s, one "
+                           "connection, hits counted from request %zu on:\n",
+                           (long long)a->run_id, "(each candidate's flags)", in.measure_from);
         int best = -1;
         for (int j = 0; j < np; j++) {
             failed += verify_one(a, &in, &c[pick[j]], &v[pick[j]]) != 0;
             if (v[pick[j]].measured && (best < 0 || v[pick[j]].hit_ratio > v[best].hit_ratio))
                 best = pick[j];
+            cli_replay_counted(a->db, v[pick[j]].counter_ops, v[pick[j]].counter_keys);
         }
         /* the recommendation must measure best, within what one replay of
          * the same run varies by (VERIFY_HITS_TIE) */
         bool ok =
             best >= 0 && v[rec].measured && v[rec].hit_ratio + VERIFY_HITS_TIE >= v[best].hit_ratio;
         if (!a->json)
-            printf("  verify: the recommendation (%s) measured %.2f %%, the best of the %d "
-                   "measured %.2f %% (%s): %s\n",
-                   c[rec].label, 100 * v[rec].hit_ratio, np,
-                   best >= 0 ? 100 * v[best].hit_ratio : 0, best >= 0 ? c[best].label : "none",
-                   ok ? "ok" : "NOT THE BEST MEASURED");
+            wrapout_printf("  verify: the recommendation (%s) measured %.2f %%, the best of the %d "
+                           "measured %.2f %% (%s): %s\n",
+                           c[rec].label, 100 * v[rec].hit_ratio, np,
+                           best >= 0 ? 100 * v[best].hit_ratio : 0,
+                           best >= 0 ? c[best].label : "none", ok ? "ok" : "NOT THE BEST MEASURED");
         failed += !ok;
     }
     if (a->json || a->save) {
@@ -313,8 +322,8 @@ int cli_model_hits_advise(const struct cli_hits_args *a)
         if (a->save && (!t || save_meta(a, CLI_META_HITS_ADVICE, t)))
             failed++;
         else if (a->save && !a->json)
-            printf("saved: run_meta '%s' of run %lld (the page shows it)\n", CLI_META_HITS_ADVICE,
-                   (long long)a->run_id);
+            wrapout_printf("saved: run_meta '%s' of run %lld (the page shows it)\n",
+                           CLI_META_HITS_ADVICE, (long long)a->run_id);
         free(t);
     }
 out:
@@ -394,24 +403,28 @@ int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points,
         free(t);
     }
     if (!a->json) {
-        printf("miss-ratio curve of run %lld: %zu requests, hits counted from request %zu on;\n"
-               "each point at the largest -m whose memory used stays within the size (* over it\n"
-               "even at -m 1: each class's first page is granted past -m)\n",
-               (long long)a->run_id, seq.n, in.measure_from);
+        wrapout_printf(
+            "miss-ratio curve of run %lld: %zu requests, hits counted from request %zu on;\n"
+            "each point at the largest -m whose memory used stays within the size (* over it\n"
+            "even at -m 1: each class's first page is granted past -m)\n",
+            (long long)a->run_id, seq.n, in.measure_from);
         if (sample)
-            printf("sampled run (--sample-keys 1/%u): each point is the sample in 1/%u of the "
-                   "memory (SHARDS), -m as given, memory used scaled up; * too few pages per "
-                   "class for the sample to mean anything (not run)\n",
-                   sample, sample);
-        printf("  %10s  %14s %10s%s\n", "memory MB", "current -m/used", "hit ratio",
-               other ? "   other -m/used  hit ratio" : "");
+            wrapout_printf(
+                "sampled run (--sample-keys 1/%u): each point is the sample in 1/%u of the "
+                "memory (SHARDS), -m as given, memory used scaled up; * too few pages per "
+                "class for the sample to mean anything (not run)\n",
+                sample, sample);
+        wrapout_printf("  %10s  %14s %10s%s\n", "memory MB", "current -m/used", "hit ratio",
+                       other ? "   other -m/used  hit ratio" : "");
         for (size_t i = 0; i < np; i++) {
-            printf("  %10.0f  %5" PRIu64 "/%7.1f  %8.2f %%%s", mb(mem[i]), c[i].mem_mb,
-                   mb(c[i].res.malloced), 100 * c[i].hit_ratio, c[i].over_budget ? "*" : " ");
+            wrapout_printf("  %10.0f  %5" PRIu64 "/%7.1f  %8.2f %%%s", mb(mem[i]), c[i].mem_mb,
+                           mb(c[i].res.malloced), 100 * c[i].hit_ratio,
+                           c[i].over_budget ? "*" : " ");
             if (other)
-                printf("   %5" PRIu64 "/%7.1f  %7.2f %%%s", o[i].mem_mb, mb(o[i].res.malloced),
-                       100 * o[i].hit_ratio, o[i].over_budget ? "*" : " ");
-            printf("\n");
+                wrapout_printf("   %5" PRIu64 "/%7.1f  %7.2f %%%s", o[i].mem_mb,
+                               mb(o[i].res.malloced), 100 * o[i].hit_ratio,
+                               o[i].over_budget ? "*" : " ");
+            wrapout_printf("\n");
         }
     }
     rc = 0;

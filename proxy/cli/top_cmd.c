@@ -78,9 +78,9 @@ static void top_usage(FILE *out)
             "source, exactly one of:\n"
             "  --memcached HOST:PORT  read `stats`, `stats slabs`, `stats items` directly\n"
             "  --proxy HOST:PORT      a running slabtap's admin endpoint (its --http):\n"
-            "                         GET /api/slabs (classes; memory used and its limit from\n"
-            "                         /api/run/classes; the totals that only\n"
-            "                         `stats` has are shown as -)\n"
+            "                         GET /api/slabs, the proxy's last sample of the same\n"
+            "                         three replies (taken every --stats-interval of the\n"
+            "                         proxy; rates need two different samples)\n"
             "  --http-token TOKEN     the proxy's --http-token, when it has one\n"
             "\n"
             "options (MS: a duration, 250ms 2s '1 minute'; a number alone: milliseconds):\n"
@@ -91,7 +91,8 @@ static void top_usage(FILE *out)
             "                         codes, for scripts\n"
             "  --sort KEY             class (default, ascending), chunk, items, pages, used,\n"
             "                         waste, evict, sets (largest first)\n"
-            "  -r, --reverse          the other way round\n"
+            "  -r, --reverse          the other way round (this sort only: a sort key\n"
+            "                         pressed later starts that sort its own way round)\n"
             "  --width COLS           cut lines at COLS (default: the terminal's width;\n"
             "                         not on a terminal: no cut)\n"
             "  --timeout MS           give up on one refresh after MS (default %d)\n"
@@ -100,7 +101,8 @@ static void top_usage(FILE *out)
             "  -h, --help             this text\n"
             "\n"
             "keys on a terminal: c class, k chunk, i items, p pages, u used%%, w waste%%,\n"
-            "e evictions/s, s sets/s, r reverse, space refresh now, q quit.\n"
+            "e evictions/s, s sets/s (each its own way round), r reverse the current\n"
+            "sort, space refresh now, q quit.\n"
             "Without a terminal and without --once a snapshot is printed every interval.\n",
             TOP_INTERVAL_DEFAULT_MS, TOP_INTERVAL_LIVE_MIN_MS, TOP_TIMEOUT_DEFAULT_MS);
 }
@@ -183,9 +185,9 @@ static void top_source_close(struct top_source *s)
     s->http = NULL;
 }
 
-/* The memory totals /api/slabs does not carry (memcached's total_malloced
- * and limit_maxbytes of the last sample), from /api/run/classes; a slabtap
- * without that endpoint leaves them unknown. */
+/* The memory totals an older slabtap's /api/slabs does not carry
+ * (memcached's total_malloced and limit_maxbytes of the last sample), from
+ * /api/run/classes; a slabtap without that endpoint leaves them unknown. */
 static void top_take_totals(struct top_source *s, struct top_snapshot *out)
 {
     struct top_http_reply r;
@@ -234,7 +236,8 @@ static int top_take(struct top_source *s, struct top_snapshot *out, char *err, s
         snprintf(err, errlen, "%s: GET /api/slabs: %s", s->text, why);
         return -1;
     }
-    top_take_totals(s, out);
+    if (out->total_malloced < 0 || out->limit_maxbytes < 0)
+        top_take_totals(s, out);
     return 0;
 }
 
@@ -436,23 +439,6 @@ static int top_batch(struct top_source *src, const struct top_args *a, struct to
     return 0;
 }
 
-/* A key: 1 redraw, 0 nothing, -1 quit. */
-static int top_key(int c, struct top_view_opts *opts)
-{
-    int k = top_sort_from_letter(c);
-    if (c == 'q' || c == 'Q' || c == 3 /* ^C without ISIG */)
-        return -1;
-    if (c == 'r' || c == 'R') {
-        opts->reverse = !opts->reverse;
-        return 1;
-    }
-    if (k >= 0) {
-        opts->sort = (enum top_sort)k;
-        return 1;
-    }
-    return 0;
-}
-
 static int top_live(struct top_source *src, const struct top_args *a, struct top_view_opts *opts)
 {
     char err[512], note[600];
@@ -492,7 +478,7 @@ static int top_live(struct top_source *src, const struct top_args *a, struct top
                 for (ssize_t i = 0; i < n; i++) {
                     if (keys[i] == ' ')
                         due = clock_mono_ns();
-                    int r = top_key((unsigned char)keys[i], opts);
+                    int r = top_view_key(opts, (unsigned char)keys[i]);
                     if (r < 0)
                         top_stop = 1;
                     redraw |= r > 0;

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* memcached's counters that make up ops (top_ops_fields) */
+#define TOP_OPS_FIELDS 9
+
 /* --- sort keys --------------------------------------------------------------- */
 
 static const struct {
@@ -30,6 +33,23 @@ int top_sort_from_letter(int c)
         if (top_sorts[k].letter == c)
             return k;
     return -1;
+}
+
+int top_view_key(struct top_view_opts *o, int c)
+{
+    int k = top_sort_from_letter(c);
+    if (c == 'q' || c == 'Q' || c == 3 /* ^C without ISIG */)
+        return -1;
+    if (c == 'r' || c == 'R') {
+        o->reverse = !o->reverse;
+        return 1;
+    }
+    if (k < 0)
+        return 0;
+    /* a new sort starts its own way round: reverse was for the last one */
+    o->sort = (enum top_sort)k;
+    o->reverse = false;
+    return 1;
 }
 
 /* --- snapshots --------------------------------------------------------------- */
@@ -62,6 +82,67 @@ static int64_t top_global(const struct stats_sample *sm, const char *name)
     return stats_sample_global(sm, name, &v) && v >= 0 ? v : TOP_UNKNOWN;
 }
 
+/* A number of a struct by its memcached name. */
+struct top_field {
+    const char *name;
+    size_t off;
+};
+
+/* Sets the field of base named name (every one of that name; none when
+ * the table has no such name). */
+static void top_field_set(const struct top_field *t, size_t n, void *base, const char *name,
+                          int64_t v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(name, t[i].name))
+            *(int64_t *)((char *)base + t[i].off) = v;
+}
+
+/* The totals of the header under memcached's `stats` (and `stats slabs`)
+ * names, and the counters whose sum is ops. */
+static const struct top_field top_globals[] = {
+    { "uptime", offsetof(struct top_snapshot, uptime) },
+    { "bytes", offsetof(struct top_snapshot, bytes) },
+    { "limit_maxbytes", offsetof(struct top_snapshot, limit_maxbytes) },
+    { "total_malloced", offsetof(struct top_snapshot, total_malloced) },
+    { "curr_items", offsetof(struct top_snapshot, curr_items) },
+    { "get_hits", offsetof(struct top_snapshot, get_hits) },
+    { "get_misses", offsetof(struct top_snapshot, get_misses) },
+    { "cmd_get", offsetof(struct top_snapshot, cmd_get) },
+    { "cmd_set", offsetof(struct top_snapshot, cmd_set) },
+    { "evictions", offsetof(struct top_snapshot, evictions) },
+};
+static const char *const top_ops_fields[TOP_OPS_FIELDS] = {
+    "cmd_get",   "cmd_set",     "cmd_touch", "delete_hits", "delete_misses",
+    "incr_hits", "incr_misses", "decr_hits", "decr_misses"
+};
+
+/* A total or an ops part by its memcached name (any other name: nothing). */
+static void top_global_set(struct top_snapshot *s, int64_t ops_parts[TOP_OPS_FIELDS],
+                           const char *name, int64_t v)
+{
+    top_field_set(top_globals, sizeof top_globals / sizeof top_globals[0], s, name, v);
+    for (size_t i = 0; i < TOP_OPS_FIELDS; i++)
+        if (!strcmp(name, top_ops_fields[i]))
+            ops_parts[i] = v;
+}
+
+/* ops: the sum of the parts memcached gave, known once cmd_get and cmd_set are. */
+static void top_ops_sum(struct top_snapshot *s, const int64_t ops_parts[TOP_OPS_FIELDS])
+{
+    if (s->cmd_get < 0 || s->cmd_set < 0)
+        return;
+    s->ops = 0;
+    for (size_t i = 0; i < TOP_OPS_FIELDS; i++)
+        s->ops += ops_parts[i] > 0 ? ops_parts[i] : 0;
+}
+
+static void top_ops_init(int64_t ops_parts[TOP_OPS_FIELDS])
+{
+    for (size_t i = 0; i < TOP_OPS_FIELDS; i++)
+        ops_parts[i] = TOP_UNKNOWN;
+}
+
 static int64_t top_class_field(const struct stats_sample *sm, unsigned id, const char *name)
 {
     int64_t v;
@@ -71,30 +152,17 @@ static int64_t top_class_field(const struct stats_sample *sm, unsigned id, const
 void top_snapshot_from_sample(struct top_snapshot *s, const struct stats_sample *sm, uint64_t t_ns,
                               const char *source)
 {
-    static const char *const ops_fields[] = { "cmd_get",     "cmd_set",       "cmd_touch",
-                                              "delete_hits", "delete_misses", "incr_hits",
-                                              "incr_misses", "decr_hits",     "decr_misses" };
+    int64_t ops_parts[TOP_OPS_FIELDS];
     top_snapshot_init(s);
+    top_ops_init(ops_parts);
     s->t_ns = t_ns;
     top_copy_text(s->source, sizeof s->source, source);
     top_copy_text(s->version, sizeof s->version, stats_sample_global_text(sm, "version"));
-    s->uptime = top_global(sm, "uptime");
-    s->bytes = top_global(sm, "bytes");
-    s->limit_maxbytes = top_global(sm, "limit_maxbytes");
-    s->total_malloced = top_global(sm, "total_malloced");
-    s->curr_items = top_global(sm, "curr_items");
-    s->get_hits = top_global(sm, "get_hits");
-    s->get_misses = top_global(sm, "get_misses");
-    s->cmd_get = top_global(sm, "cmd_get");
-    s->cmd_set = top_global(sm, "cmd_set");
-    s->evictions = top_global(sm, "evictions");
-    if (s->cmd_get >= 0 && s->cmd_set >= 0) {
-        s->ops = 0;
-        for (size_t i = 0; i < sizeof ops_fields / sizeof ops_fields[0]; i++) {
-            int64_t v = top_global(sm, ops_fields[i]);
-            s->ops += v > 0 ? v : 0;
-        }
-    }
+    for (size_t i = 0; i < sizeof top_globals / sizeof top_globals[0]; i++)
+        top_global_set(s, ops_parts, top_globals[i].name, top_global(sm, top_globals[i].name));
+    for (size_t i = 0; i < TOP_OPS_FIELDS; i++)
+        top_global_set(s, ops_parts, top_ops_fields[i], top_global(sm, top_ops_fields[i]));
+    top_ops_sum(s, ops_parts);
     for (unsigned id = 0; id <= sm->max_class_id && id < TOP_CLASSES_MAX; id++) {
         if (!stats_sample_class(sm, id))
             continue;
@@ -344,10 +412,7 @@ struct tj_class {
  * name of /api/run/classes). */
 static void top_class_set(struct top_class *c, const char *name, int64_t v)
 {
-    static const struct {
-        const char *name;
-        size_t off;
-    } fields[] = {
+    static const struct top_field fields[] = {
         { "chunk_size", offsetof(struct top_class, chunk_size) },
         { "total_pages", offsetof(struct top_class, pages) },
         { "pages", offsetof(struct top_class, pages) },
@@ -359,11 +424,7 @@ static void top_class_set(struct top_class *c, const char *name, int64_t v)
         { "evicted", offsetof(struct top_class, evicted) },
         { "cmd_set", offsetof(struct top_class, cmd_set) },
     };
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (!strcmp(name, fields[i].name)) {
-            *(int64_t *)((char *)c + fields[i].off) = v;
-            return;
-        }
+    top_field_set(fields, sizeof fields / sizeof fields[0], c, name, v);
 }
 
 static bool tj_class_field(struct tj *j, const char *name, bool fits, void *ud)
@@ -395,6 +456,8 @@ static bool tj_class_member(struct tj *j, const char *name, bool fits, void *ud)
 
 struct tj_top {
     struct top_snapshot *s;
+    int64_t ops_parts[TOP_OPS_FIELDS];
+    bool have_stats; /* a whole sample, as top_snapshot_from_sample reads */
     char error[128];
 };
 
@@ -421,6 +484,22 @@ static bool tj_class_element(struct tj *j, void *ud)
     return true;
 }
 
+/* One field of memcached's `stats` (or `stats slabs` globals): version
+ * is text, the totals and ops parts numbers, the rest skipped. */
+static bool tj_stats_member(struct tj *j, const char *name, bool fits, void *ud)
+{
+    struct tj_top *t = ud;
+    int64_t v;
+    bool sfits;
+    if (fits && !strcmp(name, "version") && tj_peek(j, '"'))
+        return tj_string(j, t->s->version, sizeof t->s->version, &sfits);
+    if (!tj_int(j, &v))
+        return false;
+    if (fits)
+        top_global_set(t->s, t->ops_parts, name, v);
+    return true;
+}
+
 static bool tj_top_member(struct tj *j, const char *name, bool fits, void *ud)
 {
     struct tj_top *t = ud;
@@ -430,6 +509,12 @@ static bool tj_top_member(struct tj *j, const char *name, bool fits, void *ud)
         return tj_value_skip(j);
     if (!strcmp(name, "classes"))
         return tj_array(j, tj_class_element, t);
+    if (!strcmp(name, "stats") || !strcmp(name, "slab_globals")) {
+        if (!tj_peek(j, '{'))
+            return tj_value_skip(j);
+        t->have_stats = true;
+        return tj_object(j, tj_stats_member, t);
+    }
     if (!strcmp(name, "error") && tj_peek(j, '"')) {
         if (!tj_string(j, t->error, sizeof t->error, &sfits))
             return false;
@@ -464,6 +549,7 @@ int top_snapshot_from_json(struct top_snapshot *s, const char *json, size_t len,
     struct tj j = { .p = json, .end = json + len, .depth = 0, .why = NULL };
     struct tj_top t = { .s = s, .error = "" };
     top_snapshot_init(s);
+    top_ops_init(t.ops_parts);
     top_copy_text(s->source, sizeof s->source, source);
     if (!tj_object(&j, tj_top_member, &t) || (tj_ws(&j), j.p != j.end)) {
         if (t.error[0])
@@ -474,9 +560,21 @@ int top_snapshot_from_json(struct top_snapshot *s, const char *json, size_t len,
         s->n_classes = 0;
         return -1;
     }
-    s->cmd_set = top_class_sum(s, offsetof(struct top_class, cmd_set));
-    s->evictions = top_class_sum(s, offsetof(struct top_class, evicted));
-    s->curr_items = top_class_sum(s, offsetof(struct top_class, items));
+    top_ops_sum(s, t.ops_parts);
+    /* a whole sample: as from one, a class `stats items` left out holds
+     * no items (none, not unknown) */
+    for (unsigned i = 0; t.have_stats && i < s->n_classes; i++) {
+        struct top_class *c = &s->classes[i];
+        if (c->items < 0 && c->mem_requested < 0)
+            c->items = c->mem_requested = 0;
+    }
+    /* without memcached's `stats`: what the classes add up to */
+    if (s->cmd_set < 0)
+        s->cmd_set = top_class_sum(s, offsetof(struct top_class, cmd_set));
+    if (s->evictions < 0)
+        s->evictions = top_class_sum(s, offsetof(struct top_class, evicted));
+    if (s->curr_items < 0)
+        s->curr_items = top_class_sum(s, offsetof(struct top_class, items));
     return 0;
 }
 
@@ -741,7 +839,7 @@ static void top_render_header(struct top_out *o, const struct top_snapshot *cur,
     bool ascending = (k == TOP_SORT_class) != opts->reverse;
     top_line(o, "sort: %s %s", top_sorts[k].title, ascending ? "ascending" : "descending");
     if (opts->keys_help)
-        top_line(o, "   keys: c k i p u w e s sort  r reverse  q quit");
+        top_line(o, "   keys: c k i p u w e s sort  r reverse it  q quit");
     top_line_end(o);
     if (opts->note) {
         top_line(o, "! %s", opts->note);

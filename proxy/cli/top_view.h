@@ -3,8 +3,9 @@
  * or from a running slabtap's GET /api/slabs JSON, and rendered as lines
  * of plain text: a header with totals, one row per slab class, sorted.
  *
- * Owns: struct top_snapshot, its two builders, the sort orders and their
- * key letters, the rates between two snapshots, and the renderer.
+ * Owns: struct top_snapshot, its two builders, the sort orders, their
+ * key letters and what a key does to the view, the rates between two
+ * snapshots, and the renderer.
  * Must never: do I/O, read a clock, allocate, emit terminal control codes
  * (the caller positions the cursor and clears lines), or write past the
  * caller's buffer. Same input, same bytes out.
@@ -84,13 +85,19 @@ int top_sort_from_letter(int c);
 
 struct top_view_opts {
     enum top_sort sort;
-    bool reverse;
+    bool reverse; /* of this sort only: choosing another sort clears it */
     /* every line cut to this many columns, at most TOP_WIDTH_MAX (0: that) */
     unsigned width;
     unsigned height;  /* at most this many lines in all; 0: every class */
     bool keys_help;   /* the line of interactive keys */
     const char *note; /* a line shown under the header (a failed refresh), or NULL */
 };
+
+/* An interactive key applied to o: a sort letter chooses that sort its
+ * own way round (largest first; class ascending) and clears reverse, r
+ * reverses the current sort, q (or ^C) quits. 1: o changed, redraw; 0:
+ * not a key; -1: quit. */
+int top_view_key(struct top_view_opts *o, int c);
 
 /* Every number TOP_UNKNOWN, no classes. */
 void top_snapshot_init(struct top_snapshot *s);
@@ -100,11 +107,15 @@ void top_snapshot_init(struct top_snapshot *s);
 void top_snapshot_from_sample(struct top_snapshot *s, const struct stats_sample *sample,
                               uint64_t t_ns, const char *source);
 /* From slabtap's GET /api/slabs body: {"run_id","t_ns","classes":[{"class_id",
- * "fields":{<the class's stats slabs + stats items fields>}, ...}]}; the
- * same names flat in a class object (chunk_size, pages, total_chunks, ...)
- * and top-level total_malloced / limit_maxbytes are taken too. Global
- * counters are the sums of the classes' (cmd_set, get_hits); what only
- * `stats` knows stays unknown. 0, or -1 with a message in err (not JSON,
+ * "fields":{<the class's stats slabs + stats items fields>}, ...}],
+ * "stats":{<memcached's `stats` of the same sample>},"slab_globals":{...}};
+ * the same names flat in a class object (chunk_size, pages, total_chunks,
+ * ...) and top-level total_malloced / limit_maxbytes are taken too. The
+ * totals come from "stats"/"slab_globals" as from a sample (and, as
+ * there, a class without `stats items` fields holds 0 items); without them
+ * (an older slabtap) cmd_set, evictions and items are the sums of the
+ * classes' and what only `stats` knows stays unknown. 0, or -1 with a
+ * message in err (not JSON,
  * nesting too deep, a class id out of range, an "error" member). */
 int top_snapshot_from_json(struct top_snapshot *s, const char *json, size_t len, const char *source,
                            char *err, size_t errlen);

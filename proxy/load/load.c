@@ -142,6 +142,8 @@ static void load_source_close(struct load_source *s, struct load_result *res)
         res->fill_skipped_next_write = replay_fill_next_write(s->replay);
         res->fill_skipped_unknown = replay_fill_unknown(s->replay);
         res->replay_reads = replay_reads_total(s->replay);
+        res->counter_ops = replay_counter_ops(s->replay);
+        res->counter_keys = replay_counter_keys(s->replay);
         replay_close(s->replay);
         s->replay = NULL;
     }

@@ -201,6 +201,9 @@ struct load_result {
     char server_note[LOAD_NOTE_MAX]; /* why !has_server */
     /* replay with demand fill: reads given no fill (reason) */
     uint64_t replay_reads; /* reads in the replayed run (0: none, or writes only) */
+    /* replay: incr/decr found ahead and the keys they name, whose writes
+     * were sent with digits (replay_counter_ops); 0 for other sources */
+    uint64_t counter_ops, counter_keys;
     uint64_t fill_skipped_next_write, fill_skipped_unknown;
 };
 

@@ -864,9 +864,6 @@ enum replay_status replay_open(struct replay **out, enum replay_kind kind, const
         replay_close(r);
         return rc;
     }
-    if (r->counter_ops)
-        log_info("%s: %llu incr/decr on %llu keys: every write to those keys is sent with digits",
-                 path, (unsigned long long)r->counter_ops, (unsigned long long)r->counter_keys);
     *out = r;
     return REPLAY_OK;
 }

@@ -144,7 +144,9 @@ uint64_t replay_skipped(const struct replay *r);  /* recorded rows not replayabl
 int64_t replay_run_id(const struct replay *r);    /* REPLAY_DB: the run read */
 uint64_t replay_keys_cut(const struct replay *r); /* rows whose key was cut to 250 */
 /* incr/decr operations found ahead, and the counter keys they name (as
- * marked in the filter: distinct keys, less the filter's collisions). */
+ * marked in the filter: distinct keys, less the filter's collisions):
+ * every write to those keys is sent with digits. The caller says so (once,
+ * however many times it replays the same run). */
 uint64_t replay_counter_ops(const struct replay *r);
 uint64_t replay_counter_keys(const struct replay *r);
 /* Whether some write may need digits (so the sender needs a digit buffer). */

@@ -118,6 +118,8 @@ int verify_settings(const char *db_path, const struct prediction *r, const struc
     uv_loop_init(&loop);
     int replayed = verify_start_replay(&mc, &loop, memcached, out->flags, db_path, r->run_id, 0, lr,
                                        out->error, sizeof out->error);
+    out->counter_ops = lr->counter_ops;
+    out->counter_keys = lr->counter_keys;
     if (replayed < 0)
         goto out;
     if (replayed == 0 && measure_waste(mc.port, &out->measured_pct, &out->waste, &out->allocated,
@@ -243,6 +245,8 @@ int verify_capacity(const char *db_path, int64_t run_id, const struct slab_setti
     /* one connection: memcached sees the recorded order */
     int replayed = verify_start_replay(&mc, &loop, memcached, out->flags, db_path, run_id, 1, lr,
                                        out->error, sizeof out->error);
+    out->counter_ops = lr->counter_ops;
+    out->counter_keys = lr->counter_keys;
     if (replayed < 0)
         goto out;
     if (replayed == 0 && mcserver_stats(mc.port, st, out->error, sizeof out->error) == 0) {
@@ -313,7 +317,10 @@ int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings 
     lc.connections = 1; /* memcached sees the recorded order */
     lc.progress = LOAD_PROGRESS_OFF;
     lc.mark_at_op = measure_from;
-    if (load_run(&lc, lr)) {
+    int failed = load_run(&lc, lr);
+    out->counter_ops = lr->counter_ops;
+    out->counter_keys = lr->counter_keys;
+    if (failed) {
         snprintf(out->error, sizeof out->error, "replay: %s", lr->error);
     } else {
         /* the server's deltas over the measured window: the phase the mark

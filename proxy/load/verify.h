@@ -23,9 +23,10 @@ struct verify_result {
     char flags[1024]; /* the memcached flags used, in the units of ... */
     char version[64]; /* ... the memcached started (`memcached -V`) */
     double measured_pct, predicted_pct;
-    uint64_t waste, allocated; /* measured, bytes */
-    bool measured;             /* false: error says why */
-    bool ok;                   /* measured within VERIFY_TOLERANCE_PP */
+    uint64_t waste, allocated;          /* measured, bytes */
+    bool measured;                      /* false: error says why */
+    bool ok;                            /* measured within VERIFY_TOLERANCE_PP */
+    uint64_t counter_ops, counter_keys; /* the replay's (load_result): the caller says them */
     char error[512];
 };
 
@@ -55,6 +56,7 @@ struct verify_capacity_result {
     uint64_t items, evictions, malloced; /* curr_items, evictions, total_malloced */
     uint64_t outofmemory;                /* sum of the classes' outofmemory */
     bool measured;                       /* false: error says why */
+    uint64_t counter_ops, counter_keys;  /* the replay's (load_result): the caller says them */
     char error[512];
 };
 
@@ -86,6 +88,7 @@ struct verify_hits_result {
     uint64_t evictions;  /* stats evictions at the end */
     double hit_ratio;    /* hits / gets */
     bool measured;       /* false: error says why */
+    uint64_t counter_ops, counter_keys; /* the replay's (load_result): the caller says them */
     char error[512];
 };
 

@@ -362,13 +362,19 @@ int64_t runs_find(sqlite3 *db, const char *name_or_id)
 int64_t runs_src_find(struct runs_src *s, const char *name_or_id)
 {
     struct runs_param p[] = { RP_TEXT(name_or_id) };
-    return runs_q_scalar(
+    int64_t id = runs_q_scalar(
         s,
         "SELECT run_id FROM runs WHERE ?1 IS NULL OR CAST(run_id AS TEXT) = ?1 OR name = ?1"
         " ORDER BY run_id DESC LIMIT 1",
         "SELECT run_id FROM runs WHERE $1::text IS NULL OR run_id::text = $1 OR name = $1"
         " ORDER BY run_id DESC LIMIT 1",
         p, 1, -1);
+    if (id >= 0 || !name_or_id || s->pg)
+        return id;
+    /* an id of a sets table written by another tool, with no runs row
+     * (runs_latest's rule for the latest) */
+    return runs_q_scalar(s, "SELECT run_id FROM sets WHERE CAST(run_id AS TEXT) = ?1 LIMIT 1", NULL,
+                         p, 1, -1);
 }
 
 /* `stats settings` of one recorded settings row, as name/value pairs. */

@@ -22,7 +22,10 @@
 #include "model/predict.h"
 
 /* NAME_OR_ID (NULL: the latest run) to a run id; -1 when there is none. A
- * name used by several runs means the latest of them. */
+ * name used by several runs means the latest of them. The one resolver of
+ * run names: `model --run`, `load --replay-run`. A SQLite file with a sets
+ * table and no runs row for it (written by another tool) resolves an id
+ * found in sets. */
 int64_t runs_find(sqlite3 *db, const char *name_or_id);
 /* The latest run id, or -1 when the file has no runs. A file with a sets
  * table but no runs (written by another tool, for replay) falls back to

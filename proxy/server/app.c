@@ -717,7 +717,13 @@ static void route_slabs(const struct admin_http_request *req, struct admin_http_
         stats_json_object(&b, kv);
         jsonb_raw(&b, "}");
     }
-    jsonb_raw(&b, "]}\n");
+    /* memcached's totals of the same sample: what `slabtap top --proxy`
+     * shows in its header (ops/s, get/s, hit ratio, uptime) */
+    jsonb_raw(&b, "],\"stats\":");
+    stats_json_object(&b, &a->last.stats);
+    jsonb_raw(&b, ",\"slab_globals\":");
+    stats_json_object(&b, &a->last.slab_globals);
+    jsonb_raw(&b, "}\n");
     json_reply(resp, 200, &b);
 }
 

@@ -1,7 +1,8 @@
 -- Two runs side by side: memcached version and settings, classes, pages,
 -- allocated vs requested bytes, waste, evictions, writes. Pick them with
 -- `.parameter set @a NAME_OR_ID` and `.parameter set @b NAME_OR_ID`; the two
--- latest runs when unset.
+-- latest runs when unset. A run not found (or a database with one run) gets
+-- a row `note` that says so.
 WITH a AS (SELECT * FROM run_summary
            WHERE (@a IS NULL AND run_id = (SELECT run_id FROM runs ORDER BY run_id DESC
                                            LIMIT 1 OFFSET 1))
@@ -23,4 +24,17 @@ UNION ALL SELECT 'waste_pct', CAST(a.waste_pct AS TEXT), CAST(b.waste_pct AS TEX
 UNION ALL SELECT 'evictions', CAST(a.evictions AS TEXT), CAST(b.evictions AS TEXT) FROM a, b
 UNION ALL SELECT 'curr_items', CAST(a.curr_items AS TEXT), CAST(b.curr_items AS TEXT) FROM a, b
 UNION ALL SELECT 'writes_recorded', CAST(a.writes_recorded AS TEXT), CAST(b.writes_recorded AS TEXT) FROM a, b
-UNION ALL SELECT 'rows_dropped', CAST(a.rows_dropped AS TEXT), CAST(b.rows_dropped AS TEXT) FROM a, b;
+UNION ALL SELECT 'rows_dropped', CAST(a.rows_dropped AS TEXT), CAST(b.rows_dropped AS TEXT) FROM a, b
+UNION ALL  -- nothing found says so
+SELECT 'note',
+       CASE WHEN (@a IS NULL OR @b IS NULL) AND (SELECT count(*) FROM runs) < 2
+            THEN 'this database has ' || CAST((SELECT count(*) FROM runs) AS TEXT)
+                 || ' run(s): compare_runs.sql compares two, given as parameters a and b'
+                 || ' (a name or id each)'
+            WHEN NOT EXISTS (SELECT 1 FROM a)
+            THEN 'no run ' || coalesce(@a, '(the second latest)') || ' (a) in this database'
+                 || ' (a name or id: SELECT run_id, name FROM runs lists them)'
+            ELSE 'no run ' || coalesce(@b, '(the latest)') || ' (b) in this database'
+                 || ' (a name or id: SELECT run_id, name FROM runs lists them)' END,
+       NULL
+WHERE NOT EXISTS (SELECT 1 FROM a) OR NOT EXISTS (SELECT 1 FROM b);

@@ -2,7 +2,8 @@
 -- the items asked for (mem_requested), what memcached pinned for them
 -- (allocated = used_chunks * chunk_size), the rounding waste; then a TOTAL
 -- row and memcached's global `bytes` (which must equal the summed
--- mem_requested). The run: @run (name or id), latest when unset.
+-- mem_requested). The run: @run (name or id), latest when unset; a run not
+-- found gets a row that says so.
 -- Used for results/exp1_*.csv and exp2_f*.csv.
 WITH chosen AS (
   SELECT run_id FROM runs
@@ -22,4 +23,9 @@ SELECT 'TOTAL', NULL, sum(used_chunks), sum(mem_requested), sum(allocated), sum(
 FROM classes
 UNION ALL
 SELECT 'global_bytes', NULL, NULL, json_extract(stats, '$.bytes'), NULL, NULL, NULL
-FROM last_sample;
+FROM last_sample
+UNION ALL  -- no such run says so
+SELECT CASE WHEN @run IS NULL THEN 'no runs in this database'
+            ELSE 'no run ' || @run || ' in this database (a name or id: SELECT run_id, name FROM runs lists them)' END,
+       NULL, NULL, NULL, NULL, NULL, NULL
+WHERE NOT EXISTS (SELECT 1 FROM chosen);

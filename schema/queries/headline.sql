@@ -1,5 +1,6 @@
 -- The headline table of the three experiments, from the latest run of each
--- name: what results/summary.txt and the README show.
+-- name: what results/summary.txt and the README show. A database without
+-- those runs (a proxy's) gets one row that says so.
 --   sqlite3 -header -column results/runs.db < schema/queries/headline.sql
 WITH latest AS (
   SELECT s.*, r.name AS run FROM run_summary s JOIN runs r USING (run_id)
@@ -26,4 +27,12 @@ UNION ALL
 SELECT '3 calcification',
        printf('same large working set: automove=%d stays at %d page(s), %,d large-class evictions; automove=%d rebalanced to %d pages, %,d evictions',
               a.slab_automove, a.total_pages, a.evicted, b.slab_automove, b.total_pages, b.evicted)
-FROM big a, big b WHERE a.run = 'exp3_automove0' AND b.run = 'exp3_automove2';
+FROM big a, big b WHERE a.run = 'exp3_automove0' AND b.run = 'exp3_automove2'
+UNION ALL  -- nothing found says so
+SELECT 'none',
+       'no experiment runs in this database: headline.sql reads the runs `slabtap experiment` names '
+       || '(exp1_worst, exp1_best, exp2_f1_25, exp2_f1_08, exp3_automove0, exp3_automove2); '
+       || 'for a proxy''s runs try waste_by_class.sql, top_prefixes.sql or compare_runs.sql'
+WHERE NOT EXISTS (SELECT 1 FROM runs WHERE name IN ('exp1_worst', 'exp1_best', 'exp2_f1_25',
+                                                    'exp2_f1_08', 'exp3_automove0',
+                                                    'exp3_automove2'));

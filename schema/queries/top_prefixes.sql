@@ -2,7 +2,8 @@
 -- (predicted class chunk size) and the rounding waste they carry. The prefix
 -- is the text before the first ':' '/' '.' or '|' (what --keys prefix keeps;
 -- with --keys full it is cut here; with --keys hash there is none).
--- The run: `.parameter set @run NAME_OR_ID`, latest run when unset.
+-- The run: `.parameter set @run NAME_OR_ID`, latest run when unset; a run
+-- not found gets a row (prefix) that says so.
 WITH chosen AS (
   SELECT run_id, key_mode FROM runs
   WHERE @run IS NULL OR run_id = @run OR name = @run
@@ -30,5 +31,10 @@ SELECT prefix, count(*) AS writes, count(DISTINCT key_hash) AS distinct_keys,
              / nullif(sum(chunk.chunk_size), 0), 2) AS approx_waste_pct
 FROM w LEFT JOIN chunk USING (class_id)
 GROUP BY prefix
+UNION ALL  -- no such run says so
+SELECT CASE WHEN @run IS NULL THEN 'no runs in this database'
+            ELSE 'no run ' || @run || ' in this database (a name or id: SELECT run_id, name FROM runs lists them)' END,
+       NULL, NULL, NULL, NULL, NULL
+WHERE NOT EXISTS (SELECT 1 FROM chosen)
 ORDER BY value_bytes DESC
 LIMIT 20;

@@ -1,6 +1,6 @@
 -- Rounding waste per slab class at the end of a run (its last stats sample),
 -- with a TOTAL row (last). The run: `.parameter set @run NAME_OR_ID` in sqlite3,
--- latest run when unset.
+-- latest run when unset; a run not found gets a row that says so.
 --   sqlite3 -header -column runs.db < schema/queries/waste_by_class.sql
 WITH chosen AS (
   SELECT run_id FROM runs
@@ -18,5 +18,10 @@ FROM (
   UNION ALL
   SELECT 'TOTAL', NULL, sum(used_chunks), sum(mem_requested), sum(allocated), sum(waste_bytes),
          round(100.0 * sum(waste_bytes) / nullif(sum(allocated), 0), 2), NULL
-  FROM last) AS t
+  FROM last
+  UNION ALL  -- no such run says so
+  SELECT CASE WHEN @run IS NULL THEN 'no runs in this database'
+              ELSE 'no run ' || @run || ' in this database (a name or id: SELECT run_id, name FROM runs lists them)' END,
+         NULL, NULL, NULL, NULL, NULL, NULL, -1
+  WHERE NOT EXISTS (SELECT 1 FROM chosen)) AS t
 ORDER BY k IS NULL, k;

@@ -104,8 +104,9 @@ BAD = [
      '--pipeline: "300abc" is not a number'),
     (["load"], ["--dry-run", "--workload", WL, "--seed", "-1"],
      '--seed: "-1" must be a number without a sign'),
-    (["load"], ["--dry-run", "--replay-db", "x.db", "--replay-run", "0"],
-     "--replay-run: 0 is below the minimum 1"),
+    # --replay-run takes a run's name or id (a run not found: exit 1, test_load)
+    (["load"], ["--dry-run", "--workload", WL, "--replay-run", "0"],
+     "--replay-run needs --replay-db"),
     (["load"], ["--dry-run", "--workload"], "--workload needs a value"),
     (["load"], ["--dry-run", "--workload", WL, "-m", "0"], "-m: 0 is below the minimum 1MiB"),
     (["load"], ["--dry-run", "--workload", WL, "-m", "512k"],

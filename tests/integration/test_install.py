@@ -282,6 +282,14 @@ class Install(unittest.TestCase):
         self.assertIn("--run", self.complete("model", "predict", "--r"))
         self.assertIn("--holdout-run", self.complete("model", "advise", "--hold"))
         self.assertEqual(self.complete("proxy", "--keys", "p"), {"prefix"})
+        # every enum flag's words, from the option parser's own list
+        self.assertEqual(self.complete("top", "--sort", ""),
+                         {"class", "chunk", "items", "pages", "used", "waste", "evict", "sets"})
+        self.assertEqual(self.complete("top", "--memcached", "h:1", "--sort", "w"), {"waste"})
+        self.assertEqual(self.complete("proxy", "--reads", ""), {"on", "off"})
+        self.assertEqual(self.complete("proxy", "--on-full", ""), {"block", "drop"})
+        self.assertEqual(self.complete("model", "advise", "--objective", ""),
+                         {"hits", "memory", "items"})
         # every flag offered is one the command's --help lists
         for f in self.complete("proxy", "--"):
             self.assertIn(f, help_text(self.bin, "proxy"))

@@ -455,6 +455,26 @@ class RecordedReplay(LoadBase):
         self.assertEqual(items_by_class(b.port), want)
         self.assertEqual(mc_stats(b.port)["curr_items"], mc_stats(a.port)["curr_items"])
 
+    def test_replay_run_by_name(self):
+        """--replay-run takes a run's name as `model --run` does (the newest
+        run of that name), or its id; a name no run has is refused with
+        the file named, exit 1."""
+        a = self.mc(name="mc-named")
+        db = self.path("named.db")
+        for name, n in (("small", 30), ("big", 120)):
+            px = self.proxy(a.port, db=db, name="proxy-" + name, extra=["--run", name])
+            wl = self.write(name + ".wl", "seed 1\nset %d key=%s:{i} size=100\n" % (n, name))
+            self.load_ok(["--target", "127.0.0.1:%d" % px.port, "--workload", wl, "--quiet"])
+            self.stop_clean(px)
+        for run, ops in (("small", 30), ("big", 120), ("1", 30), ("2", 120), (None, 120)):
+            with self.subTest(run=run):
+                s, _ = self.load_ok(["--dry-run", "--replay-db", db]
+                                    + (["--replay-run", run] if run else []))
+                self.assertEqual(int(s["ops"]), ops, s)
+        rc, out, err = run_load(["--dry-run", "--replay-db", db, "--replay-run", "nosuch"])
+        self.assertEqual(rc, 1, err)
+        self.assertIn("%s: no run named 'nosuch'" % db, err)
+
 
 COUNTERS = os.path.join(DATA, "twitter_counters.csv")
 

@@ -40,6 +40,7 @@ bounded; everything started is stopped in tearDown.
 """
 import os
 import re
+import subprocess
 import sys
 import unittest
 
@@ -191,6 +192,61 @@ class ModelAdviseTest(mctest.ServerTestCase):
         # (c) exit 0
         self.assertEqual(rc, 0, ctx)
         return ev, vf, out
+
+    def test_wrapped_and_said_once(self):
+        """Issue 20: not on a terminal (and no COLUMNS), no line of `model
+        advise` is longer than 100 columns: long lines wrap at a space, a
+        slab_sizes list after a '-', continuations indented, nothing lost
+        but the spaces at the breaks (COLUMNS=0: the same text unwrapped).
+        A run with incr/decr says once, with the count of replays, that
+        writes to its counter keys are sent with digits -- not once per
+        replay of --verify."""
+        mc = self.mc(extra=["-m", "256"], name="mc-wrap")
+        px = self.proxy(mc.port, name="px-wrap", extra=["--run", "wrap"])
+        wl = os.path.join(self.w.path, "wrap.wl")
+        with open(wl, "w") as f:
+            # incr on keys never set: NOT_FOUND, and counter keys all the same
+            f.write("seed 3\nset 3000 key=k:{i} size=uniform(100,6000)\n"
+                    "incr 200 key=c:{i%100}\n")
+        rc, out, err = run_slabtap(["load", "--target", "127.0.0.1:%d" % px.port, "--workload", wl,
+                                    "--quiet"])
+        self.assertEqual(rc, 0, out + err)
+        self.stop_clean(px)
+        env = mctest.slabtap_env()
+        del env["COLUMNS"]
+
+        def advise(*extra, columns=None):
+            e = dict(env)
+            if columns is not None:
+                e["COLUMNS"] = columns
+            p = subprocess.run([mctest.SLABTAP, "model", "advise", "--db", px.db, "--run", "wrap"]
+                               + list(extra), stdin=subprocess.DEVNULL, capture_output=True,
+                               text=True, timeout=600, env=e)
+            self.assertEqual(mctest.sanitizer_errors(p.stderr), [])
+            return p.returncode, p.stdout, p.stderr
+
+        rc, out, err = advise("--verify")
+        ctx = "advise output:\n%s\nstderr:\n%s" % (out, err[-3000:])
+        self.assertEqual(rc, 0, ctx)
+        self.assertEqual([l for l in out.splitlines() if len(l) > 100], [], ctx)
+        said = [l for l in err.splitlines() if "incr/decr on" in l]
+        self.assertEqual(len(said), 1, ctx)
+        m = re.search(r"INFO.*: (\d+) incr/decr on (\d+) keys: every write to those keys was sent "
+                      r"with digits \(in each of the (\d+) replays\)$", said[0])
+        self.assertTrue(m, said[0])
+        self.assertEqual(int(m.group(1)), 200, said[0])
+        self.assertGreaterEqual(int(m.group(3)), 3, said[0])  # one per candidate verified
+        # the same text unwrapped, and it had lines to wrap
+        rc, narrow, _ = advise()
+        self.assertEqual(rc, 0)
+        rc, wide, _ = advise(columns="0")
+        self.assertEqual(rc, 0)
+        self.assertTrue([l for l in wide.splitlines() if len(l) > 100], wide)
+        self.assertEqual("".join(narrow.split()), "".join(wide.split()))
+        self.assertEqual([l for l in narrow.splitlines() if len(l) > 100], [], narrow)
+        self.assertRegex(narrow, r"(?m)^ {8}\d+(-\d+)+-?$")  # a slab_sizes list, continued
+        rc, sixty, _ = advise(columns="60")
+        self.assertEqual([l for l in sixty.splitlines() if len(l) > 60], [], sixty)
 
     def test_bimodal(self):
         db, own = self.record("bimodal", "bimodal.wl")

@@ -254,13 +254,20 @@ class QueriesOnBoth(mctest.ServerTestCase):
             for params in ({}, {"run": "r1"}, {"run": "1"}, {"run": "r2"}):
                 with self.subTest(name=name, params=params):
                     self.compare(name, params)
+            # a run neither store has: the same row that says so
+            with self.subTest(name=name, params="nosuch"):
+                h1, r1 = run_sqlite(self.sqlite, name, {"run": "nosuch"})
+                h2, r2 = run_pg(self.psql, self.uri, name, {"run": "nosuch"})
+                self.assertEqual((h2, r2), (h1, r1))
+                self.assertIn("no run nosuch in this database (a name or id: SELECT run_id, name"
+                              " FROM runs lists them)", [v for r in r1 for v in r])
 
     def test_two_run_queries(self):
         for name in ["compare_runs", "exp2_growth_factor", "exp3_calcification",
                      "exp3_timeline"]:
             cases = [{"a": "r1", "b": "r2"}, {"a": "2", "b": "r1"}]
             if name == "compare_runs":
-                cases.append({})
+                cases += [{}, {"a": "nosuch", "b": "r1"}]
             for params in cases:
                 with self.subTest(name=name, params=params):
                     self.compare(name, params)

@@ -793,6 +793,65 @@ class Schema(mctest.ServerTestCase):
             untagged = rows(db, "SELECT count(*) AS n FROM sets WHERE class_id IS NULL")
             self.assertEqual(untagged, [{"n": 0}])
 
+    def test_queries_say_when_nothing_is_found(self):
+        """Issue 20: a canned query that finds nothing says so in a row of
+        its own: headline.sql on a proxy's database (its runs are not the
+        experiments'), compare_runs.sql on a file of one run, every @run
+        query given a run the file does not have, and one with no runs at
+        all; the same queries on the run they find have no such row."""
+        db = self.path("proxy-only.db")
+        mc = self.mc(name="mc-one")
+        px = self.proxy(mc.port, db, "proxy-one", extra=["--run", "mine"], http=True)
+        send_sets(px.port, [(b"user:%d" % i, b"u" * (50 + 9 * i)) for i in range(40)])
+        mctest.wait_for(lambda: mctest.proxy_metrics(px)["slabtap_stats_samples_total"] >= 2, 20,
+                        what="two stats samples")
+        self.stop_clean(px)
+        q = lambda name: os.path.join(SRC, "schema", "queries", name + ".sql")  # noqa: E731
+        nosuch = "no run nosuch in this database (a name or id: SELECT run_id, name FROM runs lists them)"
+
+        out = run_query(db, q("headline"))
+        self.assertEqual(len(out), 1, out)
+        self.assertEqual(out[0]["experiment"], "none")
+        self.assertTrue(out[0]["headline"].startswith(
+            "no experiment runs in this database: headline.sql reads the runs `slabtap experiment`"
+            " names"), out)
+        self.assertIn("try waste_by_class.sql, top_prefixes.sql or compare_runs.sql",
+                      out[0]["headline"])
+
+        out = run_query(db, q("compare_runs"))
+        self.assertEqual(out, [{"metric": "note", "a": "this database has 1 run(s): compare_runs.sql"
+                                " compares two, given as parameters a and b (a name or id each)",
+                                "b": ""}])
+        out = run_query(db, q("compare_runs"), {"@a": "nosuch", "@b": "mine"})
+        self.assertEqual([(r["metric"], r["a"]) for r in out],
+                         [("note", "no run nosuch (a) in this database (a name or id: SELECT"
+                                   " run_id, name FROM runs lists them)")])
+        out = run_query(db, q("compare_runs"), {"@a": "mine", "@b": "1"})
+        self.assertEqual(out[0], {"metric": "run", "a": "mine", "b": "mine"})
+        self.assertNotIn("note", [r["metric"] for r in out])
+
+        # (the column that carries the note: the first text column)
+        note_col = {"waste_by_class": "class_id", "exp_waste": "class_id", "ladder": "origin",
+                    "pages_timeline": "phase", "top_prefixes": "prefix"}
+        empty = self.path("no-runs.db")
+        with open(os.path.join(SRC, "schema", "schema.sql")) as f:
+            con = sqlite3.connect(empty)
+            con.executescript(f.read())
+            con.close()
+        for name, col in note_col.items():
+            with self.subTest(query=name):
+                out = run_query(db, q(name), {"@run": "nosuch"})
+                self.assertIn(nosuch, [r[col] for r in out], out)
+                # nothing else but the note, or an empty TOTAL
+                self.assertTrue(all(r[col] in (nosuch, "TOTAL") for r in out), out)
+                out = run_query(empty, q(name))
+                self.assertIn("no runs in this database", [r[col] for r in out], out)
+                for params in ({}, {"@run": "mine"}, {"@run": "1"}):
+                    out = run_query(db, q(name), params)
+                    self.assertGreater(len(out), 0, (name, params))
+                    self.assertFalse([r for r in out if r[col] and r[col].startswith("no run")],
+                                     (name, params, out))
+
     def test_waste_totals_with_chunked_items(self):
         """KNOWN BUG (schema/schema.sql, views slab_waste / run_summary, and
         schema/queries/waste_by_class.sql): an item over slab_chunk_max

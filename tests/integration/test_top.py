@@ -6,12 +6,14 @@
   used_chunks, total_chunks, mem_requested), one row per class with pages,
   no terminal codes; the header's malloced and limit are memcached's.
 - --once --proxy (a proxy with its admin endpoint in front of the same
-  memcached): the same rows; --http-token: refused without it, exit 1.
+  memcached): the same rows; ops/s, get/s and the hit ratio as numbers
+  after gets through the proxy; --http-token: refused without it, exit 1.
 - rates: sets into one class during --once's two samples put that class
   first under --sort sets with sets/s > 0.
 - errors: a refused address, memcached where HTTP is expected and HTTP
   where memcached is: one clear line, exit 1; bad flags: usage, exit 2.
-- a terminal (pty): frames redraw in place, keys sort (w: waste), q and
+- a terminal (pty): frames redraw in place, keys sort (w: waste; r
+  reverses it; i then sorts items largest first again), q and
   SIGTERM leave the terminal as it was (cooked mode, main screen, cursor);
   SIGWINCH fits the width. Not a terminal, no --once: a snapshot per
   interval until SIGTERM, exit 0.
@@ -147,6 +149,48 @@ class TopOnce(mctest.ServerTestCase):
         # two samples of an idle memcached, 300 ms apart: known rates of 0
         for cid, r in prows.items():
             self.assertEqual(r[6], "0.0", "sets/s of class %d:\n%s" % (cid, out))
+
+    def test_proxy_header_has_rates_and_hits(self):
+        """--proxy's header: ops/s, get/s and the hit ratio as numbers, from
+        memcached's `stats` of the proxy's samples (/api/slabs "stats"),
+        after gets through the proxy (one hit and one miss a request)."""
+        self.wait_proxy_sample(self.px)
+        stop = threading.Event()
+        sent = [0]
+
+        def reader():
+            with mctest.connect(self.px.port) as s:
+                while not stop.is_set():
+                    s.sendall(b"get top:40:1 top:nosuch\r\n")
+                    mctest.recv_until(s, b"END\r\n")
+                    sent[0] += 1
+                    time.sleep(0.002)
+        t = threading.Thread(target=reader)
+        t.start()
+        try:
+            mctest.wait_for(lambda: sent[0] > 0, 20, what="a get through the proxy")
+            rc, out, err = self.top("--once", "--proxy", "%s:%d" % (HOST, self.px.http_port),
+                                    "--interval", "800")
+        finally:
+            stop.set()
+            t.join(30)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("slabtap top: %s:%d via slabtap /api/slabs  memcached "
+                                       % (HOST, self.px.http_port)), out)
+        m = re.search(r"^ops/s ([0-9.]+)  get/s ([0-9.]+)  set/s ([0-9.]+)  evict/s ([0-9.]+)"
+                      r"  hit ([0-9.]+)%$", out, re.M)
+        self.assertTrue(m, "numbers for ops/s, get/s and hit in:\n" + out)
+        ops, gets, hit = float(m.group(1)), float(m.group(2)), float(m.group(5))
+        self.assertGreater(gets, 0, out)
+        self.assertGreaterEqual(ops, gets, out)
+        self.assertTrue(0 < hit < 100, out)
+        # and without gets in between: memcached's lifetime ratio, as --memcached
+        rc, out, err = self.top("--once", "--proxy", "%s:%d" % (HOST, self.px.http_port),
+                                "--interval", "0")
+        self.assertEqual(rc, 0, err)
+        st = mctest.mc_stats(self.mcd.port)
+        hits, misses = int(st["get_hits"]), int(st["get_misses"])
+        self.assertIn("  hit %s%% (lifetime)" % pct(hits, hits + misses), out)
 
     def test_proxy_token(self):
         self.wait_proxy_sample(self.pxt, headers={"Authorization": "Bearer " + TOKEN})
@@ -408,6 +452,14 @@ class TopTerminal(mctest.ServerTestCase):
         t.read_until(lambda o: b"sort: WASTE% descending" in o)
         os.write(t.fd, b"r")
         t.read_until(lambda o: b"sort: WASTE% ascending" in o)
+        # r was for the waste sort only: items starts largest first
+        os.write(t.fd, b"i")
+        t.read_until(lambda o: any(b"sort: ITEMS descending" in f for f in t.frames()))
+        frame = [f for f in t.frames() if b"sort: ITEMS descending" in f][0]
+        items = [int(l.split()[2]) for l in frame.decode().replace("\033[K", "")
+                 .replace("\r", "").split("\n") if re.match(r"^ +[0-9]+ ", l)]
+        self.assertGreaterEqual(len(items), len(FILL), frame)
+        self.assertEqual(items, sorted(items, reverse=True))
         os.write(t.fd, b"q")
         self.assertEqual(t.wait(), 0)
         self.assert_restored(t, cooked)

@@ -482,8 +482,8 @@ static void test_twitter_counters(void)
     CHECK(replay_keys_cut(r) == 2, "keys cut: %" PRIu64, replay_keys_cut(r));
     replay_close(r);
     log_capture_end(&lc, logged, sizeof logged);
-    snprintf(want, sizeof want, "%s: 5 incr/decr on 5 keys: every write to those keys", path);
-    CHECK(strstr(logged, want) != NULL, "log lacks '%s':\n%s", want, logged);
+    /* the counters are the caller's to say (once, however many replays) */
+    CHECK(strstr(logged, "incr/decr on") == NULL, "replay logged the counters:\n%s", logged);
     snprintf(want, sizeof want, "%s:11: key of 300 bytes cut to memcached's 250", path);
     CHECK(strstr(logged, want) != NULL, "log lacks '%s':\n%s", want, logged);
     snprintf(want, sizeof want,

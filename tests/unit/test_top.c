@@ -1,6 +1,7 @@
 /* test_top: `slabtap top`'s pure parts on fixed input -- snapshots from a
  * memcached stats reply and from /api/slabs JSON, rows byte for byte, rates
- * from two snapshots, every sort key both ways, width and height cuts, a
+ * from two snapshots, every sort key both ways, what the keys do (r
+ * reverses the current sort only), width and height cuts, a
  * class with 0 pages, a memcached with no classes yet, and the HTTP
  * response parser of top_fetch. */
 #include <math.h>
@@ -137,7 +138,7 @@ static const char two_samples[] =
     "mem: malloced 7.0M / limit 64.0M (10.9%)  pages 7  classes 4  items 7368\n"
     "slabs: allocated 4.5M  requested 3.7M  waste 17.3%\n"
     "ops/s 500.0  get/s 200.0  set/s 300.0  evict/s 110.0  hit 100.0%\n"
-    "sort: SETS/S descending   keys: c k i p u w e s sort  r reverse  q quit\n"
+    "sort: SETS/S descending   keys: c k i p u w e s sort  r reverse it  q quit\n"
     "\n"
     "CLASS   CHUNK      ITEMS  PAGES  USED%  WASTE%   EVICT/S    SETS/S\n"
     "   12    1184       2000      3   75.3    20.2      10.0     150.0\n"
@@ -287,6 +288,89 @@ static const char slabs_json[] =
     "\"total_pages\":1,\"total_chunks\":4369,\"used_chunks\":1000,\"cmd_set\":1000,"
     "\"number\":1000,\"mem_requested\":200000,\"evicted\":0,\"nested\":{\"a\":[1,{\"b\":null}]},"
     "\"flag\":true}}]}\n";
+
+/* The same sample as stats_fmt, as a slabtap of this version answers
+ * GET /api/slabs: the classes' fields, memcached's `stats` under "stats"
+ * and the unprefixed `stats slabs` fields under "slab_globals". */
+static const char slabs_stats_fmt[] =
+    "{\"run_id\":1,\"t_ns\":%llu,\"classes\":["
+    "{\"class_id\":1,\"fields\":{\"chunk_size\":96,\"chunks_per_page\":10922,"
+    "\"total_pages\":1,\"total_chunks\":10922,\"used_chunks\":0,\"cmd_set\":0}},"
+    "{\"class_id\":5,\"fields\":{\"number\":1000,\"mem_requested\":200000,\"evicted\":0,"
+    "\"chunk_size\":240,\"total_pages\":1,\"total_chunks\":4369,\"used_chunks\":1000,"
+    "\"cmd_set\":%d}},"
+    "{\"class_id\":8,\"fields\":{\"number\":4368,\"mem_requested\":1800000,\"evicted\":%d,"
+    "\"chunk_size\":480,\"total_pages\":2,\"total_chunks\":4368,\"used_chunks\":4368,"
+    "\"cmd_set\":%d}},"
+    "{\"class_id\":12,\"fields\":{\"number\":2000,\"mem_requested\":1890000,\"evicted\":%d,"
+    "\"chunk_size\":1184,\"total_pages\":3,\"total_chunks\":2655,\"used_chunks\":2000,"
+    "\"cmd_set\":%d}}],"
+    "\"stats\":{\"pid\":1,\"uptime\":%d,\"version\":\"1.6.18\",\"curr_items\":7368,"
+    "\"bytes\":3890000,\"get_hits\":%d,\"get_misses\":100,\"cmd_get\":%d,\"cmd_set\":%d,"
+    "\"cmd_touch\":0,\"delete_hits\":10,\"delete_misses\":0,\"evictions\":%d,"
+    "\"limit_maxbytes\":67108864,\"rusage_user\":0.5},"
+    "\"slab_globals\":{\"active_slabs\":4,\"total_malloced\":7340032}}\n";
+
+static void json_from(struct top_snapshot *s, const struct counters *c, uint64_t t_ns)
+{
+    static char text[8192];
+    char err[256] = "";
+    int n = snprintf(text, sizeof text, slabs_stats_fmt, (unsigned long long)t_ns, c->set5, c->ev8,
+                     c->set8, c->ev12, c->set12, c->uptime, c->get_hits, c->cmd_get, c->cmd_set,
+                     c->evictions);
+    CHECK_INT(top_snapshot_from_json(s, text, (size_t)n, "127.0.0.1:11211", err, sizeof err), 0);
+    CHECK_STR(err, "");
+}
+
+/* --proxy shows what --memcached shows: the same header from "stats". */
+static void test_json_stats(void)
+{
+    static struct top_snapshot j1, j2;
+    json_from(&j1, &first, 1000000000ull);
+    json_from(&j2, &second, 3000000000ull);
+    CHECK_INT(j2.get_hits, 1300);
+    CHECK_INT(j2.get_misses, 100);
+    CHECK_INT(j2.cmd_get, 1400);
+    CHECK_INT(j2.cmd_set, 14100); /* memcached's, not the classes' sum */
+    CHECK_INT(j2.ops, 1400 + 14100 + 10);
+    CHECK_INT(j2.total_malloced, 7340032);
+    CHECK_STR(j2.version, "1.6.18");
+    struct top_view_opts o = { .sort = TOP_SORT_class };
+    CHECK_RENDER(&j1, NULL, &o, one_sample);
+    struct top_view_opts live = { .sort = TOP_SORT_sets, .keys_help = true };
+    CHECK_RENDER(&j2, &j1, &live, two_samples);
+}
+
+/* Keys: r reverses the current sort only; a sort key chosen after it
+ * starts its own way round (largest first). */
+static void test_keys(void)
+{
+    struct top_view_opts o = { .sort = TOP_SORT_class };
+    CHECK_INT(top_view_key(&o, 'w'), 1);
+    CHECK_INT(o.sort, TOP_SORT_waste);
+    CHECK_TRUE(!o.reverse);
+    CHECK_INT(top_view_key(&o, 'r'), 1);
+    CHECK_TRUE(o.reverse);
+    top_view_render(&s2, &s1, &o, out, sizeof out);
+    CHECK(strstr(out, "\nsort: WASTE% ascending\n") != NULL, "%s", out);
+    /* then another key: items, largest first again */
+    CHECK_INT(top_view_key(&o, 'i'), 1);
+    CHECK_INT(o.sort, TOP_SORT_items);
+    CHECK_TRUE(!o.reverse);
+    top_view_render(&s2, &s1, &o, out, sizeof out);
+    CHECK(strstr(out, "\nsort: ITEMS descending\n") != NULL, "%s", out);
+    unsigned order[TOP_CLASSES_MAX];
+    top_view_order(&s2, &s1, o.sort, o.reverse, order);
+    CHECK_INT(s2.classes[order[0]].id, 8); /* 4368 items */
+    /* class after r: ascending again; R works as r */
+    CHECK_INT(top_view_key(&o, 'R'), 1);
+    CHECK_INT(top_view_key(&o, 'c'), 1);
+    CHECK_TRUE(o.sort == TOP_SORT_class && !o.reverse);
+    CHECK_INT(top_view_key(&o, 'x'), 0);
+    CHECK_INT(top_view_key(&o, ' '), 0);
+    CHECK_INT(top_view_key(&o, 'q'), -1);
+    CHECK_INT(top_view_key(&o, 3), -1);
+}
 
 static void test_json(void)
 {
@@ -452,6 +536,8 @@ int main(void)
     test_sort();
     test_width();
     test_json();
+    test_json_stats();
+    test_keys();
     test_zero_pages();
     test_http_parse();
     stats_sample_fini(&sample);

@@ -3,7 +3,8 @@
 -- json_extract) and because a UNION ALL has no order of its own (the rows
 -- come as SQLite gives them: classes by id, TOTAL, global_bytes).
 --   psql "$URI" -X -v run=NAME_OR_ID -f pg/queries/exp_waste.sql
--- The run: psql variable run (name or id), latest when unset or empty.
+-- The run: psql variable run (name or id), latest when unset or empty; a
+-- run not found gets a row that says so.
 \if :{?run}
 \else
 \set run ''
@@ -29,5 +30,10 @@ FROM (
   FROM classes
   UNION ALL
   SELECT 'global_bytes', NULL, NULL, (stats ->> 'bytes')::bigint, NULL, NULL, NULL, 2, NULL
-  FROM last_sample) AS t
+  FROM last_sample
+  UNION ALL  -- no such run says so
+  SELECT CASE WHEN nullif(:'run', '') IS NULL THEN 'no runs in this database'
+              ELSE 'no run ' || nullif(:'run', '') || ' in this database (a name or id: SELECT run_id, name FROM runs lists them)' END,
+         NULL, NULL, NULL, NULL, NULL, NULL, 3, NULL
+  WHERE NOT EXISTS (SELECT 1 FROM chosen)) AS t
 ORDER BY part, k;

@@ -1,6 +1,7 @@
 -- PostgreSQL (psql) form of schema/queries/top_prefixes.sql: the same
 -- columns and rows; written for PostgreSQL for strpos/least (SQLite:
--- instr/min). The run: psql variable run (name or id), latest when unset.
+-- instr/min). The run: psql variable run (name or id), latest when unset;
+-- a run not found gets a row (prefix) that says so.
 --   psql "$URI" -X -v run=NAME_OR_ID -f pg/queries/top_prefixes.sql
 \if :{?run}
 \else
@@ -34,5 +35,10 @@ SELECT prefix, count(*) AS writes, count(DISTINCT key_hash) AS distinct_keys,
              / nullif(sum(chunk.chunk_size), 0), 2) AS approx_waste_pct
 FROM w LEFT JOIN chunk USING (class_id)
 GROUP BY prefix
+UNION ALL  -- no such run says so
+SELECT CASE WHEN nullif(:'run', '') IS NULL THEN 'no runs in this database'
+            ELSE 'no run ' || nullif(:'run', '') || ' in this database (a name or id: SELECT run_id, name FROM runs lists them)' END,
+       NULL, NULL, NULL, NULL, NULL
+WHERE NOT EXISTS (SELECT 1 FROM chosen)
 ORDER BY value_bytes DESC
 LIMIT 20;
