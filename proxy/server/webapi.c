@@ -146,11 +146,43 @@ static void webapi_reply(struct admin_http_response *resp, int status, const cha
     struct jsonb b;
     jsonb_init(&b);
     webapi_error(&b, msg);
-    if (b.failed)
+    if (b.failed) {
         admin_http_respond(resp, 500, "text/plain", "out of memory\n", 14);
-    else
+    } else {
+        if (status == 503) /* every 503 is worth asking again */
+            admin_http_add_header(resp, "Retry-After", "1");
         admin_http_respond(resp, status, "application/json", b.data, b.len);
+    }
     jsonb_free(&b);
+}
+
+/* The advice kept for the run, answered now without the writer: true when
+ * answered. */
+static bool webapi_advice_now(struct webapi *w, const struct query_params *p,
+                              struct admin_http_response *resp)
+{
+    char *text = NULL, ra[16];
+    int retry = 0;
+    int st = query_advice_peek(&w->q, p->run_id, &text, &retry);
+    if (st == QUERY_OK) {
+        admin_http_respond(resp, 200, "application/json", text, strlen(text));
+    } else if (st == QUERY_BUSY) {
+        struct jsonb b;
+        jsonb_init(&b);
+        jsonb_raw(&b, "{\"error\":");
+        jsonb_string(&b, text, strlen(text));
+        jsonb_printf(&b, ",\"retry_after_s\":%d}\n", retry);
+        snprintf(ra, sizeof ra, "%d", retry);
+        if (b.failed) {
+            admin_http_respond(resp, 500, "text/plain", "out of memory\n", 14);
+        } else {
+            admin_http_add_header(resp, "Retry-After", ra);
+            admin_http_respond(resp, 503, "application/json", b.data, b.len);
+        }
+        jsonb_free(&b);
+    }
+    free(text);
+    return st == QUERY_OK || st == QUERY_BUSY;
 }
 
 static int webapi_status(enum query_status st)
@@ -214,6 +246,10 @@ void webapi_handle(struct webapi *w, enum webapi_route route, const struct admin
     }
     if (!w->open) {
         webapi_reply(resp, 503, "no database");
+        return;
+    }
+    if (route == WEBAPI_ADVICE && webapi_advice_now(w, &p, resp)) {
+        w->answered++;
         return;
     }
     struct webapi_pending *pd = malloc(sizeof *pd);
