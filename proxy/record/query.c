@@ -144,7 +144,7 @@ static const char SQL_REPORTS[] =
 /* /api/runs: the runs of the file */
 static const char SQL_RUNS[] =
     "SELECT json_object('run_id', r.run_id, 'name', r.name, 'started_ns', r.started_ns,"
-    " 'ended_ns', r.ended_ns, 'rows_recorded', r.rows_recorded,"
+    " 'ended_ns', r.ended_ns, 'rows_recorded', r.rows_recorded, 'rows_dropped', r.rows_dropped,"
     " 'crashed', json(CASE WHEN r.crashed THEN 'true' ELSE 'false' END),"
     " 'upstream', r.upstream, 'settings', (SELECT CASE WHEN st.run_id IS NULL THEN NULL ELSE"
     " json_object('growth_factor', st.growth_factor, 'chunk_size', st.chunk_size_min,"

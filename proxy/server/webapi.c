@@ -132,6 +132,7 @@ int webapi_parse(enum webapi_route route, const char *query, struct query_params
 struct webapi_pending {
     struct webapi *w;
     uint64_t token;
+    enum webapi_route route;
 };
 
 static void webapi_error(struct jsonb *b, const char *msg)
@@ -166,10 +167,10 @@ static bool webapi_advice_now(struct webapi *w, const struct query_params *p,
     int st = query_advice_peek(&w->q, p->run_id, &text, &retry);
     if (st == QUERY_OK) {
         admin_http_respond(resp, 200, "application/json", text, strlen(text));
-    } else if (st == QUERY_BUSY) {
+    } else if (st == QUERY_BUSY) { /* 202: accepted, being computed */
         struct jsonb b;
         jsonb_init(&b);
-        jsonb_raw(&b, "{\"error\":");
+        jsonb_raw(&b, "{\"computing\":");
         jsonb_string(&b, text, strlen(text));
         jsonb_printf(&b, ",\"retry_after_s\":%d}\n", retry);
         snprintf(ra, sizeof ra, "%d", retry);
@@ -177,7 +178,7 @@ static bool webapi_advice_now(struct webapi *w, const struct query_params *p,
             admin_http_respond(resp, 500, "text/plain", "out of memory\n", 14);
         } else {
             admin_http_add_header(resp, "Retry-After", ra);
-            admin_http_respond(resp, 503, "application/json", b.data, b.len);
+            admin_http_respond(resp, 202, "application/json", b.data, b.len);
         }
         jsonb_free(&b);
     }
@@ -207,6 +208,17 @@ static void webapi_done(void *ud, enum query_status st, char *text)
         if (st == QUERY_OK && text) {
             admin_http_answer_later(p->w->http, p->token, 200, "application/json", text,
                                     strlen(text));
+        } else if (st == QUERY_BUSY && p->route == WEBAPI_ADVICE) {
+            /* advice being computed: 202, what it does in words */
+            struct jsonb b;
+            jsonb_init(&b);
+            jsonb_raw(&b, "{\"computing\":");
+            jsonb_string(&b, text ? text : "computing advice", strlen(text ? text : "computing advice"));
+            jsonb_raw(&b, ",\"retry_after_s\":1}\n");
+            if (!b.failed)
+                admin_http_answer_later(p->w->http, p->token, 202, "application/json", b.data,
+                                        b.len);
+            jsonb_free(&b);
         } else {
             struct jsonb b;
             jsonb_init(&b);
@@ -259,6 +271,7 @@ void webapi_handle(struct webapi *w, enum webapi_route route, const struct admin
     }
     pd->w = w;
     pd->token = 0;
+    pd->route = route;
     /* answers come through the loop (uv_async), never during this call:
      * the token is set before the query can be answered */
     enum query_status st = query_submit(&w->q, &p, webapi_done, pd);

@@ -137,11 +137,12 @@ def reports_json(db, run, stored):
 
 
 def get(port, path, expect=200):
-    """The JSON of GET path, retried while 503 (busy) for a bounded time."""
+    """The JSON of GET path, retried while 503 (busy) or 202 (advice being
+    computed) for a bounded time."""
     deadline = time.monotonic() + 20
     while True:
         st, hdrs, body = http_request(port, "GET", path)
-        if st != 503 or expect == 503 or time.monotonic() > deadline:
+        if st not in (503, 202) or expect in (503, 202) or time.monotonic() > deadline:
             break
         time.sleep(0.1)
     if st != expect:
