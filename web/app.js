@@ -293,7 +293,8 @@
   Chart.register(endLabelPlugin);
   const END_LABELS = { endLabels: { on: true } };
   const END_PAD = { padding: { right: 52 } }; // room for "22 other" at 10 px
-  const READS_EVERY_MS = 10000; // /api/run/reads of a live run: per-minute counts
+  const READS_EVERY_MS = 10000;
+  const TIME_CHARTS = ['pages', 'evictions', 'memory', 'rates', 'hits', 'latency', 'classhits']; // /api/run/reads of a live run: per-minute counts
 
   function secondsAxis(title, range) {
     const ax = {
@@ -452,6 +453,17 @@
       this.drawTraffic(traffic);
       if (reads) this.drawReads(reads);
       if (reports) this.drawReports(reports);
+      // charts drawn at other polls (the reads: every READS_EVERY_MS) get
+      // this poll's range too
+      const range = this.timeRange();
+      for (const n of TIME_CHARTS) {
+        const ch = this.charts[n];
+        if (ch && (ch.options.scales.x.min !== range.min || ch.options.scales.x.max !== range.max)) {
+          ch.options.scales.x.min = range.min;
+          ch.options.scales.x.max = range.max;
+          ch.update('none');
+        }
+      }
       this.polls++;
       this.root.dataset.polls = String(this.polls);
       this.root.dataset.ready = '1';

@@ -1116,7 +1116,8 @@ static int advice_progress_text(const struct query_advice_slot *e, char *out, si
              "computing advice: %d %% (%zu of at most %zu candidates evaluated on %lld writes, "
              "%s), ~%.0f s left",
              pct, e->done, e->total, (long long)e->writes, e->basis, left < 1 ? 1 : left);
-    return left < 1 ? 1 : left > 8 ? 8 : (int)(left + 0.5);
+    /* asked again soon: the estimate is rough at first */
+    return left < 1.5 ? 1 : 2;
 }
 
 static bool advice_on_progress(void *ud, size_t done, size_t total)
@@ -1294,7 +1295,7 @@ static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
     w->writes = j->hi - j->lo;
     const char *path = sqlite3_db_filename(db, "main");
     w->file = shell_word(path && *path ? path : "FILE");
-    budget_start(q, db, q->budget_ms);
+    budget_start(q, db, q->budget_ms > QUERY_ADVICE_READ_MS ? q->budget_ms : QUERY_ADVICE_READ_MS);
     runs_read_rows_status(db, j->run_id, &w->rows);
     w->from_agg = w->rows.have_aggs;
     if (!w->from_agg && w->writes > QUERY_ADVICE_ROWS_INLINE) {
@@ -1324,7 +1325,8 @@ static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
     if (q->interrupted) {
         advice_work_free(w);
         set_error(j, QUERY_BUSY,
-                  "reading the run's inputs for advice went over the time budget; retry");
+                  "computing advice: reading the run's write aggregates took longer than one step "
+                  "of the writer may; started again on the next question");
         return -1;
     }
     if (rc || w->r->live.n == 0) {

@@ -41,6 +41,7 @@
 #define QUERY_ADVICE_RUNS 8        /* runs whose advice is kept */
 #define QUERY_ADVICE_REGROW_PCT 10 /* a live run's advice is computed again once it has grown this much */
 #define QUERY_ADVICE_ROWS_INLINE 250000 /* a run without write aggregates: rows read for advice */
+#define QUERY_ADVICE_READ_MS 1000 /* the one step that reads advice's inputs (the aggregates) */
 #define QUERY_RUNS_MAX 500        /* runs listed by /api/runs */
 #define QUERY_TOP_MAX 50
 #define QUERY_POINTS_MIN 10
