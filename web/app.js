@@ -174,15 +174,14 @@
   }
 
   // --- axes: human ticks -------------------------------------------------------
-  // a step of 1, 2 or 5 times a power of base giving at most n ticks over span
+  // a step of 1, 2 or 5 times a power of ten, times a power of base (1024
+  // for bytes: 10 KB, 20 MB; 10 for counts) giving at most n ticks over span
   function niceStep(span, n, base) {
     if (!(span > 0)) return 1;
-    let p = 1;
-    while (p * base <= span / n) p *= base;
-    while (p > span / n && p > 1) p /= base;
-    for (;;) {
-      for (const m of [1, 2, 5]) if (m * p * n >= span) return m * p;
-      p *= base;
+    let unit = 1;
+    while (unit * base <= span / n) unit *= base;
+    for (let p = 1; ; p *= 10) {
+      for (const m of [1, 2, 5]) if (m * p * unit * n >= span) return m * p * unit;
     }
   }
   // ticks of a byte axis at 1/2/5 x powers of 1024 (10 KB, 64 MB ... not 9.77 KB)

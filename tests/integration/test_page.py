@@ -618,8 +618,10 @@ class PageTest(mctest.ServerTestCase):
         # byte ticks of the memory chart: multiples of 1, 2 or 5 x a power of 1024
         ticks = br.eval("Chart.getChart(document.querySelector('canvas[data-chart=\"memory\"]')).scales.y.ticks.map((t) => t.value)")
         step = ticks[1] - ticks[0]
-        self.assertTrue(any(step == m * 1024 ** k for m in (1, 2, 5) for k in range(5)), ticks)
-        self.assertGreaterEqual(ticks[-1], 64 << 20, ticks)
+        self.assertTrue(any(step == m * 10 ** e * 1024 ** k for m in (1, 2, 5) for e in range(3) for k in range(5)),
+                        ticks)
+        self.assertTrue(all(t % step == 0 for t in ticks), ticks)
+        self.assertTrue(64 << 20 <= ticks[-1] < 128 << 20, ticks)  # the limit on the chart, not 1 GB
         shot = os.path.join(ARTIFACTS, "page-big-1400.png")
         br.screenshot(shot, 1400, False)
         print("test_page: screenshot %s" % shot, file=sys.stderr)

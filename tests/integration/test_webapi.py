@@ -243,8 +243,20 @@ class WebApiTest(mctest.ServerTestCase):
         self.assertIn(advice["verdict"], ("EXACT", "MISMATCH", "NOT COMPARABLE", "NO SAMPLE"))
         self.assertTrue(advice["candidates"])
         self.assertEqual(sum(1 for c in advice["candidates"] if c["recommended"]), 1)
+        # computed once: asked again, the same answer (its computed_s too),
+        # at once; how it was obtained is in it
+        self.assertEqual(get(hp, "/api/run/advice"), advice)
+        for k in ("basis", "writes_seen", "objective", "objective_why", "memory_limit_bytes",
+                  "ladder_source", "command", "recommended"):
+            self.assertIn(k, advice)
+        self.assertEqual(advice["recommended"], [c for c in advice["candidates"] if c["recommended"]][0])
         self.check_bad(hp)
         self.stop_clean(px)
+        # the command it shows gives the same recommendation
+        argv = advice["command"].split()
+        rc, out, err = mctest.run_slabtap(argv[1:])
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("  memcached flags: %s\n" % advice["recommended"]["flags"], out)
 
         # what SQL says over the file, now that the proxy has stopped
         rows = mctest.db_rows(db, "SELECT count(*) AS n, sum(value_len) AS v FROM sets"
