@@ -15,16 +15,15 @@ static bool advice_run_full(sqlite3 *db, const struct prediction *r, char *why, 
         snprintf(why, len, "the run's memcached was full: %lld evictions", (long long)r->evictions);
         return true;
     }
-    if (!db ||
-        sqlite3_prepare_v2(
-            db,
-            "SELECT coalesce(json_extract(s.stats, '$.evictions'), 0),"
-            " coalesce(json_extract(s.stats, '$.limit_maxbytes'), 0),"
-            " coalesce(json_extract(s.stats, '$.total_malloced'),"
-            "  (SELECT sum(json_extract(c.fields, '$.total_pages')) FROM sample_classes c"
-            "   WHERE c.sample_id = s.sample_id) * 1048576, 0)"
-            " FROM samples s WHERE s.run_id = ?1 ORDER BY s.t_ns DESC LIMIT 1",
-            -1, &st, NULL) != SQLITE_OK)
+    if (!db || sqlite3_prepare_v2(
+                   db,
+                   "SELECT coalesce(json_extract(s.stats, '$.evictions'), 0),"
+                   " coalesce(json_extract(s.stats, '$.limit_maxbytes'), 0),"
+                   " coalesce(json_extract(s.stats, '$.total_malloced'),"
+                   "  (SELECT sum(json_extract(c.fields, '$.total_pages')) FROM sample_classes c"
+                   "   WHERE c.sample_id = s.sample_id) * 1048576, 0)"
+                   " FROM samples s WHERE s.run_id = ?1 ORDER BY s.t_ns DESC LIMIT 1",
+                   -1, &st, NULL) != SQLITE_OK)
         return false;
     sqlite3_bind_int64(st, 1, r->run_id);
     if (sqlite3_step(st) == SQLITE_ROW) {

@@ -24,9 +24,9 @@
 
 struct advice_plan {
     enum capacity_objective obj;
-    uint64_t mem_mb;    /* the objective's memory (-m) in MB */
-    uint64_t mem_limit; /* the same in bytes */
-    bool chosen;        /* the objective was chosen (not given) */
+    uint64_t mem_mb;          /* the objective's memory (-m) in MB */
+    uint64_t mem_limit;       /* the same in bytes */
+    bool chosen;              /* the objective was chosen (not given) */
     char why[ADVICE_WHY_MAX]; /* whether the run's memcached was full, and why */
 };
 

@@ -1063,7 +1063,6 @@ static char *shell_word(const char *s);
  * progress; the answer is kept per run and reused until a live run has
  * grown by QUERY_ADVICE_REGROW_PCT. */
 
-
 struct advice_work {
     struct query_queue *q;
     int64_t run_id, writes;
@@ -1087,8 +1086,7 @@ static struct query_advice_slot *advice_slot(struct query_queue *q, int64_t run_
         return NULL;
     for (size_t i = 0; i < QUERY_ADVICE_RUNS; i++) /* a free one, else the oldest idle */
         if (!q->advice[i].computing &&
-            (!e || !q->advice[i].run_id ||
-             (e->run_id && q->advice[i].used_at < e->used_at)))
+            (!e || !q->advice[i].run_id || (e->run_id && q->advice[i].used_at < e->used_at)))
             e = &q->advice[i];
     if (!e)
         return NULL;
@@ -1175,9 +1173,9 @@ static char *advice_compute(struct advice_work *w, double *secs)
     jsonb_init(&b);
     int rec = -1;
     if (c && !advise_seq_from_hist(&r->live, r->settings.use_cas, &seq))
-        rec = advise_capacity(&r->settings, &r->live, &seq, 0, seq.n, w->plan.obj,
-                              w->plan.mem_limit, SLAB_MODEL_MAX_CLASSES, c, &n,
-                              advice_on_progress, w);
+        rec =
+            advise_capacity(&r->settings, &r->live, &seq, 0, seq.n, w->plan.obj, w->plan.mem_limit,
+                            SLAB_MODEL_MAX_CLASSES, c, &n, advice_on_progress, w);
     *secs = (double)(mono_ns() - t0) / 1e9;
     if (rec < 0) {
         jsonb_free(&b);
@@ -1203,8 +1201,9 @@ static char *advice_compute(struct advice_work *w, double *secs)
                  w->from_agg ? "aggregates" : "rows", (long long)w->writes,
                  w->from_agg ? 0 : (long long)r->rows);
     if (w->from_agg)
-        jsonb_printf(&b, "\"aggregates\":{\"stored\":%llu,\"deletes\":%llu,\"live\":%llu,"
-                         "\"exact\":%s,\"live_from\":\"%s\"},",
+        jsonb_printf(&b,
+                     "\"aggregates\":{\"stored\":%llu,\"deletes\":%llu,\"live\":%llu,"
+                     "\"exact\":%s,\"live_from\":\"%s\"},",
                      (unsigned long long)w->agg.stored, (unsigned long long)w->agg.deletes,
                      (unsigned long long)w->agg.live, w->agg.exact ? "true" : "false",
                      w->agg.live_by_class     ? "each class's stats items number"
@@ -1223,8 +1222,7 @@ static char *advice_compute(struct advice_work *w, double *secs)
     jsonb_string(&b, r->choice.note, strlen(r->choice.note));
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "slabtap model advise --db %s --run %lld --source %s --objective %s",
-             w->file ? w->file : "FILE", (long long)w->run_id,
-             w->from_agg ? "aggregates" : "rows",
+             w->file ? w->file : "FILE", (long long)w->run_id, w->from_agg ? "aggregates" : "rows",
              w->plan.obj == CAPACITY_OBJ_ITEMS ? "items" : "memory");
     jsonb_raw(&b, ",\"command\":");
     jsonb_string(&b, cmd, strlen(cmd));
@@ -1278,6 +1276,19 @@ static void *advice_thread(void *arg)
     return NULL;
 }
 
+/* j's answer: no advice, the verdict and why. */
+static void advice_none(struct query_job *j, const char *verdict, const char *why)
+{
+    struct jsonb b;
+    jsonb_init(&b);
+    jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)j->run_id, verdict);
+    jsonb_string(&b, why, strlen(why));
+    jsonb_raw(&b, ",\"current\":null,\"candidates\":[]}\n");
+    set_error(j, QUERY_OK, NULL);
+    json_finish(j, &b);
+    jsonb_free(&b);
+}
+
 /* Writer thread: the inputs of run j's advice, read in one budgeted step,
  * handed to a worker. 0 when it runs; -1 with j answered. */
 static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
@@ -1300,20 +1311,11 @@ static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
     w->from_agg = w->rows.have_aggs;
     if (!w->from_agg && w->writes > QUERY_ADVICE_ROWS_INLINE) {
         budget_end(db);
-        char why[256];
-        snprintf(why, sizeof why,
+        snprintf(err, sizeof err,
                  "%lld writes and no write aggregates: more than the page replays (%d); run "
                  "`slabtap model advise --run %lld` on the database",
                  (long long)w->writes, QUERY_ADVICE_ROWS_INLINE, (long long)j->run_id);
-        struct jsonb b;
-        jsonb_init(&b);
-        jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"NOT COMPUTED\",\"why\":",
-                     (long long)j->run_id);
-        jsonb_string(&b, why, strlen(why));
-        jsonb_raw(&b, ",\"current\":null,\"candidates\":[]}\n");
-        set_error(j, QUERY_OK, NULL);
-        json_finish(j, &b);
-        jsonb_free(&b);
+        advice_none(j, "NOT COMPUTED", err);
         advice_work_free(w);
         return -1;
     }
@@ -1330,18 +1332,7 @@ static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
         return -1;
     }
     if (rc || w->r->live.n == 0) {
-        struct jsonb b;
-        jsonb_init(&b);
-        jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"NO DATA\",\"why\":",
-                     (long long)j->run_id);
-        if (rc)
-            jsonb_string(&b, err, strlen(err));
-        else
-            jsonb_raw(&b, "\"the run left no items to size\"");
-        jsonb_raw(&b, ",\"current\":null,\"candidates\":[]}\n");
-        set_error(j, QUERY_OK, NULL);
-        json_finish(j, &b);
-        jsonb_free(&b);
+        advice_none(j, "NO DATA", rc ? err : "the run left no items to size");
         advice_work_free(w);
         return -1;
     }
@@ -1393,8 +1384,8 @@ static void answer_advice(struct query_queue *q, sqlite3 *db, struct query_job *
     }
     /* fresh: the run has not grown by QUERY_ADVICE_REGROW_PCT since */
     bool fresh = e && e->text &&
-                 (writes <= e->writes || (writes - e->writes) * 100 <
-                                             e->writes * (int64_t)QUERY_ADVICE_REGROW_PCT);
+                 (writes <= e->writes ||
+                  (writes - e->writes) * 100 < e->writes * (int64_t)QUERY_ADVICE_REGROW_PCT);
     if (fresh || (e && e->text && busy_other)) {
         if (fresh)
             e->made_ns = mono_ns();
@@ -1405,8 +1396,7 @@ static void answer_advice(struct query_queue *q, sqlite3 *db, struct query_job *
     if (busy_other) {
         for (size_t i = 0; i < QUERY_ADVICE_RUNS; i++)
             if (q->advice[i].computing)
-                snprintf(msg, sizeof msg,
-                         "waiting: the advice of run %lld is being computed first",
+                snprintf(msg, sizeof msg, "waiting: the advice of run %lld is being computed first",
                          (long long)q->advice[i].run_id);
         pthread_mutex_unlock(&q->mu);
         set_error(j, QUERY_BUSY, msg);

@@ -38,8 +38,9 @@
 #define QUERY_SLICE_ROWS 250000   /* rowids of `writes` one step of a scan covers */
 #define QUERY_CACHE_MAX 32        /* answers about finished runs kept */
 #define QUERY_ADVICE_TTL_MS 30000 /* the live run's advice is served without a look this long */
-#define QUERY_ADVICE_RUNS 8        /* runs whose advice is kept */
-#define QUERY_ADVICE_REGROW_PCT 10 /* a live run's advice is computed again once it has grown this much */
+#define QUERY_ADVICE_RUNS 8       /* runs whose advice is kept */
+#define QUERY_ADVICE_REGROW_PCT \
+    10 /* a live run's advice is computed again once it has grown this much */
 #define QUERY_ADVICE_ROWS_INLINE 250000 /* a run without write aggregates: rows read for advice */
 #define QUERY_ADVICE_READ_MS 1000 /* the one step that reads advice's inputs (the aggregates) */
 #define QUERY_RUNS_MAX 500        /* runs listed by /api/runs */

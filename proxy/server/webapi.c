@@ -213,7 +213,8 @@ static void webapi_done(void *ud, enum query_status st, char *text)
             struct jsonb b;
             jsonb_init(&b);
             jsonb_raw(&b, "{\"computing\":");
-            jsonb_string(&b, text ? text : "computing advice", strlen(text ? text : "computing advice"));
+            jsonb_string(&b, text ? text : "computing advice",
+                         strlen(text ? text : "computing advice"));
             jsonb_raw(&b, ",\"retry_after_s\":1}\n");
             if (!b.failed)
                 admin_http_answer_later(p->w->http, p->token, 202, "application/json", b.data,

@@ -649,8 +649,9 @@ static void test_capacity_advice(struct tally *t)
     advise_hist_init(&h);
     advise_hist_from_seq(&seq, 0, seq.n, true, &h);
     size_t n = 0;
-    int rec =
-        c ? advise_capacity(&base, &h, &seq, 0, seq.n, CAPACITY_OBJ_MEMORY, 0, 63, c, &n, NULL, NULL) : -1;
+    int rec = c ? advise_capacity(&base, &h, &seq, 0, seq.n, CAPACITY_OBJ_MEMORY, 0, 63, c, &n,
+                                  NULL, NULL)
+                : -1;
     TALLY_CHECK(t, rec == 0, "snug fit: recommended %d (%s)", rec, rec > 0 ? c[rec].label : "-");
     if (rec == 0)
         TALLY_CHECK(t, c[0].cap.chunk_waste == 0 && c[0].cap.pages == 4,
