@@ -355,7 +355,8 @@
         e.append(el('b', {}, text), ' ' + label);
         return e;
       };
-      const r = this.run, dropped = r.rows_dropped;
+      // rows the recorder could not keep: the running run's from the proxy itself
+      const r = this.run, dropped = this.live ? this.page.current.rows_dropped : r.rows_dropped;
       box.replaceChildren(
         item('memory', 'memory used', x.malloced == null ? '–' : fmtBytes(x.malloced) + ' / ' + fmtBytes(x.limit)),
         item('waste', 'chunk waste', x.waste_pct == null ? '–' : fmtNum(x.waste_pct, 1) + ' %'),

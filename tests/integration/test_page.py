@@ -608,6 +608,14 @@ class PageTest(mctest.ServerTestCase):
         right = br.eval("Math.ceil(document.querySelector('.advice-table').getBoundingClientRect().right)")
         width = br.eval("document.documentElement.clientWidth")
         self.assertLessEqual(right, width, "the advice table ends at x=%d in a %d px window" % (right, width))
+        # the headline numbers: memory used of the limit as /api/run/classes says, rows lost
+        head = br.eval("Object.fromEntries([...document.querySelectorAll('.headline .hl')].map("
+                       "(e) => [e.dataset.k, e.querySelector('b').textContent]))")
+        self.assertEqual(sorted(head), ["evictions", "hits", "lost", "memory", "waste", "writes"], head)
+        cl = self.api(px, "/api/run/classes?run=%d" % run_id)
+        self.assertEqual(head["memory"], "%.1f MB / %.1f MB" % (cl["total_malloced"] / 1048576.0,
+                                                                cl["limit_maxbytes"] / 1048576.0))
+        self.assertEqual(head["lost"], str(self.api(px, "/api/runs")["current"]["rows_dropped"]))
         # every time chart of the run over the same x range, ticks included
         br.wait("document.body.dataset.state === 'ready'", 60, "state ready")
         ranges = br.eval(TIME_RANGES_JS)
