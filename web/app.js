@@ -549,7 +549,8 @@
           ? 'from the write aggregates of ' + fmtInt(a.writes_seen) + ' writes (' + fmtInt(ag && ag.live) + ' live items, sized from ' + (ag && ag.live_from) + (ag && ag.exact ? ', exact' : ', an estimate') + ')'
           : 'from ' + fmtInt(a.rows_used) + ' rows replayed') +
         '; the working set of ' + fmtInt(a.live_items) + ' items replayed into each candidate at most ' + a.max_classes +
-        ' classes; ladder from ' + a.ladder_source + '; computed in ' + fmtNum(a.computed_s, 1) + ' s. The same advice: ',
+        ' classes; ladder from ' + a.ladder_source + '; computed in ' + fmtNum(a.computed_s, 1) + ' s' +
+        (this.live ? ', again once the run has grown by ' + a.regrow_pct + ' %' : '') + '. The same advice: ',
         el('code', {}, a.command || ''));
       parts.push(how);
       box.replaceChildren.apply(box, parts);

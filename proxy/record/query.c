@@ -1226,7 +1226,8 @@ static char *advice_compute(struct advice_work *w, double *secs)
              w->plan.obj == CAPACITY_OBJ_ITEMS ? "items" : "memory");
     jsonb_raw(&b, ",\"command\":");
     jsonb_string(&b, cmd, strlen(cmd));
-    jsonb_printf(&b, ",\"computed_s\":%.3f,\"current\":", *secs);
+    jsonb_printf(&b, ",\"computed_s\":%.3f,\"regrow_pct\":%d,\"current\":", *secs,
+                 QUERY_ADVICE_REGROW_PCT);
     advice_candidate_json(&b, &c[0], &w->plan, r->version, rec == 0);
     jsonb_raw(&b, ",\"recommended\":");
     advice_candidate_json(&b, &c[rec], &w->plan, r->version, true);
