@@ -551,7 +551,8 @@
         '; the working set of ' + fmtInt(a.live_items) + ' items replayed into each candidate at most ' + a.max_classes +
         ' classes; ladder from ' + a.ladder_source + '; computed in ' + fmtNum(a.computed_s, 1) + ' s' +
         (this.live ? ', again once the run has grown by ' + a.regrow_pct + ' %' : '') + '. The same advice: ',
-        el('code', {}, a.command || ''));
+        el('code', {}, a.command || ''),
+        a.basis === 'aggregates' ? ' (without --source, `model advise` replays every row of the run instead, key by key: slower, and it can differ where keys were overwritten or evicted).' : '');
       parts.push(how);
       box.replaceChildren.apply(box, parts);
     }
