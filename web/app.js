@@ -146,6 +146,74 @@
     return { status: r.status, body: body };
   }
 
+  // A 503 (busy: the queue is full, a query went over its budget, the
+  // advice is being computed) is asked again, 0.5 s doubling to 8 s (or
+  // when the answer's retry_after_s says), at most RETRY_TRIES times;
+  // onWait(what the server said, ms until the next try, tries so far)
+  // lets the panel say what it is waiting for.
+  const RETRY_FIRST_MS = 500, RETRY_MAX_MS = 8000, RETRY_TRIES = 16;
+  async function apiRetry(path, onWait, stopped) {
+    let delay = RETRY_FIRST_MS;
+    for (let i = 1; ; i++) {
+      const r = await api(path);
+      // 202: the answer is being computed (the advice); 503: busy
+      if ((r.status !== 503 && r.status !== 202) || i > RETRY_TRIES || (stopped && stopped())) {
+        r.tries = i;
+        return r;
+      }
+      const hint = r.body && r.body.retry_after_s > 0 ? r.body.retry_after_s * 1000 : 0;
+      const wait = Math.min(RETRY_MAX_MS, hint || delay);
+      if (!hint) delay = Math.min(RETRY_MAX_MS, delay * 2);
+      if (onWait) onWait((r.body && (r.body.computing || r.body.error)) || 'busy', wait, i);
+      await new Promise((res) => setTimeout(res, wait));
+      if (stopped && stopped()) return r;
+    }
+  }
+  function waitText(what, msg, wait) {
+    return 'waiting for ' + what + ': ' + msg + ' (asking again in ' + fmtNum(wait / 1000, 1) + ' s)';
+  }
+
+  // --- axes: human ticks -------------------------------------------------------
+  // a step of 1, 2 or 5 times a power of ten, times a power of base (1024
+  // for bytes: 10 KB, 20 MB; 10 for counts) giving at most n ticks over span
+  function niceStep(span, n, base) {
+    if (!(span > 0)) return 1;
+    let unit = 1;
+    while (unit * base <= span / n) unit *= base;
+    for (let p = 1; ; p *= 10) {
+      for (const m of [1, 2, 5]) if (m * p * unit * n >= span) return m * p * unit;
+    }
+  }
+  // ticks of a byte axis at 1/2/5 x powers of 1024 (10 KB, 64 MB ... not 9.77 KB)
+  function bytesTicks(axis) {
+    const step = niceStep(axis.max - Math.min(0, axis.min), 5, 1024);
+    const ticks = [];
+    for (let v = 0; v <= axis.max + step / 1e6; v += step) ticks.push({ value: v });
+    axis.ticks = ticks;
+  }
+  function fmtBytesTick(v) { return fmtBytes(v).replace(/\.0+ /, ' '); }
+  function bytesAxis(title, max) {
+    const ax = { beginAtZero: true, afterBuildTicks: bytesTicks, ticks: { callback: fmtBytesTick } };
+    if (title) ax.title = { display: true, text: title };
+    if (max > 0) ax.max = Math.ceil(max / niceStep(max, 5, 1024)) * niceStep(max, 5, 1024);
+    return ax;
+  }
+  // time since the run started, every chart of a view over the same range
+  // [0, run's end or now] with ticks at whole 1/2/5/10/15/30 s, minutes, hours
+  const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+  function timeTicks(axis) {
+    const span = axis.max - axis.min;
+    const step = TIME_STEPS.find((x) => span / x <= 6) || niceStep(span, 6, 10);
+    const ticks = [];
+    for (let v = Math.ceil(axis.min / step) * step; v <= axis.max + 1e-9; v += step) ticks.push({ value: v });
+    axis.ticks = ticks;
+  }
+  function fmtClock(s) {
+    s = Math.round(s);
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), x = s % 60;
+    return h ? h + ':' + String(m).padStart(2, '0') + ':' + String(x).padStart(2, '0') : m + ':' + String(x).padStart(2, '0');
+  }
+
   // --- charts ------------------------------------------------------------------
   Chart.defaults.animation = false;
   Chart.defaults.font.size = 11;
@@ -204,7 +272,7 @@
         for (let k = ds.data.length - 1; k >= 0; k--) {
           const p = ds.data[k];
           if (p && p.y != null) {
-            items.push({ y: y.getPixelForValue(p.y), text: String(ds.label).split(' (')[0], color: ds.borderColor });
+            items.push({ y: y.getPixelForValue(p.y), text: String(ds.label).split(' (')[0].replace(/ classes$/, ''), color: ds.borderColor });
             break;
           }
         }
@@ -223,17 +291,19 @@
   };
   Chart.register(endLabelPlugin);
   const END_LABELS = { endLabels: { on: true } };
-  const READS_EVERY_MS = 10000; // /api/run/reads of a live run: per-minute counts
+  const END_PAD = { padding: { right: 52 } }; // room for "22 other" at 10 px
+  const READS_EVERY_MS = 10000;
+  const TIME_CHARTS = ['pages', 'evictions', 'memory', 'rates', 'hits', 'latency', 'classhits']; // /api/run/reads of a live run: per-minute counts
 
-  function secondsAxis(title) {
-    return {
+  function secondsAxis(title, range) {
+    const ax = {
       type: 'linear',
       title: { display: !!title, text: title },
-      ticks: { maxTicksLimit: 6, callback: (v, i, ticks) => {
-        const span = ticks.length > 1 ? ticks[ticks.length - 1].value - ticks[0].value : 0;
-        return span < 20 ? Number(v).toFixed(span < 2 ? 2 : 1) + 's' : fmtSecs(v);
-      } },
+      afterBuildTicks: timeTicks,
+      ticks: { callback: (v) => fmtClock(v) },
     };
+    if (range) { ax.min = range.min; ax.max = range.max; }
+    return ax;
   }
   function countPoints(chart) {
     let n = 0;
@@ -269,6 +339,33 @@
 
     q(sel) { return this.root.querySelector(sel); }
 
+    // every time chart of this view: [0, the run's length] (now, while live)
+    timeRange() {
+      const r = this.run, end = r.ended_ns || Date.now() * 1e6;
+      return { min: 0, max: Math.max(1, Math.ceil((end - r.started_ns) / 1e9)) };
+    }
+
+    // the numbers at the top: from what the panels fetched (h: more of them)
+    headline(h) {
+      this.head = Object.assign(this.head || {}, h);
+      const x = this.head, box = this.q('.headline');
+      if (!box) return;
+      const item = (k, label, text) => {
+        const e = el('span', { class: 'hl', 'data-k': k }, '');
+        e.append(el('b', {}, text), ' ' + label);
+        return e;
+      };
+      // rows the recorder could not keep: the running run's from the proxy itself
+      const r = this.run, dropped = this.live ? this.page.current.rows_dropped : r.rows_dropped;
+      box.replaceChildren(
+        item('memory', 'memory used', x.malloced == null ? '–' : fmtBytes(x.malloced) + ' / ' + fmtBytes(x.limit)),
+        item('waste', 'chunk waste', x.waste_pct == null ? '–' : fmtNum(x.waste_pct, 1) + ' %'),
+        item('evictions', 'evictions/s', x.ev_per_s == null ? '–' : fmtNum(x.ev_per_s, 1)),
+        item('hits', 'hit ratio', x.hit_ratio == null ? '–' : fmtPct(x.hit_ratio)),
+        item('writes', 'writes/s', x.writes_per_s == null ? '–' : fmtNum(x.writes_per_s, x.writes_per_s < 10 ? 1 : 0)),
+        item('lost', 'rows lost', dropped == null ? '–' : fmtInt(dropped)));
+    }
+
     meta(extra) {
       const r = this.run;
       const parts = [this.live ? 'live' : r.crashed ? 'crashed' : 'finished',
@@ -296,12 +393,21 @@
       return ch;
     }
 
-    panelError(panel, msg) {
+    // GET path, a 503 asked again (apiRetry) while the panels say so
+    fetch(path, what, panels) {
+      return apiRetry(path, (msg, wait) => {
+        for (const p of panels) this.panelError(p, waitText(what, msg, wait), true);
+      }, () => this.stopped);
+    }
+
+    panelError(panel, msg, waiting) {
       const sec = this.q('[data-panel="' + panel + '"]');
       let p = sec.querySelector('.panel-error');
       if (!p) { p = el('p', { class: 'panel-error muted' }); sec.appendChild(p); }
       p.textContent = msg || '';
       p.hidden = !msg;
+      if (waiting) p.dataset.waiting = '1';
+      else delete p.dataset.waiting;
     }
 
     start() {
@@ -322,10 +428,10 @@
       const id = this.run.run_id;
       const interval = Math.max(200, (this.page.current && this.page.current.stats_interval_ms) || 1000);
       const [sizes, classes, series, traffic] = await Promise.all([
-        api('/api/run/sizes?run=' + id + '&buckets=96'),
-        api('/api/run/classes?run=' + id),
-        api('/api/run/series?run=' + id + '&points=300'),
-        api('/api/run/traffic?run=' + id + '&points=300&top=10'),
+        this.fetch('/api/run/sizes?run=' + id + '&buckets=96', 'the size histogram', ['sizes']),
+        this.fetch('/api/run/classes?run=' + id, 'the classes', ['classes']),
+        this.fetch('/api/run/series?run=' + id + '&points=300', 'the time series', ['pages', 'evictions', 'memory']),
+        this.fetch('/api/run/traffic?run=' + id + '&points=300&top=10', 'the traffic', ['rates', 'hits', 'latency']),
       ]);
       if (this.stopped) return;
       // then (not at once: the proxy answers QUERY_QUEUE_MAX queries at a
@@ -336,8 +442,8 @@
       // the file): read once
       const readsDue = !this.readsAt || Date.now() - this.readsAt >= READS_EVERY_MS;
       const [reads, reports] = await Promise.all([
-        readsDue ? api('/api/run/reads?run=' + id + '&points=300&top=7') : Promise.resolve(null),
-        this.reports ? Promise.resolve(null) : api('/api/run/reports?run=' + id),
+        readsDue ? this.fetch('/api/run/reads?run=' + id + '&points=300&top=7', 'the reads', ['classhits', 'readclasses']) : Promise.resolve(null),
+        this.reports ? Promise.resolve(null) : this.fetch('/api/run/reports?run=' + id, "the model's reports", ['mrc']),
       ]);
       if (this.stopped) return;
       if (reads && reads.status === 200) this.readsAt = Date.now();
@@ -347,6 +453,17 @@
       this.drawTraffic(traffic);
       if (reads) this.drawReads(reads);
       if (reports) this.drawReports(reports);
+      // charts drawn at other polls (the reads: every READS_EVERY_MS) get
+      // this poll's range too
+      const range = this.timeRange();
+      for (const n of TIME_CHARTS) {
+        const ch = this.charts[n];
+        if (ch && (ch.options.scales.x.min !== range.min || ch.options.scales.x.max !== range.max)) {
+          ch.options.scales.x.min = range.min;
+          ch.options.scales.x.max = range.max;
+          ch.update('none');
+        }
+      }
       this.polls++;
       this.root.dataset.polls = String(this.polls);
       this.root.dataset.ready = '1';
@@ -355,24 +472,23 @@
       if (this.live) this.timer = setTimeout(() => this.poll(), interval);
     }
 
-    // advice: 503 while the model computes; asked again until it answers
-    async advice(tries) {
+    // advice: computed once per run in the background; while it is, the
+    // 503 says how far it got and when to ask again (apiRetry)
+    async advice() {
       if (this.stopped) return;
       const box = this.q('.advice-body');
-      const r = await api('/api/run/advice?run=' + this.run.run_id);
+      const r = await apiRetry('/api/run/advice?run=' + this.run.run_id, (msg, wait) => {
+        box.replaceChildren(el('p', { class: 'muted', 'data-waiting': '1' }, waitText('the advice', msg, wait)));
+      }, () => this.stopped);
       if (this.stopped) return;
-      if (r.status === 503 && tries < 60) {
-        box.replaceChildren(el('p', { class: 'muted' }, 'computing… (asked ' + (tries + 1) + ' times)'));
-        this.adviceTimer = setTimeout(() => this.advice(tries + 1), 2000);
-        return;
-      }
       if (r.status !== 200) {
-        box.replaceChildren(el('p', { class: 'muted' }, 'no advice: ' + (r.body && r.body.error || 'status ' + r.status)));
+        box.replaceChildren(el('p', { class: 'muted', 'data-failed': '1' }, 'no advice: ' + (r.body && (r.body.error || r.body.computing) || 'status ' + r.status) +
+          (r.status === 503 || r.status === 202 ? ' (asked ' + r.tries + ' times; reload the page to ask again)' : '')));
       } else {
         this.drawAdvice(r.body);
       }
-      // a live run's advice changes with its writes: ask again now and then
-      if (this.live) this.adviceTimer = setTimeout(() => this.advice(0), 30000);
+      // a live run's advice is computed again once the run has grown
+      if (this.live) this.adviceTimer = setTimeout(() => this.advice(), 30000);
     }
 
     drawAdvice(a) {
@@ -382,34 +498,62 @@
       const head = el('p');
       head.append(el('span', { class: 'verdict ' + cls, 'data-verdict': v }, v), ' ', el('span', {}, a.why || ''));
       const parts = [head];
-      const cur = a.current || {};
-      parts.push(el('p', {}, 'now (' + (cur.flags || 'current flags') + '): ' + fmtNum(cur.chunk_waste_pct, 1) +
-        ' % chunk waste, ' + fmtBytes(cur.page_slack_bytes) + ' page slack, ' + fmtInt(cur.items_held) + ' items held'));
-      const cands = a.candidates || [];
-      if (cands.length) {
-        const t = el('table', { class: 'advice-table' });
-        const hr = el('tr');
-        for (const h of ['settings', 'chunk waste', 'vs now', 'page slack', 'items held', 'vs now']) hr.append(el('th', {}, h));
-        t.append(el('thead'));
-        t.tHead.append(hr);
-        const tb = el('tbody');
-        for (const c of cands) {
-          const tr = el('tr', c.recommended ? { class: 'recommended' } : {});
-          const dw = c.chunk_waste_pct - cur.chunk_waste_pct;
-          const di = cur.items_held ? (c.items_held / cur.items_held - 1) * 100 : null;
-          tr.append(el('td', {}, c.flags + (c.recommended ? ' (recommended)' : '')),
-            el('td', {}, fmtNum(c.chunk_waste_pct, 1) + ' %'),
-            el('td', {}, (dw > 0 ? '+' : '') + fmtNum(dw, 1) + ' pp'),
-            el('td', {}, fmtBytes(c.page_slack_bytes)),
-            el('td', {}, fmtInt(c.items_held)),
-            el('td', {}, di == null ? '–' : (di > 0 ? '+' : '') + fmtNum(di, 1) + ' %'));
-          tb.append(tr);
-        }
-        t.append(tb);
-        const wrap = el('div', { class: 'table-wrap' });
-        wrap.append(t);
-        parts.push(wrap);
+      const cur = a.current, rec = a.recommended, cands = a.candidates || [];
+      if (!cur || !cands.length) {
+        box.replaceChildren.apply(box, parts);
+        return;
       }
+      const items = a.objective === 'items';
+      const line = el('p', { class: 'advice-rec', 'data-recommended': rec.flags });
+      line.append(el('b', {}, rec === cur || rec.label === cur.label ? "keep the run's own settings" : 'recommended: ' + rec.label),
+        items ? ': ' + fmtInt(rec.items_held) + ' items held in ' + fmtBytes(a.memory_limit_bytes) + ' (now ' + fmtInt(cur.items_held) + ')'
+          : ': ' + fmtBytes(rec.memory_bytes) + ' of pages for the working set (now ' + fmtBytes(cur.memory_bytes) + ')',
+        ' — memcached flags: ', el('code', { class: 'flags' }, rec.flags));
+      parts.push(line);
+      const t = el('table', { class: 'advice-table' });
+      const hr = el('tr');
+      for (const h of ['settings', 'chunk waste', 'page slack', 'memory', 'items held', 'vs now', 'evictions']) hr.append(el('th', {}, h));
+      t.append(el('thead'));
+      t.tHead.append(hr);
+      const tb = el('tbody');
+      for (const c of cands) {
+        const tr = el('tr', c.recommended ? { class: 'recommended' } : {});
+        const di = cur.items_held ? (c.items_held / cur.items_held - 1) * 100 : null;
+        const dm = cur.memory_bytes ? (c.memory_bytes / cur.memory_bytes - 1) * 100 : null;
+        const d = items ? di : dm;
+        // the flags (a slab_sizes list can be 60 sizes long) fold away
+        const set = el('td', { class: 'settings' });
+        const det = el('details');
+        det.append(el('summary', {}, c.label + (c.recommended ? ' (recommended)' : '') + (c.over_limit ? ' (over -m)' : '')),
+          el('code', { class: 'flags' }, c.flags));
+        set.append(det);
+        tr.append(set,
+          el('td', {}, fmtNum(c.chunk_waste_pct, 1) + ' %'),
+          el('td', {}, fmtBytes(c.page_slack_bytes)),
+          el('td', {}, fmtBytes(c.memory_bytes)),
+          el('td', {}, fmtInt(c.items_held)),
+          el('td', {}, d == null ? '–' : (d > 0 ? '+' : '') + fmtNum(d, 1) + ' %' + (items ? ' items' : ' memory')),
+          el('td', {}, fmtInt(c.evictions)));
+        tb.append(tr);
+      }
+      t.append(tb);
+      const wrap = el('div', { class: 'table-wrap' });
+      wrap.append(t);
+      parts.push(wrap);
+      // how it was obtained
+      const how = el('p', { class: 'note muted advice-how' });
+      const ag = a.aggregates;
+      how.append('How: objective ' + (items ? 'most items held in ' + fmtBytes(a.memory_limit_bytes) : 'least memory for the whole working set') +
+        ' (' + (a.objective_why || '') + '); ' +
+        (a.basis === 'aggregates'
+          ? 'from the write aggregates of ' + fmtInt(a.writes_seen) + ' writes (' + fmtInt(ag && ag.live) + ' live items, sized from ' + (ag && ag.live_from) + (ag && ag.exact ? ', exact' : ', an estimate') + ')'
+          : 'from ' + fmtInt(a.rows_used) + ' rows replayed') +
+        '; the working set of ' + fmtInt(a.live_items) + ' items replayed into each candidate at most ' + a.max_classes +
+        ' classes; ladder from ' + a.ladder_source + '; computed in ' + fmtNum(a.computed_s, 1) + ' s' +
+        (this.live ? ', again once the run has grown by ' + a.regrow_pct + ' %' : '') + '. The same advice: ',
+        el('code', {}, a.command || ''),
+        a.basis === 'aggregates' ? ' (without --source, `model advise` replays every row of the run instead, key by key: slower, and it can differ where keys were overwritten or evicted).' : '');
+      parts.push(how);
       box.replaceChildren.apply(box, parts);
     }
 
@@ -461,11 +605,15 @@
       });
       const used = (d.classes || []).filter((c) => c.writes > 0);
       const req = used.reduce((s, c) => s + c.bytes_requested, 0), alloc = used.reduce((s, c) => s + c.bytes_allocated, 0);
+      const nw = used.reduce((s, c) => s + c.writes, 0);
       this.q('.sizes-note').textContent = used.length
         ? 'dashed lines: chunk sizes of the ' + (d.ladder || []).length + ' classes (labelled: classes written to). ' +
-          fmtInt(used.reduce((s, c) => s + c.writes, 0)) + ' writes into ' + used.length + ' classes: ' +
+          'Ever written (not what is resident now): ' + fmtInt(nw) + ' item-storing writes into ' + used.length + ' classes, ' +
           fmtBytes(req) + ' requested in ' + fmtBytes(alloc) + ' of chunks, ' +
-          fmtNum(alloc ? (alloc - req) * 100 / alloc : 0, 1) + ' % wasted.'
+          fmtNum(alloc ? (alloc - req) * 100 / alloc : 0, 1) + ' % of it chunk waste' +
+          (this.run.rows_recorded != null && this.run.rows_recorded !== nw
+            ? ' (the ' + fmtInt(this.run.rows_recorded) + ' writes recorded also count deletes, incr/decr, touch, append/prepend and refused writes)' : '') +
+          '. Resident now: the classes table.'
         : 'no writes recorded yet.';
     }
 
@@ -490,9 +638,12 @@
       this.classRows = (d.classes || []).map((c) => Object.assign({ allocated: c.used_chunks * c.chunk_size }, c));
       this.renderTable();
       const lim = d.limit_maxbytes;
-      this.q('.classes-note').textContent = 'sample of ' + fmtTime(d.t_ns) + ': ' + fmtBytes(d.total_malloced) +
+      this.q('.classes-note').textContent = 'resident now (sample of ' + fmtTime(d.t_ns) + '): ' + fmtBytes(d.total_malloced) +
         ' of ' + fmtBytes(lim) + ' malloced (' + fmtNum(lim ? d.total_malloced * 100 / lim : 0, 1) + ' %), ' +
         this.classRows.length + ' classes with pages.';
+      const alloc = this.classRows.reduce((s, c) => s + c.allocated, 0), req = this.classRows.reduce((s, c) => s + (c.mem_requested || 0), 0);
+      this.headline({ malloced: d.total_malloced, limit: lim, waste_pct: alloc ? (alloc - req) * 100 / alloc : null,
+        ev_per_s: this.classRows.reduce((s, c) => s + (c.evicted_per_s || 0), 0) });
     }
 
     renderTable() {
@@ -552,7 +703,7 @@
       this.chart('pages', {
         type: 'line',
         data: { datasets: pagesDs },
-        options: { parsing: false, scales: { x: secondsAxis('since start'), y: { beginAtZero: true, title: { display: true, text: 'pages (1 MB)' } } }, plugins: END_LABELS, layout: { padding: { right: 34 } } },
+        options: { parsing: false, scales: { x: secondsAxis('time since the run started (m:ss)', this.timeRange()), y: { beginAtZero: true, title: { display: true, text: 'pages (1 MB)' } } }, plugins: END_LABELS, layout: END_PAD },
       });
 
       const rate = (cum) => cum.map((v, k) => k === 0 ? 0 : Math.max(0, (v - cum[k - 1]) / Math.max(1e-9, (t[k] - t[k - 1]) / 1e9)));
@@ -566,7 +717,7 @@
       this.chart('evictions', {
         type: 'line',
         data: { datasets: evDs },
-        options: { parsing: false, scales: { x: secondsAxis('since start'), y: { beginAtZero: true, title: { display: true, text: 'evictions/s' } } }, plugins: END_LABELS, layout: { padding: { right: 34 } } },
+        options: { parsing: false, scales: { x: secondsAxis('time since the run started (m:ss)', this.timeRange()), y: { beginAtZero: true, title: { display: true, text: 'evictions/s' } } }, plugins: END_LABELS, layout: END_PAD },
       });
 
       const lim = d.limit_maxbytes;
@@ -576,8 +727,8 @@
           Object.assign(line('total_malloced', d.total_malloced || [], 0), { fill: 'origin', backgroundColor: hatch(OI[0], 0) }),
           Object.assign(line('limit (-m)', xs.map(() => lim), 1), { borderDash: [6, 3] }),
         ] },
-        options: { parsing: false, scales: { x: secondsAxis('since start'),
-          y: { beginAtZero: true, ticks: { callback: (v) => fmtBytes(v) } } } },
+        options: { parsing: false, scales: { x: secondsAxis('time since the run started (m:ss)', this.timeRange()),
+          y: bytesAxis('', Math.max(lim || 0, Math.max.apply(null, (d.total_malloced || []).concat(0)))) } },
       });
     }
 
@@ -600,13 +751,14 @@
       this.chart('classhits', {
         type: 'line',
         data: { datasets: lines },
-        options: { parsing: false, scales: { x: Object.assign(secondsAxis('since start'), { min: 0 }), y: { min: 0, max: 100, title: { display: true, text: 'hit ratio %' } } },
+        options: { parsing: false, scales: { x: secondsAxis('time since the run started (m:ss)', this.timeRange()), y: { min: 0, max: 100, title: { display: true, text: 'hit ratio %' } } },
           plugins: Object.assign({ tooltip: { callbacks: { label: (c) => c.dataset.label + ': ' + fmtNum(c.parsed.y, 1) + ' % of ' + fmtInt(c.raw.reads) + ' reads' } } }, END_LABELS),
-          layout: { padding: { right: 34 } } },
+          layout: END_PAD },
       });
       const classes = d.classes || [];
       const unknown = classes.find((c) => c.class_id === 0);
       const tot = d.total || {};
+      if (tot.hit_ratio != null) this.headline({ hit_ratio: tot.hit_ratio, reads_ratio: tot.hit_ratio });
       this.q('.classhits-note').textContent = !classes.length ? 'no reads recorded yet.'
         : fmtInt(tot.reads) + ' reads, hit ratio ' + (tot.hit_ratio == null ? '–' : fmtPct(tot.hit_ratio)) +
           '; per ' + fmtSecs(bucket / 1e9) + ' bucket.' +
@@ -707,8 +859,12 @@
       this.chart('rates', {
         type: 'line',
         data: { datasets: [line('writes/s', d.writes, 1), line('reads/s', d.reads, 0, { borderDash: [6, 3] })] },
-        options: { parsing: false, scales: { x: secondsAxis('since start'), y: { beginAtZero: true, ticks: { callback: (v) => fmtInt(v) } } } },
+        options: { parsing: false, scales: { x: secondsAxis('time since the run started (m:ss)', this.timeRange()), y: { beginAtZero: true, ticks: { callback: (v) => fmtInt(v) } } } },
       });
+      const ws = (d.writes || []).filter((v) => v != null), hs = (d.hits || []).reduce((a, b) => a + b, 0),
+        ms = (d.misses || []).reduce((a, b) => a + b, 0);
+      this.headline({ writes_per_s: ws.length ? ws[ws.length - 1] : null,
+        hit_ratio: this.head && this.head.reads_ratio != null ? this.head.reads_ratio : hs + ms > 0 ? hs / (hs + ms) : null });
       const ratio = (d.hits || []).map((h, k) => {
         const n = h + ((d.misses || [])[k] || 0);
         return n > 0 ? (h * 100) / n : null;
@@ -716,12 +872,12 @@
       this.chart('hits', {
         type: 'line',
         data: { datasets: [line('hit ratio %', ratio, 2, { spanGaps: true })] },
-        options: { parsing: false, scales: { x: secondsAxis('since start'), y: { min: 0, max: 100, title: { display: true, text: '%' } } } },
+        options: { parsing: false, scales: { x: secondsAxis('time since the run started (m:ss)', this.timeRange()), y: { min: 0, max: 100, title: { display: true, text: '%' } } } },
       });
       this.chart('latency', {
         type: 'line',
         data: { datasets: [line('p50 µs', d.write_p50_us, 0), line('p99 µs', d.write_p99_us, 1, { borderDash: [6, 3] })] },
-        options: { parsing: false, scales: { x: secondsAxis('since start'), y: { beginAtZero: true, title: { display: true, text: 'µs' } } } },
+        options: { parsing: false, scales: { x: secondsAxis('time since the run started (m:ss)', this.timeRange()), y: { beginAtZero: true, title: { display: true, text: 'µs' } } } },
       });
       const pre = d.top_prefixes || [];
       const maxb = pre.reduce((m, p) => Math.max(m, p.bytes), 0) || 1;
@@ -769,9 +925,12 @@
           }
         }
       }
+      // the longer run's time range on both sides
+      const tmax = Math.max.apply(null, page.views.map((v) => v.timeRange().max).concat(xmax));
       for (const ch of charts) {
         ch.options.scales.y.suggestedMax = ymax;
-        ch.options.scales.x.max = xmax;
+        ch.options.scales.x.min = 0;
+        ch.options.scales.x.max = tmax;
         ch.update('none');
       }
     }

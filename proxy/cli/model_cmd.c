@@ -23,6 +23,7 @@
 #include "model/ladder_source.h"
 #include "model/predict.h"
 #include "model/slab_model.h"
+#include "record/advice.h"
 #include "record/pgstore.h"
 #include "record/runs.h"
 
@@ -639,57 +640,6 @@ static int model_verify_all(const struct run_opts *o, const struct prediction *r
 
 /* --- capacity ---------------------------------------------------------- */
 
-/* Whether the run's memcached was full: evictions during the run, or
- * total_malloced (else its pages) at limit_maxbytes in the last sample. */
-static bool run_was_full(sqlite3 *db, const struct prediction *r, char *why, size_t len)
-{
-    sqlite3_stmt *st;
-    bool full = false;
-    snprintf(why, len, "the run's memcached was not full");
-    if (r->evictions > 0) {
-        snprintf(why, len, "the run's memcached was full: %lld evictions", (long long)r->evictions);
-        return true;
-    }
-    if (sqlite3_prepare_v2(
-            db,
-            "SELECT coalesce(json_extract(s.stats, '$.evictions'), 0),"
-            " coalesce(json_extract(s.stats, '$.limit_maxbytes'), 0),"
-            " coalesce(json_extract(s.stats, '$.total_malloced'),"
-            "  (SELECT sum(json_extract(c.fields, '$.total_pages')) FROM sample_classes c"
-            "   WHERE c.sample_id = s.sample_id) * 1048576, 0)"
-            " FROM samples s WHERE s.run_id = ?1 ORDER BY s.t_ns DESC LIMIT 1",
-            -1, &st, NULL) != SQLITE_OK)
-        return false;
-    sqlite3_bind_int64(st, 1, r->run_id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t ev = sqlite3_column_int64(st, 0), lim = sqlite3_column_int64(st, 1),
-                mal = sqlite3_column_int64(st, 2);
-        if (ev > 0) {
-            snprintf(why, len, "the run's memcached was full: %lld evictions", (long long)ev);
-            full = true;
-        } else if (lim > 0 && mal >= lim) {
-            snprintf(why, len, "the run's memcached was full: total_malloced %lld of %lld",
-                     (long long)mal, (long long)lim);
-            full = true;
-        }
-    }
-    sqlite3_finalize(st);
-    return full;
-}
-
-/* A candidate's memcached flags at the objective's memory: -m, the ladder
- * and every other flag that differs from the defaults (-I,
- * slab_chunk_max, -C), in the units of the run's memcached. */
-static void candidate_flags(const struct advise_candidate *c, uint64_t mem_mb, const char *version,
-                            char *out, size_t len)
-{
-    char err[256];
-    if (!mem_mb)
-        mem_mb = (c->cap.malloced + 1024 * 1024 - 1) / (1024 * 1024);
-    if (slab_settings_flags_for(&c->s, mem_mb ? mem_mb : 1, version, out, len, err, sizeof err))
-        snprintf(out, len, "(%s)", err);
-}
-
 static void print_candidate(const struct advise_candidate *c, bool recommended, const char *flags)
 {
     const struct capacity_result *k = &c->cap;
@@ -780,51 +730,13 @@ static void model_holdout(const char *what, const struct advise_candidate *c, si
     }
 }
 
-/* From aggregates: the live histogram as a write sequence, each item a key
- * of its own written once, in an order shuffled by a fixed seed (the sizes
- * arrive mixed, as a working set built over time does). 0 or -1. */
-static int seq_from_hist(const struct advise_hist *h, bool use_cas, struct capacity_seq *seq,
-                         char *err, size_t errlen)
-{
-    uint64_t n = 0, head = 51 + (use_cas ? 8 : 0), x = 0x9E3779B97F4A7C15ull;
-    for (size_t i = 0; i < h->n; i++)
-        n += h->count[i];
-    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
-    if (!order || n > UINT32_MAX) {
-        free(order);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    for (size_t i = 0, k = 0; i < h->n; i++)
-        for (uint64_t j = 0; j < h->count[i]; j++)
-            order[k++] = (uint32_t)i;
-    for (uint64_t i = n; i > 1; i--) { /* Fisher-Yates, xorshift */
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        uint64_t j = x % i;
-        uint32_t t = order[i - 1];
-        order[i - 1] = order[j];
-        order[j] = t;
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t body = h->ntotal[order[i]] > head ? h->ntotal[order[i]] - head : 1;
-        if (capacity_seq_add(seq, i * 0x9E3779B97F4A7C15ull + 1, CAPACITY_SET, 1, 0, body - 1)) {
-            free(order);
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-    }
-    free(order);
-    return 0;
-}
-
 /* advise's capacity part; the number of failed checks. */
 static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct prediction *r)
 {
     struct capacity_seq seq, other;
     struct advise_candidate *c = calloc(ADVISE_MAX_CANDIDATES, sizeof *c);
     struct advise_hist half;
+    struct advice_plan plan;
     char why[160], err[512], flags[1024];
     size_t n = 0, from = 0, to;
     int failed = 0, rec;
@@ -838,20 +750,18 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
         goto out;
     }
     if (!c || (run_basis == RUNS_BASIS_AGGREGATES
-                   ? seq_from_hist(&r->live, r->settings.use_cas, &seq, err, sizeof err)
+                   ? advise_seq_from_hist(&r->live, r->settings.use_cas, &seq)
                    : verify_read_sequence(o->db, r->run_id, false, &seq, err, sizeof err))) {
-        fprintf(stderr, "slabtap model advise: capacity: %s\n", c ? err : "out of memory");
+        fprintf(stderr, "slabtap model advise: capacity: %s\n",
+                c && run_basis != RUNS_BASIS_AGGREGATES ? err : "out of memory");
         failed = 1;
         goto out;
     }
-    bool full = run_was_full(db, r, why, sizeof why);
-    enum capacity_objective obj =
-        o->objective ? (!strcmp(o->objective, "memory") ? CAPACITY_OBJ_MEMORY : CAPACITY_OBJ_ITEMS)
-        : full       ? CAPACITY_OBJ_ITEMS
-                     : CAPACITY_OBJ_MEMORY;
-    uint64_t mem_mb =
-        o->memory_limit_mb ? o->memory_limit_mb : r->settings.mem_limit / (1024 * 1024);
-    uint64_t mem_limit = mem_mb * 1024 * 1024;
+    /* the objective and memory as the page's advice picks them */
+    advice_plan(db, r, o->objective, o->memory_limit_mb, &plan);
+    enum capacity_objective obj = plan.obj;
+    uint64_t mem_mb = plan.mem_mb, mem_limit = plan.mem_limit;
+    snprintf(why, sizeof why, "%s", plan.why);
     to = seq.n;
     const struct advise_hist *h = &r->live;
     if (o->holdout) { /* fit on the first half */
@@ -864,7 +774,7 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
         h = &half;
     }
     rec = advise_capacity(&r->settings, h, &seq, from, to, obj, mem_limit, (uint32_t)o->max_classes,
-                          c, &n);
+                          c, &n, NULL, NULL);
     if (rec < 0) {
         fprintf(stderr, "slabtap model advise: capacity: out of memory\n");
         failed = 1;
@@ -882,12 +792,10 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
                        o->objective ? "" : ", chosen because ", o->objective ? "" : why, to - from,
                        o->holdout ? " (the first half)" : "");
     for (size_t i = 0; i < n; i++) {
-        candidate_flags(&c[i], obj == CAPACITY_OBJ_ITEMS ? mem_mb : 0, r->version, flags,
-                        sizeof flags);
+        advice_candidate_flags(&c[i], &plan, r->version, flags, sizeof flags);
         print_candidate(&c[i], (int)i == rec, flags);
     }
-    candidate_flags(&c[rec], obj == CAPACITY_OBJ_ITEMS ? mem_mb : 0, r->version, flags,
-                    sizeof flags);
+    advice_candidate_flags(&c[rec], &plan, r->version, flags, sizeof flags);
     if (rec == 0) {
         wrapout_printf("recommended: keep the run's own settings -- no candidate %s\n",
                        obj == CAPACITY_OBJ_ITEMS ? "holds more items in this memory"

@@ -590,9 +590,17 @@ static int add_candidate(const char *label, const struct slab_settings *s,
 int advise_capacity(const struct slab_settings *current, const struct advise_hist *h,
                     const struct capacity_seq *seq, size_t from, size_t to,
                     enum capacity_objective o, uint64_t mem_limit, uint32_t max_classes,
-                    struct advise_candidate *out, size_t *n)
+                    struct advise_candidate *out, size_t *n, advise_progress_fn progress,
+                    void *progress_ud)
 {
     static const uint32_t fit_sizes[] = { 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 62 };
+    /* at most: the current, least waste, 4 fewest pages, 1 + 11 fits */
+    const size_t total = 2 + 4 + 1 + sizeof fit_sizes / sizeof fit_sizes[0];
+#define ADVISE_PROGRESS() \
+    do { \
+        if (progress && !progress(progress_ud, *n, total)) \
+            return -1; \
+    } while (0)
     struct slab_settings s, list[6];
     struct advise_eval e;
     char label[ADVISE_LABEL_MAX];
@@ -605,14 +613,17 @@ int advise_capacity(const struct slab_settings *current, const struct advise_his
                       max_classes, out, n) ||
         *n != 1)
         return -1;
+    ADVISE_PROGRESS();
     if (advise_search_factor_max(current, h, max_classes, &s, &e) == 0 &&
         add_candidate("-f/-n least waste", &s, h, seq, from, to, o, mem_limit, max_classes, out, n))
         return -1;
+    ADVISE_PROGRESS();
     size_t k = advise_factor_shortlist(current, h, max_classes, 4, list);
     for (size_t i = 0; i < k; i++)
         if (add_candidate("-f/-n fewest pages", &list[i], h, seq, from, to, o, mem_limit,
                           max_classes, out, n))
             return -1;
+    ADVISE_PROGRESS();
     for (size_t i = 0; i <= sizeof fit_sizes / sizeof fit_sizes[0]; i++) {
         /* the fit with all the classes allowed, then fewer */
         uint32_t sizes = i == 0 ? max_classes - 1 : fit_sizes[i - 1];
@@ -623,7 +634,9 @@ int advise_capacity(const struct slab_settings *current, const struct advise_his
         snprintf(label, sizeof label, "slab_sizes, %u sizes", s.n_slab_sizes);
         if (add_candidate(label, &s, h, seq, from, to, o, mem_limit, max_classes, out, n))
             return -1;
+        ADVISE_PROGRESS();
     }
+#undef ADVISE_PROGRESS
     /* memcached grants each class its first page past -m: a ladder of many
      * classes can end far above the limit, and holding more that way is
      * not holding more in M */
@@ -635,4 +648,37 @@ int advise_capacity(const struct slab_settings *current, const struct advise_his
             best = (int)i;
     }
     return best;
+}
+
+int advise_seq_from_hist(const struct advise_hist *h, bool use_cas, struct capacity_seq *seq)
+{
+    uint64_t n = 0, head = 51 + (use_cas ? 8 : 0), x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < h->n; i++)
+        n += h->count[i];
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order || n > UINT32_MAX) {
+        free(order);
+        return -1;
+    }
+    for (size_t i = 0, k = 0; i < h->n; i++)
+        for (uint64_t j = 0; j < h->count[i]; j++)
+            order[k++] = (uint32_t)i;
+    for (uint64_t i = n; i > 1; i--) { /* Fisher-Yates, xorshift */
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        uint64_t j = x % i;
+        uint32_t t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t body = h->ntotal[order[i]] > head ? h->ntotal[order[i]] - head : 1;
+        if (capacity_seq_add(seq, i * 0x9E3779B97F4A7C15ull + 1, CAPACITY_SET, 1, 0, body - 1)) {
+            free(order);
+            return -1;
+        }
+    }
+    free(order);
+    return 0;
 }

@@ -114,6 +114,11 @@ struct advise_candidate {
     bool over_limit;
 };
 
+/* Called by advise_capacity after each candidate it evaluated (done of
+ * at most total; total is an upper bound, the run may end earlier); false
+ * stops it (advise_capacity returns -1). */
+typedef bool (*advise_progress_fn)(void *ud, size_t done, size_t total);
+
 /* Candidates for the objective, evaluated on ops [from, to) of seq and on
  * histogram h: [0] the current settings, then the least-waste -f/-n, the
  * -f/-n ladders needing the fewest pages, and slab_sizes ladders fitted
@@ -128,7 +133,15 @@ struct advise_candidate {
 int advise_capacity(const struct slab_settings *current, const struct advise_hist *h,
                     const struct capacity_seq *seq, size_t from, size_t to,
                     enum capacity_objective o, uint64_t mem_limit, uint32_t max_classes,
-                    struct advise_candidate *out, size_t *n);
+                    struct advise_candidate *out, size_t *n, advise_progress_fn progress,
+                    void *progress_ud);
+
+/* A working set as a write sequence, for the capacity model when only the
+ * histogram h of the items left is known (the write aggregates): each item
+ * a key of its own written once, in an order shuffled by a fixed seed (the
+ * sizes arrive mixed, as a working set built over time does). Appends to
+ * seq; 0, or -1 when out of memory. */
+int advise_seq_from_hist(const struct advise_hist *h, bool use_cas, struct capacity_seq *seq);
 
 /* Candidate c's settings run on another part of the sequence (hold-out):
  * 0 or -1. */

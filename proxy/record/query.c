@@ -10,14 +10,11 @@
 #include "core/clock.h"
 #include "core/jsonb.h"
 #include "model/advise.h"
+#include "model/ladder_source.h"
 #include "model/predict.h"
+#include "record/advice.h"
 #include "record/runs.h"
 
-/* advice replays the whole run (record/runs.c): its own, larger budget */
-#define QUERY_ADVICE_BUDGET_MS 2000
-/* above this many writes the page's advice is not computed (the replay
- * runs on the writer thread: about 0.7 us a row) */
-#define QUERY_ADVICE_ROWS_MAX 1000000
 #define QUERY_PROGRESS_OPS 10000 /* VM steps between looks at the clock */
 #define QUERY_PAGE 1048576       /* a slab page, when the settings do not say */
 #define QUERY_SLICE_MIN 2000     /* a step over budget is tried again with half the rows */
@@ -147,7 +144,7 @@ static const char SQL_REPORTS[] =
 /* /api/runs: the runs of the file */
 static const char SQL_RUNS[] =
     "SELECT json_object('run_id', r.run_id, 'name', r.name, 'started_ns', r.started_ns,"
-    " 'ended_ns', r.ended_ns, 'rows_recorded', r.rows_recorded,"
+    " 'ended_ns', r.ended_ns, 'rows_recorded', r.rows_recorded, 'rows_dropped', r.rows_dropped,"
     " 'crashed', json(CASE WHEN r.crashed THEN 'true' ELSE 'false' END),"
     " 'upstream', r.upstream, 'settings', (SELECT CASE WHEN st.run_id IS NULL THEN NULL ELSE"
     " json_object('growth_factor', st.growth_factor, 'chunk_size', st.chunk_size_min,"
@@ -194,6 +191,20 @@ struct query_cache_ent {
     char *text;
     enum query_status st;
     int64_t made_ns;
+    uint64_t used_at;
+};
+
+/* the advice of one run (answer_advice), under the queue's mu */
+struct query_advice_slot {
+    int64_t run_id;     /* 0: free */
+    bool computing;     /* a worker is on it */
+    bool finished_run;  /* its answer never changes */
+    int64_t writes;     /* the writes the answer (or the computation) saw */
+    int64_t started_ns; /* of the computation */
+    int64_t made_ns;    /* of the answer */
+    size_t done, total; /* candidates evaluated, at most */
+    const char *basis;  /* "aggregates" or "rows" */
+    char *text;         /* the last answer (JSON), or NULL */
     uint64_t used_at;
 };
 
@@ -343,7 +354,10 @@ int query_open(struct query_queue *q, uv_loop_t *loop, int64_t current_run, void
 {
     memset(q, 0, sizeof *q);
     q->cache = calloc(QUERY_CACHE_MAX, sizeof *q->cache);
-    if (!q->cache) {
+    q->advice = calloc(QUERY_ADVICE_RUNS, sizeof *q->advice);
+    if (!q->cache || !q->advice) {
+        free(q->cache);
+        free(q->advice);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -352,7 +366,9 @@ int query_open(struct query_queue *q, uv_loop_t *loop, int64_t current_run, void
         snprintf(err, errlen, "cannot create the query answer handle");
         pthread_mutex_destroy(&q->mu);
         free(q->cache);
+        free(q->advice);
         q->cache = NULL;
+        q->advice = NULL;
         return -1;
     }
     q->done.data = q;
@@ -1035,120 +1051,397 @@ out:
     free(ev);
 }
 
-static void eval_json(struct jsonb *b, const char *flags, const struct advise_eval *e,
-                      uint32_t page, int recommended)
+static char *shell_word(const char *s);
+
+/* ---- advice: once per run state, in the background ----------------------
+ *
+ * The inputs (the run's prediction: from its write aggregates, or its rows
+ * when it has no aggregates and few enough rows) are read on the writer
+ * thread in one budgeted step; the capacity model's candidates
+ * (record/advice.h, model/advise.h: the same as `slabtap model advise`)
+ * are evaluated on a thread of their own, one run at a time, with
+ * progress; the answer is kept per run and reused until a live run has
+ * grown by QUERY_ADVICE_REGROW_PCT. */
+
+struct advice_work {
+    struct query_queue *q;
+    int64_t run_id, writes;
+    struct prediction *r;
+    struct runs_agg_info agg;
+    struct runs_rows_status rows;
+    bool from_agg;
+    struct advice_plan plan;
+    char *file; /* the database, a shell word, for the command */
+};
+
+static struct query_advice_slot *advice_slot(struct query_queue *q, int64_t run_id, bool make)
 {
-    uint64_t bytes = e->pages * (uint64_t)page;
-    uint64_t slack = bytes > e->allocated ? bytes - e->allocated : 0;
-    jsonb_raw(b, "{\"flags\":");
-    jsonb_string(b, flags, strlen(flags));
-    jsonb_printf(b, ",\"chunk_waste_pct\":%.2f,\"page_slack_bytes\":%llu,\"items_held\":%llu",
-                 e->waste_pct, (unsigned long long)slack, (unsigned long long)e->items);
-    if (recommended >= 0)
-        jsonb_printf(b, ",\"recommended\":%s", recommended ? "true" : "false");
-    jsonb_raw(b, "}");
+    struct query_advice_slot *e = NULL;
+    for (size_t i = 0; q->advice && i < QUERY_ADVICE_RUNS; i++)
+        if (q->advice[i].run_id == run_id) {
+            q->advice[i].used_at = ++q->advice_clock;
+            return &q->advice[i];
+        }
+    if (!make || !q->advice)
+        return NULL;
+    for (size_t i = 0; i < QUERY_ADVICE_RUNS; i++) /* a free one, else the oldest idle */
+        if (!q->advice[i].computing &&
+            (!e || !q->advice[i].run_id || (e->run_id && q->advice[i].used_at < e->used_at)))
+            e = &q->advice[i];
+    if (!e)
+        return NULL;
+    free(e->text);
+    memset(e, 0, sizeof *e);
+    e->run_id = run_id;
+    e->used_at = ++q->advice_clock;
+    return e;
 }
 
-/* advise.h: the run's own settings, the best -f/-n and a fitted slab_sizes
- * ladder on the items the run left; the one needing the fewest pages (then
- * the least waste) is recommended when it beats the run's own. */
-static void answer_advice(struct query_queue *q, sqlite3 *db, struct query_job *j)
+/* Under mu: what a request waits for, in words; seconds to wait. */
+static int advice_progress_text(const struct query_advice_slot *e, char *out, size_t len)
 {
-    struct prediction *r = calloc(1, sizeof *r);
-    struct slab_settings best, fitted;
-    struct advise_eval cur, beste, fite;
-    char err[512], flags[1024], f[32], fl[3][1024];
+    double el = (double)(mono_ns() - e->started_ns) / 1e9;
+    int pct = e->total ? (int)(100 * e->done / e->total) : 0;
+    if (!e->done) {
+        snprintf(out, len,
+                 "computing advice: evaluating the first candidate on %lld writes (%s), "
+                 "%.1f s so far",
+                 (long long)e->writes, e->basis, el);
+        return 1;
+    }
+    double left = el / (double)e->done * (double)(e->total - e->done);
+    snprintf(out, len,
+             "computing advice: %d %% (%zu of at most %zu candidates evaluated on %lld writes, "
+             "%s), ~%.0f s left",
+             pct, e->done, e->total, (long long)e->writes, e->basis, left < 1 ? 1 : left);
+    /* asked again soon: the estimate is rough at first */
+    return left < 1.5 ? 1 : 2;
+}
+
+static bool advice_on_progress(void *ud, size_t done, size_t total)
+{
+    struct advice_work *w = ud;
+    struct query_queue *q = w->q;
+    pthread_mutex_lock(&q->mu);
+    struct query_advice_slot *e = advice_slot(q, w->run_id, false);
+    if (e) {
+        e->done = done;
+        e->total = total;
+    }
+    bool go = !q->advice_stop;
+    pthread_mutex_unlock(&q->mu);
+    return go;
+}
+
+static void advice_candidate_json(struct jsonb *b, const struct advise_candidate *c,
+                                  const struct advice_plan *plan, const char *version,
+                                  bool recommended)
+{
+    char flags[1024];
+    const struct capacity_result *k = &c->cap;
+    advice_candidate_flags(c, plan, version, flags, sizeof flags);
+    jsonb_raw(b, "{\"label\":");
+    jsonb_string(b, c->label, strlen(c->label));
+    jsonb_raw(b, ",\"flags\":");
+    jsonb_string(b, flags, strlen(flags));
+    jsonb_printf(b,
+                 ",\"chunk_waste_pct\":%.2f,\"chunk_waste_bytes\":%llu,\"page_slack_bytes\":%llu,"
+                 "\"memory_bytes\":%llu,\"items_held\":%llu,\"bytes_held\":%llu,"
+                 "\"evictions\":%llu,\"vs_current\":\"%s\",\"over_limit\":%s,\"recommended\":%s}",
+                 k->chunk_bytes ? 100.0 * (double)k->chunk_waste / (double)k->chunk_bytes : 0,
+                 (unsigned long long)k->chunk_waste, (unsigned long long)k->page_slack,
+                 (unsigned long long)k->malloced, (unsigned long long)k->items,
+                 (unsigned long long)k->requested, (unsigned long long)k->evictions,
+                 c->vs_current > 0   ? "better"
+                 : c->vs_current < 0 ? "worse"
+                                     : "same",
+                 c->over_limit ? "true" : "false", recommended ? "true" : "false");
+}
+
+/* The answer for w, computed (worker thread); NULL when out of memory or
+ * stopped. */
+static char *advice_compute(struct advice_work *w, double *secs)
+{
+    struct prediction *r = w->r;
+    struct capacity_seq seq;
+    struct advise_candidate *c = calloc(ADVISE_MAX_CANDIDATES, sizeof *c);
     struct jsonb b;
+    size_t n = 0;
+    int64_t t0 = mono_ns();
+    char why[PREDICT_WHY_MAX + 64];
+    capacity_seq_init(&seq);
     jsonb_init(&b);
-    if (!r) {
-        set_error(j, QUERY_FAILED, "out of memory");
-        return;
-    }
-    if (j->hi - j->lo > QUERY_ADVICE_ROWS_MAX) {
-        /* replaying them would hold the writer up for seconds */
-        char why[256];
-        snprintf(why, sizeof why,
-                 "%lld writes: more than the page replays (%d); run `slabtap model advise "
-                 "--run %lld` on the database",
-                 (long long)(j->hi - j->lo), QUERY_ADVICE_ROWS_MAX, (long long)j->run_id);
-        set_error(j, QUERY_OK, NULL);
-        jsonb_printf(
-            &b, "{\"run_id\":%lld,\"verdict\":\"NOT COMPUTED\",\"why\":", (long long)j->run_id);
-        jsonb_string(&b, why, strlen(why));
-        jsonb_raw(&b, ",\"current\":null,\"candidates\":[]}\n");
-        json_finish(j, &b);
-        goto out;
-    }
-    budget_start(q, db,
-                 QUERY_ADVICE_BUDGET_MS > q->budget_ms ? QUERY_ADVICE_BUDGET_MS : q->budget_ms);
-    int rc = runs_read_prediction(db, j->run_id, r, err, sizeof err);
-    budget_end(db);
-    if (q->interrupted) {
-        set_error(j, QUERY_BUSY, "busy: the run is too large to advise within the time budget");
-        goto out;
-    }
-    if (rc) {
-        set_error(j, QUERY_OK, NULL);
-        jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"NO DATA\",\"why\":", (long long)j->run_id);
-        jsonb_string(&b, err, strlen(err));
-        jsonb_raw(&b, ",\"current\":null,\"candidates\":[]}\n");
-        json_finish(j, &b);
-        goto out;
+    int rec = -1;
+    if (c && !advise_seq_from_hist(&r->live, r->settings.use_cas, &seq))
+        rec =
+            advise_capacity(&r->settings, &r->live, &seq, 0, seq.n, w->plan.obj, w->plan.mem_limit,
+                            SLAB_MODEL_MAX_CLASSES, c, &n, advice_on_progress, w);
+    *secs = (double)(mono_ns() - t0) / 1e9;
+    if (rec < 0) {
+        jsonb_free(&b);
+        capacity_seq_free(&seq);
+        free(c);
+        return NULL;
     }
     int diff = predict_mismatches(r);
     const char *verdict = !r->have_sample      ? "NO SAMPLE"
                           : !r->exact_expected ? "NOT COMPARABLE"
                           : diff               ? "MISMATCH"
                                                : "EXACT";
-    char why[PREDICT_WHY_MAX + 64];
     if (!r->exact_expected)
         snprintf(why, sizeof why, "%s", r->why_not);
     else if (diff)
         snprintf(why, sizeof why, "%d classes differ from memcached's counters", diff);
     else
         snprintf(why, sizeof why, "every class matches memcached's own counters");
-    jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)j->run_id, verdict);
+    jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)w->run_id, verdict);
     jsonb_string(&b, why, strlen(why));
-    jsonb_raw(&b, ",\"current\":");
-    if (r->live.n == 0) {
-        jsonb_raw(&b, "null,\"candidates\":[]}\n");
-        json_finish(j, &b);
-        goto out;
-    }
-    advise_evaluate(&r->ladder, &r->live, &cur);
-    if (advise_search_factor_max(&r->settings, &r->live, SLAB_MODEL_MAX_CLASSES, &best, &beste)) {
-        best = r->settings;
-        beste = cur;
-    }
-    bool have_fit =
-        !advise_fit_sizes(&r->settings, &r->live, SLAB_MODEL_MAX_CLASSES - 1, &fitted, &fite);
-    ladder_choice_flags(&r->choice, fl[0], sizeof fl[0]);
-    slab_factor_text(best.growth_factor, f, sizeof f);
-    snprintf(fl[1], sizeof fl[1], "-n %u -f %s", best.chunk_size_min, f);
-    if (have_fit)
-        slab_sizes_flag(&fitted, fl[2], sizeof fl[2]);
-    const struct advise_eval *ev[3] = { &cur, &beste, have_fit ? &fite : NULL };
-    int rec = 0;
-    for (int i = 1; i < 3; i++)
-        if (ev[i] && (ev[i]->pages < ev[rec]->pages ||
-                      (ev[i]->pages == ev[rec]->pages && ev[i]->waste < ev[rec]->waste)))
-            rec = i;
-    eval_json(&b, fl[0], &cur, r->settings.slab_page_size, -1);
+    /* how it was obtained */
+    jsonb_printf(&b, ",\"basis\":\"%s\",\"writes_seen\":%lld,\"rows_used\":%lld,",
+                 w->from_agg ? "aggregates" : "rows", (long long)w->writes,
+                 w->from_agg ? 0 : (long long)r->rows);
+    if (w->from_agg)
+        jsonb_printf(&b,
+                     "\"aggregates\":{\"stored\":%llu,\"deletes\":%llu,\"live\":%llu,"
+                     "\"exact\":%s,\"live_from\":\"%s\"},",
+                     (unsigned long long)w->agg.stored, (unsigned long long)w->agg.deletes,
+                     (unsigned long long)w->agg.live, w->agg.exact ? "true" : "false",
+                     w->agg.live_by_class     ? "each class's stats items number"
+                     : w->agg.from_curr_items ? "the last sample's curr_items"
+                                              : "stores less deletes");
+    jsonb_printf(&b, "\"live_items\":%llu,\"distinct_sizes\":%zu,\"sequence_writes\":%zu,",
+                 (unsigned long long)r->live_items, r->live.n, seq.n);
+    jsonb_printf(&b, "\"objective\":\"%s\",\"objective_why\":",
+                 w->plan.obj == CAPACITY_OBJ_ITEMS ? "items" : "memory");
+    jsonb_string(&b, w->plan.why, strlen(w->plan.why));
+    jsonb_printf(&b, ",\"memory_limit_bytes\":%llu,\"max_classes\":%d,\"ladder_source\":",
+                 (unsigned long long)w->plan.mem_limit, SLAB_MODEL_MAX_CLASSES);
+    const char *ls = ladder_origin_str(r->choice.origin);
+    jsonb_string(&b, ls, strlen(ls));
+    jsonb_raw(&b, ",\"ladder_note\":");
+    jsonb_string(&b, r->choice.note, strlen(r->choice.note));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "slabtap model advise --db %s --run %lld --source %s --objective %s",
+             w->file ? w->file : "FILE", (long long)w->run_id, w->from_agg ? "aggregates" : "rows",
+             w->plan.obj == CAPACITY_OBJ_ITEMS ? "items" : "memory");
+    jsonb_raw(&b, ",\"command\":");
+    jsonb_string(&b, cmd, strlen(cmd));
+    jsonb_printf(&b, ",\"computed_s\":%.3f,\"regrow_pct\":%d,\"current\":", *secs,
+                 QUERY_ADVICE_REGROW_PCT);
+    advice_candidate_json(&b, &c[0], &w->plan, r->version, rec == 0);
+    jsonb_raw(&b, ",\"recommended\":");
+    advice_candidate_json(&b, &c[rec], &w->plan, r->version, true);
     jsonb_raw(&b, ",\"candidates\":[");
-    for (int i = 0; i < 3; i++) {
-        if (!ev[i])
-            continue;
-        snprintf(flags, sizeof flags, "%s", fl[i]);
+    for (size_t i = 0; i < n; i++) {
         if (i)
             jsonb_raw(&b, ",");
-        eval_json(&b, flags, ev[i], r->settings.slab_page_size, i == rec);
+        advice_candidate_json(&b, &c[i], &w->plan, r->version, (int)i == rec);
     }
     jsonb_raw(&b, "]}\n");
+    capacity_seq_free(&seq);
+    free(c);
+    return jsonb_take(&b);
+}
+
+static void advice_work_free(struct advice_work *w)
+{
+    if (!w)
+        return;
+    if (w->r)
+        predict_free(w->r);
+    free(w->r);
+    free(w->file);
+    free(w);
+}
+
+static void *advice_thread(void *arg)
+{
+    struct advice_work *w = arg;
+    struct query_queue *q = w->q;
+    double secs = 0;
+    char *text = advice_compute(w, &secs);
+    pthread_mutex_lock(&q->mu);
+    struct query_advice_slot *e = advice_slot(q, w->run_id, false);
+    if (e) {
+        e->computing = false;
+        if (text) {
+            free(e->text);
+            e->text = text;
+            text = NULL;
+            e->made_ns = mono_ns();
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    free(text);
+    advice_work_free(w);
+    return NULL;
+}
+
+/* j's answer: no advice, the verdict and why. */
+static void advice_none(struct query_job *j, const char *verdict, const char *why)
+{
+    struct jsonb b;
+    jsonb_init(&b);
+    jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)j->run_id, verdict);
+    jsonb_string(&b, why, strlen(why));
+    jsonb_raw(&b, ",\"current\":null,\"candidates\":[]}\n");
+    set_error(j, QUERY_OK, NULL);
     json_finish(j, &b);
-out:
     jsonb_free(&b);
-    predict_free(r);
-    free(r);
+}
+
+/* Writer thread: the inputs of run j's advice, read in one budgeted step,
+ * handed to a worker. 0 when it runs; -1 with j answered. */
+static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    struct advice_work *w = calloc(1, sizeof *w);
+    char err[512];
+    int rc;
+    if (!w || !(w->r = calloc(1, sizeof *w->r))) {
+        advice_work_free(w);
+        set_error(j, QUERY_FAILED, "out of memory");
+        return -1;
+    }
+    w->q = q;
+    w->run_id = j->run_id;
+    w->writes = j->hi - j->lo;
+    const char *path = sqlite3_db_filename(db, "main");
+    w->file = shell_word(path && *path ? path : "FILE");
+    budget_start(q, db, q->budget_ms > QUERY_ADVICE_READ_MS ? q->budget_ms : QUERY_ADVICE_READ_MS);
+    runs_read_rows_status(db, j->run_id, &w->rows);
+    w->from_agg = w->rows.have_aggs;
+    if (!w->from_agg && w->writes > QUERY_ADVICE_ROWS_INLINE) {
+        budget_end(db);
+        snprintf(err, sizeof err,
+                 "%lld writes and no write aggregates: more than the page replays (%d); run "
+                 "`slabtap model advise --run %lld` on the database",
+                 (long long)w->writes, QUERY_ADVICE_ROWS_INLINE, (long long)j->run_id);
+        advice_none(j, "NOT COMPUTED", err);
+        advice_work_free(w);
+        return -1;
+    }
+    rc = w->from_agg ? runs_read_prediction_agg(db, j->run_id, w->r, &w->agg, err, sizeof err)
+                     : runs_read_prediction(db, j->run_id, w->r, err, sizeof err);
+    if (!rc)
+        advice_plan(db, w->r, NULL, 0, &w->plan);
+    budget_end(db);
+    if (q->interrupted) {
+        advice_work_free(w);
+        set_error(j, QUERY_BUSY,
+                  "computing advice: reading the run's write aggregates took longer than one step "
+                  "of the writer may; started again on the next question");
+        return -1;
+    }
+    if (rc || w->r->live.n == 0) {
+        advice_none(j, "NO DATA", rc ? err : "the run left no items to size");
+        advice_work_free(w);
+        return -1;
+    }
+    if (q->advice_thread_live) { /* the last one has finished (checked by the caller) */
+        pthread_join(q->advice_thread, NULL);
+        q->advice_thread_live = false;
+    }
+    pthread_mutex_lock(&q->mu);
+    struct query_advice_slot *e = advice_slot(q, j->run_id, true);
+    if (e) {
+        e->computing = true;
+        e->finished_run = j->finished_run;
+        e->writes = w->writes;
+        e->started_ns = mono_ns();
+        e->done = 0;
+        e->total = 0;
+        e->basis = w->from_agg ? "aggregates" : "rows";
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (!e || pthread_create(&q->advice_thread, NULL, advice_thread, w)) {
+        pthread_mutex_lock(&q->mu);
+        if (e)
+            e->computing = false;
+        pthread_mutex_unlock(&q->mu);
+        advice_work_free(w);
+        set_error(j, QUERY_FAILED, "cannot start the advice thread");
+        return -1;
+    }
+    q->advice_thread_live = true;
+    return 0;
+}
+
+/* Writer thread: the cached answer, the progress, or a computation
+ * started (then its progress). */
+static void answer_advice(struct query_queue *q, sqlite3 *db, struct query_job *j)
+{
+    char msg[320];
+    int64_t writes = j->hi - j->lo;
+    pthread_mutex_lock(&q->mu);
+    struct query_advice_slot *e = advice_slot(q, j->run_id, false);
+    bool busy_other = false;
+    for (size_t i = 0; q->advice && i < QUERY_ADVICE_RUNS; i++)
+        busy_other = busy_other || (q->advice[i].computing && q->advice[i].run_id != j->run_id);
+    if (e && e->computing) {
+        advice_progress_text(e, msg, sizeof msg);
+        pthread_mutex_unlock(&q->mu);
+        set_error(j, QUERY_BUSY, msg);
+        return;
+    }
+    /* fresh: the run has not grown by QUERY_ADVICE_REGROW_PCT since */
+    bool fresh = e && e->text &&
+                 (writes <= e->writes ||
+                  (writes - e->writes) * 100 < e->writes * (int64_t)QUERY_ADVICE_REGROW_PCT);
+    if (fresh || (e && e->text && busy_other)) {
+        if (fresh)
+            e->made_ns = mono_ns();
+        set_error(j, QUERY_OK, e->text);
+        pthread_mutex_unlock(&q->mu);
+        return;
+    }
+    if (busy_other) {
+        for (size_t i = 0; i < QUERY_ADVICE_RUNS; i++)
+            if (q->advice[i].computing)
+                snprintf(msg, sizeof msg, "waiting: the advice of run %lld is being computed first",
+                         (long long)q->advice[i].run_id);
+        pthread_mutex_unlock(&q->mu);
+        set_error(j, QUERY_BUSY, msg);
+        return;
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (advice_start(q, db, j))
+        return;
+    pthread_mutex_lock(&q->mu);
+    e = advice_slot(q, j->run_id, false);
+    if (e && e->text) { /* the last answer while the new one is computed */
+        set_error(j, QUERY_OK, e->text);
+    } else {
+        snprintf(msg, sizeof msg, "computing advice: started on %lld writes (%s)",
+                 (long long)writes, e && e->basis ? e->basis : "?");
+        set_error(j, QUERY_BUSY, msg);
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+int query_advice_peek(struct query_queue *q, int64_t run_id, char **text, int *retry_s)
+{
+    int st = -1;
+    *text = NULL;
+    *retry_s = 0;
+    if (!q->open)
+        return -1;
+    pthread_mutex_lock(&q->mu);
+    struct query_advice_slot *e = advice_slot(q, run_id ? run_id : q->current_run, false);
+    if (e && e->computing && !e->text) {
+        char msg[320];
+        *retry_s = advice_progress_text(e, msg, sizeof msg);
+        *text = strdup(msg);
+        st = QUERY_BUSY;
+    } else if (e && e->text &&
+               (e->finished_run || e->computing ||
+                mono_ns() - e->made_ns < (int64_t)QUERY_ADVICE_TTL_MS * 1000000)) {
+        *text = strdup(e->text);
+        st = QUERY_OK;
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (st >= 0 && !*text)
+        return -1;
+    return st;
 }
 
 /* ---- reads per class, the model's reports ------------------------------- */
@@ -1492,13 +1785,9 @@ static bool job_step(struct query_queue *q, sqlite3 *db, struct query_job *j)
         key.run_id = j->run_id;
         key.from_ns = j->from;
         key.to_ns = j->from + j->span - 1;
-        if (j->p.kind == QUERY_ADVICE)
-            key.from_ns = key.to_ns = 0;
-        struct query_cache_ent *e = cache_find(q, &key);
-        bool fresh = e && (j->finished_run ||
-                           (j->p.kind == QUERY_ADVICE &&
-                            mono_ns() - e->made_ns < (int64_t)QUERY_ADVICE_TTL_MS * 1000000));
-        if (fresh) {
+        /* advice keeps its own answers (answer_advice) */
+        struct query_cache_ent *e = j->p.kind == QUERY_ADVICE ? NULL : cache_find(q, &key);
+        if (e && j->finished_run) {
             set_error(j, e->st, e->text);
             return true;
         }
@@ -1552,15 +1841,12 @@ static bool job_step(struct query_queue *q, sqlite3 *db, struct query_job *j)
         budget_end(db);
         break;
     }
-    if (j->st == QUERY_OK || j->p.kind == QUERY_ADVICE) {
+    if (j->st == QUERY_OK && j->finished_run && j->p.kind != QUERY_ADVICE) {
         struct query_params key = j->p;
         key.run_id = j->run_id;
         key.from_ns = j->from;
         key.to_ns = j->from + j->span - 1;
-        if (j->p.kind == QUERY_ADVICE)
-            key.from_ns = key.to_ns = 0;
-        if (j->finished_run || j->p.kind == QUERY_ADVICE)
-            cache_put(q, &key, j->st, j->text);
+        cache_put(q, &key, j->st, j->text);
     }
     return true;
 }
@@ -1606,6 +1892,17 @@ void query_close(struct query_queue *q)
     if (!q->open)
         return;
     q->open = false;
+    /* the writer has stopped: the advice thread is the only one left */
+    pthread_mutex_lock(&q->mu);
+    q->advice_stop = true;
+    pthread_mutex_unlock(&q->mu);
+    if (q->advice_thread_live)
+        pthread_join(q->advice_thread, NULL);
+    q->advice_thread_live = false;
+    for (size_t i = 0; q->advice && i < QUERY_ADVICE_RUNS; i++)
+        free(q->advice[i].text);
+    free(q->advice);
+    q->advice = NULL;
     pthread_mutex_lock(&q->mu);
     struct query_job *lists[2] = { q->done_head, q->pending_head };
     q->done_head = q->done_tail = q->pending_head = q->pending_tail = NULL;

@@ -11,10 +11,16 @@
  * over it the step is interrupted and the query answers QUERY_BUSY), the
  * slicing of scans over a run's writes into steps of QUERY_SLICE_ROWS rows
  * so recording goes on between them, the cache of answers about finished
- * runs and of advice, and handing answers back to the loop (uv_async).
+ * runs, and handing answers back to the loop (uv_async); the advice of
+ * a run (QUERY_ADVICE): its inputs read by the writer in one budgeted
+ * step (the write aggregates, or the rows of a run without them), its
+ * candidates (record/advice.h, the same as `slabtap model advise`)
+ * evaluated on a thread of its own, one run at a time, with progress, kept
+ * per run (QUERY_ADVICE_RUNS) until a live run has grown by
+ * QUERY_ADVICE_REGROW_PCT.
  * Must never: take SQL text from its caller (a query is a kind plus
  * validated integers), run SQL on any thread but the writer's
- * (query_step), hold the writer for more than one budget per step, call a
+ * (query_step; the advice thread runs none), hold the writer for more than one budget per step, call a
  * caller's callback on any thread but the loop's, or print (errors are
  * answered, the caller logs). */
 #ifndef SLABTAP_RECORD_QUERY_H
@@ -31,7 +37,12 @@
 #define QUERY_BUDGET_MS 300       /* one step's time on the writer thread */
 #define QUERY_SLICE_ROWS 250000   /* rowids of `writes` one step of a scan covers */
 #define QUERY_CACHE_MAX 32        /* answers about finished runs kept */
-#define QUERY_ADVICE_TTL_MS 30000 /* advice about the running run is reused this long */
+#define QUERY_ADVICE_TTL_MS 30000 /* the live run's advice is served without a look this long */
+#define QUERY_ADVICE_RUNS 8       /* runs whose advice is kept */
+#define QUERY_ADVICE_REGROW_PCT \
+    10 /* a live run's advice is computed again once it has grown this much */
+#define QUERY_ADVICE_ROWS_INLINE 250000 /* a run without write aggregates: rows read for advice */
+#define QUERY_ADVICE_READ_MS 1000 /* the one step that reads advice's inputs (the aggregates) */
 #define QUERY_RUNS_MAX 500        /* runs listed by /api/runs */
 #define QUERY_TOP_MAX 50
 #define QUERY_POINTS_MIN 10
@@ -83,6 +94,7 @@ typedef void (*query_done_fn)(void *ud, enum query_status st, char *text);
 
 struct query_job;
 struct query_cache_ent;
+struct query_advice_slot;
 
 struct query_queue {
     pthread_mutex_t mu;
@@ -100,6 +112,13 @@ struct query_queue {
     uint64_t cache_clock;
     int64_t step_deadline_ns;
     bool interrupted;
+    /* advice (answer_advice): per run, under mu; its thread (one at a
+     * time) started and joined by the writer thread, then by query_close */
+    struct query_advice_slot *advice; /* QUERY_ADVICE_RUNS */
+    uint64_t advice_clock;
+    bool advice_stop;
+    pthread_t advice_thread;
+    bool advice_thread_live;
     /* counters, under mu */
     uint64_t answered, busy, full;
 };
@@ -121,6 +140,14 @@ void query_step(struct query_queue *q, sqlite3 *db);
  * QUERY_CANCELLED, answers not delivered are delivered as cancelled, the
  * async handle is closed (its close callback needs one more loop turn). */
 void query_close(struct query_queue *q);
+
+/* Loop thread: run_id's advice (0: the current run) without the writer,
+ * when it is known: QUERY_OK with the answer kept (the run finished, or
+ * computed less than QUERY_ADVICE_TTL_MS ago, or a new one is being
+ * computed), QUERY_BUSY with its progress in words while the first one is
+ * computed (*retry_s: when to ask again, 1..8); -1: ask the writer
+ * (query_submit). *text is the caller's to free. */
+int query_advice_peek(struct query_queue *q, int64_t run_id, char **text, int *retry_s);
 
 /* JSON array items (no brackets) of up to max runs, newest first, in the
  * /api/runs "runs" format; run_id skip excluded. Before the writer thread

@@ -695,6 +695,21 @@ int runs_read_prediction(sqlite3 *db, int64_t run_id, struct prediction *r, char
     return runs_src_prediction(&s, run_id, r, err, errlen);
 }
 
+int runs_read_rows_status(sqlite3 *db, int64_t run_id, struct runs_rows_status *out)
+{
+    struct runs_src s;
+    runs_src_wrap(&s, db);
+    return runs_src_rows_status(&s, run_id, out);
+}
+
+int runs_read_prediction_agg(sqlite3 *db, int64_t run_id, struct prediction *r,
+                             struct runs_agg_info *info, char *err, size_t errlen)
+{
+    struct runs_src s;
+    runs_src_wrap(&s, db);
+    return runs_src_prediction_agg(&s, run_id, r, info, err, errlen);
+}
+
 /* What every prediction of a run starts from: its name, its settings, the
  * ladder chosen by the same three witnesses and the same rule as the
  * proxy's tags, and the ladder its writes were tagged with. 0, or -1 with

@@ -134,6 +134,12 @@ int runs_src_rows_status(struct runs_src *s, int64_t run_id, struct runs_rows_st
 int runs_src_prediction_agg(struct runs_src *s, int64_t run_id, struct prediction *out,
                             struct runs_agg_info *info, char *err, size_t errlen);
 
+/* The two above on a SQLite handle already open (the writer's: the
+ * page's advice). */
+int runs_read_rows_status(sqlite3 *db, int64_t run_id, struct runs_rows_status *out);
+int runs_read_prediction_agg(sqlite3 *db, int64_t run_id, struct prediction *out,
+                             struct runs_agg_info *info, char *err, size_t errlen);
+
 /* The runs of the fleet: node LIKE node_like (NULL: any node; a SQLite
  * file keeps a run's node in run_meta 'node') and, when since_ns > 0, still
  * running or ended at or after since_ns (unix ns). Ids into *ids (malloc'd,

@@ -132,6 +132,7 @@ int webapi_parse(enum webapi_route route, const char *query, struct query_params
 struct webapi_pending {
     struct webapi *w;
     uint64_t token;
+    enum webapi_route route;
 };
 
 static void webapi_error(struct jsonb *b, const char *msg)
@@ -146,11 +147,43 @@ static void webapi_reply(struct admin_http_response *resp, int status, const cha
     struct jsonb b;
     jsonb_init(&b);
     webapi_error(&b, msg);
-    if (b.failed)
+    if (b.failed) {
         admin_http_respond(resp, 500, "text/plain", "out of memory\n", 14);
-    else
+    } else {
+        if (status == 503) /* every 503 is worth asking again */
+            admin_http_add_header(resp, "Retry-After", "1");
         admin_http_respond(resp, status, "application/json", b.data, b.len);
+    }
     jsonb_free(&b);
+}
+
+/* The advice kept for the run, answered now without the writer: true when
+ * answered. */
+static bool webapi_advice_now(struct webapi *w, const struct query_params *p,
+                              struct admin_http_response *resp)
+{
+    char *text = NULL, ra[16];
+    int retry = 0;
+    int st = query_advice_peek(&w->q, p->run_id, &text, &retry);
+    if (st == QUERY_OK) {
+        admin_http_respond(resp, 200, "application/json", text, strlen(text));
+    } else if (st == QUERY_BUSY) { /* 202: accepted, being computed */
+        struct jsonb b;
+        jsonb_init(&b);
+        jsonb_raw(&b, "{\"computing\":");
+        jsonb_string(&b, text, strlen(text));
+        jsonb_printf(&b, ",\"retry_after_s\":%d}\n", retry);
+        snprintf(ra, sizeof ra, "%d", retry);
+        if (b.failed) {
+            admin_http_respond(resp, 500, "text/plain", "out of memory\n", 14);
+        } else {
+            admin_http_add_header(resp, "Retry-After", ra);
+            admin_http_respond(resp, 202, "application/json", b.data, b.len);
+        }
+        jsonb_free(&b);
+    }
+    free(text);
+    return st == QUERY_OK || st == QUERY_BUSY;
 }
 
 static int webapi_status(enum query_status st)
@@ -175,6 +208,18 @@ static void webapi_done(void *ud, enum query_status st, char *text)
         if (st == QUERY_OK && text) {
             admin_http_answer_later(p->w->http, p->token, 200, "application/json", text,
                                     strlen(text));
+        } else if (st == QUERY_BUSY && p->route == WEBAPI_ADVICE) {
+            /* advice being computed: 202, what it does in words */
+            struct jsonb b;
+            jsonb_init(&b);
+            jsonb_raw(&b, "{\"computing\":");
+            jsonb_string(&b, text ? text : "computing advice",
+                         strlen(text ? text : "computing advice"));
+            jsonb_raw(&b, ",\"retry_after_s\":1}\n");
+            if (!b.failed)
+                admin_http_answer_later(p->w->http, p->token, 202, "application/json", b.data,
+                                        b.len);
+            jsonb_free(&b);
         } else {
             struct jsonb b;
             jsonb_init(&b);
@@ -216,6 +261,10 @@ void webapi_handle(struct webapi *w, enum webapi_route route, const struct admin
         webapi_reply(resp, 503, "no database");
         return;
     }
+    if (route == WEBAPI_ADVICE && webapi_advice_now(w, &p, resp)) {
+        w->answered++;
+        return;
+    }
     struct webapi_pending *pd = malloc(sizeof *pd);
     if (!pd) {
         webapi_reply(resp, 503, "out of memory");
@@ -223,6 +272,7 @@ void webapi_handle(struct webapi *w, enum webapi_route route, const struct admin
     }
     pd->w = w;
     pd->token = 0;
+    pd->route = route;
     /* answers come through the loop (uv_async), never during this call:
      * the token is set before the query can be answered */
     enum query_status st = query_submit(&w->q, &p, webapi_done, pd);

@@ -6,7 +6,9 @@
  * (webapi_parse: pure, every parameter an integer in its range, no
  * duplicates, nothing unknown) and the mapping of query outcomes to HTTP:
  * 400 bad parameters, 404 unknown run, 503 no room in the queue or over
- * the time budget (advice: busy while it is computed), 500 a failure.
+ * the time budget, 500 a failure. Advice: 202 {"computing": its progress
+ * in words, "retry_after_s": N} while it is computed (a Retry-After
+ * header when answered at once from what record/query keeps), then 200.
  * Must never: run SQL (only the writer thread does), pass browser text
  * into a query, or answer a request twice. */
 #ifndef SLABTAP_WEBAPI_H

@@ -32,6 +32,14 @@ page is open), after an earlier run recorded into the same database:
   an empty MRC. The page's line for a report with measured numbers
   (tests/data/hits_advice_verified.json, from `model advise --verify
   --save` on a recorded getset run) equals the one built here.
+- a run of 700k writes into a full memcached (-m 64): the advice panel
+  shows the background computation's progress (never a bare
+  "computing"), then the advice, whose recommended flags equal /api/run/
+  advice's and the output of the command the page shows (`slabtap model
+  advise ... --source aggregates --objective ...`); the advice table fits
+  a 1400 px window; every time chart has the same x range and ticks; the
+  memory chart's byte ticks are 1/2/5 x powers of 1024. The time to the
+  advice is printed.
 - screenshots at 1280 and 390 px are saved in the artifact dir
   ($SLABTAP_ARTIFACTS, default ./artifacts, then test_page/); the path is
   printed. SLABTAP_PAGE_PNG=path copies the 1280 one there (docs/page.png).
@@ -545,6 +553,113 @@ class PageTest(mctest.ServerTestCase):
         br.close()
         self.stop_clean(px)
 
+
+    def test_big_run_advice(self):
+        """A run of 700k writes (memcached -m 64 full, evicting): the advice
+        is computed in the background and the page shows its progress, then
+        the advice; never a bare "computing". Figures printed: the time from
+        the page's first question to the advice shown."""
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        mc = self.mc(extra=["-m", "64"])
+        db = self.path("big.db")
+        px = self.started(StartProxy(self.w.path, mc.port, db=db, name="big", http=True, keys="prefix",
+                                     extra=["--run", "big", "--stats-interval", "500"]))
+        wl = self.path("big.wl")
+        with open(wl, "w") as f:
+            f.write("connections 4\npipeline 64\nseed 7\nphase load\n"
+                    "set %d key=big:{rand:300000} size=uniform(100,2000) noreply\n" % BIG_WRITES)
+        rc, out, err = mctest.run_slabtap(["load", "--target", "%s:%d" % (HOST, px.port), "--workload", wl, "-q"])
+        self.assertEqual(rc, 0, out + err)
+        run_id = self.api(px, "/api/runs")["current"]["run_id"]
+        mctest.wait_for(lambda: self.api(px, "/api/runs")["current"]["rows_recorded"] >= BIG_WRITES, 60,
+                        interval=0.2, what="every write recorded")
+        time.sleep(1.2)  # a stats sample after the load (-stats-interval 500)
+
+        br = Browser(self.w.path)
+        self.addCleanup(br.close)
+        # every text the advice panel shows, from the first one on
+        br.call("Page.addScriptToEvaluateOnNewDocument", {"source": ADVICE_LOG_JS})
+        br.viewport(1400, 900, False)
+        t0 = time.monotonic()
+        br.open("http://%s:%d/" % (HOST, px.http_port))
+        br.wait("!!document.querySelector('.advice-body [data-recommended]')", 90, "the advice of the big run")
+        secs = time.monotonic() - t0
+        log = br.eval("window.__adviceLog || []")
+        waits = [t for t in log if t.startswith("waiting for the advice")]
+        print("\ntest_page: advice of a %d-write run shown %.2f s after the page was opened, after %d "
+              "progress texts: %r" % (BIG_WRITES, secs, len(waits), waits[:4]), file=sys.stderr)
+        # the page never says "computing" without saying how far and when it asks again
+        for t in log:
+            if "comput" in t and "How: " not in t:
+                self.assertRegex(t, r"computing advice: (started on [0-9]+ writes|[0-9]+ % \([0-9]+ of at most"
+                                    r"|reading the run's write aggregates)")
+                self.assertIn("asking again in", t)
+        # the server said 202 with progress while it computed: the first
+        # question after a change of state starts it again only when the
+        # run has grown; asking again now answers at once, the same advice
+        st, hdrs, body = mctest.http_request(px.http_port, "GET", "/api/run/advice?run=%d" % run_id)
+        self.assertEqual(st, 200, body[:300])
+        adv = json.loads(body)
+        self.assertEqual(adv["basis"], "aggregates")
+        self.assertGreaterEqual(adv["writes_seen"], BIG_WRITES)
+        shown = br.eval("document.querySelector('.advice-body [data-recommended]').dataset.recommended")
+        self.assertEqual(shown, adv["recommended"]["flags"])
+        # the advice table fits the 1400 px window
+        right = br.eval("Math.ceil(document.querySelector('.advice-table').getBoundingClientRect().right)")
+        width = br.eval("document.documentElement.clientWidth")
+        self.assertLessEqual(right, width, "the advice table ends at x=%d in a %d px window" % (right, width))
+        # the headline numbers: memory used of the limit as /api/run/classes says, rows lost
+        head = br.eval("Object.fromEntries([...document.querySelectorAll('.headline .hl')].map("
+                       "(e) => [e.dataset.k, e.querySelector('b').textContent]))")
+        self.assertEqual(sorted(head), ["evictions", "hits", "lost", "memory", "waste", "writes"], head)
+        cl = self.api(px, "/api/run/classes?run=%d" % run_id)
+        self.assertEqual(head["memory"], "%.1f MB / %.1f MB" % (cl["total_malloced"] / 1048576.0,
+                                                                cl["limit_maxbytes"] / 1048576.0))
+        self.assertEqual(head["lost"], str(self.api(px, "/api/runs")["current"]["rows_dropped"]))
+        # every time chart of the run over the same x range, ticks included
+        br.wait("document.body.dataset.state === 'ready'", 60, "state ready")
+        ranges = br.eval(TIME_RANGES_JS)
+        self.assertEqual(sorted(ranges), sorted(TIME_CHARTS), ranges)
+        self.assertEqual(len({(r["min"], r["max"]) for r in ranges.values()}), 1, ranges)
+        self.assertEqual(len({tuple(r["ticks"]) for r in ranges.values()}), 1, ranges)
+        self.assertEqual(ranges["pages"]["min"], 0)
+        # byte ticks of the memory chart: multiples of 1, 2 or 5 x a power of 1024
+        ticks = br.eval("Chart.getChart(document.querySelector('canvas[data-chart=\"memory\"]')).scales.y.ticks.map((t) => t.value)")
+        step = ticks[1] - ticks[0]
+        self.assertTrue(any(step == m * 10 ** e * 1024 ** k for m in (1, 2, 5) for e in range(3) for k in range(5)),
+                        ticks)
+        self.assertTrue(all(t % step == 0 for t in ticks), ticks)
+        self.assertTrue(64 << 20 <= ticks[-1] < 128 << 20, ticks)  # the limit on the chart, not 1 GB
+        shot = os.path.join(ARTIFACTS, "page-big-1400.png")
+        br.screenshot(shot, 1400, False)
+        print("test_page: screenshot %s" % shot, file=sys.stderr)
+        self.assert_clean(br, br.eval(STATE_JS), "big run at 1400 px")
+        # the same advice from `slabtap model advise`, with the page's own command
+        self.stop_clean(px)
+        import shlex
+        argv = shlex.split(adv["command"])
+        self.assertEqual(argv[:3], ["slabtap", "model", "advise"])
+        rc, out, err = mctest.run_slabtap(argv[1:])
+        self.assertEqual(rc, 0, out + err)
+        flags = [ln.split("memcached flags: ", 1)[1].strip() for ln in out.splitlines()
+                 if ln.strip().startswith("memcached flags: ")]
+        self.assertEqual(flags, [adv["recommended"]["flags"]], out)
+
+
+BIG_WRITES = 700000
+TIME_CHARTS = ["pages", "evictions", "memory", "rates", "hits", "latency", "classhits"]
+# the advice panel's texts, from before the page's script runs
+ADVICE_LOG_JS = r"""window.__adviceLog = [];
+new MutationObserver(() => {
+  const b = document.querySelector('.advice-body');
+  const t = b ? b.textContent : '';
+  const l = window.__adviceLog;
+  if (t && l[l.length - 1] !== t) l.push(t);
+}).observe(document, { childList: true, subtree: true, characterData: true });"""
+TIME_RANGES_JS = r"""Object.fromEntries(%s.map((n) => {
+  const ch = Chart.getChart(document.querySelector('.view canvas[data-chart="' + n + '"]'));
+  return [n, { min: ch.scales.x.min, max: ch.scales.x.max, ticks: ch.scales.x.ticks.map((t) => t.value) }];
+}))""" % json.dumps(TIME_CHARTS)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

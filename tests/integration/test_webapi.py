@@ -137,11 +137,12 @@ def reports_json(db, run, stored):
 
 
 def get(port, path, expect=200):
-    """The JSON of GET path, retried while 503 (busy) for a bounded time."""
+    """The JSON of GET path, retried while 503 (busy) or 202 (advice being
+    computed) for a bounded time."""
     deadline = time.monotonic() + 20
     while True:
         st, hdrs, body = http_request(port, "GET", path)
-        if st != 503 or expect == 503 or time.monotonic() > deadline:
+        if st not in (503, 202) or expect in (503, 202) or time.monotonic() > deadline:
             break
         time.sleep(0.1)
     if st != expect:
@@ -242,8 +243,20 @@ class WebApiTest(mctest.ServerTestCase):
         self.assertIn(advice["verdict"], ("EXACT", "MISMATCH", "NOT COMPARABLE", "NO SAMPLE"))
         self.assertTrue(advice["candidates"])
         self.assertEqual(sum(1 for c in advice["candidates"] if c["recommended"]), 1)
+        # computed once: asked again, the same answer (its computed_s too),
+        # at once; how it was obtained is in it
+        self.assertEqual(get(hp, "/api/run/advice"), advice)
+        for k in ("basis", "writes_seen", "objective", "objective_why", "memory_limit_bytes",
+                  "ladder_source", "command", "recommended"):
+            self.assertIn(k, advice)
+        self.assertEqual(advice["recommended"], [c for c in advice["candidates"] if c["recommended"]][0])
         self.check_bad(hp)
         self.stop_clean(px)
+        # the command it shows gives the same recommendation
+        argv = advice["command"].split()
+        rc, out, err = mctest.run_slabtap(argv[1:])
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("  memcached flags: %s\n" % advice["recommended"]["flags"], out)
 
         # what SQL says over the file, now that the proxy has stopped
         rows = mctest.db_rows(db, "SELECT count(*) AS n, sum(value_len) AS v FROM sets"

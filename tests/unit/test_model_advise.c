@@ -551,6 +551,15 @@ static void test_cliffs(struct tally *t)
     advise_hist_free(&h);
 }
 
+/* advise_progress_fn: the last (done, total) seen */
+static bool count_progress(void *ud, size_t done, size_t total)
+{
+    size_t *p = ud;
+    p[0] = done;
+    p[1] = total;
+    return true;
+}
+
 static void test_capacity_advice(struct tally *t)
 {
     struct slab_settings base, best;
@@ -603,8 +612,12 @@ static void test_capacity_advice(struct tally *t)
         for (size_t li = 0; li < N(limits); li++) {
             size_t n = 0;
             uint32_t maxc = li % 2 ? 20 : 63;
+            size_t prog[2] = { 0, 0 };
             int rec = advise_capacity(&base, &h, &seq, 0, seq.n, (enum capacity_objective)obj,
-                                      limits[li] << 20, maxc, c, &n);
+                                      limits[li] << 20, maxc, c, &n, count_progress, prog);
+            /* progress: called as candidates are added, the last call at n */
+            TALLY_CHECK(t, rec < 0 || (prog[0] == n && prog[1] >= n),
+                        "progress %zu of %zu, %zu candidates", prog[0], prog[1], n);
             TALLY_CHECK(t, rec >= 0 && n >= 3, "obj %d -m %llu: rec %d, %zu candidates", obj,
                         (unsigned long long)limits[li], rec, n);
             if (rec < 0)
@@ -636,8 +649,9 @@ static void test_capacity_advice(struct tally *t)
     advise_hist_init(&h);
     advise_hist_from_seq(&seq, 0, seq.n, true, &h);
     size_t n = 0;
-    int rec =
-        c ? advise_capacity(&base, &h, &seq, 0, seq.n, CAPACITY_OBJ_MEMORY, 0, 63, c, &n) : -1;
+    int rec = c ? advise_capacity(&base, &h, &seq, 0, seq.n, CAPACITY_OBJ_MEMORY, 0, 63, c, &n,
+                                  NULL, NULL)
+                : -1;
     TALLY_CHECK(t, rec == 0, "snug fit: recommended %d (%s)", rec, rec > 0 ? c[rec].label : "-");
     if (rec == 0)
         TALLY_CHECK(t, c[0].cap.chunk_waste == 0 && c[0].cap.pages == 4,

@@ -1,0 +1,45 @@
+/* advice: the one capacity advice of a recorded run, the same for
+ * `slabtap model advise` (cli/model_cmd.c) and the page's
+ * /api/run/advice (record/query.c): which objective (the most items in
+ * the run's -m when its memcached was full, else the least memory for the
+ * whole working set), at which memory, and each candidate's memcached
+ * flags. The candidates themselves are model/advise.h's advise_capacity.
+ *
+ * Owns: the rule that picks the objective (advice_plan, with the SQL that
+ * reads whether the run's memcached was full), and the text of a
+ * candidate's flags. Must never write to the database, print, or choose
+ * candidates another way than advise_capacity. */
+#ifndef SLABTAP_RECORD_ADVICE_H
+#define SLABTAP_RECORD_ADVICE_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/advise.h"
+#include "model/predict.h"
+
+#define ADVICE_WHY_MAX 160
+
+struct advice_plan {
+    enum capacity_objective obj;
+    uint64_t mem_mb;          /* the objective's memory (-m) in MB */
+    uint64_t mem_limit;       /* the same in bytes */
+    bool chosen;              /* the objective was chosen (not given) */
+    char why[ADVICE_WHY_MAX]; /* whether the run's memcached was full, and why */
+};
+
+/* The plan for run r (db may be NULL: then only r's evictions tell
+ * whether it was full). objective "items", "memory" or NULL (chosen: items
+ * when full); memory_limit_mb 0: the run's own -m. */
+void advice_plan(sqlite3 *db, const struct prediction *r, const char *objective,
+                 uint64_t memory_limit_mb, struct advice_plan *out);
+
+/* Candidate c's memcached flags at the plan's memory: -m, the ladder and
+ * every other flag that differs from the defaults (-I, slab_chunk_max,
+ * -C), in the units of memcached version. */
+void advice_candidate_flags(const struct advise_candidate *c, const struct advice_plan *p,
+                            const char *version, char *out, size_t len);
+
+#endif
