@@ -66,7 +66,7 @@ static char top_text[TOP_VIEW_RENDER_MAX];
 static void top_usage(FILE *out)
 {
     fprintf(out,
-            "usage: slabtap top --memcached HOST:PORT [options]\n"
+            "usage: slabtap top --memcached HOST:PORT|unix:PATH [options]\n"
             "       slabtap top --proxy HOST:PORT [--http-token TOKEN] [options]\n"
             "\n"
             "The top of memcached memory: one row per slab class (chunk size, items,\n"
@@ -75,7 +75,8 @@ static void top_usage(FILE *out)
             "--interval. Rates are the difference of two samples.\n"
             "\n"
             "source, exactly one of:\n"
-            "  --memcached HOST:PORT  read `stats`, `stats slabs`, `stats items` directly\n"
+            "  --memcached HOST:PORT|unix:PATH\n"
+            "                         read `stats`, `stats slabs`, `stats items` directly\n"
             "  --proxy HOST:PORT      a running slabtap's admin endpoint (its --http):\n"
             "                         GET /api/slabs (classes; memory used and its limit from\n"
             "                         /api/run/classes; the totals that only\n"
@@ -157,9 +158,14 @@ static int top_source_open(struct top_source *s, const struct top_args *a, char 
     s->ctl.timeout_ms = (unsigned)a->timeout;
     s->ctl.cancel = &top_stop;
     stats_sample_init(&s->sample);
-    if (addr_parse(s->text, &s->addr))
-        return opt_error(err, errlen, "top", "bad %s address '%s' (want HOST:PORT)",
-                         s->proxy ? "--proxy" : "--memcached", s->text);
+    struct addr_list l;
+    char why[384];
+    if (s->proxy && !strncmp(s->text, "unix:", 5))
+        return opt_error(err, errlen, "top", "--proxy %s: the admin endpoint is HOST:PORT",
+                         s->text);
+    if (addr_resolve(s->text, &l, why, sizeof why))
+        return opt_error(err, errlen, "top", "%s %s", s->proxy ? "--proxy" : "--memcached", why);
+    s->addr = l.a[0];
     if (s->proxy) {
         snprintf(s->name, sizeof s->name, "%s via slabtap /api/slabs", s->text);
         s->http = malloc(TOP_FETCH_HTTP_MAX + 1);

@@ -54,8 +54,7 @@ static int top_wait(struct top_conn *c, short events, const char *what, char *er
 static int top_connect(struct top_conn *c, const struct sockaddr_storage *addr,
                        const struct top_fetch_ctl *ctl, char *err, size_t errlen)
 {
-    socklen_t len =
-        addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    socklen_t len = addr_len((const struct sockaddr *)addr);
     int soerr = 0;
     socklen_t sl = sizeof soerr;
     c->ctl = ctl;
