@@ -867,6 +867,10 @@ static void app_teardown(struct app *a)
     proxy_close(&a->px, on_teardown_proxy);
     for (int turns = 0; a->teardown_pending > 0 && turns < 100000; turns++)
         uv_run(a->loop, UV_RUN_ONCE);
+    /* the close callbacks of the handles closed last, then the buffers:
+     * nothing left for uv_loop_close to find */
+    uv_run(a->loop, UV_RUN_NOWAIT);
+    pbuf_pool_free(&a->px.pool);
 }
 
 int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)

@@ -99,8 +99,12 @@ static void poller_on_tcp_closed(uv_handle_t *h)
     struct poller *p = h->data;
 
     /* Only now may tcp be initialised again, so the backoff starts here. */
-    if (p->state == POLLER_DRAINING)
+    if (p->state == POLLER_DRAINING && p->next_addr_now) {
+        p->next_addr_now = false;
+        poller_start_connect(p);
+    } else if (p->state == POLLER_DRAINING) {
         poller_schedule_reconnect(p);
+    }
     poller_handle_closed(p);
 }
 
@@ -127,6 +131,7 @@ static void poller_fail(struct poller *p, enum poller_error why, int uv_err)
     if (p->state == POLLER_CONNECTING) {
         p->counters.connect_failures++;
         p->upstream_at++; /* a name's next address next time */
+        p->addr_tried = 0;
     } else if (p->state == POLLER_CONNECTED)
         p->counters.disconnects++;
     p->connected = false;
@@ -286,9 +291,17 @@ static void poller_on_connect(uv_connect_t *req, int status)
      * was already counted. */
     if (p->state != POLLER_CONNECTING) {
         /* nothing */
+    } else if (status < 0 && ++p->addr_tried < p->upstream->n) {
+        /* a name's next address at once, quietly: it may well answer */
+        p->upstream_at++;
+        p->next_addr_now = true;
+        p->state = POLLER_DRAINING;
+        poller_close_tcp(p);
     } else if (status < 0) {
+        p->addr_tried = 0;
         poller_fail(p, POLLER_E_CONNECT, status);
     } else {
+        p->addr_tried = 0;
         p->counters.connects++;
         if (p->counters.connects > 1 || p->counters.connect_failures > 0)
             p->counters.reconnects++;

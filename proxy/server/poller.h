@@ -126,6 +126,8 @@ struct poller {
     uv_timer_t backoff; /* one-shot: reconnect */
     const struct addr_list *upstream; /* the caller's: read at every connect */
     size_t upstream_at;               /* the address tried next */
+    size_t addr_tried;                /* addresses failed in this round */
+    bool next_addr_now;               /* closing to try the next address */
     unsigned interval_ms;
     unsigned backoff_ms;
     poller_sample_cb on_sample;
