@@ -44,8 +44,14 @@ static void proxy_usage(FILE *out)
             "(--reads); reads are also counted per second;\n"
             "memcached's stats are polled on a side connection and kept as a time series.\n"
             "\n"
-            "  --listen HOST:PORT   address for clients (default 127.0.0.1:11311)\n"
-            "  --upstream HOST:PORT memcached to forward to (required)\n"
+            "  --listen ADDR        address for clients (default 127.0.0.1:11311): HOST:PORT,\n"
+            "                       :PORT (every address: [::] dual-stack, else 0.0.0.0),\n"
+            "                       [IPv6]:PORT, unix:PATH (mode 0660, removed at exit);\n"
+            "                       port 0: the kernel's choice, printed on the line\n"
+            "                       `slabtap: listen ADDR` (and `slabtap: http ADDR`)\n"
+            "  --upstream ADDR      memcached to forward to (required): HOST:PORT (every\n"
+            "                       address of the name tried in turn), [IPv6]:PORT,\n"
+            "                       unix:PATH (memcached -s PATH)\n"
             "  --db FILE|URI        SQLite database (created if missing), or a\n"
             "                       postgresql:// URI (libpq; the password from\n"
             "                       PGPASSWORD or ~/.pgpass, never shown in logs)\n"
@@ -358,8 +364,8 @@ static enum opt_result proxy_check_args(const struct proxy_args *a, struct app_c
         return opt_error(err, errlen, "proxy", "--upstream %s", why);
     cfg->http_enabled = strcmp(a->http, "off") != 0;
     if (cfg->http_enabled && !strncmp(a->http, "unix:", 5))
-        return opt_error(err, errlen, "proxy", "--http %s: the admin endpoint takes HOST:PORT or off",
-                         a->http);
+        return opt_error(err, errlen, "proxy",
+                         "--http %s: the admin endpoint takes HOST:PORT or off", a->http);
     if (cfg->http_enabled && addr_resolve(a->http, &hl, why, sizeof why))
         return opt_error(err, errlen, "proxy", "--http %s (or off)", why);
     if (cfg->http_enabled)
@@ -505,8 +511,8 @@ int cli_proxy_main(int argc, char **argv)
     fprintf(stderr, "slabtap: listen %s\nslabtap: http %s\n", pa->app.px.listen_text,
             cfg.http_enabled ? pa->app.http_host : "off");
     fprintf(stderr, "slabtap: proxy %s -> %s, run %lld '%s' node '%s' into %s%s%s, admin %s\n",
-            pa->app.px.listen_text, cfg.proxy.upstream_text, (long long)pa->app.run_id, cfg.run_name, cfg.node,
-            sink_name(&pa->app.sink), cfg.spill_path ? ", spill " : "",
+            pa->app.px.listen_text, cfg.proxy.upstream_text, (long long)pa->app.run_id,
+            cfg.run_name, cfg.node, sink_name(&pa->app.sink), cfg.spill_path ? ", spill " : "",
             cfg.spill_path ? cfg.spill_path : "", cfg.http_enabled ? pa->app.http_host : "off");
     uv_run(&pa->loop, UV_RUN_DEFAULT);
 

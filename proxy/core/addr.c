@@ -48,7 +48,8 @@ int addr_split(const char *text, struct addr_spec *spec, char *err, size_t errle
     if (!strncmp(text, "unix:", 5)) {
         const char *path = text + 5;
         if (!*path)
-            return addr_fail(err, errlen, "'%s': no path after unix: (unix:/run/memcached.sock)", text);
+            return addr_fail(err, errlen, "'%s': no path after unix: (unix:/run/memcached.sock)",
+                             text);
         if (strlen(path) > ADDR_UNIX_PATH_MAX)
             return addr_fail(err, errlen, "'%s': a unix socket path is at most %d bytes", text,
                              ADDR_UNIX_PATH_MAX);
@@ -102,6 +103,15 @@ void addr_list_add(struct addr_list *out, const struct sockaddr *sa, socklen_t l
     }
 }
 
+void addr_list_from_addrinfo(struct addr_list *out, const struct addrinfo *res)
+{
+    out->n = 0;
+    for (const struct addrinfo *ai = res; ai; ai = ai->ai_next)
+        if ((ai->ai_family == AF_INET || ai->ai_family == AF_INET6) &&
+            ai->ai_addrlen <= sizeof out->a[0])
+            addr_list_add(out, ai->ai_addr, ai->ai_addrlen);
+}
+
 int addr_resolve(const char *text, struct addr_list *out, char *err, size_t errlen)
 {
     struct addr_spec s;
@@ -129,8 +139,7 @@ int addr_resolve(const char *text, struct addr_list *out, char *err, size_t errl
             return addr_fail(err, errlen, "'%s': '%s' is not an IPv6 address", text, s.host);
         addr_list_add(out, (struct sockaddr *)&ss, sizeof(struct sockaddr_in6));
         return 0;
-    case ADDR_INET:
-        break;
+    case ADDR_INET: break;
     }
     if (uv_ip4_addr(s.host, (int)s.port, (struct sockaddr_in *)&ss) == 0) {
         addr_list_add(out, (struct sockaddr *)&ss, sizeof(struct sockaddr_in));
@@ -146,10 +155,7 @@ int addr_resolve(const char *text, struct addr_list *out, char *err, size_t errl
         snprintf(err, errlen, "'%s': the name '%s' does not resolve (%s)", text, s.host, why);
         return -1;
     }
-    for (const struct addrinfo *ai = res; ai; ai = ai->ai_next)
-        if ((ai->ai_family == AF_INET || ai->ai_family == AF_INET6) &&
-            ai->ai_addrlen <= sizeof out->a[0])
-            addr_list_add(out, ai->ai_addr, ai->ai_addrlen);
+    addr_list_from_addrinfo(out, res);
     freeaddrinfo(res);
     if (!out->n)
         return addr_fail(err, errlen, "'%s': the name '%s' has no IPv4 or IPv6 address", text,

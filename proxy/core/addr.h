@@ -54,6 +54,10 @@ int addr_split(const char *text, struct addr_spec *spec, char *err, size_t errle
 int addr_resolve(const char *text, struct addr_list *out, char *err, size_t errlen);
 /* sa (len bytes) at the end of out unless there already or out is full. */
 void addr_list_add(struct addr_list *out, const struct sockaddr *sa, socklen_t len);
+struct addrinfo;
+/* out becomes the IPv4 and IPv6 addresses of a getaddrinfo answer (a name
+ * resolved again, asynchronously, by the caller). */
+void addr_list_from_addrinfo(struct addr_list *out, const struct addrinfo *res);
 /* The first address of addr_resolve: 0, or -1 (not an address, or a name
  * that does not resolve). */
 int addr_parse(const char *text, struct sockaddr_storage *out);

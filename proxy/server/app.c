@@ -988,8 +988,8 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         snprintf(rate, sizeof rate, "1/%u", (unsigned)cfg->proxy.sample_keys);
         meta_job(a, a->started_ns, "sample_keys", strdup(rate));
     }
-    rc = poller_open(&a->poller, a->loop, &a->px.cfg.upstream_addrs,
-                     cfg->stats_interval_ms, on_sample, a);
+    rc = poller_open(&a->poller, a->loop, &a->px.cfg.upstream_addrs, cfg->stats_interval_ms,
+                     on_sample, a);
     if (rc) {
         log_error("cannot start the stats poller: %s", uv_strerror(rc));
         rc = -1;

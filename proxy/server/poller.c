@@ -324,8 +324,8 @@ static void poller_start_connect(struct poller *p)
 
     p->state = POLLER_CONNECTING;
     p->attempt_ns = uv_hrtime();
-    const struct sockaddr *sa =
-        (const struct sockaddr *)&p->upstream->a[p->upstream_at % (p->upstream->n ? p->upstream->n : 1)];
+    const struct sockaddr *sa = (const struct sockaddr *)&p->upstream
+                                    ->a[p->upstream_at % (p->upstream->n ? p->upstream->n : 1)];
     rc = p->upstream->n ? dial_init(p->loop, &p->tcp, sa->sa_family) : UV_EAI_NONAME;
     if (rc < 0) {
         /* No handle to close: go straight to the backoff. */

@@ -122,8 +122,8 @@ struct poller {
     union dial_stream tcp; /* TCP or a unix socket */
     uv_connect_t connect_req;
     uv_write_t write_req;
-    uv_timer_t tick;    /* every interval_ms, from open to close */
-    uv_timer_t backoff; /* one-shot: reconnect */
+    uv_timer_t tick;                  /* every interval_ms, from open to close */
+    uv_timer_t backoff;               /* one-shot: reconnect */
     const struct addr_list *upstream; /* the caller's: read at every connect */
     size_t upstream_at;               /* the address tried next */
     size_t addr_tried;                /* addresses failed in this round */

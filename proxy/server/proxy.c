@@ -1475,7 +1475,8 @@ static int proxy_unix_stale(const char *path, char *err, size_t errlen)
     }
     if (e == ECONNREFUSED && unlink(path) == 0)
         return 0;
-    snprintf(err, errlen, "cannot listen on unix:%s: %s", path, strerror(e == ECONNREFUSED ? errno : e));
+    snprintf(err, errlen, "cannot listen on unix:%s: %s", path,
+             strerror(e == ECONNREFUSED ? errno : e));
     return -1;
 }
 

@@ -97,8 +97,8 @@ struct proxy_get_counter {
 struct proxy {
     uv_loop_t *loop;
     union dial_stream listener;
-    int listen_family;                  /* AF_UNIX: clients are pipes */
-    char listen_text[ADDR_TEXT_MAX];    /* the address bound ("[::]:40123") */
+    int listen_family;               /* AF_UNIX: clients are pipes */
+    char listen_text[ADDR_TEXT_MAX]; /* the address bound ("[::]:40123") */
     uv_timer_t drain_timer;
     uv_timer_t check_timer; /* while a client may be stalling or memory is
                                over max_memory: looks again (proxy_check) */

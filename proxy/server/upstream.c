@@ -830,11 +830,7 @@ static void up_on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *r
                       "SERVER_ERROR until it does",
                       px->cfg.upstream_text, uv_strerror(status));
     } else {
-        l->n = 0;
-        for (const struct addrinfo *ai = res; ai; ai = ai->ai_next)
-            if ((ai->ai_family == AF_INET || ai->ai_family == AF_INET6) &&
-                ai->ai_addrlen <= sizeof l->a[0])
-                addr_list_add(l, ai->ai_addr, ai->ai_addrlen);
+        addr_list_from_addrinfo(l, res);
     }
     px->upstream_at = 0;
     uv_freeaddrinfo(res);
@@ -864,11 +860,11 @@ static void up_connect_failed(struct upconn *up, const char *why)
     size_t n = px->cfg.upstream_addrs.n;
     if (!up->probing && !px->stopping && n && ++up->addr_tried < n) {
         char text[ADDR_TEXT_MAX];
-        log_write(LOG_LEVEL_DEBUG, px->upstream_peer, "upstream %u: %s: %s; trying %s", up->id,
-                  px->cfg.upstream_text, why,
-                  addr_format((const struct sockaddr *)&px->cfg.upstream_addrs
-                                  .a[(up->addr_at + 1) % n],
-                              text, sizeof text));
+        log_write(
+            LOG_LEVEL_DEBUG, px->upstream_peer, "upstream %u: %s: %s; trying %s", up->id,
+            px->cfg.upstream_text, why,
+            addr_format((const struct sockaddr *)&px->cfg.upstream_addrs.a[(up->addr_at + 1) % n],
+                        text, sizeof text));
         up->addr_at = (up->addr_at + 1) % n;
         up_close_sock(up);
         uv_timer_start(&up->retry, up_on_retry, 0, 0);
@@ -894,8 +890,8 @@ static void up_on_connect(uv_connect_t *req, int status)
     px->upstream_at = up->addr_at;
     up->addr_tried = 0;
     if (px->cfg.upstream_addrs.n)
-        addr_format((const struct sockaddr *)&px->cfg.upstream_addrs.a[up->addr_at %
-                                                                         px->cfg.upstream_addrs.n],
+        addr_format((const struct sockaddr *)&px->cfg.upstream_addrs
+                        .a[up->addr_at % px->cfg.upstream_addrs.n],
                     px->upstream_peer, sizeof px->upstream_peer);
     if (up->probing) {
         up_probe(up);
