@@ -52,7 +52,7 @@ struct top_args {
 struct top_source {
     bool proxy;
     const char *text, *token;
-    struct sockaddr_storage addr;
+    struct addr_list addr;
     struct top_fetch_ctl ctl;
     struct stats_sample sample;
     char *http; /* TOP_FETCH_HTTP_MAX + 1 bytes, --proxy only */
@@ -158,14 +158,12 @@ static int top_source_open(struct top_source *s, const struct top_args *a, char 
     s->ctl.timeout_ms = (unsigned)a->timeout;
     s->ctl.cancel = &top_stop;
     stats_sample_init(&s->sample);
-    struct addr_list l;
     char why[384];
     if (s->proxy && !strncmp(s->text, "unix:", 5))
         return opt_error(err, errlen, "top", "--proxy %s: the admin endpoint is HOST:PORT",
                          s->text);
-    if (addr_resolve(s->text, &l, why, sizeof why))
+    if (addr_resolve(s->text, &s->addr, why, sizeof why))
         return opt_error(err, errlen, "top", "%s %s", s->proxy ? "--proxy" : "--memcached", why);
-    s->addr = l.a[0];
     if (s->proxy) {
         snprintf(s->name, sizeof s->name, "%s via slabtap /api/slabs", s->text);
         s->http = malloc(TOP_FETCH_HTTP_MAX + 1);

@@ -1489,12 +1489,12 @@ static int proxy_listen_unix(struct proxy *px, const struct sockaddr_un *un, cha
     uv_pipe_init(px->loop, &px->listener.pipe, 0);
     px->listener_open = true;
     px->listen_family = AF_UNIX;
-    if ((rc = uv_pipe_bind(&px->listener.pipe, un->sun_path)) == 0) {
-        px->unix_bound = true;
-        /* clients of the owner and its group, as memcached's -a 0660 */
-        if (chmod(un->sun_path, 0660) != 0)
-            rc = uv_translate_sys_error(errno);
-    }
+    /* clients of the owner and its group only (0660), from the start: the
+     * socket is created with the umask (start-up: one thread) */
+    mode_t old = umask(0117);
+    rc = uv_pipe_bind(&px->listener.pipe, un->sun_path);
+    umask(old);
+    px->unix_bound = rc == 0;
     if (rc == 0)
         rc = uv_listen(&px->listener.stream, 1024, on_accept);
     if (rc)

@@ -228,6 +228,11 @@ class Addr(mctest.ServerTestCase):
         mctest.wait_for(polled, 20, what="the stats poller on the second address")
         self.stop_clean(px)
         self.assertNotIn("upstream memcached unavailable", px.stderr_text())
+        # top too
+        rc, out, err = mctest.run_slabtap(["top", "--once", "--memcached", ":%d" % mcd.port,
+                                           "--interval", "0"], timeout=60)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("slabtap top: :%d  memcached " % mcd.port), out)
 
     @unittest.skipUnless(HAS_V6, "no IPv6 loopback on this machine")
     def test_upstream_localhost_v6_only(self):
