@@ -1,7 +1,8 @@
 /* poller: the side connection that samples memcached's stats (see
- * poller.h). Owns its uv_tcp_t, two timers and one stats_sample. Must never
- * deliver part of a sample, let requests pile up behind a slow memcached,
- * touch a client's connection, or free memory outside a close callback. */
+ * poller.h). Owns its stream (TCP or a unix socket), two timers and one
+ * stats_sample. Must never deliver part of a sample, let requests pile up
+ * behind a slow memcached, touch a client's connection, or free memory
+ * outside a close callback. */
 #include "server/poller.h"
 #include "core/clock.h"
 #include "core/log.h"

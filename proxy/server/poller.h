@@ -7,11 +7,12 @@
  * `stats items` only is left out by the parser and counted in
  * classes_partial, with one warning per poller.
  *
- * Owns: its own uv_tcp_t (never a client's connection), two timers, the
- * read buffer and the sample being filled. Must never: deliver a sample
- * that is half of one (a sample in flight when the connection dies is
- * discarded), queue samples behind a slow memcached (a tick with a sample
- * outstanding is skipped and counted), block the loop, free memory
+ * Owns: its own stream, TCP or a unix socket (never a client's
+ * connection), two timers, the read buffer and the sample being filled.
+ * Must never: deliver a sample that is half of one (a sample in flight
+ * when the connection dies is discarded), queue samples behind a slow
+ * memcached (a tick with a sample outstanding is skipped and counted),
+ * block the loop, free memory
  * anywhere but a close callback, or log a line per failed poll: it logs one
  * warning (with the reason) when polling starts failing and one info line
  * when a sample arrives again, saying how long it was down and how many
