@@ -111,6 +111,10 @@ static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_o
         char why[384];
         if (addr_resolve(o->http, &a, why, sizeof why))
             return opt_error(err, errlen, "experiment", "--http / SLABTAP_HTTP %s", why);
+        if (a.a[0].ss_family == AF_UNIX)
+            return opt_error(err, errlen, "experiment",
+                             "--http / SLABTAP_HTTP %s: the admin endpoint takes HOST:PORT",
+                             o->http);
     }
     if (upstream_arg)
         snprintf(upstream, upstream_len, "%s", upstream_arg);
