@@ -16,7 +16,8 @@ memcacheds.
 - a second proxy on an admin port in use: the message names the address
   and --http, exit 1, no database file, no "handles left open".
 - Authorization: bearer TOKEN (any case of the scheme) is accepted.
-- top --memcached unix:PATH reads one frame.
+- top --memcached unix:PATH reads one frame; experiment --upstream unix:PATH
+  runs against it.
 """
 import os
 import re
@@ -321,6 +322,25 @@ class Addr(mctest.ServerTestCase):
         self.assertTrue(out.startswith("slabtap top: unix:%s  memcached " % sock), out)
         rows = [l.split() for l in out.splitlines() if l.split() and l.split()[0].isdigit()]
         self.assertTrue(any(int(r[2]) == 50 for r in rows), out)
+
+    # --- experiment -----------------------------------------------------------------
+
+    def test_experiment_upstream_unix(self):
+        sock = self.path("mc.sock")
+        self.mc(unix=sock, extra=["-m", "64", "-c", "1022"])
+        self.write("knob.wl", "connections 2\npipeline 32\nseed 5\nphase load\n"
+                   "set 3000 key=knb:{i:6} size=876\n")
+        spec = self.write("one.exp", 'run ext memcached="-m 64 -c 1022" workload=knob.wl '
+                          "gate=model items=3000\n")
+        rc, out, err = mctest.run_slabtap(
+            ["experiment", "--upstream", "unix:" + sock, "--results", self.path("results"),
+             "--db", self.path("runs.db"), spec], timeout=300)
+        self.assertEqual(rc, 0, err[-3000:])
+        self.assertIn("== run ext: external memcached ", err)
+        self.assertIn(" at unix:%s (not started by slabtap)" % sock, err)
+        self.assertRegex(out, r"(?m)^gate ok +ext +every write recorded: 3000 rows")
+        self.assertEqual(mctest.db_scalar(self.path("runs.db"), "SELECT upstream FROM runs"),
+                         "unix:" + sock)
 
 
 if __name__ == "__main__":
