@@ -109,10 +109,14 @@ static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_o
     if (!o->http && getenv("SLABTAP_HTTP") && getenv("SLABTAP_HTTP")[0])
         o->http = getenv("SLABTAP_HTTP");
     if (o->http) {
-        struct sockaddr_storage a;
-        if (addr_parse(o->http, &a))
+        struct addr_list a;
+        char why[384];
+        if (addr_resolve(o->http, &a, why, sizeof why))
+            return opt_error(err, errlen, "experiment", "--http / SLABTAP_HTTP %s", why);
+        if (a.a[0].ss_family == AF_UNIX)
             return opt_error(err, errlen, "experiment",
-                             "--http / SLABTAP_HTTP: '%s' is not HOST:PORT", o->http);
+                             "--http / SLABTAP_HTTP %s: the admin endpoint takes HOST:PORT",
+                             o->http);
     }
     if (upstream_arg)
         snprintf(upstream, upstream_len, "%s", upstream_arg);
@@ -122,10 +126,10 @@ static enum opt_result exp_parse_args(int argc, char **argv, struct experiment_o
                  getenv("MC_HOST") && getenv("MC_HOST")[0] ? getenv("MC_HOST") : "127.0.0.1",
                  getenv("MC_PORT") && getenv("MC_PORT")[0] ? getenv("MC_PORT") : "11311");
     if (upstream[0]) {
-        struct sockaddr_storage a;
-        if (addr_parse(upstream, &a))
-            return opt_error(err, errlen, "experiment",
-                             "--upstream / MC_HOST:MC_PORT: '%s' is not HOST:PORT", upstream);
+        struct addr_list a;
+        char why[384];
+        if (addr_resolve(upstream, &a, why, sizeof why))
+            return opt_error(err, errlen, "experiment", "--upstream / MC_HOST:MC_PORT %s", why);
         if (o->docker || o->memcached)
             return opt_error(err, errlen, "experiment",
                              "--upstream is a memcached slabtap does not start: not with "

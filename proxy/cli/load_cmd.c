@@ -140,9 +140,17 @@ static enum opt_result load_cli_check(const struct load_cli_args *a, struct load
                          "apply to --dry-run; a live run reads them from the server");
     if (!a->dry_run && !a->target)
         return opt_error(err, errlen, "load", "--target HOST:PORT is required (or --dry-run)");
-    if (a->target && addr_parse(a->target, &cfg->target))
-        return opt_error(err, errlen, "load", "bad --target address '%s' (want HOST:PORT)",
+    struct addr_list l;
+    char why[384];
+    if (a->target && !strncmp(a->target, "unix:", 5))
+        return opt_error(err, errlen, "load",
+                         "--target %s: load connects over TCP only (HOST:PORT, [IPv6]:PORT); "
+                         "put a proxy with --upstream unix:PATH in front",
                          a->target);
+    if (a->target && addr_resolve(a->target, &l, why, sizeof why))
+        return opt_error(err, errlen, "load", "--target %s", why);
+    if (a->target)
+        cfg->target = l.a[0];
     return OPT_OK;
 }
 

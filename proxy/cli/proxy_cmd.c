@@ -48,8 +48,14 @@ static void proxy_usage(FILE *out)
             "MS, DURATION: 250ms 1s 90s 5m 1h30m 2d '1 hour'; a number alone is in the\n"
             "unit the flag names (MS: milliseconds; --retain: seconds).\n"
             "\n"
-            "  --listen HOST:PORT   address for clients (default 127.0.0.1:11311)\n"
-            "  --upstream HOST:PORT memcached to forward to (required)\n"
+            "  --listen ADDR        address for clients (default 127.0.0.1:11311): HOST:PORT,\n"
+            "                       :PORT (every address: [::] dual-stack, else 0.0.0.0),\n"
+            "                       [IPv6]:PORT, unix:PATH (mode 0660, removed at exit);\n"
+            "                       port 0: the kernel's choice, printed on the line\n"
+            "                       `slabtap: listen ADDR` (and `slabtap: http ADDR`)\n"
+            "  --upstream ADDR      memcached to forward to (required): HOST:PORT (every\n"
+            "                       address of the name tried in turn), [IPv6]:PORT,\n"
+            "                       unix:PATH (memcached -s PATH)\n"
             "  --db FILE|URI        SQLite database (created if missing), or a\n"
             "                       postgresql:// URI (libpq; the password from\n"
             "                       PGPASSWORD or ~/.pgpass, never shown in logs)\n"
@@ -321,18 +327,22 @@ static enum opt_result proxy_store_args(struct proxy_args *a, struct app_config 
 static enum opt_result proxy_check_args(const struct proxy_args *a, struct app_config *cfg,
                                         char *err, size_t errlen)
 {
+    struct addr_list hl;
     if (!a->upstream || !cfg->db_path)
         return opt_error(err, errlen, "proxy", "--upstream and --db are required");
-    if (addr_parse(a->listen, &cfg->proxy.listen_addr))
-        return opt_error(err, errlen, "proxy", "bad --listen address '%s' (want HOST:PORT)",
-                         a->listen);
-    if (addr_parse(a->upstream, &cfg->proxy.upstream_addr))
-        return opt_error(err, errlen, "proxy", "bad --upstream address '%s' (want HOST:PORT)",
-                         a->upstream);
+    char why[384];
+    if (addr_resolve(a->listen, &cfg->proxy.listen_addrs, why, sizeof why))
+        return opt_error(err, errlen, "proxy", "--listen %s", why);
+    if (addr_resolve(a->upstream, &cfg->proxy.upstream_addrs, why, sizeof why))
+        return opt_error(err, errlen, "proxy", "--upstream %s", why);
     cfg->http_enabled = strcmp(a->http, "off") != 0;
-    if (cfg->http_enabled && addr_parse(a->http, &cfg->http_addr))
-        return opt_error(err, errlen, "proxy", "bad --http address '%s' (want HOST:PORT or off)",
-                         a->http);
+    if (cfg->http_enabled && !strncmp(a->http, "unix:", 5))
+        return opt_error(err, errlen, "proxy",
+                         "--http %s: the admin endpoint takes HOST:PORT or off", a->http);
+    if (cfg->http_enabled && addr_resolve(a->http, &hl, why, sizeof why))
+        return opt_error(err, errlen, "proxy", "--http %s (or off)", why);
+    if (cfg->http_enabled)
+        cfg->http_addr = hl.a[0];
     return OPT_OK;
 }
 
@@ -474,10 +484,13 @@ int cli_proxy_main(int argc, char **argv)
     pa->sigint.data = pa->sigterm.data = pa;
     uv_signal_start(&pa->sigint, on_signal, SIGINT);
     uv_signal_start(&pa->sigterm, on_signal, SIGTERM);
+    /* the addresses bound, for scripts: `--listen 127.0.0.1:0` gives the port here */
+    fprintf(stderr, "slabtap: listen %s\nslabtap: http %s\n", pa->app.px.listen_text,
+            cfg.http_enabled ? pa->app.http_host : "off");
     fprintf(stderr, "slabtap: proxy %s -> %s, run %lld '%s' node '%s' into %s%s%s, admin %s\n",
-            a.listen, cfg.proxy.upstream_text, (long long)pa->app.run_id, cfg.run_name, cfg.node,
-            sink_name(&pa->app.sink), cfg.spill_path ? ", spill " : "",
-            cfg.spill_path ? cfg.spill_path : "", a.http);
+            pa->app.px.listen_text, cfg.proxy.upstream_text, (long long)pa->app.run_id,
+            cfg.run_name, cfg.node, sink_name(&pa->app.sink), cfg.spill_path ? ", spill " : "",
+            cfg.spill_path ? cfg.spill_path : "", cfg.http_enabled ? pa->app.http_host : "off");
     uv_run(&pa->loop, UV_RUN_DEFAULT);
 
     /* the loop is idle: write every row, finish the run, close the file */

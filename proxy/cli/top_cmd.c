@@ -53,7 +53,7 @@ struct top_args {
 struct top_source {
     bool proxy;
     const char *text, *token;
-    struct sockaddr_storage addr;
+    struct addr_list addr;
     struct top_fetch_ctl ctl;
     struct stats_sample sample;
     char *http; /* TOP_FETCH_HTTP_MAX + 1 bytes, --proxy only */
@@ -67,7 +67,7 @@ static char top_text[TOP_VIEW_RENDER_MAX];
 static void top_usage(FILE *out)
 {
     fprintf(out,
-            "usage: slabtap top --memcached HOST:PORT [options]\n"
+            "usage: slabtap top --memcached HOST:PORT|unix:PATH [options]\n"
             "       slabtap top --proxy HOST:PORT [--http-token TOKEN] [options]\n"
             "\n"
             "The top of memcached memory: one row per slab class (chunk size, items,\n"
@@ -76,7 +76,8 @@ static void top_usage(FILE *out)
             "--interval. Rates are the difference of two samples.\n"
             "\n"
             "source, exactly one of:\n"
-            "  --memcached HOST:PORT  read `stats`, `stats slabs`, `stats items` directly\n"
+            "  --memcached HOST:PORT|unix:PATH\n"
+            "                         read `stats`, `stats slabs`, `stats items` directly\n"
             "  --proxy HOST:PORT      a running slabtap's admin endpoint (its --http):\n"
             "                         GET /api/slabs, the proxy's last sample of the same\n"
             "                         three replies (taken every --stats-interval of the\n"
@@ -164,9 +165,12 @@ static int top_source_open(struct top_source *s, const struct top_args *a, char 
     s->ctl.timeout_ms = (unsigned)a->timeout;
     s->ctl.cancel = &top_stop;
     stats_sample_init(&s->sample);
-    if (addr_parse(s->text, &s->addr))
-        return opt_error(err, errlen, "top", "bad %s address '%s' (want HOST:PORT)",
-                         s->proxy ? "--proxy" : "--memcached", s->text);
+    char why[384];
+    if (s->proxy && !strncmp(s->text, "unix:", 5))
+        return opt_error(err, errlen, "top", "--proxy %s: the admin endpoint is HOST:PORT",
+                         s->text);
+    if (addr_resolve(s->text, &s->addr, why, sizeof why))
+        return opt_error(err, errlen, "top", "%s %s", s->proxy ? "--proxy" : "--memcached", why);
     if (s->proxy) {
         snprintf(s->name, sizeof s->name, "%s via slabtap /api/slabs", s->text);
         s->http = malloc(TOP_FETCH_HTTP_MAX + 1);

@@ -51,15 +51,12 @@ static int top_wait(struct top_conn *c, short events, const char *what, char *er
     }
 }
 
-static int top_connect(struct top_conn *c, const struct sockaddr_storage *addr,
-                       const struct top_fetch_ctl *ctl, char *err, size_t errlen)
+static int top_connect_one(struct top_conn *c, const struct sockaddr_storage *addr, char *err,
+                           size_t errlen)
 {
-    socklen_t len =
-        addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    socklen_t len = addr_len((const struct sockaddr *)addr);
     int soerr = 0;
     socklen_t sl = sizeof soerr;
-    c->ctl = ctl;
-    c->deadline_ns = clock_mono_ns() + (uint64_t)ctl->timeout_ms * 1000000u;
     addr_format((const struct sockaddr *)addr, c->peer, sizeof c->peer);
     c->fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
@@ -82,6 +79,20 @@ static int top_connect(struct top_conn *c, const struct sockaddr_storage *addr,
 fail:
     close(c->fd);
     c->fd = -1;
+    return -1;
+}
+
+/* Every address in turn until one connects, one deadline for them all. */
+static int top_connect(struct top_conn *c, const struct addr_list *addr,
+                       const struct top_fetch_ctl *ctl, char *err, size_t errlen)
+{
+    c->ctl = ctl;
+    c->deadline_ns = clock_mono_ns() + (uint64_t)ctl->timeout_ms * 1000000u;
+    for (size_t i = 0; i < addr->n; i++)
+        if (top_connect_one(c, &addr->a[i], err, errlen) == 0)
+            return 0;
+    if (!addr->n)
+        snprintf(err, errlen, "no address to connect to");
     return -1;
 }
 
@@ -120,7 +131,7 @@ static ssize_t top_recv(struct top_conn *c, char *p, size_t n, char *err, size_t
     }
 }
 
-int top_fetch_stats(const struct sockaddr_storage *addr, const struct top_fetch_ctl *ctl,
+int top_fetch_stats(const struct addr_list *addr, const struct top_fetch_ctl *ctl,
                     struct stats_sample *s, char *err, size_t errlen)
 {
     char buf[TOP_FETCH_CHUNK];
@@ -225,7 +236,7 @@ int top_fetch_http_parse(const char *buf, size_t len, bool eof, struct top_http_
     return 1;
 }
 
-int top_fetch_http_get(const struct sockaddr_storage *addr, const char *host, const char *path,
+int top_fetch_http_get(const struct addr_list *addr, const char *host, const char *path,
                        const char *token, const struct top_fetch_ctl *ctl, char *buf, size_t cap,
                        struct top_http_reply *r, char *err, size_t errlen)
 {

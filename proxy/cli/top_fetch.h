@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "core/addr.h"
 #include "protocol/stats_parse.h"
 
 /* A 1.6 memcached's three replies are ~30 KiB with every class in use;
@@ -37,9 +38,12 @@ struct top_fetch_ctl {
     const volatile sig_atomic_t *cancel; /* may be NULL */
 };
 
+/* Both fetches connect to the addresses of addr in turn (a name's next
+ * address when one refuses), all within ctl->timeout_ms. */
+
 /* `stats`, `stats slabs`, `stats items` into s (initialised by the
  * caller; its replies are cleared first). 0, or -1 with err. */
-int top_fetch_stats(const struct sockaddr_storage *addr, const struct top_fetch_ctl *ctl,
+int top_fetch_stats(const struct addr_list *addr, const struct top_fetch_ctl *ctl,
                     struct stats_sample *s, char *err, size_t errlen);
 
 struct top_http_reply {
@@ -57,7 +61,7 @@ int top_fetch_http_parse(const char *buf, size_t len, bool eof, struct top_http_
  * "Authorization: Bearer token". The response goes into buf (cap bytes,
  * at most TOP_FETCH_HTTP_MAX used; one byte is kept for a NUL after the
  * body). 0 with *r filled whatever the status, or -1 with err. */
-int top_fetch_http_get(const struct sockaddr_storage *addr, const char *host, const char *path,
+int top_fetch_http_get(const struct addr_list *addr, const char *host, const char *path,
                        const char *token, const struct top_fetch_ctl *ctl, char *buf, size_t cap,
                        struct top_http_reply *r, char *err, size_t errlen);
 

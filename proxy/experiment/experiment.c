@@ -188,9 +188,10 @@ static void exp_app_config(struct app_config *cfg, const struct experiment_optio
     memset(cfg, 0, sizeof *cfg);
     proxy_config_defaults(&cfg->proxy);
     snprintf(addr, sizeof addr, "127.0.0.1:%d", proxy_port);
-    addr_parse(addr, &cfg->proxy.listen_addr);
+    char why[8]; /* both checked by experiment_cmd */
+    addr_resolve(addr, &cfg->proxy.listen_addrs, why, sizeof why);
     snprintf(cfg->proxy.upstream_text, sizeof cfg->proxy.upstream_text, "%s", upstream);
-    addr_parse(cfg->proxy.upstream_text, &cfg->proxy.upstream_addr);
+    addr_resolve(cfg->proxy.upstream_text, &cfg->proxy.upstream_addrs, why, sizeof why);
     cfg->db_path = o->db;
     cfg->run_name = r->name;
     snprintf(options, olen, "experiment run %s: memcached %s; workload %s", r->name, r->mc_args,
@@ -349,8 +350,8 @@ static int exp_run_one(const struct experiment_options *o, const struct exp_run 
         goto out_mc;
     out->run_id = x->app.run_id;
     int namelen = (int)sizeof x->lc.target;
-    if (uv_tcp_getsockname(&x->app.px.listener, (struct sockaddr *)&x->lc.target, &namelen))
-        x->lc.target = cfg.proxy.listen_addr;
+    if (uv_tcp_getsockname(&x->app.px.listener.tcp, (struct sockaddr *)&x->lc.target, &namelen))
+        x->lc.target = cfg.proxy.listen_addrs.a[0];
     x->lc.source = LOAD_SRC_WORKLOAD;
     x->lc.workload = w;
     x->lc.on_phase = exp_load_phase;

@@ -41,18 +41,17 @@ int extmc_fetch(const char *hostport, struct mcflags_stats *settings, struct mcf
     size_t len;
     int fd = -1, rc = -1;
     settings->n = stats->n = 0;
-    if (addr_parse(hostport, &a)) {
-        snprintf(err, errlen, "%s: not HOST:PORT", hostport);
+    struct addr_list l;
+    if (addr_resolve(hostport, &l, err, errlen))
         return -1;
-    }
+    a = l.a[0];
     if ((fd = socket(a.ss_family, SOCK_STREAM, 0)) < 0) {
         snprintf(err, errlen, "%s: socket: %s", hostport, strerror(errno));
         return -1;
     }
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    socklen_t alen =
-        a.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    socklen_t alen = addr_len((const struct sockaddr *)&a);
     if (connect(fd, (struct sockaddr *)&a, alen)) {
         snprintf(err, errlen, "%s: no memcached answers there: %s", hostport, strerror(errno));
         goto out;

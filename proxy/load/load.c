@@ -18,6 +18,7 @@
 
 #include <uv.h>
 
+#include "core/addr.h"
 #include "core/keyfmt.h"
 #include "load/replay.h"
 #include "protocol/mc_parse.h"
@@ -891,8 +892,7 @@ static int load_server_sample(const struct sockaddr_storage *ss, struct load_ser
     int rc = -1, fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct timeval tv = { .tv_sec = LOAD_STATS_TIMEOUT_MS / 1000,
                           .tv_usec = (LOAD_STATS_TIMEOUT_MS % 1000) * 1000 };
-    socklen_t slen =
-        ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    socklen_t slen = addr_len((const struct sockaddr *)ss);
     if (fd < 0) {
         snprintf(why, whylen, "socket: %s", strerror(errno));
         return -1;

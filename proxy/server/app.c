@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/clock.h"
 #include "core/jsonb.h"
@@ -348,7 +349,8 @@ static bool app_admit(const struct admin_http_request *req, struct admin_http_re
     const char *auth = admin_http_header(req, "Authorization");
     if (a->cfg.http_token) {
         size_t n = strlen(a->cfg.http_token);
-        bool ok = auth && !strncmp(auth, "Bearer ", 7) && strlen(auth + 7) == n &&
+        /* the scheme is case-insensitive (RFC 7235 2.1) */
+        bool ok = auth && !strncasecmp(auth, "Bearer ", 7) && strlen(auth + 7) == n &&
                   !memcmp(auth + 7, a->cfg.http_token, n);
         if (ok || !strcmp(req->path, "/health"))
             return true;
@@ -377,8 +379,13 @@ static void route_health(const struct admin_http_request *req, struct admin_http
     const char *state = app_health(a, &status);
     int64_t age = a->last_sample_ns ? (clock_wall_ns() - a->last_sample_ns) / 1000000 : -1;
     jsonb_init(&b);
-    jsonb_printf(&b, "{\"status\":\"%s\",\"run_id\":%lld,\"upstream\":{\"address\":", state,
+    jsonb_printf(&b, "{\"status\":\"%s\",\"run_id\":%lld,\"listen\":", state,
                  (long long)rec_run_id(&a->rec));
+    /* the addresses bound (a port asked as 0 is the one the kernel gave) */
+    jsonb_string(&b, a->px.listen_text, strlen(a->px.listen_text));
+    jsonb_raw(&b, ",\"http\":");
+    jsonb_string(&b, a->http_host, strlen(a->http_host));
+    jsonb_raw(&b, ",\"upstream\":{\"address\":");
     jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
     /* last_error only while it is the reason: a stale one after recovery
      * would send a reader after a problem that is gone */
@@ -831,7 +838,7 @@ static void app_read_runs(struct app *a)
 }
 
 /* The listeners first -- the proxy's and the admin endpoint's -- so that
- * a start that cannot bind leaves no run row behind. */
+ * a start that cannot bind leaves no database file (nor run row) behind. */
 static int app_listen(struct app *a, const struct app_config *cfg, char *err, size_t errlen)
 {
     struct sockaddr_storage bound;
@@ -846,8 +853,16 @@ static int app_listen(struct app *a, const struct app_config *cfg, char *err, si
                              app_routes, sizeof app_routes / sizeof app_routes[0], a);
     a->http_open = true;
     if (rc != ADMIN_HTTP_OK) {
-        log_error("admin HTTP endpoint: %s (%s)", admin_http_strerror((enum admin_http_err)rc),
-                  a->http.uv_err ? uv_strerror(a->http.uv_err) : "");
+        char at[ADDR_TEXT_MAX];
+        addr_format((const struct sockaddr *)&cfg->http_addr, at, sizeof at);
+        if (a->http.uv_err == UV_EADDRINUSE)
+            log_error("cannot serve the admin endpoint on %s: the address is in use (another "
+                      "slabtap?); give --http HOST:PORT for another address or --http off",
+                      at);
+        else
+            log_error("cannot serve the admin endpoint on %s: %s (%s)", at,
+                      admin_http_strerror((enum admin_http_err)rc),
+                      a->http.uv_err ? uv_strerror(a->http.uv_err) : "");
         return -1;
     }
     if (uv_tcp_getsockname(&a->http.listener, (struct sockaddr *)&bound, &len) == 0)
@@ -889,6 +904,10 @@ static void app_teardown(struct app *a)
     proxy_close(&a->px, on_teardown_proxy);
     for (int turns = 0; a->teardown_pending > 0 && turns < 100000; turns++)
         uv_run(a->loop, UV_RUN_ONCE);
+    /* the close callbacks of the handles closed last, then the buffers:
+     * nothing left for uv_loop_close to find */
+    uv_run(a->loop, UV_RUN_NOWAIT);
+    pbuf_pool_free(&a->px.pool);
 }
 
 int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
@@ -903,6 +922,8 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         log_error("the admin endpoint binds beyond loopback: --http-token is required");
         goto out;
     }
+    if (app_listen(a, cfg, err, sizeof err))
+        goto unbind;
     /* the store: a SQLite file or PostgreSQL (record/sink.h) */
     const char *db = cfg->db_path;
     bool rotating = !sink_is_remote(db) && retain_path_rotates(db);
@@ -910,7 +931,7 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         if (retain_path_expand(db, (time_t)(clock_wall_ns() / 1000000000), a->db_file,
                                sizeof a->db_file)) {
             log_error("--db %s: the pattern expands to nothing or too long a name", db);
-            goto out;
+            goto unbind;
         }
         db = a->db_file;
     }
@@ -921,7 +942,7 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
             log_error("%s%s", err,
                       remote ? " (--record-optional: forward without recording until it answers)"
                              : "");
-            goto out;
+            goto unbind;
         }
         log_error("%s; --record-optional: forwarding without recording, every write counted "
                   "lost (store_unavailable) until it answers",
@@ -932,7 +953,7 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     if (spilling && spill_open(&a->spill, cfg->spill_path, cfg->spill_max, err, sizeof err)) {
         log_error("%s", err);
         sink_close(&a->sink);
-        goto out;
+        goto unbind;
     }
     if (spilling && a->spill.batches)
         log_warn("spill %s: %llu rows of an earlier run wait; shipped once the store writes",
@@ -943,8 +964,6 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     } else {
         a->runs_before = strdup("[]"); /* the fleet's runs: ask PostgreSQL */
     }
-    if (app_listen(a, cfg, err, sizeof err))
-        goto unlisten;
     struct rec_config rc_cfg = {
         .cap = cfg->queue_rows,
         .on_full = cfg->on_full,
@@ -1006,8 +1025,8 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         snprintf(rate, sizeof rate, "1/%u", (unsigned)cfg->proxy.sample_keys);
         meta_job(a, a->started_ns, "sample_keys", strdup(rate));
     }
-    rc = poller_open(&a->poller, a->loop, (const struct sockaddr *)&cfg->proxy.upstream_addr,
-                     cfg->stats_interval_ms, on_sample, a);
+    rc = poller_open(&a->poller, a->loop, &a->px.cfg.upstream_addrs, cfg->stats_interval_ms,
+                     on_sample, a);
     if (rc) {
         log_error("cannot start the stats poller: %s", uv_strerror(rc));
         rc = -1;
@@ -1038,6 +1057,9 @@ unlisten:
     sink_close(&a->sink);
     if (spilling)
         spill_close(&a->spill);
+    goto out;
+unbind:
+    app_teardown(a);
 out:
     if (rc) {
         stats_sample_fini(&a->last);

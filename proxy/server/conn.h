@@ -38,13 +38,14 @@ struct upconn {
     uint32_t id;
     bool shared;        /* in the pool; else private to owner */
     struct conn *owner; /* private: the client (NULL once it left) */
-    uv_tcp_t tcp;
+    union dial_stream sock;
+    size_t addr_at, addr_tried; /* cfg.upstream_addrs: this attempt's, how many so far */
     uv_timer_t retry;
     uv_connect_t connect_req;
     uv_shutdown_t shutdown_req;
     enum up_state state;
-    unsigned open_handles; /* tcp (while open) + retry */
-    bool tcp_open, reading, closing, draining;
+    unsigned open_handles; /* sock (while open) + retry */
+    bool sock_open, reading, closing, draining;
     bool backlogged; /* unsent bytes passed write_backlog_max */
     unsigned backoff_ms;
     size_t clients;      /* shared: clients assigned to it */
@@ -87,7 +88,7 @@ struct conn {
     struct conn *prev, *next; /* px->conns */
     uint32_t id;
     char peer[ADDR_TEXT_MAX]; /* the client's address, formatted at accept */
-    uv_tcp_t client;
+    union dial_stream client;
     uv_shutdown_t client_shutdown;
     struct upconn *up; /* where its requests go */
     unsigned open_handles;

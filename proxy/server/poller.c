@@ -1,7 +1,8 @@
 /* poller: the side connection that samples memcached's stats (see
- * poller.h). Owns its uv_tcp_t, two timers and one stats_sample. Must never
- * deliver part of a sample, let requests pile up behind a slow memcached,
- * touch a client's connection, or free memory outside a close callback. */
+ * poller.h). Owns its stream (TCP or a unix socket), two timers and one
+ * stats_sample. Must never deliver part of a sample, let requests pile up
+ * behind a slow memcached, touch a client's connection, or free memory
+ * outside a close callback. */
 #include "server/poller.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -99,8 +100,12 @@ static void poller_on_tcp_closed(uv_handle_t *h)
     struct poller *p = h->data;
 
     /* Only now may tcp be initialised again, so the backoff starts here. */
-    if (p->state == POLLER_DRAINING)
+    if (p->state == POLLER_DRAINING && p->next_addr_now) {
+        p->next_addr_now = false;
+        poller_start_connect(p);
+    } else if (p->state == POLLER_DRAINING) {
         poller_schedule_reconnect(p);
+    }
     poller_handle_closed(p);
 }
 
@@ -124,9 +129,11 @@ static void poller_fail(struct poller *p, enum poller_error why, int uv_err)
     if (p->in_flight)
         p->counters.samples_discarded++;
     p->in_flight = false;
-    if (p->state == POLLER_CONNECTING)
+    if (p->state == POLLER_CONNECTING) {
         p->counters.connect_failures++;
-    else if (p->state == POLLER_CONNECTED)
+        p->upstream_at++; /* a name's next address next time */
+        p->addr_tried = 0;
+    } else if (p->state == POLLER_CONNECTED)
         p->counters.disconnects++;
     p->connected = false;
     p->state = POLLER_DRAINING;
@@ -285,9 +292,17 @@ static void poller_on_connect(uv_connect_t *req, int status)
      * was already counted. */
     if (p->state != POLLER_CONNECTING) {
         /* nothing */
+    } else if (status < 0 && ++p->addr_tried < p->upstream->n) {
+        /* a name's next address at once, quietly: it may well answer */
+        p->upstream_at++;
+        p->next_addr_now = true;
+        p->state = POLLER_DRAINING;
+        poller_close_tcp(p);
     } else if (status < 0) {
+        p->addr_tried = 0;
         poller_fail(p, POLLER_E_CONNECT, status);
     } else {
+        p->addr_tried = 0;
         p->counters.connects++;
         if (p->counters.connects > 1 || p->counters.connect_failures > 0)
             p->counters.reconnects++;
@@ -310,7 +325,9 @@ static void poller_start_connect(struct poller *p)
 
     p->state = POLLER_CONNECTING;
     p->attempt_ns = uv_hrtime();
-    rc = uv_tcp_init(p->loop, &p->tcp);
+    const struct sockaddr *sa = (const struct sockaddr *)&p->upstream
+                                    ->a[p->upstream_at % (p->upstream->n ? p->upstream->n : 1)];
+    rc = p->upstream->n ? dial_init(p->loop, &p->tcp, sa->sa_family) : UV_EAI_NONAME;
     if (rc < 0) {
         /* No handle to close: go straight to the backoff. */
         p->last_error = POLLER_E_SETUP;
@@ -320,13 +337,12 @@ static void poller_start_connect(struct poller *p)
         poller_note_failure(p, POLLER_E_SETUP, rc);
         poller_schedule_reconnect(p);
     } else {
-        p->tcp.data = p;
+        p->tcp.handle.data = p;
         p->tcp_open = true;
         p->open_handles++;
-        (void)uv_tcp_nodelay(&p->tcp, 1); /* small pipelined requests; latency matters */
         p->connect_req.data = p;
-        rc = uv_tcp_connect(&p->connect_req, &p->tcp, (const struct sockaddr *)&p->upstream,
-                            poller_on_connect);
+        addr_format(sa, p->peer, sizeof p->peer);
+        rc = dial_connect(&p->connect_req, &p->tcp, sa, poller_on_connect);
         if (rc < 0)
             poller_fail(p, POLLER_E_CONNECT, rc);
     }
@@ -370,21 +386,16 @@ static void poller_on_tick(uv_timer_t *t)
 
 /* ---- public ------------------------------------------------------------ */
 
-int poller_open(struct poller *p, uv_loop_t *loop, const struct sockaddr *upstream,
+int poller_open(struct poller *p, uv_loop_t *loop, const struct addr_list *upstream,
                 unsigned interval_ms, poller_sample_cb cb, void *ud)
 {
     int rc = UV_EINVAL;
-    size_t alen = 0;
 
     memset(p, 0, sizeof *p);
-    if (upstream && upstream->sa_family == AF_INET)
-        alen = sizeof(struct sockaddr_in);
-    else if (upstream && upstream->sa_family == AF_INET6)
-        alen = sizeof(struct sockaddr_in6);
-    if (!loop || !cb || alen == 0)
+    if (!loop || !cb || !upstream || !upstream->n)
         goto out;
-    memcpy(&p->upstream, upstream, alen);
-    addr_format((const struct sockaddr *)&p->upstream, p->peer, sizeof p->peer);
+    p->upstream = upstream;
+    addr_format((const struct sockaddr *)&upstream->a[0], p->peer, sizeof p->peer);
     p->loop = loop;
     p->interval_ms = interval_ms < POLLER_INTERVAL_MIN_MS ? POLLER_INTERVAL_MIN_MS : interval_ms;
     p->backoff_ms = POLLER_BACKOFF_MIN_MS;

@@ -7,11 +7,12 @@
  * `stats items` only is left out by the parser and counted in
  * classes_partial, with one warning per poller.
  *
- * Owns: its own uv_tcp_t (never a client's connection), two timers, the
- * read buffer and the sample being filled. Must never: deliver a sample
- * that is half of one (a sample in flight when the connection dies is
- * discarded), queue samples behind a slow memcached (a tick with a sample
- * outstanding is skipped and counted), block the loop, free memory
+ * Owns: its own stream, TCP or a unix socket (never a client's
+ * connection), two timers, the read buffer and the sample being filled.
+ * Must never: deliver a sample that is half of one (a sample in flight
+ * when the connection dies is discarded), queue samples behind a slow
+ * memcached (a tick with a sample outstanding is skipped and counted),
+ * block the loop, free memory
  * anywhere but a close callback, or log a line per failed poll: it logs one
  * warning (with the reason) when polling starts failing and one info line
  * when a sample arrives again, saying how long it was down and how many
@@ -42,6 +43,7 @@
 
 #include "core/addr.h"
 #include "protocol/stats_parse.h"
+#include "server/dial.h"
 
 #define POLLER_INTERVAL_MIN_MS 50
 #define POLLER_BACKOFF_MIN_MS 50
@@ -118,12 +120,15 @@ struct poller {
 
     /* private */
     uv_loop_t *loop;
-    uv_tcp_t tcp;
+    union dial_stream tcp; /* TCP or a unix socket */
     uv_connect_t connect_req;
     uv_write_t write_req;
-    uv_timer_t tick;    /* every interval_ms, from open to close */
-    uv_timer_t backoff; /* one-shot: reconnect */
-    struct sockaddr_storage upstream;
+    uv_timer_t tick;                  /* every interval_ms, from open to close */
+    uv_timer_t backoff;               /* one-shot: reconnect */
+    const struct addr_list *upstream; /* the caller's: read at every connect */
+    size_t upstream_at;               /* the address tried next */
+    size_t addr_tried;                /* addresses failed in this round */
+    bool next_addr_now;               /* closing to try the next address */
     unsigned interval_ms;
     unsigned backoff_ms;
     poller_sample_cb on_sample;
@@ -158,11 +163,13 @@ struct poller {
 
 /* Starts connecting at once; a failed connect is not an error here, it is
  * retried with the backoff. interval_ms below POLLER_INTERVAL_MIN_MS is
- * raised to it. upstream (AF_INET or AF_INET6) is copied. Returns 0, or a
+ * raised to it. upstream (the caller's, never empty at open, kept and read at
+ * every connect: a failed connect moves to its next address for the next
+ * attempt; the proxy resolves a name again) must outlive p. Returns 0, or a
  * negative uv error code (UV_EINVAL for bad arguments) and then nothing is
  * open, except if the second uv_timer_init failed (libuv on Unix never
  * does): the first timer is then closing and p must outlive one loop run. */
-int poller_open(struct poller *p, uv_loop_t *loop, const struct sockaddr *upstream,
+int poller_open(struct poller *p, uv_loop_t *loop, const struct addr_list *upstream,
                 unsigned interval_ms, poller_sample_cb cb, void *ud);
 /* Asks for one extra sample as soon as possible: now if idle, right after
  * the outstanding one otherwise, after reconnecting if down. It includes

@@ -21,10 +21,15 @@
  * callback. Messages name the peer they are about in brackets. */
 #include "server/proxy.h"
 
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/sample.h"
@@ -46,11 +51,6 @@ void proxy_config_defaults(struct proxy_config *cfg)
     cfg->max_assembly = PROXY_DEFAULT_MAX_ASSEMBLY;
     cfg->max_memory = PROXY_DEFAULT_MAX_MEMORY;
     cfg->big_answer = PROXY_DEFAULT_BIG_ANSWER;
-}
-
-static size_t wq(uv_tcp_t *t)
-{
-    return uv_stream_get_write_queue_size((uv_stream_t *)t);
 }
 
 /* No buffer for a write: the stream cannot stay in step, so the
@@ -282,7 +282,7 @@ static void proxy_arm_check(struct proxy *px)
 static bool conn_check_slow(struct conn *c)
 {
     struct proxy *px = c->px;
-    size_t q = wq(&c->client);
+    size_t q = dial_queued(&c->client);
     if (c->closing || !c->up || !c->up->shared ||
         q <= PROXY_SLOW_CLIENT_FACTOR * px->cfg.write_backlog_max)
         return false;
@@ -299,7 +299,7 @@ static bool conn_check_slow(struct conn *c)
 static void conn_check_backlog(struct conn *c)
 {
     struct proxy *px = c->px;
-    size_t q = wq(&c->client);
+    size_t q = dial_queued(&c->client);
     if (conn_check_slow(c)) {
         proxy_arm_check(px);
     } else if (!c->closing && q >= px->cfg.write_backlog_max) {
@@ -321,7 +321,7 @@ static struct conn *proxy_heaviest_reader(struct proxy *px)
     struct conn *best = NULL;
     size_t most = PBUF_SIZE;
     for (struct conn *c = px->conns; c; c = c->next) {
-        size_t q = c->closing || !conn_stalled(c) ? 0 : wq(&c->client);
+        size_t q = c->closing || !conn_stalled(c) ? 0 : dial_queued(&c->client);
         if (q >= most) {
             most = q;
             best = c;
@@ -335,7 +335,7 @@ static size_t proxy_answer_bytes(struct proxy *px)
 {
     size_t sum = 0;
     for (struct conn *c = px->conns; c; c = c->next)
-        sum += c->closing ? 0 : wq(&c->client);
+        sum += c->closing ? 0 : dial_queued(&c->client);
     return sum;
 }
 
@@ -375,7 +375,7 @@ void proxy_memory_check(struct proxy *px)
         struct conn *c;
         px->shedding = true; /* conn_close below must not come back here */
         while (bytes - freed > limit / 4 * 3 && (c = proxy_heaviest_reader(px)) != NULL) {
-            size_t q = wq(&c->client);
+            size_t q = dial_queued(&c->client);
             freed += q < bytes - freed ? q : bytes - freed;
             px->m.memory_clients_closed++;
             log_throttled(&px->throttle.memory, LOG_LEVEL_WARN, c->peer,
@@ -517,8 +517,8 @@ void conn_update_reading(struct conn *c)
     bool want = !rec_blocked(px->rec) && !px->memory_paused && !c->client_eof && !c->quit &&
                 !c->moving && !c->held && up && (!px->stopping || mid) &&
                 up->state != UP_CONNECTING && (c->inflight < px->cfg.max_pending || mid) &&
-                wq(&c->client) < px->cfg.write_backlog_max &&
-                (up->state != UP_READY || wq(&up->tcp) < px->cfg.write_backlog_max);
+                dial_queued(&c->client) < px->cfg.write_backlog_max &&
+                (up->state != UP_READY || dial_queued(&up->sock) < px->cfg.write_backlog_max);
     if (want == c->client_reading)
         return;
     if (want)
@@ -1280,7 +1280,11 @@ static void conn_peer_text(struct conn *c)
 {
     struct sockaddr_storage ss;
     int len = sizeof ss;
-    bool ok = uv_tcp_getpeername(&c->client, (struct sockaddr *)&ss, &len) == 0;
+    if (c->px->listen_family == AF_UNIX) { /* a unix client has no name of its own */
+        snprintf(c->peer, sizeof c->peer, "%s", c->px->listen_text);
+        return;
+    }
+    bool ok = uv_tcp_getpeername(&c->client.tcp, (struct sockaddr *)&ss, &len) == 0;
     addr_format(ok ? (const struct sockaddr *)&ss : NULL, c->peer, sizeof c->peer);
 }
 
@@ -1312,8 +1316,8 @@ static void proxy_refuse(struct proxy *px, uv_stream_t *server)
                   "out of memory for a new connection; refusing it");
     if (px->spare_busy)
         return;
-    uv_tcp_init(px->loop, &px->spare);
-    px->spare.data = px;
+    dial_init(px->loop, &px->spare, px->listen_family);
+    px->spare.handle.data = px;
     px->spare_busy = true;
     uv_accept(server, (uv_stream_t *)&px->spare);
     uv_close((uv_handle_t *)&px->spare, on_spare_closed);
@@ -1321,7 +1325,7 @@ static void proxy_refuse(struct proxy *px, uv_stream_t *server)
 
 /* A client past the connection limit, accepted only to be told so. */
 struct refused {
-    uv_tcp_t tcp;
+    union dial_stream sock;
 };
 
 static void on_refused_closed(uv_handle_t *h)
@@ -1344,13 +1348,13 @@ static void proxy_refuse_full(struct proxy *px, uv_stream_t *server)
                   "%llu connections open, the limit (--max-conns, from the fd limit): refusing "
                   "a new one",
                   (unsigned long long)px->m.connections_open);
-    uv_tcp_init(px->loop, &r->tcp);
-    r->tcp.data = r;
-    if (uv_accept(server, (uv_stream_t *)&r->tcp) == 0) {
+    dial_init(px->loop, &r->sock, px->listen_family);
+    r->sock.handle.data = r;
+    if (uv_accept(server, &r->sock.stream) == 0) {
         uv_buf_t b = uv_buf_init(line, sizeof line - 1);
-        uv_try_write((uv_stream_t *)&r->tcp, &b, 1);
+        uv_try_write(&r->sock.stream, &b, 1);
     }
-    uv_close((uv_handle_t *)&r->tcp, on_refused_closed);
+    uv_close(&r->sock.handle, on_refused_closed);
 }
 
 /* Clients the fd limit leaves room for: each takes one fd (two with a
@@ -1402,8 +1406,8 @@ static void on_accept(uv_stream_t *server, int status)
         return;
     }
     c->px = px;
-    uv_tcp_init(px->loop, &c->client);
-    c->client.data = c;
+    dial_init(px->loop, &c->client, px->listen_family);
+    c->client.handle.data = c;
     c->open_handles = 1;
     if (uv_accept(server, (uv_stream_t *)&c->client)) {
         c->closing = true;
@@ -1411,7 +1415,6 @@ static void on_accept(uv_stream_t *server, int status)
         return;
     }
     conn_peer_text(c);
-    uv_tcp_nodelay(&c->client, 1);
     c->id = ++px->next_conn_id;
     c->drained_ms = uv_now(px->loop);
     mc_req_init(&c->rq);
@@ -1444,22 +1447,133 @@ static void on_flush(uv_check_t *h)
     upconn_flush_all(px);
 }
 
+/* A unix socket path already there: removed when nothing answers on it
+ * (the file of a proxy that died), refused when something does or when it
+ * is not a socket. 0, or -1 with why. */
+static int proxy_unix_stale(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    if (lstat(path, &st) != 0)
+        return 0;
+    if (!S_ISSOCK(st.st_mode)) {
+        snprintf(err, errlen, "cannot listen on unix:%s: the path is there and is not a socket",
+                 path);
+        return -1;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot listen on unix:%s: socket: %s", path, strerror(errno));
+        return -1;
+    }
+    memcpy(un.sun_path, path, strlen(path) + 1);
+    int rc = connect(fd, (const struct sockaddr *)&un, sizeof un), e = errno;
+    close(fd);
+    if (rc == 0) {
+        snprintf(err, errlen, "cannot listen on unix:%s: something answers there already", path);
+        return -1;
+    }
+    if (e == ECONNREFUSED && unlink(path) == 0)
+        return 0;
+    snprintf(err, errlen, "cannot listen on unix:%s: %s", path,
+             strerror(e == ECONNREFUSED ? errno : e));
+    return -1;
+}
+
+static int proxy_listen_unix(struct proxy *px, const struct sockaddr_un *un, char *err,
+                             size_t errlen)
+{
+    int rc;
+    if (proxy_unix_stale(un->sun_path, err, errlen))
+        return -1;
+    uv_pipe_init(px->loop, &px->listener.pipe, 0);
+    px->listener_open = true;
+    px->listen_family = AF_UNIX;
+    /* clients of the owner and its group only (0660), from the start: the
+     * socket is created with the umask (start-up: one thread) */
+    mode_t old = umask(0117);
+    rc = uv_pipe_bind(&px->listener.pipe, un->sun_path);
+    umask(old);
+    px->unix_bound = rc == 0;
+    if (rc == 0)
+        rc = uv_listen(&px->listener.stream, 1024, on_accept);
+    if (rc)
+        snprintf(err, errlen, "cannot listen on unix:%s: %s", un->sun_path, uv_strerror(rc));
+    return rc ? -1 : 0;
+}
+
+/* One TCP address: a socket bound and listening (an IPv6 one dual-stack),
+ * or -errno. */
+static int proxy_listen_fd(const struct sockaddr *sa)
+{
+    int one = 1, zero = 0;
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -errno;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (sa->sa_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    if (bind(fd, sa, addr_len(sa)) == 0 && listen(fd, 1024) == 0)
+        return fd;
+    int e = errno;
+    close(fd);
+    return -e;
+}
+
+/* The first address of the list that binds; an IPv6 wildcard first (:PORT:
+ * dual-stack [::] takes IPv4 too; 0.0.0.0 where there is no IPv6). */
+static int proxy_listen_tcp(struct proxy *px, const struct addr_list *l, char *err, size_t errlen)
+{
+    size_t order[ADDR_LIST_MAX], n = 0, used = 0;
+    int fd = -1;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->a[i].ss_family == AF_INET6 && addr_is_wildcard((const struct sockaddr *)&l->a[i]))
+            order[n++] = i;
+    for (size_t i = 0; i < l->n; i++)
+        if (!(l->a[i].ss_family == AF_INET6 && addr_is_wildcard((const struct sockaddr *)&l->a[i])))
+            order[n++] = i;
+    err[0] = '\0';
+    for (size_t k = 0; k < n && fd < 0; k++) {
+        char text[ADDR_TEXT_MAX];
+        const struct sockaddr *sa = (const struct sockaddr *)&l->a[order[k]];
+        fd = proxy_listen_fd(sa);
+        if (fd < 0 && used < errlen)
+            used += (size_t)snprintf(err + used, errlen - used, "%s%s: %s",
+                                     used ? "; " : "cannot listen on ",
+                                     addr_format(sa, text, sizeof text), strerror(-fd));
+    }
+    if (fd < 0)
+        return -1;
+    uv_tcp_init(px->loop, &px->listener.tcp);
+    px->listener_open = true;
+    px->listen_family = AF_INET;
+    int rc = uv_tcp_open(&px->listener.tcp, fd);
+    if (rc)
+        close(fd); /* not the handle's */
+    else
+        rc = uv_listen(&px->listener.stream, 1024, on_accept);
+    if (rc) {
+        snprintf(err, errlen, "cannot listen: %s", uv_strerror(rc));
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    if (uv_tcp_getsockname(&px->listener.tcp, (struct sockaddr *)&ss, &len) == 0)
+        addr_format((const struct sockaddr *)&ss, px->listen_text, sizeof px->listen_text);
+    return 0;
+}
+
 int proxy_open(struct proxy *px, uv_loop_t *loop, const struct proxy_config *cfg,
                struct recorder *rec, char *err, size_t errlen)
 {
-    char listen[ADDR_TEXT_MAX];
-    int rc;
     memset(px, 0, sizeof *px);
     px->loop = loop;
     px->cfg = *cfg;
     px->conn_limit = proxy_conn_limit(cfg);
     px->m.connections_limit = px->conn_limit;
     px->rec = rec;
-    addr_format((const struct sockaddr *)&cfg->upstream_addr, px->upstream_peer,
+    addr_format((const struct sockaddr *)&cfg->upstream_addrs.a[0], px->upstream_peer,
                 sizeof px->upstream_peer);
-    uv_tcp_init(loop, &px->listener);
-    px->listener.data = px;
-    px->listener_open = true;
     uv_timer_init(loop, &px->drain_timer);
     px->drain_timer.data = px;
     uv_timer_init(loop, &px->check_timer);
@@ -1476,15 +1590,15 @@ int proxy_open(struct proxy *px, uv_loop_t *loop, const struct proxy_config *cfg
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    rc = uv_tcp_bind(&px->listener, (const struct sockaddr *)&cfg->listen_addr, 0);
-    if (!rc)
-        rc = uv_listen((uv_stream_t *)&px->listener, 1024, on_accept);
-    if (rc) {
-        snprintf(err, errlen, "cannot listen on %s: %s",
-                 addr_format((const struct sockaddr *)&cfg->listen_addr, listen, sizeof listen),
-                 uv_strerror(rc));
+    const struct sockaddr *first = (const struct sockaddr *)&cfg->listen_addrs.a[0];
+    if (cfg->listen_addrs.n && first->sa_family == AF_UNIX) {
+        addr_format(first, px->listen_text, sizeof px->listen_text);
+        if (proxy_listen_unix(px, (const struct sockaddr_un *)first, err, errlen))
+            return -1;
+    } else if (proxy_listen_tcp(px, &cfg->listen_addrs, err, errlen)) {
         return -1;
     }
+    px->listener.handle.data = px;
     for (unsigned i = 0; i < cfg->upstream_conns; i++) {
         if (!(px->pool_ups[i] = upconn_open(px, true, NULL))) {
             snprintf(err, errlen, "out of memory");
@@ -1511,6 +1625,10 @@ void proxy_maybe_stopped(struct proxy *px)
     }
     if (px->upstreams_open)
         return;
+    if (px->resolving) { /* up_on_resolved comes back here */
+        uv_cancel((uv_req_t *)&px->resolve_req);
+        return;
+    }
     px->stopped = true;
     /* every connection closed: the last reads are counted, hand them over */
     gets_flush(px);
@@ -1555,8 +1673,12 @@ void proxy_close(struct proxy *px, void (*on_stopped)(struct proxy *px))
     px->stopping = true;
     px->on_stopped = on_stopped;
     if (px->listener_open) {
-        uv_close((uv_handle_t *)&px->listener, NULL);
+        uv_close(&px->listener.handle, NULL);
         px->listener_open = false;
+    }
+    if (px->unix_bound) { /* ours: bound by proxy_listen_unix */
+        unlink(((const struct sockaddr_un *)&px->cfg.listen_addrs.a[0])->sun_path);
+        px->unix_bound = false;
     }
     uv_timer_start(&px->drain_timer, on_drain_timeout, px->cfg.drain_timeout_ms, 0);
     for (struct conn *c = px->conns, *next; c; c = next) {

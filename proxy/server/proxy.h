@@ -25,14 +25,16 @@
 #include "core/pbuf.h"
 #include "model/slab_model.h"
 #include "record/recorder.h"
+#include "server/dial.h"
 #include "server/metrics.h"
 
 struct conn;
 struct upconn;
 
 struct proxy_config {
-    struct sockaddr_storage listen_addr;
-    struct sockaddr_storage upstream_addr;
+    struct addr_list listen_addrs;   /* the first that binds (an IPv6 wildcard
+                                        first: dual-stack) */
+    struct addr_list upstream_addrs; /* tried in turn (addr_resolve) */
     char upstream_text[256];
     enum keyfmt_mode key_mode;
     size_t max_pending;        /* requests in flight per connection before
@@ -94,7 +96,9 @@ struct proxy_get_counter {
 
 struct proxy {
     uv_loop_t *loop;
-    uv_tcp_t listener;
+    union dial_stream listener;
+    int listen_family;               /* AF_UNIX: clients are pipes */
+    char listen_text[ADDR_TEXT_MAX]; /* the address bound ("[::]:40123") */
     uv_timer_t drain_timer;
     uv_timer_t check_timer; /* while a client may be stalling or memory is
                                over max_memory: looks again (proxy_check) */
@@ -108,7 +112,7 @@ struct proxy {
     struct upconn *dirty;     /* upstreams with requests batched this iteration */
     struct conn *replying;    /* clients with answers collected from one read */
     uv_check_t flusher;       /* sends the batches after the I/O callbacks */
-    uv_tcp_t spare;           /* takes and closes a connection we have no memory for */
+    union dial_stream spare;  /* takes and closes a connection we have no memory for */
     bool spare_busy;
     struct pbuf *mn_buf;     /* "mn\r\n": the barrier's bytes */
     size_t assembly_bytes;   /* reserved by partial requests being assembled */
@@ -122,6 +126,7 @@ struct proxy {
     bool stopped;
     bool drain_expired; /* drain_timeout_ms passed: close what still waits */
     bool listener_open;
+    bool unix_bound; /* the socket file is ours to remove */
     void (*on_stopped)(struct proxy *px);
     int64_t get_second;
     struct proxy_get_counter gets[MC_CMD_COUNT];
@@ -133,7 +138,11 @@ struct proxy {
                                           upstream is read either */
     bool shedding;                     /* proxy_memory_check is closing clients */
     bool upstream_up;                  /* at least one upstream answered lately */
-    char upstream_peer[ADDR_TEXT_MAX]; /* upstream_addr as text, for logs */
+    char upstream_peer[ADDR_TEXT_MAX]; /* the upstream address tried last, for logs */
+    size_t upstream_at;                /* upstream_addrs: the one that answered last */
+    uv_getaddrinfo_t resolve_req;      /* a name resolved again after every
+                                          address of it failed */
+    bool resolving;
     /* One per reason a peer can repeat at any rate: a line a second each,
      * with the count held back (loop thread only). */
     struct {
@@ -142,7 +151,9 @@ struct proxy {
     } throttle;
 };
 
-/* Binds and listens on cfg->listen_addr. 0, or -1 with the reason in err
+/* Binds and listens on cfg->listen_addrs (a unix socket: a stale file
+ * nothing answers on is removed first, the socket is made 0660 and removed
+ * at proxy_close). 0, or -1 with the reason in err
  * (the caller logs it; proxy_close still has to be called). */
 int proxy_open(struct proxy *px, uv_loop_t *loop, const struct proxy_config *cfg,
                struct recorder *rec, char *err, size_t errlen);

@@ -30,11 +30,6 @@ static void up_down(struct upconn *up, const char *why, enum up_loss loss);
 static void up_closed_by_memcached(struct upconn *up);
 static void up_connect(struct upconn *up);
 
-static size_t wq(uv_tcp_t *t)
-{
-    return uv_stream_get_write_queue_size((uv_stream_t *)t);
-}
-
 static bool any_upstream_ready(const struct proxy *px)
 {
     for (const struct upconn *u = px->ups; u; u = u->next)
@@ -49,8 +44,8 @@ static void up_on_closed(uv_handle_t *h)
 {
     struct upconn *up = h->data;
     struct proxy *px = up->px;
-    if (h == (uv_handle_t *)&up->tcp)
-        up->tcp_open = false;
+    if (h == (uv_handle_t *)&up->sock)
+        up->sock_open = false;
     if (--up->open_handles)
         return;
     if (up->prev)
@@ -65,12 +60,12 @@ static void up_on_closed(uv_handle_t *h)
     proxy_maybe_stopped(px);
 }
 
-static void up_close_tcp(struct upconn *up)
+static void up_close_sock(struct upconn *up)
 {
     if (up->state == UP_READY)
         up->px->m.upstream_connections_open--;
-    if (up->tcp_open && !uv_is_closing((uv_handle_t *)&up->tcp))
-        uv_close((uv_handle_t *)&up->tcp, up_on_closed);
+    if (up->sock_open && !uv_is_closing((uv_handle_t *)&up->sock))
+        uv_close((uv_handle_t *)&up->sock, up_on_closed);
     up->reading = false;
 }
 
@@ -200,7 +195,7 @@ void upconn_close(struct upconn *up)
     up->closing = true;
     up_undirty(up);
     up_fail_pending(up, "no_answer", true);
-    up_close_tcp(up);
+    up_close_sock(up);
     up->state = UP_DOWN;
     uv_timer_stop(&up->retry);
     uv_close((uv_handle_t *)&up->retry, up_on_closed);
@@ -259,7 +254,7 @@ static void up_on_write_done(uv_write_t *req, int status)
     struct proxy *px = up->px;
     (void)status; /* a failed write shows up as a read error */
     pwrite_put(&px->pool, w);
-    if (!up->closing && up->backlogged && wq(&up->tcp) < px->cfg.write_backlog_max) {
+    if (!up->closing && up->backlogged && dial_queued(&up->sock) < px->cfg.write_backlog_max) {
         up->backlogged = false;
         proxy_update_reading(px);
     }
@@ -272,16 +267,16 @@ static void up_send_out(struct upconn *up)
     up->out = NULL;
     if (!w)
         return;
-    if (!w->nsegs || up->state != UP_READY || !up->tcp_open) {
+    if (!w->nsegs || up->state != UP_READY || !up->sock_open) {
         pwrite_put(&px->pool, w);
         return;
     }
     w->owner = up;
     px->m.upstream_writes++;
-    int rc = pwrite_send(&px->pool, (uv_stream_t *)&up->tcp, w, up_on_write_done, false);
+    int rc = pwrite_send(&px->pool, (uv_stream_t *)&up->sock, w, up_on_write_done, false);
     if (rc < 0)
         up_down(up, uv_strerror(rc), UP_LOSS_CLOSED);
-    else if (rc == 0 && wq(&up->tcp) >= px->cfg.write_backlog_max)
+    else if (rc == 0 && dial_queued(&up->sock) >= px->cfg.write_backlog_max)
         up->backlogged = true; /* its clients pause until it drains */
 }
 
@@ -386,8 +381,8 @@ void upconn_shutdown_write(struct upconn *up)
 {
     upconn_flush(up);
     up->draining = true;
-    if (up->tcp_open && up->state == UP_READY)
-        uv_shutdown(&up->shutdown_req, (uv_stream_t *)&up->tcp, NULL);
+    if (up->sock_open && up->state == UP_READY)
+        uv_shutdown(&up->shutdown_req, (uv_stream_t *)&up->sock, NULL);
 }
 
 /* --- reading answers ------------------------------------------------------- */
@@ -626,16 +621,16 @@ static void up_on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 void upconn_update_reading(struct upconn *up)
 {
     struct proxy *px = up->px;
-    bool want = !up->closing && up->state == UP_READY && up->tcp_open && !rec_blocked(px->rec) &&
+    bool want = !up->closing && up->state == UP_READY && up->sock_open && !rec_blocked(px->rec) &&
                 !px->answers_paused &&
                 (up->shared || !up->owner || up->owner->closing ||
-                 wq(&up->owner->client) < px->cfg.write_backlog_max);
+                 dial_queued(&up->owner->client) < px->cfg.write_backlog_max);
     if (want == up->reading)
         return;
     if (want)
-        uv_read_start((uv_stream_t *)&up->tcp, up_on_alloc, up_on_read);
+        uv_read_start((uv_stream_t *)&up->sock, up_on_alloc, up_on_read);
     else
-        uv_read_stop((uv_stream_t *)&up->tcp);
+        uv_read_stop((uv_stream_t *)&up->sock);
     up->reading = want;
 }
 
@@ -646,7 +641,7 @@ static void up_on_retry(uv_timer_t *t)
     struct upconn *up = t->data;
     if (up->closing)
         return;
-    if (!up->tcp_open)
+    if (!up->sock_open)
         up_connect(up);
     else
         uv_timer_start(&up->retry, up_on_retry, 10, 0); /* old handle still closing */
@@ -700,7 +695,7 @@ static void up_down(struct upconn *up, const char *why, enum up_loss loss)
         up->draining || (!up->shared && owner && (owner->quit || owner->client_eof || owner->raw));
     bool probe = !expected && up_should_probe(up, loss);
     up_undirty(up);
-    up_close_tcp(up);
+    up_close_sock(up);
     up->state = UP_DOWN;
     up->stream = false;
     mc_resp_init(&up->rs);
@@ -805,13 +800,80 @@ static void up_probe(struct upconn *up)
 {
     static char mn[] = "mn\r\n";
     uv_buf_t b = uv_buf_init(mn, sizeof mn - 1);
-    int rc = uv_try_write((uv_stream_t *)&up->tcp, &b, 1);
+    int rc = uv_try_write((uv_stream_t *)&up->sock, &b, 1);
     if (rc != (int)(sizeof mn - 1)) {
         up_probe_done(up, false, rc < 0 ? uv_strerror(rc) : "short write");
         return;
     }
-    uv_read_start((uv_stream_t *)&up->tcp, up_on_probe_alloc, up_on_probe_read);
+    uv_read_start((uv_stream_t *)&up->sock, up_on_probe_alloc, up_on_probe_read);
     uv_timer_start(&up->retry, up_on_probe_timeout, UP_PROBE_TIMEOUT_MS, 0);
+}
+
+/* --- addresses ------------------------------------------------------------------ */
+
+/* The name of --upstream again, after every address it had failed: a
+ * container may have moved. One that stops resolving leaves no address:
+ * clients get SERVER_ERROR (as for memcached down) until it resolves. */
+static void up_on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+    struct proxy *px = req->data;
+    struct addr_list *l = &px->cfg.upstream_addrs;
+    px->resolving = false;
+    if (status == UV_ECANCELED) {
+        proxy_maybe_stopped(px);
+        return;
+    }
+    if (status < 0) {
+        l->n = 0;
+        log_throttled(&px->throttle.upstream_connect, LOG_LEVEL_WARN, NULL,
+                      "upstream %s: the name does not resolve any more (%s); clients get "
+                      "SERVER_ERROR until it does",
+                      px->cfg.upstream_text, uv_strerror(status));
+    } else {
+        addr_list_from_addrinfo(l, res);
+    }
+    px->upstream_at = 0;
+    uv_freeaddrinfo(res);
+    if (px->stopping)
+        proxy_maybe_stopped(px);
+}
+
+static void up_resolve_name(struct proxy *px)
+{
+    struct addr_spec s;
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+    char err[8], port[8];
+    if (px->resolving || px->stopping || addr_split(px->cfg.upstream_text, &s, err, sizeof err) ||
+        !addr_is_name(&s))
+        return;
+    snprintf(port, sizeof port, "%u", s.port);
+    px->resolve_req.data = px;
+    if (uv_getaddrinfo(px->loop, &px->resolve_req, up_on_resolved, s.host, port, &hints) == 0)
+        px->resolving = true;
+}
+
+/* A connect failed: the next address of the name at once, or -- every one
+ * tried -- down (backoff), and the name is resolved again meanwhile. */
+static void up_connect_failed(struct upconn *up, const char *why)
+{
+    struct proxy *px = up->px;
+    size_t n = px->cfg.upstream_addrs.n;
+    if (!up->probing && !px->stopping && n && ++up->addr_tried < n) {
+        char text[ADDR_TEXT_MAX];
+        log_write(
+            LOG_LEVEL_DEBUG, px->upstream_peer, "upstream %u: %s: %s; trying %s", up->id,
+            px->cfg.upstream_text, why,
+            addr_format((const struct sockaddr *)&px->cfg.upstream_addrs.a[(up->addr_at + 1) % n],
+                        text, sizeof text));
+        up->addr_at = (up->addr_at + 1) % n;
+        up_close_sock(up);
+        uv_timer_start(&up->retry, up_on_retry, 0, 0);
+        return;
+    }
+    up->addr_tried = 0;
+    up->probing = false;
+    up_resolve_name(px);
+    up_down(up, why, UP_LOSS_CONNECT);
 }
 
 static void up_on_connect(uv_connect_t *req, int status)
@@ -821,10 +883,16 @@ static void up_on_connect(uv_connect_t *req, int status)
     if (up->closing)
         return;
     if (status < 0) {
-        up->probing = false;
-        up_down(up, uv_strerror(status), UP_LOSS_CONNECT);
+        up_connect_failed(up, uv_strerror(status));
         return;
     }
+    /* new connections start where this one got through */
+    px->upstream_at = up->addr_at;
+    up->addr_tried = 0;
+    if (px->cfg.upstream_addrs.n)
+        addr_format((const struct sockaddr *)&px->cfg.upstream_addrs
+                        .a[up->addr_at % px->cfg.upstream_addrs.n],
+                    px->upstream_peer, sizeof px->upstream_peer);
     if (up->probing) {
         up_probe(up);
         return;
@@ -844,18 +912,25 @@ static void up_on_connect(uv_connect_t *req, int status)
 static void up_connect(struct upconn *up)
 {
     struct proxy *px = up->px;
-    uv_tcp_init(px->loop, &up->tcp);
-    up->tcp.data = up;
-    up->tcp_open = true;
-    up->open_handles++;
+    const struct addr_list *l = &px->cfg.upstream_addrs;
     up->state = UP_CONNECTING;
     up->draining = false;
+    if (!l->n) { /* the name stopped resolving */
+        up->addr_tried = 0;
+        up_connect_failed(up, "the name does not resolve");
+        return;
+    }
+    if (up->addr_tried == 0)
+        up->addr_at = px->upstream_at % l->n;
+    const struct sockaddr *sa = (const struct sockaddr *)&l->a[up->addr_at % l->n];
+    dial_init(px->loop, &up->sock, sa->sa_family);
+    up->sock.handle.data = up;
+    up->sock_open = true;
+    up->open_handles++;
     up->connect_req.data = up;
-    uv_tcp_nodelay(&up->tcp, 1);
-    int rc = uv_tcp_connect(&up->connect_req, &up->tcp,
-                            (const struct sockaddr *)&px->cfg.upstream_addr, up_on_connect);
+    int rc = dial_connect(&up->connect_req, &up->sock, sa, up_on_connect);
     if (rc)
-        up_down(up, uv_strerror(rc), UP_LOSS_CONNECT);
+        up_connect_failed(up, uv_strerror(rc));
 }
 
 void upconn_fail(struct upconn *up, const char *why)

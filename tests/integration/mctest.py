@@ -237,15 +237,23 @@ class Process:
 class Memcached(Process):
     """A real memcached on 127.0.0.1: on a reserved free port, or on port (to
     start one again on the port of one that stopped; tried again while the
-    port is still in use)."""
+    port is still in use). host="::1" listens there instead (the port is
+    reserved on 127.0.0.1, so free on loopback); unix=PATH on that unix
+    socket only (memcached -s PATH; self.port is None)."""
 
-    def __init__(self, workdir, port=None, extra=(), name="memcached", tries=3):
+    def __init__(self, workdir, port=None, extra=(), name="memcached", tries=3, host=HOST,
+                 unix=None):
         last = ""
+        self.host, self.unix = host, unix
         for attempt in range(tries):
-            reserved = [reserve_port()] if port is None else []
-            self.port = reserved[0].port if reserved else port
-            argv = ["memcached"] + mc_user_args() + ["-p", str(self.port), "-l", HOST,
-                                                     "-U", "0"] + list(extra)
+            if unix:
+                reserved, self.port = [], None
+                argv = ["memcached"] + mc_user_args() + ["-s", unix] + list(extra)
+            else:
+                reserved = [reserve_port()] if port is None else []
+                self.port = reserved[0].port if reserved else port
+                argv = ["memcached"] + mc_user_args() + ["-p", str(self.port), "-l", host,
+                                                         "-U", "0"] + list(extra)
             last = self._try_start(argv, os.path.join(workdir, "%s-%d.log" % (name, attempt)),
                                    reserved, lambda: self._wait_ready(10))
             if last is None:
@@ -261,7 +269,7 @@ class Memcached(Process):
             if not self.alive():
                 return False
             try:
-                with socket.create_connection((HOST, self.port), timeout=1) as s:
+                with self.connect(timeout=1) as s:
                     s.settimeout(2)
                     s.sendall(b"version\r\n")
                     if recv_until(s, b"\r\n", timeout=2).startswith(b"VERSION "):
@@ -271,6 +279,19 @@ class Memcached(Process):
             time.sleep(0.02)
         return False
 
+    def connect(self, timeout=10):
+        """A socket connected to it (TCP or its unix socket)."""
+        if self.unix:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(timeout)
+            try:
+                s.connect(self.unix)
+            except OSError:
+                s.close()
+                raise
+            return s
+        return socket.create_connection((self.host, self.port), timeout=timeout)
+
     def stop(self):
         # SIGKILL: a SIGTERM'd memcached waits for its next clock tick; the
         # tests never need what it holds after they are done with it.
@@ -279,7 +300,7 @@ class Memcached(Process):
 
 class Proxy(Process):
     """slabtap proxy --listen 127.0.0.1:PORT --upstream 127.0.0.1:UP --db DB on
-    a reserved port (self.port). The admin endpoint is off, or with http=True
+    a reserved port (self.port); UP may be an address as text instead. The admin endpoint is off, or with http=True
     on a reserved port of its own (self.http_port; None when off or when extra
     names --http itself). self.db defaults to NAME.db in workdir; a start
     that finds a port taken is tried again with new ports (and, when the file
@@ -293,6 +314,9 @@ class Proxy(Process):
         # default spill) go into the test's own directory
         env.setdefault("STATE_DIRECTORY", workdir)
         last = ""
+        # a port on 127.0.0.1, or any address as text ("unix:PATH", "[::1]:P")
+        upstream = (upstream_port if isinstance(upstream_port, str)
+                    else "%s:%d" % (HOST, upstream_port))
         for attempt in range(tries):
             listen = reserve_port()
             admin = reserve_port() if http and "--http" not in extra else None
@@ -311,7 +335,7 @@ class Proxy(Process):
             # names --upstream-conns itself keeps its own choice
             mode = [] if "--upstream-conns" in extra else ["--upstream-conns", UPSTREAM_CONNS]
             argv = [SLABTAP, "proxy", "--listen", "%s:%d" % (HOST, self.port),
-                    "--upstream", "%s:%d" % (HOST, upstream_port), "--db", self.db,
+                    "--upstream", upstream, "--db", self.db,
                     "--keys", keys] + mode + http_args + list(extra)
             last = self._try_start(argv, os.path.join(workdir, "%s-%d.log" % (name, attempt)),
                                    [listen] + ([admin] if admin else []),

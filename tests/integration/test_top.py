@@ -277,7 +277,8 @@ class TopOnce(mctest.ServerTestCase):
              "--timeout: 1 hour is above the maximum 10m"),
             (["--memcached", mc, "--sort", "size"], None),
             (["--memcached", mc, "--width", "0"], "--width: 0 is below the minimum 1"),
-            (["--memcached", "nonsense"], "bad --memcached address 'nonsense' (want HOST:PORT)"),
+            (["--memcached", "nonsense"], "--memcached 'nonsense' has no port (want HOST:PORT, "
+             ":PORT, [IPv6]:PORT or unix:PATH)"),
             (["--memcached", mc, "stray"], "unexpected argument 'stray'"),
         ]
         for args, msg in bad:

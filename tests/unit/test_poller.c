@@ -433,7 +433,9 @@ int main(void)
     CHECK_TRUE(uv_loop_init(&c.loop) == 0);
     uv_ip4_addr("127.0.0.1", mc_port, &up);
     CHECK_TRUE(poller_open(&c.poller, &c.loop, NULL, 50, on_sample, &c) == UV_EINVAL);
-    CHECK_TRUE(poller_open(&c.poller, &c.loop, (struct sockaddr *)&up, 50, on_sample, &c) == 0);
+    struct addr_list upl = { 0 };
+    addr_list_add(&upl, (struct sockaddr *)&up, sizeof up);
+    CHECK_TRUE(poller_open(&c.poller, &c.loop, &upl, 50, on_sample, &c) == 0);
     CHECK_INT(c.poller.interval_ms, 50);
 
     /* 1. samples arrive, consistent */
