@@ -123,6 +123,10 @@ static void proxy_usage(FILE *out)
             "                       the file under SIZE (k, m, g: 500m, 20g); the pages\n"
             "                       freed are reused. Reaching it is logged once, shown in\n"
             "                       /health and /metrics, and never a failure\n"
+            "  --wal-max SIZE       SQLite: bound of the WAL (default %llum; 0: none). A\n"
+            "                       reader holding one snapshot keeps it from starting\n"
+            "                       over; past SIZE rows are counted lost (wal_full), not\n"
+            "                       written, until that read ends; clients never wait\n"
             "  --db runs-%%Y%%m%%d.db  a strftime pattern (UTC): a new file whenever the\n"
             "                       name changes (a file per day); the run ends in one\n"
             "                       file and goes on, same name, in the next\n"
@@ -134,7 +138,7 @@ static void proxy_usage(FILE *out)
             PROXY_UPSTREAM_CONNS_MAX, PROXY_DEFAULT_MAX_REQUEST / 1024,
             PROXY_DEFAULT_MAX_ASSEMBLY / (1024 * 1024), PROXY_DEFAULT_MAX_MEMORY / (1024 * 1024),
             PROXY_DEFAULT_BIG_ANSWER / (1024 * 1024), APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS,
-            DEFAULT_HTTP);
+            DEFAULT_HTTP, (unsigned long long)(REC_DEFAULT_WAL_MAX >> 20));
 }
 
 /* While the last rows are written (the loop has stopped), a second
@@ -408,6 +412,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "record-optional", 0, OPT_FLAG, .dest = &a->record_optional },
         { "retain", 0, OPT_CALL, .dest = &cfg->retain_ns, .call = parse_retain },
         { "max-db-size", 0, OPT_CALL, .dest = &cfg->max_db_bytes, .call = parse_db_size },
+        { "wal-max", 0, OPT_SIZE, .dest = &cfg->wal_max, .min = 0, .max = UINT64_MAX },
         CLI_OPTS_VERBOSITY(&a->level, NULL),
     };
     enum opt_result r =
@@ -445,6 +450,7 @@ static enum opt_result proxy_read_args(int argc, char **argv, struct app_config 
 {
     proxy_config_defaults(&cfg->proxy);
     cfg->run_name = "proxy";
+    cfg->wal_max = REC_DEFAULT_WAL_MAX;
     *a = (struct proxy_args){ .listen = "127.0.0.1:11311",
                               .http = DEFAULT_HTTP,
                               .queue = DEFAULT_QUEUE_ROWS,

@@ -85,12 +85,18 @@ size_t dblock_describe(const char *text, long lock_pid, const char *my_host, cha
     return n < 0 ? 0 : (size_t)n >= wholen ? wholen - 1 : (size_t)n;
 }
 
-/* Our command line, from /proc/self/cmdline: arguments joined by spaces,
- * the program's folder left out. */
-static void my_command(char *out, size_t outlen)
+/* A process's command line, from /proc/PID/cmdline (pid 0: ours):
+ * arguments joined by spaces, the program's folder left out; empty when
+ * the system does not tell. */
+static void proc_command(long pid, char *out, size_t outlen)
 {
+    char path[64];
     out[0] = '\0';
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (pid > 0)
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    else
+        snprintf(path, sizeof path, "/proc/self/cmdline");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
     ssize_t got = read(fd, out, outlen - 1);
@@ -110,6 +116,15 @@ static void my_command(char *out, size_t outlen)
             slash = p;
     if (slash)
         memmove(out, slash + 1, strlen(slash + 1) + 1);
+}
+
+void dblock_process(long pid, char *out, size_t outlen)
+{
+    char cmd[DBLOCK_CMD_MAX + 4];
+    proc_command(pid, cmd, sizeof cmd);
+    if (strlen(cmd) > DBLOCK_CMD_MAX)
+        strcpy(cmd + DBLOCK_CMD_MAX - 3, "...");
+    snprintf(out, outlen, "pid %ld%s%s%s", pid, cmd[0] ? " (" : "", cmd, cmd[0] ? ")" : "");
 }
 
 static void my_host(char *out, size_t outlen)
@@ -217,7 +232,7 @@ int dblock_take(struct dblock *l, const char *db, char *err, size_t errlen)
         }
         char text[DBLOCK_TEXT_MAX], host[256], cmd[DBLOCK_TEXT_MAX / 2];
         my_host(host, sizeof host);
-        my_command(cmd, sizeof cmd);
+        proc_command(0, cmd, sizeof cmd);
         size_t n = dblock_format(text, sizeof text, (long)getpid(), host, (int64_t)time(NULL), cmd);
         if (ftruncate(fd, 0) != 0 || pwrite(fd, text, n, 0) != (ssize_t)n) {
             /* the lock holds without its text: readers name the pid alone */

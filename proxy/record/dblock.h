@@ -45,6 +45,10 @@ void dblock_release(struct dblock *l);
  * ...)"), false when nobody holds its lock file. Takes no lock. */
 bool dblock_holder(const char *db, char *who, size_t wholen);
 
+/* Another process for a message: "pid N (its command line)", the command
+ * line when /proc tells it. */
+void dblock_process(long pid, char *out, size_t outlen);
+
 /* --- pure --------------------------------------------------------------- */
 
 /* The lock file's text: "pid N\nhost H\nstarted S\ncommand C\n" (S:

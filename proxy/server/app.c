@@ -915,6 +915,7 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         .spill = spilling ? &a->spill : NULL,
         .db = cfg->db_path,
         .retain = { cfg->retain_ns, cfg->max_db_bytes },
+        .wal_max = cfg->wal_max,
         .rotate = rotating ? cfg->db_path : NULL,
         .path = db,
         .run = { cfg->run_name, cfg->proxy.upstream_text,
