@@ -731,8 +731,12 @@ static int64_t rec_duty_ns(const struct recorder *r)
         return r->next_open_ns ? r->next_open_ns : 1;
     if (r->spill && r->spill_batches && r->sink_ready)
         return r->next_ship_ns ? r->next_ship_ns : 1;
-    if (r->sink_ready && sink_sqlite(r->sink)) /* the file check, also while idle */
-        return r->next_file_check_ns ? r->next_file_check_ns : 1;
+    if (r->sink_ready && sink_sqlite(r->sink)) { /* the file check, also while idle */
+        int64_t check = r->next_file_check_ns ? r->next_file_check_ns : 1;
+        /* and the aggregates, for readers in other processes */
+        int64_t agg = store_aggregates_due_ns(&r->sink->sq);
+        return agg && agg < check ? agg : check;
+    }
     return 0;
 }
 
@@ -783,6 +787,14 @@ static void rec_writer_duties(struct recorder *r)
     bool ready = r->sink_ready, ship = r->spill && r->spill_batches;
     if (ready && !ship) {
         rec_file_check(r);
+        int64_t agg = r->sink_ready && sink_sqlite(r->sink)
+                          ? store_aggregates_due_ns(&r->sink->sq) : 0;
+        if (agg && clock_wall_ns() >= agg && !r->wal_over) {
+            char ignored[512];
+            pthread_mutex_unlock(&r->mu);
+            store_write_aggregates(&r->sink->sq, ignored, sizeof ignored);
+            pthread_mutex_lock(&r->mu);
+        }
         return;
     }
     pthread_mutex_unlock(&r->mu);

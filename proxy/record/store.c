@@ -2018,6 +2018,14 @@ int store_commit(struct store *s, int failed, char *err, size_t errlen)
     return -1;
 }
 
+int64_t store_aggregates_due_ns(const struct store *s)
+{
+    const struct store_writes *w = s->w;
+    if (!w || !w->agg_run || !w->agg.used)
+        return 0;
+    return w->agg_written_ns + STORE_AGG_FLUSH_MS * INT64_C(1000000);
+}
+
 int store_write_aggregates(struct store *s, char *err, size_t errlen)
 {
     struct store_writes *w = s->w;

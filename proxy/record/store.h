@@ -97,6 +97,10 @@ int store_commit(struct store *s, int failed, char *err, size_t errlen);
  * and written with a later batch). */
 int store_write_aggregates(struct store *s, char *err, size_t errlen);
 #define STORE_AGG_FLUSH_MS 250
+/* When the aggregates counted and not yet written are due (wall ns; 0:
+ * none wait): the writer writes them while idle too, so a reader in
+ * another process sees them at most STORE_AGG_FLUSH_MS late. */
+int64_t store_aggregates_due_ns(const struct store *s);
 
 /* Rows of `writes` and `arrivals` were deleted (record/retain.h) outside
  * the store's batches: what it cached about a run's last rows is looked up
