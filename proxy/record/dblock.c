@@ -76,8 +76,16 @@ size_t dblock_describe(const char *text, long lock_pid, const char *my_host, cha
     if (!pid[0] && lock_pid > 0)
         snprintf(pid, sizeof pid, "%ld", lock_pid);
     bool other_host = host[0] && my_host && strcmp(host, my_host) != 0;
-    int n = snprintf(who, wholen, "%s%s%s%s%s%s%s%s%s",
-                     strstr(cmd, "slabtap") == cmd || !cmd[0] ? "slabtap proxy" : "process",
+    /* the program: "slabtap proxy" (its first two words when it is
+     * slabtap, else its first), "slabtap" when the text has no command */
+    char prog[64] = "slabtap";
+    if (cmd[0]) {
+        size_t w1 = strcspn(cmd, " "), w2 = w1;
+        if (!strncmp(cmd, "slabtap ", 8))
+            w2 = w1 + 1 + strcspn(cmd + w1 + 1, " ");
+        snprintf(prog, sizeof prog, "%.*s", (int)w2, cmd);
+    }
+    int n = snprintf(who, wholen, "%s%s%s%s%s%s%s%s%s", prog,
                      pid[0] ? " pid " : "", pid, other_host ? " on " : "", other_host ? host : "",
                      when[0] || cmd[0] ? " (" : "", when, when[0] && cmd[0] ? ": " : "", cmd);
     if (n >= 0 && (when[0] || cmd[0]) && (size_t)n + 1 < wholen)
@@ -247,7 +255,7 @@ int dblock_take(struct dblock *l, const char *db, char *err, size_t errlen)
 
 void dblock_release(struct dblock *l)
 {
-    if (l->fd < 0)
+    if (!l->path[0] || l->fd < 0) /* a zeroed struct holds nothing either */
         return;
     unlink(l->path); /* while locked: a taker that opened it sees another inode */
     close(l->fd);

@@ -26,8 +26,8 @@
 #define DBLOCK_CMD_MAX 200   /* of the command line, shown in messages */
 
 struct dblock {
-    int fd; /* -1: not held */
-    char path[1040];
+    int fd;          /* -1: not held */
+    char path[1040]; /* PATH.lock while held, else empty (a zeroed struct holds nothing) */
 };
 
 /* Whether path names a file that gets a lock file (not ":memory:", "",
@@ -57,7 +57,9 @@ void dblock_process(long pid, char *out, size_t outlen);
 size_t dblock_format(char *out, size_t outlen, long pid, const char *host, int64_t started_s,
                      const char *cmd);
 /* A holder's description from the lock file's text (it may be empty or cut
- * short: what is there is used); lock_pid: the pid F_GETLK reported (0:
+ * short: what is there is used): "PROGRAM pid N [on HOST] (started DATE
+ * UTC: COMMAND)", PROGRAM the command's first word ("slabtap proxy": two
+ * for slabtap; "slabtap" when there is no command); lock_pid: the pid F_GETLK reported (0:
  * none), used when the text has none; my_host: ours, the host is named
  * when it is another. Returns the length written. */
 size_t dblock_describe(const char *text, long lock_pid, const char *my_host, char *who,
