@@ -31,13 +31,7 @@ if [ ! -x "$BEFORE/build/slabtap" ] || [ "$(cat "$BEFORE/rev" 2>/dev/null)" != "
   cmake --build "$BEFORE/build" -j2 --target slabtap writer_bench >/dev/null
   git rev-parse "$REV" > "$BEFORE/rev"
 fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-USER_FLAG=(); [ "$(id -u)" -eq 0 ] && USER_FLAG=(-u root)
-TMP=$(mktemp -d); PIDS=()
-cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$TMP"; }
-trap cleanup EXIT
-HZ=$(getconf CLK_TCK)
+. bench/proc_lib.sh
 echo "before: $REV ($(git rev-parse --short "$REV")), after: the working tree ($(git rev-parse --short HEAD)$(git diff --quiet || echo '+changes')); ROWS=$ROWS WL=$WL"
 printf '%-5s %-9s %12s %12s %10s %10s %9s %9s\n' round variant writer_rows/s writer_us/row \
   ops/s cpu_us/op rows reads_ok
