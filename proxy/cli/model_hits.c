@@ -67,8 +67,9 @@ static int save_meta(const struct cli_hits_args *a, const char *key, const char 
     if (sqlite3_step(st) == SQLITE_DONE)
         rc = 0;
 out:
-    if (rc && db && ((sqlite3_errcode(db) & 0xff) == SQLITE_BUSY ||
-                     (sqlite3_errcode(db) & 0xff) == SQLITE_LOCKED)) {
+    if (rc && db &&
+        ((sqlite3_errcode(db) & 0xff) == SQLITE_BUSY ||
+         (sqlite3_errcode(db) & 0xff) == SQLITE_LOCKED)) {
         char why[1024];
         runs_locked_why(a->db, sqlite3_errmsg(db), why, sizeof why);
         fprintf(stderr, "slabtap model: --save: %s: %s\n", a->db, why);

@@ -85,8 +85,8 @@ size_t dblock_describe(const char *text, long lock_pid, const char *my_host, cha
             w2 = w1 + 1 + strcspn(cmd + w1 + 1, " ");
         snprintf(prog, sizeof prog, "%.*s", (int)w2, cmd);
     }
-    int n = snprintf(who, wholen, "%s%s%s%s%s%s%s%s%s", prog,
-                     pid[0] ? " pid " : "", pid, other_host ? " on " : "", other_host ? host : "",
+    int n = snprintf(who, wholen, "%s%s%s%s%s%s%s%s%s", prog, pid[0] ? " pid " : "", pid,
+                     other_host ? " on " : "", other_host ? host : "",
                      when[0] || cmd[0] ? " (" : "", when, when[0] && cmd[0] ? ": " : "", cmd);
     if (n >= 0 && (when[0] || cmd[0]) && (size_t)n + 1 < wholen)
         n += snprintf(who + n, wholen - (size_t)n, ")");

@@ -787,8 +787,8 @@ static void rec_writer_duties(struct recorder *r)
     bool ready = r->sink_ready, ship = r->spill && r->spill_batches;
     if (ready && !ship) {
         rec_file_check(r);
-        int64_t agg = r->sink_ready && sink_sqlite(r->sink)
-                          ? store_aggregates_due_ns(&r->sink->sq) : 0;
+        int64_t agg =
+            r->sink_ready && sink_sqlite(r->sink) ? store_aggregates_due_ns(&r->sink->sq) : 0;
         if (agg && clock_wall_ns() >= agg && !r->wal_over) {
             char ignored[512];
             pthread_mutex_unlock(&r->mu);

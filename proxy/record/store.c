@@ -2298,8 +2298,7 @@ uint64_t store_wal_bytes(const struct store *s)
 bool store_wal_drained(struct store *s)
 {
     int log = 0, done = 0;
-    if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done) !=
-        SQLITE_OK)
+    if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done) != SQLITE_OK)
         return false;
     s->w->wal_backfilled = done > 0 ? (uint64_t)done : 0;
     return log <= 0 || done >= log;

@@ -58,8 +58,8 @@ static void test_describe(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char who[512];
-        size_t n = dblock_describe(cases[i].text, cases[i].lock_pid, cases[i].host, who,
-                                   sizeof who);
+        size_t n =
+            dblock_describe(cases[i].text, cases[i].lock_pid, cases[i].host, who, sizeof who);
         CHECK_STR(who, cases[i].want);
         CHECK_INT(n, strlen(cases[i].want));
     }
