@@ -204,9 +204,8 @@ struct store_reads {
 struct store_writes {
     /* the WAL (store_wal_hook; here, not in struct store, which is moved
      * by value on rotation while the hook keeps its pointer): frames in it
-     * after the last commit, checkpointed by the last checkpoint, and the
-     * autocheckpoint bound in pages */
-    uint64_t wal_frames, wal_backfilled;
+     * after the last commit, and the autocheckpoint bound in pages */
+    uint64_t wal_frames;
     unsigned wal_auto;
     sqlite3_stmt *ins_write, *ins_write_n, *ins_arrival, *arr_last, *arr_cover, *arr_next,
         *row_after, *max_rowid, *run_get, *cmd_find, *cmd_add, *answer_find, *answer_add,
@@ -2267,10 +2266,7 @@ static int store_wal_hook(void *ud, sqlite3 *db, const char *name, int frames)
     struct store_writes *w = ud;
     w->wal_frames = frames > 0 ? (uint64_t)frames : 0;
     if (w->wal_auto && w->wal_frames >= w->wal_auto) {
-        int log = 0, done = 0;
-        if (sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &log, &done) ==
-            SQLITE_OK)
-            w->wal_backfilled = done > 0 ? (uint64_t)done : 0;
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     }
     return SQLITE_OK;
 }
@@ -2300,7 +2296,6 @@ bool store_wal_drained(struct store *s)
     int log = 0, done = 0;
     if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done) != SQLITE_OK)
         return false;
-    s->w->wal_backfilled = done > 0 ? (uint64_t)done : 0;
     return log <= 0 || done >= log;
 }
 
