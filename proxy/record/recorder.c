@@ -733,8 +733,9 @@ static int64_t rec_duty_ns(const struct recorder *r)
         return r->next_ship_ns ? r->next_ship_ns : 1;
     if (r->sink_ready && sink_sqlite(r->sink)) { /* the file check, also while idle */
         int64_t check = r->next_file_check_ns ? r->next_file_check_ns : 1;
-        /* and the aggregates, for readers in other processes */
-        int64_t agg = store_aggregates_due_ns(&r->sink->sq);
+        /* and the aggregates, for readers in other processes (not while
+         * the store fails or the WAL is past --wal-max) */
+        int64_t agg = r->failing || r->wal_over ? 0 : store_aggregates_due_ns(&r->sink->sq);
         return agg && agg < check ? agg : check;
     }
     return 0;
@@ -787,9 +788,10 @@ static void rec_writer_duties(struct recorder *r)
     bool ready = r->sink_ready, ship = r->spill && r->spill_batches;
     if (ready && !ship) {
         rec_file_check(r);
-        int64_t agg =
-            r->sink_ready && sink_sqlite(r->sink) ? store_aggregates_due_ns(&r->sink->sq) : 0;
-        if (agg && clock_wall_ns() >= agg && !r->wal_over) {
+        int64_t agg = r->sink_ready && sink_sqlite(r->sink) && !r->failing && !r->wal_over
+                          ? store_aggregates_due_ns(&r->sink->sq)
+                          : 0;
+        if (agg && clock_wall_ns() >= agg) {
             char ignored[512];
             pthread_mutex_unlock(&r->mu);
             store_write_aggregates(&r->sink->sq, ignored, sizeof ignored);

@@ -1160,8 +1160,8 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
     int from = user_version(s);
     if (from < 0 &&
         (sqlite3_errcode(s->db) == SQLITE_BUSY || sqlite3_errcode(s->db) == SQLITE_LOCKED)) {
-        /* another program holds it exclusively (a slabtap before 0.x, or a
-         * sqlite3 in locking_mode exclusive) */
+        /* another program holds it exclusively (an older slabtap proxy, or
+         * any program in locking_mode exclusive) */
         snprintf(err, errlen, "%s: database is locked by another process: %s", path,
                  sqlite3_errmsg(s->db));
         goto out;
@@ -2031,11 +2031,14 @@ int store_write_aggregates(struct store *s, char *err, size_t errlen)
     char ignored[1536];
     if (!w->agg_run || !w->agg.used)
         return 0;
-    if (exec(s, "BEGIN", err, errlen))
+    if (exec(s, "BEGIN", err, errlen)) {
+        w->agg_written_ns = clock_wall_ns(); /* kept; due again in STORE_AGG_FLUSH_MS */
         return -1;
+    }
     if (agg_write(s, err, errlen) || exec(s, "COMMIT", err, errlen)) {
         if (!sqlite3_get_autocommit(s->db))
             exec(s, "ROLLBACK", ignored, sizeof ignored);
+        w->agg_written_ns = clock_wall_ns(); /* kept; due again in STORE_AGG_FLUSH_MS */
         return -1;
     }
     wagg_clear(&w->agg);
