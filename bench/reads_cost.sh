@@ -18,13 +18,7 @@ if [ ! -x "$SLABTAP" ]; then
   cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build-rel -j2 --target slabtap >/dev/null
 fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-USER_FLAG=(); [ "$(id -u)" -eq 0 ] && USER_FLAG=(-u root)
-TMP=$(mktemp -d); PIDS=()
-cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$TMP"; }
-trap cleanup EXIT
-HZ=$(getconf CLK_TCK)
+. bench/proc_lib.sh
 printf '%-6s %-5s %10s %10s %11s %9s %9s %10s %11s\n' round reads ops/s cpu_us/op file_bytes reads \
   writes B/read B/read_tbl
 for r in $(seq "$ROUNDS"); do

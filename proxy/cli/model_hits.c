@@ -19,6 +19,7 @@
 #include "load/verify.h"
 #include "model/hitadvise.h"
 #include "model/predict.h"
+#include "record/runs.h"
 
 /* The run's slab_automove and LRU mode from its first `stats settings`
  * (1.6.18's defaults when none was recorded). */
@@ -56,7 +57,7 @@ static int save_meta(const struct cli_hits_args *a, const char *key, const char 
     int rc = -1;
     if (sqlite3_open_v2(a->db, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
         goto out;
-    sqlite3_busy_timeout(db, 5000);
+    sqlite3_busy_timeout(db, RUNS_BUSY_MS);
     if (sqlite3_prepare_v2(
             db, "INSERT OR REPLACE INTO run_meta (run_id, key, value) VALUES (?1, ?2, ?3)", -1, &st,
             NULL) != SQLITE_OK)
@@ -67,7 +68,13 @@ static int save_meta(const struct cli_hits_args *a, const char *key, const char 
     if (sqlite3_step(st) == SQLITE_DONE)
         rc = 0;
 out:
-    if (rc)
+    if (rc && db &&
+        ((sqlite3_errcode(db) & 0xff) == SQLITE_BUSY ||
+         (sqlite3_errcode(db) & 0xff) == SQLITE_LOCKED)) {
+        char why[1024];
+        runs_locked_why(a->db, sqlite3_errmsg(db), why, sizeof why);
+        fprintf(stderr, "slabtap model: --save: %s: %s\n", a->db, why);
+    } else if (rc)
         fprintf(stderr, "slabtap model: --save: %s: %s\n", a->db,
                 db ? sqlite3_errmsg(db) : "cannot open");
     sqlite3_finalize(st);

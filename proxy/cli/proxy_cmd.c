@@ -134,6 +134,10 @@ static void proxy_usage(FILE *out)
             "                       the file under SIZE (at least 1m: 500MB, 20g); the pages\n"
             "                       freed are reused. Reaching it is logged once, shown in\n"
             "                       /health and /metrics, and never a failure\n"
+            "  --wal-max SIZE       SQLite: bound of the WAL (default %llum; 0: none). A\n"
+            "                       reader holding one snapshot keeps it from starting\n"
+            "                       over; past SIZE rows are counted lost (wal_full), not\n"
+            "                       written, until that read ends; clients never wait\n"
             "  --db runs-%%Y%%m%%d.db  a strftime pattern (UTC): a new file whenever the\n"
             "                       name changes (a file per day); the run ends in one\n"
             "                       file and goes on, same name, in the next\n"
@@ -145,7 +149,7 @@ static void proxy_usage(FILE *out)
             PROXY_UPSTREAM_CONNS_MAX, PROXY_DEFAULT_MAX_REQUEST / 1024,
             PROXY_DEFAULT_MAX_ASSEMBLY / (1024 * 1024), PROXY_DEFAULT_MAX_MEMORY / (1024 * 1024),
             PROXY_DEFAULT_BIG_ANSWER / (1024 * 1024), APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS,
-            DEFAULT_HTTP);
+            DEFAULT_HTTP, (unsigned long long)(REC_DEFAULT_WAL_MAX >> 20));
 }
 
 /* While the last rows are written (the loop has stopped), a second
@@ -394,6 +398,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "retain", 0, OPT_DURATION, .dest = &a->retain_s, .unit = UNITS_S, .min = 1,
           .max = INT64_MAX / UNITS_S },
         { "max-db-size", 0, OPT_SIZE, .dest = &cfg->max_db_bytes, .min = 1024 * 1024 },
+        { "wal-max", 0, OPT_SIZE, .dest = &cfg->wal_max, .min = 0, .max = UINT64_MAX },
         CLI_OPTS_VERBOSITY(&a->level, NULL),
     };
     enum opt_result r =
@@ -432,6 +437,7 @@ static enum opt_result proxy_read_args(int argc, char **argv, struct app_config 
 {
     proxy_config_defaults(&cfg->proxy);
     cfg->run_name = "proxy";
+    cfg->wal_max = REC_DEFAULT_WAL_MAX;
     *a = (struct proxy_args){ .listen = "127.0.0.1:11311",
                               .http = DEFAULT_HTTP,
                               .queue = DEFAULT_QUEUE_ROWS,

@@ -552,7 +552,13 @@ static enum replay_status replay_db_prepare(struct replay *r, int64_t run_id, ch
     }
     sqlite3_bind_int64(r->cursor, 1, run_id);
     return REPLAY_OK;
-fail:
+fail:;
+    int code = sqlite3_errcode(r->db) & 0xff;
+    if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
+        char why[1024];
+        runs_locked_why(r->path, sqlite3_errmsg(r->db), why, sizeof why);
+        return replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, why);
+    }
     rc = replay_why(err, errlen, REPLAY_E_DB, "%s: %s (is it a slabtap database?)", r->path,
                     sqlite3_errmsg(r->db));
     return rc;
@@ -852,7 +858,7 @@ enum replay_status replay_open(struct replay **out, enum replay_kind kind, const
                         r->db ? sqlite3_errmsg(r->db) : "out of memory");
     } else {
         char why[512];
-        sqlite3_busy_timeout(r->db, 5000);
+        sqlite3_busy_timeout(r->db, RUNS_BUSY_MS);
         if (runs_sqlite_check(r->db, path, why, sizeof why) != RUNS_DB_OK)
             rc = replay_why(err, errlen, REPLAY_E_OPEN, "%s: %s", path, why);
         else

@@ -1,8 +1,8 @@
 /* query: read-only questions about recorded runs (the live page's JSON
  * API), answered by the recorder's writer thread on its own connection
- * between write batches, because that connection holds the database file
- * exclusively (PRAGMA locking_mode = EXCLUSIVE) and the loop thread must
- * never run SQL.
+ * between write batches: the loop thread must never run SQL, and the
+ * aggregates a query reads are written first on that connection (other
+ * processes read the file on their own connections: docs/live-sql.md).
  *
  * Owns: the bounded queue of pending queries (QUERY_QUEUE_MAX; full: the
  * caller answers 503), every SQL text of the web API (aggregating in SQL:

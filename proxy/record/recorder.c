@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "record/dblock.h"
 #include "record/query.h"
 #include "record/sink.h"
 #include "record/spill.h"
@@ -267,7 +268,7 @@ static int rec_spill_batch(struct recorder *r, const struct rec_row *batch, size
 static void rec_retain_run(struct recorder *r, size_t rows_in)
 {
     sqlite3 *db = r->sink_ready ? sink_sqlite(r->sink) : NULL;
-    if (!db || !retain_enabled(&r->retain) || r->failing)
+    if (!db || !retain_enabled(&r->retain) || r->failing || r->wal_over)
         return;
     char err[512];
     pthread_mutex_unlock(&r->mu);
@@ -565,6 +566,48 @@ static void rec_make_room(struct recorder *r, unsigned tries)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* Writer thread, under mu (released while it checkpoints): whether the WAL
+ * is past --wal-max and cannot start over (a reader in another process
+ * holds an old snapshot): the batch's rows are then counted lost
+ * (wal_full) instead of written, so the WAL stays bounded and nobody waits.
+ * Logged when it begins (naming the reader when PATH-shm's locks tell)
+ * and when recording resumes. */
+static bool rec_wal_full(struct recorder *r)
+{
+    if (!r->wal_max || !r->sink_ready || !sink_sqlite(r->sink) || r->failing)
+        return false;
+    struct store *s = &r->sink->sq;
+    uint64_t bytes = store_wal_bytes(s);
+    if (bytes < r->wal_max) {
+        if (r->wal_over) {
+            r->wal_over = false;
+            log_info("recorder: %s-wal started over (%llu bytes): recording every row again; "
+                     "%llu writes were counted lost (wal_full) meanwhile",
+                     s->path, (unsigned long long)bytes,
+                     (unsigned long long)(r->wlost[REC_LOST_WAL_FULL] - r->wal_lost0));
+        }
+        return false;
+    }
+    pthread_mutex_unlock(&r->mu);
+    bool drained = store_wal_drained(s); /* PASSIVE: never waits */
+    long reader = drained ? 0 : store_wal_reader(s);
+    pthread_mutex_lock(&r->mu);
+    if (drained)
+        return false; /* this commit starts the WAL over */
+    if (!r->wal_over) {
+        char who[DBLOCK_TEXT_MAX] = "another process";
+        if (reader > 0)
+            dblock_process(reader, who, sizeof who);
+        r->wal_over = true;
+        r->wal_lost0 = r->wlost[REC_LOST_WAL_FULL];
+        log_warn("recorder: %s-wal is past --wal-max (%llu of %llu bytes): a reader (%s) holds "
+                 "a snapshot, so no checkpoint can start the WAL over; rows are counted lost "
+                 "(wal_full), not written, until its read ends (clients are not slowed)",
+                 s->path, (unsigned long long)bytes, (unsigned long long)r->wal_max, who);
+    }
+    return true;
+}
+
 /* Writer thread, under mu (released while writing): the batch is written,
  * tried again with backoff while the sink fails -- never dropped -- until
  * the sink writes again; or, with a spill, once it has failed for
@@ -577,6 +620,13 @@ static void rec_write_batch(struct recorder *r, const struct rec_row *batch, siz
 {
     unsigned backoff = REC_RETRY_MIN_MS, fulls = 0;
     bool tried = false;
+    if (n && rec_wal_full(r)) {
+        r->wlost[REC_LOST_WAL_FULL] += rec_count_writes(batch, n);
+        r->rlost[REC_LOST_WAL_FULL] += rec_count_reads(batch, n);
+        n = 0;
+        if (!jobs)
+            return; /* the jobs (settings, samples, phases) are still written */
+    }
     int64_t batch_no = ++r->batch_no;
     for (;;) {
         bool ready = r->sink_ready, failing = r->failing, stop = r->stop;
@@ -681,8 +731,13 @@ static int64_t rec_duty_ns(const struct recorder *r)
         return r->next_open_ns ? r->next_open_ns : 1;
     if (r->spill && r->spill_batches && r->sink_ready)
         return r->next_ship_ns ? r->next_ship_ns : 1;
-    if (r->sink_ready && sink_sqlite(r->sink)) /* the file check, also while idle */
-        return r->next_file_check_ns ? r->next_file_check_ns : 1;
+    if (r->sink_ready && sink_sqlite(r->sink)) { /* the file check, also while idle */
+        int64_t check = r->next_file_check_ns ? r->next_file_check_ns : 1;
+        /* and the aggregates, for readers in other processes (not while
+         * the store fails or the WAL is past --wal-max) */
+        int64_t agg = r->failing || r->wal_over ? 0 : store_aggregates_due_ns(&r->sink->sq);
+        return agg && agg < check ? agg : check;
+    }
     return 0;
 }
 
@@ -733,6 +788,15 @@ static void rec_writer_duties(struct recorder *r)
     bool ready = r->sink_ready, ship = r->spill && r->spill_batches;
     if (ready && !ship) {
         rec_file_check(r);
+        int64_t agg = r->sink_ready && sink_sqlite(r->sink) && !r->failing && !r->wal_over
+                          ? store_aggregates_due_ns(&r->sink->sq)
+                          : 0;
+        if (agg && clock_wall_ns() >= agg) {
+            char ignored[512];
+            pthread_mutex_unlock(&r->mu);
+            store_write_aggregates(&r->sink->sq, ignored, sizeof ignored);
+            pthread_mutex_lock(&r->mu);
+        }
         return;
     }
     pthread_mutex_unlock(&r->mu);
@@ -914,6 +978,7 @@ int rec_open(struct recorder *r, uv_loop_t *loop, struct sink *sink, int64_t run
     r->retain_view = r->retain.st;
     r->rotate = cfg->rotate;
     r->wal_pages = cfg->wal_pages;
+    r->wal_max = cfg->wal_max;
     if (r->wal_pages && sink_sqlite(sink) && store_wal_limit(&sink->sq, r->wal_pages, err, errlen))
         goto out;
     snprintf(r->store_path, sizeof r->store_path, "%s", cfg->path ? cfg->path : sink_name(sink));

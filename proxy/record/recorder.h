@@ -48,7 +48,8 @@ enum rec_on_full { REC_BLOCK, REC_DROP };
     X(REC_LOST_STORE_UNAVAILABLE, "store_unavailable") \
     X(REC_LOST_FILE_DELETED, "file_deleted") \
     X(REC_LOST_READ_KEY_CUT, "read_key_cut") \
-    X(REC_LOST_READ_KEY_NOMEM, "read_key_nomem")
+    X(REC_LOST_READ_KEY_NOMEM, "read_key_nomem") \
+    X(REC_LOST_WAL_FULL, "wal_full")
 
 enum rec_loss {
 #define REC_LOSS_ENUM(name, label) name,
@@ -154,6 +155,9 @@ struct recorder {
     int64_t next_file_check_ns;       /* writer */
     uint64_t dropped_view;            /* under mu: the loop's dropped, for the runs row */
     unsigned wal_pages;               /* the WAL's bound in pages (0: SQLite's) */
+    uint64_t wal_max;                 /* --wal-max (0: none) */
+    bool wal_over;                    /* writer: past it, rows counted wal_full */
+    uint64_t wal_lost0;               /* writer: wal_full writes when it began */
     bool full_logged;                 /* writer: making room on a full disk, logged once */
 };
 
@@ -179,7 +183,16 @@ struct rec_config {
      * them (0: SQLite's 1000), for a disk with little room beside the
      * bound (retain_room) */
     unsigned wal_pages;
+    /* SQLite: --wal-max, the WAL's bound in bytes (0: none). A reader that
+     * holds one snapshot keeps the WAL from starting over after a
+     * checkpoint; past the bound, batches' rows are not written but counted
+     * lost (wal_full) -- nobody waits -- until a checkpoint gets every
+     * frame into the file (the reader is done), then the next commit
+     * starts the WAL over. Logged once each time, with the reader's pid. */
+    uint64_t wal_max;
 };
+/* --wal-max's default */
+#define REC_DEFAULT_WAL_MAX ((uint64_t)256 << 20)
 
 /* The sink is open with its run begun (run_id), or closed (run_id -1: the
  * writer opens it with cfg->db and begins cfg->run). The recorder owns the

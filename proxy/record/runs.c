@@ -12,6 +12,7 @@
 
 #include "core/sample.h"
 #include "model/slab_model.h"
+#include "record/dblock.h"
 #include "record/pgstore.h"
 #include "record/wagg.h"
 
@@ -209,6 +210,9 @@ int runs_src_open(struct runs_src **out, const char *db, char *err, size_t errle
             free(s);
             return -1;
         }
+        /* a live run's writer never blocks a reader (WAL); anything else
+         * holding the file gets a few seconds */
+        sqlite3_busy_timeout(s->db, RUNS_BUSY_MS);
         if (runs_sqlite_check(s->db, db, err, errlen) != RUNS_DB_OK) {
             sqlite3_close(s->db);
             free(s);
@@ -230,8 +234,9 @@ const char *runs_db_state_label(enum runs_db_state st)
     return (unsigned)st < RUNS_DB__COUNT ? runs_db_labels[st] : "?";
 }
 
-/* The process holding SQLite's lock bytes of path (the proxy's exclusive
- * lock), or 0 when none is seen. */
+/* The process holding SQLite's lock bytes of path (a program holding the
+ * file exclusively, or in a write it has not committed), or 0 when none is
+ * seen. */
 static long runs_lock_holder(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -244,6 +249,22 @@ static long runs_lock_holder(const char *path)
     long pid = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? (long)fl.l_pid : 0;
     close(fd);
     return pid;
+}
+
+void runs_locked_why(const char *path, const char *msg, char *err, size_t errlen)
+{
+    char who[DBLOCK_TEXT_MAX], rec[DBLOCK_TEXT_MAX];
+    long pid = runs_lock_holder(path);
+    bool recorder = dblock_holder(path, rec, sizeof rec);
+    char pidtext[32];
+    snprintf(pidtext, sizeof pidtext, "pid %ld ", pid);
+    if (recorder && (pid <= 0 || strstr(rec, pidtext)))
+        snprintf(who, sizeof who, "%s", rec);
+    else if (pid > 0)
+        dblock_process(pid, who, sizeof who);
+    else
+        snprintf(who, sizeof who, "another process");
+    snprintf(err, errlen, "database is locked by %s: %s", who, msg);
 }
 
 enum runs_db_state runs_sqlite_check(sqlite3 *db, const char *path, char *err, size_t errlen)
@@ -270,14 +291,7 @@ enum runs_db_state runs_sqlite_check(sqlite3 *db, const char *path, char *err, s
     }
     int code = rc & 0xff;
     if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
-        long pid = runs_lock_holder(path);
-        char who[64] = "";
-        if (pid > 0)
-            snprintf(who, sizeof who, ", pid %ld", pid);
-        snprintf(err, errlen,
-                 "database is locked (held by a running slabtap proxy%s, which holds its "
-                 "database exclusively until it exits: read it then)",
-                 who);
+        runs_locked_why(path, sqlite3_errstr(rc), err, errlen);
         return RUNS_DB_LOCKED;
     }
     if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {

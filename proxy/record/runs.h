@@ -44,10 +44,10 @@ int runs_read_prediction(sqlite3 *db, int64_t run_id, struct prediction *out, ch
                          size_t errlen);
 
 /* Whether a SQLite file can be read as a slabtap database now, and if not
- * why, for every reader to say the same: held by a running proxy (its
- * exclusive lock; the pid from the lock when the system tells it), a file
+ * why, for every reader to say the same: locked (runs_locked_why), a file
  * cut short or damaged, not SQLite at all, or SQLite without slabtap's
- * tables. The reason into err (without the path). */
+ * tables. The reason into err (without the path). A recording proxy does
+ * not lock readers out (WAL, normal locking: docs/live-sql.md). */
 #define RUNS_DB_STATES(X) \
     X(RUNS_DB_OK, "a slabtap database") \
     X(RUNS_DB_LOCKED, "database is locked") \
@@ -63,6 +63,15 @@ enum runs_db_state {
 };
 const char *runs_db_state_label(enum runs_db_state st);
 enum runs_db_state runs_sqlite_check(sqlite3 *db, const char *path, char *err, size_t errlen);
+/* A reader's busy timeout (ms): what holds the file may be a transaction
+ * of another program; the recording proxy never blocks readers. */
+#define RUNS_BUSY_MS 5000
+/* The message of a read that found path locked (SQLITE_BUSY/LOCKED; msg:
+ * SQLite's words): "database is locked by WHO: msg", WHO the process
+ * holding SQLite's lock bytes of the file (as its lock file describes it
+ * when that is the recording proxy, record/dblock.h), or the recording
+ * proxy, or "another process". Every reader says it the same way. */
+void runs_locked_why(const char *path, const char *msg, char *err, size_t errlen);
 
 /* --- either store ------------------------------------------------------ */
 

@@ -202,6 +202,11 @@ struct store_reads {
 /* --- the encoder's state -------------------------------------------------------- */
 
 struct store_writes {
+    /* the WAL (store_wal_hook; here, not in struct store, which is moved
+     * by value on rotation while the hook keeps its pointer): frames in it
+     * after the last commit, and the autocheckpoint bound in pages */
+    uint64_t wal_frames;
+    unsigned wal_auto;
     sqlite3_stmt *ins_write, *ins_write_n, *ins_arrival, *arr_last, *arr_cover, *arr_next,
         *row_after, *max_rowid, *run_get, *cmd_find, *cmd_add, *answer_find, *answer_add,
         *prefix_find, *prefix_add;
@@ -802,8 +807,8 @@ static const char *const upgrade_steps[STORE_SCHEMA_VERSION] = {
 };
 
 /* A run without an end when the file is opened was cut short (killed, or
- * the machine went down): the file is held exclusively, so no proxy is
- * still writing it. It gets its last write's time as its end and the rows
+ * the machine went down): PATH.lock is ours, so no proxy is still writing
+ * it. It gets its last write's time as its end and the rows
  * it did record, so run_summary never shows it as a clean run with 0 rows. */
 static int store_mark_crashed(struct store *s, char *err, size_t errlen)
 {
@@ -1119,6 +1124,7 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
     int rc = -1;
     char ignored[1536];
     memset(s, 0, sizeof *s);
+    s->lock.fd = -1;
     snprintf(s->path, sizeof s->path, "%s", path);
     s->w = calloc(1, sizeof *s->w);
     if (!s->w) {
@@ -1135,6 +1141,10 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
     }
     s->w->answers.max = ANSWERS_MAX;
     s->w->prefixes.max = PREFIXES_MAX;
+    /* the one writer: taken before the file is opened (a second proxy must
+     * not mark the first one's run crashed) */
+    if (dblock_take(&s->lock, path, err, errlen))
+        goto out;
     /* one thread at a time (the loop thread until rec_open, then the
      * writer): no mutex around every call */
     if (sqlite3_open_v2(path, &s->db,
@@ -1144,19 +1154,16 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
         goto out;
     }
     sqlite3_busy_timeout(s->db, 5000);
-    /* One writer owns the file while it runs: with exclusive locking the
-     * WAL index lives in this process's memory and a transaction takes no
-     * file lock (no fcntl per batch); the lock is taken by the first read
-     * below and held until store_close. */
-    if (exec(s, "PRAGMA locking_mode = EXCLUSIVE", err, errlen))
-        goto out;
+    /* Normal locking: readers in other processes read the file while it is
+     * written (WAL: they never block this writer, nor it them); PATH.lock
+     * keeps the writer one. */
     int from = user_version(s);
     if (from < 0 &&
         (sqlite3_errcode(s->db) == SQLITE_BUSY || sqlite3_errcode(s->db) == SQLITE_LOCKED)) {
-        snprintf(err, errlen,
-                 "%s: in use by another process (a running slabtap proxy holds its database "
-                 "exclusively until it exits): %s",
-                 path, sqlite3_errmsg(s->db));
+        /* another program holds it exclusively (an older slabtap proxy, or
+         * any program in locking_mode exclusive) */
+        snprintf(err, errlen, "%s: database is locked by another process: %s", path,
+                 sqlite3_errmsg(s->db));
         goto out;
     }
     if (from < 0) {
@@ -1184,6 +1191,18 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
         goto rollback;
     if (exec(s, "COMMIT", err, errlen))
         goto rollback;
+    sqlite3_stmt *ps = NULL;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA page_size", -1, &ps, NULL) == SQLITE_OK &&
+        sqlite3_step(ps) == SQLITE_ROW)
+        s->page_size = (uint64_t)sqlite3_column_int64(ps, 0);
+    sqlite3_finalize(ps);
+    if (!s->page_size)
+        s->page_size = 4096;
+    /* SQLite's autocheckpoint bound, checkpointed by the store's hook; a
+     * WAL that grew past 4 times it (a reader held a snapshot) is cut back
+     * when it starts over */
+    if (store_wal_limit(s, STORE_WAL_AUTO_PAGES, err, errlen))
+        goto out;
     store_identify(s);
     store_reserve_take(s);
     rc = 0;
@@ -1256,6 +1275,7 @@ void store_close(struct store *s)
         sqlite3_close(s->db);
     s->db = NULL;
     store_reserve_release(s);
+    dblock_release(&s->lock);
     if (w) {
         sdict_free(&w->answers);
         sdict_free(&w->prefixes);
@@ -1997,17 +2017,28 @@ int store_commit(struct store *s, int failed, char *err, size_t errlen)
     return -1;
 }
 
+int64_t store_aggregates_due_ns(const struct store *s)
+{
+    const struct store_writes *w = s->w;
+    if (!w || !w->agg_run || !w->agg.used)
+        return 0;
+    return w->agg_written_ns + STORE_AGG_FLUSH_MS * INT64_C(1000000);
+}
+
 int store_write_aggregates(struct store *s, char *err, size_t errlen)
 {
     struct store_writes *w = s->w;
     char ignored[1536];
     if (!w->agg_run || !w->agg.used)
         return 0;
-    if (exec(s, "BEGIN", err, errlen))
+    if (exec(s, "BEGIN", err, errlen)) {
+        w->agg_written_ns = clock_wall_ns(); /* kept; due again in STORE_AGG_FLUSH_MS */
         return -1;
+    }
     if (agg_write(s, err, errlen) || exec(s, "COMMIT", err, errlen)) {
         if (!sqlite3_get_autocommit(s->db))
             exec(s, "ROLLBACK", ignored, sizeof ignored);
+        w->agg_written_ns = clock_wall_ns(); /* kept; due again in STORE_AGG_FLUSH_MS */
         return -1;
     }
     wagg_clear(&w->agg);
@@ -2229,12 +2260,61 @@ int store_wal_truncate(struct store *s, char *err, size_t errlen)
     return 0;
 }
 
+/* After every commit (SQLite's WAL hook, in place of its autocheckpoint,
+ * which it replaces): the frames in the WAL, and a PASSIVE checkpoint once
+ * they reach wal_auto. PASSIVE never waits: a reader's snapshot only stops
+ * it short (and the WAL from starting over). */
+static int store_wal_hook(void *ud, sqlite3 *db, const char *name, int frames)
+{
+    struct store_writes *w = ud;
+    w->wal_frames = frames > 0 ? (uint64_t)frames : 0;
+    if (w->wal_auto && w->wal_frames >= w->wal_auto) {
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    }
+    return SQLITE_OK;
+}
+
 int store_wal_limit(struct store *s, unsigned pages, char *err, size_t errlen)
 {
     char sql[128];
-    snprintf(sql, sizeof sql, "PRAGMA wal_autocheckpoint = %u; PRAGMA journal_size_limit = %llu",
-             pages, (unsigned long long)pages * 4096);
-    return exec(s, sql, err, errlen);
+    /* the WAL file is cut back to this when it starts over (a reader may
+     * have made it grow far past the checkpoint bound) */
+    snprintf(sql, sizeof sql, "PRAGMA journal_size_limit = %llu",
+             (unsigned long long)pages * s->page_size *
+                 (pages == STORE_WAL_AUTO_PAGES ? STORE_WAL_KEEP_FACTOR : 1));
+    if (exec(s, sql, err, errlen))
+        return -1;
+    s->w->wal_auto = pages;
+    sqlite3_wal_hook(s->db, store_wal_hook, s->w);
+    return 0;
+}
+
+uint64_t store_wal_bytes(const struct store *s)
+{
+    return s->w ? s->w->wal_frames * (s->page_size + 24) : 0;
+}
+
+bool store_wal_drained(struct store *s)
+{
+    int log = 0, done = 0;
+    if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done) != SQLITE_OK)
+        return false;
+    return log <= 0 || done >= log;
+}
+
+long store_wal_reader(const struct store *s)
+{
+    char shm[sizeof s->path + 8];
+    snprintf(shm, sizeof shm, "%s-shm", s->path);
+    int fd = open(shm, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    /* unix VFS: the shm locks are bytes 120..127, the read marks 123..127
+     * (WAL_READ_LOCK(0..4)); locks of this process are not reported */
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 123, .l_len = 5 };
+    long pid = fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? (long)fl.l_pid : 0;
+    close(fd);
+    return pid;
 }
 
 int store_put_counts(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped,

@@ -6,11 +6,16 @@
  * Must never be called from the event loop thread once the recorder owns
  * it (only the writer thread touches the connection after rec_open), nor
  * print: a failure returns -1 with its reason in the caller's err buffer
- * (errlen bytes, NUL-terminated), for the caller to log. The connection
- * holds the file in exclusive locking mode from store_open to store_close:
- * no other process can read or write it meanwhile. It also owns PATH-reserve
- * (256 KB of room, given back on a full disk so the run's last row can be
- * written; removed at store_close, reused after a crash). */
+ * (errlen bytes, NUL-terminated), for the caller to log. The file is in
+ * WAL mode with normal locking: other processes read it while it is
+ * written (sqlite3, slabtap model, load --replay-db; docs/live-sql.md),
+ * and the one writer is kept one by PATH.lock (record/dblock.h), taken
+ * before the file is opened and held to store_close. It also owns
+ * PATH-reserve (256 KB of room, given back on a full disk so the run's
+ * last row can be written; removed at store_close, reused after a crash)
+ * and the WAL's checkpoints (a PASSIVE one when the WAL reaches its
+ * autocheckpoint pages: never waits for a reader) and the count of frames
+ * in it, which a reader's old snapshot keeps from being reset. */
 #ifndef SLABTAP_STORE_H
 #define SLABTAP_STORE_H
 
@@ -19,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "record/dblock.h"
 
 struct rec_row;
 
@@ -37,7 +44,14 @@ struct store {
     ino_t ino, wal_ino;
     bool last_full;     /* the last failed batch failed for a full disk */
     char reserve[1040]; /* PATH-reserve while it is held (store_reserve_take) */
+    struct dblock lock; /* PATH.lock: the one writer */
+    uint64_t page_size;
 };
+
+/* SQLite's autocheckpoint bound (pages), and what a WAL that grew past it
+ * is cut back to when it starts over: this many times it */
+#define STORE_WAL_AUTO_PAGES 1000
+#define STORE_WAL_KEEP_FACTOR 4
 
 /* Room kept for the run's last row on a full disk: a few WAL frames. */
 #define STORE_RESERVE_BYTES (256 * 1024)
@@ -83,6 +97,10 @@ int store_commit(struct store *s, int failed, char *err, size_t errlen);
  * and written with a later batch). */
 int store_write_aggregates(struct store *s, char *err, size_t errlen);
 #define STORE_AGG_FLUSH_MS 250
+/* When the aggregates counted and not yet written are due (wall ns; 0:
+ * none wait): the writer writes them while idle too, so a reader in
+ * another process sees them at most STORE_AGG_FLUSH_MS late. */
+int64_t store_aggregates_due_ns(const struct store *s);
 
 /* Rows of `writes` and `arrivals` were deleted (record/retain.h) outside
  * the store's batches: what it cached about a run's last rows is looked up
@@ -118,8 +136,19 @@ void store_forsake(struct store *s);
 /* The WAL's disk space back (wal_checkpoint(TRUNCATE)): 0, or -1. */
 int store_wal_truncate(struct store *s, char *err, size_t errlen);
 /* At most pages in the WAL before a checkpoint, and the WAL truncated to
- * that after one (PRAGMA wal_autocheckpoint, journal_size_limit). */
+ * that after one (PRAGMA journal_size_limit; the checkpoint is the
+ * store's own WAL hook, PASSIVE). */
 int store_wal_limit(struct store *s, unsigned pages, char *err, size_t errlen);
+/* The WAL's frames in bytes (frames * (page size + 24)) after the last
+ * commit: what a reader holding an old snapshot makes grow. */
+uint64_t store_wal_bytes(const struct store *s);
+/* A PASSIVE checkpoint now (never waits): true when every frame of the WAL
+ * is in the database file afterwards, so the next commit starts the WAL
+ * over unless a reader still reads it. */
+bool store_wal_drained(struct store *s);
+/* The pid of another process reading the WAL (holding one of SQLite's
+ * read marks in PATH-shm; F_GETLK, nothing taken), 0 when none is seen. */
+long store_wal_reader(const struct store *s);
 /* The run row's counts, in the open batch's transaction: what the file
  * holds and what was counted lost so far, true even if the run never ends
  * cleanly (a full disk at exit). 0, or -1 with the reason in err. */

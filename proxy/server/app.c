@@ -625,7 +625,8 @@ static void route_metrics(const struct admin_http_request *req, struct admin_htt
                  "Writes not recorded, by reason: queue_full (--on-full drop), write_error "
                  "(the store failed past --max-stall), shutdown (still failing at exit), "
                  "spill_full (past --spill-max), store_unavailable (--record-optional), "
-                 "file_deleted (the SQLite file was deleted or replaced while recording)");
+                 "file_deleted (the SQLite file was deleted or replaced while recording), "
+                 "wal_full (past --wal-max while a reader held a snapshot)");
     for (int reason = 0; reason < REC_LOST__COUNT; reason++) {
         struct prom_label l = { "reason", rec_loss_label((enum rec_loss)reason) };
         prom_sample_u64(&w, &l, 1, rec_lost(&a->rec, (enum rec_loss)reason));
@@ -971,6 +972,7 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         .spill = spilling ? &a->spill : NULL,
         .db = cfg->db_path,
         .retain = { cfg->retain_ns, cfg->max_db_bytes },
+        .wal_max = cfg->wal_max,
         .rotate = rotating ? cfg->db_path : NULL,
         .path = db,
         .run = { cfg->run_name, cfg->proxy.upstream_text,

@@ -67,6 +67,7 @@ struct app_config {
      * (rotation, retain_path_rotates) */
     int64_t retain_ns;
     uint64_t max_db_bytes;
+    uint64_t wal_max; /* SQLite: --wal-max (bytes, 0: none; rec_config.wal_max) */
 };
 
 struct app {
