@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # docker/ tested for real, on a machine that reaches Debian's package
-# archive but no image registry (docs/docker-tested.md). By hand, as root,
+# archive but no image registry (docs/docker.md ("Tested for real")). By hand, as root,
 # from the repository root; not part of ctest (it installs packages,
 # debootstraps ~200 MB and builds five images: minutes):
 #   docker/test-real.sh            # images, the compose example, the fleet
