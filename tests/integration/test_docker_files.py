@@ -189,7 +189,7 @@ class ComposeFiles(unittest.TestCase):
         self.assertEqual(job["authorization"]["credentials_file"], "/run/secrets/slabtap_token")
         targets = [t for sc in job["static_configs"] for t in sc["targets"]]
         self.assertEqual(targets, ["cache-01:11380", "cache-02:11380", "cache-03:11380"])
-        # no relabelling: `instance` is the node (README, "Prometheus")
+        # no relabelling: `instance` is the node (docs/prometheus.md)
         self.assertNotIn("relabel_configs", job)
 
 
