@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # retention_bench.sh: what leaving slabtap running costs on disk, and what
-# expiring rows costs the writer (README "Leaving it running").
+# expiring rows costs the writer (docs/retention.md).
 #   bench/retention_bench.sh [BUILD_DIR]   (default build-rel; needs the
 #                                           retention_bench target)
 # Three runs of retention_bench (ROWS rows stamped at 10,000 writes/s):

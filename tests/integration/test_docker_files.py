@@ -9,7 +9,7 @@
   three slabtaps' admin ports with the token.
 - MC_IMAGE, PG_IMAGE, PROM_IMAGE, SLABTAP_BASE and SLABTAP_RUNTIME
   override the images (a machine that reaches Debian's archive but no
-  registry: docs/docker-tested.md); compose's own `config -q` accepts both
+  registry: docs/docker.md, "Tested for real"); compose's own `config -q` accepts both
   files where a compose is installed (no daemon needed); every Dockerfile
   takes its base as a build argument, and the memcached, PostgreSQL and
   Prometheus ones install Debian's package and run as its user.
@@ -139,7 +139,7 @@ class ComposeFiles(unittest.TestCase):
 
     def test_images_overridable(self):
         """MC_IMAGE replaces the pinned memcached (an image built from
-        Debian's package where no registry is reachable: docs/docker-tested.md),
+        Debian's package where no registry is reachable: docs/docker.md, "Tested for real"),
         SLABTAP_BASE/SLABTAP_RUNTIME the bases of slabtap's image."""
         env = {"MC_IMAGE": "localhost:5000/mc@sha256:" + "a" * 64,
                "SLABTAP_BASE": "base:x", "SLABTAP_RUNTIME": "rt:y"}
@@ -189,7 +189,7 @@ class ComposeFiles(unittest.TestCase):
         self.assertEqual(job["authorization"]["credentials_file"], "/run/secrets/slabtap_token")
         targets = [t for sc in job["static_configs"] for t in sc["targets"]]
         self.assertEqual(targets, ["cache-01:11380", "cache-02:11380", "cache-03:11380"])
-        # no relabelling: `instance` is the node (README, "Prometheus")
+        # no relabelling: `instance` is the node (docs/prometheus.md)
         self.assertNotIn("relabel_configs", job)
 
 

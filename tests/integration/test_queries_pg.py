@@ -8,7 +8,7 @@ outside comments replaced by `nullif(:'NAME', '')` behind a fixed header
 (`python3 tests/integration/test_queries_pg.py --derive NAME...` writes
 them); the others are written for PostgreSQL (jsonb, strpos/least, an
 explicit order). NOT_FLEET names the queries that have no PostgreSQL form,
-with why (README, "SQL" says the same).
+with why (docs/recording.md, "SQL", says the same).
 
 The same small load goes through two proxies, one recording into a SQLite
 file, one into a throwaway PostgreSQL cluster (pgcluster.py), each in front
@@ -101,10 +101,11 @@ class QueryFiles(unittest.TestCase):
         pg = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(PG_QUERIES, "*.sql")))
         self.assertEqual(sorted(DERIVED + WRITTEN + list(NOT_FLEET)), names)
         self.assertEqual(sorted(DERIVED + WRITTEN), pg)
-        with open(os.path.join(mctest.SRC, "README.md")) as f:
-            readme = f.read()
+        with open(os.path.join(mctest.SRC, "docs", "recording.md")) as f:
+            doc = f.read()
         for name in NOT_FLEET:
-            self.assertTrue("`%s`" % name in readme, "README does not say why not %s" % name)
+            self.assertTrue("`%s` has no PostgreSQL form" % name in doc,
+                            "docs/recording.md does not say why not %s" % name)
 
     def test_derived_files_are_the_sqlite_files(self):
         for name in DERIVED:

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """test_retention_model: `slabtap model predict` on runs whose rows were
-expired by retention (--max-db-size, record/retain.h), per README "Leaving
-it running" and "Rows or aggregates".
+expired by retention (--max-db-size, record/retain.h), per docs/retention.md
+("Bounding the database") and docs/model.md ("Rows or aggregates").
 
 - bounded: a proxy with --max-db-size 1m in front of a real memcached
   (-m 256: nothing is evicted) takes 150,000 pipelined sets of distinct

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_spill: the PostgreSQL spill's faults (README "A fleet": --spill,
+"""test_spill: the PostgreSQL spill's faults (docs/fleet.md: --spill,
 --spill-max, exactly-once shipping by batch number).
 
 A throwaway PostgreSQL (pgcluster.py), a real memcached, one proxy with

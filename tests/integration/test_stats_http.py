@@ -441,7 +441,7 @@ class StatsHttp(mctest.ServerTestCase):
         self.assertEqual(rs["curr_items"], n)
         self.assertEqual(rs["growth_factor"], 1.25)
         self.assertEqual(rs["rows_dropped"], 0)
-        # the shipped query, as the README runs it
+        # the shipped query, as README.md and docs/recording.md run it
         qpath = os.path.join(SRC, "schema", "queries", "waste_by_class.sql")
         with open(qpath, "rb") as q:
             r = subprocess.run(["sqlite3", "-header", "-csv", db], stdin=q,
