@@ -4,8 +4,8 @@
  *
  * Owns nothing (the caller owns the handle and closes it). Must never
  * block: connecting is libuv's (a unix socket's too). */
-#ifndef SLABTAP_SERVER_DIAL_H
-#define SLABTAP_SERVER_DIAL_H
+#ifndef SLABTAP_CORE_DIAL_H
+#define SLABTAP_CORE_DIAL_H
 
 #include <stddef.h>
 #include <sys/socket.h>
