@@ -178,6 +178,21 @@ static void finish_signals(struct recorder *r)
     sigaction(SIGTERM, &sa, NULL);
 }
 
+/* "slabtap: PREFIXN WHAT recorded, M lost (reason n, ...)" at exit. */
+static void say_counts(const char *prefix, const char *what, uint64_t recorded,
+                       const uint64_t lost[REC_LOST__COUNT], uint64_t lost_total)
+{
+    char why[512] = "";
+    size_t n = 0;
+    for (int i = 0; i < REC_LOST__COUNT && n < sizeof why; i++)
+        if (lost[i])
+            n += (size_t)snprintf(why + n, sizeof why - n, "%s%s %llu", n ? ", " : " (",
+                                  rec_loss_label((enum rec_loss)i), (unsigned long long)lost[i]);
+    fprintf(stderr, "slabtap: %s%llu %s recorded, %llu lost%s%s\n", prefix,
+            (unsigned long long)recorded, what, (unsigned long long)lost_total, why,
+            n ? ")" : "");
+}
+
 static void on_app_closed(struct app *a)
 {
     struct proxy_app *pa = (struct proxy_app *)((char *)a - offsetof(struct proxy_app, app));
@@ -502,34 +517,13 @@ int cli_proxy_main(int argc, char **argv)
     /* the loop is idle: write every row, finish the run, close the file */
     if (pa->stopping) /* a signal stopped us: a second one must not wait */
         finish_signals(&pa->app.rec);
-    rc = app_finish(&pa->app) ? 1 : 0;
-    {
-        /* every lost write, by reason: what the runs row says too */
-        char why[512] = "";
-        size_t n = 0;
-        for (int i = 0; i < REC_LOST__COUNT && n < sizeof why; i++) {
-            uint64_t lost = rec_lost(&pa->app.rec, (enum rec_loss)i);
-            if (lost)
-                n += (size_t)snprintf(why + n, sizeof why - n, "%s%s %llu", n ? ", " : " (",
-                                      rec_loss_label((enum rec_loss)i), (unsigned long long)lost);
-        }
-        fprintf(stderr, "slabtap: stopped; %llu rows recorded, %llu lost%s%s\n",
-                (unsigned long long)rec_recorded(&pa->app.rec),
-                (unsigned long long)rec_lost_total(&pa->app.rec), why, n ? ")" : "");
-        /* read rows apart (runs.rows_recorded counts writes) */
-        n = 0;
-        why[0] = '\0';
-        for (int i = 0; i < REC_LOST__COUNT && n < sizeof why; i++) {
-            uint64_t lost = rec_reads_lost(&pa->app.rec, (enum rec_loss)i);
-            if (lost)
-                n += (size_t)snprintf(why + n, sizeof why - n, "%s%s %llu", n ? ", " : " (",
-                                      rec_loss_label((enum rec_loss)i), (unsigned long long)lost);
-        }
-        if (rec_reads_recorded(&pa->app.rec) || n)
-            fprintf(stderr, "slabtap: %llu read rows recorded, %llu lost%s%s\n",
-                    (unsigned long long)rec_reads_recorded(&pa->app.rec),
-                    (unsigned long long)rec_reads_lost_total(&pa->app.rec), why, n ? ")" : "");
-    }
+    struct rec_totals t; /* the counts are final here: the recorder is closed */
+    rc = app_finish(&pa->app, &t) ? 1 : 0;
+    /* every lost write, by reason (what the runs row says too); read rows
+     * apart (runs.rows_recorded counts writes) */
+    say_counts("stopped; ", "rows", t.recorded, t.lost, t.lost_total);
+    if (t.reads_recorded || t.reads_lost_total)
+        say_counts("", "read rows", t.reads_recorded, t.reads_lost, t.reads_lost_total);
 out_loop:
     if (uv_loop_close(&pa->loop))
         fprintf(stderr, "slabtap: warning: handles left open at exit\n");
