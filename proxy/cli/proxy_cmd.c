@@ -28,7 +28,7 @@
 
 struct proxy_app {
     uv_loop_t loop;
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sighup;
     struct app app;
     bool stopping;
 };
@@ -96,7 +96,7 @@ static void proxy_usage(FILE *out)
             "                       fit the queue are dropped and counted (default %d)\n"
             "  --max-pending N      requests in flight per connection before reading\n"
             "                       that client pauses (default %d)\n"
-            "  --drain-ms MS        on SIGINT/SIGTERM, wait this long for answers (default %d)\n"
+            "  --drain-ms MS        on SIGINT/SIGTERM/SIGHUP, wait this long for answers (default %d)\n"
             "  --upstream-conns N|per-client\n"
             "                       memcached connections the clients share (default %d,\n"
             "                       at most %d); per-client: one for each client\n"
@@ -153,7 +153,7 @@ static void proxy_usage(FILE *out)
 }
 
 /* While the last rows are written (the loop has stopped), a second
- * SIGINT/SIGTERM stops waiting for the database. */
+ * SIGINT/SIGTERM/SIGHUP stops waiting for the database. */
 static struct recorder *finish_rec;
 
 static void on_signal_while_finishing(int sig)
@@ -176,6 +176,7 @@ static void finish_signals(struct recorder *r)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 /* "slabtap: PREFIXN WHAT recorded, M lost (reason n, ...)" at exit. */
@@ -198,6 +199,7 @@ static void on_app_closed(struct app *a)
     struct proxy_app *pa = (struct proxy_app *)((char *)a - offsetof(struct proxy_app, app));
     uv_close((uv_handle_t *)&pa->sigint, NULL);
     uv_close((uv_handle_t *)&pa->sigterm, NULL);
+    uv_close((uv_handle_t *)&pa->sighup, NULL);
     uv_stop(&pa->loop);
 }
 
@@ -502,9 +504,12 @@ int cli_proxy_main(int argc, char **argv)
         goto out_loop;
     uv_signal_init(&pa->loop, &pa->sigint);
     uv_signal_init(&pa->loop, &pa->sigterm);
-    pa->sigint.data = pa->sigterm.data = pa;
+    uv_signal_init(&pa->loop, &pa->sighup);
+    pa->sigint.data = pa->sigterm.data = pa->sighup.data = pa;
     uv_signal_start(&pa->sigint, on_signal, SIGINT);
     uv_signal_start(&pa->sigterm, on_signal, SIGTERM);
+    /* a closed terminal: nothing to reload, so stop as on SIGTERM, rows written */
+    uv_signal_start(&pa->sighup, on_signal, SIGHUP);
     /* the addresses bound, for scripts: `--listen 127.0.0.1:0` gives the port here */
     fprintf(stderr, "slabtap: listen %s\nslabtap: http %s\n", pa->app.px.listen_text,
             cfg.http_enabled ? pa->app.http_host : "off");
