@@ -136,7 +136,7 @@ int main(int argc, char **argv)
     }
     struct retain_stats rs; /* the steps until the last push (not those of rec_close) */
     rec_retain_state(&rec, &rs, NULL, 0, NULL);
-    int rc = rec_close(&rec, err, sizeof err);
+    int rc = rec_close(&rec, NULL, err, sizeof err);
     uint64_t t1 = clock_mono_ns();
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);

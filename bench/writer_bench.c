@@ -294,7 +294,7 @@ int main(int argc, char **argv)
         push(&p, late[late_head++].seq);
     free(late);
     uint64_t t_pushed = clock_mono_ns();
-    int rc = rec_close(&rec, err, sizeof err);
+    int rc = rec_close(&rec, NULL, err, sizeof err);
     uint64_t t1 = clock_mono_ns();
     uv_run(&loop, UV_RUN_DEFAULT); /* the recorder's close callbacks */
     uv_loop_close(&loop);

@@ -65,7 +65,8 @@ static void load_cli_usage(FILE *out)
             "  --cachelib-trace FILE  a CacheLib kvcache trace CSV (with its header row)\n"
             "\n"
             "options:\n"
-            "  --target HOST:PORT     memcached or the proxy\n"
+            "  --target ADDR          memcached or the proxy: HOST:PORT, [IPv6]:PORT or\n"
+            "                         unix:PATH (memcached -s PATH)\n"
             "  --connections N        connections, 1..%d (default: the workload's, else %d)\n"
             "  --pipeline D           requests in flight per connection, 1..%d\n"
             "                         (default: the workload's, else %d)\n"
@@ -142,11 +143,6 @@ static enum opt_result load_cli_check(const struct load_cli_args *a, struct load
         return opt_error(err, errlen, "load", "--target HOST:PORT is required (or --dry-run)");
     struct addr_list l;
     char why[384];
-    if (a->target && !strncmp(a->target, "unix:", 5))
-        return opt_error(err, errlen, "load",
-                         "--target %s: load connects over TCP only (HOST:PORT, [IPv6]:PORT); "
-                         "put a proxy with --upstream unix:PATH in front",
-                         a->target);
     if (a->target && addr_resolve(a->target, &l, why, sizeof why))
         return opt_error(err, errlen, "load", "--target %s", why);
     if (a->target)

@@ -28,7 +28,7 @@
 
 struct proxy_app {
     uv_loop_t loop;
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sighup;
     struct app app;
     bool stopping;
 };
@@ -96,7 +96,7 @@ static void proxy_usage(FILE *out)
             "                       fit the queue are dropped and counted (default %d)\n"
             "  --max-pending N      requests in flight per connection before reading\n"
             "                       that client pauses (default %d)\n"
-            "  --drain-ms MS        on SIGINT/SIGTERM, wait this long for answers (default %d)\n"
+            "  --drain-ms MS        on SIGINT/SIGTERM/SIGHUP, wait this long for answers (default %d)\n"
             "  --upstream-conns N|per-client\n"
             "                       memcached connections the clients share (default %d,\n"
             "                       at most %d); per-client: one for each client\n"
@@ -153,7 +153,7 @@ static void proxy_usage(FILE *out)
 }
 
 /* While the last rows are written (the loop has stopped), a second
- * SIGINT/SIGTERM stops waiting for the database. */
+ * SIGINT/SIGTERM/SIGHUP stops waiting for the database. */
 static struct recorder *finish_rec;
 
 static void on_signal_while_finishing(int sig)
@@ -176,6 +176,22 @@ static void finish_signals(struct recorder *r)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+/* "slabtap: PREFIXN WHAT recorded, M lost (reason n, ...)" at exit. */
+static void say_counts(const char *prefix, const char *what, uint64_t recorded,
+                       const uint64_t lost[REC_LOST__COUNT], uint64_t lost_total)
+{
+    char why[512] = "";
+    size_t n = 0;
+    for (int i = 0; i < REC_LOST__COUNT && n < sizeof why; i++)
+        if (lost[i])
+            n += (size_t)snprintf(why + n, sizeof why - n, "%s%s %llu", n ? ", " : " (",
+                                  rec_loss_label((enum rec_loss)i), (unsigned long long)lost[i]);
+    fprintf(stderr, "slabtap: %s%llu %s recorded, %llu lost%s%s\n", prefix,
+            (unsigned long long)recorded, what, (unsigned long long)lost_total, why,
+            n ? ")" : "");
 }
 
 static void on_app_closed(struct app *a)
@@ -183,6 +199,7 @@ static void on_app_closed(struct app *a)
     struct proxy_app *pa = (struct proxy_app *)((char *)a - offsetof(struct proxy_app, app));
     uv_close((uv_handle_t *)&pa->sigint, NULL);
     uv_close((uv_handle_t *)&pa->sigterm, NULL);
+    uv_close((uv_handle_t *)&pa->sighup, NULL);
     uv_stop(&pa->loop);
 }
 
@@ -487,9 +504,12 @@ int cli_proxy_main(int argc, char **argv)
         goto out_loop;
     uv_signal_init(&pa->loop, &pa->sigint);
     uv_signal_init(&pa->loop, &pa->sigterm);
-    pa->sigint.data = pa->sigterm.data = pa;
+    uv_signal_init(&pa->loop, &pa->sighup);
+    pa->sigint.data = pa->sigterm.data = pa->sighup.data = pa;
     uv_signal_start(&pa->sigint, on_signal, SIGINT);
     uv_signal_start(&pa->sigterm, on_signal, SIGTERM);
+    /* a closed terminal: nothing to reload, so stop as on SIGTERM, rows written */
+    uv_signal_start(&pa->sighup, on_signal, SIGHUP);
     /* the addresses bound, for scripts: `--listen 127.0.0.1:0` gives the port here */
     fprintf(stderr, "slabtap: listen %s\nslabtap: http %s\n", pa->app.px.listen_text,
             cfg.http_enabled ? pa->app.http_host : "off");
@@ -502,34 +522,13 @@ int cli_proxy_main(int argc, char **argv)
     /* the loop is idle: write every row, finish the run, close the file */
     if (pa->stopping) /* a signal stopped us: a second one must not wait */
         finish_signals(&pa->app.rec);
-    rc = app_finish(&pa->app) ? 1 : 0;
-    {
-        /* every lost write, by reason: what the runs row says too */
-        char why[512] = "";
-        size_t n = 0;
-        for (int i = 0; i < REC_LOST__COUNT && n < sizeof why; i++) {
-            uint64_t lost = rec_lost(&pa->app.rec, (enum rec_loss)i);
-            if (lost)
-                n += (size_t)snprintf(why + n, sizeof why - n, "%s%s %llu", n ? ", " : " (",
-                                      rec_loss_label((enum rec_loss)i), (unsigned long long)lost);
-        }
-        fprintf(stderr, "slabtap: stopped; %llu rows recorded, %llu lost%s%s\n",
-                (unsigned long long)rec_recorded(&pa->app.rec),
-                (unsigned long long)rec_lost_total(&pa->app.rec), why, n ? ")" : "");
-        /* read rows apart (runs.rows_recorded counts writes) */
-        n = 0;
-        why[0] = '\0';
-        for (int i = 0; i < REC_LOST__COUNT && n < sizeof why; i++) {
-            uint64_t lost = rec_reads_lost(&pa->app.rec, (enum rec_loss)i);
-            if (lost)
-                n += (size_t)snprintf(why + n, sizeof why - n, "%s%s %llu", n ? ", " : " (",
-                                      rec_loss_label((enum rec_loss)i), (unsigned long long)lost);
-        }
-        if (rec_reads_recorded(&pa->app.rec) || n)
-            fprintf(stderr, "slabtap: %llu read rows recorded, %llu lost%s%s\n",
-                    (unsigned long long)rec_reads_recorded(&pa->app.rec),
-                    (unsigned long long)rec_reads_lost_total(&pa->app.rec), why, n ? ")" : "");
-    }
+    struct rec_totals t; /* the counts are final here: the recorder is closed */
+    rc = app_finish(&pa->app, &t) ? 1 : 0;
+    /* every lost write, by reason (what the runs row says too); read rows
+     * apart (runs.rows_recorded counts writes) */
+    say_counts("stopped; ", "rows", t.recorded, t.lost, t.lost_total);
+    if (t.reads_recorded || t.reads_lost_total)
+        say_counts("", "read rows", t.reads_recorded, t.reads_lost, t.reads_lost_total);
 out_loop:
     if (uv_loop_close(&pa->loop))
         fprintf(stderr, "slabtap: warning: handles left open at exit\n");

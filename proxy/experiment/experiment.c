@@ -361,7 +361,7 @@ static int exp_run_one(const struct experiment_options *o, const struct exp_run 
     exp_serve(x);
     out->load = x->lr;
     /* exp_serve returns once the app has closed: finish it exactly once */
-    if (app_finish(&x->app)) {
+    if (app_finish(&x->app, NULL)) {
         exp_report(stderr, "run %s: rows could not be written", r->name);
         goto out_mc;
     }

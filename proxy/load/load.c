@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "core/addr.h"
+#include "core/dial.h"
 #include "core/keyfmt.h"
 #include "load/replay.h"
 #include "protocol/mc_parse.h"
@@ -242,7 +243,7 @@ struct load_batch {
 };
 
 struct load_conn {
-    uv_tcp_t tcp;
+    union dial_stream sock; /* TCP or a unix socket */
     uv_connect_t connect_req;
     struct load_engine *e;
     unsigned id;
@@ -829,7 +830,7 @@ static void load_flush(struct load_conn *c)
     c->batch[c->fill].nbufs = 0;
     c->batch[c->fill].text_len = 0;
     b->req.data = c;
-    int rc = uv_write(&b->req, (uv_stream_t *)&c->tcp, b->bufs, b->nbufs, load_on_write);
+    int rc = uv_write(&b->req, &c->sock.stream, b->bufs, b->nbufs, load_on_write);
     if (rc) {
         c->writing = false;
         load_fail(c->e, LOAD_E_IO, "connection %u: write failed: %s", c->id, uv_strerror(rc));
@@ -1273,7 +1274,7 @@ static void load_probe_begin(struct load_engine *e)
     size_t n = stats_parse_batch_command(which, e->probe_cmd, sizeof e->probe_cmd);
     uv_buf_t b = uv_buf_init(e->probe_cmd, (unsigned)n);
     e->probe_req.data = e;
-    int rc = uv_write(&e->probe_req, (uv_stream_t *)&e->conns[0].tcp, &b, 1, load_on_probe_write);
+    int rc = uv_write(&e->probe_req, &e->conns[0].sock.stream, &b, 1, load_on_probe_write);
     if (rc)
         load_fail(e, LOAD_E_IO, "connection 0: write failed: %s", uv_strerror(rc));
 }
@@ -1289,8 +1290,7 @@ static void load_on_connect(uv_connect_t *req, int status)
         return;
     }
     c->connected = true;
-    uv_tcp_nodelay(&c->tcp, 1);
-    int rc = uv_read_start((uv_stream_t *)&c->tcp, load_on_alloc, load_on_read);
+    int rc = uv_read_start(&c->sock.stream, load_on_alloc, load_on_read);
     if (rc) {
         load_fail(e, LOAD_E_IO, "connection %u: %s", c->id, uv_strerror(rc));
         return;
@@ -1312,7 +1312,7 @@ static void load_shutdown(struct load_engine *e)
         return;
     e->handles_open = false;
     for (unsigned i = 0; i < e->n_conns; i++)
-        uv_close((uv_handle_t *)&e->conns[i].tcp, NULL);
+        uv_close(&e->conns[i].sock.handle, NULL);
     uv_close((uv_handle_t *)&e->tick, NULL);
     uv_close((uv_handle_t *)&e->sleep_timer, NULL);
     if (e->rate_fd >= 0)
@@ -1331,16 +1331,16 @@ static void load_start(struct load_engine *e)
     }
     for (unsigned i = 0; i < e->n_conns; i++) {
         struct load_conn *c = &e->conns[i];
-        uv_tcp_init(&e->loop, &c->tcp);
-        c->tcp.data = c->connect_req.data = c;
+        dial_init(&e->loop, &c->sock, e->cfg->target.ss_family);
+        c->sock.handle.data = c->connect_req.data = c;
     }
     e->handles_open = true;
     e->t_begin = uv_hrtime();
     uv_timer_start(&e->tick, load_on_tick, 50, 50);
     for (unsigned i = 0; i < e->n_conns && e->state != LOAD_ST_DONE; i++) {
         struct load_conn *c = &e->conns[i];
-        int rc = uv_tcp_connect(&c->connect_req, &c->tcp, (const struct sockaddr *)&e->cfg->target,
-                                load_on_connect);
+        int rc = dial_connect(&c->connect_req, &c->sock, (const struct sockaddr *)&e->cfg->target,
+                              load_on_connect);
         if (rc)
             load_fail(e, LOAD_E_CONNECT, "cannot connect: %s", uv_strerror(rc));
     }

@@ -1260,6 +1260,17 @@ uint64_t rec_lost_total(struct recorder *r)
     return n;
 }
 
+void rec_totals(struct recorder *r, struct rec_totals *out)
+{
+    out->recorded = rec_recorded(r);
+    out->reads_recorded = rec_reads_recorded(r);
+    out->lost_total = out->reads_lost_total = 0;
+    for (int i = 0; i < REC_LOST__COUNT; i++) {
+        out->lost_total += out->lost[i] = rec_lost(r, (enum rec_loss)i);
+        out->reads_lost_total += out->reads_lost[i] = rec_reads_lost(r, (enum rec_loss)i);
+    }
+}
+
 void rec_retain_state(struct recorder *r, struct retain_stats *out, char *path, size_t pathlen,
                       uint64_t *rotations)
 {
@@ -1280,7 +1291,7 @@ size_t rec_depth(struct recorder *r)
     return n + r->stash_count + r->stage_count;
 }
 
-int rec_close(struct recorder *r, char *err, size_t errlen)
+int rec_close(struct recorder *r, struct rec_totals *totals, char *err, size_t errlen)
 {
     int rc = 0;
     if (r->stage)
@@ -1377,6 +1388,8 @@ int rec_close(struct recorder *r, char *err, size_t errlen)
     r->batch = NULL;
     free(r->stash);
     r->ring = r->stash = NULL;
+    if (totals)
+        rec_totals(r, totals);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     return rc;

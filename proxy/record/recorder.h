@@ -246,6 +246,13 @@ uint64_t rec_lost_total(struct recorder *r);
 uint64_t rec_reads_recorded(struct recorder *r);
 uint64_t rec_reads_lost(struct recorder *r, enum rec_loss reason);
 uint64_t rec_reads_lost_total(struct recorder *r);
+/* Every count above at once (any thread while open; rec_close fills one
+ * with the final counts, which are read from nothing else after it). */
+struct rec_totals {
+    uint64_t recorded, lost[REC_LOST__COUNT], lost_total;
+    uint64_t reads_recorded, reads_lost[REC_LOST__COUNT], reads_lost_total;
+};
+void rec_totals(struct recorder *r, struct rec_totals *out);
 /* The spill's backlog (rows, bytes) and the writes spilled and shipped. */
 struct rec_spill_state {
     bool enabled;
@@ -264,8 +271,9 @@ void rec_retain_state(struct recorder *r, struct retain_stats *out, char *path, 
                       uint64_t *rotations);
 /* Flushes the stash and the ring, stops the thread, finishes the run row,
  * closes the store. Blocks: call once, at shutdown, after the loop is idle.
- * 0, or -1 with the reason in err when a batch or the run row could not be
- * written. */
-int rec_close(struct recorder *r, char *err, size_t errlen);
+ * totals (NULL: not wanted) gets the final counts: no accessor may be
+ * called once this has returned (the lock is gone). 0, or -1 with the
+ * reason in err when a batch or the run row could not be written. */
+int rec_close(struct recorder *r, struct rec_totals *totals, char *err, size_t errlen);
 
 #endif

@@ -1044,14 +1044,14 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     goto out;
 stop:
     app_teardown(a);
-    rec_close(&a->rec, err, sizeof err); /* why the start failed is logged above */
+    rec_close(&a->rec, NULL, err, sizeof err); /* why the start failed is logged above */
     webapi_close(&a->web);
     uv_run(loop, UV_RUN_NOWAIT);
     goto out;
 close_rec:
     /* ends the run row; one turn runs the close callbacks of the recorder's
      * handles and leaves the caller's (an experiment's memcached) alone */
-    rec_close(&a->rec, err, sizeof err);
+    rec_close(&a->rec, NULL, err, sizeof err);
     app_teardown(a);
     goto out;
 unlisten:
@@ -1141,10 +1141,10 @@ void app_force(struct app *a)
     proxy_force_stop(&a->px);
 }
 
-int app_finish(struct app *a)
+int app_finish(struct app *a, struct rec_totals *totals)
 {
     char err[256];
-    int rc = rec_close(&a->rec, err, sizeof err);
+    int rc = rec_close(&a->rec, totals, err, sizeof err);
     if (rc)
         log_error("recorder: %s", err);
     webapi_close(&a->web); /* the writer has stopped: queries left are dropped */

@@ -120,7 +120,8 @@ void app_close(struct app *a, void (*on_closed)(struct app *a));
  * is given up is counted as lost. */
 void app_force(struct app *a);
 /* After the loop has stopped: writes every queued row, ends the run, closes
- * the database. 0, or -1 if a row could not be written (logged). */
-int app_finish(struct app *a);
+ * the database; totals (NULL: not wanted) gets the recorder's final counts
+ * (rec_close). 0, or -1 if a row could not be written (logged). */
+int app_finish(struct app *a, struct rec_totals *totals);
 
 #endif

@@ -43,7 +43,7 @@
 
 #include "core/addr.h"
 #include "protocol/stats_parse.h"
-#include "server/dial.h"
+#include "core/dial.h"
 
 #define POLLER_INTERVAL_MIN_MS 50
 #define POLLER_BACKOFF_MIN_MS 50

@@ -25,7 +25,7 @@
 #include "core/pbuf.h"
 #include "model/slab_model.h"
 #include "record/recorder.h"
-#include "server/dial.h"
+#include "core/dial.h"
 #include "server/metrics.h"
 
 struct conn;

@@ -5,7 +5,8 @@
    rewritten working set with noreply, gets, deletes) leaves exactly the
    items it should: `stats` curr_items / total_items and `stats items`
    number / mem_requested per class match what the plan implies, and the
-   summary's answers match too.
+   summary's answers match too; the same over a unix socket (--target
+   unix:PATH into memcached -s PATH).
 2. The fingerprint: the same workload twice (and its --dry-run) gives the
    same fingerprint; a one-byte change or another seed gives another.
 3. Errors: a bad workload exits 1 naming file:line before connecting; a bad
@@ -210,16 +211,20 @@ delete 10 key=it:{i}
 
 
 class WorkloadRun(LoadBase):
-    def test_items_match_the_plan(self):
-        mc = self.mc()
-        wl = self.write("it.wl", WORKLOAD)
-        s, err = self.load_ok(["--target", "127.0.0.1:%d" % mc.port, "--workload", wl])
+    def assert_workload_answers(self, s):
+        """The summary s of WORKLOAD's run: every op answered as planned."""
         self.assertEqual(int(s["ops"]), 3000 + 500 + 600 + 50 + 5 + 10)
         self.assertEqual(counts(s["answers"]),
                          {"STORED": 3500, "hit": 50, "miss": 5, "DELETED": 10})
         self.assertEqual(s["writes answered"], "3500")
         self.assertTrue(s["noreply"].startswith("600 confirmed"), s["noreply"])
         self.assertEqual(s["errors"], "0")
+
+    def test_items_match_the_plan(self):
+        mc = self.mc()
+        wl = self.write("it.wl", WORKLOAD)
+        s, err = self.load_ok(["--target", "127.0.0.1:%d" % mc.port, "--workload", wl])
+        self.assert_workload_answers(s)
         self.assertEqual(s["phases"], "2")
         self.assertIn("phase fill", err)
         self.assertIn("phase rewrite", err)
@@ -232,6 +237,30 @@ class WorkloadRun(LoadBase):
         self.assertEqual(items[3], (500, 500 * 152))
         ws = sum(n for c, (n, _) in items.items() if c not in (3, 12))
         self.assertEqual(ws, 100)
+
+    def test_unix_socket_target(self):
+        """--target unix:PATH (memcached -s PATH): the same plan, the same
+        answers and items as over TCP, and the side connection's `stats`
+        deltas over the socket too."""
+        sock = self.path("mc.sock")
+        mc = self.mc(unix=sock)
+        wl = self.write("it.wl", WORKLOAD)
+        s, err = self.load_ok(["--target", "unix:" + sock, "--workload", wl])
+        self.assertTrue(s["target"].startswith("unix:%s (memcached " % sock), s["target"])
+        self.assert_workload_answers(s)
+        self.assertRegex(s["server"], r"^get_hits 50, get_misses 5, hit ratio [\d.]+ %, "
+                         r"cmd_set 4100, evictions 0$")
+        with mc.connect() as c:  # memcached itself holds what the plan left
+            c.sendall(b"stats\r\n")
+            st = dict(l.split(" ", 2)[1:] for l in
+                      mctest.recv_until(c, b"END\r\n").decode().splitlines()
+                      if l.startswith("STAT "))
+        self.assertEqual(int(st["curr_items"]), 2990 + 500 + 100)
+        self.assertEqual(int(st["total_items"]), 3000 + 500 + 600)
+        # nothing listening on the path: refused like a closed port
+        rc, out, err = run_load(["--target", "unix:" + self.path("none.sock"), "--workload", wl])
+        self.assertEqual(rc, 1, err)
+        self.assertIn("cannot connect", err)
 
     def test_ladder_comes_from_the_server(self):
         # -f 1.08 -n 32: over(12) must land one byte past that ladder's class 11

@@ -9,8 +9,9 @@
 - a request line over 2048 bytes without a newline closes only that client
   (memcached does the same); a long multiget line does not.
 - random garbage gets memcached's own answers, byte for byte.
-- SIGTERM with traffic in flight: exit 0, every answered write recorded,
-  runs.ended_ns set.
+- SIGTERM (and SIGHUP, a closed terminal) with traffic in flight: exit 0,
+  every answered write recorded, runs.ended_ns set; SIGHUP after N sets
+  answered: N rows recorded, 0 lost.
 - --on-full drop --queue 16 under a burst: clients get every answer;
   rows_dropped + rows recorded == writes answered.
 - bad flags: usage and exit 2; --help: exit 0.
@@ -209,6 +210,34 @@ class Failures(mctest.ServerTestCase):
         self.assertEqual(rows, [{"cmd": "delete", "key": "noreply", "answer": "NOT_FOUND"}])
 
     def test_sigterm_with_traffic_in_flight(self):
+        self.stop_with_traffic_in_flight(signal.SIGTERM)
+
+    def test_sighup_with_traffic_in_flight(self):
+        # a closed terminal: the proxy drains and writes its rows as on SIGTERM
+        self.stop_with_traffic_in_flight(signal.SIGHUP)
+
+    def test_sighup_every_write_recorded(self):
+        """SIGHUP right after N sets were answered: rows recorded = writes sent
+        (the rows still queued are written, not lost with the process)."""
+        mc = self.mc(name="mc-hup")
+        px = self.proxy(mc.port, name="proxy-hup")
+        n = 5000
+        with mctest.connect(px.port, timeout=30) as s:
+            s.sendall(b"".join(b"set h:%d 0 0 4\r\nabcd\r\n" % i for i in range(n)))
+            got = mctest.recv_exact(s, 8 * n, timeout=60)
+            px.signal(signal.SIGHUP)
+            rc = px.wait(30)
+        px.kill_hard()
+        px.assert_clean_exit(self, rc)
+        self.assertEqual(got, b"STORED\r\n" * n)
+        self.assertIn("slabtap: stopped; %d rows recorded, 0 lost" % n, px.stderr_text())
+        self.assertEqual(mctest.db_scalar(px.db, "SELECT count(*) FROM sets"), n)
+        run = mctest.db_rows(px.db, "SELECT * FROM runs")[0]
+        self.assertIsNotNone(run["ended_ns"])
+        self.assertEqual((run["rows_recorded"], run["rows_dropped"]), (n, 0))
+
+    def stop_with_traffic_in_flight(self, sig):
+        name = signal.Signals(sig).name
         mc = self.mc(name="mc-term")
         # a long drain: a proxy waiting for answers that cannot come (a
         # partly forwarded request at SIGTERM) would show as a timeout below
@@ -245,7 +274,7 @@ class Failures(mctest.ServerTestCase):
         tw.start()
         tr.start()
         mctest.wait_for(lambda: len(answers) >= 8 * 2000, 30, what="2000 answers")
-        px.signal(signal.SIGTERM)
+        px.signal(sig)
         t0 = time.monotonic()
         rc = px.wait(30)
         stop_s = time.monotonic() - t0
@@ -271,9 +300,10 @@ class Failures(mctest.ServerTestCase):
         self.assertIsNotNone(run["ended_ns"])
         self.assertEqual(run["rows_recorded"], len(rows))
         self.assertEqual(run["rows_dropped"], 0)
-        print("\n# SIGTERM after %d of %d sets answered; %d rows (%d STORED), client saw %s;"
-              " proxy exited %.2f s after SIGTERM"
-              % (answered, n, len(rows), len(stored), state["eof"], stop_s), file=sys.stderr)
+        print("\n# %s after %d of %d sets answered; %d rows (%d STORED), client saw %s;"
+              " proxy exited %.2f s after it"
+              % (name, answered, n, len(rows), len(stored), state["eof"], stop_s),
+              file=sys.stderr)
 
     def test_sigterm_mid_value(self):
         """SIGTERM while a request's data block is half read. On a private

@@ -11,8 +11,9 @@ talking to memcached directly, that `sets` holds one row per write with the
 right answer and the right conn_id, and the /metrics counters:
 
  1. 12 clients interleaving pipelined text + meta requests on one connection
- 2. a slow upload (1,000,000 bytes, 1000 bytes per ms) assembled while
-    another client on the same connection keeps round trips under 100 ms;
+ 2. a slow upload (1,000,000 bytes in 1000-byte pieces) assembled while
+    another client on the same connection makes a round trip between each
+    two pieces (taking turns: none may wait for the upload to end);
     the same with a value too big to assemble (the uploader moves), and
     such a set in the middle of a pipeline
  3. a client closing mid-pipeline (1000 sets unread; FIN and RST)
@@ -247,45 +248,89 @@ def run_stream(port, cid, rounds, barrier=None, paced=True):
 
 # --- 2: slow uploads ------------------------------------------------------------------------
 
-def slow_upload(port, key, size, per_ms, result):
-    """Sends `set key 0 0 size` with its value per_ms bytes every ms; the
-    answer line and the times go to result."""
+class Turns:
+    """An upload and another client's round trips, taking turns: the
+    uploader sends a piece and waits for one round trip; the other client
+    waits for a piece and makes that round trip. So every round trip starts
+    and ends while the upload is incomplete, however slow the machine; a
+    round trip held behind the upload stops both (each wait is bounded by
+    TURN_TIMEOUT s and then fails, naming where)."""
+    TURN_TIMEOUT = 20
+
+    def __init__(self):
+        self.cv = threading.Condition()
+        self.pieces = self.trips = 0
+        self.broken = None
+
+    def bump(self, what):
+        with self.cv:
+            setattr(self, what, getattr(self, what) + 1)
+            self.cv.notify_all()
+
+    def wait(self, what, n, why):
+        with self.cv:
+            ok = self.cv.wait_for(lambda: self.broken or getattr(self, what) >= n,
+                                  self.TURN_TIMEOUT)
+            if self.broken:
+                raise AssertionError("%s: the other side failed: %s" % (why, self.broken))
+            if not ok:
+                raise AssertionError("%s: not within %d s" % (why, self.TURN_TIMEOUT))
+
+    def fail(self, e):
+        with self.cv:
+            self.broken = self.broken or repr(e)
+            self.cv.notify_all()
+
+
+def slow_upload(port, key, size, piece, result, turns, trips):
+    """Sends `set key 0 0 size` with its value in pieces of `piece` bytes;
+    after each of the first `trips` pieces, waits for one round trip of
+    another client (turns), and only then sends the rest. The answer line
+    and the times go to result."""
     value = bytes((i * 7 + 3) & 0xFF for i in range(256)) * (size // 256 + 1)
     value = value[:size]
     payload = b"set %s 0 0 %d\r\n" % (key, size) + value + b"\r\n"
-    with mctest.connect(port, timeout=60) as s:
-        t0 = time.monotonic()
-        result["t0"] = t0
-        for i, off in enumerate(range(0, len(payload), per_ms)):
-            wait = t0 + i * 0.001 - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-            s.sendall(payload[off:off + per_ms])
-        result["t_sent"] = time.monotonic()
-        result["answer"] = mctest.recv_line(s, timeout=30)
-        result["t_end"] = time.monotonic()
+    assert trips * piece < len(payload)
+    try:
+        with mctest.connect(port, timeout=60) as s:
+            result["t0"] = time.monotonic()
+            for i in range(trips):
+                s.sendall(payload[i * piece:(i + 1) * piece])
+                turns.bump("pieces")
+                turns.wait("trips", i + 1, "round trip %d of another client, with %d of %d "
+                           "bytes of the upload sent" % (i, (i + 1) * piece, len(payload)))
+            s.sendall(payload[trips * piece:])
+            result["t_sent"] = time.monotonic()
+            result["answer"] = mctest.recv_line(s, timeout=30)
+            result["t_end"] = time.monotonic()
+    except BaseException as e:  # noqa: B902 -- the other side stops waiting, then re-raised
+        turns.fail(e)
+        raise
     result["value"] = value
 
 
-def other_round_trips(port, n, gap, result, prefix=b"o"):
-    """n set+get round trips, one every gap seconds; each one's latency."""
+def other_round_trips(port, n, result, turns, prefix=b"o"):
+    """n set+get round trips, each after one more piece of the upload
+    (turns); each one's latency."""
     lat = []
-    starts = []
-    with mctest.connect(port) as s:
-        for i in range(n):
-            v = b"%010d" % i
-            k = prefix + b":%d" % i
-            want = b"STORED\r\nVALUE %s 0 10\r\n%s\r\nEND\r\n" % (k, v)
-            t = time.monotonic()
-            starts.append(t)
-            s.sendall(b"set %s 0 0 10\r\n%s\r\nget %s\r\n" % (k, v, k))
-            got = mctest.recv_exact(s, len(want), timeout=10)
-            lat.append(time.monotonic() - t)
-            if got != want:
-                raise AssertionError("round trip %d: got %r, want %r" % (i, got, want))
-            time.sleep(gap)
+    try:
+        with mctest.connect(port) as s:
+            for i in range(n):
+                turns.wait("pieces", i + 1, "piece %d of the upload" % i)
+                v = b"%010d" % i
+                k = prefix + b":%d" % i
+                want = b"STORED\r\nVALUE %s 0 10\r\n%s\r\nEND\r\n" % (k, v)
+                t = time.monotonic()
+                s.sendall(b"set %s 0 0 10\r\n%s\r\nget %s\r\n" % (k, v, k))
+                got = mctest.recv_exact(s, len(want), timeout=turns.TURN_TIMEOUT)
+                lat.append(time.monotonic() - t)
+                if got != want:
+                    raise AssertionError("round trip %d: got %r, want %r" % (i, got, want))
+                turns.bump("trips")
+    except BaseException as e:  # noqa: B902 -- the other side stops waiting, then re-raised
+        turns.fail(e)
+        raise
     result["lat"] = lat
-    result["starts"] = starts
 
 
 # --- 9: the binary protocol -------------------------------------------------------------------
@@ -488,30 +533,27 @@ class Pooled(mctest.ServerTestCase):
                 m["slabtap_upstream_writes_total"], m["slabtap_upstream_reads_total"]))
 
     # 2 ------------------------------------------------------------------------------------------
-    def slow_upload_case(self, size, per_ms, mc_extra, moved):
+    def slow_upload_case(self, size, piece, mc_extra, moved):
+        """The upload in pieces of `piece` bytes (under CONN_ASM_COPY_MAX, so
+        an assembled one is copied, never out of slices), a round trip of
+        another client on the same upstream between each two (Turns): none
+        of them may wait for the upload to end."""
         mc = self.mc(extra=mc_extra)
         px = self.proxy(mc.port, http=True, extra=["--upstream-conns", "1"])
         with mctest.connect(px.port) as s:   # the shared connection is up
             self.assertEqual(roundtrip(s, b"set warm 0 0 1\r\nw\r\n"), b"STORED\r\n")
         before = metrics(px)
-        up, other = {}, {}
-        run_threads([lambda: slow_upload(px.port, b"big", size, per_ms, up),
-                     lambda: (time.sleep(0.05), other_round_trips(px.port, 200, 0.003, other))],
-                    timeout=60)
+        up, other, turns = {}, {}, Turns()
+        trips = size // piece - 1  # the last piece (and the \r\n) after the last trip
+        run_threads([lambda: slow_upload(px.port, b"big", size, piece, up, turns, trips),
+                     lambda: other_round_trips(px.port, trips, other, turns)], timeout=600)
         lat = sorted(other["lat"])
-        during = sum(1 for t in other["starts"] if t < up["t_sent"])
-        note("test 2 (%d bytes, %s): upload took %.2fs; %d of 200 round trips of another "
-             "client on the same upstream during it: max %.1f ms, p50 %.2f ms, p99 %.1f ms"
-             % (size, "moved" if moved else "assembled", up["t_sent"] - up["t0"], during,
-                lat[-1] * 1e3, lat[100] * 1e3, lat[197] * 1e3))
-        self.assertGreaterEqual(during, 150, "the round trips did not overlap the upload")
-        # held up behind the upload, the round trips would wait for all of
-        # it (~1 s); a busy CI box may stall one or two of them a little
-        slow = [round(x * 1e3, 1) for x in lat if x >= 0.100]
-        self.assertLessEqual(len(slow), 2, "round trips of another client over 100 ms during "
-                             "the upload (ms): %r" % slow)
-        self.assertLess(lat[-1], 0.500, "another client waited %.1f ms during the upload"
-                        % (lat[-1] * 1e3))
+        # figures, not asserted: a loaded machine stretches them
+        note("test 2 (%d bytes, %s): upload took %.2fs; %d round trips of another client on "
+             "the same upstream during it: max %.1f ms, p50 %.2f ms, p99 %.1f ms"
+             % (size, "moved" if moved else "assembled", up["t_sent"] - up["t0"], len(lat),
+                lat[-1] * 1e3, lat[len(lat) // 2] * 1e3, lat[len(lat) * 99 // 100] * 1e3))
+        self.assertEqual(len(lat), trips)
         self.assertEqual(up["answer"], b"STORED\r\n")
         with mctest.connect(px.port) as s:
             want = b"VALUE big 0 %d\r\n%s\r\nEND\r\n" % (size, up["value"])
@@ -529,15 +571,15 @@ class Pooled(mctest.ServerTestCase):
         rows = mctest.db_rows(px.db, "SELECT cmd, key, value_len, answer FROM sets"
                               " WHERE key = 'big'")
         self.assertEqual(rows, [dict(cmd="set", key="big", value_len=size, answer="STORED")])
-        self.assertEqual(mctest.db_scalar(px.db, "SELECT count(*) FROM sets"), 1 + 1 + 200)
+        self.assertEqual(mctest.db_scalar(px.db, "SELECT count(*) FROM sets"), 1 + 1 + trips)
 
     def test_02a_slow_upload_assembled(self):
-        """1,000,000 bytes (under --max-request) at 1000 bytes/ms: assembled."""
+        """1,000,000 bytes (under --max-request) in 1000-byte pieces: assembled."""
         self.slow_upload_case(1000000, 1000, [], moved=False)
 
     def test_02b_slow_upload_too_big_to_assemble(self):
-        """1,500,000 bytes (over --max-request; memcached -I 2m) at 1500
-        bytes/ms: the uploader moves to its own connection."""
+        """1,500,000 bytes (over --max-request; memcached -I 2m) in 1500-byte
+        pieces: the uploader moves to its own connection."""
         self.slow_upload_case(1500000, 1500, ["-I", "2m"], moved=True)
 
     def test_02c_move_mid_pipeline(self):

@@ -1,4 +1,4 @@
-#include "server/dial.h"
+#include "core/dial.h"
 
 #include <sys/un.h>
 

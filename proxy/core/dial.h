@@ -1,11 +1,13 @@
 /* dial: one stream handle for any address slabtap connects to or listens
  * on -- TCP (IPv4, IPv6) or a unix socket -- so the proxy's listener, its
- * clients, its upstream connections and the stats poller treat both alike.
+ * clients, its upstream connections, the stats poller and the load
+ * generator's connections treat both alike. OS glue over libuv: no server
+ * logic.
  *
  * Owns nothing (the caller owns the handle and closes it). Must never
  * block: connecting is libuv's (a unix socket's too). */
-#ifndef SLABTAP_SERVER_DIAL_H
-#define SLABTAP_SERVER_DIAL_H
+#ifndef SLABTAP_CORE_DIAL_H
+#define SLABTAP_CORE_DIAL_H
 
 #include <stddef.h>
 #include <sys/socket.h>
