@@ -42,7 +42,7 @@ struct load_cli_args {
 static void load_cli_usage(FILE *out)
 {
     fprintf(out,
-            "usage: slabtap load --target HOST:PORT SOURCE [options]\n"
+            "usage: slabtap load --target ADDR SOURCE [options]\n"
             "       slabtap load --dry-run SOURCE [ladder flags]\n"
             "\n"
             "Sends an operation plan to memcached (or to `slabtap proxy` in front of it)\n"
@@ -140,7 +140,7 @@ static enum opt_result load_cli_check(const struct load_cli_args *a, struct load
                          "-n -f -I -m --slab-chunk-max --no-cas only "
                          "apply to --dry-run; a live run reads them from the server");
     if (!a->dry_run && !a->target)
-        return opt_error(err, errlen, "load", "--target HOST:PORT is required (or --dry-run)");
+        return opt_error(err, errlen, "load", "--target ADDR is required (or --dry-run)");
     struct addr_list l;
     char why[384];
     if (a->target && addr_resolve(a->target, &l, why, sizeof why))

@@ -117,7 +117,7 @@ BAD = [
     (["load"], ["--dry-run", "--workload", WL, "-I", "1mm"],
      '-I: "1mm" is not a size (examples: 512k, 8MB, 1.5GiB)'),
     (["load"], ["--dry-run", "--workload", WL, "stray"], "unexpected argument 'stray'"),
-    (["load"], ["--workload", WL], "--target HOST:PORT is required (or --dry-run)"),
+    (["load"], ["--workload", WL], "--target ADDR is required (or --dry-run)"),
     # model
     (["model"], ["--bogus"], "unknown subcommand '--bogus'"),
     (["model", "ladder"], ["--bogus"], "unknown option --bogus"),
