@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "load/load.h"
 #include "load/replay.h"
+#include "record/rowseq.h"
 #include "protocol/stats_parse.h"
 
 static int cmp_str(const void *a, const void *b)
@@ -33,17 +34,17 @@ static void test_key_make(void)
     char key[WORKLOAD_KEY_MAX + 1], again[WORKLOAD_KEY_MAX + 1];
     int bad = 0;
     for (uint32_t len = 1; len <= WORKLOAD_KEY_MAX; len++) {
-        replay_key_make(0x0123456789abcdefull * len, "ns", 2, len, key);
-        replay_key_make(0x0123456789abcdefull * len, "ns", 2, len, again);
-        if (strlen(key) != len || !replay_key_usable(key, len) || strcmp(key, again))
+        rowseq_key_make(0x0123456789abcdefull * len, "ns", 2, len, key);
+        rowseq_key_make(0x0123456789abcdefull * len, "ns", 2, len, again);
+        if (strlen(key) != len || !rowseq_key_usable(key, len) || strcmp(key, again))
             bad++;
     }
     CHECK(bad == 0, "%d lengths gave a key of the wrong length, unusable or unstable", bad);
-    replay_key_make(42, "user", 4, 20, key);
+    rowseq_key_make(42, "user", 4, 20, key);
     CHECK(!strncmp(key, "user", 4) && strlen(key) == 20 && key[19] == '.', "prefix kept: %s", key);
-    replay_key_make(42, "user", 4, 14, key);
+    rowseq_key_make(42, "user", 4, 14, key);
     CHECK(strncmp(key, "user", 4) != 0 && strlen(key) == 14, "prefix dropped when short: %s", key);
-    replay_key_make(42, "bad key", 7, 30, key);
+    rowseq_key_make(42, "bad key", 7, 30, key);
     CHECK(strncmp(key, "bad", 3) != 0, "an unusable prefix is not kept: %s", key);
 
     /* distinct hashes stay distinct at 11 bytes and more */
@@ -53,7 +54,7 @@ static void test_key_make(void)
     uint64_t x = 1;
     for (int i = 0; i < N; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
-        replay_key_make(x, "", 0, 11, store[i]);
+        rowseq_key_make(x, "", 0, 11, store[i]);
         ptrs[i] = store[i];
     }
     qsort(ptrs, N, sizeof ptrs[0], cmp_str);
@@ -68,7 +69,7 @@ static void test_key_make(void)
     } keys[] = { { "a", true },     { "user:1", true },       { "", false },     { "a b", false },
                  { "a\tb", false }, { "caf\xc3\xa9", false }, { "x\x7f", false } };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        CHECK(replay_key_usable(keys[i].key, strlen(keys[i].key)) == keys[i].usable, "usable '%s'",
+        CHECK(rowseq_key_usable(keys[i].key, strlen(keys[i].key)) == keys[i].usable, "usable '%s'",
               keys[i].key);
 }
 
