@@ -35,8 +35,8 @@ page is open), after an earlier run recorded into the same database:
 - a run of 700k writes into a full memcached (-m 64): the advice panel
   shows the background computation's progress (never a bare
   "computing"), then the advice, whose recommended flags equal /api/run/
-  advice's and the output of the command the page shows (`slabtap model
-  advise ... --source aggregates --objective ...`); the advice table fits
+  advice's and the output of the command the page shows (plain `slabtap
+  model advise --db D --run R`: both replay the rows); the advice table fits
   a 1400 px window; every time chart has the same x range and ticks; the
   memory chart's byte ticks are 1/2/5 x powers of 1024. The time to the
   advice is printed.
@@ -592,6 +592,7 @@ class PageTest(mctest.ServerTestCase):
         for t in log:
             if "comput" in t and "How: " not in t:
                 self.assertRegex(t, r"computing advice: (started on [0-9]+ writes|[0-9]+ % \([0-9]+ of at most"
+                                    r"|reading the items run [0-9]+ left|replaying [0-9]+ of [0-9]+ writes"
                                     r"|reading the run's write aggregates)")
                 self.assertIn("asking again in", t)
         # the server said 202 with progress while it computed: the first
@@ -600,7 +601,7 @@ class PageTest(mctest.ServerTestCase):
         st, hdrs, body = mctest.http_request(px.http_port, "GET", "/api/run/advice?run=%d" % run_id)
         self.assertEqual(st, 200, body[:300])
         adv = json.loads(body)
-        self.assertEqual(adv["basis"], "aggregates")
+        self.assertEqual(adv["basis"], "rows")  # every row kept: replayed, as the CLI does
         self.assertGreaterEqual(adv["writes_seen"], BIG_WRITES)
         shown = br.eval("document.querySelector('.advice-body [data-recommended]').dataset.recommended")
         self.assertEqual(shown, adv["recommended"]["flags"])
@@ -634,11 +635,11 @@ class PageTest(mctest.ServerTestCase):
         br.screenshot(shot, 1400, False)
         print("test_page: screenshot %s" % shot, file=sys.stderr)
         self.assert_clean(br, br.eval(STATE_JS), "big run at 1400 px")
-        # the same advice from `slabtap model advise`, with the page's own command
+        # the same advice from plain `slabtap model advise --db D --run R`, the page's own command
         self.stop_clean(px)
         import shlex
         argv = shlex.split(adv["command"])
-        self.assertEqual(argv[:3], ["slabtap", "model", "advise"])
+        self.assertEqual(argv, ["slabtap", "model", "advise", "--db", db, "--run", str(run_id)])
         rc, out, err = mctest.run_slabtap(argv[1:])
         self.assertEqual(rc, 0, out + err)
         flags = [ln.split("memcached flags: ", 1)[1].strip() for ln in out.splitlines()
