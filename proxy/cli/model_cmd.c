@@ -466,7 +466,8 @@ static int open_run(const struct run_opts *o, struct runs_src *src, int64_t id,
     runs_src_rows_status(src, id, &run_rows);
     run_hits = o->mode == 1 && (o->objective ? !strcmp(o->objective, "hits")
                                              : advice_hits_default(db, id, &run_rows));
-    snprintf(run_basis_why, sizeof run_basis_why, "as --source %s asks", o->source ? o->source : "");
+    snprintf(run_basis_why, sizeof run_basis_why, "as --source %s asks",
+             o->source ? o->source : "");
     if (!o->source || !strcmp(o->source, "auto")) {
         want_aggs = advice_basis(db, id, &run_rows, o->mode == 1 && !run_hits, run_basis_why,
                                  sizeof run_basis_why) == RUNS_BASIS_AGGREGATES;

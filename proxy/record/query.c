@@ -197,17 +197,17 @@ struct query_cache_ent {
 
 /* the advice of one run (answer_advice), under the queue's mu */
 struct query_advice_slot {
-    int64_t run_id;     /* 0: free */
-    bool computing;     /* a worker is on it */
-    bool finished_run;  /* its answer never changes */
-    int64_t writes;     /* the writes the answer (or the computation) saw */
-    int64_t started_ns; /* of the computation */
-    int64_t made_ns;    /* of the answer */
-    size_t done, total; /* candidates evaluated, at most */
-    int phase;          /* ADVICE_READING, ADVICE_REPLAYING, ADVICE_CANDIDATES */
+    int64_t run_id;                 /* 0: free */
+    bool computing;                 /* a worker is on it */
+    bool finished_run;              /* its answer never changes */
+    int64_t writes;                 /* the writes the answer (or the computation) saw */
+    int64_t started_ns;             /* of the computation */
+    int64_t made_ns;                /* of the answer */
+    size_t done, total;             /* candidates evaluated, at most */
+    int phase;                      /* ADVICE_READING, ADVICE_REPLAYING, ADVICE_CANDIDATES */
     uint64_t rows_done, rows_total; /* ADVICE_REPLAYING: writes read of the run's */
-    const char *basis;  /* "aggregates" or "rows" */
-    char *text;         /* the last answer (JSON), or NULL */
+    const char *basis;              /* "aggregates" or "rows" */
+    char *text;                     /* the last answer (JSON), or NULL */
     uint64_t used_at;
 };
 
@@ -1122,8 +1122,7 @@ static int advice_progress_text(const struct query_advice_slot *e, char *out, si
     if (e->phase == ADVICE_REPLAYING) {
         snprintf(out, len,
                  "computing advice: replaying %llu of %llu writes in sequence (%s), %.1f s so far",
-                 (unsigned long long)e->rows_done, (unsigned long long)e->rows_total, e->basis,
-                 el);
+                 (unsigned long long)e->rows_done, (unsigned long long)e->rows_total, e->basis, el);
         return 1;
     }
     if (!e->done) {
@@ -1302,8 +1301,7 @@ static char *advice_compute(struct advice_work *w, double *secs)
     jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)w->run_id, verdict);
     jsonb_string(&b, why, strlen(why));
     /* how it was obtained */
-    jsonb_printf(&b, ",\"basis\":\"%s\",\"basis_why\":",
-                 w->from_agg ? "aggregates" : "rows");
+    jsonb_printf(&b, ",\"basis\":\"%s\",\"basis_why\":", w->from_agg ? "aggregates" : "rows");
     jsonb_string(&b, w->basis_why, strlen(w->basis_why));
     jsonb_printf(&b, ",\"writes_seen\":%lld,\"rows_used\":%lld,", (long long)w->writes,
                  w->from_agg ? 0 : (long long)r->rows);
@@ -1334,7 +1332,7 @@ static char *advice_compute(struct advice_work *w, double *secs)
     snprintf(cmd, sizeof cmd, "slabtap model advise --db %s --run %lld%s%s",
              w->file ? w->file : "FILE", (long long)w->run_id,
              w->hits_default ? " --objective " : "",
-             !w->hits_default                   ? ""
+             !w->hits_default                    ? ""
              : w->plan.obj == CAPACITY_OBJ_ITEMS ? "items"
                                                  : "memory");
     jsonb_raw(&b, ",\"command\":");
@@ -1429,8 +1427,8 @@ static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
     }
     budget_start(q, db, q->budget_ms > QUERY_ADVICE_READ_MS ? q->budget_ms : QUERY_ADVICE_READ_MS);
     runs_read_rows_status(db, j->run_id, &w->rows);
-    w->from_agg = advice_basis(db, j->run_id, &w->rows, true, w->basis_why,
-                               sizeof w->basis_why) == RUNS_BASIS_AGGREGATES;
+    w->from_agg = advice_basis(db, j->run_id, &w->rows, true, w->basis_why, sizeof w->basis_why) ==
+                  RUNS_BASIS_AGGREGATES;
     w->hits_default = advice_hits_default(db, j->run_id, &w->rows);
     rc = 0;
     if (w->from_agg) /* the rows: read by the advice thread, on its own connection */

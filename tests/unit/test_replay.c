@@ -21,8 +21,8 @@
 #include "core/log.h"
 #include "load/load.h"
 #include "load/replay.h"
-#include "record/rowseq.h"
 #include "protocol/stats_parse.h"
+#include "record/rowseq.h"
 
 static int cmp_str(const void *a, const void *b)
 {
