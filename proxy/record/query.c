@@ -1119,6 +1119,13 @@ static int advice_progress_text(const struct query_advice_slot *e, char *out, si
                  (long long)e->run_id, (long long)e->writes, e->basis, el);
         return 1;
     }
+    if (e->phase == ADVICE_REPLAYING && !e->rows_done) {
+        snprintf(out, len,
+                 "computing advice: replaying 0 of %llu writes in sequence (%s): SQLite sorts "
+                 "them by seq first, %.1f s so far",
+                 (unsigned long long)e->rows_total, e->basis, el);
+        return 1;
+    }
     if (e->phase == ADVICE_REPLAYING) {
         snprintf(out, len,
                  "computing advice: replaying %llu of %llu writes in sequence (%s), %.1f s so far",
