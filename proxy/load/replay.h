@@ -5,8 +5,9 @@
  * one read-ahead for counter keys, below).
  *
  * Owns: the row -> operation mapping (documented in experiments/README.md,
- * "Replaying"), deterministic key regeneration, which keys are counters,
- * and file:line errors.
+ * "Replaying"; for recorded runs the command and key rules are
+ * record/rowseq.h's, shared with the capacity advice), which keys are
+ * counters, and file:line errors.
  * Must never: hold more than one row in memory (besides the counter
  * filter, of fixed size), send anything, or guess silently: a malformed
  * row is an error naming its line; the only rows skipped on purpose

@@ -32,7 +32,7 @@ page is open), after an earlier run recorded into the same database:
   an empty MRC. The page's line for a report with measured numbers
   (tests/data/hits_advice_verified.json, from `model advise --verify
   --save` on a recorded getset run) equals the one built here.
-- a run of 700k writes into a full memcached (-m 64): the advice panel
+- a run of 200k writes into a full memcached (-m 64): the advice panel
   shows the background computation's progress (never a bare
   "computing"), then the advice, whose recommended flags equal /api/run/
   advice's and the output of the command the page shows (plain `slabtap
@@ -555,7 +555,7 @@ class PageTest(mctest.ServerTestCase):
 
 
     def test_big_run_advice(self):
-        """A run of 700k writes (memcached -m 64 full, evicting): the advice
+        """A run of 200k writes (memcached -m 64 full, evicting): the advice
         is computed in the background and the page shows its progress, then
         the advice; never a bare "computing". Figures printed: the time from
         the page's first question to the advice shown."""
@@ -567,7 +567,7 @@ class PageTest(mctest.ServerTestCase):
         wl = self.path("big.wl")
         with open(wl, "w") as f:
             f.write("connections 4\npipeline 64\nseed 7\nphase load\n"
-                    "set %d key=big:{rand:300000} size=uniform(100,2000) noreply\n" % BIG_WRITES)
+                    "set %d key=big:{rand:%d} size=uniform(100,2000) noreply\n" % (BIG_WRITES, BIG_WRITES * 3 // 7))
         rc, out, err = mctest.run_slabtap(["load", "--target", "%s:%d" % (HOST, px.port), "--workload", wl, "-q"])
         self.assertEqual(rc, 0, out + err)
         run_id = self.api(px, "/api/runs")["current"]["run_id"]
@@ -582,7 +582,7 @@ class PageTest(mctest.ServerTestCase):
         br.viewport(1400, 900, False)
         t0 = time.monotonic()
         br.open("http://%s:%d/" % (HOST, px.http_port))
-        br.wait("!!document.querySelector('.advice-body [data-recommended]')", 90, "the advice of the big run")
+        br.wait("!!document.querySelector('.advice-body [data-recommended]')", 240, "the advice of the big run")
         secs = time.monotonic() - t0
         log = br.eval("window.__adviceLog || []")
         waits = [t for t in log if t.startswith("waiting for the advice")]
@@ -647,7 +647,10 @@ class PageTest(mctest.ServerTestCase):
         self.assertEqual(flags, [adv["recommended"]["flags"]], out)
 
 
-BIG_WRITES = 700000
+# 700k writes took the page 46 s in a Release build on a loaded 2-core
+# machine (rows replayed, as the CLI does: 56 s there); under ASan a third
+# of that keeps the test affordable and still full and evicting
+BIG_WRITES = 200000
 TIME_CHARTS = ["pages", "evictions", "memory", "rates", "hits", "latency", "classhits"]
 # the advice panel's texts, from before the page's script runs
 ADVICE_LOG_JS = r"""window.__adviceLog = [];
