@@ -993,10 +993,62 @@ static void test_db_reads(void)
     unlink(path);
 }
 
+/* The one rule for what a recorded write is sent as (record/rowseq.h),
+ * and replay_db_cmd_mode in the load's words: the same, every case. */
+static void test_write_cmd_table(void)
+{
+    static const struct {
+        const char *cmd;
+        char mode;
+        bool ok;
+        enum mc_cmd mc;
+        enum workload_cmd wl;
+    } cases[] = {
+        { "set", 0, true, MC_CMD_SET, WORKLOAD_CMD_SET },
+        { "cas", 0, true, MC_CMD_SET, WORKLOAD_CMD_SET },
+        { "ms", 0, true, MC_CMD_SET, WORKLOAD_CMD_SET },
+        { "ms", 'S', true, MC_CMD_SET, WORKLOAD_CMD_SET },
+        { "ms", 'E', true, MC_CMD_ADD, WORKLOAD_CMD_ADD },
+        { "ms", 'A', true, MC_CMD_APPEND, WORKLOAD_CMD_APPEND },
+        { "ms", 'P', true, MC_CMD_PREPEND, WORKLOAD_CMD_PREPEND },
+        { "ms", 'R', true, MC_CMD_REPLACE, WORKLOAD_CMD_REPLACE },
+        { "set", 'E', true, MC_CMD_SET, WORKLOAD_CMD_SET },
+        { "add", 0, true, MC_CMD_ADD, WORKLOAD_CMD_ADD },
+        { "replace", 0, true, MC_CMD_REPLACE, WORKLOAD_CMD_REPLACE },
+        { "append", 0, true, MC_CMD_APPEND, WORKLOAD_CMD_APPEND },
+        { "prepend", 0, true, MC_CMD_PREPEND, WORKLOAD_CMD_PREPEND },
+        { "delete", 0, true, MC_CMD_DELETE, WORKLOAD_CMD_DELETE },
+        { "md", 0, true, MC_CMD_DELETE, WORKLOAD_CMD_DELETE },
+        { "incr", 0, true, MC_CMD_INCR, WORKLOAD_CMD_INCR },
+        { "ma", 0, true, MC_CMD_INCR, WORKLOAD_CMD_INCR },
+        { "decr", 0, true, MC_CMD_DECR, WORKLOAD_CMD_DECR },
+        { "touch", 0, true, MC_CMD_TOUCH, WORKLOAD_CMD_TOUCH },
+        { "get", 0, false, MC_CMD_NONE, WORKLOAD_CMD_SET },
+        { "gat", 0, false, MC_CMD_NONE, WORKLOAD_CMD_SET },
+        { "mg", 0, false, MC_CMD_NONE, WORKLOAD_CMD_SET },
+        { "flush_all", 0, false, MC_CMD_NONE, WORKLOAD_CMD_SET },
+        { "SET", 0, false, MC_CMD_NONE, WORKLOAD_CMD_SET },
+        { "", 0, false, MC_CMD_NONE, WORKLOAD_CMD_SET },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        enum mc_cmd mc = MC_CMD_NONE;
+        enum workload_cmd wl = WORKLOAD_CMD_GET;
+        bool ok = rowseq_write_cmd(cases[i].cmd, cases[i].mode, &mc);
+        bool ok2 = replay_db_cmd_mode(cases[i].cmd, cases[i].mode, &wl);
+        CHECK(ok == cases[i].ok && ok2 == cases[i].ok, "'%s' %c: %d %d", cases[i].cmd,
+              cases[i].mode ? cases[i].mode : '-', ok, ok2);
+        if (ok && ok2)
+            CHECK(mc == cases[i].mc && wl == cases[i].wl, "'%s' %c: %s %s", cases[i].cmd,
+                  cases[i].mode ? cases[i].mode : '-', mc_cmd_name(mc), workload_cmd_name(wl));
+    }
+    CHECK(!rowseq_write_cmd(NULL, 0, &(enum mc_cmd){ MC_CMD_NONE }), "NULL");
+}
+
 int main(void)
 {
     test_key_make();
     test_db_cmd();
+    test_write_cmd_table();
     test_twitter_rows();
     test_cachelib_rows();
     test_csv_file();
