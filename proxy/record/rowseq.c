@@ -128,43 +128,39 @@ static int rowseq_db_error(sqlite3 *db, char *err, size_t errlen)
     return -1;
 }
 
-int rowseq_capacity(sqlite3 *db, int64_t run_id, struct capacity_seq *out,
-                    rowseq_progress_fn progress, void *ud, uint64_t *total, char *err,
-                    size_t errlen)
+/* One pass over the run's rows into out; ordered: with ORDER BY seq, else
+ * in the order SQLite scans the view (the writes' rowid order, seq order
+ * for a run), which is checked: 1 when a row came out of order (out is
+ * then partly filled). 0, or -1 with err. */
+static int rowseq_pass(sqlite3 *db, int64_t run_id, bool ordered, struct capacity_seq *out,
+                       rowseq_progress_fn progress, void *ud, uint64_t n, char *err, size_t errlen)
 {
     sqlite3_stmt *st = NULL;
-    uint64_t n = 0, done = 0;
-    char key[MC_KEY_MAX + 1];
+    uint64_t done = 0;
+    int64_t last = INT64_MIN;
+    char key[MC_KEY_MAX + 1], sql[256];
     int rc = -1, step;
-    if (run_id == 0) /* the latest run, by the one rule (record/runs.h) */
-        run_id = runs_latest(db);
-    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sets WHERE run_id = ?1", -1, &st, NULL) !=
-        SQLITE_OK)
-        return rowseq_db_error(db, err, errlen);
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        n = (uint64_t)sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    if (total)
-        *total = n;
-    if (!n) {
-        snprintf(err, errlen, "no recorded writes for run %lld", (long long)run_id);
-        return -1;
+    /* a file from before schema v3 has no ms_mode: every ms was a set */
+    for (int v3 = 1; v3 >= 0 && !st; v3--) {
+        snprintf(sql, sizeof sql,
+                 "SELECT cmd, key, key_hash, key_len, value_len, flags, exptime, seq, %s"
+                 " FROM sets WHERE run_id = ?1%s",
+                 v3 ? "ms_mode" : "NULL", ordered ? " ORDER BY seq" : "");
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+            st = NULL;
     }
-    if (sqlite3_prepare_v2(db,
-                           "SELECT cmd, key, key_hash, key_len, value_len, flags, exptime, seq,"
-                           " ms_mode FROM sets WHERE run_id = ?1 ORDER BY seq",
-                           -1, &st, NULL) != SQLITE_OK &&
-        /* a file from before schema v3 has no ms_mode: every ms was a set */
-        sqlite3_prepare_v2(db,
-                           "SELECT cmd, key, key_hash, key_len, value_len, flags, exptime, seq,"
-                           " NULL FROM sets WHERE run_id = ?1 ORDER BY seq",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (!st)
         return rowseq_db_error(db, err, errlen);
     sqlite3_bind_int64(st, 1, run_id);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         enum mc_cmd cmd;
         const char *mode = (const char *)sqlite3_column_text(st, 8);
+        int64_t seq = sqlite3_column_int64(st, 7);
+        if (!ordered && seq <= last) {
+            rc = 1;
+            goto out;
+        }
+        last = seq;
         if (++done % ROWSEQ_PROGRESS_ROWS == 0 && progress && !progress(ud, done, n)) {
             snprintf(err, errlen, "stopped");
             goto out;
@@ -178,7 +174,7 @@ int rowseq_capacity(sqlite3 *db, int64_t run_id, struct capacity_seq *out,
         if (key_len < 1 || key_len > MC_KEY_MAX || value_len < 0 ||
             (uint64_t)value_len > ROWSEQ_VALUE_MAX || flags < 0 || flags > UINT32_MAX) {
             snprintf(err, errlen, "run %lld seq %lld: bad key_len, value_len or flags",
-                     (long long)run_id, (long long)sqlite3_column_int64(st, 7));
+                     (long long)run_id, (long long)seq);
             goto out;
         }
         rowseq_key(k, ktl, (uint64_t)sqlite3_column_int64(st, 2), (uint32_t)key_len, key);
@@ -207,4 +203,36 @@ int rowseq_capacity(sqlite3 *db, int64_t run_id, struct capacity_seq *out,
 out:
     sqlite3_finalize(st);
     return rc;
+}
+
+int rowseq_capacity(sqlite3 *db, int64_t run_id, struct capacity_seq *out,
+                    rowseq_progress_fn progress, void *ud, uint64_t *total, char *err,
+                    size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    uint64_t n = 0;
+    if (run_id == 0) /* the latest run, by the one rule (record/runs.h) */
+        run_id = runs_latest(db);
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sets WHERE run_id = ?1", -1, &st, NULL) !=
+        SQLITE_OK)
+        return rowseq_db_error(db, err, errlen);
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (total)
+        *total = n;
+    if (!n) {
+        snprintf(err, errlen, "no recorded writes for run %lld", (long long)run_id);
+        return -1;
+    }
+    /* sorting by seq costs 9/10 of a pass (3.2 s of 0.36 s unsorted for
+     * 700k rows): the scan order is seq order unless a row says not */
+    int rc = rowseq_pass(db, run_id, false, out, progress, ud, n, err, errlen);
+    if (rc == 1) {
+        capacity_seq_free(out);
+        capacity_seq_init(out);
+        rc = rowseq_pass(db, run_id, true, out, progress, ud, n, err, errlen);
+    }
+    return rc ? -1 : 0;
 }
