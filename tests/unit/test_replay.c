@@ -1044,11 +1044,63 @@ static void test_write_cmd_table(void)
     CHECK(!rowseq_write_cmd(NULL, 0, &(enum mc_cmd){ MC_CMD_NONE }), "NULL");
 }
 
+/* rowseq_capacity: the same sequence whatever order the rows are stored
+ * in (the scan order is checked against seq; out of order, sorted). */
+static void test_rowseq_order(void)
+{
+    static const struct {
+        int seq;
+        const char *cmd, *key, *mode;
+        int value_len, exptime;
+    } rows[] = {
+        { 1, "set", "a", NULL, 100, 0 }, { 2, "set", "b", NULL, 300, 60 },
+        { 3, "ms", "a", "A", 50, 0 },    { 4, "delete", "b", NULL, 0, 0 },
+        { 5, "get", "a", NULL, 0, 0 },   { 6, "touch", "a", NULL, 0, 30 },
+        { 7, "incr", "c", NULL, 1, 0 },  { 8, "ms", "b", "E", 70, 0 },
+    };
+    struct capacity_seq seq[2];
+    size_t n = sizeof rows / sizeof rows[0];
+    for (int pass = 0; pass < 2; pass++) {
+        sqlite3 *db;
+        char err[256] = "", sql[512];
+        uint64_t total = 0;
+        capacity_seq_init(&seq[pass]);
+        CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK, "open");
+        db_exec(db, "CREATE TABLE sets (run_id INTEGER, seq INTEGER, cmd TEXT, key TEXT, key_hash "
+                    "INTEGER, key_len INTEGER, value_len INTEGER, flags INTEGER, exptime INTEGER, "
+                    "answer TEXT, ms_mode TEXT)");
+        for (size_t k = 0; k < n; k++) { /* pass 1: stored last row first */
+            size_t i = pass ? n - 1 - k : k;
+            snprintf(sql, sizeof sql,
+                     "INSERT INTO sets VALUES (1, %d, '%s', '%s', %lld, %zu, %d, 0, %d, 'STORED', "
+                     "%s%s%s)",
+                     rows[i].seq, rows[i].cmd, rows[i].key,
+                     (long long)keyfmt_hash(rows[i].key, strlen(rows[i].key)), strlen(rows[i].key),
+                     rows[i].value_len, rows[i].exptime, rows[i].mode ? "'" : "",
+                     rows[i].mode ? rows[i].mode : "NULL", rows[i].mode ? "'" : "");
+            db_exec(db, sql);
+        }
+        CHECK(rowseq_capacity(db, 1, &seq[pass], NULL, NULL, &total, err, sizeof err) == 0,
+              "pass %d: %s", pass, err);
+        CHECK(total == n, "pass %d: %llu rows", pass, (unsigned long long)total);
+        sqlite3_close(db);
+    }
+    /* the get is no write: passed over */
+    CHECK(seq[0].n == n - 1 && seq[1].n == seq[0].n && seq[0].n_keys == 3 &&
+              seq[1].n_keys == seq[0].n_keys,
+          "%zu %zu requests, %u %u keys", seq[0].n, seq[1].n, seq[0].n_keys, seq[1].n_keys);
+    CHECK(seq[0].n == seq[1].n && !memcmp(seq[0].ops, seq[1].ops, seq[0].n * sizeof *seq[0].ops),
+          "the same sequence from rows stored out of order");
+    capacity_seq_free(&seq[0]);
+    capacity_seq_free(&seq[1]);
+}
+
 int main(void)
 {
     test_key_make();
     test_db_cmd();
     test_write_cmd_table();
+    test_rowseq_order();
     test_twitter_rows();
     test_cachelib_rows();
     test_csv_file();
