@@ -546,13 +546,14 @@
       how.append('How: objective ' + (items ? 'most items held in ' + fmtBytes(a.memory_limit_bytes) : 'least memory for the whole working set') +
         ' (' + (a.objective_why || '') + '); ' +
         (a.basis === 'aggregates'
-          ? 'from the write aggregates of ' + fmtInt(a.writes_seen) + ' writes (' + fmtInt(ag && ag.live) + ' live items, sized from ' + (ag && ag.live_from) + (ag && ag.exact ? ', exact' : ', an estimate') + ')'
-          : 'from ' + fmtInt(a.rows_used) + ' rows replayed') +
-        '; the working set of ' + fmtInt(a.live_items) + ' items replayed into each candidate at most ' + a.max_classes +
+          ? 'from the write aggregates of ' + fmtInt(a.writes_seen) + ' writes (' + fmtInt(ag && ag.live) + ' live items, sized from ' + (ag && ag.live_from) + (ag && ag.exact ? ', exact' : ', an estimate') + '), because ' + (a.basis_why || '') +
+            '; each candidate takes the ' + fmtInt(a.live_items) + ' items as written once'
+          : 'from the run\'s ' + fmtInt(a.rows_used) + ' rows: ' + fmtInt(a.live_items) + ' items left, and its ' + fmtInt(a.sequence_writes) + ' writes replayed in sequence (overwrites, deletes, evictions) into each candidate') +
+        ', at most ' + a.max_classes +
         ' classes; ladder from ' + a.ladder_source + '; computed in ' + fmtNum(a.computed_s, 1) + ' s' +
         (this.live ? ', again once the run has grown by ' + a.regrow_pct + ' %' : '') + '. The same advice: ',
         el('code', {}, a.command || ''),
-        a.basis === 'aggregates' ? ' (without --source, `model advise` replays every row of the run instead, key by key: slower, and it can differ where keys were overwritten or evicted).' : '');
+        ' (its default basis is the page\'s, by the same rule).');
       parts.push(how);
       box.replaceChildren.apply(box, parts);
     }

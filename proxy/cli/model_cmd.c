@@ -25,6 +25,7 @@
 #include "model/slab_model.h"
 #include "record/advice.h"
 #include "record/pgstore.h"
+#include "record/rowseq.h"
 #include "record/runs.h"
 
 struct model_subcommand {
@@ -217,11 +218,14 @@ struct run_opts {
     uint64_t points;    /* mrc --points */
     const char *flags;  /* mrc --flags: other settings' curve */
     bool save;          /* --save: the hits report into run_meta */
+    int mode;           /* 0 predict, 1 advise, 2 mrc */
 };
 
 /* Where open_run's last prediction came from (issue 14): its rows, or the
  * write aggregates when the rows are gone (or --source aggregates). */
 static enum runs_basis run_basis;
+static char run_basis_why[200];
+static bool run_hits; /* advise: the hits advice (given, or the default: advice_hits_default) */
 static struct runs_agg_info run_agg;
 static struct runs_rows_status run_rows;
 
@@ -235,6 +239,7 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
     int level = (int)log_get_level();
     uint64_t max_classes = SLAB_MODEL_MAX_CLASSES, since_s = 0;
     memset(o, 0, sizeof *o);
+    o->mode = mode;
     o->warmup = 0.5;
     o->points = 16;
     const struct opt_spec table[] = {
@@ -337,7 +342,8 @@ static void usage_advise(FILE *out)
             "                           [--warmup SHARE] [--format text|json] [--save]\n"
             "                           [--holdout | --holdout-run NAME_OR_ID]\n"
             "                           [--verify [--memcached PATH]] [-v|-q]\n\n"
-            "--objective hits (the default when the run recorded reads): the setting\n"
+            "--objective hits (the default when the run recorded reads and all its\n"
+            "rows are kept, unsampled): the setting\n"
             "that serves the most hits from the memory the run's own settings actually\n"
             "use (total_malloced; --memory-limit MB sets another budget), never at equal\n"
             "-m. Candidates: the run's own, -f 1.05..2.00, slab_sizes ladders fitted to\n"
@@ -378,7 +384,8 @@ static void usage_advise(FILE *out)
             "(capacity, --verify and --holdout need one run; capacity, --verify and\n"
             "--holdout-run read a SQLite file).\n"
             "--source auto|rows|aggregates: the run's rows, or its write histograms\n"
-            "(auto: the histograms when rows were expired); from the histograms the\n"
+            "(auto, the page's rule too: the histograms when rows were expired or,\n"
+            "for capacity, keep one key in N (--sample-keys)); from the histograms the\n"
             "sizes are the stored ones scaled to the last curr_items, and capacity takes\n"
             "them as the working set, each item written once (no --verify/--holdout).\n"
             "MB: a size, binary (x1024), any case: 512, 2g, 1.5GiB (a number alone is\n"
@@ -451,12 +458,19 @@ static int open_run(const struct run_opts *o, struct runs_src *src, int64_t id,
                 o->run ? o->run : "at all");
         return -1;
     }
-    /* the rows when they are all there (or --source rows), else the
-     * aggregates when the run has them */
+    /* --source rows|aggregates, else the one rule the page's advice takes
+     * (record/advice.h): the rows unless they are not all kept and the
+     * run has aggregates */
     bool want_aggs = o->source && !strcmp(o->source, "aggregates");
+    sqlite3 *db = runs_src_sqlite(src);
     runs_src_rows_status(src, id, &run_rows);
+    run_hits = o->mode == 1 && (o->objective ? !strcmp(o->objective, "hits")
+                                             : advice_hits_default(db, id, &run_rows));
+    snprintf(run_basis_why, sizeof run_basis_why, "as --source %s asks",
+             o->source ? o->source : "");
     if (!o->source || !strcmp(o->source, "auto")) {
-        want_aggs = !run_rows.complete && run_rows.have_aggs;
+        want_aggs = advice_basis(db, id, &run_rows, o->mode == 1 && !run_hits, run_basis_why,
+                                 sizeof run_basis_why) == RUNS_BASIS_AGGREGATES;
         if (!run_rows.complete && !run_rows.have_aggs)
             fprintf(stderr,
                     "slabtap model: run %lld: only %lld of its %lld rows are left and it has no "
@@ -484,6 +498,7 @@ static void print_basis(const struct prediction *r, bool classes)
                        run_rows.complete ? "" : " -- INCOMPLETE: older rows were expired");
         return;
     }
+    wrapout_printf("basis: aggregates -- %s\n", run_basis_why);
     wrapout_printf(
         "basis: aggregates -- %lld of %lld rows left; %llu stored writes, %llu refused, %llu "
         "deletes; live items %llu (%s)\n",
@@ -751,7 +766,7 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
     }
     if (!c || (run_basis == RUNS_BASIS_AGGREGATES
                    ? advise_seq_from_hist(&r->live, r->settings.use_cas, &seq)
-                   : verify_read_sequence(o->db, r->run_id, false, &seq, err, sizeof err))) {
+                   : rowseq_capacity(db, r->run_id, &seq, NULL, NULL, NULL, err, sizeof err))) {
         fprintf(stderr, "slabtap model advise: capacity: %s\n",
                 c && run_basis != RUNS_BASIS_AGGREGATES ? err : "out of memory");
         failed = 1;
@@ -818,7 +833,7 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
         model_holdout("the second half", c, n, rec, &seq, to, seq.n, obj, mem_limit);
     if (o->holdout_run) {
         int64_t id = runs_find(db, o->holdout_run);
-        if (id < 0 || verify_read_sequence(o->db, id, false, &other, err, sizeof err)) {
+        if (id < 0 || rowseq_capacity(db, id, &other, NULL, NULL, NULL, err, sizeof err)) {
             fprintf(stderr, "slabtap model advise: --holdout-run %s: %s\n", o->holdout_run,
                     id < 0 ? "no such run" : err);
             failed++;
@@ -908,20 +923,6 @@ out:
     return rc;
 }
 
-/* Whether run_id recorded reads (a file without the reads view has none). */
-static bool run_has_reads(sqlite3 *db, int64_t run_id)
-{
-    sqlite3_stmt *st;
-    bool yes = false;
-    if (!db || sqlite3_prepare_v2(db, "SELECT 1 FROM reads WHERE run_id = ?1 LIMIT 1", -1, &st,
-                                  NULL) != SQLITE_OK)
-        return false;
-    sqlite3_bind_int64(st, 1, run_id);
-    yes = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return yes;
-}
-
 /* The hits report's arguments from advise's or mrc's flags. */
 static struct cli_hits_args hits_args(const struct run_opts *o, struct runs_src *src,
                                       const struct prediction *r)
@@ -995,8 +996,7 @@ static int model_advise(int argc, char **argv)
     bool fleet = o.node || o.since;
     if (fleet ? fleet_union(&o, src, r, &nruns, &nnodes) : open_run(&o, src, -1, r))
         goto out;
-    bool hits = o.objective ? !strcmp(o.objective, "hits")
-                            : !fleet && run_has_reads(runs_src_sqlite(src), r->run_id);
+    bool hits = run_hits && (!fleet || o.objective);
     struct cli_hits_args ha = hits_args(&o, src, r);
     bool json = ha.json;
     if (hits && (fleet || !ha.sqlite || run_basis == RUNS_BASIS_AGGREGATES)) {

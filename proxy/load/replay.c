@@ -14,6 +14,7 @@
 
 #include "core/keyfmt.h"
 #include "core/log.h"
+#include "record/rowseq.h"
 #include "record/runs.h"
 
 static const char *const replay_status_text[REPLAY_STATUS_COUNT] = {
@@ -79,51 +80,18 @@ static enum replay_status replay_why(char *why, size_t n, enum replay_status st,
 
 /* ---- keys ----------------------------------------------------------------- */
 
-bool replay_key_usable(const char *key, size_t len)
-{
-    if (!key || len == 0 || len > WORKLOAD_KEY_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)key[i] <= 0x20 || (unsigned char)key[i] >= 0x7f)
-            return false;
-    return true;
-}
-
-void replay_key_make(uint64_t hash, const char *prefix, size_t prefix_len, uint32_t key_len,
-                     char *out)
-{
-    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    char enc[REPLAY_HASH_DIGITS];
-    for (int i = 0; i < REPLAY_HASH_DIGITS; i++) {
-        enc[i] = digits[hash & 63];
-        hash >>= 6;
-    }
-    /* the prefix keeps keys groupable by namespace, but never at the cost
-     * of hash digits: those are what keep distinct keys distinct */
-    if (!replay_key_usable(prefix, prefix_len) || prefix_len + REPLAY_HASH_DIGITS > key_len)
-        prefix_len = 0;
-    uint32_t len = 0;
-    memcpy(out, prefix, prefix_len);
-    len += (uint32_t)prefix_len;
-    for (int i = 0; i < REPLAY_HASH_DIGITS && len < key_len; i++)
-        out[len++] = enc[i];
-    while (len < key_len)
-        out[len++] = '.';
-    out[len] = '\0';
-}
-
 /* op->key from a source key: as is when usable at the wanted length, else
  * regenerated from its hash. */
 static void replay_set_key(struct workload_op *op, const char *key, size_t len, uint64_t hash,
                            uint32_t key_len)
 {
-    if (len == key_len && replay_key_usable(key, len)) {
+    if (len == key_len && rowseq_key_usable(key, len)) {
         memcpy(op->key, key, len);
         op->key[len] = '\0';
     } else {
         char prefix[WORKLOAD_KEY_MAX + 1];
         int plen = keyfmt_text(KEYFMT_PREFIX, key, len, prefix, sizeof prefix);
-        replay_key_make(hash, prefix, plen > 0 ? (size_t)plen : 0, key_len, op->key);
+        rowseq_key_make(hash, prefix, plen > 0 ? (size_t)plen : 0, key_len, op->key);
     }
     op->key_len = (uint16_t)key_len;
 }
@@ -468,21 +436,7 @@ enum replay_status replay_cachelib_parse(char *line, const struct replay_cacheli
 
 bool replay_db_cmd(const char *cmd, enum workload_cmd *out)
 {
-    static const struct {
-        const char *name;
-        enum workload_cmd cmd;
-    } alias[] = { { "cas", WORKLOAD_CMD_SET },
-                  { "ms", WORKLOAD_CMD_SET },
-                  { "md", WORKLOAD_CMD_DELETE },
-                  { "ma", WORKLOAD_CMD_INCR } };
-    if (!cmd)
-        return false;
-    for (size_t k = 0; k < sizeof alias / sizeof alias[0]; k++)
-        if (!strcmp(cmd, alias[k].name)) {
-            *out = alias[k].cmd;
-            return true;
-        }
-    return workload_cmd_parse(cmd, strlen(cmd), out) && !workload_cmd_is_read(*out);
+    return replay_db_cmd_mode(cmd, 0, out);
 }
 
 bool replay_db_read_cmd(const char *cmd, enum workload_cmd *out)
@@ -510,15 +464,11 @@ bool replay_merge_take_write(bool has_write, int64_t w_seq, bool has_read, int64
 
 bool replay_db_cmd_mode(const char *cmd, char ms_mode, enum workload_cmd *out)
 {
-    static const char modes[] = "EAPR";
-    static const enum workload_cmd as[] = { WORKLOAD_CMD_ADD, WORKLOAD_CMD_APPEND,
-                                            WORKLOAD_CMD_PREPEND, WORKLOAD_CMD_REPLACE };
-    const char *m = ms_mode ? strchr(modes, ms_mode) : NULL;
-    if (cmd && !strcmp(cmd, "ms") && m) {
-        *out = as[m - modes];
-        return true;
-    }
-    return replay_db_cmd(cmd, out);
+    enum mc_cmd c; /* the one rule (record/rowseq.h), in the load's words */
+    if (!rowseq_write_cmd(cmd, ms_mode, &c))
+        return false;
+    const char *name = mc_cmd_name(c);
+    return workload_cmd_parse(name, strlen(name), out);
 }
 
 static enum replay_status replay_db_prepare(struct replay *r, int64_t run_id, char *err,
@@ -564,19 +514,11 @@ fail:;
     return rc;
 }
 
-/* op->key of a recorded key: the text when it is the whole key (the one
- * the hash was taken of) and usable, else regenerated from the hash. */
+/* op->key of a recorded key (record/rowseq.h). */
 static void replay_db_key(struct workload_op *op, const char *key, size_t key_text_len,
                           uint64_t hash, uint32_t key_len)
 {
-    if (key && key_text_len == key_len && keyfmt_hash(key, key_text_len) != hash)
-        key_text_len = 0;
-    if (key && key_text_len == key_len && replay_key_usable(key, key_text_len)) {
-        memcpy(op->key, key, key_text_len);
-        op->key[key_text_len] = '\0';
-    } else {
-        replay_key_make(hash, key ? key : "", key_text_len, key_len, op->key);
-    }
+    rowseq_key(key, key_text_len, hash, key_len, op->key);
     op->key_len = (uint16_t)key_len;
 }
 

@@ -5,8 +5,9 @@
  * one read-ahead for counter keys, below).
  *
  * Owns: the row -> operation mapping (documented in experiments/README.md,
- * "Replaying"), deterministic key regeneration, which keys are counters,
- * and file:line errors.
+ * "Replaying"; for recorded runs the command and key rules are
+ * record/rowseq.h's, shared with the capacity advice), which keys are
+ * counters, and file:line errors.
  * Must never: hold more than one row in memory (besides the counter
  * filter, of fixed size), send anything, or guess silently: a malformed
  * row is an error naming its line; the only rows skipped on purpose
@@ -100,7 +101,6 @@
 #define REPLAY_LINE_MAX 4096 /* one CSV row, newline included */
 #define REPLAY_FIELDS_MAX 32 /* CSV columns */
 #define REPLAY_ERR_MAX 384
-#define REPLAY_HASH_DIGITS 11          /* base-64 digits that hold 64 bits */
 #define REPLAY_OP_COUNT_MAX 1000000u   /* CacheLib op_count of one row */
 #define REPLAY_KEY_SIZE_MAX 65535u     /* a trace's key size; over 250 is cut */
 #define REPLAY_COUNTER_BITS (1u << 25) /* Bloom filter of counter keys: 4 MiB */
@@ -176,14 +176,9 @@ bool replay_merge_take_write(bool has_write, int64_t w_seq, bool has_read, int64
  * as get); false for anything else. */
 bool replay_db_read_cmd(const char *cmd, enum workload_cmd *out);
 
-/* A byte string memcached's text protocol accepts as a key: 1..250 bytes,
- * no control characters, blanks or DEL. */
-bool replay_key_usable(const char *key, size_t len);
-/* The regenerated key (see above) into out[key_len + 1]; key_len 1..250. */
-void replay_key_make(uint64_t hash, const char *prefix, size_t prefix_len, uint32_t key_len,
-                     char *out);
-/* A recorded command name -> what is sent (cas and ms as set, md as
- * delete, ma as incr); false for commands that cannot be replayed. */
+/* A recorded command name -> what is sent (the rule is record/rowseq.h's
+ * rowseq_write_cmd: cas and ms as set, md as delete, ma as incr); false
+ * for commands that cannot be replayed. */
 bool replay_db_cmd(const char *cmd, enum workload_cmd *out);
 /* The same with the ms mode recorded beside it (schema v3): ms ME is an
  * add, MA an append, MP a prepend, MR a replace, MS or none a set. */

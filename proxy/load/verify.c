@@ -14,6 +14,7 @@
 #include "load/mcserver.h"
 #include "load/replay.h"
 #include "protocol/stats_parse.h"
+#include "record/rowseq.h"
 
 /* A live memcached's `stats` (with slabs and items), or NULL with err set;
  * stats_drop frees it. */
@@ -138,16 +139,6 @@ out:
 
 /* --- capacity ----------------------------------------------------------- */
 
-static uint64_t key_hash(const char *key, size_t len)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)key[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 int verify_read_sequence(const char *db_path, int64_t run_id, bool reads, struct capacity_seq *out,
                          char *err, size_t errlen)
 {
@@ -204,7 +195,7 @@ int verify_read_sequence(const char *db_path, int64_t run_id, bool reads, struct
             .exptime = write || k == CAPACITY_TOUCH || k == CAPACITY_GAT ? (int32_t)op->ttl : 0,
             .fill = read && op->fill,
         };
-        if (capacity_seq_add_req(out, key_hash(op->key, op->key_len), &req)) {
+        if (capacity_seq_add_req(out, rowseq_key_hash(op->key, op->key_len), &req)) {
             snprintf(err, errlen, "out of memory, or a write memcached never takes");
             break;
         }

@@ -41,12 +41,13 @@ int verify_settings(const char *db_path, const struct prediction *r, const struc
 
 /* --- capacity: what a memcached with -m holds ---------------------------- */
 
-/* The writes a replay of run run_id (0: the newest) would send, in order,
- * as a capacity sequence (keys as sent, hashed); with reads, the run's
- * reads merged in as the replay sends them with demand-fill (each carries
+/* The requests a replay of run run_id (0: the newest) would send, in
+ * order, as a capacity sequence (keys as sent, hashed: rowseq_key_hash);
+ * with reads, the run's reads merged in as the replay sends them with demand-fill (each carries
  * fill and the length a fill would set, load/replay.h). The replay sends
  * as fast as it can, so every request is at t = 0: exptimes count from the
- * replay's start. 0, or -1 with err. */
+ * replay's start. The writes alone (capacity advice): record/rowseq.h's
+ * rowseq_capacity, the page's reader too. 0, or -1 with err. */
 int verify_read_sequence(const char *db_path, int64_t run_id, bool reads, struct capacity_seq *out,
                          char *err, size_t errlen);
 

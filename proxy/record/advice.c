@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/sample.h"
+
 /* Whether the run's memcached was full: evictions during the run, or
  * total_malloced (else its pages) at limit_maxbytes in the last sample. */
 static bool advice_run_full(sqlite3 *db, const struct prediction *r, char *why, size_t len)
@@ -40,6 +42,67 @@ static bool advice_run_full(sqlite3 *db, const struct prediction *r, char *why, 
     }
     sqlite3_finalize(st);
     return full;
+}
+
+/* run_meta 'sample_keys' of run_id: the N of --sample-keys 1/N, 0 none. */
+static unsigned advice_sampled(sqlite3 *db, int64_t run_id)
+{
+    sqlite3_stmt *st;
+    unsigned n = 0;
+    if (!db || sqlite3_prepare_v2(db,
+                                  "SELECT value FROM run_meta WHERE run_id = ?1 AND key = "
+                                  "'sample_keys'",
+                                  -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_int64(st, 1, run_id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(st, 0);
+        uint32_t k = 0;
+        if (v && !sample_parse(v, &k) && k > 1)
+            n = k;
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+enum runs_basis advice_basis(sqlite3 *db, int64_t run_id, const struct runs_rows_status *rows,
+                             bool capacity, char *why, size_t len)
+{
+    unsigned sampled = 0;
+    if (why && len)
+        snprintf(why, len, "every recorded write replayed in sequence");
+    if (!db || !rows->have_aggs)
+        return RUNS_BASIS_ROWS;
+    if (!rows->complete) {
+        if (why && len)
+            snprintf(why, len, "only %lld of the run's %lld rows are left (retention)",
+                     (long long)rows->present, (long long)rows->recorded);
+        return RUNS_BASIS_AGGREGATES;
+    }
+    if (capacity && (sampled = advice_sampled(db, run_id))) {
+        if (why && len)
+            snprintf(why, len,
+                     "the rows keep one key in %u (--sample-keys); the aggregates count every "
+                     "write",
+                     sampled);
+        return RUNS_BASIS_AGGREGATES;
+    }
+    return RUNS_BASIS_ROWS;
+}
+
+bool advice_hits_default(sqlite3 *db, int64_t run_id, const struct runs_rows_status *rows)
+{
+    sqlite3_stmt *st;
+    bool yes = false;
+    if (!db || advice_basis(db, run_id, rows, true, NULL, 0) != RUNS_BASIS_ROWS ||
+        advice_sampled(db, run_id) ||
+        sqlite3_prepare_v2(db, "SELECT 1 FROM reads WHERE run_id = ?1 LIMIT 1", -1, &st, NULL) !=
+            SQLITE_OK)
+        return false;
+    sqlite3_bind_int64(st, 1, run_id);
+    yes = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return yes;
 }
 
 void advice_plan(sqlite3 *db, const struct prediction *r, const char *objective,

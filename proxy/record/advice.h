@@ -5,9 +5,11 @@
  * whole working set), at which memory, and each candidate's memcached
  * flags. The candidates themselves are model/advise.h's advise_capacity.
  *
- * Owns: the rule that picks the objective (advice_plan, with the SQL that
- * reads whether the run's memcached was full), and the text of a
- * candidate's flags. Must never write to the database, print, or choose
+ * Owns: the rule that picks the basis (advice_basis: the run's rows,
+ * replayed in sequence by record/rowseq.h, or its write aggregates), the
+ * rule that picks the objective (advice_plan, with the SQL that reads
+ * whether the run's memcached was full; advice_hits_default), and the
+ * text of a candidate's flags. Must never write to the database, print, or choose
  * candidates another way than advise_capacity. */
 #ifndef SLABTAP_RECORD_ADVICE_H
 #define SLABTAP_RECORD_ADVICE_H
@@ -19,6 +21,7 @@
 
 #include "model/advise.h"
 #include "model/predict.h"
+#include "record/runs.h"
 
 #define ADVICE_WHY_MAX 160
 
@@ -29,6 +32,21 @@ struct advice_plan {
     bool chosen;              /* the objective was chosen (not given) */
     char why[ADVICE_WHY_MAX]; /* whether the run's memcached was full, and why */
 };
+
+/* The one rule for which records of run_id an advice reads (the page's
+ * and `slabtap model advise|predict|mrc --source auto`): its rows, unless
+ * they are not all kept and the run has write aggregates -- older rows
+ * expired (retention), or, for the capacity advice (capacity), rows of one
+ * key in N (--sample-keys; the aggregates count every write). db NULL
+ * (PostgreSQL, which keeps no aggregates): the rows. why (may be NULL)
+ * gets the reason in words. */
+enum runs_basis advice_basis(sqlite3 *db, int64_t run_id, const struct runs_rows_status *rows,
+                             bool capacity, char *why, size_t len);
+
+/* Whether `slabtap model advise` without --objective gives the hits
+ * advice: run_id recorded reads and its rows are the basis (all kept, not
+ * sampled) in a SQLite file (db). Otherwise capacity (advice_plan). */
+bool advice_hits_default(sqlite3 *db, int64_t run_id, const struct runs_rows_status *rows);
 
 /* The plan for run r (db may be NULL: then only r's evictions tell
  * whether it was full). objective "items", "memory" or NULL (chosen: items

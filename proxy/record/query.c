@@ -13,6 +13,7 @@
 #include "model/ladder_source.h"
 #include "model/predict.h"
 #include "record/advice.h"
+#include "record/rowseq.h"
 #include "record/runs.h"
 
 #define QUERY_PROGRESS_OPS 10000 /* VM steps between looks at the clock */
@@ -196,15 +197,17 @@ struct query_cache_ent {
 
 /* the advice of one run (answer_advice), under the queue's mu */
 struct query_advice_slot {
-    int64_t run_id;     /* 0: free */
-    bool computing;     /* a worker is on it */
-    bool finished_run;  /* its answer never changes */
-    int64_t writes;     /* the writes the answer (or the computation) saw */
-    int64_t started_ns; /* of the computation */
-    int64_t made_ns;    /* of the answer */
-    size_t done, total; /* candidates evaluated, at most */
-    const char *basis;  /* "aggregates" or "rows" */
-    char *text;         /* the last answer (JSON), or NULL */
+    int64_t run_id;                 /* 0: free */
+    bool computing;                 /* a worker is on it */
+    bool finished_run;              /* its answer never changes */
+    int64_t writes;                 /* the writes the answer (or the computation) saw */
+    int64_t started_ns;             /* of the computation */
+    int64_t made_ns;                /* of the answer */
+    size_t done, total;             /* candidates evaluated, at most */
+    int phase;                      /* ADVICE_READING, ADVICE_REPLAYING, ADVICE_CANDIDATES */
+    uint64_t rows_done, rows_total; /* ADVICE_REPLAYING: writes read of the run's */
+    const char *basis;              /* "aggregates" or "rows" */
+    char *text;                     /* the last answer (JSON), or NULL */
     uint64_t used_at;
 };
 
@@ -1055,13 +1058,17 @@ static char *shell_word(const char *s);
 
 /* ---- advice: once per run state, in the background ----------------------
  *
- * The inputs (the run's prediction: from its write aggregates, or its rows
- * when it has no aggregates and few enough rows) are read on the writer
- * thread in one budgeted step; the capacity model's candidates
- * (record/advice.h, model/advise.h: the same as `slabtap model advise`)
- * are evaluated on a thread of their own, one run at a time, with
+ * The basis is advice_basis's (record/advice.h: the rule of `slabtap model
+ * advise` too). From the aggregates, the inputs are read on the writer
+ * thread in one budgeted step; from the rows, the advice thread reads them
+ * on a read-only connection of its own (WAL: it never blocks the writer):
+ * the run's prediction (runs_read_prediction) and its writes in sequence
+ * (record/rowseq.h), with progress. The capacity model's candidates
+ * (model/advise.h) are evaluated on that thread, one run at a time, with
  * progress; the answer is kept per run and reused until a live run has
  * grown by QUERY_ADVICE_REGROW_PCT. */
+
+enum { ADVICE_READING, ADVICE_REPLAYING, ADVICE_CANDIDATES };
 
 struct advice_work {
     struct query_queue *q;
@@ -1070,8 +1077,11 @@ struct advice_work {
     struct runs_agg_info agg;
     struct runs_rows_status rows;
     bool from_agg;
+    bool hits_default; /* `model advise` alone gives the hits advice: name the objective */
+    char basis_why[200];
     struct advice_plan plan;
-    char *file; /* the database, a shell word, for the command */
+    char *path; /* the database file (rows: opened read-only by the thread) */
+    char *file; /* the same, a shell word, for the command */
 };
 
 static struct query_advice_slot *advice_slot(struct query_queue *q, int64_t run_id, bool make)
@@ -1102,6 +1112,26 @@ static int advice_progress_text(const struct query_advice_slot *e, char *out, si
 {
     double el = (double)(mono_ns() - e->started_ns) / 1e9;
     int pct = e->total ? (int)(100 * e->done / e->total) : 0;
+    if (e->phase == ADVICE_READING) {
+        snprintf(out, len,
+                 "computing advice: reading the items run %lld left from its %lld writes (%s), "
+                 "%.1f s so far",
+                 (long long)e->run_id, (long long)e->writes, e->basis, el);
+        return 1;
+    }
+    if (e->phase == ADVICE_REPLAYING && !e->rows_done) {
+        snprintf(out, len,
+                 "computing advice: replaying 0 of %llu writes in sequence (%s): SQLite sorts "
+                 "them by seq first, %.1f s so far",
+                 (unsigned long long)e->rows_total, e->basis, el);
+        return 1;
+    }
+    if (e->phase == ADVICE_REPLAYING) {
+        snprintf(out, len,
+                 "computing advice: replaying %llu of %llu writes in sequence (%s), %.1f s so far",
+                 (unsigned long long)e->rows_done, (unsigned long long)e->rows_total, e->basis, el);
+        return 1;
+    }
     if (!e->done) {
         snprintf(out, len,
                  "computing advice: evaluating the first candidate on %lld writes (%s), "
@@ -1125,12 +1155,78 @@ static bool advice_on_progress(void *ud, size_t done, size_t total)
     pthread_mutex_lock(&q->mu);
     struct query_advice_slot *e = advice_slot(q, w->run_id, false);
     if (e) {
+        e->phase = ADVICE_CANDIDATES;
         e->done = done;
         e->total = total;
     }
     bool go = !q->advice_stop;
     pthread_mutex_unlock(&q->mu);
     return go;
+}
+
+/* Under mu, from the advice thread: the phase it is in. */
+static void advice_phase(struct advice_work *w, int phase, uint64_t done, uint64_t total)
+{
+    pthread_mutex_lock(&w->q->mu);
+    struct query_advice_slot *e = advice_slot(w->q, w->run_id, false);
+    if (e) {
+        e->phase = phase;
+        e->rows_done = done;
+        e->rows_total = total;
+    }
+    pthread_mutex_unlock(&w->q->mu);
+}
+
+static bool advice_stopped(struct query_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    bool stop = q->advice_stop;
+    pthread_mutex_unlock(&q->mu);
+    return stop;
+}
+
+static bool advice_on_rows(void *ud, uint64_t done, uint64_t total)
+{
+    struct advice_work *w = ud;
+    advice_phase(w, ADVICE_REPLAYING, done, total);
+    return !advice_stopped(w->q);
+}
+
+/* The advice thread's connection: interrupted when the queue closes. */
+static int advice_sql_progress(void *ud)
+{
+    return advice_stopped(ud);
+}
+
+/* Rows basis (advice thread): the prediction, the plan and the sequence of
+ * the run's writes, on a read-only connection of its own. 0, 1 when the
+ * run left no items, or -1 with err. */
+static int advice_read_rows(struct advice_work *w, struct capacity_seq *seq, char *err,
+                            size_t errlen)
+{
+    sqlite3 *db = NULL;
+    int rc = -1;
+    if (sqlite3_open_v2(w->path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot open %s: %s", w->path, db ? sqlite3_errmsg(db) : "no memory");
+        goto out;
+    }
+    sqlite3_busy_timeout(db, RUNS_BUSY_MS);
+    sqlite3_progress_handler(db, QUERY_PROGRESS_OPS, advice_sql_progress, w->q);
+    advice_phase(w, ADVICE_READING, 0, 0);
+    if (runs_read_prediction(db, w->run_id, w->r, err, errlen))
+        goto out;
+    if (w->r->live.n == 0) {
+        rc = 1;
+        goto out;
+    }
+    advice_plan(db, w->r, NULL, 0, &w->plan);
+    advice_phase(w, ADVICE_REPLAYING, 0, (uint64_t)w->writes);
+    if (rowseq_capacity(db, w->run_id, seq, advice_on_rows, w, NULL, err, errlen))
+        goto out;
+    rc = 0;
+out:
+    sqlite3_close(db);
+    return rc;
 }
 
 static void advice_candidate_json(struct jsonb *b, const struct advise_candidate *c,
@@ -1168,11 +1264,26 @@ static char *advice_compute(struct advice_work *w, double *secs)
     struct jsonb b;
     size_t n = 0;
     int64_t t0 = mono_ns();
-    char why[PREDICT_WHY_MAX + 64];
+    char why[PREDICT_WHY_MAX + 64], err[512];
     capacity_seq_init(&seq);
     jsonb_init(&b);
-    int rec = -1;
-    if (c && !advise_seq_from_hist(&r->live, r->settings.use_cas, &seq))
+    int rec = -1, rd = 0;
+    if (c && !w->from_agg) {
+        rd = advice_read_rows(w, &seq, err, sizeof err);
+        if (rd) { /* the answer says why there is none */
+            jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)w->run_id,
+                         rd > 0 ? "NO DATA" : "NOT COMPUTED");
+            if (rd > 0)
+                snprintf(err, sizeof err, "the run left no items to size");
+            jsonb_string(&b, err, strlen(err));
+            jsonb_raw(&b, ",\"basis\":\"rows\",\"current\":null,\"candidates\":[]}\n");
+            capacity_seq_free(&seq);
+            free(c);
+            *secs = (double)(mono_ns() - t0) / 1e9;
+            return advice_stopped(w->q) ? (jsonb_free(&b), NULL) : jsonb_take(&b);
+        }
+    }
+    if (c && (!w->from_agg || !advise_seq_from_hist(&r->live, r->settings.use_cas, &seq)))
         rec =
             advise_capacity(&r->settings, &r->live, &seq, 0, seq.n, w->plan.obj, w->plan.mem_limit,
                             SLAB_MODEL_MAX_CLASSES, c, &n, advice_on_progress, w);
@@ -1197,8 +1308,9 @@ static char *advice_compute(struct advice_work *w, double *secs)
     jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)w->run_id, verdict);
     jsonb_string(&b, why, strlen(why));
     /* how it was obtained */
-    jsonb_printf(&b, ",\"basis\":\"%s\",\"writes_seen\":%lld,\"rows_used\":%lld,",
-                 w->from_agg ? "aggregates" : "rows", (long long)w->writes,
+    jsonb_printf(&b, ",\"basis\":\"%s\",\"basis_why\":", w->from_agg ? "aggregates" : "rows");
+    jsonb_string(&b, w->basis_why, strlen(w->basis_why));
+    jsonb_printf(&b, ",\"writes_seen\":%lld,\"rows_used\":%lld,", (long long)w->writes,
                  w->from_agg ? 0 : (long long)r->rows);
     if (w->from_agg)
         jsonb_printf(&b,
@@ -1221,9 +1333,15 @@ static char *advice_compute(struct advice_work *w, double *secs)
     jsonb_raw(&b, ",\"ladder_note\":");
     jsonb_string(&b, r->choice.note, strlen(r->choice.note));
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "slabtap model advise --db %s --run %lld --source %s --objective %s",
-             w->file ? w->file : "FILE", (long long)w->run_id, w->from_agg ? "aggregates" : "rows",
-             w->plan.obj == CAPACITY_OBJ_ITEMS ? "items" : "memory");
+    /* the command that prints the same: its default basis is this one
+     * (advice_basis); its default objective too, unless the run recorded
+     * reads (then the hits advice: --objective names this one) */
+    snprintf(cmd, sizeof cmd, "slabtap model advise --db %s --run %lld%s%s",
+             w->file ? w->file : "FILE", (long long)w->run_id,
+             w->hits_default ? " --objective " : "",
+             !w->hits_default                    ? ""
+             : w->plan.obj == CAPACITY_OBJ_ITEMS ? "items"
+                                                 : "memory");
     jsonb_raw(&b, ",\"command\":");
     jsonb_string(&b, cmd, strlen(cmd));
     jsonb_printf(&b, ",\"computed_s\":%.3f,\"regrow_pct\":%d,\"current\":", *secs,
@@ -1250,6 +1368,7 @@ static void advice_work_free(struct advice_work *w)
     if (w->r)
         predict_free(w->r);
     free(w->r);
+    free(w->path);
     free(w->file);
     free(w);
 }
@@ -1307,22 +1426,21 @@ static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
     w->writes = j->hi - j->lo;
     const char *path = sqlite3_db_filename(db, "main");
     w->file = shell_word(path && *path ? path : "FILE");
-    budget_start(q, db, q->budget_ms > QUERY_ADVICE_READ_MS ? q->budget_ms : QUERY_ADVICE_READ_MS);
-    runs_read_rows_status(db, j->run_id, &w->rows);
-    w->from_agg = w->rows.have_aggs;
-    if (!w->from_agg && w->writes > QUERY_ADVICE_ROWS_INLINE) {
-        budget_end(db);
-        snprintf(err, sizeof err,
-                 "%lld writes and no write aggregates: more than the page replays (%d); run "
-                 "`slabtap model advise --run %lld` on the database",
-                 (long long)w->writes, QUERY_ADVICE_ROWS_INLINE, (long long)j->run_id);
-        advice_none(j, "NOT COMPUTED", err);
+    w->path = strdup(path && *path ? path : "");
+    if (!w->path || !*w->path) {
         advice_work_free(w);
+        set_error(j, QUERY_FAILED, "the database has no file to read the rows from");
         return -1;
     }
-    rc = w->from_agg ? runs_read_prediction_agg(db, j->run_id, w->r, &w->agg, err, sizeof err)
-                     : runs_read_prediction(db, j->run_id, w->r, err, sizeof err);
-    if (!rc)
+    budget_start(q, db, q->budget_ms > QUERY_ADVICE_READ_MS ? q->budget_ms : QUERY_ADVICE_READ_MS);
+    runs_read_rows_status(db, j->run_id, &w->rows);
+    w->from_agg = advice_basis(db, j->run_id, &w->rows, true, w->basis_why, sizeof w->basis_why) ==
+                  RUNS_BASIS_AGGREGATES;
+    w->hits_default = advice_hits_default(db, j->run_id, &w->rows);
+    rc = 0;
+    if (w->from_agg) /* the rows: read by the advice thread, on its own connection */
+        rc = runs_read_prediction_agg(db, j->run_id, w->r, &w->agg, err, sizeof err);
+    if (!rc && w->from_agg)
         advice_plan(db, w->r, NULL, 0, &w->plan);
     budget_end(db);
     if (q->interrupted) {
@@ -1332,7 +1450,7 @@ static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
                   "of the writer may; started again on the next question");
         return -1;
     }
-    if (rc || w->r->live.n == 0) {
+    if (rc || (w->from_agg && w->r->live.n == 0)) {
         advice_none(j, "NO DATA", rc ? err : "the run left no items to size");
         advice_work_free(w);
         return -1;
@@ -1350,6 +1468,7 @@ static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
         e->started_ns = mono_ns();
         e->done = 0;
         e->total = 0;
+        e->phase = w->from_agg ? ADVICE_CANDIDATES : ADVICE_READING;
         e->basis = w->from_agg ? "aggregates" : "rows";
     }
     pthread_mutex_unlock(&q->mu);

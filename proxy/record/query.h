@@ -12,15 +12,18 @@
  * slicing of scans over a run's writes into steps of QUERY_SLICE_ROWS rows
  * so recording goes on between them, the cache of answers about finished
  * runs, and handing answers back to the loop (uv_async); the advice of
- * a run (QUERY_ADVICE): its inputs read by the writer in one budgeted
- * step (the write aggregates, or the rows of a run without them), its
- * candidates (record/advice.h, the same as `slabtap model advise`)
- * evaluated on a thread of its own, one run at a time, with progress, kept
+ * a run (QUERY_ADVICE), on the basis `slabtap model advise` takes
+ * (record/advice.h: advice_basis): its write aggregates read by the writer
+ * in one budgeted step, or its rows read by the advice thread on a
+ * read-only connection of its own (never the writer's; WAL readers never
+ * block it) and replayed in sequence (record/rowseq.h), its candidates
+ * (model/advise.h, the same as `slabtap model advise`) evaluated on that
+ * thread, one run at a time, with progress, kept
  * per run (QUERY_ADVICE_RUNS) until a live run has grown by
  * QUERY_ADVICE_REGROW_PCT.
  * Must never: take SQL text from its caller (a query is a kind plus
  * validated integers), run SQL on any thread but the writer's
- * (query_step; the advice thread runs none), hold the writer for more than one budget per step, call a
+ * (query_step) except the advice thread's reads on its own connection, hold the writer for more than one budget per step, call a
  * caller's callback on any thread but the loop's, or print (errors are
  * answered, the caller logs). */
 #ifndef SLABTAP_RECORD_QUERY_H
@@ -41,7 +44,6 @@
 #define QUERY_ADVICE_RUNS 8       /* runs whose advice is kept */
 #define QUERY_ADVICE_REGROW_PCT \
     10 /* a live run's advice is computed again once it has grown this much */
-#define QUERY_ADVICE_ROWS_INLINE 250000 /* a run without write aggregates: rows read for advice */
 #define QUERY_ADVICE_READ_MS 1000 /* the one step that reads advice's inputs (the aggregates) */
 #define QUERY_RUNS_MAX 500        /* runs listed by /api/runs */
 #define QUERY_TOP_MAX 50

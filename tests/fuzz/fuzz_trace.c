@@ -23,6 +23,7 @@
 
 #include "core/log.h"
 #include "load/replay.h"
+#include "record/rowseq.h"
 
 #define FZ_ITEMS 4096 /* operations read per input */
 #define FZ_ROWS 1024  /* rows remembered for the comparison */
@@ -51,7 +52,7 @@ static void fz_check_op(const struct workload_op *op, enum replay_kind kind)
     FZ_CHECK(op->key_len >= 1 && op->key_len <= WORKLOAD_KEY_MAX && op->key[op->key_len] == '\0' &&
                  strlen(op->key) == op->key_len,
              "key of %u bytes", op->key_len);
-    FZ_CHECK(replay_key_usable(op->key, op->key_len), "unusable key '%s'", op->key);
+    FZ_CHECK(rowseq_key_usable(op->key, op->key_len), "unusable key '%s'", op->key);
     FZ_CHECK(!write || op->value_len <= WORKLOAD_VALUE_MAX, "value of %llu bytes",
              (unsigned long long)op->value_len);
     FZ_CHECK(op->ttl >= 0 && op->ttl <= REPLAY_TTL_MAX && (write || op->ttl == 0), "ttl %lld on %s",

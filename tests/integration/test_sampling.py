@@ -116,7 +116,14 @@ class SamplingTest(mctest.ServerTestCase):
         for c, m in rows.items():
             self.assertEqual(m.group(12), "within", out)
 
+        # advise: by default (the page's rule, record/advice.h) the capacity
+        # advice from the aggregates, which count every write
         rc, out, err = mctest.run_slabtap(["model", "advise", "--db", px.db])
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("basis: aggregates -- the rows keep one key in %d (--sample-keys)" % N, out)
+        self.assertIn("\nrecommended: ", out)
+        # from the sampled rows, asked for: sizes scaled, no capacity
+        rc, out, err = mctest.run_slabtap(["model", "advise", "--db", px.db, "--source", "rows"])
         self.assertEqual(rc, 0, out + err)
         self.assertIn("sampled: --sample-keys 1/%d -- the sizes are the" % N, out)
         self.assertIn("verify, capacity: not on a sampled run", out)

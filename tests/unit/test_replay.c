@@ -22,6 +22,7 @@
 #include "load/load.h"
 #include "load/replay.h"
 #include "protocol/stats_parse.h"
+#include "record/rowseq.h"
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -33,17 +34,17 @@ static void test_key_make(void)
     char key[WORKLOAD_KEY_MAX + 1], again[WORKLOAD_KEY_MAX + 1];
     int bad = 0;
     for (uint32_t len = 1; len <= WORKLOAD_KEY_MAX; len++) {
-        replay_key_make(0x0123456789abcdefull * len, "ns", 2, len, key);
-        replay_key_make(0x0123456789abcdefull * len, "ns", 2, len, again);
-        if (strlen(key) != len || !replay_key_usable(key, len) || strcmp(key, again))
+        rowseq_key_make(0x0123456789abcdefull * len, "ns", 2, len, key);
+        rowseq_key_make(0x0123456789abcdefull * len, "ns", 2, len, again);
+        if (strlen(key) != len || !rowseq_key_usable(key, len) || strcmp(key, again))
             bad++;
     }
     CHECK(bad == 0, "%d lengths gave a key of the wrong length, unusable or unstable", bad);
-    replay_key_make(42, "user", 4, 20, key);
+    rowseq_key_make(42, "user", 4, 20, key);
     CHECK(!strncmp(key, "user", 4) && strlen(key) == 20 && key[19] == '.', "prefix kept: %s", key);
-    replay_key_make(42, "user", 4, 14, key);
+    rowseq_key_make(42, "user", 4, 14, key);
     CHECK(strncmp(key, "user", 4) != 0 && strlen(key) == 14, "prefix dropped when short: %s", key);
-    replay_key_make(42, "bad key", 7, 30, key);
+    rowseq_key_make(42, "bad key", 7, 30, key);
     CHECK(strncmp(key, "bad", 3) != 0, "an unusable prefix is not kept: %s", key);
 
     /* distinct hashes stay distinct at 11 bytes and more */
@@ -53,7 +54,7 @@ static void test_key_make(void)
     uint64_t x = 1;
     for (int i = 0; i < N; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
-        replay_key_make(x, "", 0, 11, store[i]);
+        rowseq_key_make(x, "", 0, 11, store[i]);
         ptrs[i] = store[i];
     }
     qsort(ptrs, N, sizeof ptrs[0], cmp_str);
@@ -68,7 +69,7 @@ static void test_key_make(void)
     } keys[] = { { "a", true },     { "user:1", true },       { "", false },     { "a b", false },
                  { "a\tb", false }, { "caf\xc3\xa9", false }, { "x\x7f", false } };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        CHECK(replay_key_usable(keys[i].key, strlen(keys[i].key)) == keys[i].usable, "usable '%s'",
+        CHECK(rowseq_key_usable(keys[i].key, strlen(keys[i].key)) == keys[i].usable, "usable '%s'",
               keys[i].key);
 }
 
@@ -992,10 +993,114 @@ static void test_db_reads(void)
     unlink(path);
 }
 
+/* The one rule for what a recorded write is sent as (record/rowseq.h),
+ * and replay_db_cmd_mode in the load's words: the same, every case. */
+static void test_write_cmd_table(void)
+{
+    static const struct {
+        const char *cmd;
+        char mode;
+        bool ok;
+        enum mc_cmd mc;
+        enum workload_cmd wl;
+    } cases[] = {
+        { "set", 0, true, MC_CMD_SET, WORKLOAD_CMD_SET },
+        { "cas", 0, true, MC_CMD_SET, WORKLOAD_CMD_SET },
+        { "ms", 0, true, MC_CMD_SET, WORKLOAD_CMD_SET },
+        { "ms", 'S', true, MC_CMD_SET, WORKLOAD_CMD_SET },
+        { "ms", 'E', true, MC_CMD_ADD, WORKLOAD_CMD_ADD },
+        { "ms", 'A', true, MC_CMD_APPEND, WORKLOAD_CMD_APPEND },
+        { "ms", 'P', true, MC_CMD_PREPEND, WORKLOAD_CMD_PREPEND },
+        { "ms", 'R', true, MC_CMD_REPLACE, WORKLOAD_CMD_REPLACE },
+        { "set", 'E', true, MC_CMD_SET, WORKLOAD_CMD_SET },
+        { "add", 0, true, MC_CMD_ADD, WORKLOAD_CMD_ADD },
+        { "replace", 0, true, MC_CMD_REPLACE, WORKLOAD_CMD_REPLACE },
+        { "append", 0, true, MC_CMD_APPEND, WORKLOAD_CMD_APPEND },
+        { "prepend", 0, true, MC_CMD_PREPEND, WORKLOAD_CMD_PREPEND },
+        { "delete", 0, true, MC_CMD_DELETE, WORKLOAD_CMD_DELETE },
+        { "md", 0, true, MC_CMD_DELETE, WORKLOAD_CMD_DELETE },
+        { "incr", 0, true, MC_CMD_INCR, WORKLOAD_CMD_INCR },
+        { "ma", 0, true, MC_CMD_INCR, WORKLOAD_CMD_INCR },
+        { "decr", 0, true, MC_CMD_DECR, WORKLOAD_CMD_DECR },
+        { "touch", 0, true, MC_CMD_TOUCH, WORKLOAD_CMD_TOUCH },
+        { "get", 0, false, MC_CMD_NONE, WORKLOAD_CMD_SET },
+        { "gat", 0, false, MC_CMD_NONE, WORKLOAD_CMD_SET },
+        { "mg", 0, false, MC_CMD_NONE, WORKLOAD_CMD_SET },
+        { "flush_all", 0, false, MC_CMD_NONE, WORKLOAD_CMD_SET },
+        { "SET", 0, false, MC_CMD_NONE, WORKLOAD_CMD_SET },
+        { "", 0, false, MC_CMD_NONE, WORKLOAD_CMD_SET },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        enum mc_cmd mc = MC_CMD_NONE;
+        enum workload_cmd wl = WORKLOAD_CMD_GET;
+        bool ok = rowseq_write_cmd(cases[i].cmd, cases[i].mode, &mc);
+        bool ok2 = replay_db_cmd_mode(cases[i].cmd, cases[i].mode, &wl);
+        CHECK(ok == cases[i].ok && ok2 == cases[i].ok, "'%s' %c: %d %d", cases[i].cmd,
+              cases[i].mode ? cases[i].mode : '-', ok, ok2);
+        if (ok && ok2)
+            CHECK(mc == cases[i].mc && wl == cases[i].wl, "'%s' %c: %s %s", cases[i].cmd,
+                  cases[i].mode ? cases[i].mode : '-', mc_cmd_name(mc), workload_cmd_name(wl));
+    }
+    CHECK(!rowseq_write_cmd(NULL, 0, &(enum mc_cmd){ MC_CMD_NONE }), "NULL");
+}
+
+/* rowseq_capacity: the same sequence whatever order the rows are stored
+ * in (the scan order is checked against seq; out of order, sorted). */
+static void test_rowseq_order(void)
+{
+    static const struct {
+        int seq;
+        const char *cmd, *key, *mode;
+        int value_len, exptime;
+    } rows[] = {
+        { 1, "set", "a", NULL, 100, 0 }, { 2, "set", "b", NULL, 300, 60 },
+        { 3, "ms", "a", "A", 50, 0 },    { 4, "delete", "b", NULL, 0, 0 },
+        { 5, "get", "a", NULL, 0, 0 },   { 6, "touch", "a", NULL, 0, 30 },
+        { 7, "incr", "c", NULL, 1, 0 },  { 8, "ms", "b", "E", 70, 0 },
+    };
+    struct capacity_seq seq[2];
+    size_t n = sizeof rows / sizeof rows[0];
+    for (int pass = 0; pass < 2; pass++) {
+        sqlite3 *db;
+        char err[256] = "", sql[512];
+        uint64_t total = 0;
+        capacity_seq_init(&seq[pass]);
+        CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK, "open");
+        db_exec(db, "CREATE TABLE sets (run_id INTEGER, seq INTEGER, cmd TEXT, key TEXT, key_hash "
+                    "INTEGER, key_len INTEGER, value_len INTEGER, flags INTEGER, exptime INTEGER, "
+                    "answer TEXT, ms_mode TEXT)");
+        for (size_t k = 0; k < n; k++) { /* pass 1: stored last row first */
+            size_t i = pass ? n - 1 - k : k;
+            snprintf(sql, sizeof sql,
+                     "INSERT INTO sets VALUES (1, %d, '%s', '%s', %lld, %zu, %d, 0, %d, 'STORED', "
+                     "%s%s%s)",
+                     rows[i].seq, rows[i].cmd, rows[i].key,
+                     (long long)keyfmt_hash(rows[i].key, strlen(rows[i].key)), strlen(rows[i].key),
+                     rows[i].value_len, rows[i].exptime, rows[i].mode ? "'" : "",
+                     rows[i].mode ? rows[i].mode : "NULL", rows[i].mode ? "'" : "");
+            db_exec(db, sql);
+        }
+        CHECK(rowseq_capacity(db, 1, &seq[pass], NULL, NULL, &total, err, sizeof err) == 0,
+              "pass %d: %s", pass, err);
+        CHECK(total == n, "pass %d: %llu rows", pass, (unsigned long long)total);
+        sqlite3_close(db);
+    }
+    /* the get is no write: passed over */
+    CHECK(seq[0].n == n - 1 && seq[1].n == seq[0].n && seq[0].n_keys == 3 &&
+              seq[1].n_keys == seq[0].n_keys,
+          "%zu %zu requests, %u %u keys", seq[0].n, seq[1].n, seq[0].n_keys, seq[1].n_keys);
+    CHECK(seq[0].n == seq[1].n && !memcmp(seq[0].ops, seq[1].ops, seq[0].n * sizeof *seq[0].ops),
+          "the same sequence from rows stored out of order");
+    capacity_seq_free(&seq[0]);
+    capacity_seq_free(&seq[1]);
+}
+
 int main(void)
 {
     test_key_make();
     test_db_cmd();
+    test_write_cmd_table();
+    test_rowseq_order();
     test_twitter_rows();
     test_cachelib_rows();
     test_csv_file();
