@@ -42,8 +42,8 @@
 #include <uv.h>
 
 #include "core/addr.h"
-#include "protocol/stats_parse.h"
 #include "core/dial.h"
+#include "protocol/stats_parse.h"
 
 #define POLLER_INTERVAL_MIN_MS 50
 #define POLLER_BACKOFF_MIN_MS 50

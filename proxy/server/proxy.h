@@ -20,12 +20,12 @@
 #include <uv.h>
 
 #include "core/addr.h"
+#include "core/dial.h"
 #include "core/keyfmt.h"
 #include "core/log.h"
 #include "core/pbuf.h"
 #include "model/slab_model.h"
 #include "record/recorder.h"
-#include "core/dial.h"
 #include "server/metrics.h"
 
 struct conn;
