@@ -141,17 +141,6 @@ void advise_evaluate(const struct slab_ladder *l, const struct advise_hist *h,
     out->waste_pct = out->allocated ? 100.0 * (double)out->waste / (double)out->allocated : 0;
 }
 
-/* Same chunk sizes, class for class. */
-static bool ladder_same_classes(const struct slab_ladder *a, const struct slab_ladder *b)
-{
-    if (a->n_classes != b->n_classes)
-        return false;
-    for (uint32_t c = 1; c <= a->n_classes; c++)
-        if (a->cls[c].chunk_size != b->cls[c].chunk_size)
-            return false;
-    return true;
-}
-
 static bool better(const struct advise_eval *a, const struct advise_eval *b)
 {
     if (a->waste != b->waste)
@@ -247,7 +236,7 @@ static void keep_fewest_pages(void *ud, const struct slab_settings *s, const str
     if (c->n == c->k && !fewer_pages(e, &c->ev[c->n - 1]))
         return;
     for (size_t i = 0; i < c->n; i++)
-        if (ladder_same_classes(&c->lad[i], l))
+        if (slab_ladder_same(&c->lad[i], l))
             return;
     size_t at = c->n < c->k ? c->n++ : c->n - 1;
     while (at > 0 && fewer_pages(e, &c->ev[at - 1])) {
@@ -573,7 +562,7 @@ static int add_candidate(const char *label, const struct slab_settings *s,
         return 0;
     for (size_t i = 0; i < *n; i++)
         if (slab_ladder_build(&out[i].s, &other, NULL, 0) == SLAB_OK &&
-            ladder_same_classes(&l, &other))
+            slab_ladder_same(&l, &other))
             return 0;
     struct advise_candidate *c = &out[*n];
     memset(c, 0, sizeof *c);

@@ -144,7 +144,7 @@ static bool have(const struct hitadvise_candidate *out, size_t n, const struct s
     struct slab_ladder o;
     for (size_t i = 0; i < n; i++)
         if (out[i].automove == automove && slab_ladder_build(&out[i].s, &o, NULL, 0) == SLAB_OK &&
-            ladder_same(&o, l))
+            slab_ladder_same(&o, l))
             return true;
     return false;
 }

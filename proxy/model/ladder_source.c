@@ -65,16 +65,6 @@ const char *ladder_origin_key(enum ladder_origin o)
     return "?";
 }
 
-bool ladder_same(const struct slab_ladder *a, const struct slab_ladder *b)
-{
-    if (a->n_classes != b->n_classes)
-        return false;
-    for (uint32_t c = 1; c <= a->n_classes; c++)
-        if (a->cls[c].chunk_size != b->cls[c].chunk_size)
-            return false;
-    return true;
-}
-
 int ladder_choice_flags(const struct ladder_choice *c, char *out, size_t len)
 {
     char f[32];
@@ -220,7 +210,7 @@ static bool try_recover(const struct slab_settings *base, const struct ladder_ob
             have_prev = in_best = false;
             continue;
         }
-        if (!have_prev || !ladder_same(&prev, &l)) {
+        if (!have_prev || !slab_ladder_same(&prev, &l)) {
             run_lo = u;
             in_best = false;
         }
@@ -247,7 +237,7 @@ static bool try_recover(const struct slab_settings *base, const struct ladder_ob
         if (!candidate(base, want, u, obs, &l))
             continue;
         c->ambiguous |= differ_below(&l, &best, obs->max_class);
-        above |= !ladder_same(&l, &best);
+        above |= !slab_ladder_same(&l, &best);
     }
     c->settings = *base;
     c->settings.growth_factor = (double)best_u / 100000.0;

@@ -96,9 +96,6 @@ enum slab_status ladder_choose(const struct slab_settings *reported, const char 
                                const char *version, const struct ladder_observed *obs,
                                struct ladder_choice *out, char *err, size_t errlen);
 
-/* Same chunk sizes, class for class. */
-bool ladder_same(const struct slab_ladder *a, const struct slab_ladder *b);
-
 /* The ladder's memcached flags in short: "-o slab_sizes=A-B-C" or
  * "-n N -f F" (F exact). Returns the length like snprintf. */
 int ladder_choice_flags(const struct ladder_choice *c, char *out, size_t len);

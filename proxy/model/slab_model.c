@@ -327,6 +327,16 @@ enum slab_status slab_ladder_build(const struct slab_settings *s, struct slab_la
     return SLAB_OK;
 }
 
+bool slab_ladder_same(const struct slab_ladder *a, const struct slab_ladder *b)
+{
+    if (a->n_classes != b->n_classes)
+        return false;
+    for (uint32_t c = 1; c <= a->n_classes; c++)
+        if (a->cls[c].chunk_size != b->cls[c].chunk_size)
+            return false;
+    return true;
+}
+
 uint32_t slab_ladder_class_for(const struct slab_ladder *l, uint64_t size)
 {
     if (!l || size == 0 || size > l->item_size_max || l->n_classes == 0)

@@ -195,6 +195,9 @@ enum slab_status slab_ladder_build(const struct slab_settings *s, struct slab_la
  * 0 for size 0 or above item_size_max. */
 uint32_t slab_ladder_class_for(const struct slab_ladder *l, uint64_t size);
 
+/* Same chunk sizes, class for class. */
+bool slab_ladder_same(const struct slab_ladder *a, const struct slab_ladder *b);
+
 /* One `memcached -vv` line for class id, with its trailing newline, e.g.
  * "slab class   1: chunk size        96 perslab   10922\n". Returns the
  * length like snprintf, or -1 for a bad id. */

@@ -157,7 +157,7 @@ static void app_ladder_update(struct app *a, const struct stats_sample *s)
         return;
     }
     bool had = a->px.ladder != NULL;
-    bool same_ladder = had && ladder_same(&c.ladder, &a->ladder);
+    bool same_ladder = had && slab_ladder_same(&c.ladder, &a->ladder);
     bool same = same_ladder && c.origin == a->ladder_choice.origin &&
                 c.trusted == a->ladder_choice.trusted && !strcmp(c.note, a->ladder_choice.note);
     a->ladder_choice = c;

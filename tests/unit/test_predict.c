@@ -139,7 +139,7 @@ static void test_ladder_choose(void)
     for (uint32_t k = 1; k <= 42; k++)
         ladder_observed_add(&obs, k, ladder_f1125[k - 1]);
     ladder_choose(&rep, NULL, NULL, &obs, &ch, NULL, 0);
-    CHECK(ladder_same(&ch.ladder, &want), "recovered 1.125 ladder differs from -f 1.125's");
+    CHECK(slab_ladder_same(&ch.ladder, &want), "recovered 1.125 ladder differs from -f 1.125's");
     char flags[256];
     ladder_choice_flags(&ch, flags, sizeof flags);
     CHECK_STR(flags, "-n 48 -f 1.125");
