@@ -381,6 +381,32 @@ static void load_cli_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* The progress line, from load's figures: redrawn in place on a terminal
+ * (at most every LOAD_PROGRESS_TTY_MS), a plain line otherwise. */
+struct load_cli_progress {
+    bool tty, open_line; /* open_line: a terminal line not ended yet */
+};
+
+static void load_cli_progress(void *arg, const struct load_progress *p)
+{
+    struct load_cli_progress *lp = arg;
+    double secs = (double)p->elapsed_ns / 1e9;
+    double rate = secs > 0 ? (double)p->done / secs : 0;
+    char eta[32] = "", total[32] = "";
+    if (p->total && rate > 0 && p->total > p->done) {
+        uint64_t left = (uint64_t)((double)(p->total - p->done) / rate);
+        snprintf(eta, sizeof eta, "  ETA %" PRIu64 ":%02" PRIu64, left / 60, left % 60);
+    }
+    if (p->total)
+        snprintf(total, sizeof total, "/%" PRIu64, p->total);
+    fprintf(stderr, "%sslabtap load: %" PRIu64 "%s ops  %.0f ops/s%s%s", lp->tty ? "\r" : "",
+            p->done, total, rate, eta, lp->tty ? "\033[K" : "\n");
+    lp->open_line = lp->tty && !p->final;
+    if (lp->tty && p->final)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
 int cli_load_main(int argc, char **argv)
 {
     struct load_cli_args a;
@@ -406,10 +432,17 @@ int cli_load_main(int argc, char **argv)
     cfg.no_probe = a.no_probe;
     cfg.ladder = a.dry_run ? &ladder : NULL;
     cfg.on_phase = a.dry_run ? NULL : load_cli_on_phase;
-    cfg.progress = a.quiet ? LOAD_PROGRESS_OFF : LOAD_PROGRESS_AUTO;
+    struct load_cli_progress prog = { .tty = isatty(STDERR_FILENO) };
+    if (!a.quiet) {
+        cfg.progress = load_cli_progress;
+        cfg.progress_arg = &prog;
+        cfg.progress_ms = prog.tty ? LOAD_PROGRESS_TTY_MS : LOAD_PROGRESS_PIPE_MS;
+    }
     cfg.stop = &load_cli_stop;
     load_cli_signals();
     int ok = a.dry_run ? load_plan_digest(&cfg, &res) : load_run(&cfg, &res);
+    if (prog.open_line) /* a failed load ends without the final call */
+        fputc('\n', stderr);
     if (cfg.path) {
         cli_replay_counted(cfg.path, res.counter_ops, res.counter_keys);
         cli_replay_counters_say();

@@ -356,7 +356,7 @@ static int exp_run_one(const struct experiment_options *o, const struct exp_run 
     x->lc.workload = w;
     x->lc.on_phase = exp_load_phase;
     x->lc.ud = x;
-    x->lc.progress = LOAD_PROGRESS_OFF; /* the runner's own line, exp_progress_line */
+    /* no lc.progress: the runner draws its own line, exp_progress_line */
     x->lc.stop = &x->stop;
     exp_serve(x);
     out->load = x->lr;

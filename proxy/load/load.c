@@ -312,7 +312,7 @@ struct load_engine {
     struct sha256_ctx fp;
     uint64_t t_begin, t_start, t_progress;
     uint64_t done, total;
-    bool tty, progress_shown, handles_open;
+    bool progress_shown, handles_open;
     uv_write_t probe_req;
     char probe_cmd[STATS_BATCH_CMD_MAX];
     struct stats_parse_batch probe;
@@ -356,30 +356,19 @@ static void load_fail(struct load_engine *e, enum load_status st, const char *fm
 
 static void load_progress(struct load_engine *e, bool final)
 {
-    uint64_t now = uv_hrtime();
-    if (e->cfg->progress == LOAD_PROGRESS_OFF || !e->t_start)
+    if (!e->cfg->progress || !e->t_start)
         return;
-    uint64_t every = (e->tty ? LOAD_PROGRESS_TTY_MS : LOAD_PROGRESS_PIPE_MS) * 1000000ull;
-    if (!final && now - e->t_progress < every)
+    uint64_t now = uv_hrtime();
+    unsigned ms = e->cfg->progress_ms ? e->cfg->progress_ms : LOAD_PROGRESS_PIPE_MS;
+    if (!final && now - e->t_progress < ms * 1000000ull)
         return;
     if (final && !e->progress_shown)
         return;
     e->t_progress = now;
-    double secs = (double)(now - e->t_start) / 1e9;
-    double rate = secs > 0 ? (double)e->done / secs : 0;
-    char eta[32] = "";
-    if (e->total && rate > 0 && e->total > e->done) {
-        uint64_t left = (uint64_t)((double)(e->total - e->done) / rate);
-        snprintf(eta, sizeof eta, "  ETA %" PRIu64 ":%02" PRIu64, left / 60, left % 60);
-    }
-    char total[32] = "";
-    if (e->total)
-        snprintf(total, sizeof total, "/%" PRIu64, e->total);
-    fprintf(stderr, "%sslabtap load: %" PRIu64 "%s ops  %.0f ops/s%s%s", e->tty ? "\r" : "",
-            e->done, total, rate, eta, e->tty ? "\033[K" : "\n");
-    if (e->tty && final)
-        fputc('\n', stderr);
-    fflush(stderr);
+    struct load_progress p = {
+        .done = e->done, .total = e->total, .elapsed_ns = now - e->t_start, .final = final
+    };
+    e->cfg->progress(e->cfg->progress_arg, &p);
     e->progress_shown = true;
 }
 
@@ -1426,7 +1415,6 @@ int load_run(const struct load_config *cfg, struct load_result *out)
     e->res = out;
     e->n_conns = out->connections;
     e->pipeline = out->pipeline;
-    e->tty = isatty(STDERR_FILENO);
     sha256_init(&e->fp);
     if (load_source_open_replay(&e->src, cfg, out->error, sizeof out->error)) {
         out->status = LOAD_E_SOURCE;
@@ -1447,8 +1435,6 @@ int load_run(const struct load_config *cfg, struct load_result *out)
         uv_run(&e->loop, UV_RUN_DEFAULT);
         uv_loop_close(&e->loop);
     }
-    if (out->status != LOAD_OK && e->tty && e->progress_shown)
-        fputc('\n', stderr);
     if (out->status != LOAD_OK && e->t_start)
         out->elapsed_ns = uv_hrtime() - e->t_start;
 out_source:

@@ -6,11 +6,12 @@
  * Owns: its own uv_loop (load_run may run on any thread, e.g. next to a
  * proxy on the main loop), the connections, the wire format of requests,
  * pairing answers with requests, the plan fingerprint, phase barriers and
- * the progress line.
+ * the progress figures (handed to the caller's progress callback: cli/
+ * draws the line).
  * Must never: allocate per operation (values are slices of one shared
  * pattern buffer; request lines go into fixed per-connection arenas), keep
  * more than `pipeline` requests (plus one `mn` fence) in flight on a
- * connection, or touch global state other than stderr (the progress line).
+ * connection, print, or touch global state.
  *
  * Ordering: an op's key picks its connection, so memcached sees each key's
  * ops in plan order; up to LOAD_DEFER_MAX ops per connection wait for a
@@ -81,7 +82,13 @@ enum load_source_kind {
     LOAD_SRC_CACHELIB,  /* cfg.path: CacheLib kvcache trace CSV */
 };
 
-enum load_progress { LOAD_PROGRESS_AUTO, LOAD_PROGRESS_OFF };
+/* Progress so far, for the caller to show (load/ never prints). */
+struct load_progress {
+    uint64_t done;       /* ops answered */
+    uint64_t total;      /* ops planned; 0: not known */
+    uint64_t elapsed_ns; /* since the first op */
+    bool final;          /* the last call: the load has ended */
+};
 
 /* What an answer was. X(id, text) */
 /* clang-format off */
@@ -144,7 +151,12 @@ struct load_config {
     uint64_t seed;
     void (*on_phase)(void *ud, const char *name); /* may be NULL */
     void *ud;
-    enum load_progress progress;
+    /* optional: called on the load's thread at most every progress_ms
+     * (0: LOAD_PROGRESS_PIPE_MS) while ops are answered, and once more
+     * with final set at the end if it was called before */
+    void (*progress)(void *arg, const struct load_progress *p);
+    void *progress_arg;
+    unsigned progress_ms;
     atomic_bool *stop; /* optional: set true to stop early */
     /* ops per second, open loop: op i is due at start + i / rate whatever
      * the answers do, and its latency counts from then (so a slow answer

@@ -84,7 +84,6 @@ static int verify_start_replay(struct mcserver *mc, uv_loop_t *loop, const char 
     lc.path = db_path;
     lc.replay_run = run_id;
     lc.connections = connections;
-    lc.progress = LOAD_PROGRESS_OFF;
     if (load_run(&lc, lr)) {
         snprintf(error, errlen, "replay: %s", lr->error);
         return 1;
@@ -306,7 +305,6 @@ int verify_hits(const char *db_path, int64_t run_id, const struct slab_settings 
     lc.replay_reads = true;
     lc.demand_fill = true;
     lc.connections = 1; /* memcached sees the recorded order */
-    lc.progress = LOAD_PROGRESS_OFF;
     lc.mark_at_op = measure_from;
     int failed = load_run(&lc, lr);
     out->counter_ops = lr->counter_ops;

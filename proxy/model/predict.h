@@ -6,10 +6,11 @@
  * (stored items, items memcached allocated and freed again, incr/decr
  * that grow a value) and the verdict with its reasons. The ladder comes
  * from ladder_source (the same choice the proxy tags writes with). Must
- * never do I/O (record/runs.c reads the rows from a database and feeds
- * them in), and never call a prediction exact when evictions, page moves,
- * expiries, flushes, unknown outcomes or an unsure ladder make it not --
- * nor refuse to when none of those happened. */
+ * never open, read or write anything of its own (record/runs.c reads the
+ * rows from a database and feeds them in; predict_print writes the table
+ * only to the stream its caller passes), and never call a prediction exact
+ * when evictions, page moves, expiries, flushes, unknown outcomes or an
+ * unsure ladder make it not -- nor refuse to when none of those happened. */
 #ifndef SLABTAP_MODEL_PREDICT_H
 #define SLABTAP_MODEL_PREDICT_H
 
