@@ -193,11 +193,12 @@ class Failures(mctest.ServerTestCase):
         self.stop_clean(px)
 
     def test_delete_key_named_noreply(self):
-        """KNOWN BUG (mc_parse.c, parse_simple): `delete noreply` deletes the
-        key "noreply" and is answered (memcached looks for noreply only when
-        delete has more than 3 tokens); the proxy takes it as silent, pairs
-        its NOT_FOUND with the next request and later closes the client
-        ("pairs with no request"). Remove the decorator once fixed."""
+        """`delete noreply` deletes the key "noreply" and is answered
+        (memcached looks for noreply only when delete has more than 3
+        tokens): through the proxy too, recorded as one delete of key
+        "noreply". Regression (mc_parse.c, parse_simple): the proxy once took
+        it as silent, paired its NOT_FOUND with the next request and closed
+        the client ("pairs with no request")."""
         mc = self.mc(name="mc-dn")
         px = self.proxy(mc.port, name="proxy-dn")
         payload = b"delete noreply\r\nget x\r\n"

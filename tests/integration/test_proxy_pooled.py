@@ -19,14 +19,14 @@ right answer and the right conn_id, and the /metrics counters:
  3. a client closing mid-pipeline (1000 sets unread; FIN and RST)
  4. quiet meta and noreply requests of several clients, interleaved
  5. watch, lru_crawler metadump, stats detail dump (clients moved to
-    private connections); 5b: a watcher that disconnects (KNOWN BUG)
+    private connections); 5b: a watcher that disconnects
  6. memcached killed and restarted under load
  7. quit through the pool
  8. pymemcache from several threads, and libmemcached's memc(c)apable -a
  9. the binary protocol through the pool
 10. malformed input from one client while another shares its connection;
-    10b: a get with a key over 250 bytes (KNOWN BUG: memcached drops the
-    queued answers of the other clients on that connection)
+    10b: a get with a key over 250 bytes (memcached drops the queued
+    answers on its connection: the other clients' must not be lost)
 11. a client that does not read its answers is cut off, others go on
 
 Two bugs these tests found are fixed (test_05c: watch/metadump refused
@@ -915,13 +915,12 @@ class Pooled(mctest.ServerTestCase):
         direct, "set w0 0 0 1\\r\\n0\\r\\nget w0\\r\\nwatch mutations\\r\\n"
         is answered "STORED\\r\\nVALUE w0 0 1\\r\\n0\\r\\nEND\\r\\nOK\\r\\n" and the
         stream starts, "get a\\r\\nlru_crawler metadump all\\r\\n" gets the
-        VALUE and the dump. KNOWN BUG (server/proxy.c conn_classify, since
-        b156d1b): through a pooled connection slabtap refuses whenever
-        anything of the client's came before in the read or is in flight,
-        so those answer "...END\\r\\nERROR cannot pipeline other commands
-        before watch\\r\\n" (or "... before metadump"), and the client is
-        not moved. The cases memcached refuses too (set, version) match.
-        Remove the decorator once fixed."""
+        VALUE and the dump. Asserts slabtap answers each case as memcached
+        does directly (regression: conn_classify, since b156d1b, refused
+        whenever anything of the client's came before in the read or was in
+        flight, "ERROR cannot pipeline other commands before watch", and did
+        not move the client). The cases memcached refuses too (set,
+        version) match."""
         direct = self.mc(name="mc-direct")
         behind = self.mc(name="mc-behind")
         px = self.proxy(behind.port, http=True, extra=["--upstream-conns", "2"])
@@ -1204,8 +1203,9 @@ class Pooled(mctest.ServerTestCase):
         self.stop_clean(px)
 
     def test_10b_long_key_get_drops_other_clients_answers(self):
-        """KNOWN BUG (pooled only; server/upstream.c pairs answers by FIFO
-        order): memcached 1.6.18 answers a get/gets/gat/gats whose key is
+        """One client's get with a key over 250 bytes never costs another
+        client its answers on a shared connection. Why it could (pooled
+        only; server/upstream.c pairs answers by FIFO order): memcached 1.6.18 answers a get/gets/gat/gats whose key is
         over 250 bytes with CLIENT_ERROR and drops the answers it has
         queued but not yet sent on that connection: "set pre 0 0 1\\r\\n
         p\\r\\nget <251 k>\\r\\n" on one connection is answered only
@@ -1215,17 +1215,16 @@ class Pooled(mctest.ServerTestCase):
         connection the dropped answers are other clients'. Here client O
         sends `set pre 0 0 1\\r\\np\\r\\n`, client G `get <251 k>\\r\\n`, O
         `get pre\\r\\n`, and memcached reads them in one go (it is
-        SIGSTOPped while they are sent). Expected: O gets "STORED\\r\\n
+        SIGSTOPped while they are sent). Asserted: O gets "STORED\\r\\n
         VALUE pre 0 1\\r\\np\\r\\nEND\\r\\n", G "CLIENT_ERROR bad command
-        line format\\r\\n", one row (set pre STORED). Got: O gets
+        line format\\r\\n", one row (set pre STORED). The bug this guards
+        (fixed: slabtap answers such a get itself) gave: O gets
         "CLIENT_ERROR bad command line format\\r\\n" (its set was stored)
         and nothing for its get; G gets O's "VALUE pre 0 1\\r\\np\\r\\nEND
         \\r\\n"; the row says set pre CLIENT_ERROR. The FIFO then stays one
         answer off for good, silently (unpaired_responses stays 0): G's
         later `get o0` answer goes to O, and so on -- one client's bad
-        request leaks another client's data. slabtap has to answer such a
-        get itself (or keep it off shared connections). Remove the
-        decorator once fixed."""
+        request leaked another client's data."""
         mc = self.mc()
         px = self.proxy(mc.port, http=True, extra=["--upstream-conns", "1", "--drain-ms", "1000"])
         with mctest.connect(px.port) as o, mctest.connect(px.port) as g:

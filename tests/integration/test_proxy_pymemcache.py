@@ -401,14 +401,13 @@ class RawBytesThroughProxy(mctest.ServerTestCase):
             ("ma", "nokey", 5, None, "NF O10")]
 
     def test_7_quiet_meta_with_opaque_pairs_by_opaque(self):
-        """KNOWN BUG (mc_parse.c, mc_reply_is_mine): an answer line without
-        an O flag is given to a quiet request that asked for one ("older
-        versions omit it": positional), but memcached 1.6 echoes O on every
-        meta status line. Here `ma cnt q O1` (success suppressed) takes the
-        VA of the next `ma cnt v`; every later row on the connection is off
-        by one, the barrier's MN reaches the client, and the proxy closes
-        the connection ("expected MN, got 'END'"). Remove the decorator once
-        fixed: unittest then reports an unexpected success."""
+        """Quiet meta requests with an opaque are paired by their O flag:
+        `ma cnt q O1` (success suppressed) must not take the VA of the next
+        `ma cnt v`; the rows and the client's answers match direct.
+        Regression (mc_parse.c, mc_reply_is_mine): an answer line without O
+        was once given to a quiet request that asked for one, every later
+        row on the connection went off by one, and the proxy closed the
+        connection ("expected MN, got 'END'")."""
         px = self.proxy(self.behind.port, name="proxy7")
         steps = [b"set cnt 0 0 1\r\n5\r\nma cnt q O1\r\nma cnt v\r\nmn\r\n",
                  b"get x\r\n", b"set a 0 0 1 noreply\r\nb\r\n", b"get y\r\n", b"mn\r\n"]

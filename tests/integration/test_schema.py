@@ -622,14 +622,14 @@ class Schema(mctest.ServerTestCase):
             self.assertFalse(os.path.exists(db + "-wal"), name)
 
     def test_failed_upgrade_leaves_file_reopenable(self):
-        """KNOWN BUG (proxy/store.c, store_upgrade/store_open): the 1 -> 2
-        step (ALTER TABLE sets ADD COLUMN class_id) is committed on its own,
-        before schema.sql runs and bumps user_version. When anything after
-        it fails (here a table where schema.sql drops a view; equally a
-        crash or a full disk), the file stays at user_version 1 WITH
-        class_id, and every later open fails for good: "duplicate column
-        name: class_id". The upgrade and the version bump must be one
-        transaction. Remove the decorator once fixed."""
+        """A failed schema upgrade leaves the file as it was, so it opens
+        once the cause is gone: the 1 -> 2 step (ALTER TABLE sets ADD COLUMN
+        class_id) and the version bump are one transaction. Here a table
+        where schema.sql drops a view makes the upgrade fail: user_version
+        stays 1 without class_id, and after the table is removed the file
+        upgrades and records. Regression (store.c): the step was once
+        committed on its own, and every later open failed for good
+        ("duplicate column name: class_id")."""
         db = self.path("v1-blocked.db")
         make_v1(db)
         con = sqlite3.connect(db)
@@ -854,14 +854,14 @@ class Schema(mctest.ServerTestCase):
                                      (name, params, out))
 
     def test_waste_totals_with_chunked_items(self):
-        """KNOWN BUG (schema/schema.sql, views slab_waste / run_summary, and
-        schema/queries/waste_by_class.sql): an item over slab_chunk_max
+        """Waste totals are right with chunked items (the views slab_waste /
+        run_summary and schema/queries/waste_by_class.sql): an item over slab_chunk_max
         (512 KiB by default) is counted in `stats items` of the largest
         class (mem_requested = its whole size) while its header and tail
-        chunk pin chunks of smaller classes that have no mem_requested. The
-        largest class then shows negative waste, the small ones NULL waste,
-        and the totals are wrong: waste_bytes != allocated - mem_requested
-        (negative, even). Remove the decorator once fixed."""
+        chunk pin chunks of smaller classes that have no mem_requested.
+        Asserted: waste_bytes = allocated - mem_requested, never negative.
+        Regression: the largest class once showed negative waste, the small
+        ones NULL waste, and the totals were wrong."""
         db = self.path("chunked.db")
         mc = self.mc(name="mc-chunked")
         px = self.proxy(mc.port, db, "proxy-chunked")

@@ -621,11 +621,10 @@ class StatsHttp(mctest.ServerTestCase):
         self.stop_clean(px2)
 
     def test_api_runs_lists_earlier_runs_with_long_names(self):
-        """KNOWN BUG (proxy/app.c, app_read_runs): the earlier runs' JSON is
-        kept in a fixed 8192-byte buffer; when the last 20 runs need more
-        (run names of a few hundred bytes), "earlier" silently becomes []
-        instead of listing the runs that fit. Remove the decorator once
-        fixed."""
+        """/api/runs lists earlier runs even when their names are long: 21
+        earlier runs with names of a few hundred bytes are listed (regression:
+        app_read_runs once kept the JSON in a fixed 8192-byte buffer and
+        "earlier" silently became [] past it)."""
         mc = self.mc(name="mc-long")
         first = self.proxy(mc.port, interval=1000, http=False, name="proxy-long0")
         self.stop_clean(first)
