@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "core/addr.h"
+#include "core/keyfmt.h"
 #include "load/load.h"
 #include "load/mcserver.h"
 #include "load/replay.h"
@@ -194,7 +195,7 @@ int verify_read_sequence(const char *db_path, int64_t run_id, bool reads, struct
             .exptime = write || k == CAPACITY_TOUCH || k == CAPACITY_GAT ? (int32_t)op->ttl : 0,
             .fill = read && op->fill,
         };
-        if (capacity_seq_add_req(out, rowseq_key_hash(op->key, op->key_len), &req)) {
+        if (capacity_seq_add_req(out, keyfmt_hash(op->key, op->key_len), &req)) {
             snprintf(err, errlen, "out of memory, or a write memcached never takes");
             break;
         }

@@ -42,7 +42,7 @@ int verify_settings(const char *db_path, const struct prediction *r, const struc
 /* --- capacity: what a memcached with -m holds ---------------------------- */
 
 /* The requests a replay of run run_id (0: the newest) would send, in
- * order, as a capacity sequence (keys as sent, hashed: rowseq_key_hash);
+ * order, as a capacity sequence (keys as sent, hashed: keyfmt_hash);
  * with reads, the run's reads merged in as the replay sends them with demand-fill (each carries
  * fill and the length a fill would set, load/replay.h). The replay sends
  * as fast as it can, so every request is at t = 0: exptimes count from the

@@ -83,16 +83,6 @@ bool rowseq_write_cmd(const char *cmd, char ms_mode, enum mc_cmd *out)
     return false;
 }
 
-uint64_t rowseq_key_hash(const char *key, size_t len)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)key[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 /* What a replayed write command is to the capacity model. */
 static enum capacity_kind rowseq_kind(enum mc_cmd c)
 {
@@ -188,7 +178,7 @@ static int rowseq_pass(sqlite3 *db, int64_t run_id, bool ordered, struct capacit
             .value_len = stores ? (uint64_t)value_len : 0,
             .exptime = (stores || cmd == MC_CMD_TOUCH) && exp32 ? (int32_t)exptime : 0,
         };
-        if (capacity_seq_add_req(out, rowseq_key_hash(key, (size_t)key_len), &req)) {
+        if (capacity_seq_add_req(out, keyfmt_hash(key, (size_t)key_len), &req)) {
             snprintf(err, errlen, "out of memory, or a write memcached never takes");
             goto out;
         }

@@ -40,9 +40,6 @@ void rowseq_key_make(uint64_t hash, const char *prefix, size_t prefix_len, uint3
  * usable, else regenerated from hash with the text as prefix. */
 void rowseq_key(const char *key, size_t key_text_len, uint64_t hash, uint32_t key_len, char *out);
 
-/* The hash a capacity sequence tells keys as sent apart by (FNV-1a). */
-uint64_t rowseq_key_hash(const char *key, size_t len);
-
 /* A recorded write command (and the ms mode beside it, 0: none) to what is
  * sent: MC_CMD_SET ADD REPLACE APPEND PREPEND DELETE INCR DECR TOUCH;
  * false for a command that cannot be replayed (reads included). */
