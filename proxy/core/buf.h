@@ -51,13 +51,20 @@ char *buf_take(struct buf *b);
  * overflows (p untouched, still the caller's). BUF_GROW is the usual call. */
 void *buf_grow(void *p, size_t *cap, size_t need, size_t elem);
 /* Makes the array ptr (capacity cap, a size_t) hold need elements: true,
- * or false when out of memory (ptr and cap unchanged). */
+ * or false when out of memory (ptr and cap unchanged). The test for room
+ * is inline: a push that fits costs a compare. */
 #define BUF_GROW(ptr, cap, need) \
     __extension__({ \
-        void *buf_np_ = buf_grow((ptr), &(cap), (need), sizeof *(ptr)); \
-        if (buf_np_) \
-            (ptr) = buf_np_; \
-        buf_np_ != NULL; \
+        size_t buf_need_ = (need); \
+        bool buf_ok_ = buf_need_ <= (cap); \
+        if (!buf_ok_) { \
+            void *buf_np_ = buf_grow((ptr), &(cap), buf_need_, sizeof *(ptr)); \
+            if (buf_np_) { \
+                (ptr) = buf_np_; \
+                buf_ok_ = true; \
+            } \
+        } \
+        buf_ok_; \
     })
 
 #endif
