@@ -14,6 +14,7 @@
 #ifndef SLABTAP_CORE_BUF_H
 #define SLABTAP_CORE_BUF_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,6 +40,7 @@ int buf_reserve(struct buf *b, size_t n);
 int buf_append(struct buf *b, const void *data, size_t n);
 void buf_puts(struct buf *b, const char *s);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_vprintf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Hands the NUL-terminated bytes to the caller, who frees them ("" when
  * nothing was appended; NULL when failed or out of memory); b is empty
  * again, with the same max. */
