@@ -106,6 +106,16 @@ void buf_vprintf(struct buf *b, const char *fmt, va_list ap)
     }
 }
 
+void buf_consume(struct buf *b, size_t n)
+{
+    if (n > b->len)
+        n = b->len;
+    if (!n)
+        return;
+    b->len -= n;
+    memmove(b->data, b->data + n, b->len + 1); /* and the NUL */
+}
+
 char *buf_take(struct buf *b)
 {
     char *s = NULL;

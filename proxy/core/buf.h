@@ -41,6 +41,8 @@ int buf_append(struct buf *b, const void *data, size_t n);
 void buf_puts(struct buf *b, const char *s);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vprintf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* Drops the first n bytes (<= len): the rest moves to the front. */
+void buf_consume(struct buf *b, size_t n);
 /* Hands the NUL-terminated bytes to the caller, who frees them ("" when
  * nothing was appended; NULL when failed or out of memory); b is empty
  * again, with the same max. */
