@@ -633,11 +633,16 @@ WITH bounds AS (
           ORDER BY t_ns DESC LIMIT 1) AS last_id
   FROM phases p)
 SELECT b.run_id, b.phase_id, b.name AS phase,
-       CAST(json_extract(l.stats, '$.evictions') AS INTEGER) - CAST(json_extract(f.stats, '$.evictions') AS INTEGER) AS evictions,
-       CAST(json_extract(l.stats, '$.cmd_set') AS INTEGER) - CAST(json_extract(f.stats, '$.cmd_set') AS INTEGER) AS cmd_set,
-       CAST(json_extract(l.stats, '$.bytes') AS INTEGER) - CAST(json_extract(f.stats, '$.bytes') AS INTEGER) AS bytes,
-       CAST(json_extract(l.stats, '$.curr_items') AS INTEGER) - CAST(json_extract(f.stats, '$.curr_items') AS INTEGER) AS curr_items,
-       CAST(json_extract(l.stats, '$.slabs_moved') AS INTEGER) - CAST(json_extract(f.stats, '$.slabs_moved') AS INTEGER) AS slabs_moved,
+       CAST(json_extract(l.stats, '$.evictions') AS INTEGER)
+       - CAST(json_extract(f.stats, '$.evictions') AS INTEGER) AS evictions,
+       CAST(json_extract(l.stats, '$.cmd_set') AS INTEGER)
+       - CAST(json_extract(f.stats, '$.cmd_set') AS INTEGER) AS cmd_set,
+       CAST(json_extract(l.stats, '$.bytes') AS INTEGER)
+       - CAST(json_extract(f.stats, '$.bytes') AS INTEGER) AS bytes,
+       CAST(json_extract(l.stats, '$.curr_items') AS INTEGER)
+       - CAST(json_extract(f.stats, '$.curr_items') AS INTEGER) AS curr_items,
+       CAST(json_extract(l.stats, '$.slabs_moved') AS INTEGER)
+       - CAST(json_extract(f.stats, '$.slabs_moved') AS INTEGER) AS slabs_moved,
        (l.t_ns - f.t_ns) / 1e9 AS seconds
 FROM bounds b JOIN samples f ON f.sample_id = b.first_id JOIN samples l ON l.sample_id = b.last_id;
 

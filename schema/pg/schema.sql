@@ -398,8 +398,8 @@ CREATE TABLE IF NOT EXISTS phases (
   run_id     bigint NOT NULL REFERENCES runs(run_id),
   name       text NOT NULL,
   started_ns bigint NOT NULL,
-  ended_ns   bigint
-  , PRIMARY KEY (run_id, phase_id)
+  ended_ns   bigint,
+  PRIMARY KEY (run_id, phase_id)
 );
 
 -- One row per stats poll: `stats` as a JSON object holding every field
@@ -713,11 +713,16 @@ WITH bounds AS (
           ORDER BY t_ns DESC LIMIT 1) AS last_id
   FROM phases p)
 SELECT b.run_id, b.phase_id, b.name AS phase,
-       CAST(json_extract(l.stats, '$.evictions') AS bigint) - CAST(json_extract(f.stats, '$.evictions') AS bigint) AS evictions,
-       CAST(json_extract(l.stats, '$.cmd_set') AS bigint) - CAST(json_extract(f.stats, '$.cmd_set') AS bigint) AS cmd_set,
-       CAST(json_extract(l.stats, '$.bytes') AS bigint) - CAST(json_extract(f.stats, '$.bytes') AS bigint) AS bytes,
-       CAST(json_extract(l.stats, '$.curr_items') AS bigint) - CAST(json_extract(f.stats, '$.curr_items') AS bigint) AS curr_items,
-       CAST(json_extract(l.stats, '$.slabs_moved') AS bigint) - CAST(json_extract(f.stats, '$.slabs_moved') AS bigint) AS slabs_moved,
+       CAST(json_extract(l.stats, '$.evictions') AS bigint)
+       - CAST(json_extract(f.stats, '$.evictions') AS bigint) AS evictions,
+       CAST(json_extract(l.stats, '$.cmd_set') AS bigint)
+       - CAST(json_extract(f.stats, '$.cmd_set') AS bigint) AS cmd_set,
+       CAST(json_extract(l.stats, '$.bytes') AS bigint)
+       - CAST(json_extract(f.stats, '$.bytes') AS bigint) AS bytes,
+       CAST(json_extract(l.stats, '$.curr_items') AS bigint)
+       - CAST(json_extract(f.stats, '$.curr_items') AS bigint) AS curr_items,
+       CAST(json_extract(l.stats, '$.slabs_moved') AS bigint)
+       - CAST(json_extract(f.stats, '$.slabs_moved') AS bigint) AS slabs_moved,
        (l.t_ns - f.t_ns) / 1e9 AS seconds
 FROM bounds b JOIN samples f ON f.sample_id = b.first_id JOIN samples l ON l.sample_id = b.last_id;
 
