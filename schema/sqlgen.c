@@ -32,11 +32,13 @@
  *
  * A canned query's psql form is a header (how to run it, each parameter a
  * psql variable that is '' when unset) and the SQLite text with each @NAME
- * outside comments replaced by nullif(:'NAME', '').
+ * outside comments and '...' replaced by nullif(:'NAME', '').
  *
- * tests/integration/test_queries_pg.py and test_pgstore.py check that the
- * files checked in under schema/ are this tool's output; CMake generates
- * the two schemas at build time and embeds them. */
+ * A line longer than 4095 bytes, a marker out of place or a section left
+ * open is an error (exit 1, OUT not written). CMake generates the two
+ * schemas at build time and embeds them; the target sql_files writes the
+ * copies checked in under schema/, and tests/integration/test_queries_pg.py
+ * checks that they are this tool's output and tests the rule. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,6 +302,14 @@ int main(int argc, char **argv)
     if (!src) {
         fprintf(stderr, "sqlgen: %s: %s\n", argv[3], err);
         return 1;
+    }
+    for (const char *p = src, *nl; *p; p = nl ? nl + 1 : p + strlen(p)) {
+        nl = strchr(p, '\n');
+        if ((nl ? (size_t)(nl - p) : strlen(p)) >= LINE_MAX_) {
+            fprintf(stderr, "sqlgen: %s: a line longer than %d bytes\n", argv[3], LINE_MAX_ - 1);
+            free(src);
+            return 1;
+        }
     }
     snprintf(tmp, sizeof tmp, "%s.tmp", argv[4]);
     FILE *o = fopen(tmp, "w");
