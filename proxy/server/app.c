@@ -19,184 +19,6 @@
 
 /* --- samples -> database ------------------------------------------------- */
 
-static struct rec_job *job_new(enum rec_job_kind kind, int64_t t_ns)
-{
-    struct rec_job *j = calloc(1, sizeof *j);
-    if (j) {
-        j->kind = kind;
-        j->t_ns = t_ns;
-    }
-    return j;
-}
-
-static struct rec_job *sample_job(struct app *a, const struct stats_sample *s, bool final)
-{
-    struct rec_job *j = job_new(REC_JOB_SAMPLE, s->t_ns);
-    struct jsonb b;
-    if (!j)
-        return NULL;
-    j->phase_id = atomic_load(&a->phase_id);
-    j->final = final;
-    jsonb_init(&b);
-    stats_json_object(&b, &s->stats);
-    j->text = jsonb_take(&b);
-    j->class_ids = calloc(s->n_classes ? s->n_classes : 1, sizeof *j->class_ids);
-    j->class_json = calloc(s->n_classes ? s->n_classes : 1, sizeof *j->class_json);
-    if (!j->text || !j->class_ids || !j->class_json)
-        goto fail;
-    for (unsigned id = 0; id <= s->max_class_id; id++) {
-        const struct stats_kv_list *kv = stats_sample_class(s, id);
-        if (!kv || j->nclasses == s->n_classes)
-            continue;
-        stats_json_object(&b, kv);
-        j->class_json[j->nclasses] = jsonb_take(&b);
-        if (!j->class_json[j->nclasses])
-            goto fail;
-        j->class_ids[j->nclasses++] = id;
-    }
-    return j;
-fail:
-    rec_job_free(j);
-    return NULL;
-}
-
-/* --- the ladder writes are tagged with ---------------------------------- */
-
-/* One run_meta entry, written with the rows (value is taken over). */
-static void meta_job(struct app *a, int64_t t_ns, const char *key, char *value)
-{
-    struct rec_job *j = job_new(REC_JOB_META, t_ns);
-    if (!j || !value || !(j->version = strdup(key))) {
-        free(value);
-        rec_job_free(j);
-        return;
-    }
-    j->text = value;
-    rec_push_job(&a->rec, j);
-}
-
-/* run_meta 'ladder': what the writes are tagged with from now on, read
- * back by the view run_ladder and checked by `model predict`. */
-static char *ladder_json(const struct app *a)
-{
-    const struct ladder_choice *c = &a->ladder_choice;
-    struct jsonb b;
-    char flags[1024];
-    ladder_choice_flags(c, flags, sizeof flags);
-    jsonb_init(&b);
-    jsonb_printf(&b, "{\"origin\":\"%s\",\"trusted\":%s,\"partial\":%s,\"flags\":",
-                 ladder_origin_key(c->origin), c->trusted ? "true" : "false",
-                 c->partial ? "true" : "false");
-    jsonb_string(&b, flags, strlen(flags));
-    jsonb_raw(&b, ",\"chunk_sizes\":[");
-    for (uint32_t id = 1; id <= c->ladder.n_classes; id++)
-        jsonb_printf(&b, "%s%u", id > 1 ? "," : "", c->ladder.cls[id].chunk_size);
-    jsonb_raw(&b, "],\"note\":");
-    jsonb_string(&b, c->note, strlen(c->note));
-    jsonb_raw(&b, "}");
-    return jsonb_take(&b);
-}
-
-/* The chunk sizes of the classes with a page, into a->ladder_seen; true
- * when one is new. A class with another size than before means memcached
- * restarted with another ladder: what was seen before is forgotten. */
-static bool app_ladder_observe(struct app *a, const struct stats_sample *s)
-{
-    bool fresh = false;
-    for (int pass = 0; pass < 2; pass++) {
-        bool contradicted = false;
-        for (unsigned id = 1; id <= s->max_class_id && id <= SLAB_MODEL_MAX_CLASSES; id++) {
-            int64_t chunk;
-            if (!stats_sample_get(s, id, "chunk_size", &chunk) || chunk <= 0)
-                continue;
-            int r = ladder_observed_add(&a->ladder_seen, id, (uint64_t)chunk);
-            fresh |= r == 1;
-            contradicted |= r < 0;
-        }
-        if (!contradicted)
-            break;
-        ladder_observed_init(&a->ladder_seen);
-        fresh = true;
-    }
-    return fresh;
-}
-
-/* The ladder each write is tagged with: memcached's `stats settings`, the
- * flags the proxy knows (cfg.memcached_flags) and the chunk sizes memcached
- * shows, through the same rule `model predict` applies to the recorded run
- * (model/ladder_source.h); chosen again when the settings change or a class
- * shows a chunk size for the first time. A ladder that disagrees with
- * memcached is logged as a warning, and recorded (run_meta 'ladder'). */
-static void app_ladder_update(struct app *a, const struct stats_sample *s)
-{
-    struct ladder_choice c;
-    char err[160] = "";
-    bool redo = false;
-    if (s->has_settings && (s->settings_changed || !a->ladder_have_reported)) {
-        if (slab_settings_from_stats(&a->ladder_reported, stats_sample_setting_lookup, (void *)s,
-                                     err, sizeof err) != SLAB_OK) {
-            a->ladder_have_reported = false;
-            a->px.ladder = NULL;
-            log_warn("memcached's settings give no ladder (%s); writes stay untagged", err);
-            return;
-        }
-        if (a->ladder_have_reported) /* restarted with other settings */
-            ladder_observed_init(&a->ladder_seen);
-        a->ladder_have_reported = true;
-        redo = true;
-    }
-    if (!a->ladder_have_reported)
-        return;
-    redo |= app_ladder_observe(a, s);
-    if (!redo)
-        return;
-    if (ladder_choose(&a->ladder_reported, a->cfg.memcached_flags,
-                      s->has_version ? s->version : NULL, &a->ladder_seen, &c, err,
-                      sizeof err) != SLAB_OK) {
-        a->px.ladder = NULL;
-        log_warn("memcached's settings give no ladder (%s); writes stay untagged", err);
-        return;
-    }
-    bool had = a->px.ladder != NULL;
-    bool same_ladder = had && slab_ladder_same(&c.ladder, &a->ladder);
-    bool same = same_ladder && c.origin == a->ladder_choice.origin &&
-                c.trusted == a->ladder_choice.trusted && !strcmp(c.note, a->ladder_choice.note);
-    a->ladder_choice = c;
-    a->ladder = c.ladder;
-    a->px.ladder = &a->ladder;
-    if (same)
-        return;
-    char flags[1024];
-    ladder_choice_flags(&c, flags, sizeof flags);
-    if (!c.trusted || (c.mismatch_class && !same_ladder))
-        log_warn("slab ladder %s (%u classes) from %s: %s", flags, c.ladder.n_classes,
-                 ladder_origin_str(c.origin), c.note);
-    else if (c.origin == LADDER_SETTINGS && !c.note[0])
-        log_debug("slab ladder %s (%u classes) from %s", flags, c.ladder.n_classes,
-                  ladder_origin_str(c.origin));
-    else
-        log_info("slab ladder %s (%u classes) from %s%s%s", flags, c.ladder.n_classes,
-                 ladder_origin_str(c.origin), c.note[0] ? ": " : "", c.note);
-    meta_job(a, s->t_ns, "ladder", ladder_json(a));
-}
-
-static void settings_job(struct app *a, const struct stats_sample *s)
-{
-    struct rec_job *j = job_new(REC_JOB_SETTINGS, s->t_ns);
-    struct jsonb b;
-    if (!j)
-        return;
-    jsonb_init(&b);
-    stats_json_object(&b, &s->settings);
-    j->text = jsonb_take(&b);
-    j->version = strdup(s->has_version ? s->version : "");
-    if (!j->text || !j->version) {
-        rec_job_free(j);
-        return;
-    }
-    rec_push_job(&a->rec, j);
-}
-
 static void app_final_done(struct app *a);
 
 /* memcached's per-class counters (number, mem_requested, used chunks) in
@@ -240,13 +62,8 @@ static bool app_final_sample(struct app *a, const struct stats_sample *s)
 static void on_sample(void *ud, const struct stats_sample *s)
 {
     struct app *a = ud;
-    struct rec_job *j;
     bool final = a->closing && s->requested && app_final_sample(a, s);
-    if (s->has_settings && (s->settings_changed || !a->ladder_have_reported))
-        settings_job(a, s);
-    app_ladder_update(a, s);
-    if ((j = sample_job(a, s, final)))
-        rec_push_job(&a->rec, j);
+    jobs_sample(&a->jobs, s, atomic_load(&a->phase_id), final);
     if (stats_sample_copy(&a->last, s) == 0)
         a->have_last = true;
     a->last_sample_ns = clock_wall_ns();
@@ -259,16 +76,7 @@ static void on_sample(void *ud, const struct stats_sample *s)
 int64_t app_mark_phase(struct app *a, const char *name)
 {
     int64_t id = atomic_fetch_add(&a->next_phase_id, 1);
-    struct rec_job *j = job_new(REC_JOB_PHASE, clock_wall_ns());
-    if (!j)
-        return -1;
-    j->phase_id = id;
-    j->text = strndup(name, APP_PHASE_NAME_MAX);
-    if (!j->text) {
-        rec_job_free(j);
-        return -1;
-    }
-    if (!rec_push_job(&a->rec, j))
+    if (!jobs_phase(&a->jobs, id, clock_wall_ns(), name, APP_PHASE_NAME_MAX))
         return -1; /* not queued: the caller must not confirm it */
     atomic_store(&a->phase_id, id);
     return id;
@@ -505,12 +313,13 @@ static void route_runs(const struct admin_http_request *req, struct admin_http_r
                  "\"crashed\":false,\"upstream\":",
                  (long long)a->started_ns, (unsigned long long)a->rec.written);
     jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
-    if (a->ladder_have_reported)
+    const struct slab_settings *reported = jobs_reported(&a->jobs);
+    if (reported)
         jsonb_printf(&b,
                      ",\"settings\":{\"growth_factor\":%g,\"chunk_size\":%u,"
                      "\"item_size_max\":%u,\"slab_page_size\":%u}}",
-                     a->ladder_reported.growth_factor, a->ladder_reported.chunk_size_min,
-                     a->ladder_reported.item_size_max, a->ladder_reported.slab_page_size);
+                     reported->growth_factor, reported->chunk_size_min, reported->item_size_max,
+                     reported->slab_page_size);
     else
         jsonb_raw(&b, ",\"settings\":null}");
     if (a->runs_all && *a->runs_all)
@@ -746,6 +555,7 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     a->loop = loop;
     a->cfg = *cfg;
     stats_sample_init(&a->last);
+    jobs_init(&a->jobs, &a->rec, &a->px, cfg->memcached_flags);
     if (cfg->http_enabled && !cfg->http_token && !app_loopback(&cfg->http_addr)) {
         log_error("the admin endpoint binds beyond loopback: --http-token is required");
         goto out;
@@ -848,11 +658,11 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     else if (webapi_open(&a->web, loop, &a->http, &a->rec, a->run_id, err, sizeof err))
         log_warn("the /api/run endpoints are off: %s", err);
     if (cfg->memcached_flags && *cfg->memcached_flags) /* read by `model predict` */
-        meta_job(a, a->started_ns, "memcached_flags", strdup(cfg->memcached_flags));
+        jobs_meta(&a->jobs, a->started_ns, "memcached_flags", strdup(cfg->memcached_flags));
     if (cfg->proxy.sample_keys > 1) { /* read by `model predict` and `advise` */
         char rate[32];
         snprintf(rate, sizeof rate, "1/%u", (unsigned)cfg->proxy.sample_keys);
-        meta_job(a, a->started_ns, "sample_keys", strdup(rate));
+        jobs_meta(&a->jobs, a->started_ns, "sample_keys", strdup(rate));
     }
     rc = poller_open(&a->poller, a->loop, &a->px.cfg.upstream_addrs, cfg->stats_interval_ms,
                      on_sample, a);
