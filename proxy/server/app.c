@@ -1,6 +1,8 @@
 /* app: store + recorder + proxy + poller + admin HTTP, started and stopped
- * in the one order that loses nothing. Loop thread only, except
- * app_mark_phase (atomics plus the recorder's locked job queue). */
+ * in the one order that loses nothing; what a sample becomes is
+ * server/jobs.c's, the admin endpoint's routes server/routes.c's (its
+ * /metrics server/scrape.c's). Loop thread only, except app_mark_phase
+ * (atomics plus the recorder's locked job queue). */
 #include "server/app.h"
 
 #include <netinet/in.h>
@@ -13,7 +15,7 @@
 #include "core/log.h"
 #include "server/routes.h"
 
-/* --- samples -> database ------------------------------------------------- */
+/* --- samples: the latest, and a final one that has settled ---------------- */
 
 static void app_final_done(struct app *a);
 
@@ -188,10 +190,171 @@ static void app_teardown(struct app *a)
     pbuf_pool_free(&a->px.pool);
 }
 
+/* What the steps of app_open hand each other. */
+struct app_start {
+    const char *db; /* the store: cfg->db_path, or the file a pattern names now */
+    bool rotating;  /* --db PATTERN (record/retain.h) */
+    bool spilling;  /* a remote store with --spill, in block mode */
+    struct rec_config rec;
+    char err[1536];
+};
+
+/* The store: a SQLite file or PostgreSQL (record/sink.h), and the spill
+ * file of a remote one. */
+static int app_open_store(struct app *a, const struct app_config *cfg, struct app_start *st)
+{
+    st->db = cfg->db_path;
+    st->rotating = !sink_is_remote(st->db) && retain_path_rotates(st->db);
+    if (st->rotating) { /* --db PATTERN: the file for now (record/retain.h) */
+        if (retain_path_expand(st->db, (time_t)(clock_wall_ns() / 1000000000), a->db_file,
+                               sizeof a->db_file)) {
+            log_error("--db %s: the pattern expands to nothing or too long a name", st->db);
+            return -1;
+        }
+        st->db = a->db_file;
+    }
+    sink_init(&a->sink, st->db);
+    bool remote = a->sink.kind == SINK_PG;
+    if (sink_open(&a->sink, st->db, st->err, sizeof st->err)) {
+        if (!remote || !cfg->record_optional) {
+            log_error("%s%s", st->err,
+                      remote ? " (--record-optional: forward without recording until it answers)"
+                             : "");
+            return -1;
+        }
+        log_error("%s; --record-optional: forwarding without recording, every write counted "
+                  "lost (store_unavailable) until it answers",
+                  st->err);
+    }
+    /* the spill keeps what block mode would wait for; drop mode drops and counts */
+    st->spilling = remote && cfg->spill_path && cfg->on_full == REC_BLOCK;
+    if (st->spilling &&
+        spill_open(&a->spill, cfg->spill_path, cfg->spill_max, st->err, sizeof st->err)) {
+        log_error("%s", st->err);
+        sink_close(&a->sink);
+        return -1;
+    }
+    if (st->spilling && a->spill.batches)
+        log_warn("spill %s: %llu rows of an earlier run wait; shipped once the store writes",
+                 a->spill.path, (unsigned long long)a->spill.rows);
+    return 0;
+}
+
+/* The runs /api/runs lists beside the current one. */
+static void app_earlier_runs(struct app *a)
+{
+    if (sink_sqlite(&a->sink)) {
+        app_read_runs(a);
+        a->runs_all = query_runs_json(sink_sqlite(&a->sink), -1, QUERY_RUNS_MAX - 1);
+    } else {
+        a->runs_before = strdup("[]"); /* the fleet's runs: ask PostgreSQL */
+    }
+}
+
+static void app_rec_config(const struct app_config *cfg, struct app_start *st)
+{
+    st->rec = (struct rec_config){
+        .cap = cfg->queue_rows,
+        .on_full = cfg->on_full,
+        .max_stall_ms = cfg->max_stall_ms,
+        .spill = NULL,
+        .db = cfg->db_path,
+        .retain = { cfg->retain_ns, cfg->max_db_bytes },
+        .wal_max = cfg->wal_max,
+        .rotate = st->rotating ? cfg->db_path : NULL,
+        .path = st->db,
+        .run = { cfg->run_name, cfg->proxy.upstream_text,
+                 cfg->options_text ? cfg->options_text : "", keyfmt_mode_name(cfg->proxy.key_mode),
+                 cfg->node ? cfg->node : "" },
+    };
+}
+
+/* --max-db-size and SQLite's WAL on a file system with less room than
+ * both: a smaller WAL, or the bound cannot be met (said once, here) */
+static void app_check_room(const struct app *a, const struct app_config *cfg, struct app_start *st)
+{
+    uint64_t room;
+    enum retain_room fit;
+    if (a->sink.kind == SINK_PG || !cfg->max_db_bytes ||
+        retain_room(st->db, cfg->max_db_bytes, &room, &st->rec.wal_pages, &fit) != 0)
+        return;
+    if (fit == RETAIN_ROOM_SMALL_WAL)
+        log_warn("--max-db-size %llu and SQLite's WAL (%u pages) do not both fit in the %llu "
+                 "bytes the file system of %s has for them: the WAL is checkpointed every %u "
+                 "pages instead",
+                 (unsigned long long)cfg->max_db_bytes, RETAIN_WAL_PAGES, (unsigned long long)room,
+                 st->db, st->rec.wal_pages);
+    else if (fit == RETAIN_ROOM_NO)
+        log_warn("--max-db-size %llu cannot be met: the file system of %s has %llu bytes for "
+                 "the file and its WAL, the bound needs %llu more at least; the disk fills "
+                 "first (then the oldest rows are expired to make room)",
+                 (unsigned long long)cfg->max_db_bytes, st->db, (unsigned long long)room,
+                 (unsigned long long)(cfg->max_db_bytes + 2 * RETAIN_WAL_MIN_PAGES * 4096 - room));
+}
+
+/* The run's row (none while a --record-optional store is away) and the
+ * phase ids after the ones it has. */
+static int app_begin_run(struct app *a, struct app_start *st)
+{
+    a->run_id = -1;
+    if (a->sink.open) {
+        a->run_id = sink_run_begin(&a->sink, &st->rec.run, st->err, sizeof st->err);
+        if (a->run_id < 0) {
+            log_error("%s", st->err);
+            return -1;
+        }
+        atomic_store(&a->next_phase_id, sink_max_phase_id(&a->sink, a->run_id) + 1);
+    } else {
+        atomic_store(&a->next_phase_id, 1);
+    }
+    a->started_ns = clock_wall_ns();
+    return 0;
+}
+
+/* The page's /api/run/... queries, answered on the writer thread
+ * (server/webapi.h). */
+static void app_open_webapi(struct app *a, struct app_start *st)
+{
+    if (!sink_sqlite(&a->sink))
+        log_debug("the /api/run endpoints read SQLite: off with %s", sink_name(&a->sink));
+    else if (webapi_open(&a->web, a->loop, &a->http, &a->rec, a->run_id, st->err, sizeof st->err))
+        log_warn("the /api/run endpoints are off: %s", st->err);
+}
+
+/* run_meta entries `model predict` and `advise` read. */
+static void app_record_meta(struct app *a, const struct app_config *cfg)
+{
+    if (cfg->memcached_flags && *cfg->memcached_flags)
+        jobs_meta(&a->jobs, a->started_ns, "memcached_flags", strdup(cfg->memcached_flags));
+    if (cfg->proxy.sample_keys > 1) {
+        char rate[32];
+        snprintf(rate, sizeof rate, "1/%u", (unsigned)cfg->proxy.sample_keys);
+        jobs_meta(&a->jobs, a->started_ns, "sample_keys", strdup(rate));
+    }
+}
+
+/* The stats poller, and the timers of the final sample. */
+static int app_start_poller(struct app *a, const struct app_config *cfg)
+{
+    int rc = poller_open(&a->poller, a->loop, &a->px.cfg.upstream_addrs, cfg->stats_interval_ms,
+                         on_sample, a);
+    if (rc) {
+        log_error("cannot start the stats poller: %s", uv_strerror(rc));
+        return -1;
+    }
+    a->poller_open = true;
+    uv_timer_init(a->loop, &a->final_timer);
+    a->final_timer.data = a;
+    uv_timer_init(a->loop, &a->settle_timer);
+    a->settle_timer.data = a;
+    stats_sample_init(&a->final_prev);
+    a->closing_handles = 1;
+    return 0;
+}
+
 int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
 {
-    char err[1536];
-    int rc = -1;
+    struct app_start st = { 0 };
     memset(a, 0, sizeof *a);
     a->loop = loop;
     a->cfg = *cfg;
@@ -199,156 +362,53 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     jobs_init(&a->jobs, &a->rec, &a->px, cfg->memcached_flags);
     if (cfg->http_enabled && !cfg->http_token && !app_loopback(&cfg->http_addr)) {
         log_error("the admin endpoint binds beyond loopback: --http-token is required");
-        goto out;
+        goto fail;
     }
-    if (app_listen(a, cfg, err, sizeof err))
+    if (app_listen(a, cfg, st.err, sizeof st.err) || app_open_store(a, cfg, &st))
         goto unbind;
-    /* the store: a SQLite file or PostgreSQL (record/sink.h) */
-    const char *db = cfg->db_path;
-    bool rotating = !sink_is_remote(db) && retain_path_rotates(db);
-    if (rotating) { /* --db PATTERN: the file for now (record/retain.h) */
-        if (retain_path_expand(db, (time_t)(clock_wall_ns() / 1000000000), a->db_file,
-                               sizeof a->db_file)) {
-            log_error("--db %s: the pattern expands to nothing or too long a name", db);
-            goto unbind;
-        }
-        db = a->db_file;
-    }
-    sink_init(&a->sink, db);
-    bool remote = a->sink.kind == SINK_PG;
-    if (sink_open(&a->sink, db, err, sizeof err)) {
-        if (!remote || !cfg->record_optional) {
-            log_error("%s%s", err,
-                      remote ? " (--record-optional: forward without recording until it answers)"
-                             : "");
-            goto unbind;
-        }
-        log_error("%s; --record-optional: forwarding without recording, every write counted "
-                  "lost (store_unavailable) until it answers",
-                  err);
-    }
-    /* the spill keeps what block mode would wait for; drop mode drops and counts */
-    bool spilling = remote && cfg->spill_path && cfg->on_full == REC_BLOCK;
-    if (spilling && spill_open(&a->spill, cfg->spill_path, cfg->spill_max, err, sizeof err)) {
-        log_error("%s", err);
-        sink_close(&a->sink);
-        goto unbind;
-    }
-    if (spilling && a->spill.batches)
-        log_warn("spill %s: %llu rows of an earlier run wait; shipped once the store writes",
-                 a->spill.path, (unsigned long long)a->spill.rows);
-    if (sink_sqlite(&a->sink)) {
-        app_read_runs(a);
-        a->runs_all = query_runs_json(sink_sqlite(&a->sink), -1, QUERY_RUNS_MAX - 1);
-    } else {
-        a->runs_before = strdup("[]"); /* the fleet's runs: ask PostgreSQL */
-    }
-    struct rec_config rc_cfg = {
-        .cap = cfg->queue_rows,
-        .on_full = cfg->on_full,
-        .max_stall_ms = cfg->max_stall_ms,
-        .spill = spilling ? &a->spill : NULL,
-        .db = cfg->db_path,
-        .retain = { cfg->retain_ns, cfg->max_db_bytes },
-        .wal_max = cfg->wal_max,
-        .rotate = rotating ? cfg->db_path : NULL,
-        .path = db,
-        .run = { cfg->run_name, cfg->proxy.upstream_text,
-                 cfg->options_text ? cfg->options_text : "", keyfmt_mode_name(cfg->proxy.key_mode),
-                 cfg->node ? cfg->node : "" },
-    };
-    /* --max-db-size and SQLite's WAL on a file system with less room than
-     * both: a smaller WAL, or the bound cannot be met (said once, here) */
-    uint64_t room;
-    enum retain_room fit;
-    if (!remote && cfg->max_db_bytes &&
-        retain_room(db, cfg->max_db_bytes, &room, &rc_cfg.wal_pages, &fit) == 0) {
-        if (fit == RETAIN_ROOM_SMALL_WAL)
-            log_warn("--max-db-size %llu and SQLite's WAL (%u pages) do not both fit in the %llu "
-                     "bytes the file system of %s has for them: the WAL is checkpointed every %u "
-                     "pages instead",
-                     (unsigned long long)cfg->max_db_bytes, RETAIN_WAL_PAGES,
-                     (unsigned long long)room, db, rc_cfg.wal_pages);
-        else if (fit == RETAIN_ROOM_NO)
-            log_warn(
-                "--max-db-size %llu cannot be met: the file system of %s has %llu bytes for "
-                "the file and its WAL, the bound needs %llu more at least; the disk fills "
-                "first (then the oldest rows are expired to make room)",
-                (unsigned long long)cfg->max_db_bytes, db, (unsigned long long)room,
-                (unsigned long long)(cfg->max_db_bytes + 2 * RETAIN_WAL_MIN_PAGES * 4096 - room));
-    }
-    a->run_id = -1;
-    if (a->sink.open) {
-        a->run_id = sink_run_begin(&a->sink, &rc_cfg.run, err, sizeof err);
-        if (a->run_id < 0) {
-            log_error("%s", err);
-            goto unlisten;
-        }
-        atomic_store(&a->next_phase_id, sink_max_phase_id(&a->sink, a->run_id) + 1);
-    } else {
-        atomic_store(&a->next_phase_id, 1);
-    }
-    a->started_ns = clock_wall_ns();
-    if (rec_open(&a->rec, loop, &a->sink, a->run_id, &rc_cfg, proxy_update_reading, &a->px, err,
-                 sizeof err)) {
-        log_error("recorder: %s", err);
+    app_earlier_runs(a);
+    app_rec_config(cfg, &st);
+    st.rec.spill = st.spilling ? &a->spill : NULL;
+    app_check_room(a, cfg, &st);
+    if (app_begin_run(a, &st))
+        goto close_store;
+    if (rec_open(&a->rec, loop, &a->sink, a->run_id, &st.rec, proxy_update_reading, &a->px, st.err,
+                 sizeof st.err)) {
+        log_error("recorder: %s", st.err);
         goto close_rec;
     }
-    if (!sink_sqlite(&a->sink))
-        log_debug("the /api/run endpoints read SQLite: off with %s", sink_name(&a->sink));
-    else if (webapi_open(&a->web, loop, &a->http, &a->rec, a->run_id, err, sizeof err))
-        log_warn("the /api/run endpoints are off: %s", err);
-    if (cfg->memcached_flags && *cfg->memcached_flags) /* read by `model predict` */
-        jobs_meta(&a->jobs, a->started_ns, "memcached_flags", strdup(cfg->memcached_flags));
-    if (cfg->proxy.sample_keys > 1) { /* read by `model predict` and `advise` */
-        char rate[32];
-        snprintf(rate, sizeof rate, "1/%u", (unsigned)cfg->proxy.sample_keys);
-        jobs_meta(&a->jobs, a->started_ns, "sample_keys", strdup(rate));
-    }
-    rc = poller_open(&a->poller, a->loop, &a->px.cfg.upstream_addrs, cfg->stats_interval_ms,
-                     on_sample, a);
-    if (rc) {
-        log_error("cannot start the stats poller: %s", uv_strerror(rc));
-        rc = -1;
+    app_open_webapi(a, &st);
+    app_record_meta(a, cfg);
+    if (app_start_poller(a, cfg))
         goto stop;
-    }
-    a->poller_open = true;
-    uv_timer_init(loop, &a->final_timer);
-    a->final_timer.data = a;
-    uv_timer_init(loop, &a->settle_timer);
-    a->settle_timer.data = a;
-    stats_sample_init(&a->final_prev);
-    a->closing_handles = 1;
-    goto out;
+    return 0;
 stop:
     app_teardown(a);
-    rec_close(&a->rec, NULL, err, sizeof err); /* why the start failed is logged above */
+    rec_close(&a->rec, NULL, st.err, sizeof st.err); /* why the start failed is logged above */
     webapi_close(&a->web);
     uv_run(loop, UV_RUN_NOWAIT);
-    goto out;
+    goto fail;
 close_rec:
     /* ends the run row; one turn runs the close callbacks of the recorder's
      * handles and leaves the caller's (an experiment's memcached) alone */
-    rec_close(&a->rec, NULL, err, sizeof err);
+    rec_close(&a->rec, NULL, st.err, sizeof st.err);
     app_teardown(a);
-    goto out;
-unlisten:
+    goto fail;
+close_store:
     app_teardown(a);
     sink_close(&a->sink);
-    if (spilling)
+    if (st.spilling)
         spill_close(&a->spill);
-    goto out;
+    goto fail;
 unbind:
     app_teardown(a);
-out:
-    if (rc) {
-        stats_sample_fini(&a->last);
-        free(a->runs_before);
-        a->runs_before = NULL;
-        free(a->runs_all);
-        a->runs_all = NULL;
-    }
-    return rc;
+fail:
+    stats_sample_fini(&a->last);
+    free(a->runs_before);
+    a->runs_before = NULL;
+    free(a->runs_all);
+    a->runs_all = NULL;
+    return -1;
 }
 
 static void app_component_closed(struct app *a)
