@@ -276,18 +276,14 @@ static void routes_slabs(const struct admin_http_request *req, struct admin_http
     bool first = true;
     for (unsigned id = 0; id <= a->last.max_class_id; id++) {
         const struct stats_kv_list *kv = stats_sample_class(&a->last, id);
-        int64_t chunk, used, reqd;
+        int64_t allocated, waste;
         if (!kv)
             continue;
         jsonb_printf(&b, "%s{\"class_id\":%u", first ? "" : ",", id);
         first = false;
-        if (stats_sample_get(&a->last, id, "chunk_size", &chunk) &&
-            stats_sample_get(&a->last, id, "used_chunks", &used)) {
-            if (!stats_sample_get(&a->last, id, "mem_requested", &reqd))
-                reqd = 0;
-            jsonb_printf(&b, ",\"allocated\":%lld,\"waste_bytes\":%lld", (long long)(chunk * used),
-                         (long long)(chunk * used - reqd));
-        }
+        if (stats_sample_class_waste(&a->last, id, &allocated, &waste))
+            jsonb_printf(&b, ",\"allocated\":%lld,\"waste_bytes\":%lld", (long long)allocated,
+                         (long long)waste);
         jsonb_raw(&b, ",\"fields\":");
         stats_json_object(&b, kv);
         jsonb_raw(&b, "}");

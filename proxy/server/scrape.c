@@ -179,21 +179,13 @@ static void scrape_classes(struct prom_writer *w, const struct stats_sample *las
     for (size_t g = 0; g < sizeof class_families / sizeof class_families[0]; g++) {
         prom_declare(w, class_families[g].name, class_families[g].type, class_families[g].help);
         for (unsigned id = 0; last && id <= last->max_class_id; id++) {
-            int64_t v, chunk, used, req;
+            int64_t v, allocated;
             char label[16];
             if (!stats_sample_class(last, id))
                 continue;
-            if (class_families[g].field) {
-                if (!stats_sample_get(last, id, class_families[g].field, &v))
-                    continue;
-            } else {
-                if (!stats_sample_get(last, id, "chunk_size", &chunk) ||
-                    !stats_sample_get(last, id, "used_chunks", &used))
-                    continue;
-                if (!stats_sample_get(last, id, "mem_requested", &req))
-                    req = 0;
-                v = chunk * used - req;
-            }
+            if (class_families[g].field ? !stats_sample_get(last, id, class_families[g].field, &v)
+                                        : !stats_sample_class_waste(last, id, &allocated, &v))
+                continue;
             snprintf(label, sizeof label, "%u", id);
             struct prom_label l = { "slab", label };
             prom_sample_i64(w, &l, 1, v);

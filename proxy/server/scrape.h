@@ -9,7 +9,8 @@
  * memcached sample, no memcached samples" (a gap, never a stale value).
  * Must never: declare a metric outside server/metrics.h's tables (but the
  * labelled families above), frame the HTTP answer (the caller's route does),
- * block, or touch the store (the recorder's counters only). */
+ * block, or touch the store (the recorder's counters, and the SQLite
+ * file's size on disk: retain_disk_bytes). */
 #ifndef SLABTAP_SCRAPE_H
 #define SLABTAP_SCRAPE_H
 
