@@ -97,9 +97,9 @@ static bool app_loopback(const struct sockaddr_storage *ss)
 static void app_read_runs(struct app *a)
 {
     sqlite3_stmt *st;
-    struct jsonb b;
-    jsonb_init(&b);
-    jsonb_raw(&b, "[");
+    struct buf b;
+    buf_init(&b, JSONB_MAX);
+    buf_puts(&b, "[");
     if (sqlite3_prepare_v2(
             sink_sqlite(&a->sink),
             "SELECT json_object('run_id', run_id, 'name', name, 'started_ns', started_ns,"
@@ -108,13 +108,13 @@ static void app_read_runs(struct app *a)
             -1, &st, NULL) == SQLITE_OK) {
         for (int i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
             if (i)
-                jsonb_raw(&b, ",");
-            jsonb_raw(&b, (const char *)sqlite3_column_text(st, 0));
+                buf_puts(&b, ",");
+            buf_puts(&b, (const char *)sqlite3_column_text(st, 0));
         }
         sqlite3_finalize(st);
     }
-    jsonb_raw(&b, "]");
-    a->runs_before = jsonb_take(&b);
+    buf_puts(&b, "]");
+    a->runs_before = buf_take(&b);
 }
 
 /* The listeners first -- the proxy's and the admin endpoint's -- so that

@@ -30,14 +30,14 @@ static struct rec_job *jobs_new(enum rec_job_kind kind, int64_t t_ns)
 static struct rec_job *jobs_sample_job(const struct stats_sample *s, int64_t phase_id, bool final)
 {
     struct rec_job *j = jobs_new(REC_JOB_SAMPLE, s->t_ns);
-    struct jsonb b;
+    struct buf b;
     if (!j)
         return NULL;
     j->phase_id = phase_id;
     j->final = final;
-    jsonb_init(&b);
+    buf_init(&b, JSONB_MAX);
     stats_json_object(&b, &s->stats);
-    j->text = jsonb_take(&b);
+    j->text = buf_take(&b);
     j->class_ids = calloc(s->n_classes ? s->n_classes : 1, sizeof *j->class_ids);
     j->class_json = calloc(s->n_classes ? s->n_classes : 1, sizeof *j->class_json);
     if (!j->text || !j->class_ids || !j->class_json)
@@ -47,7 +47,7 @@ static struct rec_job *jobs_sample_job(const struct stats_sample *s, int64_t pha
         if (!kv || j->nclasses == s->n_classes)
             continue;
         stats_json_object(&b, kv);
-        j->class_json[j->nclasses] = jsonb_take(&b);
+        j->class_json[j->nclasses] = buf_take(&b);
         if (!j->class_json[j->nclasses])
             goto fail;
         j->class_ids[j->nclasses++] = id;
@@ -61,12 +61,12 @@ fail:
 static void jobs_settings(struct jobs *jobs, const struct stats_sample *s)
 {
     struct rec_job *j = jobs_new(REC_JOB_SETTINGS, s->t_ns);
-    struct jsonb b;
+    struct buf b;
     if (!j)
         return;
-    jsonb_init(&b);
+    buf_init(&b, JSONB_MAX);
     stats_json_object(&b, &s->settings);
-    j->text = jsonb_take(&b);
+    j->text = buf_take(&b);
     j->version = strdup(s->has_version ? s->version : "");
     if (!j->text || !j->version) {
         rec_job_free(j);
@@ -112,21 +112,21 @@ const struct slab_settings *jobs_reported(const struct jobs *j)
  * back by the view run_ladder and checked by `model predict`. */
 static char *jobs_ladder_json(const struct ladder_choice *c)
 {
-    struct jsonb b;
+    struct buf b;
     char flags[1024];
     ladder_choice_flags(c, flags, sizeof flags);
-    jsonb_init(&b);
-    jsonb_printf(&b, "{\"origin\":\"%s\",\"trusted\":%s,\"partial\":%s,\"flags\":",
-                 ladder_origin_key(c->origin), c->trusted ? "true" : "false",
-                 c->partial ? "true" : "false");
+    buf_init(&b, JSONB_MAX);
+    buf_printf(&b, "{\"origin\":\"%s\",\"trusted\":%s,\"partial\":%s,\"flags\":",
+               ladder_origin_key(c->origin), c->trusted ? "true" : "false",
+               c->partial ? "true" : "false");
     jsonb_string(&b, flags, strlen(flags));
-    jsonb_raw(&b, ",\"chunk_sizes\":[");
+    buf_puts(&b, ",\"chunk_sizes\":[");
     for (uint32_t id = 1; id <= c->ladder.n_classes; id++)
-        jsonb_printf(&b, "%s%u", id > 1 ? "," : "", c->ladder.cls[id].chunk_size);
-    jsonb_raw(&b, "],\"note\":");
+        buf_printf(&b, "%s%u", id > 1 ? "," : "", c->ladder.cls[id].chunk_size);
+    buf_puts(&b, "],\"note\":");
     jsonb_string(&b, c->note, strlen(c->note));
-    jsonb_raw(&b, "}");
-    return jsonb_take(&b);
+    buf_puts(&b, "}");
+    return buf_take(&b);
 }
 
 /* The chunk sizes of the classes with a page, into j->seen; true when one
