@@ -3,7 +3,8 @@
  * misbehaving peer could repeat thousands of times a second.
  *
  * Owns stderr for diagnostics (results and usage go to stdout/stderr from
- * cli/ only). Must never block for longer than one write(2) of one line,
+ * cli/, and the experiment runner's report from experiment/experiment.c).
+ * Must never block for longer than one write(2) of one line,
  * allocate, or interleave two lines: each line is formatted into a stack
  * buffer and written with a single call, so the writer thread and the loop
  * thread can both log.

@@ -6,9 +6,12 @@
  *
  * Then the charts (results/ SVG files), drawn from the same queries.
  *
- * Owns the spec format (experiments/README.md, "Experiment specs") and the
- * whole lifecycle of what it starts, and the live progress line (stderr,
- * only when it is a terminal). Must never leave a memcached or a proxy
+ * Owns the spec format (experiments/README.md, "Experiment specs"), the
+ * whole lifecycle of what it starts, its report -- runs starting, gates,
+ * exports and the errors of the spec, plain lines like a compiler's (gates
+ * passed on stdout, failures on stderr): the one place outside cli/ that
+ * prints -- and the live progress line (stderr, only when it is a
+ * terminal). Must never leave a memcached or a proxy
  * behind (done, error or Ctrl-C), restart or write to a memcached it did
  * not start beyond the run's own workload, and never format a result
  * number in C: every figure in results/ comes out of a query. */

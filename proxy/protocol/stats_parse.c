@@ -479,6 +479,20 @@ bool stats_sample_get(const struct stats_sample *s, unsigned class_id, const cha
     return l && kv_num(stats_kv_find(l, field), v);
 }
 
+bool stats_sample_class_waste(const struct stats_sample *s, unsigned class_id, int64_t *allocated,
+                              int64_t *waste)
+{
+    int64_t chunk, used, req;
+    if (!stats_sample_get(s, class_id, "chunk_size", &chunk) ||
+        !stats_sample_get(s, class_id, "used_chunks", &used))
+        return false;
+    if (!stats_sample_get(s, class_id, "mem_requested", &req))
+        req = 0;
+    *allocated = chunk * used;
+    *waste = chunk * used - req;
+    return true;
+}
+
 const char *stats_sample_get_text(const struct stats_sample *s, unsigned class_id,
                                   const char *field)
 {

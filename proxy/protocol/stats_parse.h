@@ -263,6 +263,12 @@ const struct stats_kv_list *stats_sample_class(const struct stats_sample *s, uns
 /* True and *v set iff the field exists and is an int64. */
 bool stats_sample_get(const struct stats_sample *s, unsigned class_id, const char *field,
                       int64_t *v);
+/* A class's chunk bytes in use (chunk_size x used_chunks) into *allocated
+ * and what of them its items do not fill (minus mem_requested, 0 when
+ * absent) into *waste; false when the class shows no chunk_size or
+ * used_chunks. */
+bool stats_sample_class_waste(const struct stats_sample *s, unsigned class_id, int64_t *allocated,
+                              int64_t *waste);
 /* `stats` first, then slab_globals. */
 bool stats_sample_global(const struct stats_sample *s, const char *name, int64_t *v);
 bool stats_sample_setting(const struct stats_sample *s, const char *name, int64_t *v);

@@ -2,8 +2,10 @@
  * poller and admin HTTP endpoint -- with the order they start and stop in.
  * Used by `slabtap proxy` and by the experiment runner.
  *
- * Owns the run: its row, its phases, the last stats sample, the ladder the
- * writes are tagged with, and logging what its components return as errors.
+ * Owns the run: its row, its phase ids, the last stats sample (and when the
+ * final one has settled), the order components start and stop in, and
+ * logging what its components return as errors. What a sample becomes in
+ * the store and the ladder writes are tagged with are server/jobs.h's.
  * Must never touch the store from the loop thread once the recorder runs, and
  * never stop without a final sample and every row. */
 #ifndef SLABTAP_APP_H
@@ -14,13 +16,12 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "model/ladder_source.h"
-#include "model/slab_model.h"
 #include "protocol/stats_parse.h"
 #include "record/recorder.h"
 #include "record/sink.h"
 #include "record/spill.h"
 #include "server/admin_http.h"
+#include "server/jobs.h"
 #include "server/poller.h"
 #include "server/proxy.h"
 #include "server/webapi.h"
@@ -91,13 +92,7 @@ struct app {
     int64_t last_sample_ns;        /* when it came (0: none yet) */
     char http_host[ADDR_TEXT_MAX]; /* the admin address as a Host header names it */
     bool have_last;
-    struct slab_ladder ladder; /* tags writes with a class (app_ladder_update) */
-    /* what decides it: `stats settings`, cfg.memcached_flags and the chunk
-     * sizes memcached showed (model/ladder_source.h) */
-    struct slab_settings ladder_reported;
-    bool ladder_have_reported;
-    struct ladder_observed ladder_seen;
-    struct ladder_choice ladder_choice;
+    struct jobs jobs;  /* samples, settings, phases, run_meta; the ladder writes are tagged with */
     char *runs_before; /* JSON of earlier runs in the file, read at open */
     char *runs_all;    /* the same for /api/runs "runs" (query_runs_json) */
     struct webapi web; /* /api/run/...: queries on the writer thread */

@@ -7,7 +7,7 @@
  * memcached_exporter's names), and MEMCACHED_SLAB_METRICS (per slab class).
  * Must never: hold logic or state; name a unit other than Prometheus' base
  * units (seconds, bytes) in an exported name.
- * The X-macros are the only lists: /metrics (server/app.c), the docs and the
+ * The X-macros are the only lists: /metrics (server/scrape.c), the docs and the
  * code use them. Counters are touched only on the event loop thread, never
  * locked. */
 #ifndef SLABTAP_METRICS_H

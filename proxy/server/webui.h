@@ -9,7 +9,7 @@
  * endpoint's own scripts, styles and JSON.
  * Must never: read a file at run time, serve a path that is not in the
  * table, or decide who may see the page -- the caller admits each request
- * first (app.c's app_admit), as for every other route.
+ * first (server/routes.c's routes_admit), as for every other route.
  */
 #ifndef SLABTAP_WEBUI_H
 #define SLABTAP_WEBUI_H

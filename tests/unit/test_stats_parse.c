@@ -1193,6 +1193,39 @@ static void test_unknown_fields(void)
     stats_sample_fini(&s);
 }
 
+/* A class's allocated chunk bytes and their waste: mem_requested counted
+ * when `stats items` has it, 0 when not; nothing without used_chunks. */
+static void test_class_waste(void)
+{
+    static const char in[] = "STAT uptime 1\r\n"
+                             "END\r\n"
+                             "STAT items:1:number 2\r\n"
+                             "STAT items:1:mem_requested 150\r\n"
+                             "END\r\n"
+                             "STAT 1:chunk_size 96\r\n"
+                             "STAT 1:used_chunks 2\r\n"
+                             "STAT 2:chunk_size 120\r\n"
+                             "STAT 2:used_chunks 3\r\n"
+                             "STAT 3:chunk_size 152\r\n"
+                             "END\r\n";
+    struct stats_sample s;
+    size_t taken;
+    int64_t allocated = -1, waste = -1;
+
+    stats_sample_init(&s);
+    CHECK_TRUE(run_batch(&s, STATS_R_REQUIRED, in, sizeof in - 1, NULL, 0, &taken) ==
+               STATS_PARSE_OK);
+    CHECK_TRUE(stats_sample_class_waste(&s, 1, &allocated, &waste));
+    CHECK_INT(allocated, 192);
+    CHECK_INT(waste, 42);
+    CHECK_TRUE(stats_sample_class_waste(&s, 2, &allocated, &waste));
+    CHECK_INT(allocated, 360);
+    CHECK_INT(waste, 360);
+    CHECK_TRUE(!stats_sample_class_waste(&s, 3, &allocated, &waste)); /* no used_chunks */
+    CHECK_TRUE(!stats_sample_class_waste(&s, 4, &allocated, &waste)); /* no class */
+    stats_sample_fini(&s);
+}
+
 /* An error line instead of a block keeps the pipeline in step. */
 static void test_error_replies(void)
 {
@@ -1301,6 +1334,7 @@ int main(void)
     test_empty_server();
     test_batch_captured();
     test_unknown_fields();
+    test_class_waste();
     test_error_replies();
     test_bounds();
     return check_done("test_stats_parse");

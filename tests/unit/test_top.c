@@ -273,7 +273,7 @@ static void test_width(void)
     CHECK_INT(top_view_render(&s1, NULL, &o, small, 0), 0);
 }
 
-/* The body GET /api/slabs answers (server/app.c route_slabs), classes out
+/* The body GET /api/slabs answers (server/routes.c routes_slabs), classes out
  * of order, one that has lost all its pages, a field that is not a number. */
 static const char slabs_json[] =
     "{\"run_id\":3,\"t_ns\":1700000000000000000,\"classes\":["

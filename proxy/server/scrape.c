@@ -1,0 +1,203 @@
+/* scrape: /metrics from the proxy, the recorder and the latest stats
+ * sample. Loop thread only. */
+#include "server/scrape.h"
+
+#include <stdio.h>
+
+#include "record/retain.h"
+#include "server/metrics.h"
+
+static const struct {
+    const char *name, *help;
+    enum prom_type type;
+    uint64_t scale; /* field units per exported unit (METRIC_SCALE_*) */
+} proxy_metrics[] = {
+#define METRIC_ROW(name, type, unit, help) \
+    { #name METRIC_SUFFIX_##unit, help, PROM_##type, METRIC_SCALE_##unit },
+#define PROM_counter PROM_COUNTER
+#define PROM_gauge PROM_GAUGE
+    SLABTAP_METRICS(METRIC_ROW)
+#undef METRIC_ROW
+};
+
+static uint64_t metric_value(const struct proxy *px, size_t i)
+{
+    const uint64_t *v = (const uint64_t *)&px->m;
+    return v[i];
+}
+
+/* The tables of server/metrics.h, as rows: (name, type, stats field or
+ * NULL, help). */
+struct stats_family {
+    const char *name;
+    enum prom_type type;
+    const char *field, *help;
+};
+
+#define STATS_FAMILY_ROW(name, type, field, help) { #name, PROM_##type, field, help },
+static const struct stats_family memcached_families[] = { MEMCACHED_METRICS(STATS_FAMILY_ROW) };
+static const struct stats_family class_families[] = { MEMCACHED_SLAB_METRICS(STATS_FAMILY_ROW) };
+#undef STATS_FAMILY_ROW
+
+static const struct {
+    const char *command, *status, *field;
+} memcached_commands[] = {
+#define COMMAND_ROW(command, status, field) { command, status, field },
+    MEMCACHED_COMMANDS(COMMAND_ROW)
+#undef COMMAND_ROW
+};
+
+/* The gauges the recorder and retention keep, into the proxy's struct
+ * metrics for this scrape. */
+static void scrape_refresh(const struct scrape_sources *src)
+{
+    struct proxy *px = src->px;
+    struct recorder *rec = src->rec;
+    px->m.recorder_queue_depth = rec_depth(rec);
+    px->m.rows_dropped = rec->dropped;
+    px->m.recorder_stalls = rec->stalls;
+    struct rec_spill_state sp;
+    char why[8];
+    rec_spill_state(rec, &sp);
+    px->m.recording_degraded = rec_degraded(rec, why, sizeof why);
+    px->m.spill_backlog_rows = sp.rows;
+    px->m.spill_backlog_bytes = sp.bytes;
+    px->m.rows_spilled = sp.spilled;
+    px->m.rows_shipped = sp.shipped;
+    px->m.buffer_bytes = pbuf_pool_bytes(&px->pool) + px->pending_bytes;
+    struct retain_stats rs;
+    char file[1024];
+    rec_retain_state(rec, &rs, file, sizeof file, &px->m.db_rotations);
+    px->m.rows_expired = rs.rows_expired;
+    px->m.retention_bound_reached = rs.bound_reached;
+    px->m.oldest_row_timestamp_seconds =
+        rs.oldest_ns > 0 ? (uint64_t)(rs.oldest_ns / 1000000000) : 0;
+    /* the file on disk, WAL included, retention or not (rs.file_bytes is
+     * retention's view: pages in use, and only while retention is on) */
+    px->m.db_file_bytes = src->store == SINK_SQLITE ? retain_disk_bytes(file) : 0;
+    px->m.db_free_bytes = rs.free_bytes;
+    px->m.retention_steps = rs.steps;
+    px->m.retention_step_max_us = rs.step_max_us;
+    px->m.retention_us = rs.step_total_us;
+}
+
+/* One sample per loss reason of the family just declared. */
+static void scrape_losses(struct prom_writer *w, struct recorder *rec,
+                          uint64_t (*count)(struct recorder *, enum rec_loss))
+{
+    for (int reason = 0; reason < REC_LOST__COUNT; reason++) {
+        struct prom_label l = { "reason", rec_loss_label((enum rec_loss)reason) };
+        prom_sample_u64(w, &l, 1, count(rec, (enum rec_loss)reason));
+    }
+}
+
+/* slabtap_*: the proxy's and the recorder's families. */
+static void scrape_proxy(struct prom_writer *w, const struct scrape_sources *src)
+{
+    char name[PROM_NAME_MAX + 1];
+    const struct proxy *px = src->px;
+    struct recorder *rec = src->rec;
+    for (size_t i = 0; i < sizeof proxy_metrics / sizeof proxy_metrics[0]; i++) {
+        snprintf(name, sizeof name, "slabtap_%s%s", proxy_metrics[i].name,
+                 proxy_metrics[i].type == PROM_COUNTER ? "_total" : "");
+        prom_declare(w, name, proxy_metrics[i].type, proxy_metrics[i].help);
+        if (proxy_metrics[i].scale == 1)
+            prom_sample_u64(w, NULL, 0, metric_value(px, i));
+        else
+            prom_sample_double(w, NULL, 0,
+                               (double)metric_value(px, i) / (double)proxy_metrics[i].scale);
+    }
+    prom_declare(w, "slabtap_requests_by_command_total", PROM_COUNTER,
+                 "Requests parsed from clients, by command");
+    for (int c = 0; c < MC_CMD_COUNT; c++) {
+        if (!px->requests_by_cmd[c])
+            continue;
+        struct prom_label l = { "command", mc_cmd_name((enum mc_cmd)c) };
+        prom_sample_u64(w, &l, 1, px->requests_by_cmd[c]);
+    }
+    prom_declare(w, "slabtap_rows_lost_total", PROM_COUNTER,
+                 "Writes not recorded, by reason: queue_full (--on-full drop), write_error "
+                 "(the store failed past --max-stall), shutdown (still failing at exit), "
+                 "spill_full (past --spill-max), store_unavailable (--record-optional), "
+                 "file_deleted (the SQLite file was deleted or replaced while recording), "
+                 "wal_full (past --wal-max while a reader held a snapshot)");
+    scrape_losses(w, rec, rec_lost);
+    prom_declare(w, "slabtap_read_rows_lost_total", PROM_COUNTER,
+                 "Read rows (one per key asked for) the writer could not record, by reason "
+                 "(as slabtap_rows_lost_total; read rows dropped from a full queue are counted "
+                 "there, with the writes)");
+    scrape_losses(w, rec, rec_reads_lost);
+    prom_declare(w, "slabtap_recorder_failing", PROM_GAUGE,
+                 "1 while the store fails to write (batches are kept and tried again)");
+    prom_sample_u64(w, NULL, 0, rec_failing_since(rec, NULL, 0) != 0);
+    prom_declare(w, "slabtap_upstream_up", PROM_GAUGE,
+                 "1 when the stats connection to memcached is up");
+    prom_sample_u64(w, NULL, 0, src->poller->connected);
+    prom_declare(w, "slabtap_stats_samples_total", PROM_COUNTER, "Stats samples taken");
+    prom_sample_u64(w, NULL, 0, src->poller->counters.samples);
+}
+
+/* memcached-wide families from the latest sample, as memcached_exporter
+ * exports them. memcached_up is 1 while the stats poller's connection is
+ * up and a sample has arrived; the other families have samples only then
+ * (the exporter writes none when it cannot reach memcached either), so a
+ * graph shows a gap, never a stale value as if it were current. */
+static void scrape_memcached(struct prom_writer *w, const struct scrape_sources *src)
+{
+    const struct stats_sample *last = src->last;
+    bool up = src->poller->connected && last;
+    int64_t v, set, hits, misses, badval;
+
+    prom_declare(w, "memcached_up", PROM_GAUGE,
+                 "Could the memcached server be reached (slabtap's stats poller is connected "
+                 "and has a sample).");
+    prom_sample_u64(w, NULL, 0, up);
+    for (size_t i = 0; i < sizeof memcached_families / sizeof memcached_families[0]; i++) {
+        prom_declare(w, memcached_families[i].name, memcached_families[i].type,
+                     memcached_families[i].help);
+        if (up && stats_sample_global(last, memcached_families[i].field, &v))
+            prom_sample_i64(w, NULL, 0, v);
+    }
+    prom_declare(w, "memcached_commands_total", PROM_COUNTER, MEMCACHED_COMMANDS_HELP);
+    for (size_t i = 0; up && i < sizeof memcached_commands / sizeof memcached_commands[0]; i++) {
+        struct prom_label l[2] = { { "command", memcached_commands[i].command },
+                                   { "status", memcached_commands[i].status } };
+        if (stats_sample_global(last, memcached_commands[i].field, &v))
+            prom_sample_i64(w, l, 2, v);
+    }
+    if (up && stats_sample_global(last, "cmd_set", &set) &&
+        stats_sample_global(last, "cas_hits", &hits) &&
+        stats_sample_global(last, "cas_misses", &misses) &&
+        stats_sample_global(last, "cas_badval", &badval)) {
+        struct prom_label l[2] = { { "command", "set" }, { "status", "hit" } };
+        prom_sample_i64(w, l, 2, set - (hits + misses + badval));
+    }
+}
+
+static void scrape_classes(struct prom_writer *w, const struct stats_sample *last)
+{
+    for (size_t g = 0; g < sizeof class_families / sizeof class_families[0]; g++) {
+        prom_declare(w, class_families[g].name, class_families[g].type, class_families[g].help);
+        for (unsigned id = 0; last && id <= last->max_class_id; id++) {
+            int64_t v, allocated;
+            char label[16];
+            if (!stats_sample_class(last, id))
+                continue;
+            if (class_families[g].field ? !stats_sample_get(last, id, class_families[g].field, &v)
+                                        : !stats_sample_class_waste(last, id, &allocated, &v))
+                continue;
+            snprintf(label, sizeof label, "%u", id);
+            struct prom_label l = { "slab", label };
+            prom_sample_i64(w, &l, 1, v);
+        }
+    }
+}
+
+enum prom_err scrape_write(struct prom_writer *w, const struct scrape_sources *src)
+{
+    scrape_refresh(src);
+    scrape_proxy(w, src);
+    scrape_memcached(w, src);
+    scrape_classes(w, src->last);
+    return prom_writer_finish(w);
+}
