@@ -10,8 +10,8 @@ test_queries_pg.py, the canned queries on more runs) use these helpers:
                           sqlite3, schema/pg/queries/NAME.sql with psql), its
                           (header, rows) with NULL as None
   query_answer            what two stores must agree on for a query's rows
-                          (numbers by value; per-sample queries as settled
-                          states, see settled)
+                          (numbers by value; per-sample queries as the state
+                          at each phase's or run's end, see part_ends)
   compare_query           the same query on both, answers equal
   meta_rows               a run's run_meta rows from either store
   text_body, json_without the normalizers: what names the run, the store,
@@ -31,10 +31,12 @@ SCHEMA = os.path.join(mctest.SRC, "schema")
 QUERIES = os.path.join(SCHEMA, "queries")
 PG_QUERIES = os.path.join(SCHEMA, "pg", "queries")
 NULL = "\\N"
-# queries with a row per stats sample, by their time column: the two
-# proxies' pollers do not tick together, so these compare as the sequence
-# of states that held for at least two polls (see settled)
-PER_SAMPLE = {"pages_timeline": "seconds", "exp3_timeline": "seconds"}
+# queries with a row per stats sample: (their time column, the column that
+# says which part of the recording a sample belongs to). The two proxies'
+# pollers do not tick together and a load step takes as many polls as the
+# machine makes it take, so these compare as the state at the end of each
+# part (see part_ends), where the load waited for several polls.
+PER_SAMPLE = {"pages_timeline": ("seconds", "phase"), "exp3_timeline": ("seconds", "run")}
 
 
 # --- the canned queries --------------------------------------------------------------
@@ -69,34 +71,30 @@ def run_pg(psql, uri, name, params):
     return parse_csv(p.stdout)
 
 
-def settled(header, rows, time_col):
-    """rows of a per-sample query as the sequence of states (the rows of one
-    sample, time_col left out) that held for two samples or more in a row."""
-    t = header.index(time_col)
+def part_ends(header, rows, time_col, part_col):
+    """rows of a per-sample query as the last sample of each part: the rows
+    of one sample (time_col left out) for each run of consecutive samples
+    whose part_col (a phase, a run) is the same."""
+    t, p = header.index(time_col), header.index(part_col)
     samples, last = [], object()
     for r in rows:
         if r[t] != last or not samples:
             samples.append([])
             last = r[t]
-        samples[-1].append(tuple(v for i, v in enumerate(r) if i != t))
-    states = []
-    i = 0
-    while i < len(samples):
-        j = i
-        while j + 1 < len(samples) and samples[j + 1] == samples[i]:
-            j += 1
-        if j > i and (not states or states[-1] != samples[i]):
-            states.append(samples[i])
-        i = j + 1
-    return states
+        samples[-1].append(r)
+    ends = []
+    for i, sample in enumerate(samples):
+        if i + 1 == len(samples) or samples[i + 1][0][p] != sample[0][p]:
+            ends.append([tuple(v for j, v in enumerate(r) if j != t) for r in sample])
+    return ends
 
 
 def query_answer(name, header, rows):
     """What two stores must agree on for canned query NAME's (header, rows):
     numbers as numbers (20.1 and 20.10 alike, to 12 significant digits), a
-    per-sample query's rows as its settled states' rows."""
+    per-sample query's rows as its part ends' rows (part_ends)."""
     if name in PER_SAMPLE:
-        rows = [list(r) for s in settled(header, rows, PER_SAMPLE[name]) for r in s]
+        rows = [list(r) for s in part_ends(header, rows, *PER_SAMPLE[name]) for r in s]
 
     def value(v):
         try:
@@ -109,7 +107,7 @@ def query_answer(name, header, rows):
 def compare_query(tc, sqlite_db, psql, uri, name, params):
     """Asserts (on unittest case tc) that query NAME with params gives the
     same header and rows on the SQLite file and on PostgreSQL, and at least
-    one row (a per-sample query: two settled states); returns the SQLite
+    one row (a per-sample query: two part ends); returns the SQLite
     answer's rows."""
     what = "%s %r" % (name, params)
     sqlite_rows = run_sqlite(sqlite_db, name, params)
@@ -117,7 +115,7 @@ def compare_query(tc, sqlite_db, psql, uri, name, params):
     h2, r2 = query_answer(name, *run_pg(psql, uri, name, params))
     tc.assertTrue(sqlite_rows[1], what + ": no rows on SQLite, nothing compared")
     if name in PER_SAMPLE:
-        tc.assertGreaterEqual(len(settled(*sqlite_rows, PER_SAMPLE[name])), 2,
+        tc.assertGreaterEqual(len(part_ends(*sqlite_rows, *PER_SAMPLE[name])), 2,
                               what + ": no time series")
     tc.assertEqual(h2, h1, what)
     tc.assertEqual(r2, r1, what)

@@ -19,9 +19,11 @@ query runs on both (sqlite3 -csv with `.parameter set`, psql --csv with
 -v), with no parameters and with runs picked by name and by id, and the
 rows must be equal (numbers by value: 20.1 and 20.10 are equal). Two
 queries print a row per stats sample, and the two proxies' pollers do not
-tick together: for them the samples are compared as the sequence of states
-that held for at least two polls (seconds left out); the load waits 5 polls
-after each step so that every state the test makes holds that long.
+tick together: for them the state at each phase's end (exp3_timeline: each
+run's) is compared, seconds left out (engines.part_ends); the load waits 5
+polls after each step so that the state a step makes is what its end shows.
+The helpers (the query runners, the comparison) are engines.py's, shared
+with test_engines.py.
 
 Needs memcached, PostgreSQL (initdb, psql), sqlite3 and $SLABTAP.
 127.0.0.1 only; bounded waits.
