@@ -73,8 +73,12 @@ def run_pg(psql, uri, name, params):
 
 def part_ends(header, rows, time_col, part_col):
     """rows of a per-sample query as the last sample of each part: the rows
-    of one sample (time_col left out) for each run of consecutive samples
-    whose part_col (a phase, a run) is the same."""
+    of one sample (time_col left out, each distinct row once) for each run
+    of consecutive samples whose part_col (a phase, a run) is the same. A
+    sample is the rows of one time_col value: two samples whose rounded
+    times are equal (the final one, taken as the proxy stops, can come
+    within a millisecond of the poll before) read as one, and at a part's
+    end both hold the same state."""
     t, p = header.index(time_col), header.index(part_col)
     samples, last = [], object()
     for r in rows:
@@ -85,7 +89,8 @@ def part_ends(header, rows, time_col, part_col):
     ends = []
     for i, sample in enumerate(samples):
         if i + 1 == len(samples) or samples[i + 1][0][p] != sample[0][p]:
-            ends.append([tuple(v for j, v in enumerate(r) if j != t) for r in sample])
+            ends.append(list(dict.fromkeys(tuple(v for j, v in enumerate(r) if j != t)
+                                           for r in sample)))
     return ends
 
 
