@@ -53,6 +53,19 @@ bool pgstore_is_uri(const char *db);
  * Always NUL-terminates out (cut to outlen). */
 void pgstore_redact(const char *uri, char *out, size_t outlen);
 
+/* A libpq connection (PGconn) to uri with slabtap's defaults -- connect_timeout
+ * 10 s, application_name slabtap, server options (NULL: none) -- which the
+ * string overrides, and UTF8, which it cannot. NULL only when out of
+ * memory: check PQstatus. The reader's and the store's one way to connect. */
+struct pg_conn *pgstore_connect(const char *uri, const char *options);
+/* "<shown>: <what>: <reason>" into err, libpq's multi-line reason on one
+ * line, every occurrence of the password pw (may be NULL) replaced by
+ * "***". Returns -1. */
+int pgstore_say(const char *shown, const char *pw, const char *what, const char *reason, char *err,
+                size_t errlen);
+/* The password pw replaced by "***" in msg (cap bytes). */
+void pgstore_scrub(const char *pw, char *msg, size_t cap);
+
 /* Connects (libpq connection string: URI or keyword/value; password from
  * the string, PGPASSWORD or ~/.pgpass; connect_timeout 10 s unless it says
  * otherwise; synchronous_commit off unless its `options` say otherwise),
