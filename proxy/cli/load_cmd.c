@@ -281,8 +281,10 @@ static void load_cli_hits(const struct load_result *r)
 
 static void load_cli_summary(const struct load_cli_args *a, const struct load_result *r)
 {
+    char shown[PGSTORE_URI_MAX]; /* a postgresql:// --replay-db without its password */
+    pgstore_redact(a->replay_db, shown, sizeof shown);
     const char *src = a->workload    ? a->workload
-                      : a->replay_db ? a->replay_db
+                      : a->replay_db ? shown
                       : a->twitter   ? a->twitter
                                      : a->cachelib;
     if (!a->dry_run)

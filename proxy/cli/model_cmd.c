@@ -122,7 +122,7 @@ void cli_replay_counted(const char *source, uint64_t ops, uint64_t keys)
 {
     if (!ops)
         return;
-    snprintf(cli_counters.source, sizeof cli_counters.source, "%s", source);
+    pgstore_redact(source, cli_counters.source, sizeof cli_counters.source); /* no password */
     cli_counters.ops = ops;
     cli_counters.keys = keys;
     cli_counters.replays++;

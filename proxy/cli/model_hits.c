@@ -13,13 +13,13 @@
 
 #include "cli/cli.h"
 #include "cli/wrapout.h"
-#include <sqlite3.h>
 
 #include "core/jsonb.h"
 #include "load/verify.h"
 #include "model/hitadvise.h"
 #include "model/predict.h"
 #include "record/reader.h"
+#include "record/sink.h"
 
 /* The run's slab_automove and LRU mode from its first `stats settings`
  * (1.6.18's defaults when none was recorded). */
@@ -50,38 +50,15 @@ static void run_lru_settings(struct reader *rd, int64_t run_id, unsigned *automo
     *lru = l.lru;
 }
 
-/* --save: text as run_meta key of the run (a connection of its own: the
- * reader's is read-only). 0, or -1 said on stderr. */
+/* --save: text as run_meta key of the run (record/sink.h: a connection of
+ * its own; the reader's is read-only). 0, or -1 said on stderr. */
 static int save_meta(const struct cli_hits_args *a, const char *key, const char *text)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    int rc = -1;
-    if (sqlite3_open_v2(a->db, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
-        goto out;
-    sqlite3_busy_timeout(db, READER_BUSY_MS);
-    if (sqlite3_prepare_v2(
-            db, "INSERT OR REPLACE INTO run_meta (run_id, key, value) VALUES (?1, ?2, ?3)", -1, &st,
-            NULL) != SQLITE_OK)
-        goto out;
-    sqlite3_bind_int64(st, 1, a->run_id);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_DONE)
-        rc = 0;
-out:
-    if (rc && db &&
-        ((sqlite3_errcode(db) & 0xff) == SQLITE_BUSY ||
-         (sqlite3_errcode(db) & 0xff) == SQLITE_LOCKED)) {
-        char why[1024];
-        reader_locked_why(a->db, sqlite3_errmsg(db), why, sizeof why);
-        fprintf(stderr, "slabtap model: --save: %s: %s\n", a->db, why);
-    } else if (rc)
-        fprintf(stderr, "slabtap model: --save: %s: %s\n", a->db,
-                db ? sqlite3_errmsg(db) : "cannot open");
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return rc;
+    char err[1024];
+    if (sink_save_meta(a->db, a->run_id, key, text, err, sizeof err) == 0)
+        return 0;
+    fprintf(stderr, "slabtap model: --save: %s\n", err);
+    return -1;
 }
 
 /* The run's request sequence into *seq and the model's input over it (the

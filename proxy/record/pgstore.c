@@ -1207,3 +1207,33 @@ int64_t pgstore_meta_int(struct pgstore *s, int64_t run_id, const char *key)
     PQclear(res);
     return v;
 }
+
+int pgstore_save_meta(const char *uri, int64_t run_id, const char *key, const char *value,
+                      char *err, size_t errlen)
+{
+    char shown[PGSTORE_URI_MAX], id[24];
+    const char *vals[] = { id, key, value };
+    PGconn *c = (PGconn *)pgstore_connect(uri, NULL);
+    PGresult *res = NULL;
+    int rc = -1;
+    pgstore_redact(uri, shown, sizeof shown);
+    snprintf(id, sizeof id, "%lld", (long long)run_id);
+    if (!c || PQstatus(c) != CONNECTION_OK) {
+        pgstore_say(shown, c ? PQpass(c) : NULL, "cannot connect",
+                    c ? PQerrorMessage(c) : "out of memory", err, errlen);
+        goto out;
+    }
+    res = PQexecParams(c,
+                       "INSERT INTO run_meta (run_id, key, value) VALUES ($1, $2, $3)"
+                       " ON CONFLICT (run_id, key) DO UPDATE SET value = EXCLUDED.value",
+                       3, NULL, vals, NULL, NULL, 0);
+    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
+        pgstore_say(shown, PQpass(c), "writing run_meta",
+                    res ? PQresultErrorMessage(res) : PQerrorMessage(c), err, errlen);
+    else
+        rc = 0;
+out:
+    PQclear(res);
+    PQfinish(c);
+    return rc;
+}

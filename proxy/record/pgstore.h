@@ -108,4 +108,10 @@ int64_t pgstore_max_phase_id(struct pgstore *s, int64_t run_id);
  * the server cannot be asked (reconnects a lost connection first). */
 int64_t pgstore_meta_int(struct pgstore *s, int64_t run_id, const char *key);
 
+/* run_meta's value of key for run_id set to value, on a connection of its
+ * own (uri's database, whose schema a proxy applied): what `slabtap model
+ * --save` keeps for the page. 0, or -1 with the reason in err. */
+int pgstore_save_meta(const char *uri, int64_t run_id, const char *key, const char *value,
+                      char *err, size_t errlen);
+
 #endif
