@@ -67,6 +67,8 @@ const char *reader_engine_name(enum reader_engine e)
     return e == READER_PG ? "postgresql" : "sqlite";
 }
 
+const char reader_sql_same[] = "";
+
 /* --- one query ------------------------------------------------------------- */
 
 /* Starts question q on c: its SQL, else the older form. 0, or -1 with err
@@ -75,6 +77,8 @@ static int rq_start(struct reader *r, struct reader_cursor *c, enum reader_q q,
                     const struct reader_param *p, int np, char *err, size_t errlen)
 {
     const struct reader_sql *s = &r->ops->sql[q];
+    if (s->sql == READER_SQL_SAME)
+        s = &reader_sqlite_sql[q];
     memset(c, 0, sizeof *c);
     c->r = r;
     if (!s->sql) {

@@ -59,6 +59,12 @@ struct reader_sql {
     const char *sql, *older, *oldest;
 };
 
+/* An engine's entry READER_SQL_SAME: SQLite's forms of the question, with
+ * the engine's rule for what differs (PostgreSQL: $N for ?N). */
+extern const char reader_sql_same[];
+#define READER_SQL_SAME reader_sql_same
+extern const struct reader_sql reader_sqlite_sql[RQ__COUNT];
+
 struct reader_param {
     bool is_text;
     int64_t i;

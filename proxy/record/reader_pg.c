@@ -14,8 +14,8 @@
 
 #include "record/reader_engine.h"
 
-#define W_COLS "cmd, key, key_hash, key_len, value_len, flags, exptime, answer, seq"
-
+/* READER_SQL_SAME: SQLite's query with $N for ?N (the write aggregates
+ * too: schema.sql's agg_* tables, the same names in PostgreSQL). */
 static const struct reader_sql pg_sql[RQ__COUNT] = {
     [RQ_RUN_FIND] = { "SELECT run_id FROM runs WHERE $1::text IS NULL OR run_id::text = $1"
                       " OR name = $1 ORDER BY run_id DESC LIMIT 1",
@@ -35,7 +35,7 @@ static const struct reader_sql pg_sql[RQ__COUNT] = {
                            " jsonb_each_text(s.settings) j WHERE s.run_id = $1 AND s.t_ns ="
                            " (SELECT max(t_ns) FROM settings WHERE run_id = $1)",
                            NULL },
-    [RQ_META] = { "SELECT value FROM run_meta WHERE run_id = $1 AND key = $2", NULL },
+    [RQ_META] = { READER_SQL_SAME },
     [RQ_META_LADDER] = { "SELECT j.n, j.v::numeric FROM run_meta m, jsonb_array_elements_text("
                          "CASE WHEN jsonb_typeof(slabtap_try_jsonb(m.value) -> 'chunk_sizes')"
                          " = 'array' THEN slabtap_try_jsonb(m.value) -> 'chunk_sizes'"
@@ -46,12 +46,8 @@ static const struct reader_sql pg_sql[RQ__COUNT] = {
                          " FROM samples s JOIN sample_classes c USING (sample_id)"
                          " WHERE s.run_id = $1 AND s.t_ns >= $2 AND c.fields ? 'chunk_size'",
                          NULL },
-    [RQ_SAMPLE_FIRST] = { "SELECT sample_id FROM samples WHERE run_id = $1"
-                          " ORDER BY t_ns ASC, sample_id ASC LIMIT 1",
-                          NULL },
-    [RQ_SAMPLE_LAST] = { "SELECT sample_id FROM samples WHERE run_id = $1"
-                         " ORDER BY t_ns DESC, sample_id DESC LIMIT 1",
-                         NULL },
+    [RQ_SAMPLE_FIRST] = { READER_SQL_SAME },
+    [RQ_SAMPLE_LAST] = { READER_SQL_SAME },
     [RQ_COUNTERS] = { "SELECT coalesce((stats ->> 'evictions')::numeric, 0),"
                       " coalesce((stats ->> 'slabs_moved')::numeric, 0),"
                       " coalesce((stats ->> 'reclaimed')::numeric, 0),"
@@ -67,46 +63,22 @@ static const struct reader_sql pg_sql[RQ__COUNT] = {
                       " WHERE c.sample_id = s.sample_id) * 1048576, 0)"
                       " FROM samples s WHERE sample_id = $1",
                       NULL },
-    [RQ_CLASSES] = { "SELECT class_id, chunk_size, used_chunks, mem_requested, total_pages,"
-                     " number, evicted FROM class_stats WHERE sample_id = $1",
-                     NULL },
-    [RQ_WRITES_SEQ] = { "SELECT " W_COLS ", ms_mode, class_id FROM sets WHERE run_id = $1"
-                        " ORDER BY seq",
-                        NULL },
+    [RQ_CLASSES] = { READER_SQL_SAME },
+    [RQ_WRITES_SEQ] = { READER_SQL_SAME },
     /* no cheaper order to scan in: a partitioned table's rows come in
      * any order */
-    [RQ_WRITES_SCAN] = { "SELECT " W_COLS ", ms_mode, class_id FROM sets WHERE run_id = $1"
-                         " ORDER BY seq",
+    [RQ_WRITES_SCAN] = { "SELECT cmd, key, key_hash, key_len, value_len, flags, exptime, answer,"
+                         " seq, ms_mode, class_id FROM sets WHERE run_id = $1 ORDER BY seq",
                          NULL },
-    [RQ_WRITES_COUNTERS] = { "SELECT " W_COLS ", NULL, NULL FROM sets WHERE run_id = $1"
-                             " AND cmd IN ('incr', 'decr', 'ma')"
-                             " AND answer NOT LIKE 'CLIENT_ERROR cannot incr%'",
-                             NULL },
+    [RQ_WRITES_COUNTERS] = { READER_SQL_SAME },
     [RQ_WRITES_COUNT] = { "SELECT count(*) FROM writes WHERE run_id = $1", NULL },
-    [RQ_READS] = { "SELECT cmd, key, key_hash, key_len, hit, value_len, flags, exptime, seq,"
-                   " after_write, next_kind FROM (SELECT m.*, LEAD(kind) OVER (PARTITION BY"
-                   " key_hash ORDER BY w, kind, rs) AS next_kind FROM (SELECT 1 AS kind,"
-                   " after_write AS w, seq AS rs, cmd, key, key_hash, key_len, hit, value_len,"
-                   " flags, exptime, seq, after_write FROM reads WHERE run_id = $1 UNION ALL"
-                   " SELECT 0, seq, 0, NULL, NULL, key_hash, NULL, NULL, NULL, NULL, NULL, NULL,"
-                   " NULL FROM sets WHERE run_id = $1) AS m) AS x WHERE kind = 1"
-                   " ORDER BY after_write, seq",
-                   NULL },
-    [RQ_READS_COUNT] = { "SELECT count(*) FROM reads WHERE run_id = $1", NULL },
+    [RQ_READS] = { READER_SQL_SAME },
+    [RQ_READS_COUNT] = { READER_SQL_SAME },
     [RQ_ROWS_PRESENT] = { "SELECT count(*) FROM writes WHERE run_id = $1", NULL },
-    /* the write aggregates: schema.sql's agg_* tables, the same names */
-    [RQ_HAS_AGGS] = { "SELECT 1 FROM agg_item_runs WHERE run_id = $1", NULL },
-    [RQ_AGG_ITEMS] = { "SELECT class_id, body, outcome, sum(writes), sum(body_bytes) FROM"
-                       " agg_items WHERE run_id = $1 GROUP BY class_id, body, outcome"
-                       " ORDER BY body, class_id",
-                       NULL },
-    [RQ_AGG_ANSWERS] = { "SELECT coalesce(sum(a.writes), 0), coalesce(sum(CASE WHEN c.cmd IN"
-                         " ('delete', 'md') AND n.answer IN ('DELETED', 'HD') THEN a.writes END),"
-                         " 0) FROM agg_answers a LEFT JOIN cmds c ON c.cmd_id = a.cmd_id"
-                         " LEFT JOIN answers n ON n.answer_id = a.answer_id WHERE a.run_id = $1",
-                         NULL },
+    [RQ_HAS_AGGS] = { READER_SQL_SAME },
+    [RQ_AGG_ITEMS] = { READER_SQL_SAME },
+    [RQ_AGG_ANSWERS] = { READER_SQL_SAME },
 };
-#undef W_COLS
 
 struct pg_reader {
     PGconn *conn;
@@ -177,6 +149,9 @@ static int pg_start(struct reader_cursor *c, const char *sql, const struct reade
         goto fail;
     }
     snprintf(decl, len, "DECLARE %s NO SCROLL CURSOR FOR %s", k->name, sql);
+    for (char *q = decl; (q = strchr(q, '?')); q++) /* SQLite's ?N: $N */
+        if (q[1] >= '0' && q[1] <= '9')
+            *q = '$';
     if (PQtransactionStatus(p->conn) == PQTRANS_IDLE &&
         pg_exec(c->r, "BEGIN READ ONLY", err, errlen))
         goto fail;

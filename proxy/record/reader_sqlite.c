@@ -13,7 +13,7 @@
 
 #define W_COLS "cmd, key, key_hash, key_len, value_len, flags, exptime, answer, seq"
 
-static const struct reader_sql sqlite_sql[RQ__COUNT] = {
+const struct reader_sql reader_sqlite_sql[RQ__COUNT] = {
     [RQ_RUN_FIND] = { "SELECT run_id FROM runs WHERE ?1 IS NULL OR CAST(run_id AS TEXT) = ?1"
                       " OR name = ?1 ORDER BY run_id DESC LIMIT 1",
                       NULL },
@@ -95,7 +95,7 @@ static const struct reader_sql sqlite_sql[RQ__COUNT] = {
                    " after_write AS w, seq AS rs, cmd, key, key_hash, key_len, hit, value_len,"
                    " flags, exptime, seq, after_write FROM reads WHERE run_id = ?1 UNION ALL"
                    " SELECT 0, seq, 0, NULL, NULL, key_hash, NULL, NULL, NULL, NULL, NULL, NULL,"
-                   " NULL FROM sets WHERE run_id = ?1) AS m) WHERE kind = 1"
+                   " NULL FROM sets WHERE run_id = ?1) AS m) AS x WHERE kind = 1"
                    " ORDER BY after_write, seq",
                    NULL },
     [RQ_READS_COUNT] = { "SELECT count(*) FROM reads WHERE run_id = ?1", NULL },
@@ -197,7 +197,7 @@ static void sqlite_close(struct reader *r)
 
 static const struct reader_ops sqlite_ops = {
     .engine = READER_SQLITE,
-    .sql = sqlite_sql,
+    .sql = reader_sqlite_sql,
     .start = sqlite_start,
     .step = sqlite_step,
     .is_null = lite_column_null,
