@@ -82,11 +82,9 @@ struct pgstore_state {
 
 /* --- messages ----------------------------------------------------------------------- */
 
-/* Replaces every occurrence of the password in msg (cap bytes) by "***". */
-static void scrub(const struct pgstore *s, char *msg, size_t cap)
+void pgstore_scrub(const char *pw, char *msg, size_t cap)
 {
-    const char *pw = s->st ? s->st->password : "";
-    size_t pl = strlen(pw), o = 0;
+    size_t pl = pw ? strlen(pw) : 0, o = 0;
     char out[2048];
     if (!pl || !cap)
         return;
@@ -103,9 +101,8 @@ static void scrub(const struct pgstore *s, char *msg, size_t cap)
     snprintf(msg, cap, "%s", out);
 }
 
-/* "<shown uri>: <what>: <libpq's reason>" in err; -1. */
-static int pg_fail(struct pgstore *s, const char *what, const char *reason, char *err,
-                   size_t errlen)
+int pgstore_say(const char *shown, const char *pw, const char *what, const char *reason, char *err,
+                size_t errlen)
 {
     char r[1024];
     snprintf(r, sizeof r, "%s", reason && *reason ? reason : "unknown error");
@@ -115,9 +112,16 @@ static int pg_fail(struct pgstore *s, const char *what, const char *reason, char
     for (char *p = r; *p; p++) /* libpq's multi-line messages on one line */
         if (*p == '\n')
             *p = ' ';
-    snprintf(err, errlen, "%s: %s: %s", s->shown, what, r);
-    scrub(s, err, errlen);
+    snprintf(err, errlen, "%s: %s: %s", shown, what, r);
+    pgstore_scrub(pw, err, errlen);
     return -1;
+}
+
+/* "<shown uri>: <what>: <libpq's reason>" in err; -1. */
+static int pg_fail(struct pgstore *s, const char *what, const char *reason, char *err,
+                   size_t errlen)
+{
+    return pgstore_say(s->shown, s->st ? s->st->password : "", what, reason, err, errlen);
 }
 
 static int conn_fail(struct pgstore *s, const char *what, char *err, size_t errlen)
@@ -637,6 +641,16 @@ static int session_setup(struct pgstore *s, char *err, size_t errlen)
 
 /* --- open and close ----------------------------------------------------------------- */
 
+struct pg_conn *pgstore_connect(const char *uri, const char *options)
+{
+    /* defaults first: what the connection string says overrides them,
+     * except the encoding, which the encoder needs */
+    const char *keys[] = { "connect_timeout", "application_name", "options",
+                           "dbname",          "client_encoding",  NULL };
+    const char *vals[] = { "10", "slabtap", options, uri, "UTF8", NULL };
+    return (struct pg_conn *)PQconnectdbParams(keys, vals, 1);
+}
+
 int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -657,12 +671,7 @@ int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
         pgstore_close(s);
         return -1;
     }
-    /* defaults first: what the connection string says overrides them,
-     * except the encoding, which the encoder needs */
-    const char *keys[] = { "connect_timeout", "application_name", "options",
-                           "dbname",          "client_encoding",  NULL };
-    const char *vals[] = { "10", "slabtap", "-c synchronous_commit=off", uri, "UTF8", NULL };
-    s->conn = (struct pg_conn *)PQconnectdbParams(keys, vals, 1);
+    s->conn = pgstore_connect(uri, "-c synchronous_commit=off");
     if (!s->conn) {
         snprintf(err, errlen, "%s: out of memory", s->shown);
         pgstore_close(s);
@@ -1199,4 +1208,34 @@ int64_t pgstore_meta_int(struct pgstore *s, int64_t run_id, const char *key)
         v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return v;
+}
+
+int pgstore_save_meta(const char *uri, int64_t run_id, const char *key, const char *value,
+                      char *err, size_t errlen)
+{
+    char shown[PGSTORE_URI_MAX], id[24];
+    const char *vals[] = { id, key, value };
+    PGconn *c = (PGconn *)pgstore_connect(uri, NULL);
+    PGresult *res = NULL;
+    int rc = -1;
+    pgstore_redact(uri, shown, sizeof shown);
+    snprintf(id, sizeof id, "%lld", (long long)run_id);
+    if (!c || PQstatus(c) != CONNECTION_OK) {
+        pgstore_say(shown, c ? PQpass(c) : NULL, "cannot connect",
+                    c ? PQerrorMessage(c) : "out of memory", err, errlen);
+        goto out;
+    }
+    res = PQexecParams(c,
+                       "INSERT INTO run_meta (run_id, key, value) VALUES ($1, $2, $3)"
+                       " ON CONFLICT (run_id, key) DO UPDATE SET value = EXCLUDED.value",
+                       3, NULL, vals, NULL, NULL, 0);
+    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
+        pgstore_say(shown, PQpass(c), "writing run_meta",
+                    res ? PQresultErrorMessage(res) : PQerrorMessage(c), err, errlen);
+    else
+        rc = 0;
+out:
+    PQclear(res);
+    PQfinish(c);
+    return rc;
 }

@@ -1074,7 +1074,7 @@ struct advice_work {
     int64_t run_id, writes;
     struct prediction *r;
     struct runs_agg_info agg;
-    struct runs_rows_status rows;
+    struct reader_rows_status rows;
     bool from_agg;
     bool hits_default; /* `model advise` alone gives the hits advice: name the objective */
     char basis_why[200];
@@ -1204,26 +1204,30 @@ static int advice_read_rows(struct advice_work *w, struct capacity_seq *seq, cha
                             size_t errlen)
 {
     sqlite3 *db = NULL;
+    struct reader *rd = NULL;
     int rc = -1;
     if (sqlite3_open_v2(w->path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open %s: %s", w->path, db ? sqlite3_errmsg(db) : "no memory");
         goto out;
     }
-    sqlite3_busy_timeout(db, RUNS_BUSY_MS);
+    sqlite3_busy_timeout(db, READER_BUSY_MS);
     sqlite3_progress_handler(db, QUERY_PROGRESS_OPS, advice_sql_progress, w->q);
+    if (reader_open_sqlite(&rd, db, w->path, err, errlen))
+        goto out;
     advice_phase(w, ADVICE_READING, 0, 0);
-    if (runs_read_prediction(db, w->run_id, w->r, err, errlen))
+    if (runs_read_prediction(rd, w->run_id, w->r, err, errlen))
         goto out;
     if (w->r->live.n == 0) {
         rc = 1;
         goto out;
     }
-    advice_plan(db, w->r, NULL, 0, &w->plan);
+    advice_plan(rd, w->r, NULL, 0, &w->plan);
     advice_phase(w, ADVICE_REPLAYING, 0, (uint64_t)w->writes);
-    if (rowseq_capacity(db, w->run_id, seq, advice_on_rows, w, NULL, err, errlen))
+    if (rowseq_capacity(rd, w->run_id, seq, advice_on_rows, w, NULL, err, errlen))
         goto out;
     rc = 0;
 out:
+    reader_close(rd);
     sqlite3_close(db);
     return rc;
 }
@@ -1432,15 +1436,19 @@ static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
         return -1;
     }
     budget_start(q, db, q->budget_ms > QUERY_ADVICE_READ_MS ? q->budget_ms : QUERY_ADVICE_READ_MS);
-    runs_read_rows_status(db, j->run_id, &w->rows);
-    w->from_agg = advice_basis(db, j->run_id, &w->rows, true, w->basis_why, sizeof w->basis_why) ==
-                  RUNS_BASIS_AGGREGATES;
-    w->hits_default = advice_hits_default(db, j->run_id, &w->rows);
-    rc = 0;
-    if (w->from_agg) /* the rows: read by the advice thread, on its own connection */
-        rc = runs_read_prediction_agg(db, j->run_id, w->r, &w->agg, err, sizeof err);
+    struct reader *rd = NULL; /* the writer's connection, read through the reader */
+    rc = reader_open_sqlite(&rd, db, w->path, err, sizeof err);
+    if (!rc) {
+        reader_rows_status(rd, j->run_id, &w->rows);
+        w->from_agg = advice_basis(rd, j->run_id, &w->rows, true, w->basis_why,
+                                   sizeof w->basis_why) == RUNS_BASIS_AGGREGATES;
+        w->hits_default = advice_hits_default(rd, j->run_id, &w->rows);
+    }
+    if (!rc && w->from_agg) /* the rows: read by the advice thread, on its own connection */
+        rc = runs_read_prediction_agg(rd, j->run_id, w->r, &w->agg, err, sizeof err);
     if (!rc && w->from_agg)
-        advice_plan(db, w->r, NULL, 0, &w->plan);
+        advice_plan(rd, w->r, NULL, 0, &w->plan);
+    reader_close(rd);
     budget_end(db);
     if (q->interrupted) {
         advice_work_free(w);
