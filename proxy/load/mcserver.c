@@ -22,18 +22,44 @@
 
 extern char **environ;
 
-int mcserver_free_port(void)
+/* memcached binds port 0 itself (-p -1) and writes "TCP INET: PORT" to
+ * $MEMCACHED_PORT_FILENAME once it listens (the file appears by rename, so
+ * it is whole when seen); docker publishes on a port the kernel picks
+ * (-p 127.0.0.1::11211) and `docker port` says which. No port is chosen
+ * by binding and closing: nothing can take it between us and memcached. */
+static int port_from_file(const char *path)
 {
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof a;
-    int port = 0, fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
+    char line[128];
+    int port = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
         return 0;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
+    while (fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "TCP INET: ");
+        if (p) {
+            port = atoi(p + 10);
+            break;
+        }
+    }
+    fclose(f);
+    return port > 0 && port < 65536 ? port : 0;
+}
+
+static int port_from_docker(const char *container)
+{
+    char cmd[160], line[128];
+    int port = 0;
+    snprintf(cmd, sizeof cmd, "docker port %s 11211/tcp 2>/dev/null", container);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return 0;
+    while (fgets(line, sizeof line, p)) { /* "127.0.0.1:49153" */
+        const char *colon = strrchr(line, ':');
+        if (colon && !port)
+            port = atoi(colon + 1);
+    }
+    pclose(p);
+    return port > 0 && port < 65536 ? port : 0;
 }
 
 static int connect_port(int port, int timeout_ms)
@@ -98,11 +124,13 @@ static int split_args(char *args, char **argv, int from)
 static int build_argv(struct mcserver *m, const char *binary, bool docker, const char *image,
                       char *args, char **argv, char *port, char *publish)
 {
+    static unsigned containers;
     int n = 0;
-    snprintf(port, 16, "%d", m->port);
+    snprintf(port, 16, "-1"); /* memcached binds port 0 and says which it got */
     if (docker) {
-        snprintf(m->container, sizeof m->container, "slabtap-mc-%d-%d", (int)getpid(), m->port);
-        snprintf(publish, 64, "127.0.0.1:%d:11211", m->port);
+        snprintf(m->container, sizeof m->container, "slabtap-mc-%d-%u", (int)getpid(),
+                 ++containers);
+        snprintf(publish, 64, "127.0.0.1::11211");
         argv[n++] = "docker";
         argv[n++] = "run";
         argv[n++] = "--rm";
@@ -130,19 +158,51 @@ static int build_argv(struct mcserver *m, const char *binary, bool docker, const
         }
     }
     argv[n] = NULL;
+    return n;
+}
+
+/* The command line for run metadata and the runner's "== run" line, with
+ * the port memcached bound in place of the -1 asked (an equivalent
+ * command line to start it again). */
+static void argv_text_set(struct mcserver *m, char **argv, char *port, char *publish)
+{
     size_t len = 0;
+    if (m->docker)
+        snprintf(publish, 64, "127.0.0.1:%d:11211", m->port);
+    else
+        snprintf(port, 16, "%d", m->port);
     m->argv_text[0] = '\0';
-    for (int i = 0; i < n && len < sizeof m->argv_text; i++)
+    for (int i = 0; argv[i] && len < sizeof m->argv_text; i++)
         len += (size_t)snprintf(m->argv_text + len, sizeof m->argv_text - len, "%s%s", i ? " " : "",
                                 argv[i]);
-    return n;
+}
+
+/* The environment memcached is started with: ours plus
+ * MEMCACHED_PORT_FILENAME=path (NULL when out of memory). */
+static char **env_with_port_file(const char *path, char *entry, size_t entrylen)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "MEMCACHED_PORT_FILENAME=", 24))
+            env[k++] = environ[i];
+    snprintf(entry, entrylen, "MEMCACHED_PORT_FILENAME=%s", path);
+    env[k] = entry;
+    return env;
 }
 
 static int mcserver_start_once(struct mcserver *m, uv_loop_t *loop, const char *binary, bool docker,
                                const char *image, const char *args, char *err, size_t errlen)
 {
-    char *argv[MCSERVER_ARGS_MAX], port[16], publish[64];
+    static unsigned started;
+    char *argv[MCSERVER_ARGS_MAX], port[16], publish[64], portfile[128], entry[160];
     char *copy = strdup(args ? args : "");
+    char **env = NULL;
     uv_process_options_t opt = { 0 };
     uv_stdio_container_t stdio[3];
     int rc = -1;
@@ -150,8 +210,15 @@ static int mcserver_start_once(struct mcserver *m, uv_loop_t *loop, const char *
     memset(m, 0, sizeof *m);
     m->loop = loop;
     m->docker = docker;
-    m->port = mcserver_free_port();
-    if (!copy || !m->port || build_argv(m, binary, docker, image, copy, argv, port, publish) < 0) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(portfile, sizeof portfile, "%s/slabtap-mc-%d-%u.port", tmp && *tmp ? tmp : "/tmp",
+             (int)getpid(), ++started);
+    unlink(portfile);
+    if (!docker && !(env = env_with_port_file(portfile, entry, sizeof entry))) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    if (!copy || build_argv(m, binary, docker, image, copy, argv, port, publish) < 0) {
         snprintf(err, errlen, "cannot prepare memcached's command line (too many arguments?)");
         goto out;
     }
@@ -162,6 +229,7 @@ static int mcserver_start_once(struct mcserver *m, uv_loop_t *loop, const char *
     stdio[2].data.fd = 2;
     opt.file = argv[0];
     opt.args = argv;
+    opt.env = env; /* NULL (docker): ours */
     opt.exit_cb = on_exit_cb;
     opt.stdio = stdio;
     opt.stdio_count = 3;
@@ -184,17 +252,23 @@ static int mcserver_start_once(struct mcserver *m, uv_loop_t *loop, const char *
                      argv[0], (long long)m->exit_status, args ? args : "");
             goto out;
         }
-        if (answers_version(m->port)) {
+        if (!m->port)
+            m->port = docker ? port_from_docker(m->container) : port_from_file(portfile);
+        if (m->port && answers_version(m->port)) {
+            argv_text_set(m, argv, port, publish);
             rc = 0;
             goto out;
         }
         usleep(20 * 1000);
     }
-    snprintf(err, errlen, "%s did not answer on 127.0.0.1:%d within %d ms", argv[0], m->port,
-             MCSERVER_READY_MS);
+    snprintf(err, errlen, "%s did not answer within %d ms (port %s)", argv[0], MCSERVER_READY_MS,
+             m->port ? "known" : "never reported");
 out:
     if (rc && m->spawned)
         mcserver_stop(m);
+    if (!docker)
+        unlink(portfile);
+    free(env);
     free(copy);
     return rc;
 }
@@ -290,31 +364,15 @@ bool mcserver_chunk_max_unit_suspect(const char *version, const char *args, char
     return false;
 }
 
-/* The port came from binding port 0 and closing it again, so another
- * process may take it before memcached binds: memcached then exits with
- * EX_OSERR ("failed to listen on TCP port"), docker run with 125. Either
- * way, try again on a new port. */
-static bool mcserver_lost_port(const struct mcserver *m)
-{
-    return m->exited && (m->exit_status == MCSERVER_EXIT_LISTEN_FAILED ||
-                         (m->docker && m->exit_status == MCSERVER_EXIT_DOCKER_FAILED));
-}
-
 int mcserver_start(struct mcserver *m, uv_loop_t *loop, const char *binary, bool docker,
                    const char *image, const char *args, char *err, size_t errlen)
 {
-    int rc = -1;
     char version[64], msg[256];
     if (args && strstr(args, "slab_chunk_max=") &&
         mcserver_version(binary, docker, image, version, sizeof version, msg, sizeof msg) == 0 &&
         mcserver_chunk_max_unit_suspect(version, args, msg, sizeof msg))
         log_warn("%s", msg);
-    for (int attempt = 0; attempt < MCSERVER_PORT_TRIES; attempt++) {
-        rc = mcserver_start_once(m, loop, binary, docker, image, args, err, errlen);
-        if (rc == 0 || !mcserver_lost_port(m))
-            break;
-    }
-    return rc;
+    return mcserver_start_once(m, loop, binary, docker, image, args, err, errlen);
 }
 
 void mcserver_stop(struct mcserver *m)

@@ -3,7 +3,7 @@
  * port, and stops again on every path out (done, error, Ctrl-C).
  *
  * Owns the child process (uv_spawn) and the blocking helpers the experiment
- * runner needs around it: a free port, waiting until memcached answers, one
+ * runner needs around it: the port memcached bound, waiting until it answers, one
  * stats snapshot, the binary's version (whose flag units differ: see
  * mcserver_version). Must never leave a memcached running after
  * mcserver_stop, and never bind anything but 127.0.0.1. */
@@ -20,11 +20,6 @@
 #define MCSERVER_READY_MS 10000
 #define MCSERVER_STOP_MS 5000
 #define MCSERVER_ERR_MAX 512
-/* Tries on a fresh port when the one picked was taken meanwhile. */
-#define MCSERVER_PORT_TRIES 5
-/* sysexits.h EX_OSERR: memcached's exit when it cannot listen */
-#define MCSERVER_EXIT_LISTEN_FAILED 71
-#define MCSERVER_EXIT_DOCKER_FAILED 125
 
 struct mcserver {
     uv_loop_t *loop;
@@ -37,14 +32,12 @@ struct mcserver {
     char argv_text[1024]; /* the command line, for run metadata */
 };
 
-/* A loopback port nothing listens on right now (0 on failure). Only a
- * hint: mcserver_start retries on a new one when it was taken meanwhile. */
-int mcserver_free_port(void);
-/* Starts `binary ARGS -p PORT -l 127.0.0.1 -U 0` (plus `-u root` when run
- * as root), or with docker=true `docker run --rm -p 127.0.0.1:PORT:11211
- * IMAGE ARGS`, and waits until it answers `version`; when memcached could
- * not listen on the port, again on a new port (MCSERVER_PORT_TRIES in
- * all). 0, or -1 with err. */
+/* Starts `binary ARGS -p -1 -l 127.0.0.1 -U 0` (plus `-u root` when run
+ * as root; memcached binds a port the kernel picks and writes it to
+ * $MEMCACHED_PORT_FILENAME, a file of ours), or with docker=true `docker run
+ * --rm -p 127.0.0.1::11211 IMAGE ARGS` (the port read back with `docker
+ * port`), and waits until it answers `version` on that port (m->port).
+ * No port is picked by binding and closing. 0, or -1 with err. */
 int mcserver_start(struct mcserver *m, uv_loop_t *loop, const char *binary, bool docker,
                    const char *image, const char *args, char *err, size_t errlen);
 /* What `memcached -V` prints for the binary mcserver_start would run
