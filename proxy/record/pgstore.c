@@ -103,8 +103,8 @@ static void scrub(const struct pgstore *s, char *msg, size_t cap)
 }
 
 /* "<shown uri>: <what>: <libpq's reason>" in err; -1. */
-static int pg_fail(struct pgstore *s, const char *what, const char *reason, char *err,
-                   size_t errlen)
+int pgstore_message(const struct pgstore *s, const char *what, const char *reason, char *err,
+                    size_t errlen)
 {
     char r[1024];
     snprintf(r, sizeof r, "%s", reason && *reason ? reason : "unknown error");
@@ -121,7 +121,8 @@ static int pg_fail(struct pgstore *s, const char *what, const char *reason, char
 
 static int conn_fail(struct pgstore *s, const char *what, char *err, size_t errlen)
 {
-    return pg_fail(s, what, s->conn ? PQerrorMessage(s->conn) : "no connection", err, errlen);
+    return pgstore_message(s, what, s->conn ? PQerrorMessage(s->conn) : "no connection", err,
+                           errlen);
 }
 
 /* Checks a result: 0 when it has the status wanted (it is cleared either
@@ -133,7 +134,7 @@ static int res_ok(struct pgstore *s, PGresult *res, ExecStatusType want, const c
     if (!res)
         rc = conn_fail(s, what, err, errlen);
     else if (PQresultStatus(res) != want)
-        rc = pg_fail(s, what, PQresultErrorMessage(res), err, errlen);
+        rc = pgstore_message(s, what, PQresultErrorMessage(res), err, errlen);
     PQclear(res);
     return rc;
 }
@@ -637,7 +638,7 @@ static int session_setup(struct pgstore *s, char *err, size_t errlen)
 
 /* --- open and close ----------------------------------------------------------------- */
 
-int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
+int pgstore_connect(struct pgstore *s, const char *uri, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     pgstore_redact(uri, s->shown, sizeof s->shown);
@@ -648,9 +649,7 @@ int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
     }
     snprintf(s->uri, sizeof s->uri, "%s", uri);
     s->st = calloc(1, sizeof *s->st);
-    if (s->st)
-        s->st->copy = malloc(PGSTORE_COPY_BUF);
-    if (!s->st || !s->st->copy) {
+    if (!s->st) {
         snprintf(err, errlen, "%s: out of memory", s->shown);
         pgstore_close(s);
         return -1;
@@ -670,6 +669,19 @@ int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
     snprintf(s->st->password, sizeof s->st->password, "%s", pw ? pw : "");
     if (PQstatus(s->conn) != CONNECTION_OK) {
         conn_fail(s, "cannot connect", err, errlen);
+        pgstore_close(s);
+        return -1;
+    }
+    return 0;
+}
+
+int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
+{
+    if (pgstore_connect(s, uri, err, errlen))
+        return -1;
+    s->st->copy = malloc(PGSTORE_COPY_BUF);
+    if (!s->st->copy) {
+        snprintf(err, errlen, "%s: out of memory", s->shown);
         pgstore_close(s);
         return -1;
     }
@@ -773,7 +785,7 @@ int64_t pgstore_run_begin(struct pgstore *s, const char *name, const char *upstr
     if (id <= 0 || id >= PG_RUN_ID_MAX) {
         if (PQresultStatus(res) == PGRES_TUPLES_OK) {
             PQclear(res);
-            pg_fail(s, "starting a run", "run id out of range", err, errlen);
+            pgstore_message(s, "starting a run", "run id out of range", err, errlen);
         } else {
             res_ok(s, res, PGRES_TUPLES_OK, "starting a run", err, errlen);
         }
@@ -1139,7 +1151,7 @@ static int put_pending(struct pgstore *s, char *err, size_t errlen)
         rc = res_ok(s, res, PGRES_COMMAND_OK, "COPY into writes", err, errlen);
     else {
         if (*why)
-            pg_fail(s, "COPY into writes", why, err, errlen);
+            pgstore_message(s, "COPY into writes", why, err, errlen);
         PQclear(res);
     }
     while ((res = PQgetResult(s->conn)))

@@ -60,7 +60,19 @@ void pgstore_redact(const char *uri, char *out, size_t outlen);
  * differs (refusing a newer one), and marks runs whose proxy is gone as
  * crashed. 0, or -1 with the reason in err; pgstore_close either way. */
 int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen);
+/* The connection alone, with pgstore_open's defaults and messages (no
+ * schema, statements or dictionaries): for a reader of the store beside
+ * the writer (record/query.h's query thread). 0, or -1 with the reason in
+ * err; pgstore_close either way. Only pgstore_message and pgstore_close
+ * apply to it. */
+int pgstore_connect(struct pgstore *s, const char *uri, char *err, size_t errlen);
 void pgstore_close(struct pgstore *s);
+
+/* "<connection shown>: <what>: <reason>" into err, on one line, the
+ * connection's password scrubbed out (reason: libpq's text, may be NULL).
+ * Returns -1. */
+int pgstore_message(const struct pgstore *s, const char *what, const char *reason, char *err,
+                    size_t errlen);
 
 /* Creates the run row for node (the fleet member; "" for none) and holds
  * its liveness lock until pgstore_close. Returns the run id (an identity:

@@ -1016,9 +1016,9 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         log_error("recorder: %s", err);
         goto close_rec;
     }
-    if (!sink_sqlite(&a->sink))
-        log_debug("the /api/run endpoints read SQLite: off with %s", sink_name(&a->sink));
-    else if (webapi_open(&a->web, loop, &a->http, &a->rec, a->run_id, err, sizeof err))
+    if (remote
+            ? webapi_open_pg(&a->web, loop, &a->http, db, a->run_id, &a->runs_all, err, sizeof err)
+            : webapi_open(&a->web, loop, &a->http, &a->rec, a->run_id, err, sizeof err))
         log_warn("the /api/run endpoints are off: %s", err);
     if (cfg->memcached_flags && *cfg->memcached_flags) /* read by `model predict` */
         meta_job(a, a->started_ns, "memcached_flags", strdup(cfg->memcached_flags));
