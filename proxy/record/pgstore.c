@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/escape.h"
 #include "core/sha256.h"
 #include "protocol/mc_parse.h"
 #include "record/row.h"
@@ -75,8 +76,8 @@ struct pgstore_state {
     size_t reads_len, reads_cap;
     char *job_text, *job_classes; /* scratch for sanitized job texts */
     size_t job_text_cap, job_classes_cap;
-    struct rowcode_buf extra; /* a write's extra JSON (at most JSON_MAX bytes) */
-    char password[256];       /* the connection's, only to scrub it out of messages */
+    struct buf extra;   /* a write's extra JSON (at most JSON_MAX bytes) */
+    char password[256]; /* the connection's, only to scrub it out of messages */
 };
 
 /* --- messages ----------------------------------------------------------------------- */
@@ -257,7 +258,7 @@ static size_t utf8_clean(char *dst, const char *src, size_t n)
     const unsigned char *p = (const unsigned char *)src;
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        size_t k = rowcode_utf8_seq(p + i, n - i);
+        size_t k = esc_utf8_len(p + i, n - i);
         if (k) {
             memcpy(dst + o, p + i, k);
             o += k;
@@ -383,14 +384,13 @@ static size_t encode_row(struct pgstore_state *st, int64_t run_id, const struct 
     };
     in.answer_id = answer_id_of(st, r->answer, in.answer_len);
     struct rowcode_out enc;
-    struct rowcode_buf *j = &st->extra;
-    j->max = JSON_MAX;
+    struct buf *j = &st->extra;
     if (rowcode_encode(&in, ROWCODE_TEXT_UTF8, j, &enc))
         return 0;
     bool json = enc.json;
     int64_t fe = enc.fe;
     char num[32];
-    const char *jtext = j->p;
+    const char *jtext = j->data;
     size_t jlen = j->len;
     if (!json && fe) { /* flags and exptime as a jsonb number */
         jlen = (size_t)snprintf(num, sizeof num, "%lld", (long long)fe);
@@ -649,6 +649,8 @@ int pgstore_connect(struct pgstore *s, const char *uri, char *err, size_t errlen
     }
     snprintf(s->uri, sizeof s->uri, "%s", uri);
     s->st = calloc(1, sizeof *s->st);
+    if (s->st)
+        buf_init(&s->st->extra, JSON_MAX);
     if (!s->st) {
         snprintf(err, errlen, "%s: out of memory", s->shown);
         pgstore_close(s);
@@ -705,7 +707,7 @@ void pgstore_close(struct pgstore *s)
         free(s->st->reads);
         free(s->st->job_text);
         free(s->st->job_classes);
-        rowcode_buf_free(&s->st->extra);
+        buf_free(&s->st->extra);
         free(s->st);
         s->st = NULL;
     }

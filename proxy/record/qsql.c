@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/jsonb.h"
+#include "core/buf.h"
 #include "record/pgstore.h"
 
 #define INT8OID 20
@@ -67,30 +67,30 @@ static size_t top_commas(const char *s, size_t from, size_t to, size_t *at, size
     return k;
 }
 
-static bool derive(struct jsonb *b, const char *s, size_t n);
+static bool derive(struct buf *b, const char *s, size_t n);
 
 /* name(args), each argument derived; false when one cannot be */
-static bool derive_call(struct jsonb *b, const char *name, const char *s, size_t from, size_t to)
+static bool derive_call(struct buf *b, const char *name, const char *s, size_t from, size_t to)
 {
     size_t at[QSQL_PARAMS_MAX];
     size_t k = top_commas(s, from, to, at, QSQL_PARAMS_MAX);
     if (k > QSQL_PARAMS_MAX)
         return false;
-    jsonb_raw(b, name);
-    jsonb_raw(b, "(");
+    buf_puts(b, name);
+    buf_puts(b, "(");
     for (size_t i = 0, start = from; i <= k; i++) {
         size_t end = i < k ? at[i] : to;
         if (i)
-            jsonb_raw(b, ",");
+            buf_puts(b, ",");
         if (!derive(b, s + start, end - start))
             return false;
         start = end + 1;
     }
-    jsonb_raw(b, ")");
+    buf_puts(b, ")");
     return true;
 }
 
-static bool derive(struct jsonb *b, const char *s, size_t n)
+static bool derive(struct buf *b, const char *s, size_t n)
 {
     static const char *const refused[] = { "rowid", "typeof",    "json_type",  "json_object",
                                            "json",  "json_each", "json_array", NULL };
@@ -98,17 +98,17 @@ static bool derive(struct jsonb *b, const char *s, size_t n)
         if (s[i] == '\'') { /* a literal, as is */
             size_t e = literal_end(s, i, n);
             e = e < n ? e + 1 : n;
-            jsonb_write(b, s + i, e - i);
+            buf_append(b, s + i, e - i);
             i = e;
             continue;
         }
         if (s[i] == '?' && i + 1 < n && isdigit((unsigned char)s[i + 1])) {
-            jsonb_raw(b, "$");
+            buf_puts(b, "$");
             i++;
             continue;
         }
         if (!ident_char(s[i]) || (i > 0 && ident_char(s[i - 1]))) {
-            jsonb_write(b, s + i, 1);
+            buf_append(b, s + i, 1);
             i++;
             continue;
         }
@@ -142,20 +142,20 @@ static bool derive(struct jsonb *b, const char *s, size_t n)
             const char *pe = strchr(path + 3, '\'');
             if (!pe || pe > s + close)
                 return false;
-            jsonb_raw(b, "((");
+            buf_puts(b, "((");
             if (!derive(b, s + p + 1, at[0] - p - 1))
                 return false;
-            jsonb_raw(b, ") ->> '");
-            jsonb_write(b, path + 3, (size_t)(pe - path - 3));
-            jsonb_raw(b, "')::numeric");
+            buf_puts(b, ") ->> '");
+            buf_append(b, path + 3, (size_t)(pe - path - 3));
+            buf_puts(b, "')::numeric");
             i = close + 1;
             continue;
         }
         if (call && !strcmp(word, "json_valid")) {
-            jsonb_raw(b, "(slabtap_try_jsonb(");
+            buf_puts(b, "(slabtap_try_jsonb(");
             if (!derive(b, s + p + 1, close - p - 1))
                 return false;
-            jsonb_raw(b, ") IS NOT NULL)");
+            buf_puts(b, ") IS NOT NULL)");
             i = close + 1;
             continue;
         }
@@ -167,11 +167,11 @@ static bool derive(struct jsonb *b, const char *s, size_t n)
             continue;
         }
         if (!strcmp(word, "collate") && !strncmp(s + p, "BINARY", 6) && !ident_char(s[p + 6])) {
-            jsonb_raw(b, "COLLATE \"C\""); /* bytes' order */
+            buf_puts(b, "COLLATE \"C\""); /* bytes' order */
             i = p + 6;
             continue;
         }
-        jsonb_write(b, s + i, len);
+        buf_append(b, s + i, len);
         i = e;
     }
     return true;
@@ -179,14 +179,13 @@ static bool derive(struct jsonb *b, const char *s, size_t n)
 
 char *qsql_dialect_pg(const char *lite)
 {
-    struct jsonb b;
-    jsonb_init(&b);
-    jsonb_raw(&b, "");
+    struct buf b;
+    buf_init(&b, BUF_UNBOUNDED);
     if (!derive(&b, lite, strlen(lite))) {
-        jsonb_free(&b);
+        buf_free(&b);
         return NULL;
     }
-    return jsonb_take(&b);
+    return buf_take(&b);
 }
 
 /* ---- statements ------------------------------------------------------------ */

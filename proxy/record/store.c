@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/jsonb.h"
 #include "core/keyfmt.h"
 #include "core/log.h"
 #include "protocol/mc_parse.h"
@@ -226,7 +227,7 @@ struct store_writes {
     bool arr_known;
     int64_t arr_rid, arr_dt, arr_conn; /* arr_rid -1: the run has none */
     int64_t max_rid;                   /* the run's highest write rowid; -1: not loaded */
-    struct rowcode_buf json;           /* extra's JSON (record/rowcode.h) */
+    struct buf json;                   /* extra's JSON (record/rowcode.h) */
     /* the batch's writes, written at store_commit in (run, seq) order so
      * that pages fill up in rowid order */
     struct pending_ref *pending;
@@ -688,7 +689,7 @@ static int put_write(struct store *s, int64_t run_id, const struct wr *r, char *
                              .class_id = STORE_OPT(r->class_id),
                              .latency_exact = r->latency_exact };
 #undef STORE_OPT
-    struct rowcode_buf *j = &w->json;
+    struct buf *j = &w->json;
     struct rowcode_out enc;
     if (rowcode_encode(&in, ROWCODE_TEXT_BYTES, j, &enc)) {
         snprintf(err, errlen, "%s: out of memory encoding a write", s->path);
@@ -719,7 +720,7 @@ static int put_write(struct store *s, int64_t run_id, const struct wr *r, char *
         return store_fail(s, "inserting writes", err, errlen);
     bind_staged(w->ins_write, 0, &x);
     if (json)
-        sqlite3_bind_text(w->ins_write, 6, j->p, (int)j->len, SQLITE_STATIC);
+        sqlite3_bind_text(w->ins_write, 6, j->data, (int)j->len, SQLITE_STATIC);
     if (step_reset(w->ins_write))
         return store_fail(s, "inserting a write", err, errlen);
     return 0;
@@ -1133,6 +1134,7 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
     }
     s->w->run_id = s->w->mode_run = -1;
     s->w->max_rid = -1;
+    buf_init(&s->w->json, JSONB_MAX);
     s->w->rd.run_id = -1;
     s->w->rd.max_rid = -1;
     if (wagg_init(&s->w->agg)) {
@@ -1283,7 +1285,7 @@ void store_close(struct store *s)
         free(w->rd.classes);
         free(w->rd.pending);
         wagg_free(&w->agg);
-        free(w->json.p);
+        buf_free(&w->json);
         free(w->pending);
         free(w);
         s->w = NULL;
