@@ -622,6 +622,24 @@ static int job_start(struct query_queue *q, struct qsql_db *db, struct query_job
     return 0;
 }
 
+/* Runs sql with the parameters p (?1..?np) and adds each row to g: (k1,
+ * n, sum), or (k1, k2, n) when two_keys. 0, or -1 with j answered. */
+static int agg_read(struct query_queue *q, struct qsql_db *db, const struct query_sql *sql,
+                    const int64_t *p, int np, struct agg *g, bool two_keys, struct query_job *j)
+{
+    struct qsql st;
+    int rc;
+    if (sql_prepare(db, sql, &st, j))
+        return -1;
+    for (int i = 0; i < np; i++)
+        qsql_bind(&st, i + 1, p[i]);
+    while ((rc = qsql_step(&st)) == QSQL_ROW) {
+        int64_t c1 = qsql_int(&st, 1), c2 = qsql_int(&st, 2);
+        agg_add(g, qsql_int(&st, 0), two_keys ? c1 : 0, two_keys ? c2 : c1, two_keys ? 0 : c2);
+    }
+    return sql_done(q, db, &st, rc, j);
+}
+
 /* The scan's result from the write aggregates, in one step: what a scan of
  * every row would give, but for traffic's time buckets, which start at
  * whole seconds (a write counts in the bucket its second begins in). */
@@ -630,24 +648,12 @@ static void agg_fill(struct query_queue *q, struct qsql_db *db, struct query_job
     struct qsql st;
     int rc;
     if (j->p.kind == QUERY_SIZES) {
-        if (sql_prepare(db, j->agg_tables ? &SQL_SIZES_AGG : &SQL_SIZES_SETS, &st, j))
-            return;
-        qsql_bind(&st, 1, j->run_id);
-        qsql_bind(&st, 2, j->cas);
-        while ((rc = qsql_step(&st)) == QSQL_ROW)
-            agg_add(&j->a, qsql_int(&st, 0), 0, qsql_int(&st, 1), qsql_int(&st, 2));
-        if (sql_done(q, db, &st, rc, j))
+        if (agg_read(q, db, j->agg_tables ? &SQL_SIZES_AGG : &SQL_SIZES_SETS,
+                     (int64_t[]){ j->run_id, j->cas }, 2, &j->a, false, j))
             return;
     } else {
-        if (sql_prepare(db, j->agg_tables ? &SQL_TRAFFIC_AGG : &SQL_TRAFFIC_SETS, &st, j))
-            return;
-        qsql_bind(&st, 1, j->run_id);
-        qsql_bind(&st, 2, j->from);
-        qsql_bind(&st, 3, j->points);
-        qsql_bind(&st, 4, j->span);
-        while ((rc = qsql_step(&st)) == QSQL_ROW)
-            agg_add(&j->a, qsql_int(&st, 0), qsql_int(&st, 1), qsql_int(&st, 2), 0);
-        if (sql_done(q, db, &st, rc, j))
+        if (agg_read(q, db, j->agg_tables ? &SQL_TRAFFIC_AGG : &SQL_TRAFFIC_SETS,
+                     (int64_t[]){ j->run_id, j->from, j->points, j->span }, 4, &j->a, true, j))
             return;
         if (sql_prepare(db, j->agg_tables ? &SQL_PREFIX_AGG : &SQL_PREFIX_SETS, &st, j))
             return;
@@ -673,8 +679,6 @@ static void agg_fill(struct query_queue *q, struct qsql_db *db, struct query_job
 /* One slice of the scan: true when the scan is complete. */
 static bool scan_slice(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
-    struct qsql st;
-    int rc;
     int64_t a = j->cursor, b = j->cursor + j->slice < j->hi ? j->cursor + j->slice : j->hi;
     size_t na = j->a.n, nb = j->b.n; /* merged so far: a step over budget is undone */
     if (j->from_agg) {
@@ -684,36 +688,13 @@ static bool scan_slice(struct query_queue *q, struct qsql_db *db, struct query_j
     if (a >= b)
         return true;
     if (j->p.kind == QUERY_SIZES) {
-        if (sql_prepare(db, &SQL_SIZES_SLICE, &st, j))
-            return true;
-        qsql_bind(&st, 1, a);
-        qsql_bind(&st, 2, b);
-        qsql_bind(&st, 3, j->cas);
-        while ((rc = qsql_step(&st)) == QSQL_ROW)
-            agg_add(&j->a, qsql_int(&st, 0), 0, qsql_int(&st, 1), qsql_int(&st, 2));
-        if (sql_done(q, db, &st, rc, j))
+        if (agg_read(q, db, &SQL_SIZES_SLICE, (int64_t[]){ a, b, j->cas }, 3, &j->a, false, j))
             goto failed;
     } else {
-        if (sql_prepare(db, &SQL_TRAFFIC_SLICE, &st, j))
-            return true;
-        qsql_bind(&st, 1, a);
-        qsql_bind(&st, 2, b);
-        qsql_bind(&st, 3, j->lo);
-        qsql_bind(&st, 4, j->t0);
-        qsql_bind(&st, 5, j->from);
-        qsql_bind(&st, 6, j->points);
-        qsql_bind(&st, 7, j->span);
-        while ((rc = qsql_step(&st)) == QSQL_ROW)
-            agg_add(&j->a, qsql_int(&st, 0), qsql_int(&st, 1), qsql_int(&st, 2), 0);
-        if (sql_done(q, db, &st, rc, j))
-            goto failed;
-        if (sql_prepare(db, &SQL_PREFIX_SLICE, &st, j))
-            return true;
-        qsql_bind(&st, 1, a);
-        qsql_bind(&st, 2, b);
-        while ((rc = qsql_step(&st)) == QSQL_ROW)
-            agg_add(&j->b, qsql_int(&st, 0), 0, qsql_int(&st, 1), qsql_int(&st, 2));
-        if (sql_done(q, db, &st, rc, j))
+        if (agg_read(q, db, &SQL_TRAFFIC_SLICE,
+                     (int64_t[]){ a, b, j->lo, j->t0, j->from, j->points, j->span }, 7, &j->a, true,
+                     j) ||
+            agg_read(q, db, &SQL_PREFIX_SLICE, (int64_t[]){ a, b }, 2, &j->b, false, j))
             goto failed;
     }
     agg_merge(&j->a);
@@ -2236,63 +2217,61 @@ void query_close(struct query_queue *q)
     pthread_mutex_destroy(&q->mu);
 }
 
-/* A column as a JSON integer, null when NULL. */
-static void json_col_int(struct buf *b, const struct qsql *st, int col)
-{
-    if (qsql_null(st, col))
-        buf_puts(b, "null");
-    else
-        buf_printf(b, "%lld", (long long)qsql_int(st, col));
-}
+/* Columns as the members of a JSON object: "name":value for each, comma
+ * first but for the first; kind 'i' an integer, 'g' a real, 's' a string
+ * ("" for NULL), 'b' a boolean; NULL as null but for strings. */
+struct json_col {
+    const char *name;
+    int col;
+    char kind;
+};
 
-/* A column as a JSON string ("" when NULL). */
-static void json_col_str(struct buf *b, const struct qsql *st, int col)
+static void json_cols(struct buf *b, const struct qsql *st, const struct json_col *f, size_t n)
 {
-    const char *v = qsql_text(st, col);
-    jsonb_string(b, v ? v : "", v ? strlen(v) : 0);
+    for (size_t i = 0; i < n; i++) {
+        const char *v = qsql_text(st, f[i].col);
+        buf_printf(b, "%s\"%s\":", i ? "," : "", f[i].name);
+        if (f[i].kind == 's')
+            jsonb_string(b, v ? v : "", v ? strlen(v) : 0);
+        else if (f[i].kind == 'b')
+            buf_puts(b, qsql_int(st, f[i].col) ? "true" : "false");
+        else if (!v)
+            buf_puts(b, "null");
+        else if (f[i].kind == 'g')
+            buf_printf(b, "%g", strtod(v, NULL));
+        else
+            buf_printf(b, "%lld", (long long)qsql_int(st, f[i].col));
+    }
 }
 
 static char *runs_json(struct qsql_db *db, int64_t skip, size_t max)
 {
+    static const struct json_col run[] = {
+        { "run_id", 0, 'i' },       { "name", 1, 's' },     { "node", 2, 's' },
+        { "started_ns", 3, 'i' },   { "ended_ns", 4, 'i' }, { "rows_recorded", 5, 'i' },
+        { "rows_dropped", 6, 'i' }, { "crashed", 7, 'b' },  { "upstream", 8, 's' },
+    };
+    static const struct json_col settings[] = {
+        { "growth_factor", 10, 'g' },
+        { "chunk_size", 11, 'i' },
+        { "item_size_max", 12, 'i' },
+        { "slab_page_size", 13, 'i' },
+    };
     struct qsql st;
     struct buf b;
     buf_init(&b, JSONB_MAX);
-    buf_puts(&b, "");
     if (qsql_prepare(&st, db, SQL_RUNS.lite, SQL_RUNS.pg) == 0) {
         qsql_bind(&st, 1, skip);
         qsql_bind(&st, 2, (int64_t)max);
         for (int i = 0; qsql_step(&st) == QSQL_ROW; i++) {
-            buf_printf(&b, "%s{\"run_id\":%lld,\"name\":", i ? "," : "",
-                       (long long)qsql_int(&st, 0));
-            json_col_str(&b, &st, 1);
-            buf_puts(&b, ",\"node\":");
-            json_col_str(&b, &st, 2);
-            buf_puts(&b, ",\"started_ns\":");
-            json_col_int(&b, &st, 3);
-            buf_puts(&b, ",\"ended_ns\":");
-            json_col_int(&b, &st, 4);
-            buf_puts(&b, ",\"rows_recorded\":");
-            json_col_int(&b, &st, 5);
-            buf_puts(&b, ",\"rows_dropped\":");
-            json_col_int(&b, &st, 6);
-            buf_printf(&b, ",\"crashed\":%s,\"upstream\":", qsql_int(&st, 7) ? "true" : "false");
-            json_col_str(&b, &st, 8);
-            if (qsql_null(&st, 9)) {
+            buf_puts(&b, i ? ",{" : "{");
+            json_cols(&b, &st, run, sizeof run / sizeof *run);
+            if (qsql_null(&st, 9)) { /* no settings recorded */
                 buf_puts(&b, ",\"settings\":null}");
                 continue;
             }
-            buf_puts(&b, ",\"settings\":{\"growth_factor\":");
-            const char *gf = qsql_text(&st, 10);
-            if (gf)
-                buf_printf(&b, "%g", strtod(gf, NULL));
-            else
-                buf_puts(&b, "null");
-            buf_puts(&b, ",\"chunk_size\":");
-            json_col_int(&b, &st, 11);
-            buf_puts(&b, ",\"item_size_max\":");
-            json_col_int(&b, &st, 12);
-            buf_puts(&b, ",\"slab_page_size\":");
-            json_col_int(&b, &st, 13);
+            buf_puts(&b, ",\"settings\":{");
+            json_cols(&b, &st, settings, sizeof settings / sizeof *settings);
             buf_puts(&b, "}}");
         }
         qsql_finalize(&st);

@@ -106,6 +106,14 @@ class TopOnce(mctest.ServerTestCase):
                 self.assertEqual(waste, pct(alloc - f.get("mem_requested", 0), alloc))
         return rows
 
+    def assert_mem_line(self, out):
+        """out's header has memcached's own memory used and its limit."""
+        st = mctest.mc_stats(self.mcd.port)
+        slabs = mctest.mc_stats(self.mcd.port, "slabs")
+        mb = 1024 * 1024
+        self.assertIn("mem: malloced %.1fM / limit %.1fM"
+                      % (int(slabs["total_malloced"]) / mb, int(st["limit_maxbytes"]) / mb), out)
+
     def wait_proxy_sample(self, px, headers=None):
         def ready():
             st, _, _ = mctest.http_request(px.http_port, "GET", "/api/slabs", headers=headers)
@@ -120,11 +128,7 @@ class TopOnce(mctest.ServerTestCase):
         self.assertTrue(out.startswith("slabtap top: %s:%d  memcached " % (HOST, self.mcd.port)),
                         out)
         self.assert_rows_equal_memcached(out)
-        st = mctest.mc_stats(self.mcd.port)
-        slabs = mctest.mc_stats(self.mcd.port, "slabs")
-        mb = 1024 * 1024
-        self.assertIn("mem: malloced %.1fM / limit %.1fM"
-                      % (int(slabs["total_malloced"]) / mb, int(st["limit_maxbytes"]) / mb), out)
+        self.assert_mem_line(out)
         self.assertIn("classes %d" % len(rows_of(out)[0]), out)
         # one sample only: no rates
         self.assertIn("ops/s -  get/s -", out)
@@ -137,11 +141,7 @@ class TopOnce(mctest.ServerTestCase):
         self.assertIn("via slabtap /api/slabs", out.splitlines()[0])
         prows = self.assert_rows_equal_memcached(out)
         # memory used and its limit: memcached's own, through /api/run/classes
-        st = mctest.mc_stats(self.mcd.port)
-        slabs = mctest.mc_stats(self.mcd.port, "slabs")
-        mb = 1024 * 1024
-        self.assertIn("mem: malloced %.1fM / limit %.1fM"
-                      % (int(slabs["total_malloced"]) / mb, int(st["limit_maxbytes"]) / mb), out)
+        self.assert_mem_line(out)
         rc, out2, err = self.top("--once", "--memcached", "%s:%d" % (HOST, self.mcd.port),
                                  "--interval", "0")
         self.assertEqual(rc, 0, err)
@@ -171,11 +171,7 @@ class TopOnce(mctest.ServerTestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("via slabtap /api/slabs", out.splitlines()[0])
         self.assert_rows_equal_memcached(out)
-        st = mctest.mc_stats(self.mcd.port)
-        slabs = mctest.mc_stats(self.mcd.port, "slabs")
-        mb = 1024 * 1024
-        self.assertIn("mem: malloced %.1fM / limit %.1fM"
-                      % (int(slabs["total_malloced"]) / mb, int(st["limit_maxbytes"]) / mb), out)
+        self.assert_mem_line(out)
         self.stop_clean(px)
 
     def test_proxy_header_has_rates_and_hits(self):
