@@ -502,3 +502,191 @@ differing AS (
 SELECT l.node, l.run_id, d.setting, kv.value
 FROM differing d CROSS JOIN latest l
 LEFT JOIN kv ON kv.node = l.node AND kv.setting = d.setting;
+
+-- BEGIN aggregates (issue 21)
+-- schema.sql's write and read aggregates, the same tables and columns, per
+-- run (runs carry the node), written by pgstore from the same counters as
+-- SQLite's (proxy/record/wagg.h, ragg.h): every write and read counted,
+-- those of keys --sample-keys did not keep too, upserted in each batch's
+-- transaction (a batch committed or shipped from the spill once adds them
+-- once). They are never expired: the day partitions of writes can be
+-- dropped, the aggregates stay (a few rows per run and minute).
+CREATE TABLE IF NOT EXISTS agg_reads (
+  run_id      bigint NOT NULL REFERENCES runs(run_id),
+  minute      bigint NOT NULL,             -- unix minutes
+  class_id    integer NOT NULL,
+  reads       bigint NOT NULL,
+  hits        bigint NOT NULL,
+  misses      bigint NOT NULL,
+  PRIMARY KEY (run_id, minute, class_id)
+);
+CREATE TABLE IF NOT EXISTS agg_runs (
+  run_id      bigint PRIMARY KEY REFERENCES runs(run_id)
+);
+CREATE TABLE IF NOT EXISTS agg_sizes (
+  run_id      bigint NOT NULL REFERENCES runs(run_id),
+  minute      bigint NOT NULL,             -- unix minutes
+  body        bigint NOT NULL,             -- key + value length, + 4 when flags
+  writes      bigint NOT NULL,
+  value_bytes bigint NOT NULL,
+  PRIMARY KEY (run_id, minute, body)
+);
+CREATE TABLE IF NOT EXISTS agg_latency (
+  run_id      bigint NOT NULL REFERENCES runs(run_id),
+  second      bigint NOT NULL,             -- unix seconds
+  band_us     bigint NOT NULL,
+  writes      bigint NOT NULL,
+  PRIMARY KEY (run_id, second, band_us)
+);
+CREATE TABLE IF NOT EXISTS agg_prefixes (
+  run_id      bigint NOT NULL REFERENCES runs(run_id),
+  minute      bigint NOT NULL,
+  prefix_id   bigint NOT NULL,
+  writes      bigint NOT NULL,
+  value_bytes bigint NOT NULL,
+  PRIMARY KEY (run_id, minute, prefix_id)
+);
+CREATE TABLE IF NOT EXISTS agg_item_runs (
+  run_id      bigint PRIMARY KEY REFERENCES runs(run_id)
+);
+CREATE TABLE IF NOT EXISTS agg_items (
+  run_id      bigint NOT NULL REFERENCES runs(run_id),
+  minute      bigint NOT NULL,             -- unix minutes
+  class_id    integer NOT NULL,            -- the proxy's tag (sets.class_id); 0: none
+  body        bigint NOT NULL,             -- exact below 16384, else a bucket's lower bound
+  outcome     integer NOT NULL,            -- 1 stored, 2 refused, 3 nothing stored
+  writes      bigint NOT NULL,
+  body_bytes  bigint NOT NULL,
+  PRIMARY KEY (run_id, minute, class_id, body, outcome)
+);
+CREATE TABLE IF NOT EXISTS agg_answers (
+  run_id      bigint NOT NULL REFERENCES runs(run_id),
+  minute      bigint NOT NULL,
+  cmd_id      integer NOT NULL,
+  answer_id   bigint NOT NULL,             -- 0: a number or beyond the dictionary
+  writes      bigint NOT NULL,
+  value_bytes bigint NOT NULL,
+  PRIMARY KEY (run_id, minute, cmd_id, answer_id)
+);
+CREATE TABLE IF NOT EXISTS agg_prefix_classes (
+  run_id      bigint NOT NULL REFERENCES runs(run_id),
+  minute      bigint NOT NULL,
+  prefix_id   bigint NOT NULL,
+  class_id    integer NOT NULL,
+  writes      bigint NOT NULL,
+  body_bytes  bigint NOT NULL,
+  PRIMARY KEY (run_id, minute, prefix_id, class_id)
+);
+
+-- schema.sql's views over the aggregates.
+DROP VIEW IF EXISTS write_size_histogram_agg CASCADE;
+CREATE VIEW write_size_histogram_agg AS
+SELECT run_id, outcome,
+       CASE WHEN body >= 1 THEN 1::bigint << (length(ltrim(body::bit(64)::text, '0')) - 1)
+            ELSE 0 END AS bucket_min,
+       sum(writes) AS writes, sum(body_bytes) AS body_bytes,
+       min(body) AS min_body, max(body) AS max_body
+FROM agg_items
+GROUP BY 1, 2, 3;
+
+DROP VIEW IF EXISTS item_sizes_agg CASCADE;
+CREATE VIEW item_sizes_agg AS
+SELECT a.run_id, a.class_id, a.body,
+       51 + a.body + CASE WHEN coalesce(rs.cas_enabled, 'yes') IN ('no', '0', 'false') THEN 0
+                          ELSE 8 END AS ntotal,
+       a.outcome, sum(a.writes) AS writes, sum(a.body_bytes) AS body_bytes
+FROM agg_items a LEFT JOIN run_settings rs ON rs.run_id = a.run_id
+GROUP BY a.run_id, a.class_id, a.body, a.outcome, rs.cas_enabled;
+
+DROP VIEW IF EXISTS answers_agg CASCADE;
+CREATE VIEW answers_agg AS
+SELECT a.run_id, min(c.cmd) AS cmd, nullif(min(c.ms_mode), '') AS ms_mode,
+       CASE WHEN a.answer_id = 0 THEN '(other)' ELSE min(n.answer) END AS answer,
+       sum(a.writes) AS writes, sum(a.value_bytes) AS value_bytes
+FROM agg_answers a LEFT JOIN cmds c ON c.cmd_id = a.cmd_id
+LEFT JOIN answers n ON n.answer_id = a.answer_id
+GROUP BY a.run_id, a.cmd_id, a.answer_id;
+
+DROP VIEW IF EXISTS latency_histogram_agg CASCADE;
+CREATE VIEW latency_histogram_agg AS
+SELECT run_id, band_us, sum(writes) AS writes FROM agg_latency GROUP BY run_id, band_us;
+
+-- The fleet over the aggregates: what fleet_sizes and fleet_waste say,
+-- from a few rows per run and minute instead of every write, so they hold
+-- for nodes recording a key sample (--sample-keys 1/N) or no rows at all
+-- (--sample-keys none). node NULL: the whole fleet.
+
+-- Item sizes (body = key + value length, + 4 when flags: what a slab class
+-- holds, memcached's ntotal is 51 + body, + 8 with CAS) of every
+-- item-storing write of every run, per node and fleet-wide, in the
+-- power-of-two buckets of write_size_histogram; pct of the node's (or the
+-- fleet's) writes.
+DROP VIEW IF EXISTS fleet_sizes_agg CASCADE;
+CREATE VIEW fleet_sizes_agg AS
+WITH b AS (
+  SELECT r.node, a.body, a.writes, a.value_bytes,
+         CASE WHEN a.body >= 1 THEN 1::bigint << (length(ltrim(a.body::bit(64)::text, '0')) - 1)
+              ELSE 0 END AS bucket_min
+  FROM agg_sizes a JOIN runs r USING (run_id))
+SELECT node, bucket_min, sum(writes) AS writes, sum(value_bytes) AS value_bytes,
+       min(body) AS min_body, max(body) AS max_body, count(DISTINCT node) AS nodes,
+       round(100.0 * sum(writes) / sum(sum(writes)) OVER (PARTITION BY node), 2) AS pct
+FROM b
+GROUP BY GROUPING SETS ((node, bucket_min), (bucket_min));
+
+-- Rounding waste of the items each node's latest run stored (agg_items,
+-- outcome 1) per class: used_chunks the items, mem_requested their ntotal,
+-- allocated items times the class's chunk (run_ladder). It equals
+-- fleet_waste (memcached's own figures at the last sample) when every key
+-- was stored once and nothing left memcached; overwrites, deletes,
+-- expiry and evictions make it the waste of what was written, not of what
+-- is held. Node totals as class_id NULL, the fleet's as node NULL too.
+DROP VIEW IF EXISTS fleet_waste_agg CASCADE;
+CREATE VIEW fleet_waste_agg AS
+WITH i AS (
+  SELECT f.node, f.run_id, a.class_id, sum(a.writes) AS items,
+         sum(a.body_bytes + a.writes * (51 + CASE WHEN coalesce(rs.cas_enabled, 'yes')
+                                                      IN ('no', '0', 'false') THEN 0 ELSE 8 END))
+           AS mem_requested
+  FROM fleet_runs f
+  JOIN agg_items a ON a.run_id = f.run_id
+  LEFT JOIN run_settings rs ON rs.run_id = f.run_id
+  WHERE a.outcome = 1 AND a.class_id > 0
+  GROUP BY f.node, f.run_id, a.class_id),
+w AS (
+  SELECT i.node, i.run_id, i.class_id, l.chunk_size, i.items, i.mem_requested,
+         i.items * l.chunk_size AS allocated
+  FROM i LEFT JOIN run_ladder l ON l.run_id = i.run_id AND l.class_id = i.class_id)
+SELECT node, CASE WHEN GROUPING(node) = 0 THEN min(run_id) END AS run_id, class_id,
+       CASE WHEN GROUPING(class_id) = 0 THEN min(chunk_size) END AS chunk_size,
+       sum(items) AS used_chunks,
+       sum(mem_requested) AS mem_requested, sum(allocated) AS allocated,
+       sum(allocated) - sum(mem_requested) AS waste_bytes,
+       round(100.0 * (sum(allocated) - sum(mem_requested)) / nullif(sum(allocated), 0), 2)
+         AS waste_pct
+FROM w
+GROUP BY GROUPING SETS ((node, class_id), (node), ());
+
+-- Evictions per node and class at each node's latest sample of its latest
+-- run (memcached's counters, cumulative since it started), beside the
+-- items that run stored in the class (agg_items, outcome 1); node totals
+-- as class_id NULL, the fleet's as node NULL too.
+DROP VIEW IF EXISTS fleet_evictions CASCADE;
+CREATE VIEW fleet_evictions AS
+WITH e AS (
+  SELECT f.node, f.run_id, c.class_id, coalesce(c.evicted, 0) AS evicted,
+         coalesce(c.total_pages, 0) AS total_pages,
+         coalesce((SELECT sum(a.writes) FROM agg_items a
+                   WHERE a.run_id = f.run_id AND a.class_id = c.class_id AND a.outcome = 1), 0)
+           AS stored_writes
+  FROM fleet_runs f
+  JOIN last_samples ls ON ls.run_id = f.run_id
+  JOIN class_stats c ON c.sample_id = ls.sample_id)
+SELECT node, CASE WHEN GROUPING(node) = 0 THEN min(run_id) END AS run_id, class_id,
+       sum(evicted) AS evicted, sum(total_pages) AS total_pages,
+       sum(stored_writes) AS stored_writes,
+       round(1000.0 * sum(evicted) / nullif(sum(stored_writes), 0), 3)
+         AS evicted_per_1000_writes
+FROM e
+GROUP BY GROUPING SETS ((node, class_id), (node), ());
+-- END aggregates
