@@ -14,7 +14,8 @@ throwaway cluster (pgcluster.py), driven by bench/pg_writer_bench.
   counts every write, fleet_waste has a total per node).
 - names: schema/pg/schema.sql has the tables, columns and views of
   schema/schema.sql (applied to SQLite here), but for the documented
-  dialect differences.
+  dialect differences (the -- @sqlite / -- @pg sections of
+  schema/schema.sql.in, whence schema/sqlgen.c derives both).
 - versions: a second open leaves the schema alone; a newer version is
   refused with a clear message.
 - crashed: a bench killed mid-run is marked crashed with its rows counted
@@ -41,9 +42,10 @@ import pgcluster  # noqa: E402
 
 BENCH = os.environ.get("PG_WRITER_BENCH") or os.path.join(os.path.dirname(mctest.SLABTAP),
                                                           "pg_writer_bench")
-# SQLite's compact tables for writes and reads (issue 19): PostgreSQL keeps
-# plain columns in writes and read_log; the views `sets` and `reads` are in
-# both, and so are the aggregates (agg_*, issue 21)
+# Both schemas come from schema/schema.sql.in (schema/sqlgen.c): these are
+# its -- @sqlite and -- @pg sections. Reads (issue 19): SQLite's compact
+# tables; PostgreSQL keeps plain columns in read_log; the view `reads` is in
+# both.
 SQLITE_ONLY_TABLES = {"arrivals", "write_runs",
                       "read_runs", "read_keys", "read_rows", "read_extra", "read_arrivals"}
 PG_ONLY_TABLES = {"schema_version", "read_log"}
@@ -132,7 +134,7 @@ class PgStoreTest(unittest.TestCase):
         for v in views:
             rows = self.pg.psql("SELECT count(*) FROM (SELECT * FROM %s) v" % v)
             # the bench records no reads: test_reads.py checks `reads` in PostgreSQL
-            if v not in ("fleet_settings_diff", "reads"):
+            if v not in {"fleet_settings_diff", "reads"}:
                 self.assertGreater(int(rows[0][0]), 0, "view %s is empty" % v)
         diff = self.pg.psql("SELECT node, value FROM fleet_settings_diff"
                             " WHERE setting = 'growth_factor' AND node IN ('a', 'b') ORDER BY 1")
