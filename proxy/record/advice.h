@@ -37,9 +37,10 @@ struct advice_plan {
  * and `slabtap model advise|predict|mrc --source auto`): its rows, unless
  * they are not all kept and the run has write aggregates -- older rows
  * expired (retention), or, for the capacity advice (capacity), rows of one
- * key in N (--sample-keys; the aggregates count every write). db NULL
- * (PostgreSQL, which keeps no aggregates): the rows. why (may be NULL)
- * gets the reason in words. */
+ * key in N (--sample-keys; the aggregates count every write), or no rows
+ * at all (--sample-keys none: the aggregates, whatever is asked). db NULL
+ * (PostgreSQL, until its reader reads the aggregates it now keeps): the
+ * rows. why (may be NULL) gets the reason in words. */
 enum runs_basis advice_basis(sqlite3 *db, int64_t run_id, const struct runs_rows_status *rows,
                              bool capacity, char *why, size_t len);
 

@@ -121,7 +121,15 @@ static const struct query_sql SQL_HAS_AGG = { "SELECT 1 FROM agg_runs WHERE run_
     " ORDER BY p.prefix COLLATE BINARY"
 static const struct query_sql SQL_SIZES_AGG = { SIZES_AGG, NULL };
 static const struct query_sql SQL_TRAFFIC_AGG = { TRAFFIC_AGG, NULL };
-static const struct query_sql SQL_PREFIX_AGG = { PREFIX_AGG, NULL };
+/* PostgreSQL keeps no prefix dictionary (its key_ref is the key's text, no
+ * prefix ids in agg_prefixes): its prefixes are always counted from `sets` */
+#define PREFIX_SETS \
+    "WITH agg_prefixes AS (SELECT run_id, key AS prefix_id, count(*) AS writes," \
+    " sum(CASE WHEN value_len > 0 THEN value_len ELSE 0 END) AS value_bytes FROM sets" \
+    " WHERE run_id = ?1 AND key IS NOT NULL" \
+    " AND (SELECT key_mode FROM runs WHERE run_id = ?1) = 'prefix' GROUP BY run_id, key)," \
+    " key_prefixes AS (SELECT prefix_id, prefix_id AS prefix FROM agg_prefixes) " PREFIX_AGG
+static const struct query_sql SQL_PREFIX_AGG = { PREFIX_AGG, PREFIX_SETS };
 static const struct query_sql SQL_PREFIX_NAME = {
     "SELECT prefix FROM key_prefixes WHERE prefix_id = ?1", NULL
 };
@@ -129,7 +137,8 @@ static const struct query_sql SQL_PREFIX_NAME = {
  * the same queries over the aggregates computed from the view `sets` (the
  * columns both stores have) as record/wagg.c counts them -- body and the
  * item-storing writes (wagg_stores), the latency band (wagg_latency_band),
- * prefixes of --keys prefix runs -- in one statement over the run. */
+ * prefixes of --keys prefix runs (PREFIX_SETS, above) -- in one statement
+ * over the run. */
 #define SETS_STORES \
     "value_len >= 0 AND (cmd IN ('set', 'add', 'replace', 'cas')" \
     " OR (cmd = 'ms' AND coalesce(ms_mode, '') NOT IN ('A', 'a', 'P', 'p')))"
@@ -146,14 +155,6 @@ static const struct query_sql SQL_TRAFFIC_SETS = {
     " WHEN u < 100 THEN u WHEN u < 1000 THEN u / 10 * 10 WHEN u < 10000 THEN u / 100 * 100"
     " WHEN u < 100000 THEN u / 1000 * 1000 ELSE u / 10000 * 10000 END AS band_us,"
     " count(*) AS writes FROM us GROUP BY run_id, second, band_us) " TRAFFIC_AGG,
-    NULL
-};
-static const struct query_sql SQL_PREFIX_SETS = {
-    "WITH agg_prefixes AS (SELECT run_id, key AS prefix_id, count(*) AS writes,"
-    " sum(CASE WHEN value_len > 0 THEN value_len ELSE 0 END) AS value_bytes FROM sets"
-    " WHERE run_id = ?1 AND key IS NOT NULL"
-    " AND (SELECT key_mode FROM runs WHERE run_id = ?1) = 'prefix' GROUP BY run_id, key),"
-    " key_prefixes AS (SELECT prefix_id, prefix_id AS prefix FROM agg_prefixes) " PREFIX_AGG,
     NULL
 };
 static const struct query_sql SQL_READS = {
@@ -655,7 +656,7 @@ static void agg_fill(struct query_queue *q, struct qsql_db *db, struct query_job
         if (agg_read(q, db, j->agg_tables ? &SQL_TRAFFIC_AGG : &SQL_TRAFFIC_SETS,
                      (int64_t[]){ j->run_id, j->from, j->points, j->span }, 4, &j->a, true, j))
             return;
-        if (sql_prepare(db, j->agg_tables ? &SQL_PREFIX_AGG : &SQL_PREFIX_SETS, &st, j))
+        if (sql_prepare(db, &SQL_PREFIX_AGG, &st, j))
             return;
         qsql_bind(&st, 1, j->run_id);
         while ((rc = qsql_step(&st)) == QSQL_ROW) { /* by name: k1 indexes j->names */

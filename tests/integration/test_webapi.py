@@ -543,6 +543,10 @@ def same_shape(route, d, finished):
              "counts": [round(sum(d[k]) * width)
                         for k in ("writes", "reads", "hits", "misses")[:4 if finished else 1]],
              "answered": sum(1 for v in d["write_p50_us"] if v is not None) > 0}
+    elif route == "reads":
+        d = {"total": d["total"], "classes": d["classes"],
+             "lines": [(x["class_id"], x["chunk_size"], sum(x["reads"]), sum(x["hits"]))
+                       for x in d["lines"]]}
     elif route == "reports":
         d["commands"] = {k: re.sub(r"--db \S+", "--db DB", v) for k, v in d["commands"].items()}
     return d
@@ -555,8 +559,9 @@ class WebApiPgTest(mctest.ServerTestCase):
     PostgreSQL; /api/run/sizes, classes, series, traffic and reports answer
     the same on both (same_shape: but for run ids, times and rates), live
     and, from a second proxy on each store, for the finished run (cached:
-    asked twice, the same bytes); /api/runs lists the earlier run alike,
-    its node with it."""
+    asked twice, the same bytes), reads too; /api/runs lists the earlier
+    run alike, its node with it. The advice is not computed on PostgreSQL
+    (its answer says so)."""
     workdir_prefix = "slabtap-webapi-pg-"
 
     ROUTES = ("sizes?buckets=16", "classes", "series?points=20", "traffic?points=10&top=3",
@@ -564,7 +569,7 @@ class WebApiPgTest(mctest.ServerTestCase):
 
     def answers(self, hp, run=None):
         out = {}
-        for r in self.ROUTES:
+        for r in self.ROUTES + (("reads?points=10&top=3",) if run is not None else ()):
             path = "/api/run/" + r
             if run is not None:
                 path += ("&" if "?" in path else "?") + "run=%d" % run
@@ -619,6 +624,7 @@ class WebApiPgTest(mctest.ServerTestCase):
             self.stop_clean(px)
         self.assertEqual(done["pg"], done["sqlite"])
         self.assertEqual(done["pg"]["traffic"]["counts"][:2], [600, 400])
+        self.assertEqual(done["pg"]["reads"]["total"]["reads"], 400)
         self.assertEqual(listed["pg"], listed["sqlite"])
         self.assertEqual(listed["pg"]["node"], "node-a")
         self.assertEqual(listed["pg"]["rows_recorded"], 600)
