@@ -40,10 +40,10 @@ int cli_top_main(int argc, char **argv);
 /* `model advise --objective hits` and `model mrc` (cli/model_hits.c), called
  * by model_cmd.c once the run is open. */
 struct prediction;
-struct sqlite3;
+struct reader;
 struct cli_hits_args {
-    const char *db;         /* the SQLite file the run is replayed from */
-    struct sqlite3 *sqlite; /* the same, open */
+    const char *db;        /* the store the run is replayed from: a file or a URI */
+    struct reader *reader; /* the same, open (record/reader.h) */
     int64_t run_id;
     const struct prediction *r; /* the run's prediction: its settings and version */
     uint64_t memory_limit_mb;   /* 0: the memory the run's own settings use */

@@ -22,7 +22,8 @@
 #include "load/load.h"
 #include "load/workload.h"
 #include "model/slab_model.h"
-#include "record/runs.h"
+#include "record/pgstore.h"
+#include "record/reader.h"
 
 /* 4096 statements of at most 1 KiB each, with room for comments */
 
@@ -51,8 +52,9 @@ static void load_cli_usage(FILE *out)
             "\n"
             "SOURCE, exactly one of:\n"
             "  --workload FILE        a workload file (experiments/README.md, \"Workload files\")\n"
-            "  --replay-db FILE       the writes (and reads, when recorded) `slabtap proxy`\n"
-            "                         recorded in FILE, in their recorded order\n"
+            "  --replay-db FILE|URI   the writes (and reads, when recorded) `slabtap proxy`\n"
+            "                         recorded in FILE or a postgresql:// database, in\n"
+            "                         their recorded order\n"
             "  --replay-run RUN       which run of --replay-db: its name (the newest run of\n"
             "                         that name) or its id, as `model --run` (default: the\n"
             "                         newest run)\n"
@@ -279,8 +281,10 @@ static void load_cli_hits(const struct load_result *r)
 
 static void load_cli_summary(const struct load_cli_args *a, const struct load_result *r)
 {
+    char shown[PGSTORE_URI_MAX]; /* a postgresql:// --replay-db without its password */
+    pgstore_redact(a->replay_db, shown, sizeof shown);
     const char *src = a->workload    ? a->workload
-                      : a->replay_db ? a->replay_db
+                      : a->replay_db ? shown
                       : a->twitter   ? a->twitter
                                      : a->cachelib;
     if (!a->dry_run)
@@ -313,25 +317,24 @@ static void load_cli_summary(const struct load_cli_args *a, const struct load_re
 }
 
 /* --replay-run's run, by name or id, with the one resolver `model --run`
- * uses (record/runs.h). 0, or -1 said on stderr. */
+ * uses (record/reader.h). 0, or -1 said on stderr. */
 static int load_cli_find_run(const char *db, const char *name_or_id, int64_t *id)
 {
-    struct runs_src *src;
+    struct reader *rd;
     char err[512];
-    if (runs_src_open(&src, db, err, sizeof err)) {
-        fprintf(stderr, "slabtap load: %s: %s\n", db, err);
+    if (reader_open(&rd, db, err, sizeof err)) {
+        fprintf(stderr, "slabtap load: %s%s%s\n", pgstore_is_uri(db) ? "" : db,
+                pgstore_is_uri(db) ? "" : ": ", err);
         return -1;
     }
-    *id = runs_src_find(src, name_or_id);
-    runs_src_close(src);
-    if (*id < 0) {
+    *id = reader_run_find(rd, name_or_id);
+    if (*id < 0)
         fprintf(stderr,
                 "slabtap load: %s: no run named '%s' and no run with that id (its runs: "
-                "sqlite3 %s 'SELECT run_id, name FROM runs')\n",
-                db, name_or_id, db);
-        return -1;
-    }
-    return 0;
+                "SELECT run_id, name FROM runs)\n",
+                reader_name(rd), name_or_id);
+    reader_close(rd);
+    return *id < 0 ? -1 : 0;
 }
 
 /* The source half of the config; the workload (if any) goes to *w. */

@@ -122,7 +122,7 @@ void cli_replay_counted(const char *source, uint64_t ops, uint64_t keys)
 {
     if (!ops)
         return;
-    snprintf(cli_counters.source, sizeof cli_counters.source, "%s", source);
+    pgstore_redact(source, cli_counters.source, sizeof cli_counters.source); /* no password */
     cli_counters.ops = ops;
     cli_counters.keys = keys;
     cli_counters.replays++;
@@ -227,7 +227,7 @@ static enum runs_basis run_basis;
 static char run_basis_why[200];
 static bool run_hits; /* advise: the hits advice (given, or the default: advice_hits_default) */
 static struct runs_agg_info run_agg;
-static struct runs_rows_status run_rows;
+static struct reader_rows_status run_rows;
 
 /* predict's and advise's flags (advise adds --max-classes, --verify,
  * --memcached). */
@@ -285,10 +285,6 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
     if (advise && (o->node || o->since) && (o->verify || o->holdout || o->holdout_run))
         return opt_error(err, errlen, command,
                          "--verify and --holdout take one run (--run), not --node/--since");
-    if (advise && pgstore_is_uri(o->db) && (o->verify || o->holdout_run))
-        return opt_error(err, errlen, command,
-                         "--verify and --holdout-run replay a SQLite file, not a postgresql:// "
-                         "database");
     if (o->source && strcmp(o->source, "auto") && strcmp(o->source, "rows") &&
         strcmp(o->source, "aggregates"))
         return opt_error(err, errlen, command, "--source is auto, rows or aggregates");
@@ -435,10 +431,10 @@ static bool run_opts_or_usage(int argc, char **argv, struct run_opts *o, int mod
     return true;
 }
 
-static int open_src(const struct run_opts *o, struct runs_src **src)
+static int open_src(const struct run_opts *o, struct reader **src)
 {
     char err[512];
-    if (runs_src_open(src, o->db, err, sizeof err)) {
+    if (reader_open(src, o->db, err, sizeof err)) {
         char shown[PGSTORE_URI_MAX];
         pgstore_redact(o->db, shown, sizeof shown);
         fprintf(stderr, "slabtap model: %s: %s\n", shown, err);
@@ -447,14 +443,13 @@ static int open_src(const struct run_opts *o, struct runs_src **src)
     return 0;
 }
 
-static int open_run(const struct run_opts *o, struct runs_src *src, int64_t id,
-                    struct prediction *r)
+static int open_run(const struct run_opts *o, struct reader *src, int64_t id, struct prediction *r)
 {
     char err[512];
     if (id < 0)
-        id = runs_src_find(src, o->run);
+        id = reader_run_find(src, o->run);
     if (id < 0) {
-        fprintf(stderr, "slabtap model: %s: no run %s\n", runs_src_name(src),
+        fprintf(stderr, "slabtap model: %s: no run %s\n", reader_name(src),
                 o->run ? o->run : "at all");
         return -1;
     }
@@ -462,14 +457,13 @@ static int open_run(const struct run_opts *o, struct runs_src *src, int64_t id,
      * (record/advice.h): the rows unless they are not all kept and the
      * run has aggregates */
     bool want_aggs = o->source && !strcmp(o->source, "aggregates");
-    sqlite3 *db = runs_src_sqlite(src);
-    runs_src_rows_status(src, id, &run_rows);
+    reader_rows_status(src, id, &run_rows);
     run_hits = o->mode == 1 && (o->objective ? !strcmp(o->objective, "hits")
-                                             : advice_hits_default(db, id, &run_rows));
+                                             : advice_hits_default(src, id, &run_rows));
     snprintf(run_basis_why, sizeof run_basis_why, "as --source %s asks",
              o->source ? o->source : "");
     if (!o->source || !strcmp(o->source, "auto")) {
-        want_aggs = advice_basis(db, id, &run_rows, o->mode == 1 && !run_hits, run_basis_why,
+        want_aggs = advice_basis(src, id, &run_rows, o->mode == 1 && !run_hits, run_basis_why,
                                  sizeof run_basis_why) == RUNS_BASIS_AGGREGATES;
         if (!run_rows.complete && !run_rows.have_aggs)
             fprintf(stderr,
@@ -478,10 +472,9 @@ static int open_run(const struct run_opts *o, struct runs_src *src, int64_t id,
                     (long long)id, (long long)run_rows.present, (long long)run_rows.recorded);
     }
     run_basis = want_aggs ? RUNS_BASIS_AGGREGATES : RUNS_BASIS_ROWS;
-    if (want_aggs ? runs_src_prediction_agg(src, id, r, &run_agg, err, sizeof err)
-                  : runs_src_prediction(src, id, r, err, sizeof err)) {
-        fprintf(stderr, "slabtap model: %s: run %lld: %s\n", runs_src_name(src), (long long)id,
-                err);
+    if (want_aggs ? runs_read_prediction_agg(src, id, r, &run_agg, err, sizeof err)
+                  : runs_read_prediction(src, id, r, err, sizeof err)) {
+        fprintf(stderr, "slabtap model: %s: run %lld: %s\n", reader_name(src), (long long)id, err);
         return -1;
     }
     return 0;
@@ -546,16 +539,16 @@ static void print_basis(const struct prediction *r, bool classes)
 }
 
 /* The runs --node/--since select; 0 with at least one, else -1 (said). */
-static int select_runs(const struct run_opts *o, struct runs_src *src, int64_t **ids, char ***nodes,
+static int select_runs(const struct run_opts *o, struct reader *src, int64_t **ids, char ***nodes,
                        size_t *n)
 {
     char err[512];
-    if (runs_src_select(src, o->node, o->since_ns, ids, nodes, n, err, sizeof err)) {
-        fprintf(stderr, "slabtap model: %s: selecting runs: %s\n", runs_src_name(src), err);
+    if (reader_runs_select(src, o->node, o->since_ns, ids, nodes, n, err, sizeof err)) {
+        fprintf(stderr, "slabtap model: %s: selecting runs: %s\n", reader_name(src), err);
         return -1;
     }
     if (*n == 0) {
-        fprintf(stderr, "slabtap model: %s: no run of a node like '%s'%s%s\n", runs_src_name(src),
+        fprintf(stderr, "slabtap model: %s: no run of a node like '%s'%s%s\n", reader_name(src),
                 o->node ? o->node : "%", o->since ? " within " : "", o->since ? o->since : "");
         return -1;
     }
@@ -565,7 +558,7 @@ static int select_runs(const struct run_opts *o, struct runs_src *src, int64_t *
 static int model_predict(int argc, char **argv)
 {
     struct run_opts o;
-    struct runs_src *src = NULL;
+    struct reader *src = NULL;
     struct prediction *r = calloc(1, sizeof *r);
     int64_t *ids = NULL;
     char **nodes = NULL;
@@ -603,8 +596,8 @@ out:
     if (r)
         predict_free(r);
     free(r);
-    runs_select_free(ids, nodes, n);
-    runs_src_close(src);
+    reader_runs_select_free(ids, nodes, n);
+    reader_close(src);
     return rc;
 }
 
@@ -746,7 +739,7 @@ static void model_holdout(const char *what, const struct advise_candidate *c, si
 }
 
 /* advise's capacity part; the number of failed checks. */
-static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct prediction *r)
+static int model_capacity(const struct run_opts *o, struct reader *rd, const struct prediction *r)
 {
     struct capacity_seq seq, other;
     struct advise_candidate *c = calloc(ADVISE_MAX_CANDIDATES, sizeof *c);
@@ -766,14 +759,14 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
     }
     if (!c || (run_basis == RUNS_BASIS_AGGREGATES
                    ? advise_seq_from_hist(&r->live, r->settings.use_cas, &seq)
-                   : rowseq_capacity(db, r->run_id, &seq, NULL, NULL, NULL, err, sizeof err))) {
+                   : rowseq_capacity(rd, r->run_id, &seq, NULL, NULL, NULL, err, sizeof err))) {
         fprintf(stderr, "slabtap model advise: capacity: %s\n",
                 c && run_basis != RUNS_BASIS_AGGREGATES ? err : "out of memory");
         failed = 1;
         goto out;
     }
     /* the objective and memory as the page's advice picks them */
-    advice_plan(db, r, o->objective, o->memory_limit_mb, &plan);
+    advice_plan(rd, r, o->objective, o->memory_limit_mb, &plan);
     enum capacity_objective obj = plan.obj;
     uint64_t mem_mb = plan.mem_mb, mem_limit = plan.mem_limit;
     snprintf(why, sizeof why, "%s", plan.why);
@@ -832,8 +825,8 @@ static int model_capacity(const struct run_opts *o, sqlite3 *db, const struct pr
     if (o->holdout)
         model_holdout("the second half", c, n, rec, &seq, to, seq.n, obj, mem_limit);
     if (o->holdout_run) {
-        int64_t id = runs_find(db, o->holdout_run);
-        if (id < 0 || rowseq_capacity(db, id, &other, NULL, NULL, NULL, err, sizeof err)) {
+        int64_t id = reader_run_find(rd, o->holdout_run);
+        if (id < 0 || rowseq_capacity(rd, id, &other, NULL, NULL, NULL, err, sizeof err)) {
             fprintf(stderr, "slabtap model advise: --holdout-run %s: %s\n", o->holdout_run,
                     id < 0 ? "no such run" : err);
             failed++;
@@ -876,7 +869,7 @@ out:
 /* --node/--since: every selected run's leftover items added into r (the
  * first run's prediction, its settings the fleet's baseline); 0 or -1
  * (said). */
-static int fleet_union(const struct run_opts *o, struct runs_src *src, struct prediction *r,
+static int fleet_union(const struct run_opts *o, struct reader *src, struct prediction *r,
                        size_t *nruns, size_t *nnodes)
 {
     int64_t *ids = NULL;
@@ -919,16 +912,16 @@ out:
     if (other)
         predict_free(other);
     free(other);
-    runs_select_free(ids, nodes, n);
+    reader_runs_select_free(ids, nodes, n);
     return rc;
 }
 
 /* The hits report's arguments from advise's or mrc's flags. */
-static struct cli_hits_args hits_args(const struct run_opts *o, struct runs_src *src,
+static struct cli_hits_args hits_args(const struct run_opts *o, struct reader *src,
                                       const struct prediction *r)
 {
     return (struct cli_hits_args){ .db = o->db,
-                                   .sqlite = runs_src_sqlite(src),
+                                   .reader = src,
                                    .run_id = r->run_id,
                                    .r = r,
                                    .memory_limit_mb = o->memory_limit_mb,
@@ -943,7 +936,7 @@ static struct cli_hits_args hits_args(const struct run_opts *o, struct runs_src 
 static int model_mrc(int argc, char **argv)
 {
     struct run_opts o;
-    struct runs_src *src = NULL;
+    struct reader *src = NULL;
     struct prediction *r = calloc(1, sizeof *r);
     struct slab_settings other;
     unsigned given = 0, automove = 1;
@@ -953,8 +946,8 @@ static int model_mrc(int argc, char **argv)
         goto out;
     if (open_src(&o, &src) || open_run(&o, src, -1, r))
         goto out;
-    if (!runs_src_sqlite(src) || run_basis == RUNS_BASIS_AGGREGATES) {
-        fprintf(stderr, "slabtap model mrc: replays one run's rows from a SQLite file\n");
+    if (run_basis == RUNS_BASIS_AGGREGATES) {
+        fprintf(stderr, "slabtap model mrc: replays one run's rows, which are not all kept\n");
         goto out;
     }
     if (o.flags) {
@@ -974,14 +967,14 @@ out:
     if (r)
         predict_free(r);
     free(r);
-    runs_src_close(src);
+    reader_close(src);
     return rc;
 }
 
 static int model_advise(int argc, char **argv)
 {
     struct run_opts o;
-    struct runs_src *src = NULL;
+    struct reader *src = NULL;
     struct prediction *r = calloc(1, sizeof *r);
     size_t nruns = 1, nnodes = 1;
     struct slab_settings best, fitted;
@@ -999,9 +992,9 @@ static int model_advise(int argc, char **argv)
     bool hits = run_hits && (!fleet || o.objective);
     struct cli_hits_args ha = hits_args(&o, src, r);
     bool json = ha.json;
-    if (hits && (fleet || !ha.sqlite || run_basis == RUNS_BASIS_AGGREGATES)) {
+    if (hits && (fleet || run_basis == RUNS_BASIS_AGGREGATES)) {
         fprintf(stderr, "slabtap model advise: --objective hits replays one run's rows (writes "
-                        "and reads) from a SQLite file (--db FILE --run ID)\n");
+                        "and reads), all kept (--run ID)\n");
         goto out;
     }
     if (hits && predict_sampled(r)) {
@@ -1105,21 +1098,17 @@ static int model_advise(int argc, char **argv)
     }
     if (o.verify)
         rc = model_verify_all(&o, r, &best, &beste, &fitted, &fite) ? 1 : 0;
-    /* capacity replays one run's writes from a SQLite file */
+    /* capacity replays one run's writes */
     if (fleet)
-        wrapout_printf(
-            "capacity: per run (--run ID on a SQLite file); not for %zu runs of %zu nodes\n", nruns,
-            nnodes);
-    else if (!runs_src_sqlite(src))
-        wrapout_printf(
-            "capacity: reads a SQLite file's writes (--db FILE); not on PostgreSQL yet\n");
-    else if (model_capacity(&o, runs_src_sqlite(src), r))
+        wrapout_printf("capacity: per run (--run ID); not for %zu runs of %zu nodes\n", nruns,
+                       nnodes);
+    else if (model_capacity(&o, src, r))
         rc = 1;
 out:
     if (r)
         predict_free(r);
     free(r);
-    runs_src_close(src);
+    reader_close(src);
     return rc;
 }
 

@@ -13,73 +13,52 @@
 
 #include "cli/cli.h"
 #include "cli/wrapout.h"
-#include <sqlite3.h>
 
 #include "core/jsonb.h"
 #include "load/verify.h"
 #include "model/hitadvise.h"
 #include "model/predict.h"
-#include "record/runs.h"
+#include "record/reader.h"
+#include "record/sink.h"
 
 /* The run's slab_automove and LRU mode from its first `stats settings`
  * (1.6.18's defaults when none was recorded). */
-static void run_lru_settings(sqlite3 *db, int64_t run_id, unsigned *automove,
-                             enum capacity_lru *lru)
+struct lru_settings {
+    unsigned automove;
+    enum capacity_lru lru;
+};
+
+static int lru_setting(void *ud, const char *name, const char *value)
 {
-    sqlite3_stmt *st;
-    *automove = 1;
-    *lru = CAPACITY_LRU_SEGMENTED;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT json_extract(settings, '$.slab_automove'),"
-                           " json_extract(settings, '$.lru_maintainer_thread')"
-                           " FROM settings WHERE run_id = ?1 ORDER BY t_ns LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return;
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
-            int64_t a = sqlite3_column_int64(st, 0);
-            *automove = a >= 0 && a <= 2 ? (unsigned)a : 1;
-        }
-        const unsigned char *m = sqlite3_column_text(st, 1);
-        if (m && !strcmp((const char *)m, "no"))
-            *lru = CAPACITY_LRU_PLAIN;
+    struct lru_settings *l = ud;
+    if (!strcmp(name, "slab_automove")) {
+        long a = strtol(value, NULL, 10);
+        l->automove = a >= 0 && a <= 2 ? (unsigned)a : 1;
+    } else if (!strcmp(name, "lru_maintainer_thread") && !strcmp(value, "no")) {
+        l->lru = CAPACITY_LRU_PLAIN;
     }
-    sqlite3_finalize(st);
+    return 0;
 }
 
-/* --save: text as run_meta key of the run (a connection of its own: the
- * reader's is read-only). 0, or -1 said on stderr. */
+static void run_lru_settings(struct reader *rd, int64_t run_id, unsigned *automove,
+                             enum capacity_lru *lru)
+{
+    struct lru_settings l = { 1, CAPACITY_LRU_SEGMENTED };
+    char err[256];
+    reader_settings(rd, run_id, READER_FIRST, lru_setting, &l, NULL, 0, NULL, err, sizeof err);
+    *automove = l.automove;
+    *lru = l.lru;
+}
+
+/* --save: text as run_meta key of the run (record/sink.h: a connection of
+ * its own; the reader's is read-only). 0, or -1 said on stderr. */
 static int save_meta(const struct cli_hits_args *a, const char *key, const char *text)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    int rc = -1;
-    if (sqlite3_open_v2(a->db, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
-        goto out;
-    sqlite3_busy_timeout(db, RUNS_BUSY_MS);
-    if (sqlite3_prepare_v2(
-            db, "INSERT OR REPLACE INTO run_meta (run_id, key, value) VALUES (?1, ?2, ?3)", -1, &st,
-            NULL) != SQLITE_OK)
-        goto out;
-    sqlite3_bind_int64(st, 1, a->run_id);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, text, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_DONE)
-        rc = 0;
-out:
-    if (rc && db &&
-        ((sqlite3_errcode(db) & 0xff) == SQLITE_BUSY ||
-         (sqlite3_errcode(db) & 0xff) == SQLITE_LOCKED)) {
-        char why[1024];
-        runs_locked_why(a->db, sqlite3_errmsg(db), why, sizeof why);
-        fprintf(stderr, "slabtap model: --save: %s: %s\n", a->db, why);
-    } else if (rc)
-        fprintf(stderr, "slabtap model: --save: %s: %s\n", a->db,
-                db ? sqlite3_errmsg(db) : "cannot open");
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return rc;
+    char err[1024];
+    if (sink_save_meta(a->db, a->run_id, key, text, err, sizeof err) == 0)
+        return 0;
+    fprintf(stderr, "slabtap model: --save: %s\n", err);
+    return -1;
 }
 
 /* The run's request sequence into *seq and the model's input over it (the
@@ -95,7 +74,7 @@ static int hits_input(const struct cli_hits_args *a, const char *what, struct ca
     }
     memset(in, 0, sizeof *in);
     in->current = &a->r->settings;
-    run_lru_settings(a->sqlite, a->run_id, &in->current_automove, &in->lru);
+    run_lru_settings(a->reader, a->run_id, &in->current_automove, &in->lru);
     in->seq = seq;
     in->measure_from = (size_t)((double)seq->n * a->warmup);
     in->current_mem_mb = a->r->settings.mem_limit / HITADVISE_MB;

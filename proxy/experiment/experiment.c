@@ -514,9 +514,11 @@ static int exp_gates(sqlite3 *db, const struct exp_spec *sp, const struct exp_ru
     }
     if (r->gate_model) {
         struct prediction *m = calloc(1, sizeof *m);
-        char err[256];
-        if (!m || runs_read_prediction(db, o->run_id, m, err, sizeof err)) {
-            exp_report(stderr, "GATE FAILED %s: model: %s", r->name, m ? err : "out of memory");
+        struct reader *rd = NULL;
+        char err[256] = "out of memory";
+        if (!m || reader_open_sqlite(&rd, db, sqlite3_db_filename(db, "main"), err, sizeof err) ||
+            runs_read_prediction(rd, o->run_id, m, err, sizeof err)) {
+            exp_report(stderr, "GATE FAILED %s: model: %s", r->name, err);
             failed++;
         } else if (!m->exact_expected || predict_mismatches(m)) {
             exp_report(stderr,
@@ -529,6 +531,7 @@ static int exp_gates(sqlite3 *db, const struct exp_spec *sp, const struct exp_ru
                        "mem_requested, pages)",
                        r->name);
         }
+        reader_close(rd);
         if (m)
             predict_free(m);
         free(m);

@@ -1,6 +1,7 @@
 /* replay: recorded runs and public cache traces as operation sources.
- * Reads files (stdio, SQLite read-only) but never the network; one row in
- * memory at a time. */
+ * Reads files (stdio) and recorded stores (record/reader.h: a SQLite file
+ * or a PostgreSQL database, read-only); one row of each cursor in memory
+ * at a time. */
 #include "load/replay.h"
 
 #include <stdarg.h>
@@ -10,12 +11,11 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include <sqlite3.h>
-
 #include "core/keyfmt.h"
 #include "core/log.h"
+#include "record/pgstore.h"
+#include "record/reader.h"
 #include "record/rowseq.h"
-#include "record/runs.h"
 
 static const char *const replay_status_text[REPLAY_STATUS_COUNT] = {
 #define REPLAY_STATUS_ROW(id, text) text,
@@ -33,8 +33,9 @@ struct replay {
     char path[WORKLOAD_FILE_MAX];
     FILE *f;
     uint64_t line; /* CSV line last read, 1-based */
-    sqlite3 *db;
-    sqlite3_stmt *cursor;
+    struct reader *rd;
+    struct reader_cursor *cursor; /* the run's writes, ORDER BY seq */
+    struct reader_write w;        /* the writes' pending row (w_ready) */
     int64_t run_id;
     struct replay_cachelib_cols cols;
     struct workload_op pending; /* a CacheLib row still repeating */
@@ -47,7 +48,8 @@ struct replay {
     uint64_t counter_keys;             /* keys that set a bit of the filter */
     /* reads (replay_db_reads): their cursor, which cursor holds an unsent
      * row, and the last known value of each key for demand fill */
-    sqlite3_stmt *reads;
+    struct reader_cursor *reads;
+    struct reader_read rr; /* the reads' pending row (r_ready) */
     bool w_ready, r_ready, w_done, r_done;
     bool demand_fill;
     uint64_t reads_total;
@@ -474,44 +476,18 @@ bool replay_db_cmd_mode(const char *cmd, char ms_mode, enum workload_cmd *out)
 static enum replay_status replay_db_prepare(struct replay *r, int64_t run_id, char *err,
                                             size_t errlen)
 {
-    sqlite3_stmt *st = NULL;
-    enum replay_status rc = REPLAY_E_DB;
-    const char *what = "SELECT count(*) FROM sets WHERE run_id = ?1";
-    if (run_id == 0) /* the latest run, by the one rule (record/runs.h) */
-        run_id = runs_latest(r->db);
-    if (sqlite3_prepare_v2(r->db, what, -1, &st, NULL) != SQLITE_OK)
-        goto fail;
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_int64(st, 0) == 0) {
-        replay_why(err, errlen, REPLAY_E_FORMAT, "%s: no recorded writes for run %lld", r->path,
-                   (long long)run_id);
-        sqlite3_finalize(st);
-        return REPLAY_E_FORMAT;
-    }
-    r->total = (uint64_t)sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    char why[512];
+    if (run_id == 0) /* the latest run, by the one rule (record/reader.h) */
+        run_id = reader_run_find(r->rd, NULL);
+    int64_t n = reader_writes_count(r->rd, run_id);
+    if (n <= 0)
+        return replay_why(err, errlen, REPLAY_E_FORMAT, "%s: no recorded writes for run %lld",
+                          r->path, (long long)run_id);
+    r->total = (uint64_t)n;
     r->run_id = run_id;
-    what = "SELECT cmd, key, key_hash, key_len, value_len, flags, exptime, answer, seq, ms_mode "
-           "FROM sets WHERE run_id = ?1 ORDER BY seq";
-    if (sqlite3_prepare_v2(r->db, what, -1, &r->cursor, NULL) != SQLITE_OK) {
-        /* a file from before schema v3 has no ms_mode: every ms was a set */
-        what = "SELECT cmd, key, key_hash, key_len, value_len, flags, exptime, answer, seq, NULL "
-               "FROM sets WHERE run_id = ?1 ORDER BY seq";
-        if (sqlite3_prepare_v2(r->db, what, -1, &r->cursor, NULL) != SQLITE_OK)
-            goto fail;
-    }
-    sqlite3_bind_int64(r->cursor, 1, run_id);
-    return REPLAY_OK;
-fail:;
-    int code = sqlite3_errcode(r->db) & 0xff;
-    if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
-        char why[1024];
-        runs_locked_why(r->path, sqlite3_errmsg(r->db), why, sizeof why);
+    if (reader_writes_open(r->rd, run_id, READER_SEQ, &r->cursor, why, sizeof why))
         return replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, why);
-    }
-    rc = replay_why(err, errlen, REPLAY_E_DB, "%s: %s (is it a slabtap database?)", r->path,
-                    sqlite3_errmsg(r->db));
-    return rc;
+    return REPLAY_OK;
 }
 
 /* op->key of a recorded key (record/rowseq.h). */
@@ -522,39 +498,33 @@ static void replay_db_key(struct workload_op *op, const char *key, size_t key_te
     op->key_len = (uint16_t)key_len;
 }
 
-/* One `sets` row into op; REPLAY_SKIP for a command with no replay. */
+/* The pending `sets` row into op; REPLAY_SKIP for a command with no replay. */
 static enum replay_status replay_db_row(struct replay *r, struct workload_op *op, char *err,
                                         size_t errlen)
 {
-    sqlite3_stmt *c = r->cursor;
+    const struct reader_write *w = &r->w;
     enum workload_cmd cmd;
-    const char *name = (const char *)sqlite3_column_text(c, 0);
-    const char *mode = (const char *)sqlite3_column_text(c, 9);
-    if (!replay_db_cmd_mode(name, mode ? mode[0] : 0, &cmd))
+    int64_t value_len = w->value_len == -1 ? 0 : w->value_len; /* NULL: no value */
+    if (!replay_db_cmd_mode(w->cmd, w->ms_mode, &cmd))
         return REPLAY_SKIP;
-    const char *key = (const char *)sqlite3_column_text(c, 1);
-    size_t key_text_len = key ? (size_t)sqlite3_column_bytes(c, 1) : 0;
-    int64_t key_len = sqlite3_column_int64(c, 3), value_len = sqlite3_column_int64(c, 4);
-    int64_t flags = sqlite3_column_int64(c, 5), exptime = sqlite3_column_int64(c, 6);
-    const char *answer = (const char *)sqlite3_column_text(c, 7);
-    if (key_len < 1 || key_len > WORKLOAD_KEY_MAX || value_len < 0 ||
-        (uint64_t)value_len > WORKLOAD_VALUE_MAX || flags < 0 || flags > UINT32_MAX)
+    if (w->key_len < 1 || w->key_len > WORKLOAD_KEY_MAX || value_len < 0 ||
+        (uint64_t)value_len > WORKLOAD_VALUE_MAX || w->flags < 0 || w->flags > UINT32_MAX)
         return replay_why(err, errlen, REPLAY_E_FORMAT,
                           "%s: run %lld seq %lld: bad key_len, "
                           "value_len or flags",
-                          r->path, (long long)r->run_id, (long long)sqlite3_column_int64(c, 8));
+                          r->path, (long long)r->run_id, (long long)w->seq);
     memset(op, 0, sizeof *op);
     op->cmd = cmd;
     if (workload_cmd_is_write(cmd)) {
         op->value_len = (uint64_t)value_len;
-        op->flags = (uint32_t)flags;
+        op->flags = (uint32_t)w->flags;
     }
     if (workload_cmd_is_write(cmd) || cmd == WORKLOAD_CMD_TOUCH)
-        op->ttl = exptime < WORKLOAD_TTL_MIN || exptime > WORKLOAD_TTL_MAX ? 0 : exptime;
+        op->ttl = w->exptime < WORKLOAD_TTL_MIN || w->exptime > WORKLOAD_TTL_MAX ? 0 : w->exptime;
     if (cmd == WORKLOAD_CMD_INCR || cmd == WORKLOAD_CMD_DECR)
         op->value_len = 1;
-    op->noreply = answer && (!strcmp(answer, "noreply") || !strcmp(answer, "quiet"));
-    replay_db_key(op, key, key_text_len, (uint64_t)sqlite3_column_int64(c, 2), (uint32_t)key_len);
+    op->noreply = w->answer && (!strcmp(w->answer, "noreply") || !strcmp(w->answer, "quiet"));
+    replay_db_key(op, w->key, w->key_text_len, w->key_hash, (uint32_t)w->key_len);
     return REPLAY_OK;
 }
 
@@ -600,36 +570,15 @@ static void replay_known_write(struct replay *r, const struct workload_op *op, u
 
 enum replay_status replay_db_reads(struct replay *r, bool demand_fill, char *err, size_t errlen)
 {
-    /* the next request for the key (writes kind 0, reads kind 1) in the
-     * merged order, over both tables; then the reads alone, in order */
-    static const char what[] =
-        "SELECT cmd, key, key_hash, key_len, hit, value_len, flags, exptime, seq, after_write, "
-        "next_kind FROM (SELECT m.*, LEAD(kind) OVER (PARTITION BY key_hash ORDER BY w, kind, "
-        "rs) AS next_kind FROM (SELECT 1 AS kind, after_write AS w, seq AS rs, cmd, key, "
-        "key_hash, key_len, hit, value_len, flags, exptime, seq, after_write FROM reads WHERE "
-        "run_id = ?1 UNION ALL SELECT 0, seq, 0, NULL, NULL, key_hash, NULL, NULL, NULL, NULL, "
-        "NULL, NULL, NULL FROM sets WHERE run_id = ?1) AS m) WHERE kind = 1 ORDER BY "
-        "after_write, seq";
-    sqlite3_stmt *st = NULL;
+    char why[512];
     if (!r || r->kind != REPLAY_DB)
         return replay_why(err, errlen, REPLAY_E_ARG, "bad argument");
-    if (sqlite3_prepare_v2(r->db, "SELECT count(*) FROM reads WHERE run_id = ?1", -1, &st, NULL) !=
-        SQLITE_OK)
-        return REPLAY_OK; /* no reads in this file: writes only */
-    sqlite3_bind_int64(st, 1, r->run_id);
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, sqlite3_errmsg(r->db));
-        sqlite3_finalize(st);
-        return REPLAY_E_DB;
-    }
-    r->reads_total = (uint64_t)sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    if (!r->reads_total)
-        return REPLAY_OK;
-    if (sqlite3_prepare_v2(r->db, what, -1, &r->reads, NULL) != SQLITE_OK)
-        return replay_why(err, errlen, REPLAY_E_DB, "%s: reads: %s", r->path,
-                          sqlite3_errmsg(r->db));
-    sqlite3_bind_int64(r->reads, 1, r->run_id);
+    int64_t n = reader_reads_count(r->rd, r->run_id);
+    if (n <= 0)
+        return REPLAY_OK; /* no reads in this store (or none recorded): writes only */
+    r->reads_total = (uint64_t)n;
+    if (reader_reads_open(r->rd, r->run_id, &r->reads, why, sizeof why))
+        return replay_why(err, errlen, REPLAY_E_DB, "%s: reads: %s", r->path, why);
     r->total += r->reads_total;
     r->demand_fill = demand_fill;
     if (demand_fill && !(r->known = calloc(REPLAY_FILL_SLOTS, sizeof *r->known)))
@@ -637,37 +586,34 @@ enum replay_status replay_db_reads(struct replay *r, bool demand_fill, char *err
     return REPLAY_OK;
 }
 
-/* The reads cursor's row into op; REPLAY_SKIP for a command with no replay. */
+/* The reads cursor's pending row into op; REPLAY_SKIP for a command with
+ * no replay. */
 static enum replay_status replay_db_read_row(struct replay *r, struct workload_op *op, char *err,
                                              size_t errlen)
 {
-    sqlite3_stmt *c = r->reads;
+    const struct reader_read *rd = &r->rr;
     enum workload_cmd cmd;
-    if (!replay_db_read_cmd((const char *)sqlite3_column_text(c, 0), &cmd))
+    if (!replay_db_read_cmd(rd->cmd, &cmd))
         return REPLAY_SKIP;
-    const char *key = (const char *)sqlite3_column_text(c, 1);
-    size_t key_text_len = key ? (size_t)sqlite3_column_bytes(c, 1) : 0;
-    uint64_t hash = (uint64_t)sqlite3_column_int64(c, 2);
-    int64_t key_len = sqlite3_column_int64(c, 3), value_len = sqlite3_column_int64(c, 5);
-    int64_t flags = sqlite3_column_int64(c, 6), exptime = sqlite3_column_int64(c, 7);
-    bool hit = sqlite3_column_int64(c, 4) != 0 && sqlite3_column_type(c, 5) != SQLITE_NULL;
-    if (key_len < 1 || key_len > WORKLOAD_KEY_MAX ||
-        (hit && (value_len < 0 || (uint64_t)value_len > WORKLOAD_VALUE_MAX)) || flags < 0 ||
-        flags > UINT32_MAX)
+    bool hit = rd->hit && rd->value_len >= 0;
+    if (rd->key_len < 1 || rd->key_len > WORKLOAD_KEY_MAX ||
+        (hit && (uint64_t)rd->value_len > WORKLOAD_VALUE_MAX) || rd->flags < 0 ||
+        rd->flags > UINT32_MAX)
         return replay_why(err, errlen, REPLAY_E_FORMAT,
                           "%s: run %lld read seq %lld: bad key_len, value_len or flags", r->path,
-                          (long long)r->run_id, (long long)sqlite3_column_int64(c, 8));
+                          (long long)r->run_id, (long long)rd->seq);
     memset(op, 0, sizeof *op);
     op->cmd = cmd;
     if (cmd == WORKLOAD_CMD_GAT)
-        op->ttl = exptime < WORKLOAD_TTL_MIN || exptime > WORKLOAD_TTL_MAX ? 0 : exptime;
-    replay_db_key(op, key, key_text_len, hash, (uint32_t)key_len);
+        op->ttl =
+            rd->exptime < WORKLOAD_TTL_MIN || rd->exptime > WORKLOAD_TTL_MAX ? 0 : rd->exptime;
+    replay_db_key(op, rd->key, rd->key_text_len, rd->key_hash, (uint32_t)rd->key_len);
     if (!r->demand_fill)
         return REPLAY_OK;
     if (hit)
-        replay_known_set(r, hash, (uint64_t)value_len, (uint32_t)flags);
-    const struct replay_known *k = replay_known_get(r, hash);
-    if (sqlite3_column_type(c, 10) != SQLITE_NULL && sqlite3_column_int64(c, 10) == 0) {
+        replay_known_set(r, rd->key_hash, (uint64_t)rd->value_len, (uint32_t)rd->flags);
+    const struct replay_known *k = replay_known_get(r, rd->key_hash);
+    if (rd->next_kind == 0) {
         r->fill_next_write++; /* the recorded write that follows fills it */
     } else if (!k) {
         r->fill_unknown++;
@@ -701,34 +647,28 @@ uint64_t replay_fill_unknown(const struct replay *r)
 }
 
 /* The counter keys of the run: every key an incr, decr or ma names, unless
- * each of them was refused as non-numeric. One pass of SQLite over the
+ * each of them was refused as non-numeric. One pass of the store over the
  * run's rows, before the replay's own. */
 static enum replay_status replay_db_counters(struct replay *r, char *err, size_t errlen)
 {
-    static const char what[] =
-        "SELECT key, key_hash, key_len FROM sets WHERE run_id = ?1 AND cmd IN ('incr', 'decr', "
-        "'ma') AND answer NOT LIKE 'CLIENT_ERROR cannot incr%'";
-    sqlite3_stmt *st = NULL;
+    struct reader_cursor *c;
+    struct reader_write w;
     enum replay_status rc = REPLAY_OK;
-    int step = SQLITE_DONE;
-    if (sqlite3_prepare_v2(r->db, what, -1, &st, NULL) != SQLITE_OK)
-        return replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, sqlite3_errmsg(r->db));
-    sqlite3_bind_int64(st, 1, r->run_id);
-    while (rc == REPLAY_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *key = (const char *)sqlite3_column_text(st, 0);
-        size_t key_text_len = key ? (size_t)sqlite3_column_bytes(st, 0) : 0;
-        int64_t key_len = sqlite3_column_int64(st, 2);
+    char why[512];
+    int step = 0;
+    if (reader_writes_open(r->rd, r->run_id, READER_COUNTERS, &c, why, sizeof why))
+        return replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, why);
+    while (rc == REPLAY_OK && (step = reader_next_write(c, &w, why, sizeof why)) == 1) {
         struct workload_op op = { .cmd = WORKLOAD_CMD_INCR };
-        if (key_len < 1 || key_len > WORKLOAD_KEY_MAX)
+        if (w.key_len < 1 || w.key_len > WORKLOAD_KEY_MAX)
             continue; /* the replay stops at that row, naming it */
-        replay_db_key(&op, key, key_text_len, (uint64_t)sqlite3_column_int64(st, 1),
-                      (uint32_t)key_len);
+        replay_db_key(&op, w.key, w.key_text_len, w.key_hash, (uint32_t)w.key_len);
         if (replay_counter_mark(r, &op) != REPLAY_OK)
             rc = replay_why(err, errlen, REPLAY_E_MEMORY, "%s: out of memory", r->path);
     }
-    if (rc == REPLAY_OK && step != SQLITE_DONE)
-        rc = replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, sqlite3_errmsg(r->db));
-    sqlite3_finalize(st);
+    if (rc == REPLAY_OK && step < 0)
+        rc = replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, why);
+    reader_cursor_close(c);
     return rc;
 }
 
@@ -795,16 +735,17 @@ enum replay_status replay_open(struct replay **out, enum replay_kind kind, const
         rc = replay_open_csv(r, err, errlen);
         if (rc == REPLAY_OK && kind == REPLAY_TWITTER)
             rc = replay_twitter_counters(r, err, errlen);
-    } else if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        rc = replay_why(err, errlen, REPLAY_E_OPEN, "%s: cannot open: %s", path,
-                        r->db ? sqlite3_errmsg(r->db) : "out of memory");
     } else {
         char why[512];
-        sqlite3_busy_timeout(r->db, RUNS_BUSY_MS);
-        if (runs_sqlite_check(r->db, path, why, sizeof why) != RUNS_DB_OK)
-            rc = replay_why(err, errlen, REPLAY_E_OPEN, "%s: %s", path, why);
-        else
+        if (reader_open(&r->rd, path, why, sizeof why)) {
+            /* the reader names a PostgreSQL database itself, password-free */
+            snprintf(r->path, sizeof r->path, "%s", pgstore_is_uri(path) ? "" : path);
+            rc = replay_why(err, errlen, REPLAY_E_OPEN, "%s%s%s", r->path, *r->path ? ": " : "",
+                            why);
+        } else {
+            snprintf(r->path, sizeof r->path, "%s", reader_name(r->rd));
             rc = replay_db_prepare(r, run_id, err, errlen);
+        }
         if (rc == REPLAY_OK)
             rc = replay_db_counters(r, err, errlen);
     }
@@ -826,12 +767,9 @@ void replay_close(struct replay *r)
                  r->path, (unsigned long long)r->keys_cut, (unsigned long long)r->first_cut_line);
     free(r->counters);
     free(r->known);
-    if (r->reads)
-        sqlite3_finalize(r->reads);
-    if (r->cursor)
-        sqlite3_finalize(r->cursor);
-    if (r->db)
-        sqlite3_close(r->db);
+    reader_cursor_close(r->reads);
+    reader_cursor_close(r->cursor);
+    reader_close(r->rd);
     if (r->f)
         fclose(r->f);
     free(r);
@@ -932,23 +870,23 @@ static enum workload_next replay_next_csv(struct replay *r, struct workload_op *
     }
 }
 
-/* Steps cursor st unless it holds an unsent row or is done; false on error. */
-static bool replay_db_step(struct replay *r, sqlite3_stmt *st, bool *ready, bool *done, char *err,
-                           size_t errlen)
+/* Steps the writes (or reads) cursor unless it holds an unsent row or is
+ * done; false on error. */
+static bool replay_db_step(struct replay *r, bool reads, char *err, size_t errlen)
 {
+    bool *ready = reads ? &r->r_ready : &r->w_ready, *done = reads ? &r->r_done : &r->w_done;
+    char why[512];
     if (*ready || *done)
         return true;
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    int rc = reads ? reader_next_read(r->reads, &r->rr, why, sizeof why)
+                   : reader_next_write(r->cursor, &r->w, why, sizeof why);
+    if (rc == 1)
         *ready = true;
-        return true;
-    }
-    if (rc == SQLITE_DONE) {
+    else if (rc == 0)
         *done = true;
-        return true;
-    }
-    replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, sqlite3_errmsg(r->db));
-    return false;
+    else
+        replay_why(err, errlen, REPLAY_E_DB, "%s: %s", r->path, why);
+    return rc >= 0;
 }
 
 enum workload_next replay_next(struct replay *r, struct workload_item *it, char *err, size_t errlen)
@@ -970,20 +908,19 @@ enum workload_next replay_next(struct replay *r, struct workload_item *it, char 
         return nx;
     }
     for (;;) {
-        if (!replay_db_step(r, r->cursor, &r->w_ready, &r->w_done, err, errlen) ||
-            (r->reads && !replay_db_step(r, r->reads, &r->r_ready, &r->r_done, err, errlen)))
+        if (!replay_db_step(r, false, err, errlen) ||
+            (r->reads && !replay_db_step(r, true, err, errlen)))
             return WORKLOAD_NEXT_ERROR;
         if (!r->w_ready && !r->r_ready)
             return WORKLOAD_NEXT_END;
-        bool write =
-            replay_merge_take_write(r->w_ready, sqlite3_column_int64(r->cursor, 8), r->r_ready,
-                                    r->r_ready ? sqlite3_column_int64(r->reads, 9) : 0);
+        bool write = replay_merge_take_write(r->w_ready, r->w.seq, r->r_ready,
+                                             r->r_ready ? r->rr.after_write : 0);
         enum replay_status st;
         if (write) {
             r->w_ready = false;
             st = replay_db_row(r, &it->op, err, errlen);
             if (st == REPLAY_OK)
-                replay_known_write(r, &it->op, (uint64_t)sqlite3_column_int64(r->cursor, 2));
+                replay_known_write(r, &it->op, r->w.key_hash);
         } else {
             r->r_ready = false;
             st = replay_db_read_row(r, &it->op, err, errlen);

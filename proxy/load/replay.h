@@ -1,5 +1,6 @@
 /* replay: sources of operations other than workload files -- a run slabtap
- * recorded (SQLite table `sets`), a Twitter cache trace
+ * recorded (the view `sets` of a SQLite file or a PostgreSQL database, read
+ * through record/reader.h), a Twitter cache trace
  * (twitter/cache-trace CSV) and a Meta CacheLib kvcache trace (CSV with a
  * header) -- read lazily, one row at a time, into workload_items (after
  * one read-ahead for counter keys, below).
@@ -66,7 +67,7 @@
  * A trace that cannot be read twice (a pipe) gets digits for every value,
  * the filter's limit, with a warning.
  *
- * Reads (REPLAY_DB, after replay_db_reads): a database whose run has a
+ * Reads (REPLAY_DB, after replay_db_reads): a store whose run has a
  * `reads` view or table (run_id, seq, after_write, conn_id, t_ns, cmd, key,
  * key_hash, key_len, hit, value_len, flags, exptime, class_id) is replayed
  * writes AND reads, merged: the read with after_write A goes after the
@@ -82,9 +83,9 @@
  * read's own hit included) and ttl 0, unless the recording shows the next
  * request for that key is a write (then the recorded write follows and
  * fills it: fill = false), or no length is known (no fill). "Next" comes
- * from SQLite: LEAD over the merged order partitioned by key_hash, in the
- * reads query; SQLite sorts for it with bounded memory, spilling to a
- * temporary file, so the run is never held in memory here. The last known
+ * from the store: LEAD over the merged order partitioned by key_hash, in
+ * the reads query; SQLite and PostgreSQL sort for it with bounded memory,
+ * spilling to temporary files, so the run is never held in memory here. The last known
  * lengths sit in a direct-mapped table of REPLAY_FILL_SLOTS entries by key
  * hash (16 MiB, allocated with the first read): a key whose entry another
  * key has taken since is unknown (no fill, counted in fill_unknown).
@@ -132,7 +133,8 @@ const char *replay_status_str(enum replay_status st);
 
 struct replay; /* an open source */
 
-/* run_id 0: the newest run recorded in the file (REPLAY_DB only). */
+/* run_id 0: the newest run recorded in the store (REPLAY_DB only: path a
+ * SQLite file or a postgresql:// URI). */
 enum replay_status replay_open(struct replay **out, enum replay_kind kind, const char *path,
                                int64_t run_id, char *err, size_t errlen);
 void replay_close(struct replay *r);

@@ -2,76 +2,56 @@
 #include "record/advice.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/sample.h"
 
 /* Whether the run's memcached was full: evictions during the run, or
  * total_malloced (else its pages) at limit_maxbytes in the last sample. */
-static bool advice_run_full(sqlite3 *db, const struct prediction *r, char *why, size_t len)
+static bool advice_run_full(struct reader *rd, const struct prediction *r, char *why, size_t len)
 {
-    sqlite3_stmt *st;
-    bool full = false;
+    struct reader_counters k;
+    char err[256];
+    int64_t last;
     snprintf(why, len, "the run's memcached was not full");
     if (r->evictions > 0) {
         snprintf(why, len, "the run's memcached was full: %lld evictions", (long long)r->evictions);
         return true;
     }
-    if (!db || sqlite3_prepare_v2(
-                   db,
-                   "SELECT coalesce(json_extract(s.stats, '$.evictions'), 0),"
-                   " coalesce(json_extract(s.stats, '$.limit_maxbytes'), 0),"
-                   " coalesce(json_extract(s.stats, '$.total_malloced'),"
-                   "  (SELECT sum(json_extract(c.fields, '$.total_pages')) FROM sample_classes c"
-                   "   WHERE c.sample_id = s.sample_id) * 1048576, 0)"
-                   " FROM samples s WHERE s.run_id = ?1 ORDER BY s.t_ns DESC LIMIT 1",
-                   -1, &st, NULL) != SQLITE_OK)
+    if (!rd || (last = reader_sample_edge(rd, r->run_id, READER_LAST)) < 0 ||
+        reader_sample_counters(rd, last, &k, err, sizeof err))
         return false;
-    sqlite3_bind_int64(st, 1, r->run_id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t ev = sqlite3_column_int64(st, 0), lim = sqlite3_column_int64(st, 1),
-                mal = sqlite3_column_int64(st, 2);
-        if (ev > 0) {
-            snprintf(why, len, "the run's memcached was full: %lld evictions", (long long)ev);
-            full = true;
-        } else if (lim > 0 && mal >= lim) {
-            snprintf(why, len, "the run's memcached was full: total_malloced %lld of %lld",
-                     (long long)mal, (long long)lim);
-            full = true;
-        }
+    if (k.evictions > 0) {
+        snprintf(why, len, "the run's memcached was full: %lld evictions", (long long)k.evictions);
+        return true;
     }
-    sqlite3_finalize(st);
-    return full;
+    if (k.limit_maxbytes > 0 && k.total_malloced >= k.limit_maxbytes) {
+        snprintf(why, len, "the run's memcached was full: total_malloced %lld of %lld",
+                 (long long)k.total_malloced, (long long)k.limit_maxbytes);
+        return true;
+    }
+    return false;
 }
 
 /* run_meta 'sample_keys' of run_id: the N of --sample-keys 1/N, 0 none. */
-static unsigned advice_sampled(sqlite3 *db, int64_t run_id)
+static unsigned advice_sampled(struct reader *rd, int64_t run_id)
 {
-    sqlite3_stmt *st;
-    unsigned n = 0;
-    if (!db || sqlite3_prepare_v2(db,
-                                  "SELECT value FROM run_meta WHERE run_id = ?1 AND key = "
-                                  "'sample_keys'",
-                                  -1, &st, NULL) != SQLITE_OK)
-        return 0;
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        const char *v = (const char *)sqlite3_column_text(st, 0);
-        uint32_t k = 0;
-        if (v && !sample_parse(v, &k) && k > 1)
-            n = k;
-    }
-    sqlite3_finalize(st);
+    char *v = reader_meta(rd, run_id, "sample_keys");
+    uint32_t k = 0;
+    unsigned n = v && !sample_parse(v, &k) && k > 1 ? k : 0;
+    free(v);
     return n;
 }
 
-enum runs_basis advice_basis(sqlite3 *db, int64_t run_id, const struct runs_rows_status *rows,
-                             bool capacity, char *why, size_t len)
+enum runs_basis advice_basis(struct reader *rd, int64_t run_id,
+                             const struct reader_rows_status *rows, bool capacity, char *why,
+                             size_t len)
 {
     unsigned sampled = 0;
     if (why && len)
         snprintf(why, len, "every recorded write replayed in sequence");
-    if (!db || !rows->have_aggs)
+    if (!rows->have_aggs)
         return RUNS_BASIS_ROWS;
     if (!rows->complete) {
         if (why && len)
@@ -79,7 +59,7 @@ enum runs_basis advice_basis(sqlite3 *db, int64_t run_id, const struct runs_rows
                      (long long)rows->present, (long long)rows->recorded);
         return RUNS_BASIS_AGGREGATES;
     }
-    sampled = advice_sampled(db, run_id);
+    sampled = advice_sampled(rd, run_id);
     if (sampled == SAMPLE_NONE) { /* no rows at all: whatever is asked */
         if (why && len)
             snprintf(why, len,
@@ -98,26 +78,17 @@ enum runs_basis advice_basis(sqlite3 *db, int64_t run_id, const struct runs_rows
     return RUNS_BASIS_ROWS;
 }
 
-bool advice_hits_default(sqlite3 *db, int64_t run_id, const struct runs_rows_status *rows)
+bool advice_hits_default(struct reader *rd, int64_t run_id, const struct reader_rows_status *rows)
 {
-    sqlite3_stmt *st;
-    bool yes = false;
-    if (!db || advice_basis(db, run_id, rows, true, NULL, 0) != RUNS_BASIS_ROWS ||
-        advice_sampled(db, run_id) ||
-        sqlite3_prepare_v2(db, "SELECT 1 FROM reads WHERE run_id = ?1 LIMIT 1", -1, &st, NULL) !=
-            SQLITE_OK)
-        return false;
-    sqlite3_bind_int64(st, 1, run_id);
-    yes = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return yes;
+    return advice_basis(rd, run_id, rows, true, NULL, 0) == RUNS_BASIS_ROWS &&
+           !advice_sampled(rd, run_id) && reader_reads_count(rd, run_id) > 0;
 }
 
-void advice_plan(sqlite3 *db, const struct prediction *r, const char *objective,
+void advice_plan(struct reader *rd, const struct prediction *r, const char *objective,
                  uint64_t memory_limit_mb, struct advice_plan *out)
 {
     memset(out, 0, sizeof *out);
-    bool full = advice_run_full(db, r, out->why, sizeof out->why);
+    bool full = advice_run_full(rd, r, out->why, sizeof out->why);
     out->chosen = !objective;
     out->obj = objective ? (!strcmp(objective, "memory") ? CAPACITY_OBJ_MEMORY : CAPACITY_OBJ_ITEMS)
                : full    ? CAPACITY_OBJ_ITEMS

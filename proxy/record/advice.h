@@ -7,14 +7,13 @@
  *
  * Owns: the rule that picks the basis (advice_basis: the run's rows,
  * replayed in sequence by record/rowseq.h, or its write aggregates), the
- * rule that picks the objective (advice_plan, with the SQL that reads
- * whether the run's memcached was full; advice_hits_default), and the
+ * rule that picks the objective (advice_plan, with what tells whether the
+ * run's memcached was full; advice_hits_default), and the
  * text of a candidate's flags. Must never write to the database, print, or choose
  * candidates another way than advise_capacity. */
 #ifndef SLABTAP_RECORD_ADVICE_H
 #define SLABTAP_RECORD_ADVICE_H
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,21 +37,22 @@ struct advice_plan {
  * they are not all kept and the run has write aggregates -- older rows
  * expired (retention), or, for the capacity advice (capacity), rows of one
  * key in N (--sample-keys; the aggregates count every write), or no rows
- * at all (--sample-keys none: the aggregates, whatever is asked). db NULL
- * (PostgreSQL, until its reader reads the aggregates it now keeps): the
- * rows. why (may be NULL) gets the reason in words. */
-enum runs_basis advice_basis(sqlite3 *db, int64_t run_id, const struct runs_rows_status *rows,
-                             bool capacity, char *why, size_t len);
+ * at all (--sample-keys none: the aggregates, whatever is asked). The
+ * same on either engine (rd: record/reader.h). why (may be NULL) gets the
+ * reason in words. */
+enum runs_basis advice_basis(struct reader *rd, int64_t run_id,
+                             const struct reader_rows_status *rows, bool capacity, char *why,
+                             size_t len);
 
 /* Whether `slabtap model advise` without --objective gives the hits
  * advice: run_id recorded reads and its rows are the basis (all kept, not
- * sampled) in a SQLite file (db). Otherwise capacity (advice_plan). */
-bool advice_hits_default(sqlite3 *db, int64_t run_id, const struct runs_rows_status *rows);
+ * sampled). Otherwise capacity (advice_plan). */
+bool advice_hits_default(struct reader *rd, int64_t run_id, const struct reader_rows_status *rows);
 
-/* The plan for run r (db may be NULL: then only r's evictions tell
+/* The plan for run r (rd may be NULL: then only r's evictions tell
  * whether it was full). objective "items", "memory" or NULL (chosen: items
  * when full); memory_limit_mb 0: the run's own -m. */
-void advice_plan(sqlite3 *db, const struct prediction *r, const char *objective,
+void advice_plan(struct reader *rd, const struct prediction *r, const char *objective,
                  uint64_t memory_limit_mb, struct advice_plan *out);
 
 /* Candidate c's memcached flags at the plan's memory: -m, the ladder and

@@ -93,11 +93,9 @@ struct pgstore_state {
 
 /* --- messages ----------------------------------------------------------------------- */
 
-/* Replaces every occurrence of the password in msg (cap bytes) by "***". */
-static void scrub(const struct pgstore *s, char *msg, size_t cap)
+void pgstore_scrub(const char *pw, char *msg, size_t cap)
 {
-    const char *pw = s->st ? s->st->password : "";
-    size_t pl = strlen(pw), o = 0;
+    size_t pl = pw ? strlen(pw) : 0, o = 0;
     char out[2048];
     if (!pl || !cap)
         return;
@@ -114,9 +112,8 @@ static void scrub(const struct pgstore *s, char *msg, size_t cap)
     snprintf(msg, cap, "%s", out);
 }
 
-/* "<shown uri>: <what>: <libpq's reason>" in err; -1. */
-int pgstore_message(const struct pgstore *s, const char *what, const char *reason, char *err,
-                    size_t errlen)
+int pgstore_say(const char *shown, const char *pw, const char *what, const char *reason, char *err,
+                size_t errlen)
 {
     char r[1024];
     snprintf(r, sizeof r, "%s", reason && *reason ? reason : "unknown error");
@@ -126,15 +123,21 @@ int pgstore_message(const struct pgstore *s, const char *what, const char *reaso
     for (char *p = r; *p; p++) /* libpq's multi-line messages on one line */
         if (*p == '\n')
             *p = ' ';
-    snprintf(err, errlen, "%s: %s: %s", s->shown, what, r);
-    scrub(s, err, errlen);
+    snprintf(err, errlen, "%s: %s: %s", shown, what, r);
+    pgstore_scrub(pw, err, errlen);
     return -1;
+}
+
+/* "<shown uri>: <what>: <libpq's reason>" in err; -1. */
+static int pg_fail(struct pgstore *s, const char *what, const char *reason, char *err,
+                   size_t errlen)
+{
+    return pgstore_say(s->shown, s->st ? s->st->password : "", what, reason, err, errlen);
 }
 
 static int conn_fail(struct pgstore *s, const char *what, char *err, size_t errlen)
 {
-    return pgstore_message(s, what, s->conn ? PQerrorMessage(s->conn) : "no connection", err,
-                           errlen);
+    return pg_fail(s, what, s->conn ? PQerrorMessage(s->conn) : "no connection", err, errlen);
 }
 
 /* Checks a result: 0 when it has the status wanted (it is cleared either
@@ -146,7 +149,7 @@ static int res_ok(struct pgstore *s, PGresult *res, ExecStatusType want, const c
     if (!res)
         rc = conn_fail(s, what, err, errlen);
     else if (PQresultStatus(res) != want)
-        rc = pgstore_message(s, what, PQresultErrorMessage(res), err, errlen);
+        rc = pg_fail(s, what, PQresultErrorMessage(res), err, errlen);
     PQclear(res);
     return rc;
 }
@@ -652,7 +655,17 @@ static int session_setup(struct pgstore *s, char *err, size_t errlen)
 
 /* --- open and close ----------------------------------------------------------------- */
 
-int pgstore_connect(struct pgstore *s, const char *uri, char *err, size_t errlen)
+struct pg_conn *pgstore_connect(const char *uri, const char *options)
+{
+    /* defaults first: what the connection string says overrides them,
+     * except the encoding, which the encoder needs */
+    const char *keys[] = { "connect_timeout", "application_name", "options",
+                           "dbname",          "client_encoding",  NULL };
+    const char *vals[] = { "10", "slabtap", options, uri, "UTF8", NULL };
+    return (struct pg_conn *)PQconnectdbParams(keys, vals, 1);
+}
+
+int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     pgstore_redact(uri, s->shown, sizeof s->shown);
@@ -663,19 +676,18 @@ int pgstore_connect(struct pgstore *s, const char *uri, char *err, size_t errlen
     }
     snprintf(s->uri, sizeof s->uri, "%s", uri);
     s->st = calloc(1, sizeof *s->st);
-    if (s->st)
+    if (s->st) {
         buf_init(&s->st->extra, JSON_MAX);
-    if (!s->st) {
+        s->st->copy = malloc(PGSTORE_COPY_BUF);
+        buf_init(&s->st->reads, BUF_UNBOUNDED);
+        buf_init(&s->st->agg_sql, BUF_UNBOUNDED);
+    }
+    if (!s->st || !s->st->copy || wagg_init(&s->st->agg)) {
         snprintf(err, errlen, "%s: out of memory", s->shown);
         pgstore_close(s);
         return -1;
     }
-    /* defaults first: what the connection string says overrides them,
-     * except the encoding, which the encoder needs */
-    const char *keys[] = { "connect_timeout", "application_name", "options",
-                           "dbname",          "client_encoding",  NULL };
-    const char *vals[] = { "10", "slabtap", "-c synchronous_commit=off", uri, "UTF8", NULL };
-    s->conn = (struct pg_conn *)PQconnectdbParams(keys, vals, 1);
+    s->conn = pgstore_connect(uri, "-c synchronous_commit=off");
     if (!s->conn) {
         snprintf(err, errlen, "%s: out of memory", s->shown);
         pgstore_close(s);
@@ -685,21 +697,6 @@ int pgstore_connect(struct pgstore *s, const char *uri, char *err, size_t errlen
     snprintf(s->st->password, sizeof s->st->password, "%s", pw ? pw : "");
     if (PQstatus(s->conn) != CONNECTION_OK) {
         conn_fail(s, "cannot connect", err, errlen);
-        pgstore_close(s);
-        return -1;
-    }
-    return 0;
-}
-
-int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
-{
-    if (pgstore_connect(s, uri, err, errlen))
-        return -1;
-    s->st->copy = malloc(PGSTORE_COPY_BUF);
-    buf_init(&s->st->reads, BUF_UNBOUNDED);
-    buf_init(&s->st->agg_sql, BUF_UNBOUNDED);
-    if (!s->st->copy || wagg_init(&s->st->agg)) {
-        snprintf(err, errlen, "%s: out of memory", s->shown);
         pgstore_close(s);
         return -1;
     }
@@ -807,7 +804,7 @@ int64_t pgstore_run_begin(struct pgstore *s, const char *name, const char *upstr
     if (id <= 0 || id >= PG_RUN_ID_MAX) {
         if (PQresultStatus(res) == PGRES_TUPLES_OK) {
             PQclear(res);
-            pgstore_message(s, "starting a run", "run id out of range", err, errlen);
+            pg_fail(s, "starting a run", "run id out of range", err, errlen);
         } else {
             res_ok(s, res, PGRES_TUPLES_OK, "starting a run", err, errlen);
         }
@@ -1290,7 +1287,7 @@ static int put_pending(struct pgstore *s, char *err, size_t errlen)
         rc = res_ok(s, res, PGRES_COMMAND_OK, "COPY into writes", err, errlen);
     else {
         if (*why)
-            pgstore_message(s, "COPY into writes", why, err, errlen);
+            pg_fail(s, "COPY into writes", why, err, errlen);
         PQclear(res);
     }
     while ((res = PQgetResult(s->conn)))
@@ -1348,4 +1345,34 @@ int64_t pgstore_meta_int(struct pgstore *s, int64_t run_id, const char *key)
         v = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return v;
+}
+
+int pgstore_save_meta(const char *uri, int64_t run_id, const char *key, const char *value,
+                      char *err, size_t errlen)
+{
+    char shown[PGSTORE_URI_MAX], id[24];
+    const char *vals[] = { id, key, value };
+    PGconn *c = (PGconn *)pgstore_connect(uri, NULL);
+    PGresult *res = NULL;
+    int rc = -1;
+    pgstore_redact(uri, shown, sizeof shown);
+    snprintf(id, sizeof id, "%lld", (long long)run_id);
+    if (!c || PQstatus(c) != CONNECTION_OK) {
+        pgstore_say(shown, c ? PQpass(c) : NULL, "cannot connect",
+                    c ? PQerrorMessage(c) : "out of memory", err, errlen);
+        goto out;
+    }
+    res = PQexecParams(c,
+                       "INSERT INTO run_meta (run_id, key, value) VALUES ($1, $2, $3)"
+                       " ON CONFLICT (run_id, key) DO UPDATE SET value = EXCLUDED.value",
+                       3, NULL, vals, NULL, NULL, 0);
+    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
+        pgstore_say(shown, PQpass(c), "writing run_meta",
+                    res ? PQresultErrorMessage(res) : PQerrorMessage(c), err, errlen);
+    else
+        rc = 0;
+out:
+    PQclear(res);
+    PQfinish(c);
+    return rc;
 }

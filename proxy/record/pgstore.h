@@ -57,6 +57,19 @@ bool pgstore_is_uri(const char *db);
  * Always NUL-terminates out (cut to outlen). */
 void pgstore_redact(const char *uri, char *out, size_t outlen);
 
+/* A libpq connection (PGconn) to uri with slabtap's defaults -- connect_timeout
+ * 10 s, application_name slabtap, server options (NULL: none) -- which the
+ * string overrides, and UTF8, which it cannot. NULL only when out of
+ * memory: check PQstatus. The reader's and the store's one way to connect. */
+struct pg_conn *pgstore_connect(const char *uri, const char *options);
+/* "<shown>: <what>: <reason>" into err, libpq's multi-line reason on one
+ * line, every occurrence of the password pw (may be NULL) replaced by
+ * "***". Returns -1. */
+int pgstore_say(const char *shown, const char *pw, const char *what, const char *reason, char *err,
+                size_t errlen);
+/* The password pw replaced by "***" in msg (cap bytes). */
+void pgstore_scrub(const char *pw, char *msg, size_t cap);
+
 /* Connects (libpq connection string: URI or keyword/value; password from
  * the string, PGPASSWORD or ~/.pgpass; connect_timeout 10 s unless it says
  * otherwise; synchronous_commit off unless its `options` say otherwise),
@@ -64,19 +77,7 @@ void pgstore_redact(const char *uri, char *out, size_t outlen);
  * differs (refusing a newer one), and marks runs whose proxy is gone as
  * crashed. 0, or -1 with the reason in err; pgstore_close either way. */
 int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen);
-/* The connection alone, with pgstore_open's defaults and messages (no
- * schema, statements or dictionaries): for a reader of the store beside
- * the writer (record/query.h's query thread). 0, or -1 with the reason in
- * err; pgstore_close either way. Only pgstore_message and pgstore_close
- * apply to it. */
-int pgstore_connect(struct pgstore *s, const char *uri, char *err, size_t errlen);
 void pgstore_close(struct pgstore *s);
-
-/* "<connection shown>: <what>: <reason>" into err, on one line, the
- * connection's password scrubbed out (reason: libpq's text, may be NULL).
- * Returns -1. */
-int pgstore_message(const struct pgstore *s, const char *what, const char *reason, char *err,
-                    size_t errlen);
 
 /* Creates the run row for node (the fleet member; "" for none) and holds
  * its liveness lock until pgstore_close. Returns the run id (an identity:
@@ -112,5 +113,11 @@ int64_t pgstore_max_phase_id(struct pgstore *s, int64_t run_id);
 /* run_meta's value of key for run_id as an integer (0 when absent), -1 when
  * the server cannot be asked (reconnects a lost connection first). */
 int64_t pgstore_meta_int(struct pgstore *s, int64_t run_id, const char *key);
+
+/* run_meta's value of key for run_id set to value, on a connection of its
+ * own (uri's database, whose schema a proxy applied): what `slabtap model
+ * --save` keeps for the page. 0, or -1 with the reason in err. */
+int pgstore_save_meta(const char *uri, int64_t run_id, const char *key, const char *value,
+                      char *err, size_t errlen);
 
 #endif

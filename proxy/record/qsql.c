@@ -192,7 +192,32 @@ char *qsql_dialect_pg(const char *lite)
 
 static void pg_error(struct qsql_db *db, const char *what, const char *reason)
 {
-    pgstore_message(db->pg, what, reason, db->err, sizeof db->err);
+    pgstore_say(db->shown, db->pw, what, reason, db->err, sizeof db->err);
+}
+
+int qsql_open_pg(struct qsql_db *db, const char *uri, char *err, size_t errlen)
+{
+    memset(db, 0, sizeof *db);
+    pgstore_redact(uri, db->shown, sizeof db->shown);
+    db->pg = pgstore_connect(uri, "-c default_transaction_read_only=on");
+    if (!db->pg) {
+        snprintf(err, errlen, "%s: out of memory", db->shown);
+        return -1;
+    }
+    const char *pw = PQpass((PGconn *)db->pg);
+    snprintf(db->pw, sizeof db->pw, "%s", pw ? pw : "");
+    if (PQstatus((PGconn *)db->pg) != CONNECTION_OK)
+        return pgstore_say(db->shown, db->pw, "cannot connect", PQerrorMessage((PGconn *)db->pg),
+                           err, errlen);
+    return 0;
+}
+
+void qsql_close_pg(struct qsql_db *db)
+{
+    if (db->pg)
+        PQfinish((PGconn *)db->pg);
+    db->pg = NULL;
+    memset(db->pw, 0, sizeof db->pw);
 }
 
 int qsql_prepare(struct qsql *q, struct qsql_db *db, const char *lite, const char *pg)
@@ -231,7 +256,7 @@ static enum qsql_rc pg_run(struct qsql *q)
     char num[QSQL_PARAMS_MAX][24];
     const char *vals[QSQL_PARAMS_MAX];
     unsigned int types[QSQL_PARAMS_MAX];
-    PGconn *c = (PGconn *)q->db->pg->conn;
+    PGconn *c = (PGconn *)q->db->pg;
     for (int i = 0; i < q->nparams; i++) {
         snprintf(num[i], sizeof num[i], "%" PRId64, q->param[i]);
         vals[i] = num[i];
@@ -340,16 +365,25 @@ void qsql_timeout(struct qsql_db *db, unsigned ms)
         return;
     char sql[64];
     snprintf(sql, sizeof sql, "SET statement_timeout = %u", ms);
-    PGresult *r = PQexec((PGconn *)db->pg->conn, sql);
+    PGresult *r = PQexec((PGconn *)db->pg, sql);
     if (r && PQresultStatus(r) == PGRES_COMMAND_OK)
         db->timeout_ms = ms;
+    PQclear(r);
+}
+
+void qsql_snapshot(struct qsql_db *db, bool begin)
+{
+    if (!db->pg)
+        return;
+    PGresult *r = PQexec((PGconn *)db->pg, begin ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+                                                 : "COMMIT"); /* a failed one: rolled back */
     PQclear(r);
 }
 
 const char *qsql_name(struct qsql_db *db)
 {
     if (db->pg)
-        return db->pg->shown;
+        return db->shown;
     const char *p = sqlite3_db_filename(db->lite, "main");
     return p ? p : "";
 }

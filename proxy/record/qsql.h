@@ -14,7 +14,8 @@
  * Owns: a statement's parameters (64-bit integers only), its PostgreSQL
  * result (one, whole: the page's queries aggregate in SQL), the
  * connection's statement_timeout (qsql_timeout), and the last error's text
- * (the password scrubbed out: record/pgstore.h's pgstore_message).
+ * (the password scrubbed out: record/pgstore.h's pgstore_say), and the
+ * PostgreSQL connection qsql_open_pg makes.
  * Must never take text into SQL but the caller's own constant texts, run a
  * statement on a thread that does not own the connection, or print. */
 #ifndef SLABTAP_RECORD_QSQL_H
@@ -28,14 +29,18 @@
 #define QSQL_PARAMS_MAX 8
 #define QSQL_ERR_MAX 512
 
-struct pgstore;
+#define QSQL_NAME_MAX 1024
+
+struct pg_conn;
 struct pg_result;
 
-/* A connection: exactly one of lite and pg. */
+/* A connection: exactly one of lite (the caller's) and pg (qsql_open_pg's). */
 struct qsql_db {
     sqlite3 *lite;
-    struct pgstore *pg;
-    unsigned timeout_ms; /* PostgreSQL: the statement_timeout set (0: never set) */
+    struct pg_conn *pg;
+    unsigned timeout_ms;       /* PostgreSQL: the statement_timeout set (0: never set) */
+    char shown[QSQL_NAME_MAX]; /* PostgreSQL: the connection string without its password */
+    char pw[256];              /* PostgreSQL: the password, only to scrub it from messages */
     char err[QSQL_ERR_MAX];
 };
 
@@ -55,6 +60,12 @@ struct qsql {
     int64_t param[QSQL_PARAMS_MAX];
     int nparams;
 };
+
+/* A read-only PostgreSQL connection to uri (record/pgstore.h's
+ * pgstore_connect: the store's defaults). 0, or -1 with the reason in err
+ * (no password in it); qsql_close_pg either way. */
+int qsql_open_pg(struct qsql_db *db, const char *uri, char *err, size_t errlen);
+void qsql_close_pg(struct qsql_db *db);
 
 /* Prepares lite (the SQLite text) on db; on PostgreSQL the text
  * qsql_dialect_pg derives from pg, or from lite when pg is NULL. 0, or -1 (qsql_errmsg;
@@ -80,6 +91,11 @@ const char *qsql_errmsg(struct qsql_db *db);
  * set, set again only when it changes). SQLite: nothing (the caller's
  * progress handler keeps its budget). */
 void qsql_timeout(struct qsql_db *db, unsigned ms);
+/* PostgreSQL: the statements between qsql_snapshot(db, true) and
+ * qsql_snapshot(db, false) read one snapshot (a read-only REPEATABLE READ
+ * transaction), as a step of SQLite's writer thread reads the file between
+ * two batches. SQLite: nothing. */
+void qsql_snapshot(struct qsql_db *db, bool begin);
 /* The database's file, or the PostgreSQL connection without its password. */
 const char *qsql_name(struct qsql_db *db);
 

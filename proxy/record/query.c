@@ -59,12 +59,14 @@ struct query_sql {
     " AND json_extract(w.extra, '$.cmd') IN ('set', 'add', 'replace', 'cas')))"
 
 /* The run, and (SQLite) the rowid range of its writes: PostgreSQL keeps
- * no rowids, its scans read the run whole (lo 0, hi 1: one step) */
+ * no rowids (its scans read the run whole in one step): lo 0, hi its
+ * writes so far (the aggregates count every one) */
 static const struct query_sql SQL_RUN = {
     "SELECT r.started_ns, r.ended_ns, r.crashed, wr.lo, wr.hi, wr.t0,"
     " (SELECT max(rowid) FROM writes) FROM runs r LEFT JOIN write_runs wr USING (run_id)"
     " WHERE r.run_id = ?1",
-    "SELECT r.started_ns, r.ended_ns, r.crashed, 0, 1, r.started_ns, 1 FROM runs r"
+    "SELECT r.started_ns, r.ended_ns, r.crashed, 0, w.n, r.started_ns, w.n FROM runs r,"
+    " (SELECT coalesce(sum(writes), 0) AS n FROM agg_latency WHERE run_id = $1) w"
     " WHERE r.run_id = $1"
 };
 
@@ -1160,7 +1162,7 @@ struct advice_work {
     int64_t run_id, writes;
     struct prediction *r;
     struct runs_agg_info agg;
-    struct runs_rows_status rows;
+    struct reader_rows_status rows;
     bool from_agg;
     bool hits_default; /* `model advise` alone gives the hits advice: name the objective */
     char basis_why[200];
@@ -1290,26 +1292,35 @@ static int advice_read_rows(struct advice_work *w, struct capacity_seq *seq, cha
                             size_t errlen)
 {
     sqlite3 *db = NULL;
+    struct reader *rd = NULL;
     int rc = -1;
-    if (sqlite3_open_v2(w->path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    if (pgstore_is_uri(w->path)) { /* a connection of its own (MVCC: never blocks) */
+        if (reader_open(&rd, w->path, err, errlen))
+            goto out;
+    } else if (sqlite3_open_v2(w->path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open %s: %s", w->path, db ? sqlite3_errmsg(db) : "no memory");
         goto out;
     }
-    sqlite3_busy_timeout(db, RUNS_BUSY_MS);
-    sqlite3_progress_handler(db, QUERY_PROGRESS_OPS, advice_sql_progress, w->q);
+    if (db) {
+        sqlite3_busy_timeout(db, READER_BUSY_MS);
+        sqlite3_progress_handler(db, QUERY_PROGRESS_OPS, advice_sql_progress, w->q);
+        if (reader_open_sqlite(&rd, db, w->path, err, errlen))
+            goto out;
+    }
     advice_phase(w, ADVICE_READING, 0, 0);
-    if (runs_read_prediction(db, w->run_id, w->r, err, errlen))
+    if (runs_read_prediction(rd, w->run_id, w->r, err, errlen))
         goto out;
     if (w->r->live.n == 0) {
         rc = 1;
         goto out;
     }
-    advice_plan(db, w->r, NULL, 0, &w->plan);
+    advice_plan(rd, w->r, NULL, 0, &w->plan);
     advice_phase(w, ADVICE_REPLAYING, 0, (uint64_t)w->writes);
-    if (rowseq_capacity(db, w->run_id, seq, advice_on_rows, w, NULL, err, errlen))
+    if (rowseq_capacity(rd, w->run_id, seq, advice_on_rows, w, NULL, err, errlen))
         goto out;
     rc = 0;
 out:
+    reader_close(rd);
     sqlite3_close(db);
     return rc;
 }
@@ -1509,8 +1520,8 @@ static int advice_start(struct query_queue *q, struct qsql_db *db, struct query_
     w->q = q;
     w->run_id = j->run_id;
     w->writes = j->hi - j->lo;
-    const char *path = qsql_name(db);
-    w->file = shell_word(path && *path ? path : "FILE");
+    const char *path = db->lite ? qsql_name(db) : q->pg_uri;
+    w->file = shell_word(*qsql_name(db) ? qsql_name(db) : "FILE"); /* no password */
     w->path = strdup(path && *path ? path : "");
     if (!w->path || !*w->path) {
         advice_work_free(w);
@@ -1518,15 +1529,20 @@ static int advice_start(struct query_queue *q, struct qsql_db *db, struct query_
         return -1;
     }
     budget_start(q, db, q->budget_ms > QUERY_ADVICE_READ_MS ? q->budget_ms : QUERY_ADVICE_READ_MS);
-    runs_read_rows_status(db->lite, j->run_id, &w->rows);
-    w->from_agg = advice_basis(db->lite, j->run_id, &w->rows, true, w->basis_why,
-                               sizeof w->basis_why) == RUNS_BASIS_AGGREGATES;
-    w->hits_default = advice_hits_default(db->lite, j->run_id, &w->rows);
-    rc = 0;
-    if (w->from_agg) /* the rows: read by the advice thread, on its own connection */
-        rc = runs_read_prediction_agg(db->lite, j->run_id, w->r, &w->agg, err, sizeof err);
+    struct reader *rd = NULL; /* the writer's connection, read through the reader */
+    rc = db->lite ? reader_open_sqlite(&rd, db->lite, w->path, err, sizeof err)
+                  : reader_open(&rd, w->path, err, sizeof err);
+    if (!rc) {
+        reader_rows_status(rd, j->run_id, &w->rows);
+        w->from_agg = advice_basis(rd, j->run_id, &w->rows, true, w->basis_why,
+                                   sizeof w->basis_why) == RUNS_BASIS_AGGREGATES;
+        w->hits_default = advice_hits_default(rd, j->run_id, &w->rows);
+    }
+    if (!rc && w->from_agg) /* the rows: read by the advice thread, on its own connection */
+        rc = runs_read_prediction_agg(rd, j->run_id, w->r, &w->agg, err, sizeof err);
     if (!rc && w->from_agg)
-        advice_plan(db->lite, w->r, NULL, 0, &w->plan);
+        advice_plan(rd, w->r, NULL, 0, &w->plan);
+    reader_close(rd);
     budget_end(db);
     if (q->interrupted) {
         advice_work_free(w);
@@ -1576,12 +1592,6 @@ static void answer_advice(struct query_queue *q, struct qsql_db *db, struct quer
 {
     char msg[320];
     int64_t writes = j->hi - j->lo;
-    if (!db->lite) { /* advice.c and rowseq.c read SQLite (record/reader.h will read both) */
-        advice_none(j, "NOT COMPUTED",
-                    "the page's advice reads a SQLite file: `slabtap model advise --db` on "
-                    "PostgreSQL gives it");
-        return;
-    }
     pthread_mutex_lock(&q->mu);
     struct query_advice_slot *e = advice_slot(q, j->run_id, false);
     bool busy_other = false;
@@ -2071,7 +2081,9 @@ static void query_step_db(struct query_queue *q, struct qsql_db *db)
     pthread_mutex_unlock(&q->mu);
     if (!j)
         return;
+    qsql_snapshot(db, true); /* PostgreSQL: the step reads one state of the store */
     bool answered = job_step(q, db, j);
+    qsql_snapshot(db, false);
     pthread_mutex_lock(&q->mu);
     if (answered) {
         q->queued--;
@@ -2135,32 +2147,22 @@ static char *runs_json(struct qsql_db *db, int64_t skip, size_t max);
 int query_open_pg(struct query_queue *q, uv_loop_t *loop, int64_t current_run, const char *uri,
                   char **runs, char *err, size_t errlen)
 {
-    struct pgstore *pg = calloc(1, sizeof *pg);
-    if (!pg) {
-        snprintf(err, errlen, "out of memory");
+    struct qsql_db pgdb;
+    if (qsql_open_pg(&pgdb, uri, err, errlen)) {
+        qsql_close_pg(&pgdb);
         return -1;
     }
-    if (pgstore_connect(pg, uri, err, errlen)) {
-        free(pg);
-        return -1;
-    }
-    /* read-only, whatever the role may do */
-    PGresult *r = PQexec((PGconn *)pg->conn, "SET default_transaction_read_only = on");
-    PQclear(r);
     if (query_open(q, loop, current_run, query_pg_wake, q, err, errlen)) {
-        pgstore_close(pg);
-        free(pg);
+        qsql_close_pg(&pgdb);
         return -1;
     }
-    q->pgdb.pg = pg;
-    if (runs) /* before the thread owns the connection */
+    q->pgdb = pgdb;
+    q->pg_uri = strdup(uri); /* the advice thread's reader connects with it */
+    if (runs)                /* before the thread owns the connection */
         *runs = runs_json(&q->pgdb, current_run, QUERY_RUNS_MAX - 1);
     pthread_cond_init(&q->pg_cv, NULL);
-    if (pthread_create(&q->pg_thread, NULL, query_pg_thread, q)) {
+    if (!q->pg_uri || pthread_create(&q->pg_thread, NULL, query_pg_thread, q)) {
         snprintf(err, errlen, "cannot start the query thread");
-        q->pgdb.pg = NULL;
-        pgstore_close(pg);
-        free(pg);
         pthread_cond_destroy(&q->pg_cv);
         query_close(q);
         return -1;
@@ -2183,11 +2185,9 @@ void query_close(struct query_queue *q)
         q->pg_thread_live = false;
         pthread_cond_destroy(&q->pg_cv);
     }
-    if (q->pgdb.pg) {
-        pgstore_close(q->pgdb.pg);
-        free(q->pgdb.pg);
-        q->pgdb.pg = NULL;
-    }
+    qsql_close_pg(&q->pgdb);
+    free(q->pg_uri);
+    q->pg_uri = NULL;
     /* the writer has stopped: the advice thread is the only one left */
     pthread_mutex_lock(&q->mu);
     q->advice_stop = true;

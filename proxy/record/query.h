@@ -134,6 +134,7 @@ struct query_queue {
     uint64_t answered, busy, full;
     /* PostgreSQL (query_open_pg): the query thread and its connection */
     struct qsql_db pgdb;
+    char *pg_uri; /* as given: the advice thread's reader connects with it */
     pthread_t pg_thread;
     pthread_cond_t pg_cv; /* with mu: a query is queued, or pg_stop */
     bool pg_thread_live;
@@ -146,9 +147,9 @@ int query_open(struct query_queue *q, uv_loop_t *loop, int64_t current_run, void
                void *wake_ud, char *err, size_t errlen);
 /* Loop thread: query_open for a store on PostgreSQL (uri): the queries
  * run on a thread of their own with a read-only connection of their own
- * (record/pgstore.h's pgstore_connect), each statement within the budget
- * (statement_timeout); the advice of a run is not computed there (its
- * answer says so). *runs (when runs is not NULL): the /api/runs items of
+ * (record/qsql.h's qsql_open_pg), each statement within the budget
+ * (statement_timeout); a run's advice read through record/reader.h on a
+ * connection of the advice thread's own. *runs (when runs is not NULL): the /api/runs items of
  * the store's runs but current_run, as query_runs_json. 0, or -1 with err
  * (the password never in it). */
 int query_open_pg(struct query_queue *q, uv_loop_t *loop, int64_t current_run, const char *uri,

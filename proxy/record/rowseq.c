@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/keyfmt.h"
-#include "record/runs.h"
+#include "record/reader.h"
 
 #define ROWSEQ_VALUE_MAX (1024ull * 1024 * 1024) /* memcached's largest -I */
 
@@ -104,125 +104,86 @@ static bool rowseq_stores(enum mc_cmd c)
            c == MC_CMD_PREPEND;
 }
 
-static int rowseq_db_error(sqlite3 *db, char *err, size_t errlen)
-{
-    int code = sqlite3_errcode(db) & 0xff;
-    const char *path = sqlite3_db_filename(db, "main");
-    if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
-        char why[1024];
-        runs_locked_why(path ? path : "", sqlite3_errmsg(db), why, sizeof why);
-        snprintf(err, errlen, "%s", why);
-    } else {
-        snprintf(err, errlen, "%s (is it a slabtap database?)", sqlite3_errmsg(db));
-    }
-    return -1;
-}
-
-/* One pass over the run's rows into out; ordered: with ORDER BY seq, else
- * in the order SQLite scans the view (the writes' rowid order, seq order
- * for a run), which is checked: 1 when a row came out of order (out is
- * then partly filled). 0, or -1 with err. */
-static int rowseq_pass(sqlite3 *db, int64_t run_id, bool ordered, struct capacity_seq *out,
+/* One pass over the run's rows into out; ordered: in seq order, else in
+ * the store's scan order (seq order for a run on SQLite), which is
+ * checked: 1 when a row came out of order (out is then partly filled). 0,
+ * or -1 with err. */
+static int rowseq_pass(struct reader *rd, int64_t run_id, bool ordered, struct capacity_seq *out,
                        rowseq_progress_fn progress, void *ud, uint64_t n, char *err, size_t errlen)
 {
-    sqlite3_stmt *st = NULL;
+    struct reader_cursor *c;
+    struct reader_write w;
     uint64_t done = 0;
     int64_t last = INT64_MIN;
-    char key[MC_KEY_MAX + 1], sql[256];
+    char key[MC_KEY_MAX + 1];
     int rc = -1, step;
-    /* a file from before schema v3 has no ms_mode: every ms was a set */
-    for (int v3 = 1; v3 >= 0 && !st; v3--) {
-        snprintf(sql, sizeof sql,
-                 "SELECT cmd, key, key_hash, key_len, value_len, flags, exptime, seq, %s"
-                 " FROM sets WHERE run_id = ?1%s",
-                 v3 ? "ms_mode" : "NULL", ordered ? " ORDER BY seq" : "");
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-            st = NULL;
-    }
-    if (!st)
-        return rowseq_db_error(db, err, errlen);
-    sqlite3_bind_int64(st, 1, run_id);
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (reader_writes_open(rd, run_id, ordered ? READER_SEQ : READER_SCAN, &c, err, errlen))
+        return -1;
+    while ((step = reader_next_write(c, &w, err, errlen)) == 1) {
         enum mc_cmd cmd;
-        const char *mode = (const char *)sqlite3_column_text(st, 8);
-        int64_t seq = sqlite3_column_int64(st, 7);
-        if (!ordered && seq <= last) {
+        if (!ordered && w.seq <= last) {
             rc = 1;
             goto out;
         }
-        last = seq;
+        last = w.seq;
         if (++done % ROWSEQ_PROGRESS_ROWS == 0 && progress && !progress(ud, done, n)) {
             snprintf(err, errlen, "stopped");
             goto out;
         }
-        if (!rowseq_write_cmd((const char *)sqlite3_column_text(st, 0), mode ? mode[0] : 0, &cmd))
+        if (!rowseq_write_cmd(w.cmd, w.ms_mode, &cmd))
             continue;
-        const char *k = (const char *)sqlite3_column_text(st, 1);
-        size_t ktl = k ? (size_t)sqlite3_column_bytes(st, 1) : 0;
-        int64_t key_len = sqlite3_column_int64(st, 3), value_len = sqlite3_column_int64(st, 4);
-        int64_t flags = sqlite3_column_int64(st, 5), exptime = sqlite3_column_int64(st, 6);
-        if (key_len < 1 || key_len > MC_KEY_MAX || value_len < 0 ||
-            (uint64_t)value_len > ROWSEQ_VALUE_MAX || flags < 0 || flags > UINT32_MAX) {
+        int64_t value_len = w.value_len == -1 ? 0 : w.value_len; /* NULL: no value */
+        if (w.key_len < 1 || w.key_len > MC_KEY_MAX || value_len < 0 ||
+            (uint64_t)value_len > ROWSEQ_VALUE_MAX || w.flags < 0 || w.flags > UINT32_MAX) {
             snprintf(err, errlen, "run %lld seq %lld: bad key_len, value_len or flags",
-                     (long long)run_id, (long long)seq);
+                     (long long)run_id, (long long)w.seq);
             goto out;
         }
-        rowseq_key(k, ktl, (uint64_t)sqlite3_column_int64(st, 2), (uint32_t)key_len, key);
+        rowseq_key(w.key, w.key_text_len, w.key_hash, (uint32_t)w.key_len, key);
         bool stores = rowseq_stores(cmd);
         /* memcached reads a text exptime as a 32-bit int */
-        bool exp32 = exptime >= INT32_MIN && exptime <= INT32_MAX;
+        bool exp32 = w.exptime >= INT32_MIN && w.exptime <= INT32_MAX;
         struct capacity_req req = {
             .kind = rowseq_kind(cmd),
-            .key_len = (uint32_t)key_len,
-            .flags = stores ? (uint32_t)flags : 0,
+            .key_len = (uint32_t)w.key_len,
+            .flags = stores ? (uint32_t)w.flags : 0,
             .value_len = stores ? (uint64_t)value_len : 0,
-            .exptime = (stores || cmd == MC_CMD_TOUCH) && exp32 ? (int32_t)exptime : 0,
+            .exptime = (stores || cmd == MC_CMD_TOUCH) && exp32 ? (int32_t)w.exptime : 0,
         };
-        if (capacity_seq_add_req(out, keyfmt_hash(key, (size_t)key_len), &req)) {
+        if (capacity_seq_add_req(out, keyfmt_hash(key, (size_t)w.key_len), &req)) {
             snprintf(err, errlen, "out of memory, or a write memcached never takes");
             goto out;
         }
     }
-    if (step != SQLITE_DONE) {
-        rowseq_db_error(db, err, errlen);
+    if (step < 0)
         goto out;
-    }
     if (progress)
         progress(ud, done, n);
     rc = 0;
 out:
-    sqlite3_finalize(st);
+    reader_cursor_close(c);
     return rc;
 }
 
-int rowseq_capacity(sqlite3 *db, int64_t run_id, struct capacity_seq *out,
+int rowseq_capacity(struct reader *rd, int64_t run_id, struct capacity_seq *out,
                     rowseq_progress_fn progress, void *ud, uint64_t *total, char *err,
                     size_t errlen)
 {
-    sqlite3_stmt *st = NULL;
-    uint64_t n = 0;
-    if (run_id == 0) /* the latest run, by the one rule (record/runs.h) */
-        run_id = runs_latest(db);
-    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sets WHERE run_id = ?1", -1, &st, NULL) !=
-        SQLITE_OK)
-        return rowseq_db_error(db, err, errlen);
-    sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        n = (uint64_t)sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    if (run_id == 0) /* the latest run, by the one rule (record/reader.h) */
+        run_id = reader_run_find(rd, NULL);
+    int64_t count = reader_writes_count(rd, run_id);
+    uint64_t n = count > 0 ? (uint64_t)count : 0;
     if (total)
         *total = n;
     if (!n) {
         snprintf(err, errlen, "no recorded writes for run %lld", (long long)run_id);
         return -1;
     }
-    /* sorting by seq costs 9/10 of a pass (3.2 s of 0.36 s unsorted for
-     * 700k rows): the scan order is seq order unless a row says not */
-    int rc = rowseq_pass(db, run_id, false, out, progress, ud, n, err, errlen);
+    int rc = rowseq_pass(rd, run_id, false, out, progress, ud, n, err, errlen);
     if (rc == 1) {
         capacity_seq_free(out);
         capacity_seq_init(out);
-        rc = rowseq_pass(db, run_id, true, out, progress, ud, n, err, errlen);
+        rc = rowseq_pass(rd, run_id, true, out, progress, ud, n, err, errlen);
     }
     return rc ? -1 : 0;
 }

@@ -12,18 +12,18 @@
  * writes (rowseq_capacity): one row in memory at a time besides the
  * sequence itself, with progress.
  * Must never write to the database, print, or open a connection: the
- * caller hands over its own (the page's advice: a read-only connection of
- * its own, never the writer's). */
+ * caller hands over its reader (record/reader.h; the page's advice: a
+ * reader on a read-only connection of its own, never the writer's). */
 #ifndef SLABTAP_RECORD_ROWSEQ_H
 #define SLABTAP_RECORD_ROWSEQ_H
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "model/capacity.h"
 #include "protocol/mc_parse.h"
+#include "record/reader.h"
 
 #define ROWSEQ_HASH_DIGITS 11 /* base-64 digits that hold 64 bits */
 
@@ -50,13 +50,13 @@ bool rowseq_write_cmd(const char *cmd, char ms_mode, enum mc_cmd *out);
 #define ROWSEQ_PROGRESS_ROWS 20000
 typedef bool (*rowseq_progress_fn)(void *ud, uint64_t done, uint64_t total);
 
-/* The writes of run run_id (0: the latest) from db, in seq order, as the
+/* The writes of run run_id (0: the latest) from rd (either engine), in seq order, as the
  * capacity sequence a replay on one connection makes: each key the hash of
  * the key as sent, every request at t = 0 (the replay sends as fast as it
  * can: exptimes count from its start); rows whose command cannot be
  * replayed are passed over. *total (may be NULL) gets the run's rows. 0, or
  * -1 with err (a run without writes, a malformed row, out of memory). */
-int rowseq_capacity(sqlite3 *db, int64_t run_id, struct capacity_seq *out,
+int rowseq_capacity(struct reader *rd, int64_t run_id, struct capacity_seq *out,
                     rowseq_progress_fn progress, void *ud, uint64_t *total, char *err,
                     size_t errlen);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "record/reader.h"
 #include "record/row.h"
 
 bool sink_is_remote(const char *db)
@@ -137,4 +138,44 @@ int64_t sink_max_phase_id(struct sink *k, int64_t run_id)
 sqlite3 *sink_sqlite(struct sink *k)
 {
     return k->kind == SINK_SQLITE && k->open ? k->sq.db : NULL;
+}
+
+/* SQLite's half of sink_save_meta: a read-write connection of its own. */
+static int sink_save_meta_sqlite(const char *path, int64_t run_id, const char *key,
+                                 const char *value, char *err, size_t errlen)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        sqlite3_busy_timeout(db, READER_BUSY_MS);
+        if (sqlite3_prepare_v2(db,
+                               "INSERT OR REPLACE INTO run_meta (run_id, key, value)"
+                               " VALUES (?1, ?2, ?3)",
+                               -1, &st, NULL) == SQLITE_OK) {
+            sqlite3_bind_int64(st, 1, run_id);
+            sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 3, value, -1, SQLITE_STATIC);
+            if (sqlite3_step(st) == SQLITE_DONE)
+                rc = 0;
+        }
+    }
+    int code = db ? sqlite3_errcode(db) & 0xff : SQLITE_NOMEM;
+    if (rc && (code == SQLITE_BUSY || code == SQLITE_LOCKED)) {
+        char why[1024];
+        reader_locked_why(path, sqlite3_errmsg(db), why, sizeof why);
+        snprintf(err, errlen, "%s: %s", path, why);
+    } else if (rc) {
+        snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rc;
+}
+
+int sink_save_meta(const char *db, int64_t run_id, const char *key, const char *value, char *err,
+                   size_t errlen)
+{
+    return sink_is_remote(db) ? pgstore_save_meta(db, run_id, key, value, err, errlen)
+                              : sink_save_meta_sqlite(db, run_id, key, value, err, errlen);
 }

@@ -75,4 +75,11 @@ int64_t sink_max_phase_id(struct sink *k, int64_t run_id);
 /* The SQLite connection for the web API's queries; NULL for PostgreSQL. */
 sqlite3 *sink_sqlite(struct sink *k);
 
+/* run_meta's value of key for run_id set to value in db (a file or a
+ * postgresql:// URI), on a connection of its own, outside any recorder:
+ * what `slabtap model --save` keeps for the page. 0, or -1 with the reason
+ * in err (a locked file says by whom; never a password). */
+int sink_save_meta(const char *db, int64_t run_id, const char *key, const char *value, char *err,
+                   size_t errlen);
+
 #endif

@@ -1080,8 +1080,11 @@ static void test_rowseq_order(void)
                      rows[i].mode ? rows[i].mode : "NULL", rows[i].mode ? "'" : "");
             db_exec(db, sql);
         }
-        CHECK(rowseq_capacity(db, 1, &seq[pass], NULL, NULL, &total, err, sizeof err) == 0,
+        struct reader *rd = NULL;
+        CHECK(reader_open_sqlite(&rd, db, ":memory:", err, sizeof err) == 0, "reader: %s", err);
+        CHECK(rowseq_capacity(rd, 1, &seq[pass], NULL, NULL, &total, err, sizeof err) == 0,
               "pass %d: %s", pass, err);
+        reader_close(rd);
         CHECK(total == n, "pass %d: %llu rows", pass, (unsigned long long)total);
         sqlite3_close(db);
     }
