@@ -1,6 +1,7 @@
 /* query: the web API's SQL, run by the writer thread between batches. */
 #include "record/query.h"
 
+#include <libpq-fe.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "model/ladder_source.h"
 #include "model/predict.h"
 #include "record/advice.h"
+#include "record/pgstore.h"
 #include "record/rowseq.h"
 #include "record/runs.h"
 
@@ -20,7 +22,16 @@
 #define QUERY_PAGE 1048576       /* a slab page, when the settings do not say */
 #define QUERY_SLICE_MIN 2000     /* a step over budget is tried again with half the rows */
 
-/* ---- SQL: every text the web API runs ----------------------------------- */
+/* ---- SQL: every text the web API runs ----------------------------------- *
+ *
+ * One text per question, SQLite's; PostgreSQL runs the text the dialect
+ * rule derives from it (record/qsql.h) unless the pair names its own: only
+ * where the stores differ in shape (SQLite's packed `writes` and rowid
+ * ranges; PostgreSQL's plain columns), here and nowhere else. */
+struct query_sql {
+    const char *lite;
+    const char *pg; /* NULL: qsql_dialect_pg(lite) */
+};
 
 /* The columns of one row of `writes` (schema/schema.sql gives the format;
  * the view `sets` decodes the same way, but per row through subqueries:
@@ -47,28 +58,39 @@
     "(((w.op >> 14) & 63) IN (1, 2, 3, 6, 7, 8, 11, 12) OR (((w.op >> 14) & 63) = 0" \
     " AND json_extract(w.extra, '$.cmd') IN ('set', 'add', 'replace', 'cas')))"
 
-static const char SQL_RUN[] =
+/* The run, and (SQLite) the rowid range of its writes: PostgreSQL keeps
+ * no rowids (its scans read the run whole in one step): lo 0, hi its
+ * writes so far (the aggregates count every one) */
+static const struct query_sql SQL_RUN = {
     "SELECT r.started_ns, r.ended_ns, r.crashed, wr.lo, wr.hi, wr.t0,"
     " (SELECT max(rowid) FROM writes) FROM runs r LEFT JOIN write_runs wr USING (run_id)"
-    " WHERE r.run_id = ?1";
+    " WHERE r.run_id = ?1",
+    "SELECT r.started_ns, r.ended_ns, r.crashed, 0, w.n, r.started_ns, w.n FROM runs r,"
+    " (SELECT coalesce(sum(writes), 0) AS n FROM agg_latency WHERE run_id = $1) w"
+    " WHERE r.run_id = $1"
+};
 
-/* sizes: item size (ntotal) of every stored item, ?3 = 8 with CAS */
-static const char SQL_SIZES_SLICE[] =
+static const struct query_sql SQL_SIZES_SLICE = {
     "SELECT nt, count(*), sum(nt) FROM (SELECT 51 + ?3 + " W_KEY_LEN " + " W_VALUE_LEN
     " + CASE WHEN " W_FLAGS " != 0 THEN 4 ELSE 0 END AS nt"
     " FROM writes w WHERE w.rowid >= ?1 AND w.rowid < ?2 AND " W_STORES ")"
-    " WHERE nt IS NOT NULL GROUP BY nt";
-static const char SQL_LADDER[] =
-    "SELECT class_id, chunk_size FROM run_ladder WHERE run_id = ?1 ORDER BY class_id";
-static const char SQL_CAS[] =
-    "SELECT CASE WHEN cas_enabled IN ('no', 'false', '0', 0) THEN 0 ELSE 8 END,"
+    " WHERE nt IS NOT NULL GROUP BY nt",
+    NULL
+};
+static const struct query_sql SQL_LADDER = {
+    "SELECT class_id, chunk_size FROM run_ladder WHERE run_id = ?1 ORDER BY class_id", NULL
+};
+static const struct query_sql SQL_CAS = {
+    "SELECT CASE WHEN CAST(cas_enabled AS TEXT) IN ('no', 'false', '0') THEN 0 ELSE 8 END,"
     " coalesce(json_extract(settings, '$.slab_page_size'), 1048576)"
-    " FROM run_settings WHERE run_id = ?1";
+    " FROM run_settings WHERE run_id = ?1",
+    NULL
+};
 
 /* traffic: writes per time bucket and latency (us, two significant
  * digits) from the arrivals of a slice of rowids; ?1 ?2 the slice, ?3 the
  * run's first rowid, ?4 t0, ?5 from, ?6 buckets, ?7 span (ns) */
-static const char SQL_TRAFFIC_SLICE[] =
+static const struct query_sql SQL_TRAFFIC_SLICE = {
     "WITH ar AS (SELECT x.rowid AS lo, lead(x.rowid, 1, ?2) OVER (ORDER BY x.rowid) AS hi,"
     " x.dt AS dt FROM arrivals x WHERE x.rowid >= coalesce((SELECT max(y.rowid) FROM arrivals y"
     " WHERE y.rowid <= ?1 AND y.rowid >= ?3), ?1) AND x.rowid < ?2),"
@@ -76,83 +98,150 @@ static const char SQL_TRAFFIC_SLICE[] =
     " FROM ar CROSS JOIN writes w ON w.rowid >= max(ar.lo, ?1) AND w.rowid < ar.hi)"
     " SELECT k, CASE WHEN l IS NULL THEN -1 WHEN l < 100 THEN l WHEN l < 1000 THEN l / 10 * 10"
     " WHEN l < 10000 THEN l / 100 * 100 WHEN l < 100000 THEN l / 1000 * 1000"
-    " ELSE l / 10000 * 10000 END AS q, count(*) FROM lat GROUP BY k, q";
-static const char SQL_PREFIX_SLICE[] =
+    " ELSE l / 10000 * 10000 END AS q, count(*) FROM lat GROUP BY k, q",
+    NULL
+};
+static const struct query_sql SQL_PREFIX_SLICE = {
     "SELECT w.key_ref, count(*), sum(coalesce(" W_VALUE_LEN ", 0)) FROM writes w"
-    " WHERE w.rowid >= ?1 AND w.rowid < ?2 AND typeof(w.key_ref) = 'integer' GROUP BY w.key_ref";
+    " WHERE w.rowid >= ?1 AND w.rowid < ?2 AND typeof(w.key_ref) = 'integer' GROUP BY w.key_ref",
+    NULL
+};
 /* the same, from the write aggregates the writer keeps (record/wagg.h):
  * a few rows per minute instead of every write */
-static const char SQL_HAS_AGG[] = "SELECT 1 FROM agg_runs WHERE run_id = ?1";
-static const char SQL_SIZES_AGG[] =
-    "SELECT 51 + ?2 + body, sum(writes), sum(writes * (51 + ?2 + body)) FROM agg_sizes"
-    " WHERE run_id = ?1 GROUP BY body";
-static const char SQL_TRAFFIC_AGG[] =
-    "SELECT max(0, (second * 1000000000 - ?2) * ?3 / ?4) AS k, band_us, sum(writes)"
-    " FROM agg_latency WHERE run_id = ?1 AND second * 1000000000 + 1000000000 > ?2"
-    " AND second * 1000000000 < ?2 + ?4 GROUP BY k, band_us";
-static const char SQL_PREFIX_AGG[] =
-    "SELECT prefix_id, sum(writes), sum(value_bytes) FROM agg_prefixes WHERE run_id = ?1"
-    " GROUP BY prefix_id";
-static const char SQL_PREFIX_NAME[] = "SELECT prefix FROM key_prefixes WHERE prefix_id = ?1";
-static const char SQL_READS[] =
+static const struct query_sql SQL_HAS_AGG = { "SELECT 1 FROM agg_runs WHERE run_id = ?1", NULL };
+#define SIZES_AGG \
+    "SELECT 51 + ?2 + body, sum(writes), sum(writes * (51 + ?2 + body)) FROM agg_sizes" \
+    " WHERE run_id = ?1 GROUP BY body"
+#define TRAFFIC_AGG \
+    "SELECT max(0, (second * 1000000000 - ?2) * ?3 / ?4) AS k, band_us, sum(writes)" \
+    " FROM agg_latency WHERE run_id = ?1 AND second * 1000000000 + 1000000000 > ?2" \
+    " AND second * 1000000000 < ?2 + ?4 GROUP BY k, band_us"
+/* prefixes by name (key_prefixes holds the names of the ids) */
+#define PREFIX_AGG \
+    "SELECT p.prefix, sum(a.writes), sum(a.value_bytes) FROM agg_prefixes a" \
+    " JOIN key_prefixes p ON p.prefix_id = a.prefix_id WHERE a.run_id = ?1 GROUP BY p.prefix" \
+    " ORDER BY p.prefix COLLATE BINARY"
+static const struct query_sql SQL_SIZES_AGG = { SIZES_AGG, NULL };
+static const struct query_sql SQL_TRAFFIC_AGG = { TRAFFIC_AGG, NULL };
+/* PostgreSQL keeps no prefix dictionary (its key_ref is the key's text, no
+ * prefix ids in agg_prefixes): its prefixes are always counted from `sets` */
+#define PREFIX_SETS \
+    "WITH agg_prefixes AS (SELECT run_id, key AS prefix_id, count(*) AS writes," \
+    " sum(CASE WHEN value_len > 0 THEN value_len ELSE 0 END) AS value_bytes FROM sets" \
+    " WHERE run_id = ?1 AND key IS NOT NULL" \
+    " AND (SELECT key_mode FROM runs WHERE run_id = ?1) = 'prefix' GROUP BY run_id, key)," \
+    " key_prefixes AS (SELECT prefix_id, prefix_id AS prefix FROM agg_prefixes) " PREFIX_AGG
+static const struct query_sql SQL_PREFIX_AGG = { PREFIX_AGG, PREFIX_SETS };
+static const struct query_sql SQL_PREFIX_NAME = {
+    "SELECT prefix FROM key_prefixes WHERE prefix_id = ?1", NULL
+};
+/* A run without write aggregates on a store without rowids (PostgreSQL):
+ * the same queries over the aggregates computed from the view `sets` (the
+ * columns both stores have) as record/wagg.c counts them -- body and the
+ * item-storing writes (wagg_stores), the latency band (wagg_latency_band),
+ * prefixes of --keys prefix runs (PREFIX_SETS, above) -- in one statement
+ * over the run. */
+#define SETS_STORES \
+    "value_len >= 0 AND (cmd IN ('set', 'add', 'replace', 'cas')" \
+    " OR (cmd = 'ms' AND coalesce(ms_mode, '') NOT IN ('A', 'a', 'P', 'p')))"
+static const struct query_sql SQL_SIZES_SETS = {
+    "WITH agg_sizes AS (SELECT run_id, key_len + value_len"
+    " + CASE WHEN coalesce(flags, 0) != 0 THEN 4 ELSE 0 END AS body, count(*) AS writes"
+    " FROM sets WHERE run_id = ?1 AND " SETS_STORES " GROUP BY run_id, body) " SIZES_AGG,
+    NULL
+};
+static const struct query_sql SQL_TRAFFIC_SETS = {
+    "WITH us AS (SELECT run_id, t_ns / 1000000000 AS second, (latency_ns + 500) / 1000 AS u"
+    " FROM sets WHERE run_id = ?1),"
+    " agg_latency AS (SELECT run_id, second, CASE WHEN u IS NULL OR u < 0 THEN -1"
+    " WHEN u < 100 THEN u WHEN u < 1000 THEN u / 10 * 10 WHEN u < 10000 THEN u / 100 * 100"
+    " WHEN u < 100000 THEN u / 1000 * 1000 ELSE u / 10000 * 10000 END AS band_us,"
+    " count(*) AS writes FROM us GROUP BY run_id, second, band_us) " TRAFFIC_AGG,
+    NULL
+};
+static const struct query_sql SQL_READS = {
     "SELECT max(0, (second * 1000000000 - ?2) * ?3 / ?4) AS k, sum(keys), sum(hits),"
     " sum(misses) FROM get_counts WHERE run_id = ?1 AND second * 1000000000 + 1000000000 > ?2"
-    " AND second * 1000000000 < ?2 + ?4 GROUP BY k";
+    " AND second * 1000000000 < ?2 + ?4 GROUP BY k",
+    NULL
+};
 
 /* classes: the run's last two samples, then the last one's classes */
-static const char SQL_LAST_SAMPLES[] =
+static const struct query_sql SQL_LAST_SAMPLES = {
     "SELECT s.sample_id, s.t_ns, coalesce(json_extract(s.stats, '$.total_malloced'),"
     " (SELECT sum(json_extract(c.fields, '$.total_pages')) FROM sample_classes c"
     " WHERE c.sample_id = s.sample_id) * ?2, 0),"
     " coalesce(json_extract(s.stats, '$.limit_maxbytes'), 0)"
-    " FROM samples s WHERE s.run_id = ?1 ORDER BY s.t_ns DESC, s.sample_id DESC LIMIT 2";
-static const char SQL_CLASSES[] =
+    " FROM samples s WHERE s.run_id = ?1 ORDER BY s.t_ns DESC, s.sample_id DESC LIMIT 2",
+    NULL
+};
+static const struct query_sql SQL_CLASSES = {
     "SELECT class_id, coalesce(chunk_size, 0), coalesce(total_pages, 0),"
     " coalesce(total_chunks, 0), coalesce(used_chunks, 0), coalesce(mem_requested, 0),"
-    " coalesce(evicted, 0) FROM class_stats WHERE sample_id = ?1 ORDER BY class_id";
+    " coalesce(evicted, 0) FROM class_stats WHERE sample_id = ?1 ORDER BY class_id",
+    NULL
+};
 
 /* series: the last sample of each of ?4 time buckets in [?2, ?3] */
 #define SERIES_PICK \
-    "WITH pick AS (SELECT max(t_ns) AS t, sample_id AS sid FROM samples" \
-    " WHERE run_id = ?1 AND t_ns >= ?2 AND t_ns <= ?3" \
-    " GROUP BY (t_ns - ?2) * ?4 / (?3 - ?2 + 1)) "
-static const char SQL_SERIES[] = SERIES_PICK
+    "WITH b AS (SELECT t_ns, sample_id, row_number() OVER (PARTITION BY" \
+    " (t_ns - ?2) * ?4 / (?3 - ?2 + 1) ORDER BY t_ns DESC, sample_id DESC) AS rn FROM samples" \
+    " WHERE run_id = ?1 AND t_ns >= ?2 AND t_ns <= ?3)," \
+    " pick AS (SELECT t_ns AS t, sample_id AS sid FROM b WHERE rn = 1) "
+static const struct query_sql SQL_SERIES = {
+    SERIES_PICK
     "SELECT p.t, coalesce(json_extract(s.stats, '$.total_malloced'),"
     " (SELECT sum(json_extract(c.fields, '$.total_pages')) FROM sample_classes c"
     " WHERE c.sample_id = p.sid) * ?5, 0), coalesce(json_extract(s.stats, '$.limit_maxbytes'), 0)"
-    " FROM pick p JOIN samples s ON s.sample_id = p.sid ORDER BY p.t";
-static const char SQL_SERIES_CLASSES[] = SERIES_PICK
+    " FROM pick p JOIN samples s ON s.sample_id = p.sid ORDER BY p.t",
+    NULL
+};
+static const struct query_sql SQL_SERIES_CLASSES = {
+    SERIES_PICK
     "SELECT c.class_id, p.t, coalesce(json_extract(c.fields, '$.chunk_size'), 0),"
     " coalesce(json_extract(c.fields, '$.total_pages'), 0),"
     " coalesce(json_extract(c.fields, '$.evicted'), 0)"
-    " FROM pick p JOIN sample_classes c ON c.sample_id = p.sid ORDER BY c.class_id, p.t";
+    " FROM pick p JOIN sample_classes c ON c.sample_id = p.sid ORDER BY c.class_id, p.t",
+    NULL
+};
 
 /* reads: the first and last minute of the run in agg_reads (each an
  * index lookup), then its rows, a slice of minutes [?2, ?3) at a time, in
  * the primary key's order (no sort) */
-static const char SQL_READS_SPAN[] = "SELECT (SELECT min(minute) FROM agg_reads WHERE run_id = ?1),"
-                                     " (SELECT max(minute) FROM agg_reads WHERE run_id = ?1)";
-static const char SQL_READS_NEXT[] =
-    "SELECT min(minute) FROM agg_reads WHERE run_id = ?1 AND minute >= ?2";
-static const char SQL_READS_SLICE[] = "SELECT minute, class_id, reads, hits, misses FROM agg_reads"
-                                      " WHERE run_id = ?1 AND minute >= ?2 AND minute < ?3";
+static const struct query_sql SQL_READS_SPAN = {
+    "SELECT (SELECT min(minute) FROM agg_reads WHERE run_id = ?1),"
+    " (SELECT max(minute) FROM agg_reads WHERE run_id = ?1)",
+    NULL
+};
+static const struct query_sql SQL_READS_NEXT = {
+    "SELECT min(minute) FROM agg_reads WHERE run_id = ?1 AND minute >= ?2", NULL
+};
+static const struct query_sql SQL_READS_SLICE = {
+    "SELECT minute, class_id, reads, hits, misses FROM agg_reads"
+    " WHERE run_id = ?1 AND minute >= ?2 AND minute < ?3",
+    NULL
+};
 
 /* reports: the model's reports kept in run_meta (cli/model_hits.c --save) */
-static const char SQL_REPORTS[] =
+static const struct query_sql SQL_REPORTS = {
     "SELECT key, value FROM run_meta WHERE run_id = ?1 AND key IN ('hits_advice', 'hits_mrc')"
-    " AND json_valid(value)";
+    " AND json_valid(value)",
+    NULL
+};
 
-/* /api/runs: the runs of the file */
-static const char SQL_RUNS[] =
-    "SELECT json_object('run_id', r.run_id, 'name', r.name, 'started_ns', r.started_ns,"
-    " 'ended_ns', r.ended_ns, 'rows_recorded', r.rows_recorded, 'rows_dropped', r.rows_dropped,"
-    " 'crashed', json(CASE WHEN r.crashed THEN 'true' ELSE 'false' END),"
-    " 'upstream', r.upstream, 'settings', (SELECT CASE WHEN st.run_id IS NULL THEN NULL ELSE"
-    " json_object('growth_factor', st.growth_factor, 'chunk_size', st.chunk_size_min,"
-    " 'item_size_max', st.item_size_max, 'slab_page_size',"
-    " coalesce(json_extract(st.settings, '$.slab_page_size'), 1048576)) END"
-    " FROM run_settings st WHERE st.run_id = r.run_id))"
-    " FROM runs r WHERE r.run_id != ?1 ORDER BY r.run_id DESC LIMIT ?2";
+/* /api/runs: the runs of the store (the fleet's on PostgreSQL: its node
+ * is a column there, run_meta 'node' in a SQLite file) */
+#define RUNS_COLS(node) \
+    "SELECT r.run_id, r.name, " node ", r.started_ns, r.ended_ns, r.rows_recorded," \
+    " r.rows_dropped, r.crashed, r.upstream, st.run_id, st.growth_factor, st.chunk_size_min," \
+    " st.item_size_max, coalesce(json_extract(st.settings, '$.slab_page_size'), 1048576)" \
+    " FROM runs r LEFT JOIN run_settings st ON st.run_id = r.run_id" \
+    " WHERE r.run_id != ?1 ORDER BY r.run_id DESC LIMIT ?2"
+static const struct query_sql SQL_RUNS = {
+    RUNS_COLS("coalesce((SELECT m.value FROM run_meta m WHERE m.run_id = r.run_id"
+              " AND m.key = 'node'), '')"),
+    RUNS_COLS("r.node")
+};
 
 /* ---- jobs, cache -------------------------------------------------------- */
 
@@ -180,8 +269,11 @@ struct query_job {
     bool finished_run; /* ended: its answers do not change */
     int64_t run_id, started_ns, ended_ns, lo, hi, cursor, t0, from, span;
     int points, cas, page;
-    int64_t slice;        /* rows per step: halved when a step goes over the budget */
-    bool from_agg;        /* the run has write aggregates: read them, no scan */
+    int64_t slice;   /* rows per step: halved when a step goes over the budget */
+    bool from_agg;   /* read the write aggregates, no scan */
+    bool agg_tables; /* the run has them kept (else computed from `sets`) */
+    char **names;    /* from_agg: the prefixes' names (b's k1 indexes them) */
+    size_t nnames, names_cap;
     struct agg a, b;      /* sizes: a; traffic: a (k, latency), b (prefixes) */
     struct reads_acc *ra; /* reads: the sums so far */
 };
@@ -221,15 +313,9 @@ static int agg_cmp(const void *x, const void *y)
 
 static void agg_add(struct agg *g, int64_t k1, int64_t k2, int64_t n, int64_t sum)
 {
-    if (g->n == g->cap) {
-        size_t ncap = g->cap ? g->cap * 2 : 256;
-        struct agg_ent *e = realloc(g->e, ncap * sizeof *e);
-        if (!e) {
-            g->failed = true;
-            return;
-        }
-        g->e = e;
-        g->cap = ncap;
+    if (!BUF_GROW(g->e, g->cap, g->n + 1)) {
+        g->failed = true;
+        return;
     }
     g->e[g->n++] = (struct agg_ent){ k1, k2, n, sum };
 }
@@ -256,6 +342,9 @@ static void reads_acc_free(struct reads_acc *ra);
 
 static void job_free(struct query_job *j)
 {
+    for (size_t i = 0; i < j->nnames; i++)
+        free(j->names[i]);
+    free(j->names);
     reads_acc_free(j->ra);
     free(j->a.e);
     free(j->b.e);
@@ -278,16 +367,22 @@ static int query_progress(void *arg)
     return 0;
 }
 
-static void budget_start(struct query_queue *q, sqlite3 *db, unsigned ms)
+/* SQLite: the progress handler interrupts a step over ms; PostgreSQL:
+ * statement_timeout cancels each statement over ms. */
+static void budget_start(struct query_queue *q, struct qsql_db *db, unsigned ms)
 {
     q->interrupted = false;
     q->step_deadline_ns = mono_ns() + (int64_t)ms * 1000000;
-    sqlite3_progress_handler(db, QUERY_PROGRESS_OPS, query_progress, q);
+    if (db->lite)
+        sqlite3_progress_handler(db->lite, QUERY_PROGRESS_OPS, query_progress, q);
+    else
+        qsql_timeout(db, ms);
 }
 
-static void budget_end(sqlite3 *db)
+static void budget_end(struct qsql_db *db)
 {
-    sqlite3_progress_handler(db, 0, NULL, NULL);
+    if (db->lite)
+        sqlite3_progress_handler(db->lite, 0, NULL, NULL);
 }
 
 static void set_error(struct query_job *j, enum query_status st, const char *msg)
@@ -442,71 +537,72 @@ bool query_pending(struct query_queue *q)
 
 /* ---- the steps (writer thread) ------------------------------------------ */
 
-static int sql_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, struct query_job *j)
+static int sql_prepare(struct qsql_db *db, const struct query_sql *sql, struct qsql *st,
+                       struct query_job *j)
 {
-    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK)
+    if (qsql_prepare(st, db, sql->lite, sql->pg) == 0)
         return 0;
-    set_error(j, QUERY_FAILED, sqlite3_errmsg(db));
+    set_error(j, QUERY_FAILED, qsql_errmsg(db));
     return -1;
 }
 
-/* After a loop of sqlite3_step: 0 when it ran to the end. */
-static int sql_done(struct query_queue *q, sqlite3 *db, sqlite3_stmt *st, int rc,
+/* After a loop of qsql_step: 0 when it ran to the end. */
+static int sql_done(struct query_queue *q, struct qsql_db *db, struct qsql *st, int rc,
                     struct query_job *j)
 {
-    if (rc == SQLITE_DONE) {
-        sqlite3_finalize(st);
+    if (rc == QSQL_DONE) {
+        qsql_finalize(st);
         return 0;
     }
-    if (q->interrupted || rc == SQLITE_INTERRUPT)
+    if (q->interrupted || rc == QSQL_TIMEOUT)
         set_error(j, QUERY_BUSY, "the query went over its time budget");
     else
-        set_error(j, QUERY_FAILED, sqlite3_errmsg(db));
-    sqlite3_finalize(st);
+        set_error(j, QUERY_FAILED, qsql_errmsg(db));
+    qsql_finalize(st);
     return -1;
 }
 
 /* The run's row and rowid range; 0, or -1 with j's answer set. */
-static int job_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
+static int job_start(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
-    sqlite3_stmt *st;
+    struct qsql st;
     int rc;
     j->run_id = j->p.run_id ? j->p.run_id : q->current_run;
-    if (sql_prepare(db, SQL_RUN, &st, j))
+    if (sql_prepare(db, &SQL_RUN, &st, j))
         return -1;
-    sqlite3_bind_int64(st, 1, j->run_id);
-    rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW) {
-        sqlite3_finalize(st);
-        set_error(j, rc == SQLITE_DONE ? QUERY_NOT_FOUND : QUERY_FAILED,
-                  rc == SQLITE_DONE ? "no such run" : sqlite3_errmsg(db));
+    qsql_bind(&st, 1, j->run_id);
+    rc = qsql_step(&st);
+    if (rc != QSQL_ROW) {
+        qsql_finalize(&st);
+        set_error(j, rc == QSQL_DONE ? QUERY_NOT_FOUND : QUERY_FAILED,
+                  rc == QSQL_DONE ? "no such run" : qsql_errmsg(db));
         return -1;
     }
-    j->started_ns = sqlite3_column_int64(st, 0);
-    bool ended = sqlite3_column_type(st, 1) != SQLITE_NULL;
-    j->ended_ns = ended ? sqlite3_column_int64(st, 1) : 0;
-    j->finished_run = j->run_id != q->current_run && (ended || sqlite3_column_int64(st, 2));
-    bool has_writes = sqlite3_column_type(st, 3) != SQLITE_NULL;
-    j->lo = has_writes ? sqlite3_column_int64(st, 3) : 0;
-    j->hi = has_writes ? sqlite3_column_int64(st, 4) : 0;
-    j->t0 = has_writes ? sqlite3_column_int64(st, 5) : j->started_ns;
-    int64_t maxrow = sqlite3_column_int64(st, 6);
+    j->started_ns = qsql_int(&st, 0);
+    bool ended = !qsql_null(&st, 1);
+    j->ended_ns = ended ? qsql_int(&st, 1) : 0;
+    j->finished_run = j->run_id != q->current_run && (ended || qsql_int(&st, 2));
+    bool has_writes = !qsql_null(&st, 3);
+    j->lo = has_writes ? qsql_int(&st, 3) : 0;
+    j->hi = has_writes ? qsql_int(&st, 4) : 0;
+    j->t0 = has_writes ? qsql_int(&st, 5) : j->started_ns;
+    int64_t maxrow = qsql_int(&st, 6);
     if (j->hi > maxrow + 1)
         j->hi = maxrow + 1;
     if (j->hi < j->lo)
         j->hi = j->lo;
     j->cursor = j->lo;
     j->slice = QUERY_SLICE_ROWS;
-    sqlite3_finalize(st);
+    qsql_finalize(&st);
     j->cas = 8;
     j->page = QUERY_PAGE;
-    if (sqlite3_prepare_v2(db, SQL_CAS, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, j->run_id);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            j->cas = sqlite3_column_int(st, 0);
-            j->page = sqlite3_column_int(st, 1) > 0 ? sqlite3_column_int(st, 1) : QUERY_PAGE;
+    if (qsql_prepare(&st, db, SQL_CAS.lite, SQL_CAS.pg) == 0) {
+        qsql_bind(&st, 1, j->run_id);
+        if (qsql_step(&st) == QSQL_ROW) {
+            j->cas = qsql_int(&st, 0);
+            j->page = qsql_int(&st, 1) > 0 ? qsql_int(&st, 1) : QUERY_PAGE;
         }
-        sqlite3_finalize(st);
+        qsql_finalize(&st);
     }
     /* the time window: the run's span, or what was asked */
     int64_t end = j->ended_ns ? j->ended_ns : clock_wall_ns();
@@ -518,51 +614,63 @@ static int job_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
     j->points = j->p.points;
     if (j->p.kind == QUERY_TRAFFIC && j->span / 1000000000 < j->points) /* >= 1 s per point */
         j->points = j->span / 1000000000 > 1 ? (int)(j->span / 1000000000) : 1;
-    if (sqlite3_prepare_v2(db, SQL_HAS_AGG, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, j->run_id);
-        j->from_agg = sqlite3_step(st) == SQLITE_ROW;
-        sqlite3_finalize(st);
+    if (qsql_prepare(&st, db, SQL_HAS_AGG.lite, SQL_HAS_AGG.pg) == 0) {
+        qsql_bind(&st, 1, j->run_id);
+        j->agg_tables = qsql_step(&st) == QSQL_ROW;
+        qsql_finalize(&st);
     }
+    /* no rowids to slice a scan by: the aggregates, kept or computed */
+    j->from_agg = j->agg_tables || !db->lite;
     j->started = true;
     return 0;
+}
+
+/* Runs sql with the parameters p (?1..?np) and adds each row to g: (k1,
+ * n, sum), or (k1, k2, n) when two_keys. 0, or -1 with j answered. */
+static int agg_read(struct query_queue *q, struct qsql_db *db, const struct query_sql *sql,
+                    const int64_t *p, int np, struct agg *g, bool two_keys, struct query_job *j)
+{
+    struct qsql st;
+    int rc;
+    if (sql_prepare(db, sql, &st, j))
+        return -1;
+    for (int i = 0; i < np; i++)
+        qsql_bind(&st, i + 1, p[i]);
+    while ((rc = qsql_step(&st)) == QSQL_ROW) {
+        int64_t c1 = qsql_int(&st, 1), c2 = qsql_int(&st, 2);
+        agg_add(g, qsql_int(&st, 0), two_keys ? c1 : 0, two_keys ? c2 : c1, two_keys ? 0 : c2);
+    }
+    return sql_done(q, db, &st, rc, j);
 }
 
 /* The scan's result from the write aggregates, in one step: what a scan of
  * every row would give, but for traffic's time buckets, which start at
  * whole seconds (a write counts in the bucket its second begins in). */
-static void agg_fill(struct query_queue *q, sqlite3 *db, struct query_job *j)
+static void agg_fill(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
-    sqlite3_stmt *st;
+    struct qsql st;
     int rc;
     if (j->p.kind == QUERY_SIZES) {
-        if (sql_prepare(db, SQL_SIZES_AGG, &st, j))
-            return;
-        sqlite3_bind_int64(st, 1, j->run_id);
-        sqlite3_bind_int(st, 2, j->cas);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            agg_add(&j->a, sqlite3_column_int64(st, 0), 0, sqlite3_column_int64(st, 1),
-                    sqlite3_column_int64(st, 2));
-        if (sql_done(q, db, st, rc, j))
+        if (agg_read(q, db, j->agg_tables ? &SQL_SIZES_AGG : &SQL_SIZES_SETS,
+                     (int64_t[]){ j->run_id, j->cas }, 2, &j->a, false, j))
             return;
     } else {
-        if (sql_prepare(db, SQL_TRAFFIC_AGG, &st, j))
+        if (agg_read(q, db, j->agg_tables ? &SQL_TRAFFIC_AGG : &SQL_TRAFFIC_SETS,
+                     (int64_t[]){ j->run_id, j->from, j->points, j->span }, 4, &j->a, true, j))
             return;
-        sqlite3_bind_int64(st, 1, j->run_id);
-        sqlite3_bind_int64(st, 2, j->from);
-        sqlite3_bind_int64(st, 3, j->points);
-        sqlite3_bind_int64(st, 4, j->span);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            agg_add(&j->a, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                    sqlite3_column_int64(st, 2), 0);
-        if (sql_done(q, db, st, rc, j))
+        if (sql_prepare(db, &SQL_PREFIX_AGG, &st, j))
             return;
-        if (sql_prepare(db, SQL_PREFIX_AGG, &st, j))
-            return;
-        sqlite3_bind_int64(st, 1, j->run_id);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            agg_add(&j->b, sqlite3_column_int64(st, 0), 0, sqlite3_column_int64(st, 1),
-                    sqlite3_column_int64(st, 2));
-        if (sql_done(q, db, st, rc, j))
+        qsql_bind(&st, 1, j->run_id);
+        while ((rc = qsql_step(&st)) == QSQL_ROW) { /* by name: k1 indexes j->names */
+            const char *name = qsql_text(&st, 0);
+            if (!BUF_GROW(j->names, j->names_cap, j->nnames + 1) ||
+                !(j->names[j->nnames] = strdup(name ? name : ""))) {
+                j->b.failed = true;
+                break;
+            }
+            agg_add(&j->b, (int64_t)j->nnames++, 0, qsql_int(&st, 1), qsql_int(&st, 2));
+        }
+        if (sql_done(q, db, &st, rc, j))
             return;
     }
     agg_merge(&j->a);
@@ -572,10 +680,8 @@ static void agg_fill(struct query_queue *q, sqlite3 *db, struct query_job *j)
 }
 
 /* One slice of the scan: true when the scan is complete. */
-static bool scan_slice(struct query_queue *q, sqlite3 *db, struct query_job *j)
+static bool scan_slice(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
-    sqlite3_stmt *st;
-    int rc;
     int64_t a = j->cursor, b = j->cursor + j->slice < j->hi ? j->cursor + j->slice : j->hi;
     size_t na = j->a.n, nb = j->b.n; /* merged so far: a step over budget is undone */
     if (j->from_agg) {
@@ -585,39 +691,13 @@ static bool scan_slice(struct query_queue *q, sqlite3 *db, struct query_job *j)
     if (a >= b)
         return true;
     if (j->p.kind == QUERY_SIZES) {
-        if (sql_prepare(db, SQL_SIZES_SLICE, &st, j))
-            return true;
-        sqlite3_bind_int64(st, 1, a);
-        sqlite3_bind_int64(st, 2, b);
-        sqlite3_bind_int(st, 3, j->cas);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            agg_add(&j->a, sqlite3_column_int64(st, 0), 0, sqlite3_column_int64(st, 1),
-                    sqlite3_column_int64(st, 2));
-        if (sql_done(q, db, st, rc, j))
+        if (agg_read(q, db, &SQL_SIZES_SLICE, (int64_t[]){ a, b, j->cas }, 3, &j->a, false, j))
             goto failed;
     } else {
-        if (sql_prepare(db, SQL_TRAFFIC_SLICE, &st, j))
-            return true;
-        sqlite3_bind_int64(st, 1, a);
-        sqlite3_bind_int64(st, 2, b);
-        sqlite3_bind_int64(st, 3, j->lo);
-        sqlite3_bind_int64(st, 4, j->t0);
-        sqlite3_bind_int64(st, 5, j->from);
-        sqlite3_bind_int64(st, 6, j->points);
-        sqlite3_bind_int64(st, 7, j->span);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            agg_add(&j->a, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                    sqlite3_column_int64(st, 2), 0);
-        if (sql_done(q, db, st, rc, j))
-            goto failed;
-        if (sql_prepare(db, SQL_PREFIX_SLICE, &st, j))
-            return true;
-        sqlite3_bind_int64(st, 1, a);
-        sqlite3_bind_int64(st, 2, b);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            agg_add(&j->b, sqlite3_column_int64(st, 0), 0, sqlite3_column_int64(st, 1),
-                    sqlite3_column_int64(st, 2));
-        if (sql_done(q, db, st, rc, j))
+        if (agg_read(q, db, &SQL_TRAFFIC_SLICE,
+                     (int64_t[]){ a, b, j->lo, j->t0, j->from, j->points, j->span }, 7, &j->a, true,
+                     j) ||
+            agg_read(q, db, &SQL_PREFIX_SLICE, (int64_t[]){ a, b }, 2, &j->b, false, j))
             goto failed;
     }
     agg_merge(&j->a);
@@ -658,19 +738,19 @@ struct ladder_rows {
     int n;
 };
 
-static void read_ladder(sqlite3 *db, int64_t run_id, struct ladder_rows *l)
+static void read_ladder(struct qsql_db *db, int64_t run_id, struct ladder_rows *l)
 {
-    sqlite3_stmt *st;
+    struct qsql st;
     l->n = 0;
-    if (sqlite3_prepare_v2(db, SQL_LADDER, -1, &st, NULL) != SQLITE_OK)
+    if (qsql_prepare(&st, db, SQL_LADDER.lite, SQL_LADDER.pg) != 0)
         return;
-    sqlite3_bind_int64(st, 1, run_id);
-    while (l->n < 64 && sqlite3_step(st) == SQLITE_ROW) {
-        l->id[l->n] = sqlite3_column_int64(st, 0);
-        l->chunk[l->n] = sqlite3_column_int64(st, 1);
+    qsql_bind(&st, 1, run_id);
+    while (l->n < 64 && qsql_step(&st) == QSQL_ROW) {
+        l->id[l->n] = qsql_int(&st, 0);
+        l->chunk[l->n] = qsql_int(&st, 1);
         l->n++;
     }
-    sqlite3_finalize(st);
+    qsql_finalize(&st);
 }
 
 /* The ladder index an item of ntotal nt goes to (the largest for a chunked
@@ -683,7 +763,7 @@ static int ladder_index(const struct ladder_rows *l, int64_t nt)
     return l->n - 1;
 }
 
-static void answer_sizes(sqlite3 *db, struct query_job *j)
+static void answer_sizes(struct qsql_db *db, struct query_job *j)
 {
     struct ladder_rows l;
     struct buf b;
@@ -773,10 +853,14 @@ static int64_t quantile(const struct agg_ent *e, size_t from, size_t to, double 
 static int prefix_cmp(const void *x, const void *y)
 {
     const struct agg_ent *a = x, *b = y;
-    return a->sum != b->sum ? (a->sum < b->sum ? 1 : -1) : (a->n < b->n) - (a->n > b->n);
+    if (a->sum != b->sum)
+        return a->sum < b->sum ? 1 : -1;
+    if (a->n != b->n)
+        return a->n < b->n ? 1 : -1;
+    return (a->k1 > b->k1) - (a->k1 < b->k1); /* ties: by name (from_agg), by id */
 }
 
-static void answer_traffic(struct query_queue *q, sqlite3 *db, struct query_job *j)
+static void answer_traffic(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
     struct buf b;
     int np = j->points;
@@ -784,7 +868,7 @@ static void answer_traffic(struct query_queue *q, sqlite3 *db, struct query_job 
     int64_t *wr = calloc((size_t)np, sizeof *wr), *rd = calloc((size_t)np, sizeof *rd),
             *hit = calloc((size_t)np, sizeof *hit), *mis = calloc((size_t)np, sizeof *mis),
             *p50 = calloc((size_t)np, sizeof *p50), *p99 = calloc((size_t)np, sizeof *p99);
-    sqlite3_stmt *st;
+    struct qsql st;
     int rc;
     buf_init(&b, JSONB_MAX);
     if (!wr || !rd || !hit || !mis || !p50 || !p99) {
@@ -807,21 +891,21 @@ static void answer_traffic(struct query_queue *q, sqlite3 *db, struct query_job 
         i = e;
     }
     budget_start(q, db, q->budget_ms);
-    if (sql_prepare(db, SQL_READS, &st, j))
+    if (sql_prepare(db, &SQL_READS, &st, j))
         goto out;
-    sqlite3_bind_int64(st, 1, j->run_id);
-    sqlite3_bind_int64(st, 2, j->from);
-    sqlite3_bind_int64(st, 3, np);
-    sqlite3_bind_int64(st, 4, j->span);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t k = sqlite3_column_int64(st, 0);
+    qsql_bind(&st, 1, j->run_id);
+    qsql_bind(&st, 2, j->from);
+    qsql_bind(&st, 3, np);
+    qsql_bind(&st, 4, j->span);
+    while ((rc = qsql_step(&st)) == QSQL_ROW) {
+        int64_t k = qsql_int(&st, 0);
         if (k >= 0 && k < np) {
-            rd[k] += sqlite3_column_int64(st, 1);
-            hit[k] += sqlite3_column_int64(st, 2);
-            mis[k] += sqlite3_column_int64(st, 3);
+            rd[k] += qsql_int(&st, 1);
+            hit[k] += qsql_int(&st, 2);
+            mis[k] += qsql_int(&st, 3);
         }
     }
-    if (sql_done(q, db, st, rc, j))
+    if (sql_done(q, db, &st, rc, j))
         goto out;
     buf_printf(&b, "{\"run_id\":%lld,\"bucket_ns\":%lld,\"t\":[", (long long)j->run_id,
                (long long)(j->span / np));
@@ -849,19 +933,24 @@ static void answer_traffic(struct query_queue *q, sqlite3 *db, struct query_job 
     buf_puts(&b, "],\"top_prefixes\":[");
     if (j->b.n)
         qsort(j->b.e, j->b.n, sizeof *j->b.e, prefix_cmp);
-    if (sql_prepare(db, SQL_PREFIX_NAME, &st, j))
+    if (!j->from_agg && sql_prepare(db, &SQL_PREFIX_NAME, &st, j))
         goto out;
     for (size_t i = 0; i < j->b.n && (int)i < j->p.top; i++) {
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, j->b.e[i].k1);
-        const char *name =
-            sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+        const char *name = NULL;
+        if (j->from_agg) { /* named already */
+            name = (size_t)j->b.e[i].k1 < j->nnames ? j->names[j->b.e[i].k1] : NULL;
+        } else {
+            qsql_reset(&st);
+            qsql_bind(&st, 1, j->b.e[i].k1);
+            name = qsql_step(&st) == QSQL_ROW ? qsql_text(&st, 0) : NULL;
+        }
         buf_puts(&b, i ? ",{\"prefix\":" : "{\"prefix\":");
         jsonb_string(&b, name ? name : "", name ? strlen(name) : 0);
         buf_printf(&b, ",\"writes\":%lld,\"bytes\":%lld}", (long long)j->b.e[i].n,
                    (long long)j->b.e[i].sum);
     }
-    sqlite3_finalize(st);
+    if (!j->from_agg)
+        qsql_finalize(&st);
     buf_puts(&b, "]}\n");
     json_finish(j, &b);
 out:
@@ -875,31 +964,31 @@ out:
     free(p99);
 }
 
-static void answer_classes(struct query_queue *q, sqlite3 *db, struct query_job *j)
+static void answer_classes(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
-    sqlite3_stmt *st;
+    struct qsql st;
     struct buf b;
     int64_t sid[2] = { -1, -1 }, t[2] = { 0, 0 }, malloced = 0, limit = 0;
     int64_t prev_ev[64] = { 0 };
     bool have_prev[64] = { false };
     int n = 0, rc;
     buf_init(&b, JSONB_MAX);
-    if (sql_prepare(db, SQL_LAST_SAMPLES, &st, j))
+    if (sql_prepare(db, &SQL_LAST_SAMPLES, &st, j))
         return;
-    sqlite3_bind_int64(st, 1, j->run_id);
-    sqlite3_bind_int64(st, 2, j->page);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < 2) {
-        sid[n] = sqlite3_column_int64(st, 0);
-        t[n] = sqlite3_column_int64(st, 1);
+    qsql_bind(&st, 1, j->run_id);
+    qsql_bind(&st, 2, j->page);
+    while ((rc = qsql_step(&st)) == QSQL_ROW && n < 2) {
+        sid[n] = qsql_int(&st, 0);
+        t[n] = qsql_int(&st, 1);
         if (n == 0) {
-            malloced = sqlite3_column_int64(st, 2);
-            limit = sqlite3_column_int64(st, 3);
+            malloced = qsql_int(&st, 2);
+            limit = qsql_int(&st, 3);
         }
         n++;
     }
-    if (rc == SQLITE_ROW)
-        rc = SQLITE_DONE;
-    if (sql_done(q, db, st, rc, j))
+    if (rc == QSQL_ROW)
+        rc = QSQL_DONE;
+    if (sql_done(q, db, &st, rc, j))
         return;
     if (n == 0) {
         buf_printf(&b,
@@ -910,33 +999,32 @@ static void answer_classes(struct query_queue *q, sqlite3 *db, struct query_job 
         return;
     }
     if (n == 2) {
-        if (sql_prepare(db, SQL_CLASSES, &st, j))
+        if (sql_prepare(db, &SQL_CLASSES, &st, j))
             return;
-        sqlite3_bind_int64(st, 1, sid[1]);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            int64_t c = sqlite3_column_int64(st, 0);
+        qsql_bind(&st, 1, sid[1]);
+        while ((rc = qsql_step(&st)) == QSQL_ROW) {
+            int64_t c = qsql_int(&st, 0);
             if (c >= 0 && c < 64) {
-                prev_ev[c] = sqlite3_column_int64(st, 6);
+                prev_ev[c] = qsql_int(&st, 6);
                 have_prev[c] = true;
             }
         }
-        if (sql_done(q, db, st, rc, j))
+        if (sql_done(q, db, &st, rc, j))
             return;
     }
     buf_printf(&b,
                "{\"run_id\":%lld,\"t_ns\":%lld,\"total_malloced\":%lld,\"limit_maxbytes\":%lld,"
                "\"classes\":[",
                (long long)j->run_id, (long long)t[0], (long long)malloced, (long long)limit);
-    if (sql_prepare(db, SQL_CLASSES, &st, j)) {
+    if (sql_prepare(db, &SQL_CLASSES, &st, j)) {
         buf_free(&b);
         return;
     }
-    sqlite3_bind_int64(st, 1, sid[0]);
+    qsql_bind(&st, 1, sid[0]);
     double dt = n == 2 && t[0] > t[1] ? (double)(t[0] - t[1]) / 1e9 : 0;
-    for (int i = 0; (rc = sqlite3_step(st)) == SQLITE_ROW; i++) {
-        int64_t c = sqlite3_column_int64(st, 0), chunk = sqlite3_column_int64(st, 1),
-                used = sqlite3_column_int64(st, 4), reqd = sqlite3_column_int64(st, 5),
-                ev = sqlite3_column_int64(st, 6);
+    for (int i = 0; (rc = qsql_step(&st)) == QSQL_ROW; i++) {
+        int64_t c = qsql_int(&st, 0), chunk = qsql_int(&st, 1), used = qsql_int(&st, 4),
+                reqd = qsql_int(&st, 5), ev = qsql_int(&st, 6);
         double rate = 0;
         if (dt > 0 && c >= 0 && c < 64 && have_prev[c] && ev > prev_ev[c])
             rate = (double)(ev - prev_ev[c]) / dt;
@@ -946,11 +1034,11 @@ static void answer_classes(struct query_queue *q, sqlite3 *db, struct query_job 
                    "%s{\"class_id\":%lld,\"chunk_size\":%lld,\"pages\":%lld,\"total_chunks\":%lld,"
                    "\"used_chunks\":%lld,\"mem_requested\":%lld,\"evicted\":%lld,"
                    "\"evicted_per_s\":%.3f,\"waste_pct\":%.2f}",
-                   i ? "," : "", (long long)c, (long long)chunk,
-                   (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
-                   (long long)used, (long long)reqd, (long long)ev, rate, waste);
+                   i ? "," : "", (long long)c, (long long)chunk, (long long)qsql_int(&st, 2),
+                   (long long)qsql_int(&st, 3), (long long)used, (long long)reqd, (long long)ev,
+                   rate, waste);
     }
-    if (sql_done(q, db, st, rc, j)) {
+    if (sql_done(q, db, &st, rc, j)) {
         buf_free(&b);
         return;
     }
@@ -958,9 +1046,9 @@ static void answer_classes(struct query_queue *q, sqlite3 *db, struct query_job 
     json_finish(j, &b);
 }
 
-static void answer_series(struct query_queue *q, sqlite3 *db, struct query_job *j)
+static void answer_series(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
-    sqlite3_stmt *st;
+    struct qsql st;
     struct buf b;
     int np = j->p.points, n = 0, rc;
     int64_t to = j->from + j->span - 1, limit = 0;
@@ -971,22 +1059,22 @@ static void answer_series(struct query_queue *q, sqlite3 *db, struct query_job *
         set_error(j, QUERY_FAILED, "out of memory");
         goto out;
     }
-    if (sql_prepare(db, SQL_SERIES, &st, j))
+    if (sql_prepare(db, &SQL_SERIES, &st, j))
         goto out;
-    sqlite3_bind_int64(st, 1, j->run_id);
-    sqlite3_bind_int64(st, 2, j->from);
-    sqlite3_bind_int64(st, 3, to);
-    sqlite3_bind_int64(st, 4, np);
-    sqlite3_bind_int64(st, 5, j->page);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n <= np) {
-        t[n] = sqlite3_column_int64(st, 0);
-        mal[n] = sqlite3_column_int64(st, 1);
-        limit = sqlite3_column_int64(st, 2);
+    qsql_bind(&st, 1, j->run_id);
+    qsql_bind(&st, 2, j->from);
+    qsql_bind(&st, 3, to);
+    qsql_bind(&st, 4, np);
+    qsql_bind(&st, 5, j->page);
+    while ((rc = qsql_step(&st)) == QSQL_ROW && n <= np) {
+        t[n] = qsql_int(&st, 0);
+        mal[n] = qsql_int(&st, 1);
+        limit = qsql_int(&st, 2);
         n++;
     }
-    if (rc == SQLITE_ROW)
-        rc = SQLITE_DONE;
-    if (sql_done(q, db, st, rc, j))
+    if (rc == QSQL_ROW)
+        rc = QSQL_DONE;
+    if (sql_done(q, db, &st, rc, j))
         goto out;
     buf_printf(&b, "{\"run_id\":%lld,\"t\":[", (long long)j->run_id);
     jsonb_int64s(&b, t, (size_t)n);
@@ -999,17 +1087,17 @@ static void answer_series(struct query_queue *q, sqlite3 *db, struct query_job *
         set_error(j, QUERY_FAILED, "out of memory");
         goto out;
     }
-    if (sql_prepare(db, SQL_SERIES_CLASSES, &st, j))
+    if (sql_prepare(db, &SQL_SERIES_CLASSES, &st, j))
         goto out;
-    sqlite3_bind_int64(st, 1, j->run_id);
-    sqlite3_bind_int64(st, 2, j->from);
-    sqlite3_bind_int64(st, 3, to);
-    sqlite3_bind_int64(st, 4, np);
+    qsql_bind(&st, 1, j->run_id);
+    qsql_bind(&st, 2, j->from);
+    qsql_bind(&st, 3, to);
+    qsql_bind(&st, 4, np);
     int64_t cur = -1, chunk = 0;
     bool first = true;
     for (;;) {
-        rc = sqlite3_step(st);
-        int64_t c = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -2;
+        rc = qsql_step(&st);
+        int64_t c = rc == QSQL_ROW ? qsql_int(&st, 0) : -2;
         if (c != cur && cur != -1) { /* the class before is complete */
             buf_printf(&b, "%s{\"class_id\":%lld,\"chunk_size\":%lld,\"pages\":[", first ? "" : ",",
                        (long long)cur, (long long)chunk);
@@ -1022,10 +1110,10 @@ static void answer_series(struct query_queue *q, sqlite3 *db, struct query_job *
             memset(ev, 0, (size_t)n * sizeof *ev);
             chunk = 0;
         }
-        if (rc != SQLITE_ROW)
+        if (rc != QSQL_ROW)
             break;
         cur = c;
-        int64_t tt = sqlite3_column_int64(st, 1);
+        int64_t tt = qsql_int(&st, 1);
         int lo = 0, hi = n - 1;
         while (lo < hi) { /* t is sorted: the point of this sample */
             int mid = (lo + hi) / 2;
@@ -1035,13 +1123,13 @@ static void answer_series(struct query_queue *q, sqlite3 *db, struct query_job *
                 hi = mid;
         }
         if (n && t[lo] == tt) {
-            if (sqlite3_column_int64(st, 2))
-                chunk = sqlite3_column_int64(st, 2);
-            pages[lo] = sqlite3_column_int64(st, 3);
-            ev[lo] = sqlite3_column_int64(st, 4);
+            if (qsql_int(&st, 2))
+                chunk = qsql_int(&st, 2);
+            pages[lo] = qsql_int(&st, 3);
+            ev[lo] = qsql_int(&st, 4);
         }
     }
-    if (sql_done(q, db, st, rc, j))
+    if (sql_done(q, db, &st, rc, j))
         goto out;
     buf_puts(&b, "]}\n");
     json_finish(j, &b);
@@ -1206,14 +1294,19 @@ static int advice_read_rows(struct advice_work *w, struct capacity_seq *seq, cha
     sqlite3 *db = NULL;
     struct reader *rd = NULL;
     int rc = -1;
-    if (sqlite3_open_v2(w->path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    if (pgstore_is_uri(w->path)) { /* a connection of its own (MVCC: never blocks) */
+        if (reader_open(&rd, w->path, err, errlen))
+            goto out;
+    } else if (sqlite3_open_v2(w->path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open %s: %s", w->path, db ? sqlite3_errmsg(db) : "no memory");
         goto out;
     }
-    sqlite3_busy_timeout(db, READER_BUSY_MS);
-    sqlite3_progress_handler(db, QUERY_PROGRESS_OPS, advice_sql_progress, w->q);
-    if (reader_open_sqlite(&rd, db, w->path, err, errlen))
-        goto out;
+    if (db) {
+        sqlite3_busy_timeout(db, READER_BUSY_MS);
+        sqlite3_progress_handler(db, QUERY_PROGRESS_OPS, advice_sql_progress, w->q);
+        if (reader_open_sqlite(&rd, db, w->path, err, errlen))
+            goto out;
+    }
     advice_phase(w, ADVICE_READING, 0, 0);
     if (runs_read_prediction(rd, w->run_id, w->r, err, errlen))
         goto out;
@@ -1414,7 +1507,7 @@ static void advice_none(struct query_job *j, const char *verdict, const char *wh
 
 /* Writer thread: the inputs of run j's advice, read in one budgeted step,
  * handed to a worker. 0 when it runs; -1 with j answered. */
-static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
+static int advice_start(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
     struct advice_work *w = calloc(1, sizeof *w);
     char err[512];
@@ -1427,8 +1520,8 @@ static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
     w->q = q;
     w->run_id = j->run_id;
     w->writes = j->hi - j->lo;
-    const char *path = sqlite3_db_filename(db, "main");
-    w->file = shell_word(path && *path ? path : "FILE");
+    const char *path = db->lite ? qsql_name(db) : q->pg_uri;
+    w->file = shell_word(*qsql_name(db) ? qsql_name(db) : "FILE"); /* no password */
     w->path = strdup(path && *path ? path : "");
     if (!w->path || !*w->path) {
         advice_work_free(w);
@@ -1437,7 +1530,8 @@ static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
     }
     budget_start(q, db, q->budget_ms > QUERY_ADVICE_READ_MS ? q->budget_ms : QUERY_ADVICE_READ_MS);
     struct reader *rd = NULL; /* the writer's connection, read through the reader */
-    rc = reader_open_sqlite(&rd, db, w->path, err, sizeof err);
+    rc = db->lite ? reader_open_sqlite(&rd, db->lite, w->path, err, sizeof err)
+                  : reader_open(&rd, w->path, err, sizeof err);
     if (!rc) {
         reader_rows_status(rd, j->run_id, &w->rows);
         w->from_agg = advice_basis(rd, j->run_id, &w->rows, true, w->basis_why,
@@ -1494,7 +1588,7 @@ static int advice_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
 
 /* Writer thread: the cached answer, the progress, or a computation
  * started (then its progress). */
-static void answer_advice(struct query_queue *q, sqlite3 *db, struct query_job *j)
+static void answer_advice(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
     char msg[320];
     int64_t writes = j->hi - j->lo;
@@ -1615,9 +1709,9 @@ static void reads_acc_free(struct reads_acc *ra)
 }
 
 /* The run's span of minutes and the buckets: 0, or -1 with j answered. */
-static int reads_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
+static int reads_start(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
-    sqlite3_stmt *st;
+    struct qsql st;
     struct reads_acc *ra = calloc(1, sizeof *ra);
     int rc;
     if (!ra) {
@@ -1628,18 +1722,18 @@ static int reads_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
     ra->hi = -1;
     ra->width = 1;
     ra->slice = READS_SLICE_MINUTES;
-    if (sql_prepare(db, SQL_READS_SPAN, &st, j))
+    if (sql_prepare(db, &SQL_READS_SPAN, &st, j))
         return -1;
-    sqlite3_bind_int64(st, 1, j->run_id);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
-            ra->lo = sqlite3_column_int64(st, 0);
-            ra->hi = sqlite3_column_int64(st, 1);
+    qsql_bind(&st, 1, j->run_id);
+    rc = qsql_step(&st);
+    if (rc == QSQL_ROW) {
+        if (!qsql_null(&st, 0)) {
+            ra->lo = qsql_int(&st, 0);
+            ra->hi = qsql_int(&st, 1);
         }
-        rc = SQLITE_DONE;
+        rc = QSQL_DONE;
     }
-    if (sql_done(q, db, st, rc, j))
+    if (sql_done(q, db, &st, rc, j))
         return -1;
     ra->cursor = ra->lo;
     if (ra->hi < ra->lo)
@@ -1660,28 +1754,27 @@ static int reads_start(struct query_queue *q, sqlite3 *db, struct query_job *j)
  * n = hits, sum = misses) until it is read whole, then summed: a slice over
  * the budget is read again, half as long. True when the scan is done (or
  * j answered). */
-static bool reads_slice(struct query_queue *q, sqlite3 *db, struct query_job *j)
+static bool reads_slice(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
     struct reads_acc *ra = j->ra;
-    sqlite3_stmt *st;
+    struct qsql st;
     int rc;
     if (ra->cursor > ra->hi)
         return true;
     int64_t to = ra->cursor + ra->slice;
     j->a.n = 0;
-    if (sql_prepare(db, SQL_READS_SLICE, &st, j))
+    if (sql_prepare(db, &SQL_READS_SLICE, &st, j))
         return true;
-    sqlite3_bind_int64(st, 1, j->run_id);
-    sqlite3_bind_int64(st, 2, ra->cursor);
-    sqlite3_bind_int64(st, 3, to);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t c = sqlite3_column_int64(st, 1);
+    qsql_bind(&st, 1, j->run_id);
+    qsql_bind(&st, 2, ra->cursor);
+    qsql_bind(&st, 3, to);
+    while ((rc = qsql_step(&st)) == QSQL_ROW) {
+        int64_t c = qsql_int(&st, 1);
         if (c >= 0 && c < READS_CLASSES)
-            agg_add(&j->a, sqlite3_column_int64(st, 0) * READS_CLASSES + c,
-                    sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3),
-                    sqlite3_column_int64(st, 4));
+            agg_add(&j->a, qsql_int(&st, 0) * READS_CLASSES + c, qsql_int(&st, 2), qsql_int(&st, 3),
+                    qsql_int(&st, 4));
     }
-    if (sql_done(q, db, st, rc, j)) {
+    if (sql_done(q, db, &st, rc, j)) {
         if (j->st != QUERY_BUSY || ra->slice <= READS_SLICE_MIN)
             return true;
         ra->slice /= 2; /* the same minutes again, fewer at a time */
@@ -1708,13 +1801,11 @@ static bool reads_slice(struct query_queue *q, sqlite3 *db, struct query_job *j)
     }
     j->a.n = 0;
     ra->cursor = ra->hi + 1; /* on to the next minute with reads: idle days cost no step */
-    if (to <= ra->hi && sqlite3_prepare_v2(db, SQL_READS_NEXT, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, j->run_id);
-        sqlite3_bind_int64(st, 2, to);
-        ra->cursor = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL
-                         ? sqlite3_column_int64(st, 0)
-                         : to;
-        sqlite3_finalize(st);
+    if (to <= ra->hi && qsql_prepare(&st, db, SQL_READS_NEXT.lite, SQL_READS_NEXT.pg) == 0) {
+        qsql_bind(&st, 1, j->run_id);
+        qsql_bind(&st, 2, to);
+        ra->cursor = qsql_step(&st) == QSQL_ROW && !qsql_null(&st, 0) ? qsql_int(&st, 0) : to;
+        qsql_finalize(&st);
     }
     return ra->cursor > ra->hi;
 }
@@ -1723,7 +1814,7 @@ static bool reads_slice(struct query_queue *q, sqlite3 *db, struct query_job *j)
  * keys of unknown class, never a line), a line per bucket of whole minutes
  * for the top classes by reads (then the lower class id), one for the
  * rest. */
-static void answer_reads(sqlite3 *db, struct query_job *j)
+static void answer_reads(struct qsql_db *db, struct query_job *j)
 {
     const struct reads_acc *ra = j->ra;
     struct buf b;
@@ -1834,14 +1925,14 @@ static char *shell_word(const char *s)
 
 /* run_meta 'hits_advice' and 'hits_mrc' as stored (trailing white space
  * cut), null when absent or not JSON; the commands that store them. */
-static void answer_reports(struct query_queue *q, sqlite3 *db, struct query_job *j)
+static void answer_reports(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
     static const char *const keys[2] = { "hits_advice", "hits_mrc" };
-    sqlite3_stmt *st;
+    struct qsql st;
     struct buf b, val[2];
     bool have[2] = { false, false };
     int rc;
-    const char *path = sqlite3_db_filename(db, "main");
+    const char *path = qsql_name(db);
     char *file = shell_word(path && *path ? path : "FILE");
     buf_init(&b, JSONB_MAX);
     buf_init(&val[0], JSONB_MAX);
@@ -1850,13 +1941,13 @@ static void answer_reports(struct query_queue *q, sqlite3 *db, struct query_job 
         set_error(j, QUERY_FAILED, "out of memory");
         goto out;
     }
-    if (sql_prepare(db, SQL_REPORTS, &st, j))
+    if (sql_prepare(db, &SQL_REPORTS, &st, j))
         goto out;
-    sqlite3_bind_int64(st, 1, j->run_id);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *k = (const char *)sqlite3_column_text(st, 0);
-        const char *v = (const char *)sqlite3_column_text(st, 1);
-        int n = sqlite3_column_bytes(st, 1);
+    qsql_bind(&st, 1, j->run_id);
+    while ((rc = qsql_step(&st)) == QSQL_ROW) {
+        const char *k = qsql_text(&st, 0);
+        const char *v = qsql_text(&st, 1);
+        int n = qsql_bytes(&st, 1);
         int i = k && !strcmp(k, keys[0]) ? 0 : 1;
         while (n > 0 && v && strchr(" \t\r\n", v[n - 1]))
             n--;
@@ -1865,7 +1956,7 @@ static void answer_reports(struct query_queue *q, sqlite3 *db, struct query_job 
         buf_append(&val[i], v, (size_t)n);
         have[i] = true;
     }
-    if (sql_done(q, db, st, rc, j))
+    if (sql_done(q, db, &st, rc, j))
         goto out;
     buf_printf(&b, "{\"run_id\":%lld", (long long)j->run_id);
     for (int i = 0; i < 2; i++) {
@@ -1899,7 +1990,7 @@ out:
 }
 
 /* One step of j; true when j is answered. */
-static bool job_step(struct query_queue *q, sqlite3 *db, struct query_job *j)
+static bool job_step(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
     if (!j->started) {
         budget_start(q, db, q->budget_ms);
@@ -1977,7 +2068,7 @@ static bool job_step(struct query_queue *q, sqlite3 *db, struct query_job *j)
     return true;
 }
 
-void query_step(struct query_queue *q, sqlite3 *db)
+static void query_step_db(struct query_queue *q, struct qsql_db *db)
 {
     pthread_mutex_lock(&q->mu);
     struct query_job *j = q->pending_head;
@@ -1990,7 +2081,9 @@ void query_step(struct query_queue *q, sqlite3 *db)
     pthread_mutex_unlock(&q->mu);
     if (!j)
         return;
+    qsql_snapshot(db, true); /* PostgreSQL: the step reads one state of the store */
     bool answered = job_step(q, db, j);
+    qsql_snapshot(db, false);
     pthread_mutex_lock(&q->mu);
     if (answered) {
         q->queued--;
@@ -2013,11 +2106,88 @@ void query_step(struct query_queue *q, sqlite3 *db)
         uv_async_send(&q->done);
 }
 
+void query_step(struct query_queue *q, sqlite3 *db)
+{
+    struct qsql_db d = { .lite = db };
+    query_step_db(q, &d);
+}
+
+/* ---- PostgreSQL: the query thread ------------------------------------------
+ * MVCC: a reader never blocks the writer, so the queries run on a thread
+ * of their own, on a connection of their own, one step at a time as the
+ * writer would, each statement within the budget (statement_timeout). */
+
+static void query_pg_wake(void *ud)
+{
+    struct query_queue *q = ud;
+    pthread_mutex_lock(&q->mu);
+    pthread_cond_signal(&q->pg_cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+static void *query_pg_thread(void *arg)
+{
+    struct query_queue *q = arg;
+    pthread_mutex_lock(&q->mu);
+    while (!q->pg_stop) {
+        if (!q->pending_head) {
+            pthread_cond_wait(&q->pg_cv, &q->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&q->mu);
+        query_step_db(q, &q->pgdb);
+        pthread_mutex_lock(&q->mu);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+static char *runs_json(struct qsql_db *db, int64_t skip, size_t max);
+
+int query_open_pg(struct query_queue *q, uv_loop_t *loop, int64_t current_run, const char *uri,
+                  char **runs, char *err, size_t errlen)
+{
+    struct qsql_db pgdb;
+    if (qsql_open_pg(&pgdb, uri, err, errlen)) {
+        qsql_close_pg(&pgdb);
+        return -1;
+    }
+    if (query_open(q, loop, current_run, query_pg_wake, q, err, errlen)) {
+        qsql_close_pg(&pgdb);
+        return -1;
+    }
+    q->pgdb = pgdb;
+    q->pg_uri = strdup(uri); /* the advice thread's reader connects with it */
+    if (runs)                /* before the thread owns the connection */
+        *runs = runs_json(&q->pgdb, current_run, QUERY_RUNS_MAX - 1);
+    pthread_cond_init(&q->pg_cv, NULL);
+    if (!q->pg_uri || pthread_create(&q->pg_thread, NULL, query_pg_thread, q)) {
+        snprintf(err, errlen, "cannot start the query thread");
+        pthread_cond_destroy(&q->pg_cv);
+        query_close(q);
+        return -1;
+    }
+    q->pg_thread_live = true;
+    return 0;
+}
+
 void query_close(struct query_queue *q)
 {
     if (!q->open)
         return;
     q->open = false;
+    if (q->pg_thread_live) { /* the query in progress ends within its budget */
+        pthread_mutex_lock(&q->mu);
+        q->pg_stop = true;
+        pthread_cond_signal(&q->pg_cv);
+        pthread_mutex_unlock(&q->mu);
+        pthread_join(q->pg_thread, NULL);
+        q->pg_thread_live = false;
+        pthread_cond_destroy(&q->pg_cv);
+    }
+    qsql_close_pg(&q->pgdb);
+    free(q->pg_uri);
+    q->pg_uri = NULL;
     /* the writer has stopped: the advice thread is the only one left */
     pthread_mutex_lock(&q->mu);
     q->advice_stop = true;
@@ -2048,21 +2218,70 @@ void query_close(struct query_queue *q)
     pthread_mutex_destroy(&q->mu);
 }
 
-char *query_runs_json(sqlite3 *db, int64_t skip, size_t max)
+/* Columns as the members of a JSON object: "name":value for each, comma
+ * first but for the first; kind 'i' an integer, 'g' a real, 's' a string
+ * ("" for NULL), 'b' a boolean; NULL as null but for strings. */
+struct json_col {
+    const char *name;
+    int col;
+    char kind;
+};
+
+static void json_cols(struct buf *b, const struct qsql *st, const struct json_col *f, size_t n)
 {
-    sqlite3_stmt *st;
+    for (size_t i = 0; i < n; i++) {
+        const char *v = qsql_text(st, f[i].col);
+        buf_printf(b, "%s\"%s\":", i ? "," : "", f[i].name);
+        if (f[i].kind == 's')
+            jsonb_string(b, v ? v : "", v ? strlen(v) : 0);
+        else if (f[i].kind == 'b')
+            buf_puts(b, qsql_int(st, f[i].col) ? "true" : "false");
+        else if (!v)
+            buf_puts(b, "null");
+        else if (f[i].kind == 'g')
+            buf_printf(b, "%g", strtod(v, NULL));
+        else
+            buf_printf(b, "%lld", (long long)qsql_int(st, f[i].col));
+    }
+}
+
+static char *runs_json(struct qsql_db *db, int64_t skip, size_t max)
+{
+    static const struct json_col run[] = {
+        { "run_id", 0, 'i' },       { "name", 1, 's' },     { "node", 2, 's' },
+        { "started_ns", 3, 'i' },   { "ended_ns", 4, 'i' }, { "rows_recorded", 5, 'i' },
+        { "rows_dropped", 6, 'i' }, { "crashed", 7, 'b' },  { "upstream", 8, 's' },
+    };
+    static const struct json_col settings[] = {
+        { "growth_factor", 10, 'g' },
+        { "chunk_size", 11, 'i' },
+        { "item_size_max", 12, 'i' },
+        { "slab_page_size", 13, 'i' },
+    };
+    struct qsql st;
     struct buf b;
     buf_init(&b, JSONB_MAX);
-    buf_puts(&b, "");
-    if (sqlite3_prepare_v2(db, SQL_RUNS, -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, skip);
-        sqlite3_bind_int64(st, 2, (int64_t)max);
-        for (int i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
-            if (i)
-                buf_puts(&b, ",");
-            buf_puts(&b, (const char *)sqlite3_column_text(st, 0));
+    if (qsql_prepare(&st, db, SQL_RUNS.lite, SQL_RUNS.pg) == 0) {
+        qsql_bind(&st, 1, skip);
+        qsql_bind(&st, 2, (int64_t)max);
+        for (int i = 0; qsql_step(&st) == QSQL_ROW; i++) {
+            buf_puts(&b, i ? ",{" : "{");
+            json_cols(&b, &st, run, sizeof run / sizeof *run);
+            if (qsql_null(&st, 9)) { /* no settings recorded */
+                buf_puts(&b, ",\"settings\":null}");
+                continue;
+            }
+            buf_puts(&b, ",\"settings\":{");
+            json_cols(&b, &st, settings, sizeof settings / sizeof *settings);
+            buf_puts(&b, "}}");
         }
-        sqlite3_finalize(st);
+        qsql_finalize(&st);
     }
     return buf_take(&b);
+}
+
+char *query_runs_json(sqlite3 *db, int64_t skip, size_t max)
+{
+    struct qsql_db d = { .lite = db };
+    return runs_json(&d, skip, max);
 }

@@ -1,14 +1,19 @@
 /* query: read-only questions about recorded runs (the live page's JSON
- * API), answered by the recorder's writer thread on its own connection
- * between write batches: the loop thread must never run SQL, and the
- * aggregates a query reads are written first on that connection (other
- * processes read the file on their own connections: docs/live-sql.md).
+ * API). On SQLite answered by the recorder's writer thread on its own
+ * connection between write batches: the loop thread must never run SQL,
+ * and the aggregates a query reads are written first on that connection
+ * (other processes read the file on their own connections:
+ * docs/live-sql.md). On PostgreSQL (MVCC: readers never block the writer)
+ * answered by a query thread on a connection of its own, the same steps,
+ * budget (statement_timeout), cache and answers; SQL texts are SQLite's,
+ * PostgreSQL's derived by record/qsql.h's rule where it can be.
  *
  * Owns: the bounded queue of pending queries (QUERY_QUEUE_MAX; full: the
  * caller answers 503), every SQL text of the web API (aggregating in SQL:
  * time buckets, size buckets, GROUP BY; never a row per write in an
- * answer), the time budget of each step (sqlite3_progress_handler;
- * over it the step is interrupted and the query answers QUERY_BUSY), the
+ * answer), the time budget of each step (sqlite3_progress_handler, or
+ * statement_timeout; over it the step is interrupted and the query answers
+ * QUERY_BUSY), the
  * slicing of scans over a run's writes into steps of QUERY_SLICE_ROWS rows
  * so recording goes on between them, the cache of answers about finished
  * runs, and handing answers back to the loop (uv_async); the advice of
@@ -23,7 +28,9 @@
  * QUERY_ADVICE_REGROW_PCT.
  * Must never: take SQL text from its caller (a query is a kind plus
  * validated integers), run SQL on any thread but the writer's
- * (query_step) except the advice thread's reads on its own connection, hold the writer for more than one budget per step, call a
+ * (query_step) or the query thread (PostgreSQL) except the advice
+ * thread's reads on its own connection, hold the writer for more than one
+ * budget per step, call a
  * caller's callback on any thread but the loop's, or print (errors are
  * answered, the caller logs). */
 #ifndef SLABTAP_RECORD_QUERY_H
@@ -35,6 +42,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
+
+#include "record/qsql.h"
 
 #define QUERY_QUEUE_MAX 16        /* queries waiting or in progress; more: QUERY_FULL */
 #define QUERY_BUDGET_MS 300       /* one step's time on the writer thread */
@@ -123,22 +132,40 @@ struct query_queue {
     bool advice_thread_live;
     /* counters, under mu */
     uint64_t answered, busy, full;
+    /* PostgreSQL (query_open_pg): the query thread and its connection */
+    struct qsql_db pgdb;
+    char *pg_uri; /* as given: the advice thread's reader connects with it */
+    pthread_t pg_thread;
+    pthread_cond_t pg_cv; /* with mu: a query is queued, or pg_stop */
+    bool pg_thread_live;
+    bool pg_stop; /* under mu */
 };
 
 /* Loop thread. wake(wake_ud) is called after a query is queued, to wake
  * the writer (recorder.h: rec_wake_writer). 0, or -1 with err. */
 int query_open(struct query_queue *q, uv_loop_t *loop, int64_t current_run, void (*wake)(void *),
                void *wake_ud, char *err, size_t errlen);
+/* Loop thread: query_open for a store on PostgreSQL (uri): the queries
+ * run on a thread of their own with a read-only connection of their own
+ * (record/qsql.h's qsql_open_pg), each statement within the budget
+ * (statement_timeout); a run's advice read through record/reader.h on a
+ * connection of the advice thread's own. *runs (when runs is not NULL): the /api/runs items of
+ * the store's runs but current_run, as query_runs_json. 0, or -1 with err
+ * (the password never in it). */
+int query_open_pg(struct query_queue *q, uv_loop_t *loop, int64_t current_run, const char *uri,
+                  char **runs, char *err, size_t errlen);
 /* Loop thread: queues p; done(ud, ...) runs on the loop once answered.
  * QUERY_OK when queued, QUERY_FULL or QUERY_BAD (then done is not called). */
 enum query_status query_submit(struct query_queue *q, const struct query_params *p,
                                query_done_fn done, void *ud);
 /* Any thread: whether a query waits for the writer. */
 bool query_pending(struct query_queue *q);
-/* Writer thread, outside any transaction: one step of the oldest query (at
- * most one budget). A scan that is not finished goes back to the queue. */
+/* Writer thread, outside any transaction (SQLite; on PostgreSQL the query
+ * thread runs them): one step of the oldest query (at most one budget). A
+ * scan that is not finished goes back to the queue. */
 void query_step(struct query_queue *q, sqlite3 *db);
-/* Loop thread, once the writer has stopped: every query not answered gets
+/* Loop thread, once the writer has stopped (the query thread is stopped
+ * and joined here): every query not answered gets
  * QUERY_CANCELLED, answers not delivered are delivered as cancelled, the
  * async handle is closed (its close callback needs one more loop turn). */
 void query_close(struct query_queue *q);
@@ -152,8 +179,9 @@ void query_close(struct query_queue *q);
 int query_advice_peek(struct query_queue *q, int64_t run_id, char **text, int *retry_s);
 
 /* JSON array items (no brackets) of up to max runs, newest first, in the
- * /api/runs "runs" format; run_id skip excluded. Before the writer thread
- * owns db (at open). NULL when out of memory. */
+ * /api/runs "runs" format (with the run's node: run_meta 'node' in a
+ * file); run_id skip excluded. Before the writer thread owns db (at
+ * open). NULL when out of memory. */
 char *query_runs_json(sqlite3 *db, int64_t skip, size_t max);
 
 #endif

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/jsonb.h"
 #include "core/log.h"
+#include "core/sample.h"
 #include "server/routes.h"
 
 /* --- samples: the latest, and a final one that has settled ---------------- */
@@ -311,13 +312,15 @@ static int app_begin_run(struct app *a, struct app_start *st)
     return 0;
 }
 
-/* The page's /api/run/... queries, answered on the writer thread
- * (server/webapi.h). */
+/* The page's /api/run/... queries (server/webapi.h): on the writer thread
+ * for a SQLite file, on a query thread of their own for PostgreSQL. */
 static void app_open_webapi(struct app *a, struct app_start *st)
 {
-    if (!sink_sqlite(&a->sink))
-        log_debug("the /api/run endpoints read SQLite: off with %s", sink_name(&a->sink));
-    else if (webapi_open(&a->web, a->loop, &a->http, &a->rec, a->run_id, st->err, sizeof st->err))
+    if (a->sink.kind == SINK_PG
+            ? webapi_open_pg(&a->web, a->loop, &a->http, st->db, a->run_id, &a->runs_all, st->err,
+                             sizeof st->err)
+            : webapi_open(&a->web, a->loop, &a->http, &a->rec, a->run_id, st->err,
+                          sizeof st->err))
         log_warn("the /api/run endpoints are off: %s", st->err);
 }
 
@@ -328,7 +331,10 @@ static void app_record_meta(struct app *a, const struct app_config *cfg)
         jobs_meta(&a->jobs, a->started_ns, "memcached_flags", strdup(cfg->memcached_flags));
     if (cfg->proxy.sample_keys > 1) {
         char rate[32];
-        snprintf(rate, sizeof rate, "1/%u", (unsigned)cfg->proxy.sample_keys);
+        if (cfg->proxy.sample_keys == SAMPLE_NONE)
+            snprintf(rate, sizeof rate, "none");
+        else
+            snprintf(rate, sizeof rate, "1/%u", (unsigned)cfg->proxy.sample_keys);
         jobs_meta(&a->jobs, a->started_ns, "sample_keys", strdup(rate));
     }
 }

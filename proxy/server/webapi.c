@@ -247,6 +247,17 @@ int webapi_open(struct webapi *w, uv_loop_t *loop, struct admin_http *http, stru
     return 0;
 }
 
+int webapi_open_pg(struct webapi *w, uv_loop_t *loop, struct admin_http *http, const char *uri,
+                   int64_t current_run, char **runs, char *err, size_t errlen)
+{
+    memset(w, 0, sizeof *w);
+    w->http = http;
+    if (query_open_pg(&w->q, loop, current_run, uri, runs, err, errlen))
+        return -1;
+    w->open = 1;
+    return 0;
+}
+
 void webapi_handle(struct webapi *w, enum webapi_route route, const struct admin_http_request *req,
                    struct admin_http_response *resp)
 {

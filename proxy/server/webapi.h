@@ -1,6 +1,7 @@
 /* webapi: the JSON API of the live page -- GET /api/run/sizes, classes,
  * series, traffic, advice, reads and reports -- answered asynchronously from queries the
- * recorder's writer thread runs (record/query.h).
+ * recorder's writer thread runs on SQLite, a query thread on PostgreSQL
+ * (record/query.h).
  *
  * Owns the query queue of the running proxy, the parameters of each route
  * (webapi_parse: pure, every parameter an integer in its range, no
@@ -9,7 +10,7 @@
  * the time budget, 500 a failure. Advice: 202 {"computing": its progress
  * in words, "retry_after_s": N} while it is computed (a Retry-After
  * header when answered at once from what record/query keeps), then 200.
- * Must never: run SQL (only the writer thread does), pass browser text
+ * Must never: run SQL (only record/query's threads do), pass browser text
  * into a query, or answer a request twice. */
 #ifndef SLABTAP_WEBAPI_H
 #define SLABTAP_WEBAPI_H
@@ -55,6 +56,11 @@ struct webapi {
  * writer thread. 0, or -1 with err. */
 int webapi_open(struct webapi *w, uv_loop_t *loop, struct admin_http *http, struct recorder *rec,
                 int64_t current_run, char *err, size_t errlen);
+/* Loop thread: the same for a store on PostgreSQL (uri): the queries run
+ * on record/query.h's query thread; *runs: the store's other runs for
+ * /api/runs (query_open_pg). 0, or -1 with err. */
+int webapi_open_pg(struct webapi *w, uv_loop_t *loop, struct admin_http *http, const char *uri,
+                   int64_t current_run, char **runs, char *err, size_t errlen);
 /* A request for route (already admitted by the caller): answered now (400,
  * 503) or later, when its query is done. */
 void webapi_handle(struct webapi *w, enum webapi_route route, const struct admin_http_request *req,

@@ -792,3 +792,90 @@ differing AS (
 SELECT l.node, l.run_id, d.setting, kv.value
 FROM differing d CROSS JOIN latest l
 LEFT JOIN kv ON kv.node = l.node AND kv.setting = d.setting;
+
+-- BEGIN aggregates (issue 21)
+-- The aggregates (agg_*, agg_reads) are written by pgstore as store.c
+-- writes them (proxy/record/wagg.h, ragg.h): every write and read counted,
+-- those of keys --sample-keys did not keep too, upserted in each batch's
+-- transaction (a batch committed or shipped from the spill once adds them
+-- once). They are never expired: the day partitions of writes may be
+-- dropped, the aggregates stay (a few rows per run and minute).
+-- The fleet over the aggregates: what fleet_sizes and fleet_waste say,
+-- from a few rows per run and minute instead of every write, so they hold
+-- for nodes recording a key sample (--sample-keys 1/N) or no rows at all
+-- (--sample-keys none). node NULL: the whole fleet.
+
+-- Item sizes (body = key + value length, + 4 when flags: what a slab class
+-- holds, memcached's ntotal is 51 + body, + 8 with CAS) of every
+-- item-storing write of every run, per node and fleet-wide, in the
+-- power-of-two buckets of write_size_histogram; pct of the node's (or the
+-- fleet's) writes.
+DROP VIEW IF EXISTS fleet_sizes_agg CASCADE;
+CREATE VIEW fleet_sizes_agg AS
+WITH b AS (
+  SELECT r.node, a.body, a.writes, a.value_bytes,
+         CASE WHEN a.body >= 1 THEN 1::bigint << (length(ltrim(a.body::bit(64)::text, '0')) - 1)
+              ELSE 0 END AS bucket_min
+  FROM agg_sizes a JOIN runs r USING (run_id))
+SELECT node, bucket_min, sum(writes) AS writes, sum(value_bytes) AS value_bytes,
+       min(body) AS min_body, max(body) AS max_body, count(DISTINCT node) AS nodes,
+       round(100.0 * sum(writes) / sum(sum(writes)) OVER (PARTITION BY node), 2) AS pct
+FROM b
+GROUP BY GROUPING SETS ((node, bucket_min), (bucket_min));
+
+-- Rounding waste of the items each node's latest run stored (agg_items,
+-- outcome 1) per class: used_chunks the items, mem_requested their ntotal,
+-- allocated items times the class's chunk (run_ladder). It equals
+-- fleet_waste (memcached's own figures at the last sample) when every key
+-- was stored once and nothing left memcached; overwrites, deletes,
+-- expiry and evictions make it the waste of what was written, not of what
+-- is held. Node totals as class_id NULL, the fleet's as node NULL too.
+DROP VIEW IF EXISTS fleet_waste_agg CASCADE;
+CREATE VIEW fleet_waste_agg AS
+WITH i AS (
+  SELECT f.node, f.run_id, a.class_id, sum(a.writes) AS items,
+         sum(a.body_bytes + a.writes * (51 + CASE WHEN coalesce(rs.cas_enabled, 'yes')
+                                                      IN ('no', '0', 'false') THEN 0 ELSE 8 END))
+           AS mem_requested
+  FROM fleet_runs f
+  JOIN agg_items a ON a.run_id = f.run_id
+  LEFT JOIN run_settings rs ON rs.run_id = f.run_id
+  WHERE a.outcome = 1 AND a.class_id > 0
+  GROUP BY f.node, f.run_id, a.class_id),
+w AS (
+  SELECT i.node, i.run_id, i.class_id, l.chunk_size, i.items, i.mem_requested,
+         i.items * l.chunk_size AS allocated
+  FROM i LEFT JOIN run_ladder l ON l.run_id = i.run_id AND l.class_id = i.class_id)
+SELECT node, CASE WHEN GROUPING(node) = 0 THEN min(run_id) END AS run_id, class_id,
+       CASE WHEN GROUPING(class_id) = 0 THEN min(chunk_size) END AS chunk_size,
+       sum(items) AS used_chunks,
+       sum(mem_requested) AS mem_requested, sum(allocated) AS allocated,
+       sum(allocated) - sum(mem_requested) AS waste_bytes,
+       round(100.0 * (sum(allocated) - sum(mem_requested)) / nullif(sum(allocated), 0), 2)
+         AS waste_pct
+FROM w
+GROUP BY GROUPING SETS ((node, class_id), (node), ());
+
+-- Evictions per node and class at each node's latest sample of its latest
+-- run (memcached's counters, cumulative since it started), beside the
+-- items that run stored in the class (agg_items, outcome 1); node totals
+-- as class_id NULL, the fleet's as node NULL too.
+DROP VIEW IF EXISTS fleet_evictions CASCADE;
+CREATE VIEW fleet_evictions AS
+WITH e AS (
+  SELECT f.node, f.run_id, c.class_id, coalesce(c.evicted, 0) AS evicted,
+         coalesce(c.total_pages, 0) AS total_pages,
+         coalesce((SELECT sum(a.writes) FROM agg_items a
+                   WHERE a.run_id = f.run_id AND a.class_id = c.class_id AND a.outcome = 1), 0)
+           AS stored_writes
+  FROM fleet_runs f
+  JOIN last_samples ls ON ls.run_id = f.run_id
+  JOIN class_stats c ON c.sample_id = ls.sample_id)
+SELECT node, CASE WHEN GROUPING(node) = 0 THEN min(run_id) END AS run_id, class_id,
+       sum(evicted) AS evicted, sum(total_pages) AS total_pages,
+       sum(stored_writes) AS stored_writes,
+       round(1000.0 * sum(evicted) / nullif(sum(stored_writes), 0), 3)
+         AS evicted_per_1000_writes
+FROM e
+GROUP BY GROUPING SETS ((node, class_id), (node), ());
+-- END aggregates

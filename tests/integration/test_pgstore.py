@@ -28,10 +28,12 @@ Needs PostgreSQL (initdb; tests/run.sh installs it) and pg_writer_bench
 (beside $SLABTAP, or $PG_WRITER_BENCH). 127.0.0.1 only; bounded waits.
 """
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -48,12 +50,34 @@ BENCH = os.environ.get("PG_WRITER_BENCH") or os.path.join(os.path.dirname(mctest
 # both.
 SQLITE_ONLY_TABLES = {"arrivals", "write_runs",
                       "read_runs", "read_keys", "read_rows", "read_extra", "read_arrivals"}
-# views over the write aggregates: empty until the PostgreSQL sink writes them
-AGG_VIEWS = {"write_size_histogram_agg", "item_sizes_agg", "answers_agg",
-             "latency_histogram_agg"}
 PG_ONLY_TABLES = {"schema_version", "read_log"}
 PG_EXTRA_COLUMNS = {"writes": {"run_id", "seq", "t_ns", "conn_id"}, "runs": {"node"}}
-FLEET_VIEWS = {"fleet_runs", "fleet_waste", "fleet_pages", "fleet_sizes", "fleet_settings_diff"}
+FLEET_VIEWS = {"fleet_runs", "fleet_waste", "fleet_pages", "fleet_sizes", "fleet_settings_diff",
+               "fleet_sizes_agg", "fleet_waste_agg", "fleet_evictions"}
+
+
+SINK_TWIN = os.environ.get("SINK_TWIN") or os.path.join(os.path.dirname(mctest.SLABTAP),
+                                                        "sink_twin")
+# the aggregates (schema.sql), each with every column but run_id, in key order
+AGG_TABLES = {
+    "agg_sizes": "minute, body, writes, value_bytes",
+    "agg_latency": "second, band_us, writes",
+    "agg_prefixes": "minute, prefix_id, writes, value_bytes",
+    "agg_items": "minute, class_id, body, outcome, writes, body_bytes",
+    "agg_answers": "minute, cmd_id, answer_id, writes, value_bytes",
+    "agg_prefix_classes": "minute, prefix_id, class_id, writes, body_bytes",
+    "agg_reads": "minute, class_id, reads, hits, misses",
+    "agg_runs": "run_id - run_id",  # listed: one row
+    "agg_item_runs": "run_id - run_id",
+}
+
+
+def sink_twin(db, rows, *args):
+    """sink_twin's run id (the same rows into a SQLite file or PostgreSQL)."""
+    p = subprocess.run([SINK_TWIN, db, str(rows)] + list(args), stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, env=mctest.slabtap_env(), timeout=300)
+    assert p.returncode == 0 and not mctest.sanitizer_errors(p.stderr), p.stdout + p.stderr
+    return int(p.stdout.split()[2])
 
 
 def bench(uri, rows, *args, timeout=300):
@@ -136,7 +160,7 @@ class PgStoreTest(unittest.TestCase):
         for v in views:
             rows = self.pg.psql("SELECT count(*) FROM (SELECT * FROM %s) v" % v)
             # the bench records no reads: test_reads.py checks `reads` in PostgreSQL
-            if v not in {"fleet_settings_diff", "reads"} | AGG_VIEWS:
+            if v not in {"fleet_settings_diff", "reads"}:
                 self.assertGreater(int(rows[0][0]), 0, "view %s is empty" % v)
         diff = self.pg.psql("SELECT node, value FROM fleet_settings_diff"
                             " WHERE setting = 'growth_factor' AND node IN ('a', 'b') ORDER BY 1")
@@ -181,7 +205,7 @@ class PgStoreTest(unittest.TestCase):
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
         before = self.pg.psql("SELECT version, sha256 FROM schema_version")
-        self.assertEqual(before[0][0], "1")
+        self.assertEqual(before[0][0], "2")
         oid = self.pg.scalar("SELECT 'sets'::regclass::oid")
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
@@ -191,9 +215,9 @@ class PgStoreTest(unittest.TestCase):
         try:
             rc, out, err = bench(self.pg.uri(), 10)
             self.assertEqual(rc, 1, out + err)
-            self.assertIn("schema version 99 is newer than this slabtap (1)", err)
+            self.assertIn("schema version 99 is newer than this slabtap (2)", err)
         finally:
-            self.pg.psql("UPDATE schema_version SET version = 1")
+            self.pg.psql("UPDATE schema_version SET version = 2")
         # a changed text (same version) is applied again
         self.pg.psql("UPDATE schema_version SET sha256 = 'x'")
         rc, out, err = bench(self.pg.uri(), 10)
@@ -234,6 +258,62 @@ class PgStoreTest(unittest.TestCase):
         self.assertEqual(rec, n)
         self.assertGreaterEqual(int(n), 3000)
         self.assertEqual(ended, "t")
+
+    def aggregates_pg(self, run):
+        return {t: [list(r) for r in self.pg.psql(
+            "SELECT %s FROM %s WHERE run_id = %d ORDER BY %s" % (cols, t, run, cols))]
+            for t, cols in AGG_TABLES.items()}
+
+    def test_08_aggregates_as_sqlite(self):
+        """The same rows through sink_twin into a SQLite file and into
+        PostgreSQL: every aggregate table holds the same rows, value for
+        value; sampled (1/4) and aggregates-only (none) runs of those rows
+        keep only the kept keys' rows (none at all) and the very aggregates
+        of the run that kept every row."""
+        rows = 30000
+        tmp = tempfile.mkdtemp(prefix="slabtap-twin-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        full = None
+        for mode in ("all", "1/4", "none"):
+            db = os.path.join(tmp, "twin-%s.db" % mode.replace("/", "_"))
+            lite_run = sink_twin(db, rows, "--sample", mode)
+            pg_run = sink_twin(self.pg.uri(), rows, "--sample", mode, "--node", "twin-" + mode)
+            lite = {t: [[str(v) for v in r.values()] for r in mctest.db_rows(
+                db, "SELECT %s FROM %s WHERE run_id = ? ORDER BY %s" % (cols, t, cols),
+                (lite_run,))] for t, cols in AGG_TABLES.items()}
+            pg = self.aggregates_pg(pg_run)
+            for t in AGG_TABLES:
+                self.assertEqual(pg[t], lite[t], "%s, --sample %s" % (t, mode))
+            # every table but the prefix ones (a --keys full run) has rows
+            self.assertEqual([t for t in AGG_TABLES if not pg[t]],
+                             ["agg_prefixes", "agg_prefix_classes"], mode)
+            self.assertEqual(sum(int(r[2]) for r in pg["agg_latency"]), rows // 5 * 4, mode)
+            self.assertEqual(sum(int(r[2]) for r in pg["agg_reads"]), rows // 5, mode)
+            # the rows: the kept keys' writes and reads, as in the SQLite file
+            writes = int(self.pg.scalar("SELECT count(*) FROM writes WHERE run_id = %d"
+                                        % pg_run))
+            reads = int(self.pg.scalar("SELECT count(*) FROM read_log WHERE run_id = %d"
+                                       % pg_run))
+            self.assertEqual(writes, mctest.db_scalar(
+                db, "SELECT count(*) FROM sets WHERE run_id = ?", (lite_run,)), mode)
+            self.assertEqual(reads, mctest.db_scalar(
+                db, "SELECT count(*) FROM reads WHERE run_id = ?", (lite_run,)), mode)
+            self.assertEqual(self.pg.scalar("SELECT rows_recorded FROM runs WHERE run_id = %d"
+                                            % pg_run), str(writes))
+            if mode == "all":
+                full = pg
+                self.assertEqual((writes, reads), (rows // 5 * 4, rows // 5))
+                continue
+            self.assertEqual({t: v for t, v in pg.items() if t not in ("agg_runs",
+                                                                     "agg_item_runs")},
+                             {t: v for t, v in full.items() if t not in ("agg_runs",
+                                                                       "agg_item_runs")},
+                             "--sample %s: the aggregates of every row" % mode)
+            if mode == "none":
+                self.assertEqual((writes, reads), (0, 0))
+            else:  # about one key in four
+                self.assertTrue(rows // 5 * 4 // 8 < writes < rows // 5 * 4 // 2, writes)
+                self.assertTrue(rows // 5 // 8 < reads < rows // 5 // 2, reads)
 
     def test_07_login_refused(self):
         wrong = "wrong-" + self.pg.password[::-1]

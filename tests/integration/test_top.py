@@ -7,7 +7,9 @@
   no terminal codes; the header's malloced and limit are memcached's.
 - --once --proxy (a proxy with its admin endpoint in front of the same
   memcached): the same rows; ops/s, get/s and the hit ratio as numbers
-  after gets through the proxy; --http-token: refused without it, exit 1.
+  after gets through the proxy; --http-token: refused without it, exit 1;
+  a proxy recording into PostgreSQL (pgcluster): the same rows and memory
+  line (its /api/run/classes read from PostgreSQL).
 - rates: sets into one class during --once's two samples put that class
   first under --sort sets with sets/s > 0.
 - errors: a refused address, memcached where HTTP is expected and HTTP
@@ -104,6 +106,14 @@ class TopOnce(mctest.ServerTestCase):
                 self.assertEqual(waste, pct(alloc - f.get("mem_requested", 0), alloc))
         return rows
 
+    def assert_mem_line(self, out):
+        """out's header has memcached's own memory used and its limit."""
+        st = mctest.mc_stats(self.mcd.port)
+        slabs = mctest.mc_stats(self.mcd.port, "slabs")
+        mb = 1024 * 1024
+        self.assertIn("mem: malloced %.1fM / limit %.1fM"
+                      % (int(slabs["total_malloced"]) / mb, int(st["limit_maxbytes"]) / mb), out)
+
     def wait_proxy_sample(self, px, headers=None):
         def ready():
             st, _, _ = mctest.http_request(px.http_port, "GET", "/api/slabs", headers=headers)
@@ -118,11 +128,7 @@ class TopOnce(mctest.ServerTestCase):
         self.assertTrue(out.startswith("slabtap top: %s:%d  memcached " % (HOST, self.mcd.port)),
                         out)
         self.assert_rows_equal_memcached(out)
-        st = mctest.mc_stats(self.mcd.port)
-        slabs = mctest.mc_stats(self.mcd.port, "slabs")
-        mb = 1024 * 1024
-        self.assertIn("mem: malloced %.1fM / limit %.1fM"
-                      % (int(slabs["total_malloced"]) / mb, int(st["limit_maxbytes"]) / mb), out)
+        self.assert_mem_line(out)
         self.assertIn("classes %d" % len(rows_of(out)[0]), out)
         # one sample only: no rates
         self.assertIn("ops/s -  get/s -", out)
@@ -135,11 +141,7 @@ class TopOnce(mctest.ServerTestCase):
         self.assertIn("via slabtap /api/slabs", out.splitlines()[0])
         prows = self.assert_rows_equal_memcached(out)
         # memory used and its limit: memcached's own, through /api/run/classes
-        st = mctest.mc_stats(self.mcd.port)
-        slabs = mctest.mc_stats(self.mcd.port, "slabs")
-        mb = 1024 * 1024
-        self.assertIn("mem: malloced %.1fM / limit %.1fM"
-                      % (int(slabs["total_malloced"]) / mb, int(st["limit_maxbytes"]) / mb), out)
+        self.assert_mem_line(out)
         rc, out2, err = self.top("--once", "--memcached", "%s:%d" % (HOST, self.mcd.port),
                                  "--interval", "0")
         self.assertEqual(rc, 0, err)
@@ -149,6 +151,28 @@ class TopOnce(mctest.ServerTestCase):
         # two samples of an idle memcached, 300 ms apart: known rates of 0
         for cid, r in prows.items():
             self.assertEqual(r[6], "0.0", "sets/s of class %d:\n%s" % (cid, out))
+
+    def test_once_proxy_recording_into_postgresql(self):
+        """--proxy in front of a proxy recording into PostgreSQL: the same
+        rows, and memory used and its limit through /api/run/classes (read
+        from PostgreSQL by the proxy's query thread)."""
+        import pgcluster  # noqa: E402 (only this case needs PostgreSQL)
+        pg = pgcluster.PgCluster()
+        self.addCleanup(pg.stop)
+        px = self.proxy(self.mcd.port, db=pg.uri(), http=True, name="proxy-pg",
+                        extra=["--stats-interval", "100"])
+        self.wait_proxy_sample(px)
+        mctest.wait_for(lambda: mctest.http_request(px.http_port, "GET", "/api/run/classes")[0]
+                        == 200 and b'"t_ns":null' not in mctest.http_request(
+                            px.http_port, "GET", "/api/run/classes")[2], 20,
+                        what="a sample in PostgreSQL")
+        rc, out, err = self.top("--once", "--proxy", "%s:%d" % (HOST, px.http_port),
+                                "--interval", "300")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("via slabtap /api/slabs", out.splitlines()[0])
+        self.assert_rows_equal_memcached(out)
+        self.assert_mem_line(out)
+        self.stop_clean(px)
 
     def test_proxy_header_has_rates_and_hits(self):
         """--proxy's header: ops/s, get/s and the hit ratio as numbers, from

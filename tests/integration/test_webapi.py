@@ -521,6 +521,118 @@ class WebApiTest(mctest.ServerTestCase):
         self.stop_clean(px)
 
 
+def same_shape(route, d, finished):
+    """d (the JSON of /api/run/<route>) without what depends on when and
+    where the run was recorded -- run ids, times, per-second rates, the
+    store named in commands -- and with what a second recording of the same
+    requests must give, as counts (reads only once the run is finished: a
+    second's read counters reach the store when the next second's first
+    read comes, or at exit)."""
+    d = dict(d)
+    d.pop("run_id", None)
+    if route == "classes":
+        d.pop("t_ns")
+    elif route == "series":
+        d = {"limit_maxbytes": d["limit_maxbytes"],
+             "total_malloced": d["total_malloced"][-1:],
+             "classes": [(c["class_id"], c["chunk_size"], c["pages"][-1:], c["evicted"][-1:])
+                         for c in d["classes"]]}
+    elif route == "traffic":
+        width = d["bucket_ns"] / 1e9
+        d = {"top_prefixes": d["top_prefixes"],
+             "counts": [round(sum(d[k]) * width)
+                        for k in ("writes", "reads", "hits", "misses")[:4 if finished else 1]],
+             "answered": sum(1 for v in d["write_p50_us"] if v is not None) > 0}
+    elif route == "reads":
+        d = {"total": d["total"], "classes": d["classes"],
+             "lines": [(x["class_id"], x["chunk_size"], sum(x["reads"]), sum(x["hits"]))
+                       for x in d["lines"]]}
+    elif route == "reports":
+        d["commands"] = {k: re.sub(r"--db \S+", "--db DB", v) for k, v in d["commands"].items()}
+    elif route == "advice":
+        d.pop("computed_s")
+        d["command"] = re.sub(r"--db \S+ --run \d+", "--db DB --run N", d["command"])
+    return d
+
+
+class WebApiPgTest(mctest.ServerTestCase):
+    """The page's JSON API with a proxy recording into PostgreSQL: the same
+    requests sent to two memcached run alike, one through a proxy recording
+    into a SQLite file, one through a proxy recording into a throwaway
+    PostgreSQL; /api/run/sizes, classes, series, traffic and reports answer
+    the same on both (same_shape: but for run ids, times and rates), live
+    and, from a second proxy on each store, for the finished run (cached:
+    asked twice, the same bytes), reads too; /api/runs lists the earlier
+    run alike, its node with it. The advice, computed from the run's rows
+    read through record/reader on either engine, too."""
+    workdir_prefix = "slabtap-webapi-pg-"
+
+    ROUTES = ("sizes?buckets=16", "classes", "series?points=20", "traffic?points=10&top=3",
+              "reports", "advice")
+
+    def answers(self, hp, run=None):
+        out = {}
+        for r in self.ROUTES + (("reads?points=10&top=3",) if run is not None else ()):
+            path = "/api/run/" + r
+            if run is not None:
+                path += ("&" if "?" in path else "?") + "run=%d" % run
+            out[r.split("?")[0]] = same_shape(r.split("?")[0], get(hp, path), run is not None)
+        return out
+
+    def test_same_answers(self):
+        import pgcluster  # noqa: E402 (only this case needs PostgreSQL)
+        pg = pgcluster.PgCluster()
+        self.addCleanup(pg.stop)
+        stores = {"sqlite": self.path("web.db"), "pg": pg.uri()}
+        pxs, runs, live = {}, {}, {}
+        for name, db in stores.items():
+            mc = self.mc(name="mc-" + name)
+            pxs[name] = self.proxy(mc.port, db=db, http=True, keys="prefix", name="px-" + name,
+                                   extra=("--stats-interval", "100", "--node", "node-a"))
+        for name, px in pxs.items():
+            written = load(px.port)
+            hp = px.http_port
+            mctest.wait_for(lambda: http_json(hp, "GET", "/api/runs")["current"]
+                            ["rows_recorded"] >= len(written), 20, what="rows recorded")
+        time.sleep(0.5)  # a stats sample after the load on both
+        for name, px in pxs.items():
+            runs[name] = http_json(px.http_port, "GET", "/api/runs")["current"]["run_id"]
+            live[name] = self.answers(px.http_port)
+        self.assertEqual(live["pg"], live["sqlite"])
+        # the load shows in them (not two empty answers alike)
+        self.assertEqual(sum(b["writes"] for b in live["pg"]["sizes"]["buckets"]), 600)
+        self.assertEqual([p["prefix"] for p in live["pg"]["traffic"]["top_prefixes"]],
+                         ["user", "sess", "img"])
+        self.assertTrue(live["pg"]["classes"]["classes"])
+        self.assertEqual(live["pg"]["advice"]["verdict"], "EXACT")
+        self.assertEqual(live["pg"]["advice"]["writes_seen"], 600)
+        for px in pxs.values():
+            self.stop_clean(px)
+
+        # a second proxy on each store: the finished run, from the store
+        done, listed = {}, {}
+        for name, db in stores.items():
+            mc = self.mc(name="mc2-" + name)
+            px = self.proxy(mc.port, db=db, http=True, name="px2-" + name,
+                            extra=("--node", "node-b"))
+            first = self.answers(px.http_port, runs[name])
+            self.assertEqual(self.answers(px.http_port, runs[name]), first)  # cached
+            done[name] = first
+            earlier = http_json(px.http_port, "GET", "/api/runs")["runs"][1]
+            self.assertEqual(earlier["run_id"], runs[name])
+            self.assertIsNotNone(earlier.pop("ended_ns"))
+            for k in ("run_id", "started_ns", "upstream"):
+                earlier.pop(k)
+            listed[name] = earlier
+            self.stop_clean(px)
+        self.assertEqual(done["pg"], done["sqlite"])
+        self.assertEqual(done["pg"]["traffic"]["counts"][:2], [600, 400])
+        self.assertEqual(done["pg"]["reads"]["total"]["reads"], 400)
+        self.assertEqual(listed["pg"], listed["sqlite"])
+        self.assertEqual(listed["pg"]["node"], "node-a")
+        self.assertEqual(listed["pg"]["rows_recorded"], 600)
+
+
 def add_big_run(db, n):
     """A finished run of n writes in the `writes` format (sets of 100..4099
     bytes over 5 prefixes, 10 writes per arrival over 600 s), with the first
