@@ -105,10 +105,9 @@ struct pgstore_state {
     size_t nprefix_known;
     struct new_prefix *new_prefixes; /* the batch's, for key_prefixes */
     size_t nnew_prefixes, new_prefixes_cap;
-    char *job_text, *job_classes; /* scratch for sanitized job texts */
-    size_t job_text_cap, job_classes_cap;
-    struct rowcode_buf extra; /* a write's extra JSON (at most JSON_MAX bytes) */
-    char password[256];       /* the connection's, only to scrub it out of messages */
+    struct buf job_text, job_classes; /* scratch for sanitized job texts */
+    struct rowcode_buf extra;         /* a write's extra JSON (at most JSON_MAX bytes) */
+    char password[256];               /* the connection's, only to scrub it out of messages */
 };
 
 /* --- messages ----------------------------------------------------------------------- */
@@ -302,42 +301,44 @@ static size_t utf8_clean(char *dst, const char *src, size_t n)
     return o;
 }
 
-static int grow(char **buf, size_t *cap, size_t need)
+/* Appends n bytes of text as valid UTF-8 (utf8_clean) to b. */
+static void buf_put_clean(struct buf *b, const char *text, size_t n)
 {
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 4096;
-    while (nc < need)
-        nc *= 2;
-    char *p = realloc(*buf, nc);
-    if (!p)
-        return -1;
-    *buf = p;
-    *cap = nc;
-    return 0;
+    if (buf_reserve(b, 3 * n))
+        return;
+    b->len += utf8_clean(b->data + b->len, text, n);
+    b->data[b->len] = '\0';
+}
+
+/* JSON text as jsonb takes it: each \u0000 (refused) becomes \ufffd. */
+static void json_unnul(char *p)
+{
+    for (; p && *p; p++) {
+        if (*p != '\\')
+            continue;
+        if (p[1] == 'u' && !strncmp(p + 2, "0000", 4))
+            memcpy(p + 2, "fffd", 4);
+        if (p[1])
+            p++; /* the escaped character is never an escape itself */
+    }
 }
 
 /* A job's text as PostgreSQL takes it: valid UTF-8, and for JSON no \u0000
- * (jsonb refuses it; it becomes \ufffd). Into *buf; NULL when too large or
+ * (jsonb refuses it; it becomes \ufffd). Into b; NULL when too large or
  * out of memory. */
-static const char *job_clean(char **buf, size_t *cap, const char *text, bool json)
+static const char *job_clean(struct buf *b, const char *text, bool json)
 {
     size_t n = strlen(text);
-    if (n > JOB_TEXT_MAX || grow(buf, cap, 3 * n + 1))
+    buf_reset(b);
+    if (n > JOB_TEXT_MAX)
         return NULL;
-    size_t o = utf8_clean(*buf, text, n);
-    (*buf)[o] = '\0';
-    if (json) {
-        for (char *p = *buf; *p; p++) {
-            if (*p != '\\')
-                continue;
-            if (p[1] == 'u' && !strncmp(p + 2, "0000", 4))
-                memcpy(p + 2, "fffd", 4);
-            if (p[1])
-                p++; /* the escaped character is never an escape itself */
-        }
-    }
-    return *buf;
+    buf_puts(b, ""); /* "" for an empty text */
+    buf_put_clean(b, text, n);
+    if (b->failed)
+        return NULL;
+    if (json)
+        json_unnul(b->data);
+    return b->data;
 }
 
 /* --- the encoder ------------------------------------------------------------------- */
@@ -687,6 +688,8 @@ int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
         s->st->copy = malloc(PGSTORE_COPY_BUF);
         buf_init(&s->st->reads, BUF_UNBOUNDED);
         buf_init(&s->st->agg_sql, BUF_UNBOUNDED);
+        buf_init(&s->st->job_text, 3 * JOB_TEXT_MAX + 2);
+        buf_init(&s->st->job_classes, 3 * JOB_TEXT_MAX + 2);
     }
     if (s->st)
         s->st->prefix_known = calloc(PREFIX_KNOWN_SLOTS, sizeof *s->st->prefix_known);
@@ -737,8 +740,8 @@ void pgstore_close(struct pgstore *s)
         free(s->st->prefix_known);
         free(s->st->new_prefixes);
         ragg_free(&s->st->ragg);
-        free(s->st->job_text);
-        free(s->st->job_classes);
+        buf_free(&s->st->job_text);
+        buf_free(&s->st->job_classes);
         rowcode_buf_free(&s->st->extra);
         free(s->st);
         s->st = NULL;
@@ -1215,39 +1218,27 @@ static int put_sample(struct pgstore *s, const char *id, const struct rec_job *j
     snprintf(t, sizeof t, "%lld", (long long)j->t_ns);
     snprintf(phase, sizeof phase, "%lld", (long long)j->phase_id);
     /* the classes as one object {"<class_id>": fields, ...} */
-    size_t need = 3;
-    for (size_t i = 0; i < j->nclasses; i++)
-        need += 16 + 3 * strlen(j->class_json[i]);
-    if (need > JOB_TEXT_MAX || grow(&st->job_classes, &st->job_classes_cap, need)) {
-        snprintf(err, errlen, "%s: a stats sample of %zu bytes: too large or out of memory",
-                 s->shown, need);
+    struct buf *o = &st->job_classes;
+    buf_reset(o);
+    buf_puts(o, "{");
+    for (size_t i = 0; i < j->nclasses; i++) {
+        buf_printf(o, "%s\"%u\":", i ? "," : "", j->class_ids[i]);
+        buf_put_clean(o, j->class_json[i], strlen(j->class_json[i]));
+    }
+    buf_puts(o, "}");
+    if (o->failed || o->len > JOB_TEXT_MAX) {
+        snprintf(err, errlen, "%s: a stats sample of %zu classes: too large or out of memory",
+                 s->shown, j->nclasses);
         return -1;
     }
-    char *o = st->job_classes;
-    size_t at = 0;
-    o[at++] = '{';
-    for (size_t i = 0; i < j->nclasses; i++) {
-        at += (size_t)snprintf(o + at, need - at, "%s\"%u\":", i ? "," : "", j->class_ids[i]);
-        at += utf8_clean(o + at, j->class_json[i], strlen(j->class_json[i]));
-    }
-    o[at++] = '}';
-    o[at] = '\0';
-    for (char *p = o; *p; p++) { /* \u0000 refused by jsonb */
-        if (*p == '\\') {
-            if (p[1] == 'u' && !strncmp(p + 2, "0000", 4))
-                memcpy(p + 2, "fffd", 4);
-            if (p[1])
-                p++;
-        }
-    }
-    const char *stats = job_clean(&st->job_text, &st->job_text_cap, j->text ? j->text : "{}", true);
+    json_unnul(o->data);
+    const char *stats = job_clean(&st->job_text, j->text ? j->text : "{}", true);
     if (!stats) {
         snprintf(err, errlen, "%s: a stats sample: too large or out of memory", s->shown);
         return -1;
     }
-    const char *params[6] = {
-        id, t, j->phase_id > 0 ? phase : NULL, j->final ? "1" : "0", stats, o
-    };
+    const char *params[6] = { id,    t,      j->phase_id > 0 ? phase : NULL, j->final ? "1" : "0",
+                              stats, o->data };
     return run_prepared(s, "sample", 6, params, "inserting a stats sample", err, errlen);
 }
 
@@ -1264,7 +1255,7 @@ int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, 
     switch (j->kind) {
     case REC_JOB_SAMPLE: return put_sample(s, id, j, err, errlen);
     case REC_JOB_SETTINGS: {
-        text = job_clean(&st->job_text, &st->job_text_cap, j->text ? j->text : "{}", true);
+        text = job_clean(&st->job_text, j->text ? j->text : "{}", true);
         if (!text)
             break;
         size_t vn = j->version ? strlen(j->version) : 0;
@@ -1279,7 +1270,7 @@ int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, 
         if (kn > (sizeof small - 1) / 3)
             kn = (sizeof small - 1) / 3;
         small[utf8_clean(small, j->version ? j->version : "", kn)] = '\0';
-        text = j->text ? job_clean(&st->job_text, &st->job_text_cap, j->text, false) : NULL;
+        text = j->text ? job_clean(&st->job_text, j->text, false) : NULL;
         if (j->text && !text)
             break;
         const char *params[3] = { id, small, text };
@@ -1289,7 +1280,7 @@ int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, 
         const char *ep[3] = { id, t, phase };
         if (run_prepared(s, "end_phase", 3, ep, "ending a phase", err, errlen))
             return -1;
-        text = job_clean(&st->job_text, &st->job_text_cap, j->text ? j->text : "", false);
+        text = job_clean(&st->job_text, j->text ? j->text : "", false);
         if (!text)
             break;
         const char *params[4] = { phase, id, text, t };
