@@ -226,6 +226,14 @@ class PgStoreTest(unittest.TestCase):
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
         self.assertEqual(self.pg.psql("SELECT version, sha256 FROM schema_version"), before)
+        # a version 1 database (no aggregates, issue 21) is brought up to 2
+        self.pg.psql("DROP TABLE agg_sizes, agg_items, agg_reads CASCADE;"
+                     " UPDATE schema_version SET version = 1")
+        rc, out, err = bench(self.pg.uri(), 10)
+        self.ok(rc, out, err)
+        self.assertEqual(self.pg.psql("SELECT version, sha256 FROM schema_version"), before)
+        self.assertEqual(self.pg.scalar("SELECT sum(writes) FROM agg_sizes WHERE run_id = %d"
+                                        % run_id_of(out)), "10")
 
     def test_06_crashed_run(self):
         p = subprocess.Popen([BENCH, self.pg.uri(), "1000000", "--node", "victim", "--batch",
