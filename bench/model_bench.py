@@ -32,18 +32,14 @@ import tempfile
 import time
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the one free-port helper of the tests: a port reserved (bound, never
+# listening) until the server started on it listens (mctest.py's docstring)
+sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+from mctest import reserve_port  # noqa: E402
 SLABTAP = os.environ.get("SLABTAP") or os.path.join(SRC, "build", "slabtap")
 QUICK = "--quick" in sys.argv
 SCALE = float(os.environ.get("SCALE", "0.05" if QUICK else "0.25"))
 ETC_ITEMS = int(os.environ.get("ETC_ITEMS", "30000" if QUICK else "150000"))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def wait_port(port, timeout=10):
@@ -100,24 +96,31 @@ def etc_trace(out):
 
 def record(tmp, name, load_args):
     db = os.path.join(tmp, name + ".db")
-    mp, pp, hp = free_port(), free_port(), free_port()
+    res = [reserve_port() for _ in range(3)]  # each held until its server listens
+    mp, pp, hp = (r.port for r in res)
     user = ["-u", "root"] if os.geteuid() == 0 else []
     mc = subprocess.Popen(["memcached", "-p", str(mp), "-l", "127.0.0.1", "-U", "0",
                            "-m", "1024"] + user)
     px = None
     try:
         wait_port(mp)
+        res[0].release()
         px = subprocess.Popen([SLABTAP, "proxy", "-q", "--listen", "127.0.0.1:%d" % pp,
                                "--upstream", "127.0.0.1:%d" % mp, "--db", db, "--run", name,
                                "--keys", "hash", "--http", "127.0.0.1:%d" % hp],
                               stderr=subprocess.DEVNULL)
         wait_port(pp)
+        wait_port(hp)
+        for r in res:
+            r.release()
         subprocess.run([SLABTAP, "load", "--target", "127.0.0.1:%d" % pp, "--quiet"] + load_args,
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.2)  # one more stats sample
         px.send_signal(2)
         px.wait(timeout=30)
     finally:
+        for r in res:
+            r.release()
         if px and px.poll() is None:
             px.kill()
         mc.kill()

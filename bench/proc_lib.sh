@@ -1,12 +1,12 @@
 # bench/proc_lib.sh: what the benches that start memcached and a proxy
-# share; sourced (bench/reads_cost.sh, bench/wal_cost.sh). Defines
-# free_port (a free loopback port), ticks PID (utime+stime in clock ticks,
-# every thread), USER_FLAG (memcached's -u root when run as root), HZ,
-# TMP (a temporary directory) and PIDS (processes to kill): both cleaned up
-# at exit.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# share; sourced from the repository root (bench/reads_cost.sh,
+# bench/wal_cost.sh, bench/proxy_overhead.sh). Defines mc_start and
+# proxy_start (tests/integration/ports.sh: servers on free ports, read back
+# from the servers themselves), ticks PID (utime+stime in clock ticks, every
+# thread), HZ, TMP (a temporary directory) and PIDS (processes to kill):
+# both cleaned up at exit.
+. tests/integration/ports.sh
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-USER_FLAG=(); [ "$(id -u)" -eq 0 ] && USER_FLAG=(-u root)
 TMP=$(mktemp -d); PIDS=()
 cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$TMP"; }
 trap cleanup EXIT

@@ -9,25 +9,19 @@ cd "$(dirname "$0")/.."
 WL=${1:-experiments/exp1_worst.wl}
 ROUNDS=${2:-3}
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" >/dev/null
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-USER_FLAG=(); [ "$(id -u)" -eq 0 ] && USER_FLAG=(-u root)
-TMP=$(mktemp -d); PIDS=()
-cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$TMP"; }
-trap cleanup EXIT
+. bench/proc_lib.sh
 ops_per_s() { sed -n 's/^ops\/s: *\([0-9.]*\).*/\1/p' "$1" | tail -1; }
 printf '%-8s %14s %14s %8s %12s\n' round direct_ops/s proxy_ops/s ratio proxy_maxRSS
 for r in $(seq "$ROUNDS"); do
   for mode in direct proxy; do
-    MC=$(free_port)
-    memcached "${USER_FLAG[@]}" -l 127.0.0.1 -p "$MC" -U 0 -m 1024 & MCPID=$!; PIDS+=($MCPID)
-    until printf 'version\r\n' | timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$MC; cat >&3; head -c 7 <&3" 2>/dev/null | grep -q VERSION; do sleep 0.05; done
+    mc_start "$TMP/mc.err" -m 1024 || { cat "$TMP/mc.err" >&2; exit 1; }
+    MC=$MC_PORT MCPID=$MC_PID; PIDS+=($MCPID)
     TARGET=127.0.0.1:$MC
     if [ $mode = proxy ]; then
-      PX=$(free_port)
-      build/slabtap proxy --listen 127.0.0.1:$PX \
-        --upstream 127.0.0.1:$MC --db "$TMP/bench.db" --http off 2>"$TMP/proxy.log" & PXPID=$!; PIDS+=($PXPID)
-      until (exec 3<>/dev/tcp/127.0.0.1/$PX) 2>/dev/null; do sleep 0.05; done
-      TARGET=127.0.0.1:$PX
+      proxy_start build/slabtap "$TMP/proxy.log" --upstream 127.0.0.1:$MC --db "$TMP/bench.db" \
+        --http off || { cat "$TMP/proxy.log" >&2; exit 1; }
+      PXPID=$PX_PID; PIDS+=($PXPID)
+      TARGET=127.0.0.1:$PX_PORT
     fi
     build/slabtap load --target "$TARGET" --workload "$WL" --quiet > "$TMP/$mode.out" 2>&1
     if [ $mode = proxy ]; then

@@ -23,12 +23,11 @@ printf '%-6s %-5s %10s %10s %11s %9s %9s %10s %11s\n' round reads ops/s cpu_us/o
   writes B/read B/read_tbl
 for r in $(seq "$ROUNDS"); do
   for mode in on off; do
-    MC=$(free_port); PX=$(free_port)
-    memcached "${USER_FLAG[@]}" -l 127.0.0.1 -p "$MC" -U 0 -m 1024 & MCPID=$!; PIDS+=($MCPID)
-    until (exec 3<>/dev/tcp/127.0.0.1/$MC) 2>/dev/null; do sleep 0.05; done
-    "$SLABTAP" proxy --listen 127.0.0.1:$PX --upstream 127.0.0.1:$MC --db "$TMP/r.db" \
-      --http off --reads $mode 2>"$TMP/proxy.log" & PXPID=$!; PIDS+=($PXPID)
-    until (exec 3<>/dev/tcp/127.0.0.1/$PX) 2>/dev/null; do sleep 0.05; done
+    mc_start "$TMP/mc.err" -m 1024 || { cat "$TMP/mc.err" >&2; exit 1; }
+    MC=$MC_PORT MCPID=$MC_PID; PIDS+=($MCPID)
+    proxy_start "$SLABTAP" "$TMP/proxy.log" --upstream 127.0.0.1:$MC --db "$TMP/r.db" \
+      --http off --reads $mode || { cat "$TMP/proxy.log" >&2; exit 1; }
+    PX=$PX_PORT PXPID=$PX_PID; PIDS+=($PXPID)
     sleep 0.3
     c0=$(ticks $PXPID)
     "$SLABTAP" load --target 127.0.0.1:$PX --workload "$WL" --quiet > "$TMP/load.out" 2>&1

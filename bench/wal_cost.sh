@@ -44,12 +44,11 @@ for r in $(seq "$ROUNDS"); do
       wrs=$(sed -n 's/.* \([0-9]*\) rows\/s end to end.*/\1/p' "$TMP/wb.out")
       wus=$(sed -n 's/.*writer thread [0-9.]* s (\([0-9.]*\) us\/row).*/\1/p' "$TMP/wb.out")
     fi
-    MC=$(free_port); PX=$(free_port)
-    memcached "${USER_FLAG[@]}" -l 127.0.0.1 -p "$MC" -U 0 -m 1024 & MCPID=$!; PIDS+=($MCPID)
-    until (exec 3<>/dev/tcp/127.0.0.1/$MC) 2>/dev/null; do sleep 0.05; done
-    "$BIN/slabtap" proxy --listen 127.0.0.1:$PX --upstream 127.0.0.1:$MC --db "$TMP/w.db" \
-      --http off 2>"$TMP/proxy.log" & PXPID=$!; PIDS+=($PXPID)
-    until (exec 3<>/dev/tcp/127.0.0.1/$PX) 2>/dev/null; do sleep 0.05; done
+    mc_start "$TMP/mc.err" -m 1024 || { cat "$TMP/mc.err" >&2; exit 1; }
+    MC=$MC_PORT MCPID=$MC_PID; PIDS+=($MCPID)
+    proxy_start "$BIN/slabtap" "$TMP/proxy.log" --upstream 127.0.0.1:$MC --db "$TMP/w.db" \
+      --http off || { cat "$TMP/proxy.log" >&2; exit 1; }
+    PX=$PX_PORT PXPID=$PX_PID; PIDS+=($PXPID)
     sleep 0.3
     RDPID=
     if [ "$variant" = after+rd ]; then

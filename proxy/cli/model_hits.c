@@ -133,20 +133,20 @@ static void print_cand(const struct hitadvise_candidate *c, bool rec)
                    rec ? "  <- recommended" : "");
 }
 
-static void json_cand(struct jsonb *b, const char *name, const struct hitadvise_candidate *c,
+static void json_cand(struct buf *b, const char *name, const struct hitadvise_candidate *c,
                       const char *version, const struct verify_hits_result *v)
 {
     char flags[1024];
     cand_flags(c, version, flags, sizeof flags);
     if (name) {
         jsonb_string(b, name, strlen(name));
-        jsonb_raw(b, ":");
+        buf_puts(b, ":");
     }
-    jsonb_raw(b, "{\"label\":");
+    buf_puts(b, "{\"label\":");
     jsonb_string(b, c->label, strlen(c->label));
-    jsonb_raw(b, ",\"flags\":");
+    buf_puts(b, ",\"flags\":");
     jsonb_string(b, flags, strlen(flags));
-    jsonb_printf(
+    buf_printf(
         b,
         ",\"automove\":%u,\"classes\":%u,\"over_budget\":%s,\"predicted\":{\"hit_ratio\":%.6f,"
         "\"memory_bytes\":%" PRIu64 ",\"gets\":%" PRIu64 ",\"hits\":%" PRIu64
@@ -154,16 +154,16 @@ static void json_cand(struct jsonb *b, const char *name, const struct hitadvise_
         c->automove, c->classes, c->over_budget ? "true" : "false", c->hit_ratio, c->res.malloced,
         c->res.measured_gets, c->res.measured_hits, c->res.evictions, c->res.items, c->res.fills);
     if (v && v->measured)
-        jsonb_printf(b,
-                     ",\"measured\":{\"hit_ratio\":%.6f,\"memory_bytes\":%" PRIu64
-                     ",\"gets\":%" PRIu64 ",\"hits\":%" PRIu64 ",\"evictions\":%" PRIu64
-                     ",\"memcached_flags\":",
-                     v->hit_ratio, v->malloced, v->gets, v->hits, v->evictions);
+        buf_printf(b,
+                   ",\"measured\":{\"hit_ratio\":%.6f,\"memory_bytes\":%" PRIu64
+                   ",\"gets\":%" PRIu64 ",\"hits\":%" PRIu64 ",\"evictions\":%" PRIu64
+                   ",\"memcached_flags\":",
+                   v->hit_ratio, v->malloced, v->gets, v->hits, v->evictions);
     if (v && v->measured) {
         jsonb_string(b, v->flags, strlen(v->flags));
-        jsonb_raw(b, "}");
+        buf_puts(b, "}");
     }
-    jsonb_raw(b, "}");
+    buf_puts(b, "}");
 }
 
 /* Replays candidate c; prints the verdict line (text). 0 when within the
@@ -300,30 +300,29 @@ int cli_model_hits_advise(const struct cli_hits_args *a)
         failed += !ok;
     }
     if (a->json || a->save) {
-        struct jsonb b;
-        jsonb_init(&b);
-        jsonb_printf(
-            &b,
-            "{\"run_id\":%lld,\"objective\":\"hits\",\"requests\":%zu,\"measure_from\":%zu,"
-            "\"budget_bytes\":%" PRIu64 ",\"lru\":\"%s\",",
-            (long long)a->run_id, seq.n, in.measure_from, budget,
-            in.lru == CAPACITY_LRU_PLAIN ? "plain" : "segmented");
+        struct buf b;
+        buf_init(&b, JSONB_MAX);
+        buf_printf(&b,
+                   "{\"run_id\":%lld,\"objective\":\"hits\",\"requests\":%zu,\"measure_from\":%zu,"
+                   "\"budget_bytes\":%" PRIu64 ",\"lru\":\"%s\",",
+                   (long long)a->run_id, seq.n, in.measure_from, budget,
+                   in.lru == CAPACITY_LRU_PLAIN ? "plain" : "segmented");
         json_cand(&b, "current", &c[0], a->r->version, a->verify ? &v[0] : NULL);
-        jsonb_raw(&b, ",");
+        buf_puts(&b, ",");
         json_cand(&b, "recommended", &c[rec], a->r->version, a->verify ? &v[rec] : NULL);
         if (minrc == 0) {
-            jsonb_raw(&b, ",");
+            buf_puts(&b, ",");
             json_cand(&b, "smallest_memory_same_hit_ratio", &minc, a->r->version, NULL);
         }
-        jsonb_raw(&b, ",\"candidates\":[");
+        buf_puts(&b, ",\"candidates\":[");
         for (size_t i = 0; i < n; i++) {
             if (i)
-                jsonb_raw(&b, ",");
+                buf_puts(&b, ",");
             json_cand(&b, NULL, &c[i], a->r->version, a->verify ? &v[i] : NULL);
         }
-        jsonb_printf(&b, "],\"verified\":%s,\"failed_checks\":%d}\n", a->verify ? "true" : "false",
-                     failed);
-        char *t = jsonb_take(&b);
+        buf_printf(&b, "],\"verified\":%s,\"failed_checks\":%d}\n", a->verify ? "true" : "false",
+                   failed);
+        char *t = buf_take(&b);
         if (t && a->json)
             fputs(t, stdout);
         if (a->save && (!t || save_meta(a, CLI_META_HITS_ADVICE, t)))
@@ -380,27 +379,27 @@ int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points,
         goto out;
     }
     if (a->json || a->save) {
-        struct jsonb b;
-        jsonb_init(&b);
-        jsonb_printf(&b, "{\"run_id\":%lld,\"measure_from\":%zu,\"sample_keys\":%u,\"curves\":[",
-                     (long long)a->run_id, in.measure_from, sample ? sample : 1);
+        struct buf b;
+        buf_init(&b, JSONB_MAX);
+        buf_printf(&b, "{\"run_id\":%lld,\"measure_from\":%zu,\"sample_keys\":%u,\"curves\":[",
+                   (long long)a->run_id, in.measure_from, sample ? sample : 1);
         for (int k = 0; k < (other ? 2 : 1); k++) {
             struct hitadvise_candidate *x = k ? o : c;
             char flags[1024];
             cand_flags(&x[0], a->r->version, flags, sizeof flags);
-            jsonb_raw(&b, k ? ",{\"settings\":" : "{\"settings\":");
+            buf_puts(&b, k ? ",{\"settings\":" : "{\"settings\":");
             jsonb_string(&b, k ? "other" : "current", k ? 5 : 7);
-            jsonb_raw(&b, ",\"points\":[");
+            buf_puts(&b, ",\"points\":[");
             for (size_t i = 0; i < np; i++)
-                jsonb_printf(&b,
-                             "%s{\"budget_bytes\":%" PRIu64 ",\"memory_bytes\":%" PRIu64
-                             ",\"mem_mb\":%" PRIu64 ",\"hit_ratio\":%.6f,\"over_budget\":%s}",
-                             i ? "," : "", mem[i], x[i].res.malloced, x[i].mem_mb, x[i].hit_ratio,
-                             x[i].over_budget ? "true" : "false");
-            jsonb_raw(&b, "]}");
+                buf_printf(&b,
+                           "%s{\"budget_bytes\":%" PRIu64 ",\"memory_bytes\":%" PRIu64
+                           ",\"mem_mb\":%" PRIu64 ",\"hit_ratio\":%.6f,\"over_budget\":%s}",
+                           i ? "," : "", mem[i], x[i].res.malloced, x[i].mem_mb, x[i].hit_ratio,
+                           x[i].over_budget ? "true" : "false");
+            buf_puts(&b, "]}");
         }
-        jsonb_raw(&b, "]}\n");
-        char *t = jsonb_take(&b);
+        buf_puts(&b, "]}\n");
+        char *t = buf_take(&b);
         if (t && a->json)
             fputs(t, stdout);
         if (a->save && (!t || save_meta(a, CLI_META_HITS_MRC, t))) {

@@ -9,6 +9,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "core/buf.h"
+
 /* out[0..cap) as snprintf fills it: *n counts every byte asked for. */
 static void wrapout_put(char *out, size_t cap, size_t *n, const char *p, size_t len)
 {
@@ -100,8 +102,7 @@ size_t wrapout_wrap(const char *line, size_t len, unsigned width, char *out, siz
 
 static FILE *wrapout_f;
 static unsigned wrapout_width;
-static char *wrapout_line; /* the unfinished line */
-static size_t wrapout_len, wrapout_cap;
+static struct buf wrapout_line; /* the unfinished line */
 
 void wrapout_open(FILE *f)
 {
@@ -109,6 +110,7 @@ void wrapout_open(FILE *f)
     struct winsize ws;
     char *end;
     wrapout_f = f;
+    buf_init(&wrapout_line, BUF_UNBOUNDED);
     wrapout_width = WRAPOUT_DEFAULT_WIDTH;
     if (env && *env) {
         unsigned long v = strtoul(env, &end, 10);
@@ -143,22 +145,17 @@ static void wrapout_emit(const char *p, size_t len)
 
 void wrapout_close(void)
 {
-    if (wrapout_f && wrapout_len) {
-        wrapout_emit(wrapout_line, wrapout_len);
-        wrapout_len = 0;
-    }
+    if (wrapout_f && wrapout_line.len)
+        wrapout_emit(wrapout_line.data, wrapout_line.len);
     if (wrapout_f)
         fflush(wrapout_f);
-    free(wrapout_line);
-    wrapout_line = NULL;
-    wrapout_cap = 0;
+    buf_free(&wrapout_line);
     wrapout_f = NULL;
 }
 
 int wrapout_printf(const char *fmt, ...)
 {
     va_list ap;
-    char small[1024], *text = small;
     int n;
     va_start(ap, fmt);
     if (!wrapout_f) { /* not opened: printf */
@@ -166,40 +163,22 @@ int wrapout_printf(const char *fmt, ...)
         va_end(ap);
         return n;
     }
-    n = vsnprintf(small, sizeof small, fmt, ap);
+    size_t from = wrapout_line.len; /* the unfinished line has no '\n' */
+    buf_vprintf(&wrapout_line, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return n;
-    if ((size_t)n >= sizeof small) {
-        if (!(text = malloc((size_t)n + 1)))
-            return -1;
-        va_start(ap, fmt);
-        vsnprintf(text, (size_t)n + 1, fmt, ap);
-        va_end(ap);
+    if (wrapout_line.failed) { /* nothing appended: what waited goes out as it is */
+        if (wrapout_line.len)
+            wrapout_emit(wrapout_line.data, wrapout_line.len);
+        buf_reset(&wrapout_line);
+        return -1;
     }
+    n = (int)(wrapout_line.len - from);
     /* whole lines go out as they end; the rest waits for its '\n' */
-    for (const char *p = text, *end = text + n; p < end;) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        if (wrapout_len + len + 1 > wrapout_cap) {
-            size_t cap = (wrapout_len + len + 1) * 2;
-            char *grown = realloc(wrapout_line, cap);
-            if (!grown) {
-                n = -1;
-                break;
-            }
-            wrapout_line = grown;
-            wrapout_cap = cap;
-        }
-        memcpy(wrapout_line + wrapout_len, p, len);
-        wrapout_len += len;
-        if (!nl)
-            break;
-        wrapout_emit(wrapout_line, wrapout_len);
-        wrapout_len = 0;
-        p = nl + 1;
+    const char *line = wrapout_line.data, *end = line + wrapout_line.len, *nl;
+    for (const char *p = line + from; (nl = memchr(p, '\n', (size_t)(end - p))); p = line) {
+        wrapout_emit(line, (size_t)(nl - line));
+        line = nl + 1;
     }
-    if (text != small)
-        free(text);
+    buf_consume(&wrapout_line, (size_t)(line - wrapout_line.data));
     return n;
 }

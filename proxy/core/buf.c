@@ -74,15 +74,23 @@ void buf_puts(struct buf *b, const char *s)
 
 void buf_printf(struct buf *b, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+void buf_vprintf(struct buf *b, const char *fmt, va_list ap)
+{
     /* straight into the block: a second pass only when it had to grow */
     if (buf_reserve(b, 0))
         return;
     for (int pass = 0; pass < 2; pass++) {
         size_t room = b->cap - b->len;
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->data + b->len, room, fmt, ap);
-        va_end(ap);
+        va_list aq;
+        va_copy(aq, ap);
+        int n = vsnprintf(b->data + b->len, room, fmt, aq);
+        va_end(aq);
         if (n < 0) {
             b->data[b->len] = '\0';
             b->failed = true;
@@ -96,6 +104,16 @@ void buf_printf(struct buf *b, const char *fmt, ...)
         if (buf_reserve(b, (size_t)n))
             return;
     }
+}
+
+void buf_consume(struct buf *b, size_t n)
+{
+    if (n > b->len)
+        n = b->len;
+    if (!n)
+        return;
+    b->len -= n;
+    memmove(b->data, b->data + n, b->len + 1); /* and the NUL */
 }
 
 char *buf_take(struct buf *b)

@@ -14,6 +14,7 @@
 #ifndef SLABTAP_CORE_BUF_H
 #define SLABTAP_CORE_BUF_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,6 +40,9 @@ int buf_reserve(struct buf *b, size_t n);
 int buf_append(struct buf *b, const void *data, size_t n);
 void buf_puts(struct buf *b, const char *s);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_vprintf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* Drops the first n bytes (<= len): the rest moves to the front. */
+void buf_consume(struct buf *b, size_t n);
 /* Hands the NUL-terminated bytes to the caller, who frees them ("" when
  * nothing was appended; NULL when failed or out of memory); b is empty
  * again, with the same max. */
@@ -51,13 +55,20 @@ char *buf_take(struct buf *b);
  * overflows (p untouched, still the caller's). BUF_GROW is the usual call. */
 void *buf_grow(void *p, size_t *cap, size_t need, size_t elem);
 /* Makes the array ptr (capacity cap, a size_t) hold need elements: true,
- * or false when out of memory (ptr and cap unchanged). */
+ * or false when out of memory (ptr and cap unchanged). The test for room
+ * is inline: a push that fits costs a compare. */
 #define BUF_GROW(ptr, cap, need) \
     __extension__({ \
-        void *buf_np_ = buf_grow((ptr), &(cap), (need), sizeof *(ptr)); \
-        if (buf_np_) \
-            (ptr) = buf_np_; \
-        buf_np_ != NULL; \
+        size_t buf_need_ = (need); \
+        bool buf_ok_ = buf_need_ <= (cap); \
+        if (!buf_ok_) { \
+            void *buf_np_ = buf_grow((ptr), &(cap), buf_need_, sizeof *(ptr)); \
+            if (buf_np_) { \
+                (ptr) = buf_np_; \
+                buf_ok_ = true; \
+            } \
+        } \
+        buf_ok_; \
     })
 
 #endif

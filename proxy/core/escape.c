@@ -3,6 +3,7 @@
  * Must never allocate or keep state between calls. */
 #include "core/escape.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,14 +48,15 @@ size_t esc_out_finish(struct esc_out *o)
 
 /* ---- JSON ---------------------------------------------------------------- */
 
-/* Length of the well-formed UTF-8 sequence at s (2..4), or 0. The second
- * byte's range depends on the lead byte: that is what excludes overlongs
- * (E0, F0), surrogates (ED) and code points above U+10FFFF (F4). */
-static size_t json_utf8_len(const unsigned char *s, size_t avail)
+/* The second byte's range depends on the lead byte: that is what excludes
+ * overlongs (E0, F0), surrogates (ED) and code points above U+10FFFF (F4). */
+size_t esc_utf8_len(const unsigned char *s, size_t avail)
 {
     unsigned char b = s[0], lo = 0x80, hi = 0xBF;
     size_t need = 0;
 
+    if (b >= 0x01 && b < 0x80)
+        return 1;
     if (b >= 0xC2 && b <= 0xDF)
         need = 2;
     else if (b >= 0xE0 && b <= 0xEF)
@@ -78,8 +80,8 @@ static size_t json_utf8_len(const unsigned char *s, size_t avail)
 }
 
 /* Writes the escape for one ASCII byte into esc (>= 7 bytes); 0 if the byte
- * goes out as is. */
-static size_t json_escape_byte(unsigned char b, char *esc)
+ * goes out as is. Control bytes as \u00XX only when !short_ok. */
+static size_t json_escape_byte(unsigned char b, char *esc, bool short_ok)
 {
     static const char short_esc[0x20] = {
         ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't',
@@ -90,7 +92,7 @@ static size_t json_escape_byte(unsigned char b, char *esc)
         esc[0] = '\\';
         esc[1] = (char)b;
         n = 2;
-    } else if (b < 0x20 && short_esc[b] != 0) {
+    } else if (b < 0x20 && short_ok && short_esc[b] != 0) {
         esc[0] = '\\';
         esc[1] = short_esc[b];
         n = 2;
@@ -100,7 +102,7 @@ static size_t json_escape_byte(unsigned char b, char *esc)
     return n;
 }
 
-static void json_escape_out(struct esc_out *o, const char *src, size_t len)
+static void json_escape_out(struct esc_out *o, const char *src, size_t len, enum json_esc_mode mode)
 {
     const unsigned char *s = (const unsigned char *)src;
     size_t run = 0, i = 0;
@@ -109,9 +111,14 @@ static void json_escape_out(struct esc_out *o, const char *src, size_t len)
         char esc[8];
         size_t elen = 0, adv = 1;
 
-        if (s[i] < 0x80) {
-            elen = json_escape_byte(s[i], esc);
-        } else if ((adv = json_utf8_len(s + i, len - i)) == 0) {
+        if (s[i] == 0 && mode == JSON_ESC_STORE_UTF8) {
+            memcpy(esc, "\\ufffd", 6);
+            elen = 6;
+        } else if (s[i] < 0x80) {
+            elen = json_escape_byte(s[i], esc, mode == JSON_ESC_TEXT);
+        } else if (mode == JSON_ESC_STORE_BYTES) {
+            /* as it is */
+        } else if ((adv = esc_utf8_len(s + i, len - i)) == 0) {
             memcpy(esc, "\\ufffd", 6);
             elen = 6;
             adv = 1;
@@ -136,15 +143,16 @@ size_t json_escape(char *dst, size_t cap, const char *src, size_t len)
     struct esc_out o;
 
     esc_out_init_bounded(&o, dst, cap);
-    json_escape_out(&o, src, len);
+    json_escape_out(&o, src, len, JSON_ESC_TEXT);
     return esc_out_finish(&o);
 }
 
-int json_escape_write(esc_write_fn write, void *ctx, const char *src, size_t len)
+int json_escape_write(esc_write_fn write, void *ctx, const char *src, size_t len,
+                      enum json_esc_mode mode)
 {
     struct esc_out o;
 
     esc_out_init_sink(&o, write, ctx);
-    json_escape_out(&o, src, len);
+    json_escape_out(&o, src, len, mode);
     return o.failed;
 }

@@ -43,8 +43,21 @@ size_t esc_out_finish(struct esc_out *o);
  * valid JSON even for binary memcached keys. snprintf's contract, and an
  * escape sequence is never cut in half. */
 size_t json_escape(char *dst, size_t cap, const char *src, size_t len);
-/* The same escaping streamed into a sink; returns 0, or non-zero if the sink
- * refused (output is then incomplete). */
-int json_escape_write(esc_write_fn write, void *ctx, const char *src, size_t len);
+/* How a string is escaped: JSON_ESC_TEXT as json_escape does; the other
+ * two are the escapings of the strings a store keeps (record/rowcode's
+ * extra, the recorded format: never change one): every control byte as
+ * \u00XX (no short escapes), " and \ escaped, and
+ *   JSON_ESC_STORE_BYTES: every byte >= 0x80 as it is (SQLite's json_extract
+ *                         gives the bytes back exactly);
+ *   JSON_ESC_STORE_UTF8:  NUL and every byte not part of well-formed UTF-8
+ *                         as \ufffd (PostgreSQL's jsonb takes nothing else). */
+enum json_esc_mode { JSON_ESC_TEXT, JSON_ESC_STORE_BYTES, JSON_ESC_STORE_UTF8 };
+/* A string escaped by mode streamed into a sink; returns 0, or non-zero if
+ * the sink refused (output is then incomplete). */
+int json_escape_write(esc_write_fn write, void *ctx, const char *src, size_t len,
+                      enum json_esc_mode mode);
+/* Length of the well-formed UTF-8 sequence at s (avail bytes left): 1 for
+ * ASCII but NUL, 2..4, or 0 (NUL, or not well-formed). */
+size_t esc_utf8_len(const unsigned char *s, size_t avail);
 
 #endif

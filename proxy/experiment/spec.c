@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/fileio.h"
 #include "load/workload.h"
 
@@ -224,12 +225,10 @@ int spec_items_text(const char *text, size_t len, unsigned long long from, unsig
     char want[32], put[32];
     size_t wl = (size_t)snprintf(want, sizeof want, "%llu", from);
     size_t pl = (size_t)snprintf(put, sizeof put, "%llu", to);
-    size_t cap = len + 1, n = 0, hits = 0;
-    char *o = malloc(cap);
-    if (!o) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    size_t hits = 0;
+    struct buf o;
+    buf_init(&o, BUF_UNBOUNDED);
+    buf_reserve(&o, len); /* the usual size: a few bytes more per line hit */
     for (size_t i = 0; i < len;) {
         size_t end = i;
         while (end < len && text[end] != '\n')
@@ -249,46 +248,27 @@ int spec_items_text(const char *text, size_t len, unsigned long long from, unsig
                   (text[k + wl] == ' ' || text[k + wl] == '\t');
         }
         if (hit) {
-            if (n + (end - i) + pl + 1 > cap) {
-                char *bigger = realloc(o, cap = (n + (end - i) + pl + 1) * 2);
-                if (!bigger) {
-                    free(o);
-                    snprintf(err, errlen, "out of memory");
-                    return -1;
-                }
-                o = bigger;
-            }
-            memcpy(o + n, text + i, k - i);
-            n += k - i;
-            memcpy(o + n, put, pl);
-            n += pl;
-            memcpy(o + n, text + k + wl, end - (k + wl));
-            n += end - (k + wl);
+            buf_append(&o, text + i, k - i);
+            buf_append(&o, put, pl);
+            buf_append(&o, text + k + wl, end - (k + wl));
             hits++;
         } else {
-            if (n + (end - i) + 1 > cap) {
-                char *bigger = realloc(o, cap = (n + (end - i) + 1) * 2);
-                if (!bigger) {
-                    free(o);
-                    snprintf(err, errlen, "out of memory");
-                    return -1;
-                }
-                o = bigger;
-            }
-            memcpy(o + n, text + i, end - i);
-            n += end - i;
+            buf_append(&o, text + i, end - i);
         }
         i = end;
     }
-    o[n] = '\0';
-    if (!hits) {
-        free(o);
-        snprintf(err, errlen, "items=%llu: the workload has no `set %llu ...` line", from, from);
+    if (o.failed || !hits) {
+        buf_free(&o);
+        if (!hits)
+            snprintf(err, errlen, "items=%llu: the workload has no `set %llu ...` line", from,
+                     from);
+        else
+            snprintf(err, errlen, "out of memory");
         return -1;
     }
-    *out = o;
-    *outlen = n;
-    return 0;
+    *outlen = o.len;
+    *out = buf_take(&o);
+    return *out ? 0 : -1;
 }
 
 /* A run's workload must exist and parse before any run starts; ladder errors

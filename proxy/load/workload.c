@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/keyfmt.h"
 #include "core/units.h"
 
@@ -139,7 +140,8 @@ struct workload {
     char file[WORKLOAD_FILE_MAX];
     struct workload_settings settings;
     struct wl_stmt *stmts;
-    uint32_t n_stmts, cap_stmts;
+    uint32_t n_stmts;
+    size_t cap_stmts;
     bool needs_ladder;
     bool has_fills;
     uint64_t total_ops;
@@ -479,16 +481,8 @@ static enum workload_status wl_push(struct wl_parser *ps, const struct wl_stmt *
     struct workload *w = ps->w;
     if (w->n_stmts == WORKLOAD_STMTS_MAX)
         return wl_perr(ps, WORKLOAD_E_LIMIT, "more than %d statements", WORKLOAD_STMTS_MAX);
-    if (w->n_stmts == w->cap_stmts) {
-        uint32_t cap = w->cap_stmts ? w->cap_stmts * 2 : 64;
-        if (cap > WORKLOAD_STMTS_MAX)
-            cap = WORKLOAD_STMTS_MAX;
-        struct wl_stmt *s = realloc(w->stmts, cap * sizeof *s);
-        if (!s)
-            return wl_perr(ps, WORKLOAD_E_MEMORY, "out of memory");
-        w->stmts = s;
-        w->cap_stmts = cap;
-    }
+    if (!BUF_GROW(w->stmts, w->cap_stmts, (size_t)w->n_stmts + 1))
+        return wl_perr(ps, WORKLOAD_E_MEMORY, "out of memory");
     w->stmts[w->n_stmts] = *st;
     w->stmts[w->n_stmts].line = ps->line;
     w->n_stmts++;

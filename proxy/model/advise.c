@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
+
 void advise_hist_init(struct advise_hist *h)
 {
     memset(h, 0, sizeof *h);
@@ -20,18 +22,14 @@ void advise_hist_free(struct advise_hist *h)
 
 int advise_hist_add(struct advise_hist *h, uint64_t ntotal, uint64_t count)
 {
-    if (h->n == h->cap) {
-        size_t ncap = h->cap ? h->cap * 2 : 256;
-        uint64_t *a = realloc(h->ntotal, ncap * sizeof *a);
-        if (!a)
-            return -1;
-        h->ntotal = a;
-        uint64_t *b = realloc(h->count, ncap * sizeof *b);
-        if (!b)
-            return -1;
-        h->count = b;
-        h->cap = ncap;
-    }
+    /* two arrays of one capacity: both grow from h->cap alike */
+    size_t cap = h->cap;
+    if (!BUF_GROW(h->ntotal, cap, h->n + 1))
+        return -1;
+    cap = h->cap;
+    if (!BUF_GROW(h->count, cap, h->n + 1))
+        return -1;
+    h->cap = cap;
     h->ntotal[h->n] = ntotal;
     h->count[h->n] = count;
     h->n++;

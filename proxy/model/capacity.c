@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
+
 #define NONE UINT32_MAX
 
 void capacity_seq_init(struct capacity_seq *s)
@@ -103,14 +105,8 @@ int capacity_seq_add_req(struct capacity_seq *s, uint64_t key_hash, const struct
         (unsigned)r->kind >= CAPACITY_KIND_COUNT ||
         (r->fill && r->kind != CAPACITY_GET && r->kind != CAPACITY_GAT))
         return -1;
-    if (s->n == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 1024;
-        struct capacity_op *o = realloc(s->ops, ncap * sizeof *o);
-        if (!o)
-            return -1;
-        s->ops = o;
-        s->cap = ncap;
-    }
+    if (!BUF_GROW(s->ops, s->cap, s->n + 1))
+        return -1;
     int64_t k = seq_key(s, key_hash);
     if (k < 0)
         return -1;
@@ -189,7 +185,8 @@ struct sim_key {
 /* A growable array of page ids: a class's slab_list, free list, the pool. */
 struct u32vec {
     uint32_t *v;
-    uint32_t n, cap;
+    uint32_t n;
+    size_t cap;
 };
 
 struct sim_list {
@@ -246,15 +243,9 @@ struct sim {
 
 static bool vec_push(struct sim *m, struct u32vec *a, uint32_t x)
 {
-    if (a->n == a->cap) {
-        uint32_t ncap = a->cap ? a->cap * 2 : 64;
-        uint32_t *v = realloc(a->v, (size_t)ncap * sizeof *v);
-        if (!v) {
-            m->oom = true;
-            return false;
-        }
-        a->v = v;
-        a->cap = ncap;
+    if (!BUF_GROW(a->v, a->cap, (size_t)a->n + 1)) {
+        m->oom = true;
+        return false;
     }
     a->v[a->n++] = x;
     return true;

@@ -26,22 +26,22 @@ static bool plain_decimal(const char *s)
     return s[i] == '\0';
 }
 
-void stats_json_object(struct jsonb *b, const struct stats_kv_list *l)
+void stats_json_object(struct buf *b, const struct stats_kv_list *l)
 {
-    jsonb_write(b, "{", 1);
+    buf_append(b, "{", 1);
     for (uint32_t i = 0; i < l->n; i++) {
         const struct stats_kv *kv = &l->kv[i];
         const char *value = stats_kv_value(l, i);
         if (i)
-            jsonb_write(b, ",", 1);
+            buf_append(b, ",", 1);
         jsonb_string(b, stats_kv_name(l, i), kv->name_len);
-        jsonb_write(b, ":", 1);
+        buf_append(b, ":", 1);
         if (kv->has_num)
-            jsonb_printf(b, "%lld", (long long)kv->num);
+            buf_printf(b, "%lld", (long long)kv->num);
         else if (plain_decimal(value))
-            jsonb_raw(b, value);
+            buf_puts(b, value);
         else
             jsonb_string(b, value, kv->value_len);
     }
-    jsonb_write(b, "}", 1);
+    buf_append(b, "}", 1);
 }

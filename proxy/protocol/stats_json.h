@@ -9,6 +9,6 @@
 #include "protocol/stats_parse.h"
 
 /* {"name": value, ...} appended to b. */
-void stats_json_object(struct jsonb *b, const struct stats_kv_list *l);
+void stats_json_object(struct buf *b, const struct stats_kv_list *l);
 
 #endif

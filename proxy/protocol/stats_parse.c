@@ -196,78 +196,46 @@ enum stats_parse_result stats_parse_next(struct stats_parser *p, const char *buf
 void stats_kv_list_init(struct stats_kv_list *l, uint32_t max_fields, uint32_t max_text)
 {
     *l = (struct stats_kv_list){ .max_fields = max_fields, .max_text = max_text };
+    buf_init(&l->text, (size_t)max_text + 1); /* + the NUL buf keeps after the last byte */
 }
 
 void stats_kv_list_fini(struct stats_kv_list *l)
 {
     free(l->kv);
-    free(l->text);
+    buf_free(&l->text);
     stats_kv_list_init(l, l->max_fields, l->max_text);
 }
 
 void stats_kv_list_clear(struct stats_kv_list *l)
 {
     l->n = 0;
-    l->text_len = 0;
+    buf_reset(&l->text);
 }
 
-/* The capacity for need elements: doubling from 16, capped at max; 0 if
- * need exceeds max. Grows rather than preallocating because a real sample
- * uses ~5 % of the bounds. */
-static uint32_t grow_cap(uint32_t cap, uint32_t need, uint32_t max)
+/* Room for need entries in l->kv and more_text bytes after l->text. Both
+ * grow rather than preallocate: a real sample uses ~5 % of the bounds. */
+static bool kv_list_reserve(struct stats_kv_list *l, uint32_t need, size_t more_text)
 {
-    uint32_t ncap = cap ? cap : 16;
-
-    while (need <= max && ncap < need)
-        ncap = ncap > max / 2 ? max : ncap * 2;
-    return need <= max ? ncap : 0;
-}
-
-/* Room for need entries in l->kv and need_text bytes in l->text. */
-static bool kv_list_reserve(struct stats_kv_list *l, uint32_t need, size_t need_text)
-{
-    bool ok = true;
-
-    if (need > l->cap) {
-        uint32_t ncap = grow_cap(l->cap, need, l->max_fields);
-        struct stats_kv *nkv = ncap ? realloc(l->kv, (size_t)ncap * sizeof *nkv) : NULL;
-        ok = nkv != NULL;
-        if (ok) {
-            l->kv = nkv;
-            l->cap = ncap;
-        }
-    }
-    if (ok && need_text > l->text_cap) {
-        uint32_t ncap =
-            need_text > l->max_text ? 0 : grow_cap(l->text_cap, (uint32_t)need_text, l->max_text);
-        char *ntext = ncap ? realloc(l->text, ncap) : NULL;
-        ok = ntext != NULL;
-        if (ok) {
-            l->text = ntext;
-            l->text_cap = ncap;
-        }
-    }
-    return ok;
+    return need <= l->max_fields && l->text.len + more_text <= l->max_text &&
+           BUF_GROW(l->kv, l->cap, need) && !buf_reserve(&l->text, more_text);
 }
 
 bool stats_kv_list_add(struct stats_kv_list *l, const char *name, size_t name_len,
                        const char *value, size_t value_len)
 {
-    size_t need_text = (size_t)l->text_len + name_len + 1 + value_len + 1;
-    bool ok = name_len <= UINT16_MAX && value_len <= UINT16_MAX && need_text <= l->max_text &&
-              kv_list_reserve(l, l->n + 1, need_text);
+    bool ok = name_len <= UINT16_MAX && value_len <= UINT16_MAX &&
+              kv_list_reserve(l, l->n + 1, name_len + 1 + value_len + 1);
 
-    if (ok) {
+    if (ok) { /* the room is there: the appends cannot fail */
         struct stats_kv *kv = &l->kv[l->n++];
-        kv->name_off = l->text_len;
+        kv->name_off = (uint32_t)l->text.len;
         kv->name_len = (uint16_t)name_len;
-        memcpy(l->text + l->text_len, name, name_len);
-        l->text[l->text_len + name_len] = '\0';
-        kv->value_off = l->text_len + (uint32_t)name_len + 1;
+        buf_append(&l->text, name, name_len);
+        buf_append(&l->text, "", 1);
+        kv->value_off = (uint32_t)l->text.len;
         kv->value_len = (uint16_t)value_len;
-        memcpy(l->text + kv->value_off, value, value_len);
-        l->text[kv->value_off + value_len] = '\0';
-        l->text_len = (uint32_t)need_text;
+        buf_append(&l->text, value, value_len);
+        buf_append(&l->text, "", 1);
         kv->has_num = stats_parse_int64(value, value_len, &kv->num);
         if (!kv->has_num)
             kv->num = 0;
@@ -282,14 +250,13 @@ int stats_kv_list_copy(struct stats_kv_list *dst, const struct stats_kv_list *sr
     stats_kv_list_clear(dst);
     dst->max_fields = src->max_fields;
     dst->max_text = src->max_text;
-    ok = kv_list_reserve(dst, src->n, src->text_len);
+    dst->text.max = src->text.max; /* the bounds go with the contents */
+    ok = kv_list_reserve(dst, src->n, src->text.len);
     if (ok) {
         if (src->n)
             memcpy(dst->kv, src->kv, (size_t)src->n * sizeof *src->kv);
-        if (src->text_len)
-            memcpy(dst->text, src->text, src->text_len);
+        buf_append(&dst->text, src->text.data, src->text.len);
         dst->n = src->n;
-        dst->text_len = src->text_len;
     }
     return ok ? 0 : -1;
 }
@@ -308,11 +275,11 @@ const struct stats_kv *stats_kv_find(const struct stats_kv_list *l, const char *
 bool stats_kv_equal(const struct stats_kv_list *a, const struct stats_kv_list *b)
 {
     /* Offsets follow from the lengths, so equal text and lengths is enough. */
-    bool eq = a->n == b->n && a->text_len == b->text_len;
+    bool eq = a->n == b->n && a->text.len == b->text.len;
 
     for (uint32_t i = 0; eq && i < a->n; i++)
         eq = a->kv[i].name_len == b->kv[i].name_len && a->kv[i].value_len == b->kv[i].value_len;
-    return eq && (a->text_len == 0 || !memcmp(a->text, b->text, a->text_len));
+    return eq && (a->text.len == 0 || !memcmp(a->text.data, b->text.data, a->text.len));
 }
 
 /* ---- the sample ---------------------------------------------------- */
@@ -502,7 +469,7 @@ static bool kv_num(const struct stats_kv *kv, int64_t *v)
 
 static const char *kv_text(const struct stats_kv_list *l, const struct stats_kv *kv)
 {
-    return kv ? l->text + kv->value_off : NULL;
+    return kv ? l->text.data + kv->value_off : NULL;
 }
 
 bool stats_sample_get(const struct stats_sample *s, unsigned class_id, const char *field,

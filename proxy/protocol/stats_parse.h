@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/buf.h"
+
 /* memcached itself caps stat names and values at 127 chars each
  * (STAT_KEY_LEN/STAT_VAL_LEN 128), so a real line is <= 262 bytes; 1024
  * leaves room for other servers speaking the protocol. */
@@ -138,19 +140,19 @@ struct stats_kv {
 /* Fields in arrival order; duplicates are kept, lookups return the first. */
 struct stats_kv_list {
     struct stats_kv *kv;
-    uint32_t n, cap;
+    uint32_t n;
+    size_t cap;
     uint32_t max_fields, max_text; /* the bounds this list enforces */
-    char *text;
-    uint32_t text_len, text_cap;
+    struct buf text;               /* every name and value, each NUL-terminated */
 };
 
 static inline const char *stats_kv_name(const struct stats_kv_list *l, uint32_t i)
 {
-    return l->text + l->kv[i].name_off;
+    return l->text.data + l->kv[i].name_off;
 }
 static inline const char *stats_kv_value(const struct stats_kv_list *l, uint32_t i)
 {
-    return l->text + l->kv[i].value_off;
+    return l->text.data + l->kv[i].value_off;
 }
 void stats_kv_list_init(struct stats_kv_list *l, uint32_t max_fields, uint32_t max_text);
 void stats_kv_list_fini(struct stats_kv_list *l);  /* frees; the list stays usable, empty */

@@ -14,6 +14,7 @@
 
 #include "core/buf.h"
 #include "core/clock.h"
+#include "core/escape.h"
 #include "core/keyfmt.h"
 #include "core/sha256.h"
 #include "protocol/mc_parse.h"
@@ -106,7 +107,7 @@ struct pgstore_state {
     struct new_prefix *new_prefixes; /* the batch's, for key_prefixes */
     size_t nnew_prefixes, new_prefixes_cap;
     struct buf job_text, job_classes; /* scratch for sanitized job texts */
-    struct rowcode_buf extra;         /* a write's extra JSON (at most JSON_MAX bytes) */
+    struct buf extra;                 /* a write's extra JSON (at most JSON_MAX bytes) */
     char password[256];               /* the connection's, only to scrub it out of messages */
 };
 
@@ -287,7 +288,7 @@ static size_t utf8_clean(char *dst, const char *src, size_t n)
     const unsigned char *p = (const unsigned char *)src;
     size_t o = 0;
     for (size_t i = 0; i < n;) {
-        size_t k = rowcode_utf8_seq(p + i, n - i);
+        size_t k = esc_utf8_len(p + i, n - i);
         if (k) {
             memcpy(dst + o, p + i, k);
             o += k;
@@ -415,14 +416,13 @@ static size_t encode_row(struct pgstore_state *st, int64_t run_id, const struct 
     };
     in.answer_id = answer_id_of(st, r->answer, in.answer_len);
     struct rowcode_out enc;
-    struct rowcode_buf *j = &st->extra;
-    j->max = JSON_MAX;
+    struct buf *j = &st->extra;
     if (rowcode_encode(&in, ROWCODE_TEXT_UTF8, j, &enc))
         return 0;
     bool json = enc.json;
     int64_t fe = enc.fe;
     char num[32];
-    const char *jtext = j->p;
+    const char *jtext = j->data;
     size_t jlen = j->len;
     if (!json && fe) { /* flags and exptime as a jsonb number */
         jlen = (size_t)snprintf(num, sizeof num, "%lld", (long long)fe);
@@ -685,6 +685,7 @@ int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
     snprintf(s->uri, sizeof s->uri, "%s", uri);
     s->st = calloc(1, sizeof *s->st);
     if (s->st) {
+        buf_init(&s->st->extra, JSON_MAX);
         s->st->copy = malloc(PGSTORE_COPY_BUF);
         buf_init(&s->st->reads, BUF_UNBOUNDED);
         buf_init(&s->st->agg_sql, BUF_UNBOUNDED);
@@ -742,7 +743,7 @@ void pgstore_close(struct pgstore *s)
         ragg_free(&s->st->ragg);
         buf_free(&s->st->job_text);
         buf_free(&s->st->job_classes);
-        rowcode_buf_free(&s->st->extra);
+        buf_free(&s->st->extra);
         free(s->st);
         s->st = NULL;
     }

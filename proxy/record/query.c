@@ -641,16 +641,16 @@ failed:
     return false;
 }
 
-static void json_finish(struct query_job *j, struct jsonb *b)
+static void json_finish(struct query_job *j, struct buf *b)
 {
     if (b->failed) {
-        jsonb_free(b);
+        buf_free(b);
         set_error(j, QUERY_FAILED, "out of memory or answer too large");
         return;
     }
     free(j->text);
     j->st = QUERY_OK;
-    j->text = jsonb_take(b);
+    j->text = buf_take(b);
 }
 
 struct ladder_rows {
@@ -686,16 +686,16 @@ static int ladder_index(const struct ladder_rows *l, int64_t nt)
 static void answer_sizes(sqlite3 *db, struct query_job *j)
 {
     struct ladder_rows l;
-    struct jsonb b;
+    struct buf b;
     int nb = j->p.buckets;
     int64_t cw[64] = { 0 }, creq[64] = { 0 }, calloc_[64] = { 0 };
     read_ladder(db, j->run_id, &l);
-    jsonb_init(&b);
-    jsonb_printf(&b, "{\"run_id\":%lld,\"ladder\":[", (long long)j->run_id);
+    buf_init(&b, JSONB_MAX);
+    buf_printf(&b, "{\"run_id\":%lld,\"ladder\":[", (long long)j->run_id);
     for (int i = 0; i < l.n; i++)
-        jsonb_printf(&b, "%s{\"class_id\":%lld,\"chunk_size\":%lld}", i ? "," : "",
-                     (long long)l.id[i], (long long)l.chunk[i]);
-    jsonb_raw(&b, "],\"buckets\":[");
+        buf_printf(&b, "%s{\"class_id\":%lld,\"chunk_size\":%lld}", i ? "," : "",
+                   (long long)l.id[i], (long long)l.chunk[i]);
+    buf_puts(&b, "],\"buckets\":[");
     if (j->a.n) {
         double mn = (double)j->a.e[0].k1, mx = (double)j->a.e[j->a.n - 1].k1;
         if (mx <= mn)
@@ -725,28 +725,28 @@ static void answer_sizes(sqlite3 *db, struct query_job *j)
                     k == nb - 1 ? (int64_t)mx + 1 : (int64_t)ceil(mn * exp(step * (k + 1)) - 1e-9);
                 if (k == 0)
                     lo = (int64_t)mn;
-                jsonb_printf(&b, "%s{\"lo\":%lld,\"hi\":%lld,\"writes\":%lld,\"bytes\":%lld}",
-                             k ? "," : "", (long long)lo, (long long)hi, (long long)w[k],
-                             (long long)by[k]);
+                buf_printf(&b, "%s{\"lo\":%lld,\"hi\":%lld,\"writes\":%lld,\"bytes\":%lld}",
+                           k ? "," : "", (long long)lo, (long long)hi, (long long)w[k],
+                           (long long)by[k]);
             }
         }
         free(w);
         free(by);
     }
-    jsonb_raw(&b, "],\"classes\":[");
+    buf_puts(&b, "],\"classes\":[");
     bool first = true;
     for (int c = 0; c < l.n; c++) {
         if (!cw[c])
             continue;
         double waste = calloc_[c] ? 100.0 * (double)(calloc_[c] - creq[c]) / (double)calloc_[c] : 0;
-        jsonb_printf(&b,
-                     "%s{\"class_id\":%lld,\"chunk_size\":%lld,\"writes\":%lld,"
-                     "\"bytes_requested\":%lld,\"bytes_allocated\":%lld,\"waste_pct\":%.2f}",
-                     first ? "" : ",", (long long)l.id[c], (long long)l.chunk[c], (long long)cw[c],
-                     (long long)creq[c], (long long)calloc_[c], waste);
+        buf_printf(&b,
+                   "%s{\"class_id\":%lld,\"chunk_size\":%lld,\"writes\":%lld,"
+                   "\"bytes_requested\":%lld,\"bytes_allocated\":%lld,\"waste_pct\":%.2f}",
+                   first ? "" : ",", (long long)l.id[c], (long long)l.chunk[c], (long long)cw[c],
+                   (long long)creq[c], (long long)calloc_[c], waste);
         first = false;
     }
-    jsonb_raw(&b, "]}\n");
+    buf_puts(&b, "]}\n");
     json_finish(j, &b);
 }
 
@@ -778,7 +778,7 @@ static int prefix_cmp(const void *x, const void *y)
 
 static void answer_traffic(struct query_queue *q, sqlite3 *db, struct query_job *j)
 {
-    struct jsonb b;
+    struct buf b;
     int np = j->points;
     double bucket_s = (double)j->span / np / 1e9;
     int64_t *wr = calloc((size_t)np, sizeof *wr), *rd = calloc((size_t)np, sizeof *rd),
@@ -786,7 +786,7 @@ static void answer_traffic(struct query_queue *q, sqlite3 *db, struct query_job 
             *p50 = calloc((size_t)np, sizeof *p50), *p99 = calloc((size_t)np, sizeof *p99);
     sqlite3_stmt *st;
     int rc;
-    jsonb_init(&b);
+    buf_init(&b, JSONB_MAX);
     if (!wr || !rd || !hit || !mis || !p50 || !p99) {
         set_error(j, QUERY_FAILED, "out of memory");
         goto out;
@@ -823,30 +823,30 @@ static void answer_traffic(struct query_queue *q, sqlite3 *db, struct query_job 
     }
     if (sql_done(q, db, st, rc, j))
         goto out;
-    jsonb_printf(&b, "{\"run_id\":%lld,\"bucket_ns\":%lld,\"t\":[", (long long)j->run_id,
-                 (long long)(j->span / np));
+    buf_printf(&b, "{\"run_id\":%lld,\"bucket_ns\":%lld,\"t\":[", (long long)j->run_id,
+               (long long)(j->span / np));
     for (int k = 0; k < np; k++)
-        jsonb_printf(&b, "%s%lld", k ? "," : "",
-                     (long long)(j->from + (int64_t)((double)j->span * k / np)));
+        buf_printf(&b, "%s%lld", k ? "," : "",
+                   (long long)(j->from + (int64_t)((double)j->span * k / np)));
     const char *names[] = { "writes", "reads", "hits", "misses" };
     int64_t *arrs[] = { wr, rd, hit, mis };
     for (int a = 0; a < 4; a++) {
-        jsonb_printf(&b, "],\"%s\":[", names[a]);
+        buf_printf(&b, "],\"%s\":[", names[a]);
         for (int k = 0; k < np; k++)
-            jsonb_printf(&b, "%s%.3f", k ? "," : "", (double)arrs[a][k] / bucket_s);
+            buf_printf(&b, "%s%.3f", k ? "," : "", (double)arrs[a][k] / bucket_s);
     }
     const char *pn[] = { "write_p50_us", "write_p99_us" };
     int64_t *pa[] = { p50, p99 };
     for (int a = 0; a < 2; a++) {
-        jsonb_printf(&b, "],\"%s\":[", pn[a]);
+        buf_printf(&b, "],\"%s\":[", pn[a]);
         for (int k = 0; k < np; k++) {
             if (pa[a][k] < 0)
-                jsonb_printf(&b, "%snull", k ? "," : "");
+                buf_printf(&b, "%snull", k ? "," : "");
             else
-                jsonb_printf(&b, "%s%lld", k ? "," : "", (long long)pa[a][k]);
+                buf_printf(&b, "%s%lld", k ? "," : "", (long long)pa[a][k]);
         }
     }
-    jsonb_raw(&b, "],\"top_prefixes\":[");
+    buf_puts(&b, "],\"top_prefixes\":[");
     if (j->b.n)
         qsort(j->b.e, j->b.n, sizeof *j->b.e, prefix_cmp);
     if (sql_prepare(db, SQL_PREFIX_NAME, &st, j))
@@ -856,17 +856,17 @@ static void answer_traffic(struct query_queue *q, sqlite3 *db, struct query_job 
         sqlite3_bind_int64(st, 1, j->b.e[i].k1);
         const char *name =
             sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
-        jsonb_raw(&b, i ? ",{\"prefix\":" : "{\"prefix\":");
+        buf_puts(&b, i ? ",{\"prefix\":" : "{\"prefix\":");
         jsonb_string(&b, name ? name : "", name ? strlen(name) : 0);
-        jsonb_printf(&b, ",\"writes\":%lld,\"bytes\":%lld}", (long long)j->b.e[i].n,
-                     (long long)j->b.e[i].sum);
+        buf_printf(&b, ",\"writes\":%lld,\"bytes\":%lld}", (long long)j->b.e[i].n,
+                   (long long)j->b.e[i].sum);
     }
     sqlite3_finalize(st);
-    jsonb_raw(&b, "]}\n");
+    buf_puts(&b, "]}\n");
     json_finish(j, &b);
 out:
     budget_end(db);
-    jsonb_free(&b);
+    buf_free(&b);
     free(wr);
     free(rd);
     free(hit);
@@ -878,12 +878,12 @@ out:
 static void answer_classes(struct query_queue *q, sqlite3 *db, struct query_job *j)
 {
     sqlite3_stmt *st;
-    struct jsonb b;
+    struct buf b;
     int64_t sid[2] = { -1, -1 }, t[2] = { 0, 0 }, malloced = 0, limit = 0;
     int64_t prev_ev[64] = { 0 };
     bool have_prev[64] = { false };
     int n = 0, rc;
-    jsonb_init(&b);
+    buf_init(&b, JSONB_MAX);
     if (sql_prepare(db, SQL_LAST_SAMPLES, &st, j))
         return;
     sqlite3_bind_int64(st, 1, j->run_id);
@@ -902,10 +902,10 @@ static void answer_classes(struct query_queue *q, sqlite3 *db, struct query_job 
     if (sql_done(q, db, st, rc, j))
         return;
     if (n == 0) {
-        jsonb_printf(&b,
-                     "{\"run_id\":%lld,\"t_ns\":null,\"total_malloced\":0,\"limit_maxbytes\":0,"
-                     "\"classes\":[]}\n",
-                     (long long)j->run_id);
+        buf_printf(&b,
+                   "{\"run_id\":%lld,\"t_ns\":null,\"total_malloced\":0,\"limit_maxbytes\":0,"
+                   "\"classes\":[]}\n",
+                   (long long)j->run_id);
         json_finish(j, &b);
         return;
     }
@@ -923,12 +923,12 @@ static void answer_classes(struct query_queue *q, sqlite3 *db, struct query_job 
         if (sql_done(q, db, st, rc, j))
             return;
     }
-    jsonb_printf(&b,
-                 "{\"run_id\":%lld,\"t_ns\":%lld,\"total_malloced\":%lld,\"limit_maxbytes\":%lld,"
-                 "\"classes\":[",
-                 (long long)j->run_id, (long long)t[0], (long long)malloced, (long long)limit);
+    buf_printf(&b,
+               "{\"run_id\":%lld,\"t_ns\":%lld,\"total_malloced\":%lld,\"limit_maxbytes\":%lld,"
+               "\"classes\":[",
+               (long long)j->run_id, (long long)t[0], (long long)malloced, (long long)limit);
     if (sql_prepare(db, SQL_CLASSES, &st, j)) {
-        jsonb_free(&b);
+        buf_free(&b);
         return;
     }
     sqlite3_bind_int64(st, 1, sid[0]);
@@ -942,32 +942,31 @@ static void answer_classes(struct query_queue *q, sqlite3 *db, struct query_job 
             rate = (double)(ev - prev_ev[c]) / dt;
         double waste =
             used * chunk > 0 ? 100.0 * (double)(used * chunk - reqd) / (double)(used * chunk) : 0;
-        jsonb_printf(
-            &b,
-            "%s{\"class_id\":%lld,\"chunk_size\":%lld,\"pages\":%lld,\"total_chunks\":%lld,"
-            "\"used_chunks\":%lld,\"mem_requested\":%lld,\"evicted\":%lld,"
-            "\"evicted_per_s\":%.3f,\"waste_pct\":%.2f}",
-            i ? "," : "", (long long)c, (long long)chunk, (long long)sqlite3_column_int64(st, 2),
-            (long long)sqlite3_column_int64(st, 3), (long long)used, (long long)reqd, (long long)ev,
-            rate, waste);
+        buf_printf(&b,
+                   "%s{\"class_id\":%lld,\"chunk_size\":%lld,\"pages\":%lld,\"total_chunks\":%lld,"
+                   "\"used_chunks\":%lld,\"mem_requested\":%lld,\"evicted\":%lld,"
+                   "\"evicted_per_s\":%.3f,\"waste_pct\":%.2f}",
+                   i ? "," : "", (long long)c, (long long)chunk,
+                   (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
+                   (long long)used, (long long)reqd, (long long)ev, rate, waste);
     }
     if (sql_done(q, db, st, rc, j)) {
-        jsonb_free(&b);
+        buf_free(&b);
         return;
     }
-    jsonb_raw(&b, "]}\n");
+    buf_puts(&b, "]}\n");
     json_finish(j, &b);
 }
 
 static void answer_series(struct query_queue *q, sqlite3 *db, struct query_job *j)
 {
     sqlite3_stmt *st;
-    struct jsonb b;
+    struct buf b;
     int np = j->p.points, n = 0, rc;
     int64_t to = j->from + j->span - 1, limit = 0;
     int64_t *t = calloc((size_t)np + 1, sizeof *t), *mal = calloc((size_t)np + 1, sizeof *mal);
     int64_t *pages = NULL, *ev = NULL;
-    jsonb_init(&b);
+    buf_init(&b, JSONB_MAX);
     if (!t || !mal) {
         set_error(j, QUERY_FAILED, "out of memory");
         goto out;
@@ -989,11 +988,11 @@ static void answer_series(struct query_queue *q, sqlite3 *db, struct query_job *
         rc = SQLITE_DONE;
     if (sql_done(q, db, st, rc, j))
         goto out;
-    jsonb_printf(&b, "{\"run_id\":%lld,\"t\":[", (long long)j->run_id);
+    buf_printf(&b, "{\"run_id\":%lld,\"t\":[", (long long)j->run_id);
     jsonb_int64s(&b, t, (size_t)n);
-    jsonb_raw(&b, "],\"total_malloced\":[");
+    buf_puts(&b, "],\"total_malloced\":[");
     jsonb_int64s(&b, mal, (size_t)n);
-    jsonb_printf(&b, "],\"limit_maxbytes\":%lld,\"classes\":[", (long long)limit);
+    buf_printf(&b, "],\"limit_maxbytes\":%lld,\"classes\":[", (long long)limit);
     pages = calloc((size_t)n + 1, sizeof *pages);
     ev = calloc((size_t)n + 1, sizeof *ev);
     if (!pages || !ev) {
@@ -1012,12 +1011,12 @@ static void answer_series(struct query_queue *q, sqlite3 *db, struct query_job *
         rc = sqlite3_step(st);
         int64_t c = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -2;
         if (c != cur && cur != -1) { /* the class before is complete */
-            jsonb_printf(&b, "%s{\"class_id\":%lld,\"chunk_size\":%lld,\"pages\":[",
-                         first ? "" : ",", (long long)cur, (long long)chunk);
+            buf_printf(&b, "%s{\"class_id\":%lld,\"chunk_size\":%lld,\"pages\":[", first ? "" : ",",
+                       (long long)cur, (long long)chunk);
             jsonb_int64s(&b, pages, (size_t)n);
-            jsonb_raw(&b, "],\"evicted\":[");
+            buf_puts(&b, "],\"evicted\":[");
             jsonb_int64s(&b, ev, (size_t)n);
-            jsonb_raw(&b, "]}");
+            buf_puts(&b, "]}");
             first = false;
             memset(pages, 0, (size_t)n * sizeof *pages);
             memset(ev, 0, (size_t)n * sizeof *ev);
@@ -1044,10 +1043,10 @@ static void answer_series(struct query_queue *q, sqlite3 *db, struct query_job *
     }
     if (sql_done(q, db, st, rc, j))
         goto out;
-    jsonb_raw(&b, "]}\n");
+    buf_puts(&b, "]}\n");
     json_finish(j, &b);
 out:
-    jsonb_free(&b);
+    buf_free(&b);
     free(t);
     free(mal);
     free(pages);
@@ -1229,29 +1228,29 @@ out:
     return rc;
 }
 
-static void advice_candidate_json(struct jsonb *b, const struct advise_candidate *c,
+static void advice_candidate_json(struct buf *b, const struct advise_candidate *c,
                                   const struct advice_plan *plan, const char *version,
                                   bool recommended)
 {
     char flags[1024];
     const struct capacity_result *k = &c->cap;
     advice_candidate_flags(c, plan, version, flags, sizeof flags);
-    jsonb_raw(b, "{\"label\":");
+    buf_puts(b, "{\"label\":");
     jsonb_string(b, c->label, strlen(c->label));
-    jsonb_raw(b, ",\"flags\":");
+    buf_puts(b, ",\"flags\":");
     jsonb_string(b, flags, strlen(flags));
-    jsonb_printf(b,
-                 ",\"chunk_waste_pct\":%.2f,\"chunk_waste_bytes\":%llu,\"page_slack_bytes\":%llu,"
-                 "\"memory_bytes\":%llu,\"items_held\":%llu,\"bytes_held\":%llu,"
-                 "\"evictions\":%llu,\"vs_current\":\"%s\",\"over_limit\":%s,\"recommended\":%s}",
-                 k->chunk_bytes ? 100.0 * (double)k->chunk_waste / (double)k->chunk_bytes : 0,
-                 (unsigned long long)k->chunk_waste, (unsigned long long)k->page_slack,
-                 (unsigned long long)k->malloced, (unsigned long long)k->items,
-                 (unsigned long long)k->requested, (unsigned long long)k->evictions,
-                 c->vs_current > 0   ? "better"
-                 : c->vs_current < 0 ? "worse"
-                                     : "same",
-                 c->over_limit ? "true" : "false", recommended ? "true" : "false");
+    buf_printf(b,
+               ",\"chunk_waste_pct\":%.2f,\"chunk_waste_bytes\":%llu,\"page_slack_bytes\":%llu,"
+               "\"memory_bytes\":%llu,\"items_held\":%llu,\"bytes_held\":%llu,"
+               "\"evictions\":%llu,\"vs_current\":\"%s\",\"over_limit\":%s,\"recommended\":%s}",
+               k->chunk_bytes ? 100.0 * (double)k->chunk_waste / (double)k->chunk_bytes : 0,
+               (unsigned long long)k->chunk_waste, (unsigned long long)k->page_slack,
+               (unsigned long long)k->malloced, (unsigned long long)k->items,
+               (unsigned long long)k->requested, (unsigned long long)k->evictions,
+               c->vs_current > 0   ? "better"
+               : c->vs_current < 0 ? "worse"
+                                   : "same",
+               c->over_limit ? "true" : "false", recommended ? "true" : "false");
 }
 
 /* The answer for w, computed (worker thread); NULL when out of memory or
@@ -1261,26 +1260,26 @@ static char *advice_compute(struct advice_work *w, double *secs)
     struct prediction *r = w->r;
     struct capacity_seq seq;
     struct advise_candidate *c = calloc(ADVISE_MAX_CANDIDATES, sizeof *c);
-    struct jsonb b;
+    struct buf b;
     size_t n = 0;
     int64_t t0 = mono_ns();
     char why[PREDICT_WHY_MAX + 64], err[512];
     capacity_seq_init(&seq);
-    jsonb_init(&b);
+    buf_init(&b, JSONB_MAX);
     int rec = -1, rd = 0;
     if (c && !w->from_agg) {
         rd = advice_read_rows(w, &seq, err, sizeof err);
         if (rd) { /* the answer says why there is none */
-            jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)w->run_id,
-                         rd > 0 ? "NO DATA" : "NOT COMPUTED");
+            buf_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)w->run_id,
+                       rd > 0 ? "NO DATA" : "NOT COMPUTED");
             if (rd > 0)
                 snprintf(err, sizeof err, "the run left no items to size");
             jsonb_string(&b, err, strlen(err));
-            jsonb_raw(&b, ",\"basis\":\"rows\",\"current\":null,\"candidates\":[]}\n");
+            buf_puts(&b, ",\"basis\":\"rows\",\"current\":null,\"candidates\":[]}\n");
             capacity_seq_free(&seq);
             free(c);
             *secs = (double)(mono_ns() - t0) / 1e9;
-            return advice_stopped(w->q) ? (jsonb_free(&b), NULL) : jsonb_take(&b);
+            return advice_stopped(w->q) ? (buf_free(&b), NULL) : buf_take(&b);
         }
     }
     if (c && (!w->from_agg || !advise_seq_from_hist(&r->live, r->settings.use_cas, &seq)))
@@ -1289,7 +1288,7 @@ static char *advice_compute(struct advice_work *w, double *secs)
                             SLAB_MODEL_MAX_CLASSES, c, &n, advice_on_progress, w);
     *secs = (double)(mono_ns() - t0) / 1e9;
     if (rec < 0) {
-        jsonb_free(&b);
+        buf_free(&b);
         capacity_seq_free(&seq);
         free(c);
         return NULL;
@@ -1305,32 +1304,32 @@ static char *advice_compute(struct advice_work *w, double *secs)
         snprintf(why, sizeof why, "%d classes differ from memcached's counters", diff);
     else
         snprintf(why, sizeof why, "every class matches memcached's own counters");
-    jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)w->run_id, verdict);
+    buf_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)w->run_id, verdict);
     jsonb_string(&b, why, strlen(why));
     /* how it was obtained */
-    jsonb_printf(&b, ",\"basis\":\"%s\",\"basis_why\":", w->from_agg ? "aggregates" : "rows");
+    buf_printf(&b, ",\"basis\":\"%s\",\"basis_why\":", w->from_agg ? "aggregates" : "rows");
     jsonb_string(&b, w->basis_why, strlen(w->basis_why));
-    jsonb_printf(&b, ",\"writes_seen\":%lld,\"rows_used\":%lld,", (long long)w->writes,
-                 w->from_agg ? 0 : (long long)r->rows);
+    buf_printf(&b, ",\"writes_seen\":%lld,\"rows_used\":%lld,", (long long)w->writes,
+               w->from_agg ? 0 : (long long)r->rows);
     if (w->from_agg)
-        jsonb_printf(&b,
-                     "\"aggregates\":{\"stored\":%llu,\"deletes\":%llu,\"live\":%llu,"
-                     "\"exact\":%s,\"live_from\":\"%s\"},",
-                     (unsigned long long)w->agg.stored, (unsigned long long)w->agg.deletes,
-                     (unsigned long long)w->agg.live, w->agg.exact ? "true" : "false",
-                     w->agg.live_by_class     ? "each class's stats items number"
-                     : w->agg.from_curr_items ? "the last sample's curr_items"
-                                              : "stores less deletes");
-    jsonb_printf(&b, "\"live_items\":%llu,\"distinct_sizes\":%zu,\"sequence_writes\":%zu,",
-                 (unsigned long long)r->live_items, r->live.n, seq.n);
-    jsonb_printf(&b, "\"objective\":\"%s\",\"objective_why\":",
-                 w->plan.obj == CAPACITY_OBJ_ITEMS ? "items" : "memory");
+        buf_printf(&b,
+                   "\"aggregates\":{\"stored\":%llu,\"deletes\":%llu,\"live\":%llu,"
+                   "\"exact\":%s,\"live_from\":\"%s\"},",
+                   (unsigned long long)w->agg.stored, (unsigned long long)w->agg.deletes,
+                   (unsigned long long)w->agg.live, w->agg.exact ? "true" : "false",
+                   w->agg.live_by_class     ? "each class's stats items number"
+                   : w->agg.from_curr_items ? "the last sample's curr_items"
+                                            : "stores less deletes");
+    buf_printf(&b, "\"live_items\":%llu,\"distinct_sizes\":%zu,\"sequence_writes\":%zu,",
+               (unsigned long long)r->live_items, r->live.n, seq.n);
+    buf_printf(&b, "\"objective\":\"%s\",\"objective_why\":",
+               w->plan.obj == CAPACITY_OBJ_ITEMS ? "items" : "memory");
     jsonb_string(&b, w->plan.why, strlen(w->plan.why));
-    jsonb_printf(&b, ",\"memory_limit_bytes\":%llu,\"max_classes\":%d,\"ladder_source\":",
-                 (unsigned long long)w->plan.mem_limit, SLAB_MODEL_MAX_CLASSES);
+    buf_printf(&b, ",\"memory_limit_bytes\":%llu,\"max_classes\":%d,\"ladder_source\":",
+               (unsigned long long)w->plan.mem_limit, SLAB_MODEL_MAX_CLASSES);
     const char *ls = ladder_origin_str(r->choice.origin);
     jsonb_string(&b, ls, strlen(ls));
-    jsonb_raw(&b, ",\"ladder_note\":");
+    buf_puts(&b, ",\"ladder_note\":");
     jsonb_string(&b, r->choice.note, strlen(r->choice.note));
     char cmd[1024];
     /* the command that prints the same: its default basis is this one
@@ -1342,23 +1341,23 @@ static char *advice_compute(struct advice_work *w, double *secs)
              !w->hits_default                    ? ""
              : w->plan.obj == CAPACITY_OBJ_ITEMS ? "items"
                                                  : "memory");
-    jsonb_raw(&b, ",\"command\":");
+    buf_puts(&b, ",\"command\":");
     jsonb_string(&b, cmd, strlen(cmd));
-    jsonb_printf(&b, ",\"computed_s\":%.3f,\"regrow_pct\":%d,\"current\":", *secs,
-                 QUERY_ADVICE_REGROW_PCT);
+    buf_printf(&b, ",\"computed_s\":%.3f,\"regrow_pct\":%d,\"current\":", *secs,
+               QUERY_ADVICE_REGROW_PCT);
     advice_candidate_json(&b, &c[0], &w->plan, r->version, rec == 0);
-    jsonb_raw(&b, ",\"recommended\":");
+    buf_puts(&b, ",\"recommended\":");
     advice_candidate_json(&b, &c[rec], &w->plan, r->version, true);
-    jsonb_raw(&b, ",\"candidates\":[");
+    buf_puts(&b, ",\"candidates\":[");
     for (size_t i = 0; i < n; i++) {
         if (i)
-            jsonb_raw(&b, ",");
+            buf_puts(&b, ",");
         advice_candidate_json(&b, &c[i], &w->plan, r->version, (int)i == rec);
     }
-    jsonb_raw(&b, "]}\n");
+    buf_puts(&b, "]}\n");
     capacity_seq_free(&seq);
     free(c);
-    return jsonb_take(&b);
+    return buf_take(&b);
 }
 
 static void advice_work_free(struct advice_work *w)
@@ -1399,14 +1398,14 @@ static void *advice_thread(void *arg)
 /* j's answer: no advice, the verdict and why. */
 static void advice_none(struct query_job *j, const char *verdict, const char *why)
 {
-    struct jsonb b;
-    jsonb_init(&b);
-    jsonb_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)j->run_id, verdict);
+    struct buf b;
+    buf_init(&b, JSONB_MAX);
+    buf_printf(&b, "{\"run_id\":%lld,\"verdict\":\"%s\",\"why\":", (long long)j->run_id, verdict);
     jsonb_string(&b, why, strlen(why));
-    jsonb_raw(&b, ",\"current\":null,\"candidates\":[]}\n");
+    buf_puts(&b, ",\"current\":null,\"candidates\":[]}\n");
     set_error(j, QUERY_OK, NULL);
     json_finish(j, &b);
-    jsonb_free(&b);
+    buf_free(&b);
 }
 
 /* Writer thread: the inputs of run j's advice, read in one budgeted step,
@@ -1568,22 +1567,22 @@ int query_advice_peek(struct query_queue *q, int64_t run_id, char **text, int *r
 #define READS_CLASSES 64            /* class ids 0 (unknown) .. 63 */
 #define READS_MINUTE_NS 60000000000 /* agg_reads counts per minute */
 
-static void json_ratio(struct jsonb *b, int64_t hits, int64_t reads)
+static void json_ratio(struct buf *b, int64_t hits, int64_t reads)
 {
     if (reads > 0)
-        jsonb_printf(b, "%.6f", (double)hits / (double)reads);
+        buf_printf(b, "%.6f", (double)hits / (double)reads);
     else
-        jsonb_raw(b, "null");
+        buf_puts(b, "null");
 }
 
-static void json_chunk(struct jsonb *b, const struct ladder_rows *l, int64_t class_id)
+static void json_chunk(struct buf *b, const struct ladder_rows *l, int64_t class_id)
 {
     for (int i = 0; i < l->n; i++)
         if (l->id[i] == class_id) {
-            jsonb_printf(b, "%lld", (long long)l->chunk[i]);
+            buf_printf(b, "%lld", (long long)l->chunk[i]);
             return;
         }
-    jsonb_raw(b, "null");
+    buf_puts(b, "null");
 }
 
 #define READS_SLICE_MINUTES 1440 /* minutes of agg_reads one step reads (a day) */
@@ -1719,13 +1718,13 @@ static bool reads_slice(struct query_queue *q, sqlite3 *db, struct query_job *j)
 static void answer_reads(sqlite3 *db, struct query_job *j)
 {
     const struct reads_acc *ra = j->ra;
-    struct jsonb b;
+    struct buf b;
     struct ladder_rows l;
     int64_t all[3] = { 0, 0, 0 };
     int64_t *ord = calloc((size_t)ra->nb + 1, sizeof *ord),
             *oth = calloc((size_t)ra->nb + 1, sizeof *oth);
     int order[READS_CLASSES], nl = 0, nb = ra->nb;
-    jsonb_init(&b);
+    buf_init(&b, JSONB_MAX);
     if (!ord || !oth) {
         set_error(j, QUERY_FAILED, "out of memory");
         goto out;
@@ -1744,57 +1743,57 @@ static void answer_reads(sqlite3 *db, struct query_job *j)
         order[i] = c;
     }
     int top = nl < j->p.top ? nl : j->p.top;
-    jsonb_printf(&b, "{\"run_id\":%lld,\"bucket_ns\":%lld,\"t\":[", (long long)j->run_id,
-                 (long long)(ra->width * READS_MINUTE_NS));
+    buf_printf(&b, "{\"run_id\":%lld,\"bucket_ns\":%lld,\"t\":[", (long long)j->run_id,
+               (long long)(ra->width * READS_MINUTE_NS));
     for (int k = 0; k < nb; k++)
-        jsonb_printf(&b, "%s%lld", k ? "," : "",
-                     (long long)((ra->lo + k * ra->width) * READS_MINUTE_NS));
-    jsonb_printf(&b, "],\"total\":{\"reads\":%lld,\"hits\":%lld,\"misses\":%lld,\"hit_ratio\":",
-                 (long long)all[0], (long long)all[1], (long long)all[2]);
+        buf_printf(&b, "%s%lld", k ? "," : "",
+                   (long long)((ra->lo + k * ra->width) * READS_MINUTE_NS));
+    buf_printf(&b, "],\"total\":{\"reads\":%lld,\"hits\":%lld,\"misses\":%lld,\"hit_ratio\":",
+               (long long)all[0], (long long)all[1], (long long)all[2]);
     json_ratio(&b, all[1], all[0]);
-    jsonb_raw(&b, "},\"classes\":[");
+    buf_puts(&b, "},\"classes\":[");
     for (int c = 0, first = 1; c < READS_CLASSES; c++) {
         if (!ra->seen[c])
             continue;
-        jsonb_printf(&b, "%s{\"class_id\":%d,\"chunk_size\":", first ? "" : ",", c);
+        buf_printf(&b, "%s{\"class_id\":%d,\"chunk_size\":", first ? "" : ",", c);
         json_chunk(&b, &l, c);
-        jsonb_printf(&b, ",\"reads\":%lld,\"hits\":%lld,\"misses\":%lld,\"hit_ratio\":",
-                     (long long)ra->tot[c][0], (long long)ra->tot[c][1], (long long)ra->tot[c][2]);
+        buf_printf(&b, ",\"reads\":%lld,\"hits\":%lld,\"misses\":%lld,\"hit_ratio\":",
+                   (long long)ra->tot[c][0], (long long)ra->tot[c][1], (long long)ra->tot[c][2]);
         json_ratio(&b, ra->tot[c][1], ra->tot[c][0]);
-        jsonb_raw(&b, "}");
+        buf_puts(&b, "}");
         first = 0;
     }
-    jsonb_raw(&b, "],\"lines\":[");
+    buf_puts(&b, "],\"lines\":[");
     for (int i = 0; i < top; i++) {
         int c = order[i];
-        jsonb_printf(&b, "%s{\"class_id\":%d,\"chunk_size\":", i ? "," : "", c);
+        buf_printf(&b, "%s{\"class_id\":%d,\"chunk_size\":", i ? "," : "", c);
         json_chunk(&b, &l, c);
-        jsonb_raw(&b, ",\"reads\":[");
+        buf_puts(&b, ",\"reads\":[");
         jsonb_int64s(&b, ra->rd + (size_t)c * nb, (size_t)nb);
-        jsonb_raw(&b, "],\"hits\":[");
+        buf_puts(&b, "],\"hits\":[");
         jsonb_int64s(&b, ra->ht + (size_t)c * nb, (size_t)nb);
-        jsonb_raw(&b, "]}");
+        buf_puts(&b, "]}");
     }
     if (nl > top) {
-        jsonb_printf(&b, "%s{\"class_id\":null,\"chunk_size\":null,\"other_classes\":[",
-                     top ? "," : "");
+        buf_printf(&b, "%s{\"class_id\":null,\"chunk_size\":null,\"other_classes\":[",
+                   top ? "," : "");
         for (int i = top; i < nl; i++) {
-            jsonb_printf(&b, "%s%d", i > top ? "," : "", order[i]);
+            buf_printf(&b, "%s%d", i > top ? "," : "", order[i]);
             for (int k = 0; k < nb; k++) {
                 ord[k] += ra->rd[(size_t)order[i] * nb + k];
                 oth[k] += ra->ht[(size_t)order[i] * nb + k];
             }
         }
-        jsonb_raw(&b, "],\"reads\":[");
+        buf_puts(&b, "],\"reads\":[");
         jsonb_int64s(&b, ord, (size_t)nb);
-        jsonb_raw(&b, "],\"hits\":[");
+        buf_puts(&b, "],\"hits\":[");
         jsonb_int64s(&b, oth, (size_t)nb);
-        jsonb_raw(&b, "]}");
+        buf_puts(&b, "]}");
     }
-    jsonb_raw(&b, "]}\n");
+    buf_puts(&b, "]}\n");
     json_finish(j, &b);
 out:
-    jsonb_free(&b);
+    buf_free(&b);
     free(ord);
     free(oth);
 }
@@ -1831,14 +1830,14 @@ static void answer_reports(struct query_queue *q, sqlite3 *db, struct query_job 
 {
     static const char *const keys[2] = { "hits_advice", "hits_mrc" };
     sqlite3_stmt *st;
-    struct jsonb b, val[2];
+    struct buf b, val[2];
     bool have[2] = { false, false };
     int rc;
     const char *path = sqlite3_db_filename(db, "main");
     char *file = shell_word(path && *path ? path : "FILE");
-    jsonb_init(&b);
-    jsonb_init(&val[0]);
-    jsonb_init(&val[1]);
+    buf_init(&b, JSONB_MAX);
+    buf_init(&val[0], JSONB_MAX);
+    buf_init(&val[1], JSONB_MAX);
     if (!file) {
         set_error(j, QUERY_FAILED, "out of memory");
         goto out;
@@ -1855,39 +1854,39 @@ static void answer_reports(struct query_queue *q, sqlite3 *db, struct query_job 
             n--;
         if (!v || n <= 0)
             continue;
-        jsonb_write(&val[i], v, (size_t)n);
+        buf_append(&val[i], v, (size_t)n);
         have[i] = true;
     }
     if (sql_done(q, db, st, rc, j))
         goto out;
-    jsonb_printf(&b, "{\"run_id\":%lld", (long long)j->run_id);
+    buf_printf(&b, "{\"run_id\":%lld", (long long)j->run_id);
     for (int i = 0; i < 2; i++) {
-        jsonb_printf(&b, ",\"%s\":", keys[i]);
+        buf_printf(&b, ",\"%s\":", keys[i]);
         if (have[i] && !val[i].failed)
-            jsonb_write(&b, val[i].data, val[i].len);
+            buf_append(&b, val[i].data, val[i].len);
         else
-            jsonb_raw(&b, "null");
+            buf_puts(&b, "null");
     }
     char cmd[2][512];
     snprintf(cmd[0], sizeof cmd[0], " --run %lld --objective hits --save", (long long)j->run_id);
     snprintf(cmd[1], sizeof cmd[1], " --run %lld --save", (long long)j->run_id);
     for (int i = 0; i < 2; i++) {
-        jsonb_printf(&b, "%s\"%s\":", i ? "," : ",\"commands\":{", keys[i]);
-        struct jsonb c;
-        jsonb_init(&c);
-        jsonb_printf(&c, "slabtap model %s --db %s%s", i ? "mrc" : "advise", file, cmd[i]);
+        buf_printf(&b, "%s\"%s\":", i ? "," : ",\"commands\":{", keys[i]);
+        struct buf c;
+        buf_init(&c, JSONB_MAX);
+        buf_printf(&c, "slabtap model %s --db %s%s", i ? "mrc" : "advise", file, cmd[i]);
         if (c.failed)
             b.failed = true;
         else
             jsonb_string(&b, c.data, c.len);
-        jsonb_free(&c);
+        buf_free(&c);
     }
-    jsonb_raw(&b, "}}\n");
+    buf_puts(&b, "}}\n");
     json_finish(j, &b);
 out:
-    jsonb_free(&b);
-    jsonb_free(&val[0]);
-    jsonb_free(&val[1]);
+    buf_free(&b);
+    buf_free(&val[0]);
+    buf_free(&val[1]);
     free(file);
 }
 
@@ -2044,18 +2043,18 @@ void query_close(struct query_queue *q)
 char *query_runs_json(sqlite3 *db, int64_t skip, size_t max)
 {
     sqlite3_stmt *st;
-    struct jsonb b;
-    jsonb_init(&b);
-    jsonb_raw(&b, "");
+    struct buf b;
+    buf_init(&b, JSONB_MAX);
+    buf_puts(&b, "");
     if (sqlite3_prepare_v2(db, SQL_RUNS, -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, skip);
         sqlite3_bind_int64(st, 2, (int64_t)max);
         for (int i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
             if (i)
-                jsonb_raw(&b, ",");
-            jsonb_raw(&b, (const char *)sqlite3_column_text(st, 0));
+                buf_puts(&b, ",");
+            buf_puts(&b, (const char *)sqlite3_column_text(st, 0));
         }
         sqlite3_finalize(st);
     }
-    return jsonb_take(&b);
+    return buf_take(&b);
 }

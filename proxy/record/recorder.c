@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/buf.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "record/dblock.h"
@@ -1032,19 +1033,14 @@ out:
 
 static void rec_stash(struct recorder *r, const struct rec_row *row)
 {
-    if (r->stash_count == r->stash_cap) {
-        /* bounded by what one read callback can produce before the proxy
-         * pauses every connection; grows once, then is reused */
-        size_t ncap = r->stash_cap ? r->stash_cap * 2 : 1024;
-        struct rec_row *n = realloc(r->stash, ncap * sizeof *n);
-        if (!n) {
-            r->dropped++;
-            log_throttled(&r->stash_throttle, LOG_LEVEL_ERROR, NULL,
-                          "recorder: out of memory for %zu stashed rows; a row was dropped", ncap);
-            return;
-        }
-        r->stash = n;
-        r->stash_cap = ncap;
+    /* bounded by what one read callback can produce before the proxy
+     * pauses every connection; grows to that, then is reused */
+    if (!BUF_GROW(r->stash, r->stash_cap, r->stash_count + 1)) {
+        r->dropped++;
+        log_throttled(&r->stash_throttle, LOG_LEVEL_ERROR, NULL,
+                      "recorder: out of memory for %zu stashed rows; a row was dropped",
+                      r->stash_count + 1);
+        return;
     }
     r->stash[r->stash_count++] = *row;
 }

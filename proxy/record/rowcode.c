@@ -2,118 +2,35 @@
  * format). Pure: no I/O, no lookups. */
 #include "record/rowcode.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static void rb_put(struct rowcode_buf *b, const char *d, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->max && b->len + n + 1 > b->max) {
-        b->failed = true;
-        return;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 256;
-        while (nc < b->len + n + 1)
-            nc *= 2;
-        char *p = realloc(b->p, nc);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, d, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
+#include "core/jsonb.h"
 
 /* ,"key": -- the first key opens the object */
-static void rb_key(struct rowcode_buf *b, const char *key)
+static void rb_key(struct buf *b, const char *key)
 {
-    rb_put(b, b->len ? ",\"" : "{\"", 2);
-    rb_put(b, key, strlen(key));
-    rb_put(b, "\":", 2);
+    buf_puts(b, b->len ? ",\"" : "{\"");
+    buf_puts(b, key);
+    buf_puts(b, "\":");
 }
 
-static void rb_int(struct rowcode_buf *b, const char *key, bool has, int64_t v)
+static void rb_int(struct buf *b, const char *key, bool has, int64_t v)
 {
-    char num[32];
     rb_key(b, key);
     if (has)
-        rb_put(b, num, (size_t)snprintf(num, sizeof num, "%lld", (long long)v));
+        buf_printf(b, "%lld", (long long)v);
     else
-        rb_put(b, "null", 4);
+        buf_puts(b, "null");
 }
 
-size_t rowcode_utf8_seq(const unsigned char *p, size_t n)
-{
-    unsigned c = p[0];
-    if (c >= 0x01 && c < 0x80)
-        return 1;
-    size_t len;
-    unsigned min;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        min = 0x10000;
-    } else {
-        return 0; /* NUL, a continuation byte, or never valid */
-    }
-    if (len > n)
-        return 0;
-    unsigned cp = c & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
-/* A JSON string: '"', '\' and control bytes escaped; the rest as bytes
- * (ROWCODE_TEXT_BYTES) or as valid UTF-8, U+FFFD for each other byte. */
-static void rb_text(struct rowcode_buf *b, const char *key, const char *s, size_t n,
-                    enum rowcode_text mode)
+/* A JSON string, or null: escaped as the store keeps it (core/escape's
+ * JSON_ESC_STORE_*). */
+static void rb_text(struct buf *b, const char *key, const char *s, size_t n, enum rowcode_text mode)
 {
     rb_key(b, key);
-    if (!s) {
-        rb_put(b, "null", 4);
-        return;
-    }
-    rb_put(b, "\"", 1);
-    const unsigned char *p = (const unsigned char *)s;
-    size_t from = 0;
-    for (size_t i = 0; i < n;) {
-        size_t k = mode == ROWCODE_TEXT_UTF8 ? rowcode_utf8_seq(p + i, n - i) : 1;
-        bool esc = k == 1 && (p[i] < 0x20 || p[i] == '"' || p[i] == '\\');
-        if (k && !esc) {
-            i += k;
-            continue;
-        }
-        char e[8];
-        rb_put(b, s + from, i - from);
-        if (!k)
-            rb_put(b, "\\ufffd", 6);
-        else if (p[i] == '"' || p[i] == '\\')
-            rb_put(b, (const char[]){ '\\', (char)p[i] }, 2);
-        else
-            rb_put(b, e, (size_t)snprintf(e, sizeof e, "\\u%04x", p[i]));
-        i++;
-        from = i;
-    }
-    rb_put(b, s + from, n - from);
-    rb_put(b, "\"", 1);
+    if (!s)
+        buf_puts(b, "null");
+    else
+        jsonb_string_as(b, s, n,
+                        mode == ROWCODE_TEXT_UTF8 ? JSON_ESC_STORE_UTF8 : JSON_ESC_STORE_BYTES);
 }
 
 static int bitlen(uint64_t v)
@@ -121,7 +38,7 @@ static int bitlen(uint64_t v)
     return v ? 64 - __builtin_clzll(v) : 0;
 }
 
-int rowcode_encode(const struct rowcode_in *r, enum rowcode_text text, struct rowcode_buf *j,
+int rowcode_encode(const struct rowcode_in *r, enum rowcode_text text, struct buf *j,
                    struct rowcode_out *out)
 {
     bool esc_key_len = false, esc_class = false, esc_vlen = false, esc_lat = false;
@@ -174,8 +91,7 @@ int rowcode_encode(const struct rowcode_in *r, enum rowcode_text text, struct ro
         fe = (r->flags.has ? (uint64_t)r->flags.v << 32 : 0) |
              (r->exptime.has ? (uint32_t)r->exptime.v : 0);
 
-    j->len = 0;
-    j->failed = false;
+    buf_reset(j);
     bool json = !fe_ok || esc_key_len || esc_class || esc_vlen || esc_lat || esc_answer;
     if (json) {
         if (!fe_ok || fe) {
@@ -196,7 +112,7 @@ int rowcode_encode(const struct rowcode_in *r, enum rowcode_text text, struct ro
             rb_int(j, "latency_ns", true, r->latency_ns.v);
         if (esc_class)
             rb_int(j, "class_id", true, r->class_id.v);
-        rb_put(j, "}", 1);
+        buf_puts(j, "}");
         if (j->failed)
             return -1;
     }
@@ -205,11 +121,4 @@ int rowcode_encode(const struct rowcode_in *r, enum rowcode_text text, struct ro
     out->fe = json ? 0 : (int64_t)fe;
     out->json = json;
     return 0;
-}
-
-void rowcode_buf_free(struct rowcode_buf *b)
-{
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
 }

@@ -6,7 +6,7 @@
  * Owns the bit layout and the JSON of extra, for both stores (store.c,
  * pgstore.c): one encoder, so SQLite and PostgreSQL can never disagree on
  * what a row means. Must never look anything up (dictionary ids come in
- * resolved), allocate beyond the caller's rowcode_buf, or print: a row that
+ * resolved), allocate beyond the caller's buf, or print: a row that
  * cannot be encoded returns -1 for the caller to report. */
 #ifndef SLABTAP_ROWCODE_H
 #define SLABTAP_ROWCODE_H
@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "core/buf.h"
 
 /* what the packed column `op` has room for */
 #define ROWCODE_KEY_LEN_MAX 255
@@ -44,27 +46,16 @@ struct rowcode_in {
  * U+FFFD (PostgreSQL's jsonb takes nothing else). */
 enum rowcode_text { ROWCODE_TEXT_BYTES, ROWCODE_TEXT_UTF8 };
 
-/* extra's JSON: grows up to max bytes (0: no bound), reused row after row. */
-struct rowcode_buf {
-    char *p;
-    size_t len, cap, max;
-    bool failed;
-};
-
 struct rowcode_out {
     int64_t op, sizes;
     int64_t fe; /* flags << 32 | exptime, when !json (0: both 0) */
     bool json;  /* extra is the JSON in the buffer (else fe, or NULL) */
 };
 
-/* Encodes in into out (and extra's JSON into buf when out->json): 0, or -1
- * when the JSON did not fit buf (out of memory, or past buf->max). */
-int rowcode_encode(const struct rowcode_in *in, enum rowcode_text text, struct rowcode_buf *buf,
+/* Encodes in into out (and extra's JSON into buf, emptied first, when
+ * out->json): 0, or -1 when the JSON did not fit buf (out of memory, or
+ * past its max). buf is the caller's, reused row after row. */
+int rowcode_encode(const struct rowcode_in *in, enum rowcode_text text, struct buf *buf,
                    struct rowcode_out *out);
-void rowcode_buf_free(struct rowcode_buf *buf);
-
-/* Length of the valid UTF-8 sequence at p (n bytes left; never NUL), 0 when
- * it is not one. */
-size_t rowcode_utf8_seq(const unsigned char *p, size_t n);
 
 #endif

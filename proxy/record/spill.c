@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/buf.h"
 #include "record/recorder.h"
 #include "record/row.h"
 
@@ -19,43 +20,17 @@
 
 /* --- writing ------------------------------------------------------------------ */
 
-struct wbuf {
-    unsigned char *p;
-    size_t len, cap;
-    bool failed;
-};
-
-static void w_put(struct wbuf *b, const void *d, size_t n)
+static void w_u32(struct buf *b, uint32_t v)
 {
-    if (b->failed)
-        return;
-    if (b->len + n > b->cap) {
-        size_t nc = b->cap ? b->cap : 65536;
-        while (nc < b->len + n)
-            nc *= 2;
-        unsigned char *p = realloc(b->p, nc);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->p = p;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, d, n);
-    b->len += n;
+    buf_append(b, &v, sizeof v);
 }
 
-static void w_u32(struct wbuf *b, uint32_t v)
+static void w_i64(struct buf *b, int64_t v)
 {
-    w_put(b, &v, sizeof v);
+    buf_append(b, &v, sizeof v);
 }
 
-static void w_i64(struct wbuf *b, int64_t v)
-{
-    w_put(b, &v, sizeof v);
-}
-
-static void w_text(struct wbuf *b, const char *s)
+static void w_text(struct buf *b, const char *s)
 {
     if (!s) {
         w_u32(b, NO_TEXT);
@@ -63,20 +38,20 @@ static void w_text(struct wbuf *b, const char *s)
     }
     size_t n = strlen(s);
     w_u32(b, (uint32_t)n);
-    w_put(b, s, n);
+    buf_append(b, s, n);
 }
 
-static void w_row(struct wbuf *b, const struct rec_row *r)
+static void w_row(struct buf *b, const struct rec_row *r)
 {
-    w_put(b, r, ROW_FIXED);
+    buf_append(b, r, ROW_FIXED);
     uint8_t alen = (uint8_t)strnlen(r->answer, sizeof r->answer - 1);
-    w_put(b, &alen, 1);
-    w_put(b, r->answer, alen);
+    buf_append(b, &alen, 1);
+    buf_append(b, r->answer, alen);
     if (r->key_text_len > 0)
-        w_put(b, r->key_text, (size_t)r->key_text_len);
+        buf_append(b, r->key_text, (size_t)r->key_text_len);
 }
 
-static void w_job(struct wbuf *b, const struct rec_job *j)
+static void w_job(struct buf *b, const struct rec_job *j)
 {
     w_u32(b, (uint32_t)j->kind);
     w_i64(b, j->t_ns);
@@ -356,7 +331,9 @@ enum spill_put_result spill_put(struct spill *sp, int64_t run_id, int64_t batch_
                                 const struct rec_row *rows, size_t n, const struct rec_job *jobs,
                                 char *err, size_t errlen)
 {
-    struct wbuf b = { 0 };
+    struct buf b;
+    buf_init(&b, BUF_UNBOUNDED);
+    buf_reserve(&b, 8 + n * (ROW_FIXED + 64)); /* one block for the usual batch */
     uint64_t writes = 0;
     uint32_t njobs = 0;
     for (const struct rec_job *j = jobs; j; j = j->next)
@@ -370,12 +347,12 @@ enum spill_put_result spill_put(struct spill *sp, int64_t run_id, int64_t batch_
     for (const struct rec_job *j = jobs; j; j = j->next)
         w_job(&b, j);
     if (b.failed) {
-        free(b.p);
+        buf_free(&b);
         snprintf(err, errlen, "spill %s: out of memory for a batch of %zu rows", sp->path, n);
         return SPILL_ERROR;
     }
     if (sp->bytes + b.len > sp->max_bytes) {
-        free(b.p);
+        buf_free(&b);
         return SPILL_FULL;
     }
     sqlite3_reset(sp->ins);
@@ -384,11 +361,12 @@ enum spill_put_result spill_put(struct spill *sp, int64_t run_id, int64_t batch_
     sqlite3_bind_int64(sp->ins, 3, (int64_t)n);
     sqlite3_bind_int64(sp->ins, 4, (int64_t)writes);
     sqlite3_bind_int64(sp->ins, 5, (int64_t)b.len);
-    sqlite3_bind_blob64(sp->ins, 6, b.p, b.len, SQLITE_STATIC);
+    sqlite3_bind_blob64(sp->ins, 6, b.data, b.len, SQLITE_STATIC);
     int rc = sqlite3_step(sp->ins);
     sqlite3_reset(sp->ins);
     sqlite3_clear_bindings(sp->ins);
-    free(b.p);
+    size_t bytes = b.len;
+    buf_free(&b);
     if (rc != SQLITE_DONE) {
         sp_fail(sp, "writing a batch", err, errlen);
         return SPILL_ERROR;
@@ -396,7 +374,7 @@ enum spill_put_result spill_put(struct spill *sp, int64_t run_id, int64_t batch_
     sp->batches++;
     sp->rows += n;
     sp->writes += writes;
-    sp->bytes += b.len;
+    sp->bytes += bytes;
     return SPILL_OK;
 }
 

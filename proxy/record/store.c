@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/buf.h"
 #include "core/clock.h"
+#include "core/jsonb.h"
 #include "core/keyfmt.h"
 #include "core/log.h"
 #include "protocol/mc_parse.h"
@@ -56,8 +58,7 @@ struct sdict_ent {
 struct sdict {
     struct sdict_ent *slots;
     size_t nslots, n, max;
-    char *arena;
-    size_t arena_len, arena_cap;
+    struct buf arena; /* the texts, back to back (offsets are uint32_t) */
 };
 
 static int64_t sdict_find(const struct sdict *d, const char *text, size_t len, uint64_t h)
@@ -68,7 +69,7 @@ static int64_t sdict_find(const struct sdict *d, const char *text, size_t len, u
         const struct sdict_ent *e = &d->slots[i];
         if (!e->id)
             return 0;
-        if (e->hash == h && e->len == len && (!len || !memcmp(d->arena + e->off, text, len)))
+        if (e->hash == h && e->len == len && (!len || !memcmp(d->arena.data + e->off, text, len)))
             return e->id;
     }
 }
@@ -98,22 +99,11 @@ static int sdict_add(struct sdict *d, const char *text, size_t len, uint64_t h, 
         d->slots = slots;
         d->nslots = ns;
     }
-    if (d->arena_len + len > d->arena_cap) {
-        size_t nc = d->arena_cap ? d->arena_cap : 4096;
-        while (nc < d->arena_len + len)
-            nc *= 2;
-        char *a = realloc(d->arena, nc);
-        if (!a || nc > UINT32_MAX)
-            return a ? (d->arena = a, -1) : -1;
-        d->arena = a;
-        d->arena_cap = nc;
-    }
-    if (len) /* an empty text (a key with no prefix) has no bytes, maybe no arena */
-        memcpy(d->arena + d->arena_len, text, len);
     struct sdict_ent e = {
-        .hash = h, .id = id, .off = (uint32_t)d->arena_len, .len = (uint32_t)len
+        .hash = h, .id = id, .off = (uint32_t)d->arena.len, .len = (uint32_t)len
     };
-    d->arena_len += len;
+    if (buf_append(&d->arena, text, len))
+        return -1;
     sdict_place(d->slots, d->nslots, &e);
     d->n++;
     return 0;
@@ -124,14 +114,15 @@ static void sdict_clear(struct sdict *d)
     if (d->slots)
         memset(d->slots, 0, d->nslots * sizeof *d->slots);
     d->n = 0;
-    d->arena_len = 0;
+    buf_reset(&d->arena);
 }
 
 static void sdict_free(struct sdict *d)
 {
     free(d->slots);
-    free(d->arena);
-    memset(d, 0, sizeof *d);
+    buf_free(&d->arena);
+    d->slots = NULL;
+    d->nslots = d->n = 0;
 }
 
 /* A compact write, bound to the next multi-row INSERT. key: the text when
@@ -147,6 +138,18 @@ struct pending_ref {
     int64_t run, seq;
     const struct rec_row *row;
 };
+
+/* Appends row to a batch's pending rows (an array that grows to the batch
+ * size once, then is reused): 0, or -1 out of memory. */
+static int pending_add(struct pending_ref **pending, size_t *n, size_t *cap, int64_t run_id,
+                       const struct rec_row *row)
+{
+    if (!BUF_GROW(*pending, *cap, *n + 1))
+        return -1;
+    (*pending)[(*n)++] =
+        (struct pending_ref){ run_id, row->seq > INT64_MAX ? INT64_MAX : (int64_t)row->seq, row };
+    return 0;
+}
 
 /* --- reads (REC_ROW_READ; schema.sql: read_rows, the view reads) ----------------- */
 
@@ -209,7 +212,7 @@ struct store_writes {
     bool arr_known;
     int64_t arr_rid, arr_dt, arr_conn; /* arr_rid -1: the run has none */
     int64_t max_rid;                   /* the run's highest write rowid; -1: not loaded */
-    struct rowcode_buf json;           /* extra's JSON (record/rowcode.h) */
+    struct buf json;                   /* extra's JSON (record/rowcode.h) */
     /* the batch's writes, written at store_commit in (run, seq) order so
      * that pages fill up in rowid order */
     struct pending_ref *pending;
@@ -670,7 +673,7 @@ static int put_write(struct store *s, int64_t run_id, const struct wr *r, char *
                              .class_id = STORE_OPT(r->class_id),
                              .latency_exact = r->latency_exact };
 #undef STORE_OPT
-    struct rowcode_buf *j = &w->json;
+    struct buf *j = &w->json;
     struct rowcode_out enc;
     if (rowcode_encode(&in, ROWCODE_TEXT_BYTES, j, &enc)) {
         snprintf(err, errlen, "%s: out of memory encoding a write", s->path);
@@ -701,7 +704,7 @@ static int put_write(struct store *s, int64_t run_id, const struct wr *r, char *
         return store_fail(s, "inserting writes", err, errlen);
     bind_staged(w->ins_write, 0, &x);
     if (json)
-        sqlite3_bind_text(w->ins_write, 6, j->p, (int)j->len, SQLITE_STATIC);
+        sqlite3_bind_text(w->ins_write, 6, j->data, (int)j->len, SQLITE_STATIC);
     if (step_reset(w->ins_write))
         return store_fail(s, "inserting a write", err, errlen);
     return 0;
@@ -1118,6 +1121,7 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
     }
     s->w->run_id = s->w->mode_run = -1;
     s->w->max_rid = -1;
+    buf_init(&s->w->json, JSONB_MAX);
     s->w->rd.run_id = -1;
     s->w->rd.max_rid = -1;
     if (wagg_init(&s->w->agg)) {
@@ -1126,6 +1130,8 @@ int store_open(struct store *s, const char *path, char *err, size_t errlen)
     }
     s->w->answers.max = ANSWERS_MAX;
     s->w->prefixes.max = PREFIXES_MAX;
+    buf_init(&s->w->answers.arena, UINT32_MAX);
+    buf_init(&s->w->prefixes.arena, UINT32_MAX);
     /* the one writer: taken before the file is opened (a second proxy must
      * not mark the first one's run crashed) */
     if (dblock_take(&s->lock, path, err, errlen))
@@ -1268,7 +1274,7 @@ void store_close(struct store *s)
         ragg_free(&w->rd.agg);
         free(w->rd.pending);
         wagg_free(&w->agg);
-        free(w->json.p);
+        buf_free(&w->json);
         free(w->pending);
         free(w);
         s->w = NULL;
@@ -1940,35 +1946,19 @@ int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row, ch
     struct store_writes *w = s->w;
     if (row->kind == REC_ROW_READ) {
         struct store_reads *r = &w->rd;
-        if (r->npending == r->pending_cap) {
-            size_t nc = r->pending_cap ? r->pending_cap * 2 : 4096;
-            struct pending_ref *p = realloc(r->pending, nc * sizeof *p);
-            if (!p) {
-                snprintf(err, errlen, "%s: out of memory for a batch of %zu reads", s->path, nc);
-                return -1;
-            }
-            r->pending = p;
-            r->pending_cap = nc;
+        if (pending_add(&r->pending, &r->npending, &r->pending_cap, run_id, row)) {
+            snprintf(err, errlen, "%s: out of memory for a batch of %zu reads", s->path,
+                     r->npending + 1);
+            return -1;
         }
-        r->pending[r->npending++] =
-            (struct pending_ref){ run_id, row->seq > INT64_MAX ? INT64_MAX : (int64_t)row->seq,
-                                  row };
         return 0;
     }
     if (row->kind != REC_ROW_GETS) {
-        if (w->npending == w->pending_cap) {
-            size_t nc = w->pending_cap ? w->pending_cap * 2 : 4096;
-            struct pending_ref *p = realloc(w->pending, nc * sizeof *p);
-            if (!p) {
-                snprintf(err, errlen, "%s: out of memory for a batch of %zu writes", s->path, nc);
-                return -1;
-            }
-            w->pending = p;
-            w->pending_cap = nc;
+        if (pending_add(&w->pending, &w->npending, &w->pending_cap, run_id, row)) {
+            snprintf(err, errlen, "%s: out of memory for a batch of %zu writes", s->path,
+                     w->npending + 1);
+            return -1;
         }
-        w->pending[w->npending++] =
-            (struct pending_ref){ run_id, row->seq > INT64_MAX ? INT64_MAX : (int64_t)row->seq,
-                                  row };
         return 0;
     }
     if (bind_gets(s->ins_gets, run_id, row))

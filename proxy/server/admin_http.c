@@ -14,13 +14,13 @@
 #include <strings.h>
 
 #include "core/addr.h"
+#include "core/buf.h"
 
 #define ADMIN_HTTP_BACKLOG 64
 /* status line + the headers we write; the longest is ~420 bytes with a
  * full Content-Type and Allow */
 #define ADMIN_HTTP_RESPONSE_HEAD_MAX (512 + ADMIN_HTTP_EXTRA_HEADERS_MAX)
 #define ADMIN_HTTP_ALLOW_MAX 128
-#define ADMIN_HTTP_BODY_MIN_CAP 1024
 #define ADMIN_HTTP_DEFAULT_CONTENT_TYPE "text/plain; charset=utf-8"
 #define ADMIN_HTTP_NO_VALUE UINT16_MAX
 
@@ -65,8 +65,7 @@ struct admin_http_conn {
     size_t head_len;
     struct admin_http_header hdr[ADMIN_HTTP_MAX_HEADERS];
     size_t nhdr;
-    char *body; /* grows to ADMIN_HTTP_MAX_BODY_BYTES + NUL */
-    size_t body_len, body_cap;
+    struct buf body; /* grows to ADMIN_HTTP_MAX_BODY_BYTES (+ its NUL) */
     char rbuf[ADMIN_HTTP_READ_CHUNK];
     size_t roff, rlen;        /* rbuf[roff..rlen) not parsed yet (while paused) */
     char peer[ADDR_TEXT_MAX]; /* the client's address, formatted at accept */
@@ -90,11 +89,10 @@ struct admin_http_response {
     char extra[ADMIN_HTTP_EXTRA_HEADERS_MAX]; /* admin_http_add_header's lines */
     size_t extra_len;
     int own_cache_control; /* extra holds a Cache-Control: no default */
-    char *body;
-    size_t len, cap;
-    int answered; /* the handler said something */
-    int broken;   /* too large or invalid: the client gets a 500 */
-    int deferred; /* admin_http_defer: answered later */
+    struct buf body;       /* up to ADMIN_HTTP_MAX_RESPONSE_BYTES (+ a NUL) */
+    int answered;          /* the handler said something */
+    int broken;            /* too large or invalid: the client gets a 500 */
+    int deferred;          /* admin_http_defer: answered later */
     struct admin_http_conn *conn;
 };
 
@@ -281,7 +279,7 @@ static void admin_http_conn_on_closed(uv_handle_t *h)
         if (c->next != NULL)
             c->next->prev = c->prev;
         s->nconns--;
-        free(c->body);
+        buf_free(&c->body);
         free(c);
         admin_http_retry_accept(s);
         admin_http_maybe_closed(s);
@@ -457,6 +455,7 @@ static void admin_http_accept_one(struct admin_http *s)
         admin_http_reject(s);
     } else {
         uv_timer_init(s->loop, &c->timer); /* cannot fail */
+        buf_init(&c->body, ADMIN_HTTP_MAX_BODY_BYTES + 1);
         c->tcp.data = c;
         c->timer.data = c;
         c->handles = 2;
@@ -561,7 +560,7 @@ static void admin_http_conn_send(struct admin_http_conn *c, struct admin_http_re
     } else {
         char length[48] = ""; /* a 304 has no body: no length either */
         if (resp->status != 304)
-            snprintf(length, sizeof length, "Content-Length: %zu\r\n", resp->len);
+            snprintf(length, sizeof length, "Content-Length: %zu\r\n", resp->body.len);
         else
             head_only = 1;
         n = snprintf(w->head, sizeof w->head,
@@ -573,10 +572,9 @@ static void admin_http_conn_send(struct admin_http_conn *c, struct admin_http_re
         /* every field is bounded so n always fits; clamp anyway */
         if (n < 0 || (size_t)n >= sizeof w->head)
             n = (int)sizeof w->head - 1;
-        admin_http_conn_write(c, w, (size_t)n, head_only ? NULL : resp->body,
-                              head_only ? 0 : resp->len);
-        if (!head_only)
-            resp->body = NULL;
+        size_t len = resp->body.len;
+        char *body = head_only ? NULL : buf_take(&resp->body); /* the write owns it */
+        admin_http_conn_write(c, w, (size_t)n, body, body ? len : 0);
     }
 }
 
@@ -596,6 +594,7 @@ static void admin_http_conn_send_continue(struct admin_http_conn *c)
 static void admin_http_response_init(struct admin_http_response *resp)
 {
     memset(resp, 0, sizeof *resp);
+    buf_init(&resp->body, ADMIN_HTTP_MAX_RESPONSE_BYTES + 1);
     resp->status = 200;
     memcpy(resp->content_type, ADMIN_HTTP_DEFAULT_CONTENT_TYPE,
            sizeof ADMIN_HTTP_DEFAULT_CONTENT_TYPE);
@@ -643,7 +642,7 @@ static void admin_http_conn_fail(struct admin_http_conn *c, int status)
     admin_http_response_text(&resp, status,
                              status == 413 ? "request too large\n" : "bad request\n");
     admin_http_conn_send(c, &resp, 0, 0, "");
-    free(resp.body);
+    buf_free(&resp.body);
     admin_http_conn_finish(c);
 }
 
@@ -702,8 +701,8 @@ static int admin_http_request_init(struct admin_http_conn *c, struct admin_http_
     req->method = http_method_str((enum http_method)c->parser.method);
     req->path = "";
     req->query = "";
-    req->body = c->body != NULL ? c->body : "";
-    req->body_len = c->body_len;
+    req->body = c->body.data != NULL ? c->body.data : "";
+    req->body_len = c->body.len;
     req->ud = c->server->ud;
     req->priv = c;
     http_parser_url_init(&u);
@@ -772,7 +771,7 @@ static void admin_http_dispatch(struct admin_http_conn *c)
         admin_http_call(s, c, route, &req, &resp);
         if (resp.deferred) {
             /* no further request is read or answered before this one's */
-            free(resp.body);
+            buf_free(&resp.body);
             c->later_keep_alive = keep_alive;
             c->later_head = c->parser.method == HTTP_HEAD;
             c->paused = 1;
@@ -788,7 +787,7 @@ static void admin_http_dispatch(struct admin_http_conn *c)
         admin_http_response_text(&resp, 404, "not found\n");
     }
     admin_http_conn_send(c, &resp, keep_alive, c->parser.method == HTTP_HEAD, allow);
-    free(resp.body);
+    buf_free(&resp.body);
     c->phase = ADMIN_HTTP_PHASE_HEAD;
     c->head_bytes = 0;
     if (!keep_alive)
@@ -856,9 +855,7 @@ static int admin_http_on_message_begin(http_parser *p)
     c->reject = 0;
     c->head_len = 0;
     c->nhdr = 0;
-    c->body_len = 0;
-    if (c->body != NULL) /* a bodiless request must not see the last one's body */
-        c->body[0] = '\0';
+    buf_reset(&c->body); /* a bodiless request must not see the last one's body */
     return 0;
 }
 
@@ -935,28 +932,14 @@ static int admin_http_on_headers_complete(http_parser *p)
 static int admin_http_on_body(http_parser *p, const char *at, size_t n)
 {
     struct admin_http_conn *c = p->data;
-    size_t need = c->body_len + n + 1, cap = c->body_cap;
-    char *grown = c->body;
     int rc = 0;
 
-    if (n > ADMIN_HTTP_MAX_BODY_BYTES - c->body_len) {
+    if (n > ADMIN_HTTP_MAX_BODY_BYTES - c->body.len) {
         c->reject = 413; /* chunked bodies announce no length */
         rc = -1;
-    } else if (need > cap) {
-        cap = cap < ADMIN_HTTP_BODY_MIN_CAP ? ADMIN_HTTP_BODY_MIN_CAP : cap;
-        while (cap < need)
-            cap *= 2;
-        cap = cap > ADMIN_HTTP_MAX_BODY_BYTES + 1 ? ADMIN_HTTP_MAX_BODY_BYTES + 1 : cap;
-        grown = realloc(c->body, cap);
-        rc = grown == NULL ? -1 : 0;
-        c->reject = grown == NULL ? 500 : 0;
-    }
-    if (rc == 0) {
-        c->body = grown;
-        c->body_cap = cap;
-        memcpy(c->body + c->body_len, at, n);
-        c->body_len += n;
-        c->body[c->body_len] = '\0';
+    } else if (buf_append(&c->body, at, n)) {
+        c->reject = 500;
+        rc = -1;
     }
     return rc;
 }
@@ -1099,26 +1082,13 @@ int admin_http_add_header(struct admin_http_response *resp, const char *name, co
 /* Room for extra more bytes plus the NUL vsnprintf writes. */
 static int admin_http_body_reserve(struct admin_http_response *resp, size_t extra)
 {
-    size_t need = resp->len + extra + 1, cap = resp->cap;
-    char *grown;
     int err = ADMIN_HTTP_OK;
 
     resp->answered = 1;
-    if (resp->broken || extra > ADMIN_HTTP_MAX_RESPONSE_BYTES - resp->len) {
+    if (resp->broken || extra > ADMIN_HTTP_MAX_RESPONSE_BYTES - resp->body.len)
         err = ADMIN_HTTP_ERR_TOO_LARGE;
-    } else if (need > cap) {
-        cap = cap < ADMIN_HTTP_BODY_MIN_CAP ? ADMIN_HTTP_BODY_MIN_CAP : cap;
-        while (cap < need)
-            cap *= 2;
-        cap = cap > ADMIN_HTTP_MAX_RESPONSE_BYTES + 1 ? ADMIN_HTTP_MAX_RESPONSE_BYTES + 1 : cap;
-        grown = realloc(resp->body, cap);
-        if (grown == NULL) {
-            err = ADMIN_HTTP_ERR_NOMEM;
-        } else {
-            resp->body = grown;
-            resp->cap = cap;
-        }
-    }
+    else if (buf_reserve(&resp->body, extra))
+        err = ADMIN_HTTP_ERR_NOMEM;
     resp->broken |= err != ADMIN_HTTP_OK;
     return err;
 }
@@ -1127,10 +1097,8 @@ int admin_http_body_append(struct admin_http_response *resp, const void *data, s
 {
     int err = admin_http_body_reserve(resp, len);
 
-    if (err == ADMIN_HTTP_OK && len > 0) {
-        memcpy(resp->body + resp->len, data, len);
-        resp->len += len;
-    }
+    if (err == ADMIN_HTTP_OK)
+        buf_append(&resp->body, data, len); /* reserved: cannot fail */
     return err;
 }
 
@@ -1150,9 +1118,8 @@ int admin_http_body_printf(struct admin_http_response *resp, const char *fmt, ..
     err = n < 0 ? ADMIN_HTTP_ERR_ARGS : admin_http_body_reserve(resp, (size_t)n);
     if (err == ADMIN_HTTP_OK) {
         va_start(ap, fmt);
-        vsnprintf(resp->body + resp->len, resp->cap - resp->len, fmt, ap);
+        buf_vprintf(&resp->body, fmt, ap); /* reserved: one pass, cannot fail */
         va_end(ap);
-        resp->len += (size_t)n;
     }
     resp->broken |= err != ADMIN_HTTP_OK;
     return err;
@@ -1164,7 +1131,7 @@ int admin_http_respond(struct admin_http_response *resp, int status, const char 
     int err;
 
     resp->broken = 0; /* a whole answer replaces a half-built one */
-    resp->len = 0;
+    buf_reset(&resp->body);
     err = admin_http_set_status(resp, status, content_type);
     if (err == ADMIN_HTTP_OK)
         err = admin_http_body_append(resp, body, len);
@@ -1200,7 +1167,7 @@ int admin_http_answer_later(struct admin_http *s, uint64_t token, int status,
     if (rc != ADMIN_HTTP_OK)
         admin_http_response_text(&resp, 500, "answer too large or invalid\n");
     admin_http_conn_send(c, &resp, c->later_keep_alive, c->later_head, "");
-    free(resp.body);
+    buf_free(&resp.body);
     if (!c->later_keep_alive) {
         admin_http_conn_finish(c);
     } else if (!c->closing) {

@@ -32,14 +32,14 @@ static struct rec_job *job_new(enum rec_job_kind kind, int64_t t_ns)
 static struct rec_job *sample_job(struct app *a, const struct stats_sample *s, bool final)
 {
     struct rec_job *j = job_new(REC_JOB_SAMPLE, s->t_ns);
-    struct jsonb b;
+    struct buf b;
     if (!j)
         return NULL;
     j->phase_id = atomic_load(&a->phase_id);
     j->final = final;
-    jsonb_init(&b);
+    buf_init(&b, JSONB_MAX);
     stats_json_object(&b, &s->stats);
-    j->text = jsonb_take(&b);
+    j->text = buf_take(&b);
     j->class_ids = calloc(s->n_classes ? s->n_classes : 1, sizeof *j->class_ids);
     j->class_json = calloc(s->n_classes ? s->n_classes : 1, sizeof *j->class_json);
     if (!j->text || !j->class_ids || !j->class_json)
@@ -49,7 +49,7 @@ static struct rec_job *sample_job(struct app *a, const struct stats_sample *s, b
         if (!kv || j->nclasses == s->n_classes)
             continue;
         stats_json_object(&b, kv);
-        j->class_json[j->nclasses] = jsonb_take(&b);
+        j->class_json[j->nclasses] = buf_take(&b);
         if (!j->class_json[j->nclasses])
             goto fail;
         j->class_ids[j->nclasses++] = id;
@@ -80,21 +80,21 @@ static void meta_job(struct app *a, int64_t t_ns, const char *key, char *value)
 static char *ladder_json(const struct app *a)
 {
     const struct ladder_choice *c = &a->ladder_choice;
-    struct jsonb b;
+    struct buf b;
     char flags[1024];
     ladder_choice_flags(c, flags, sizeof flags);
-    jsonb_init(&b);
-    jsonb_printf(&b, "{\"origin\":\"%s\",\"trusted\":%s,\"partial\":%s,\"flags\":",
-                 ladder_origin_key(c->origin), c->trusted ? "true" : "false",
-                 c->partial ? "true" : "false");
+    buf_init(&b, JSONB_MAX);
+    buf_printf(&b, "{\"origin\":\"%s\",\"trusted\":%s,\"partial\":%s,\"flags\":",
+               ladder_origin_key(c->origin), c->trusted ? "true" : "false",
+               c->partial ? "true" : "false");
     jsonb_string(&b, flags, strlen(flags));
-    jsonb_raw(&b, ",\"chunk_sizes\":[");
+    buf_puts(&b, ",\"chunk_sizes\":[");
     for (uint32_t id = 1; id <= c->ladder.n_classes; id++)
-        jsonb_printf(&b, "%s%u", id > 1 ? "," : "", c->ladder.cls[id].chunk_size);
-    jsonb_raw(&b, "],\"note\":");
+        buf_printf(&b, "%s%u", id > 1 ? "," : "", c->ladder.cls[id].chunk_size);
+    buf_puts(&b, "],\"note\":");
     jsonb_string(&b, c->note, strlen(c->note));
-    jsonb_raw(&b, "}");
-    return jsonb_take(&b);
+    buf_puts(&b, "}");
+    return buf_take(&b);
 }
 
 /* The chunk sizes of the classes with a page, into a->ladder_seen; true
@@ -183,12 +183,12 @@ static void app_ladder_update(struct app *a, const struct stats_sample *s)
 static void settings_job(struct app *a, const struct stats_sample *s)
 {
     struct rec_job *j = job_new(REC_JOB_SETTINGS, s->t_ns);
-    struct jsonb b;
+    struct buf b;
     if (!j)
         return;
-    jsonb_init(&b);
+    buf_init(&b, JSONB_MAX);
     stats_json_object(&b, &s->settings);
-    j->text = jsonb_take(&b);
+    j->text = buf_take(&b);
     j->version = strdup(s->has_version ? s->version : "");
     if (!j->text || !j->version) {
         rec_job_free(j);
@@ -276,13 +276,13 @@ int64_t app_mark_phase(struct app *a, const char *name)
 
 /* --- admin HTTP routes ------------------------------------------------------- */
 
-static void json_reply(struct admin_http_response *resp, int status, struct jsonb *b)
+static void json_reply(struct admin_http_response *resp, int status, struct buf *b)
 {
     if (b->failed)
         admin_http_respond(resp, 500, "text/plain", "out of memory\n", 14);
     else
         admin_http_respond(resp, status, "application/json", b->data, b->len);
-    jsonb_free(b);
+    buf_free(b);
 }
 
 /* What a probe needs: 200 only when memcached answers the stats poll, a
@@ -375,51 +375,51 @@ static void route_health(const struct admin_http_request *req, struct admin_http
     if (!app_admit(req, resp))
         return;
     struct app *a = req->ud;
-    struct jsonb b;
+    struct buf b;
     int status;
     const char *state = app_health(a, &status);
     int64_t age = a->last_sample_ns ? (clock_wall_ns() - a->last_sample_ns) / 1000000 : -1;
-    jsonb_init(&b);
-    jsonb_printf(&b, "{\"status\":\"%s\",\"run_id\":%lld,\"listen\":", state,
-                 (long long)rec_run_id(&a->rec));
+    buf_init(&b, JSONB_MAX);
+    buf_printf(&b, "{\"status\":\"%s\",\"run_id\":%lld,\"listen\":", state,
+               (long long)rec_run_id(&a->rec));
     /* the addresses bound (a port asked as 0 is the one the kernel gave) */
     jsonb_string(&b, a->px.listen_text, strlen(a->px.listen_text));
-    jsonb_raw(&b, ",\"http\":");
+    buf_puts(&b, ",\"http\":");
     jsonb_string(&b, a->http_host, strlen(a->http_host));
-    jsonb_raw(&b, ",\"upstream\":{\"address\":");
+    buf_puts(&b, ",\"upstream\":{\"address\":");
     jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
     /* last_error only while it is the reason: a stale one after recovery
      * would send a reader after a problem that is gone */
-    jsonb_printf(&b,
-                 ",\"reachable\":%s,\"pool_up\":%s,\"last_error\":\"%s\",\"reconnects\":%llu,"
-                 "\"last_sample_age_ms\":%lld},",
-                 a->poller.connected ? "true" : "false", a->px.upstream_up ? "true" : "false",
-                 status == 200 ? "" : poller_error_str(a->poller.last_error),
-                 (unsigned long long)a->poller.counters.reconnects, (long long)age);
-    jsonb_printf(&b,
-                 "\"recorder\":{\"queue_depth\":%zu,\"queue_bound\":%zu,\"blocked\":%s,"
-                 "\"on_full\":\"%s\",\"rows_recorded\":%llu,\"rows_dropped\":%llu,"
-                 "\"write_errors\":%llu,\"jobs_dropped\":%llu,\"lost_total\":%llu,\"lost\":{",
-                 rec_depth(&a->rec), a->rec.cap, rec_blocked(&a->rec) ? "true" : "false",
-                 a->rec.on_full == REC_DROP ? "drop" : "block",
-                 (unsigned long long)rec_recorded(&a->rec), (unsigned long long)a->rec.dropped,
-                 (unsigned long long)a->rec.write_errors, (unsigned long long)a->rec.jobs_dropped,
-                 (unsigned long long)rec_lost_total(&a->rec));
+    buf_printf(&b,
+               ",\"reachable\":%s,\"pool_up\":%s,\"last_error\":\"%s\",\"reconnects\":%llu,"
+               "\"last_sample_age_ms\":%lld},",
+               a->poller.connected ? "true" : "false", a->px.upstream_up ? "true" : "false",
+               status == 200 ? "" : poller_error_str(a->poller.last_error),
+               (unsigned long long)a->poller.counters.reconnects, (long long)age);
+    buf_printf(&b,
+               "\"recorder\":{\"queue_depth\":%zu,\"queue_bound\":%zu,\"blocked\":%s,"
+               "\"on_full\":\"%s\",\"rows_recorded\":%llu,\"rows_dropped\":%llu,"
+               "\"write_errors\":%llu,\"jobs_dropped\":%llu,\"lost_total\":%llu,\"lost\":{",
+               rec_depth(&a->rec), a->rec.cap, rec_blocked(&a->rec) ? "true" : "false",
+               a->rec.on_full == REC_DROP ? "drop" : "block",
+               (unsigned long long)rec_recorded(&a->rec), (unsigned long long)a->rec.dropped,
+               (unsigned long long)a->rec.write_errors, (unsigned long long)a->rec.jobs_dropped,
+               (unsigned long long)rec_lost_total(&a->rec));
     for (int reason = 0; reason < REC_LOST__COUNT; reason++)
-        jsonb_printf(&b, "%s\"%s\":%llu", reason ? "," : "", rec_loss_label((enum rec_loss)reason),
-                     (unsigned long long)rec_lost(&a->rec, (enum rec_loss)reason));
-    jsonb_printf(&b, "},\"reads_recorded\":%llu,\"reads_lost\":{",
-                 (unsigned long long)rec_reads_recorded(&a->rec));
+        buf_printf(&b, "%s\"%s\":%llu", reason ? "," : "", rec_loss_label((enum rec_loss)reason),
+                   (unsigned long long)rec_lost(&a->rec, (enum rec_loss)reason));
+    buf_printf(&b, "},\"reads_recorded\":%llu,\"reads_lost\":{",
+               (unsigned long long)rec_reads_recorded(&a->rec));
     for (int reason = 0; reason < REC_LOST__COUNT; reason++)
-        jsonb_printf(&b, "%s\"%s\":%llu", reason ? "," : "", rec_loss_label((enum rec_loss)reason),
-                     (unsigned long long)rec_reads_lost(&a->rec, (enum rec_loss)reason));
-    jsonb_raw(&b, "}},");
+        buf_printf(&b, "%s\"%s\":%llu", reason ? "," : "", rec_loss_label((enum rec_loss)reason),
+                   (unsigned long long)rec_reads_lost(&a->rec, (enum rec_loss)reason));
+    buf_puts(&b, "}},");
     /* the store and the spill: why recording is degraded while it is */
     char why[512];
     struct rec_spill_state sp;
     bool degraded = rec_degraded(&a->rec, why, sizeof why);
     rec_spill_state(&a->rec, &sp);
-    jsonb_raw(&b, "\"store\":{\"kind\":");
+    buf_puts(&b, "\"store\":{\"kind\":");
     jsonb_string(&b, a->sink.kind == SINK_PG ? "postgresql" : "sqlite",
                  a->sink.kind == SINK_PG ? 10 : 6);
     /* the file written now (rotation changes it) and retention's figures */
@@ -427,42 +427,42 @@ static void route_health(const struct admin_http_request *req, struct admin_http
     struct retain_stats rs;
     uint64_t rotations;
     rec_retain_state(&a->rec, &rs, file, sizeof file, &rotations);
-    jsonb_raw(&b, ",\"name\":");
+    buf_puts(&b, ",\"name\":");
     if (a->sink.kind == SINK_PG)
         jsonb_string(&b, sink_name(&a->sink), strlen(sink_name(&a->sink)));
     else
         jsonb_string(&b, file, strlen(file));
-    jsonb_printf(&b,
-                 ",\"retention\":{\"enabled\":%s,\"retain_s\":%.3f,\"max_db_bytes\":%llu,"
-                 "\"bound_reached\":%s,\"kept_over_bound\":%s,\"rows_expired\":%llu,"
-                 "\"oldest_row_ns\":%lld,\"file_bytes\":%llu,\"free_bytes\":%llu,"
-                 "\"steps\":%llu,\"step_max_us\":%llu,\"step_total_us\":%llu,"
-                 "\"rotations\":%llu}",
-                 rs.enabled ? "true" : "false", (double)rs.retain_ns / 1e9,
-                 (unsigned long long)rs.max_bytes, rs.bound_reached ? "true" : "false",
-                 rs.kept_over ? "true" : "false", (unsigned long long)rs.rows_expired,
-                 (long long)rs.oldest_ns, (unsigned long long)rs.file_bytes,
-                 (unsigned long long)rs.free_bytes, (unsigned long long)rs.steps,
-                 (unsigned long long)rs.step_max_us, (unsigned long long)rs.step_total_us,
-                 (unsigned long long)rotations);
+    buf_printf(&b,
+               ",\"retention\":{\"enabled\":%s,\"retain_s\":%.3f,\"max_db_bytes\":%llu,"
+               "\"bound_reached\":%s,\"kept_over_bound\":%s,\"rows_expired\":%llu,"
+               "\"oldest_row_ns\":%lld,\"file_bytes\":%llu,\"free_bytes\":%llu,"
+               "\"steps\":%llu,\"step_max_us\":%llu,\"step_total_us\":%llu,"
+               "\"rotations\":%llu}",
+               rs.enabled ? "true" : "false", (double)rs.retain_ns / 1e9,
+               (unsigned long long)rs.max_bytes, rs.bound_reached ? "true" : "false",
+               rs.kept_over ? "true" : "false", (unsigned long long)rs.rows_expired,
+               (long long)rs.oldest_ns, (unsigned long long)rs.file_bytes,
+               (unsigned long long)rs.free_bytes, (unsigned long long)rs.steps,
+               (unsigned long long)rs.step_max_us, (unsigned long long)rs.step_total_us,
+               (unsigned long long)rotations);
     int64_t fault_ns;
     uint64_t fault_events;
     enum store_file_state fault = rec_file_fault(&a->rec, &fault_ns, &fault_events);
-    jsonb_printf(&b, ",\"file\":{\"fault\":\"%s\",\"fault_ns\":%lld,\"faults\":%llu}",
-                 fault == STORE_FILE_OK ? "" : store_file_state_label(fault),
-                 (long long)(fault == STORE_FILE_OK ? 0 : fault_ns),
-                 (unsigned long long)fault_events);
-    jsonb_printf(&b, ",\"degraded\":%s,\"reason\":", degraded ? "true" : "false");
+    buf_printf(&b, ",\"file\":{\"fault\":\"%s\",\"fault_ns\":%lld,\"faults\":%llu}",
+               fault == STORE_FILE_OK ? "" : store_file_state_label(fault),
+               (long long)(fault == STORE_FILE_OK ? 0 : fault_ns),
+               (unsigned long long)fault_events);
+    buf_printf(&b, ",\"degraded\":%s,\"reason\":", degraded ? "true" : "false");
     jsonb_string(&b, degraded ? why : "", degraded ? strlen(why) : 0);
-    jsonb_printf(&b,
-                 ",\"spill\":{\"enabled\":%s,\"backlog_batches\":%llu,\"backlog_rows\":%llu,"
-                 "\"backlog_bytes\":%llu,\"spilled\":%llu,\"shipped\":%llu}},",
-                 sp.enabled ? "true" : "false", (unsigned long long)sp.batches,
-                 (unsigned long long)sp.rows, (unsigned long long)sp.bytes,
-                 (unsigned long long)sp.spilled, (unsigned long long)sp.shipped);
-    jsonb_printf(&b, "\"connections\":%llu,\"samples\":%llu}\n",
-                 (unsigned long long)a->px.m.connections_open,
-                 (unsigned long long)a->poller.counters.samples);
+    buf_printf(&b,
+               ",\"spill\":{\"enabled\":%s,\"backlog_batches\":%llu,\"backlog_rows\":%llu,"
+               "\"backlog_bytes\":%llu,\"spilled\":%llu,\"shipped\":%llu}},",
+               sp.enabled ? "true" : "false", (unsigned long long)sp.batches,
+               (unsigned long long)sp.rows, (unsigned long long)sp.bytes,
+               (unsigned long long)sp.spilled, (unsigned long long)sp.shipped);
+    buf_printf(&b, "\"connections\":%llu,\"samples\":%llu}\n",
+               (unsigned long long)a->px.m.connections_open,
+               (unsigned long long)a->poller.counters.samples);
     json_reply(resp, status, &b);
 }
 
@@ -659,37 +659,37 @@ static void route_runs(const struct admin_http_request *req, struct admin_http_r
     if (!app_admit(req, resp))
         return;
     struct app *a = req->ud;
-    struct jsonb b;
-    jsonb_init(&b);
-    jsonb_printf(&b, "{\"current\":{\"run_id\":%lld,\"name\":", (long long)a->run_id);
+    struct buf b;
+    buf_init(&b, JSONB_MAX);
+    buf_printf(&b, "{\"current\":{\"run_id\":%lld,\"name\":", (long long)a->run_id);
     jsonb_string(&b, a->cfg.run_name, strlen(a->cfg.run_name));
-    jsonb_printf(&b, ",\"started_ns\":%lld,\"upstream\":", (long long)a->started_ns);
+    buf_printf(&b, ",\"started_ns\":%lld,\"upstream\":", (long long)a->started_ns);
     jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
-    jsonb_printf(&b,
-                 ",\"rows_recorded\":%llu,\"rows_dropped\":%llu,\"phase_id\":%lld,"
-                 "\"stats_interval_ms\":%u},\"earlier\":%s,\"runs\":[",
-                 (unsigned long long)a->rec.written, (unsigned long long)a->rec.dropped,
-                 (long long)atomic_load(&a->phase_id), a->cfg.stats_interval_ms,
-                 a->runs_before ? a->runs_before : "[]");
+    buf_printf(&b,
+               ",\"rows_recorded\":%llu,\"rows_dropped\":%llu,\"phase_id\":%lld,"
+               "\"stats_interval_ms\":%u},\"earlier\":%s,\"runs\":[",
+               (unsigned long long)a->rec.written, (unsigned long long)a->rec.dropped,
+               (long long)atomic_load(&a->phase_id), a->cfg.stats_interval_ms,
+               a->runs_before ? a->runs_before : "[]");
     /* the running run first (newest), then the file's earlier ones */
-    jsonb_printf(&b, "{\"run_id\":%lld,\"name\":", (long long)a->run_id);
+    buf_printf(&b, "{\"run_id\":%lld,\"name\":", (long long)a->run_id);
     jsonb_string(&b, a->cfg.run_name, strlen(a->cfg.run_name));
-    jsonb_printf(&b,
-                 ",\"started_ns\":%lld,\"ended_ns\":null,\"rows_recorded\":%llu,"
-                 "\"crashed\":false,\"upstream\":",
-                 (long long)a->started_ns, (unsigned long long)a->rec.written);
+    buf_printf(&b,
+               ",\"started_ns\":%lld,\"ended_ns\":null,\"rows_recorded\":%llu,"
+               "\"crashed\":false,\"upstream\":",
+               (long long)a->started_ns, (unsigned long long)a->rec.written);
     jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
     if (a->ladder_have_reported)
-        jsonb_printf(&b,
-                     ",\"settings\":{\"growth_factor\":%g,\"chunk_size\":%u,"
-                     "\"item_size_max\":%u,\"slab_page_size\":%u}}",
-                     a->ladder_reported.growth_factor, a->ladder_reported.chunk_size_min,
-                     a->ladder_reported.item_size_max, a->ladder_reported.slab_page_size);
+        buf_printf(&b,
+                   ",\"settings\":{\"growth_factor\":%g,\"chunk_size\":%u,"
+                   "\"item_size_max\":%u,\"slab_page_size\":%u}}",
+                   a->ladder_reported.growth_factor, a->ladder_reported.chunk_size_min,
+                   a->ladder_reported.item_size_max, a->ladder_reported.slab_page_size);
     else
-        jsonb_raw(&b, ",\"settings\":null}");
+        buf_puts(&b, ",\"settings\":null}");
     if (a->runs_all && *a->runs_all)
-        jsonb_printf(&b, ",%s", a->runs_all);
-    jsonb_raw(&b, "]}\n");
+        buf_printf(&b, ",%s", a->runs_all);
+    buf_puts(&b, "]}\n");
     json_reply(resp, 200, &b);
 }
 
@@ -698,41 +698,41 @@ static void route_slabs(const struct admin_http_request *req, struct admin_http_
     if (!app_admit(req, resp))
         return;
     struct app *a = req->ud;
-    struct jsonb b;
-    jsonb_init(&b);
+    struct buf b;
+    buf_init(&b, JSONB_MAX);
     if (!a->have_last) {
-        jsonb_raw(&b, "{\"error\":\"no stats sample yet\"}\n");
+        buf_puts(&b, "{\"error\":\"no stats sample yet\"}\n");
         json_reply(resp, 503, &b);
         return;
     }
-    jsonb_printf(&b, "{\"run_id\":%lld,\"t_ns\":%lld,\"classes\":[", (long long)a->run_id,
-                 (long long)a->last.t_ns);
+    buf_printf(&b, "{\"run_id\":%lld,\"t_ns\":%lld,\"classes\":[", (long long)a->run_id,
+               (long long)a->last.t_ns);
     bool first = true;
     for (unsigned id = 0; id <= a->last.max_class_id; id++) {
         const struct stats_kv_list *kv = stats_sample_class(&a->last, id);
         int64_t chunk, used, reqd;
         if (!kv)
             continue;
-        jsonb_printf(&b, "%s{\"class_id\":%u", first ? "" : ",", id);
+        buf_printf(&b, "%s{\"class_id\":%u", first ? "" : ",", id);
         first = false;
         if (stats_sample_get(&a->last, id, "chunk_size", &chunk) &&
             stats_sample_get(&a->last, id, "used_chunks", &used)) {
             if (!stats_sample_get(&a->last, id, "mem_requested", &reqd))
                 reqd = 0;
-            jsonb_printf(&b, ",\"allocated\":%lld,\"waste_bytes\":%lld", (long long)(chunk * used),
-                         (long long)(chunk * used - reqd));
+            buf_printf(&b, ",\"allocated\":%lld,\"waste_bytes\":%lld", (long long)(chunk * used),
+                       (long long)(chunk * used - reqd));
         }
-        jsonb_raw(&b, ",\"fields\":");
+        buf_puts(&b, ",\"fields\":");
         stats_json_object(&b, kv);
-        jsonb_raw(&b, "}");
+        buf_puts(&b, "}");
     }
     /* memcached's totals of the same sample: what `slabtap top --proxy`
      * shows in its header (ops/s, get/s, hit ratio, uptime) */
-    jsonb_raw(&b, "],\"stats\":");
+    buf_puts(&b, "],\"stats\":");
     stats_json_object(&b, &a->last.stats);
-    jsonb_raw(&b, ",\"slab_globals\":");
+    buf_puts(&b, ",\"slab_globals\":");
     stats_json_object(&b, &a->last.slab_globals);
-    jsonb_raw(&b, "}\n");
+    buf_puts(&b, "}\n");
     json_reply(resp, 200, &b);
 }
 
@@ -742,11 +742,11 @@ static void route_phase(const struct admin_http_request *req, struct admin_http_
         return;
     struct app *a = req->ud;
     char name[APP_PHASE_NAME_MAX + 1];
-    struct jsonb b;
+    struct buf b;
     int n = admin_http_query_param(req, "name", name, sizeof name);
-    jsonb_init(&b);
+    buf_init(&b, JSONB_MAX);
     if (n <= 0) {
-        jsonb_raw(&b, "{\"error\":\"need ?name=PHASE (1 to 128 bytes)\"}\n");
+        buf_puts(&b, "{\"error\":\"need ?name=PHASE (1 to 128 bytes)\"}\n");
         json_reply(resp, 400, &b);
         return;
     }
@@ -754,13 +754,13 @@ static void route_phase(const struct admin_http_request *req, struct admin_http_
     if (id <= 0) {
         /* the recorder's job queue is full: say so, never confirm a phase
          * that will not be stored (counted in jobs_dropped) */
-        jsonb_raw(&b, "{\"error\":\"the recorder cannot take the phase now; retry\"}\n");
+        buf_puts(&b, "{\"error\":\"the recorder cannot take the phase now; retry\"}\n");
         json_reply(resp, 503, &b);
         return;
     }
-    jsonb_printf(&b, "{\"phase_id\":%lld,\"name\":", (long long)id);
+    buf_printf(&b, "{\"phase_id\":%lld,\"name\":", (long long)id);
     jsonb_string(&b, name, (size_t)n);
-    jsonb_raw(&b, "}\n");
+    buf_puts(&b, "}\n");
     json_reply(resp, 200, &b);
 }
 
@@ -819,9 +819,9 @@ static const struct admin_http_route app_routes[] = {
 static void app_read_runs(struct app *a)
 {
     sqlite3_stmt *st;
-    struct jsonb b;
-    jsonb_init(&b);
-    jsonb_raw(&b, "[");
+    struct buf b;
+    buf_init(&b, JSONB_MAX);
+    buf_puts(&b, "[");
     if (sqlite3_prepare_v2(
             sink_sqlite(&a->sink),
             "SELECT json_object('run_id', run_id, 'name', name, 'started_ns', started_ns,"
@@ -830,13 +830,13 @@ static void app_read_runs(struct app *a)
             -1, &st, NULL) == SQLITE_OK) {
         for (int i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
             if (i)
-                jsonb_raw(&b, ",");
-            jsonb_raw(&b, (const char *)sqlite3_column_text(st, 0));
+                buf_puts(&b, ",");
+            buf_puts(&b, (const char *)sqlite3_column_text(st, 0));
         }
         sqlite3_finalize(st);
     }
-    jsonb_raw(&b, "]");
-    a->runs_before = jsonb_take(&b);
+    buf_puts(&b, "]");
+    a->runs_before = buf_take(&b);
 }
 
 /* The listeners first -- the proxy's and the admin endpoint's -- so that

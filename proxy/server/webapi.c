@@ -135,17 +135,17 @@ struct webapi_pending {
     enum webapi_route route;
 };
 
-static void webapi_error(struct jsonb *b, const char *msg)
+static void webapi_error(struct buf *b, const char *msg)
 {
-    jsonb_raw(b, "{\"error\":");
+    buf_puts(b, "{\"error\":");
     jsonb_string(b, msg, strlen(msg));
-    jsonb_raw(b, "}\n");
+    buf_puts(b, "}\n");
 }
 
 static void webapi_reply(struct admin_http_response *resp, int status, const char *msg)
 {
-    struct jsonb b;
-    jsonb_init(&b);
+    struct buf b;
+    buf_init(&b, JSONB_MAX);
     webapi_error(&b, msg);
     if (b.failed) {
         admin_http_respond(resp, 500, "text/plain", "out of memory\n", 14);
@@ -154,7 +154,7 @@ static void webapi_reply(struct admin_http_response *resp, int status, const cha
             admin_http_add_header(resp, "Retry-After", "1");
         admin_http_respond(resp, status, "application/json", b.data, b.len);
     }
-    jsonb_free(&b);
+    buf_free(&b);
 }
 
 /* The advice kept for the run, answered now without the writer: true when
@@ -168,11 +168,11 @@ static bool webapi_advice_now(struct webapi *w, const struct query_params *p,
     if (st == QUERY_OK) {
         admin_http_respond(resp, 200, "application/json", text, strlen(text));
     } else if (st == QUERY_BUSY) { /* 202: accepted, being computed */
-        struct jsonb b;
-        jsonb_init(&b);
-        jsonb_raw(&b, "{\"computing\":");
+        struct buf b;
+        buf_init(&b, JSONB_MAX);
+        buf_puts(&b, "{\"computing\":");
         jsonb_string(&b, text, strlen(text));
-        jsonb_printf(&b, ",\"retry_after_s\":%d}\n", retry);
+        buf_printf(&b, ",\"retry_after_s\":%d}\n", retry);
         snprintf(ra, sizeof ra, "%d", retry);
         if (b.failed) {
             admin_http_respond(resp, 500, "text/plain", "out of memory\n", 14);
@@ -180,7 +180,7 @@ static bool webapi_advice_now(struct webapi *w, const struct query_params *p,
             admin_http_add_header(resp, "Retry-After", ra);
             admin_http_respond(resp, 202, "application/json", b.data, b.len);
         }
-        jsonb_free(&b);
+        buf_free(&b);
     }
     free(text);
     return st == QUERY_OK || st == QUERY_BUSY;
@@ -210,24 +210,24 @@ static void webapi_done(void *ud, enum query_status st, char *text)
                                     strlen(text));
         } else if (st == QUERY_BUSY && p->route == WEBAPI_ADVICE) {
             /* advice being computed: 202, what it does in words */
-            struct jsonb b;
-            jsonb_init(&b);
-            jsonb_raw(&b, "{\"computing\":");
+            struct buf b;
+            buf_init(&b, JSONB_MAX);
+            buf_puts(&b, "{\"computing\":");
             jsonb_string(&b, text ? text : "computing advice",
                          strlen(text ? text : "computing advice"));
-            jsonb_raw(&b, ",\"retry_after_s\":1}\n");
+            buf_puts(&b, ",\"retry_after_s\":1}\n");
             if (!b.failed)
                 admin_http_answer_later(p->w->http, p->token, 202, "application/json", b.data,
                                         b.len);
-            jsonb_free(&b);
+            buf_free(&b);
         } else {
-            struct jsonb b;
-            jsonb_init(&b);
+            struct buf b;
+            buf_init(&b, JSONB_MAX);
             webapi_error(&b, text ? text : "query failed");
             if (!b.failed)
                 admin_http_answer_later(p->w->http, p->token, status, "application/json", b.data,
                                         b.len);
-            jsonb_free(&b);
+            buf_free(&b);
         }
         p->w->answered++;
     }

@@ -41,6 +41,11 @@ import textwrap
 import threading
 import time
 
+# the one free-port helper of the tests: a port reserved (bound, never
+# listening) until the server started on it listens (mctest.py's docstring)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from mctest import reserve_port  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ("direct", "pooled", "per-client")
 
@@ -150,14 +155,6 @@ def listening(port):
     return False
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def cmd_wrap(argv):
     real = os.environ.get("MCT_MEMCACHED", "/usr/bin/memcached")
     mode = os.environ.get("MCT_MODE", "direct")
@@ -202,7 +199,8 @@ def cmd_wrap(argv):
     lhost = listen if listen else "127.0.0.1"
     uhost = listen if listen and listen not in ("0.0.0.0", "::") else "127.0.0.1"
 
-    up = free_port()
+    up_res = reserve_port()  # released once memcached listens on it
+    up = up_res.port
     repl = {"-p": up}
     if opt(found, "-U") not in (None, "0"):
         repl["-U"] = 0   # UDP would reach memcached around the proxy
@@ -268,6 +266,7 @@ def cmd_wrap(argv):
             mc.kill()
             return 70
         time.sleep(0.01)
+    up_res.release()
 
     cmd = [slabtap, "proxy", "--listen", "%s:%d" % (lhost, port_n),
            "--upstream", "%s:%d" % (uhost, up), "--db", db, "--http", "off",
@@ -858,20 +857,22 @@ def cmd_repro(a):
             sent = b"".join(x for x in steps if isinstance(x, bytes))
             print("   sent:       %s%s" % (_show(sent), "  then idle %.0fs" % sum(x for x in steps if isinstance(x, float)) if any(isinstance(x, float) for x in steps) else ""))
         for mode in a.modes.split(","):
-            up = free_port()
-            mc = subprocess.Popen([real, "-U", "0", "-p", str(up)] + (["-u", "root"] if os.geteuid() == 0 else []) + mcargs)
-            procs = [mc]
-            port = up
-            try:
+            with reserve_port() as up_res:
+                up = up_res.port
+                mc = subprocess.Popen([real, "-U", "0", "-p", str(up)] + (["-u", "root"] if os.geteuid() == 0 else []) + mcargs)
+                procs = [mc]
+                port = up
                 _wait_listen(up)
+            try:
                 if mode != "direct":
-                    port = free_port()
-                    cmd = [slabtap, "proxy", "--listen", "127.0.0.1:%d" % port, "--upstream", "127.0.0.1:%d" % up,
-                           "--db", os.path.join(tmp, "r%d.db" % port), "--http", "off", "-q"]
-                    if mode == "per-client":
-                        cmd += ["--upstream-conns", "per-client"]
-                    procs.insert(0, subprocess.Popen(cmd, stderr=subprocess.DEVNULL))
-                    _wait_listen(port)
+                    with reserve_port() as px_res:
+                        port = px_res.port
+                        cmd = [slabtap, "proxy", "--listen", "127.0.0.1:%d" % port, "--upstream", "127.0.0.1:%d" % up,
+                               "--db", os.path.join(tmp, "r%d.db" % port), "--http", "off", "-q"]
+                        if mode == "per-client":
+                            cmd += ["--upstream-conns", "per-client"]
+                        procs.insert(0, subprocess.Popen(cmd, stderr=subprocess.DEVNULL))
+                        _wait_listen(port)
                     time.sleep(0.2)
                 got, state = steps(port, a.wait) if callable(steps) else _exchange(port, steps, a.wait)
             finally:

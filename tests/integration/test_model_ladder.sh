@@ -9,7 +9,7 @@ set -euo pipefail
 
 : "${SLABTAP:?SLABTAP must point at the slabtap binary}"
 command -v memcached >/dev/null || { echo "memcached not on PATH" >&2; exit 1; }
-command -v python3 >/dev/null || { echo "python3 not on PATH" >&2; exit 1; }
+. "$(dirname "$0")/ports.sh" # mc_start: memcached on a free port it picks itself
 
 work=$(mktemp -d)
 mc_pid=""
@@ -22,12 +22,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# memcached refuses to start as root without -u; -u <self> keeps it simple.
-mc_user=()
-if [[ $(id -u) -eq 0 ]]; then
-    mc_user=(-u "$(id -un)")
-fi
-
 # slab_chunk_max is read in bytes up to 1.6.23 and in kilobytes from 1.6.24.
 mc_version=$(memcached -V | awk '{print $2}')
 if [[ $(printf '%s\n%s\n' "$mc_version" 1.6.24 | sort -V | head -1) == 1.6.24 ]]; then
@@ -36,24 +30,6 @@ else
     scm_unit=1
 fi
 echo "# memcached $mc_version, slab_chunk_max unit: $scm_unit byte(s)"
-
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-
-# Wait until memcached accepts on $1 (slabs_init, which prints the ladder,
-# runs before the listen socket opens) or has exited. At most 5 s.
-wait_ready() {
-    local port=$1 i
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$mc_pid" 2>/dev/null || return 1
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            return 0
-        fi
-        sleep 0.05
-    done
-    return 1
-}
 
 # SIGKILL: the ladder is already on disk (stderr is unbuffered), and a
 # SIGTERM'd memcached waits for its next one-second clock tick to exit.
@@ -65,23 +41,15 @@ stop_mc() {
 
 # Run memcached -vv with "$@" and write its ladder lines to $work/mc.ladder.
 # Returns 1 if it did not come up (a refusal: its stderr is in $work/mc.err).
-# A port someone else grabbed in between is retried on another port.
+# Up means listening (slabs_init, which prints the ladder, runs before the
+# listen socket opens).
 capture_ladder() {
-    local try port
-    for ((try = 0; try < 3; try++)); do
-        port=$(free_port)
-        memcached "${mc_user[@]}" -vv -l 127.0.0.1 -p "$port" -U 0 "$@" \
-            >/dev/null 2>"$work/mc.err" &
-        mc_pid=$!
-        if wait_ready "$port"; then
-            stop_mc
-            grep '^slab class' "$work/mc.err" >"$work/mc.ladder" || true
-            return 0
-        fi
-        stop_mc
-        grep -q 'failed to listen\|Address already in use' "$work/mc.err" || return 1
-    done
-    return 1
+    local rc=0
+    mc_start "$work/mc.err" -vv "$@" || rc=1
+    mc_pid=$MC_PID
+    stop_mc
+    [[ $rc -eq 0 ]] || return 1
+    grep '^slab class' "$work/mc.err" >"$work/mc.ladder" || true
 }
 
 pass=0

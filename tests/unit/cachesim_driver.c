@@ -37,39 +37,37 @@ static void lru_flags(const char *flags, struct capacity_config *c)
     }
 }
 
-static void put_result(struct jsonb *b, const struct slab_ladder *l,
-                       const struct capacity_result *r)
+static void put_result(struct buf *b, const struct slab_ladder *l, const struct capacity_result *r)
 {
-    jsonb_printf(b,
-                 "{\"mem_limit\":%" PRIu64 ",\"malloced\":%" PRIu64 ",\"pages\":%" PRIu64
-                 ",\"items\":%" PRIu64 ",\"requested\":%" PRIu64 ",\"evictions\":%" PRIu64
-                 ",\"outofmemory\":%" PRIu64 ",\"too_large\":%" PRIu64 ",\"not_stored\":%" PRIu64
-                 ",\"gets\":%" PRIu64 ",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
-                 ",\"measured_gets\":%" PRIu64 ",\"measured_hits\":%" PRIu64
-                 ",\"hit_ratio\":%.6f,\"touches\":%" PRIu64 ",\"touch_hits\":%" PRIu64
-                 ",\"fills\":%" PRIu64 ",\"expired\":%" PRIu64 ",\"reclaimed\":%" PRIu64
-                 ",\"moves\":%" PRIu64 ",\"move_evictions\":%" PRIu64 ",\"pool_pages\":%u",
-                 r->mem_limit, r->malloced, r->pages, r->items, r->requested, r->evictions,
-                 r->outofmemory, r->too_large, r->not_stored, r->gets, r->hits, r->misses,
-                 r->measured_gets, r->measured_hits, capacity_hit_ratio(r), r->touches,
-                 r->touch_hits, r->fills, r->expired, r->reclaimed, r->moves, r->move_evictions,
-                 r->pool_pages);
-    jsonb_raw(b, ",\"classes\":{");
+    buf_printf(b,
+               "{\"mem_limit\":%" PRIu64 ",\"malloced\":%" PRIu64 ",\"pages\":%" PRIu64
+               ",\"items\":%" PRIu64 ",\"requested\":%" PRIu64 ",\"evictions\":%" PRIu64
+               ",\"outofmemory\":%" PRIu64 ",\"too_large\":%" PRIu64 ",\"not_stored\":%" PRIu64
+               ",\"gets\":%" PRIu64 ",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
+               ",\"measured_gets\":%" PRIu64 ",\"measured_hits\":%" PRIu64
+               ",\"hit_ratio\":%.6f,\"touches\":%" PRIu64 ",\"touch_hits\":%" PRIu64
+               ",\"fills\":%" PRIu64 ",\"expired\":%" PRIu64 ",\"reclaimed\":%" PRIu64
+               ",\"moves\":%" PRIu64 ",\"move_evictions\":%" PRIu64 ",\"pool_pages\":%u",
+               r->mem_limit, r->malloced, r->pages, r->items, r->requested, r->evictions,
+               r->outofmemory, r->too_large, r->not_stored, r->gets, r->hits, r->misses,
+               r->measured_gets, r->measured_hits, capacity_hit_ratio(r), r->touches, r->touch_hits,
+               r->fills, r->expired, r->reclaimed, r->moves, r->move_evictions, r->pool_pages);
+    buf_puts(b, ",\"classes\":{");
     bool first = true;
     for (uint32_t c = 1; c <= l->n_classes; c++) {
         const struct capacity_class *k = &r->cls[c];
         if (!k->pages && !k->hits && !k->misses)
             continue;
-        jsonb_printf(b,
-                     "%s\"%u\":{\"pages\":%" PRIu64 ",\"used_chunks\":%" PRIu64
-                     ",\"items\":%" PRIu64 ",\"evictions\":%" PRIu64 ",\"hits\":%" PRIu64
-                     ",\"misses\":%" PRIu64 ",\"fills\":%" PRIu64 ",\"hot\":%" PRIu64
-                     ",\"warm\":%" PRIu64 ",\"cold\":%" PRIu64 "}",
-                     first ? "" : ",", c, k->pages, k->used_chunks, k->items, k->evictions, k->hits,
-                     k->misses, k->fills, k->lru_items[0], k->lru_items[1], k->lru_items[2]);
+        buf_printf(b,
+                   "%s\"%u\":{\"pages\":%" PRIu64 ",\"used_chunks\":%" PRIu64 ",\"items\":%" PRIu64
+                   ",\"evictions\":%" PRIu64 ",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64
+                   ",\"fills\":%" PRIu64 ",\"hot\":%" PRIu64 ",\"warm\":%" PRIu64
+                   ",\"cold\":%" PRIu64 "}",
+                   first ? "" : ",", c, k->pages, k->used_chunks, k->items, k->evictions, k->hits,
+                   k->misses, k->fills, k->lru_items[0], k->lru_items[1], k->lru_items[2]);
         first = false;
     }
-    jsonb_raw(b, "}}");
+    buf_puts(b, "}}");
 }
 
 int main(int argc, char **argv)
@@ -151,29 +149,29 @@ int main(int argc, char **argv)
         fprintf(stderr, "cachesim_driver: out of memory\n");
         goto out;
     }
-    struct jsonb b;
-    jsonb_init(&b);
-    jsonb_raw(&b, "{\"result\":");
+    struct buf b;
+    buf_init(&b, JSONB_MAX);
+    buf_puts(&b, "{\"result\":");
     put_result(&b, &l, &res);
     if (mrc) {
-        jsonb_raw(&b, ",\"mrc\":[");
+        buf_puts(&b, ",\"mrc\":[");
         char buf[512];
         snprintf(buf, sizeof buf, "%s", mrc);
         bool first = true;
         for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
             uint64_t mem = strtoull(w, NULL, 10) * 1024 * 1024;
             if (capacity_mrc(&l, &cfg, &s, 0, s.n, &mem, 1, &res)) {
-                jsonb_free(&b);
+                buf_free(&b);
                 goto out;
             }
-            jsonb_raw(&b, first ? "" : ",");
+            buf_puts(&b, first ? "" : ",");
             put_result(&b, &l, &res);
             first = false;
         }
-        jsonb_raw(&b, "]");
+        buf_puts(&b, "]");
     }
-    jsonb_raw(&b, "}\n");
-    char *text = jsonb_take(&b);
+    buf_puts(&b, "}\n");
+    char *text = buf_take(&b);
     if (!text) {
         fprintf(stderr, "cachesim_driver: JSON too large\n");
         goto out;

@@ -140,6 +140,15 @@ static void test_printf(void)
     char *t = buf_take(&b);
     CHECK(t && strlen(t) == 3007, "take lost bytes");
     free(t);
+    /* consume: the rest moves to the front, NUL-terminated */
+    buf_puts(&b, "line one\nrest");
+    buf_consume(&b, 9);
+    CHECK_STR(b.data, "rest");
+    CHECK_INT(b.len, 4);
+    buf_consume(&b, 99); /* more than there is: all */
+    CHECK_STR(b.data, "");
+    CHECK_INT(b.len, 0);
+    buf_free(&b);
     /* empty: take gives "", not NULL */
     t = buf_take(&b);
     CHECK_STR(t, "");

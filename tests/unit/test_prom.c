@@ -249,7 +249,8 @@ static void test_json(void)
         size_t n = json_escape(out, sizeof out, cases[i].in, cases[i].len);
         CHECK_MEM(out, n, cases[i].want, strlen(cases[i].want), "json_escape, case %zu", i);
         prom_buf_init(&buf, streamed, sizeof streamed);
-        CHECK(json_escape_write(prom_buf_write, &buf, cases[i].in, cases[i].len) == 0,
+        CHECK(json_escape_write(prom_buf_write, &buf, cases[i].in, cases[i].len, JSON_ESC_TEXT) ==
+                  0,
               "json_escape_write ok, case %zu", i);
         CHECK_MEM(buf.data, buf.len, cases[i].want, strlen(cases[i].want),
                   "json_escape_write, case %zu", i);
@@ -259,7 +260,7 @@ static void test_json(void)
     CHECK(json_escape(out, 3, "a\xe2\x82\xac", 4) == 4 && strcmp(out, "a") == 0,
           "json truncation keeps whole characters");
     prom_buf_init(&buf, streamed, 4);
-    CHECK(json_escape_write(prom_buf_write, &buf, "abcdef", 6) != 0,
+    CHECK(json_escape_write(prom_buf_write, &buf, "abcdef", 6, JSON_ESC_TEXT) != 0,
           "json_escape_write reports a full sink");
 }
 

@@ -4,8 +4,11 @@
  * line's own indent and WRAPOUT_INDENT (at most half the width), a
  * slab_sizes list breaks after a '-', a word with nowhere to break is cut
  * at the width, width 0 wraps nothing, and a short buffer is cut like
- * snprintf's. */
+ * snprintf's. The stream: wrapout_printf pieces that end mid-line, hold
+ * several lines or a line longer than any first buffer come out as whole
+ * wrapped lines, the unfinished one at wrapout_close. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -71,9 +74,51 @@ static void test_cap(void)
     CHECK_INT(wrapout_wrap(in, strlen(in), 12, out, 0), n);
 }
 
+/* The stream gives each whole line as wrapout_wrap does, whatever the
+ * pieces it came in. */
+static void test_stream(void)
+{
+    FILE *f = tmpfile();
+    if (!f) {
+        CHECK(0, "tmpfile");
+        return;
+    }
+    static char text[8192], want[16384];
+    char word[3001];
+    memset(word, 'w', 3000);
+    word[3000] = '\0';
+    setenv("COLUMNS", "40", 1);
+    wrapout_open(f);
+    const char *pieces[] = { "alpha ", "beta gamma delta epsilon zeta eta theta iota kappa",
+                             " lambda\none\n\ntwo ", word, "|\nend" };
+    size_t tn = 0;
+    for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
+        CHECK_INT(wrapout_printf("%s", pieces[i]), strlen(pieces[i]));
+        tn += (size_t)snprintf(text + tn, sizeof text - tn, "%s", pieces[i]);
+    }
+    wrapout_close();
+    unsetenv("COLUMNS");
+    size_t wn = 0;
+    for (const char *p = text, *end = text + tn; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        wn += wrapout_wrap(p, len, 40, want + wn, sizeof want - wn);
+        p += len + 1;
+    }
+    CHECK(wn > tn + 4 * 75, "the long word was not cut (%zu bytes for %zu)", wn, tn);
+    long size = ftell(f);
+    char *got = size > 0 ? malloc((size_t)size) : NULL;
+    rewind(f);
+    size_t n = got ? fread(got, 1, (size_t)size, f) : 0;
+    fclose(f);
+    CHECK_MEM(got, n, want, wn, "the stream");
+    free(got);
+}
+
 int main(void)
 {
     test_table();
     test_cap();
+    test_stream();
     return check_done("test_wrapout");
 }
