@@ -15,6 +15,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/escape.h"
+#include "core/keyfmt.h"
 #include "core/sha256.h"
 #include "protocol/mc_parse.h"
 #include "record/ragg.h"
@@ -42,6 +43,13 @@ extern const char slabtap_pg_schema_sql[];
 
 #define COPY_FIELDS 9
 
+/* key_prefixes' ids this session knows are in the table (open addressing;
+ * emptied when 3/4 full, or when a batch that added some rolls back) */
+#define PREFIX_KNOWN_SLOTS 65536
+/* a prefix's id: a 40-bit hash of its text (agg_prefix_classes packs it in
+ * 40 bits), never 0 */
+#define PREFIX_ID_MOD ((UINT64_C(1) << 40) - 1)
+
 /* --- the state ------------------------------------------------------------------- */
 
 struct pg_answer {
@@ -52,6 +60,12 @@ struct pg_answer {
 
 struct pending_ref {
     int64_t run, seq;
+    const struct rec_row *row;
+};
+
+/* a prefix the batch names first: its id and the row whose key text it is */
+struct new_prefix {
+    int64_t id;
     const struct rec_row *row;
 };
 
@@ -67,8 +81,10 @@ struct pgstore_state {
     size_t ndays, days_next;
     int64_t new_days[PGSTORE_DAYS_MAX];
     size_t nnew_days;
-    /* runs whose liveness lock this session holds */
+    /* runs whose liveness lock this session holds, and whether each keeps
+     * key prefixes (--keys prefix: agg_prefixes, agg_prefix_classes) */
     int64_t runs[PGSTORE_RUNS_MAX];
+    bool runs_prefix[PGSTORE_RUNS_MAX];
     size_t nruns;
     bool in_batch;
     struct pending_ref *pending; /* the batch's writes (sampled-out ones too) */
@@ -84,11 +100,15 @@ struct pgstore_state {
     struct wagg agg;
     struct ragg ragg;
     int64_t agg_run; /* the run the batch's write aggregates are of; 0: none */
+    bool agg_prefix; /* ... and whether it keeps key prefixes */
     struct buf agg_sql;
-    char *job_text, *job_classes; /* scratch for sanitized job texts */
-    size_t job_text_cap, job_classes_cap;
-    struct buf extra;   /* a write's extra JSON (at most JSON_MAX bytes) */
-    char password[256]; /* the connection's, only to scrub it out of messages */
+    uint64_t *prefix_known; /* PREFIX_KNOWN_SLOTS ids, 0: empty */
+    size_t nprefix_known;
+    struct new_prefix *new_prefixes; /* the batch's, for key_prefixes */
+    size_t nnew_prefixes, new_prefixes_cap;
+    struct buf job_text, job_classes; /* scratch for sanitized job texts */
+    struct buf extra;                 /* a write's extra JSON (at most JSON_MAX bytes) */
+    char password[256];               /* the connection's, only to scrub it out of messages */
 };
 
 /* --- messages ----------------------------------------------------------------------- */
@@ -286,42 +306,44 @@ static size_t utf8_clean(char *dst, const char *src, size_t n)
     return o;
 }
 
-static int grow(char **buf, size_t *cap, size_t need)
+/* Appends n bytes of text as valid UTF-8 (utf8_clean) to b. */
+static void buf_put_clean(struct buf *b, const char *text, size_t n)
 {
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 4096;
-    while (nc < need)
-        nc *= 2;
-    char *p = realloc(*buf, nc);
-    if (!p)
-        return -1;
-    *buf = p;
-    *cap = nc;
-    return 0;
+    if (buf_reserve(b, 3 * n))
+        return;
+    b->len += utf8_clean(b->data + b->len, text, n);
+    b->data[b->len] = '\0';
+}
+
+/* JSON text as jsonb takes it: each \u0000 (refused) becomes \ufffd. */
+static void json_unnul(char *p)
+{
+    for (; p && *p; p++) {
+        if (*p != '\\')
+            continue;
+        if (p[1] == 'u' && !strncmp(p + 2, "0000", 4))
+            memcpy(p + 2, "fffd", 4);
+        if (p[1])
+            p++; /* the escaped character is never an escape itself */
+    }
 }
 
 /* A job's text as PostgreSQL takes it: valid UTF-8, and for JSON no \u0000
- * (jsonb refuses it; it becomes \ufffd). Into *buf; NULL when too large or
+ * (jsonb refuses it; it becomes \ufffd). Into b; NULL when too large or
  * out of memory. */
-static const char *job_clean(char **buf, size_t *cap, const char *text, bool json)
+static const char *job_clean(struct buf *b, const char *text, bool json)
 {
     size_t n = strlen(text);
-    if (n > JOB_TEXT_MAX || grow(buf, cap, 3 * n + 1))
+    buf_reset(b);
+    if (n > JOB_TEXT_MAX)
         return NULL;
-    size_t o = utf8_clean(*buf, text, n);
-    (*buf)[o] = '\0';
-    if (json) {
-        for (char *p = *buf; *p; p++) {
-            if (*p != '\\')
-                continue;
-            if (p[1] == 'u' && !strncmp(p + 2, "0000", 4))
-                memcpy(p + 2, "fffd", 4);
-            if (p[1])
-                p++; /* the escaped character is never an escape itself */
-        }
-    }
-    return *buf;
+    buf_puts(b, ""); /* "" for an empty text */
+    buf_put_clean(b, text, n);
+    if (b->failed)
+        return NULL;
+    if (json)
+        json_unnul(b->data);
+    return b->data;
 }
 
 /* --- the encoder ------------------------------------------------------------------- */
@@ -681,8 +703,12 @@ int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
         s->st->copy = malloc(PGSTORE_COPY_BUF);
         buf_init(&s->st->reads, BUF_UNBOUNDED);
         buf_init(&s->st->agg_sql, BUF_UNBOUNDED);
+        buf_init(&s->st->job_text, 3 * JOB_TEXT_MAX + 2);
+        buf_init(&s->st->job_classes, 3 * JOB_TEXT_MAX + 2);
     }
-    if (!s->st || !s->st->copy || wagg_init(&s->st->agg)) {
+    if (s->st)
+        s->st->prefix_known = calloc(PREFIX_KNOWN_SLOTS, sizeof *s->st->prefix_known);
+    if (!s->st || !s->st->copy || !s->st->prefix_known || wagg_init(&s->st->agg)) {
         snprintf(err, errlen, "%s: out of memory", s->shown);
         pgstore_close(s);
         return -1;
@@ -721,9 +747,11 @@ void pgstore_close(struct pgstore *s)
         buf_free(&s->st->reads);
         buf_free(&s->st->agg_sql);
         wagg_free(&s->st->agg);
+        free(s->st->prefix_known);
+        free(s->st->new_prefixes);
         ragg_free(&s->st->ragg);
-        free(s->st->job_text);
-        free(s->st->job_classes);
+        buf_free(&s->st->job_text);
+        buf_free(&s->st->job_classes);
         buf_free(&s->st->extra);
         free(s->st);
         s->st = NULL;
@@ -821,6 +849,7 @@ int64_t pgstore_run_begin(struct pgstore *s, const char *name, const char *upstr
         PQclear(PQexec(s->conn, sql));
         return -1;
     }
+    st->runs_prefix[st->nruns] = key_mode && !strcmp(key_mode, "prefix");
     st->runs[st->nruns++] = id;
     /* today's and tomorrow's partitions now, off the path of the first batch */
     int64_t day = floor_day(now);
@@ -864,6 +893,11 @@ static void batch_forget(struct pgstore_state *st)
         wagg_clear(&st->agg);
     ragg_cells_done(&st->ragg);
     st->agg_run = 0;
+    if (st->nnew_prefixes && st->prefix_known) { /* not committed: looked up again */
+        memset(st->prefix_known, 0, PREFIX_KNOWN_SLOTS * sizeof *st->prefix_known);
+        st->nprefix_known = 0;
+    }
+    st->nnew_prefixes = 0;
 }
 
 /* A lost connection made again (session settings, statements, locks). */
@@ -956,6 +990,83 @@ static const struct {
                             "writes = agg_prefix_classes.writes + excluded.writes,"
                             " body_bytes = agg_prefix_classes.body_bytes + excluded.body_bytes" },
 };
+
+/* Whether run_id is one of this session's and keeps key prefixes (a run
+ * shipped from an older process's spill counts none). */
+static bool run_keeps_prefixes(const struct pgstore_state *st, int64_t run_id)
+{
+    for (size_t i = 0; i < st->nruns; i++)
+        if (st->runs[i] == run_id)
+            return st->runs_prefix[i];
+    return false;
+}
+
+/* The row's key text as PostgreSQL keeps it (valid UTF-8) into t; its length. */
+static size_t prefix_text(const struct rec_row *r, char t[3 * (MC_KEY_MAX + 1)])
+{
+    size_t kn =
+        (size_t)r->key_text_len < sizeof r->key_text ? (size_t)r->key_text_len : sizeof r->key_text;
+    return utf8_clean(t, r->key_text, kn);
+}
+
+/* key_prefixes.prefix_id of the row's key prefix: a hash of its text, the
+ * same on every node, so no node waits on a dictionary another one writes
+ * (two prefixes of one id: the second is counted as the first, about one
+ * pair in 2^40). A prefix this session has not seen goes into the batch's
+ * list for key_prefixes. 0: the row has no text; -1: out of memory. */
+static int64_t prefix_id(struct pgstore_state *st, const struct rec_row *r)
+{
+    char t[3 * (MC_KEY_MAX + 1)];
+    if (r->key_text_len < 0)
+        return 0;
+    size_t n = prefix_text(r, t);
+    int64_t id = (int64_t)(keyfmt_hash(t, n) % PREFIX_ID_MOD) + 1;
+    size_t mask = PREFIX_KNOWN_SLOTS - 1, i = (size_t)keyfmt_hash(t, n) & mask;
+    for (; st->prefix_known[i]; i = (i + 1) & mask)
+        if (st->prefix_known[i] == (uint64_t)id)
+            return id;
+    if (!BUF_GROW(st->new_prefixes, st->new_prefixes_cap, st->nnew_prefixes + 1))
+        return -1;
+    st->new_prefixes[st->nnew_prefixes++] = (struct new_prefix){ id, r };
+    if ((st->nprefix_known + 1) * 4 > PREFIX_KNOWN_SLOTS * 3) { /* full: start over */
+        memset(st->prefix_known, 0, PREFIX_KNOWN_SLOTS * sizeof *st->prefix_known);
+        st->nprefix_known = 0;
+        for (i = (size_t)keyfmt_hash(t, n) & mask; st->prefix_known[i]; i = (i + 1) & mask)
+            ;
+    }
+    st->prefix_known[i] = (uint64_t)id;
+    st->nprefix_known++;
+    return id;
+}
+
+static int new_prefix_cmp(const void *a, const void *b)
+{
+    const struct new_prefix *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The batch's new prefixes into key_prefixes, in id order (two nodes adding
+ * the same ones wait for each other in one order, never in a cycle). */
+static int agg_sql_prefixes(struct pgstore *s)
+{
+    struct pgstore_state *st = s->st;
+    char t[3 * (MC_KEY_MAX + 1)];
+    if (!st->nnew_prefixes)
+        return 0;
+    qsort(st->new_prefixes, st->nnew_prefixes, sizeof *st->new_prefixes, new_prefix_cmp);
+    buf_puts(&st->agg_sql, "INSERT INTO key_prefixes (prefix_id, prefix) VALUES ");
+    for (size_t i = 0; i < st->nnew_prefixes; i++) {
+        size_t n = prefix_text(st->new_prefixes[i].row, t);
+        char *lit = PQescapeLiteral(s->conn, t, n);
+        if (!lit)
+            return -1;
+        buf_printf(&st->agg_sql, "%s(%lld,%s)", i ? "," : "", (long long)st->new_prefixes[i].id,
+                   lit);
+        PQfreemem(lit);
+    }
+    buf_puts(&st->agg_sql, " ON CONFLICT DO NOTHING;\n");
+    return 0;
+}
 
 /* One upsert of the entries of kind into the batch's aggregate SQL. */
 static void agg_sql_kind(struct pgstore_state *st, uint8_t kind)
@@ -1052,6 +1163,10 @@ static int put_aggregates(struct pgstore *s, char *err, size_t errlen)
 {
     struct pgstore_state *st = s->st;
     struct buf *b = &st->agg_sql;
+    if (agg_sql_prefixes(s)) {
+        snprintf(err, errlen, "%s: out of memory for the batch's key prefixes", s->shown);
+        return -1;
+    }
     if (st->agg_run && st->agg.used) {
         buf_printf(b,
                    "INSERT INTO agg_runs (run_id) VALUES (%lld) ON CONFLICT DO NOTHING;\n"
@@ -1113,39 +1228,27 @@ static int put_sample(struct pgstore *s, const char *id, const struct rec_job *j
     snprintf(t, sizeof t, "%lld", (long long)j->t_ns);
     snprintf(phase, sizeof phase, "%lld", (long long)j->phase_id);
     /* the classes as one object {"<class_id>": fields, ...} */
-    size_t need = 3;
-    for (size_t i = 0; i < j->nclasses; i++)
-        need += 16 + 3 * strlen(j->class_json[i]);
-    if (need > JOB_TEXT_MAX || grow(&st->job_classes, &st->job_classes_cap, need)) {
-        snprintf(err, errlen, "%s: a stats sample of %zu bytes: too large or out of memory",
-                 s->shown, need);
+    struct buf *o = &st->job_classes;
+    buf_reset(o);
+    buf_puts(o, "{");
+    for (size_t i = 0; i < j->nclasses; i++) {
+        buf_printf(o, "%s\"%u\":", i ? "," : "", j->class_ids[i]);
+        buf_put_clean(o, j->class_json[i], strlen(j->class_json[i]));
+    }
+    buf_puts(o, "}");
+    if (o->failed || o->len > JOB_TEXT_MAX) {
+        snprintf(err, errlen, "%s: a stats sample of %zu classes: too large or out of memory",
+                 s->shown, j->nclasses);
         return -1;
     }
-    char *o = st->job_classes;
-    size_t at = 0;
-    o[at++] = '{';
-    for (size_t i = 0; i < j->nclasses; i++) {
-        at += (size_t)snprintf(o + at, need - at, "%s\"%u\":", i ? "," : "", j->class_ids[i]);
-        at += utf8_clean(o + at, j->class_json[i], strlen(j->class_json[i]));
-    }
-    o[at++] = '}';
-    o[at] = '\0';
-    for (char *p = o; *p; p++) { /* \u0000 refused by jsonb */
-        if (*p == '\\') {
-            if (p[1] == 'u' && !strncmp(p + 2, "0000", 4))
-                memcpy(p + 2, "fffd", 4);
-            if (p[1])
-                p++;
-        }
-    }
-    const char *stats = job_clean(&st->job_text, &st->job_text_cap, j->text ? j->text : "{}", true);
+    json_unnul(o->data);
+    const char *stats = job_clean(&st->job_text, j->text ? j->text : "{}", true);
     if (!stats) {
         snprintf(err, errlen, "%s: a stats sample: too large or out of memory", s->shown);
         return -1;
     }
-    const char *params[6] = {
-        id, t, j->phase_id > 0 ? phase : NULL, j->final ? "1" : "0", stats, o
-    };
+    const char *params[6] = { id,    t,      j->phase_id > 0 ? phase : NULL, j->final ? "1" : "0",
+                              stats, o->data };
     return run_prepared(s, "sample", 6, params, "inserting a stats sample", err, errlen);
 }
 
@@ -1162,7 +1265,7 @@ int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, 
     switch (j->kind) {
     case REC_JOB_SAMPLE: return put_sample(s, id, j, err, errlen);
     case REC_JOB_SETTINGS: {
-        text = job_clean(&st->job_text, &st->job_text_cap, j->text ? j->text : "{}", true);
+        text = job_clean(&st->job_text, j->text ? j->text : "{}", true);
         if (!text)
             break;
         size_t vn = j->version ? strlen(j->version) : 0;
@@ -1177,7 +1280,7 @@ int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, 
         if (kn > (sizeof small - 1) / 3)
             kn = (sizeof small - 1) / 3;
         small[utf8_clean(small, j->version ? j->version : "", kn)] = '\0';
-        text = j->text ? job_clean(&st->job_text, &st->job_text_cap, j->text, false) : NULL;
+        text = j->text ? job_clean(&st->job_text, j->text, false) : NULL;
         if (j->text && !text)
             break;
         const char *params[3] = { id, small, text };
@@ -1187,7 +1290,7 @@ int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, 
         const char *ep[3] = { id, t, phase };
         if (run_prepared(s, "end_phase", 3, ep, "ending a phase", err, errlen))
             return -1;
-        text = job_clean(&st->job_text, &st->job_text_cap, j->text ? j->text : "", false);
+        text = job_clean(&st->job_text, j->text ? j->text : "", false);
         if (!text)
             break;
         const char *params[4] = { phase, id, text, t };
@@ -1234,11 +1337,19 @@ static int put_pending(struct pgstore *s, char *err, size_t errlen)
     int64_t last = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
         const struct rec_row *r = p[i].row;
-        if (!st->agg_run)
+        if (!st->agg_run) {
             st->agg_run = p[i].run;
-        if (p[i].run == st->agg_run)
-            wagg_note(&st->agg, r, 0, cmd_id_of(st, r),
+            st->agg_prefix = run_keeps_prefixes(st, p[i].run);
+        }
+        if (p[i].run == st->agg_run) {
+            int64_t pid = st->agg_prefix ? prefix_id(st, r) : 0;
+            if (pid < 0) {
+                snprintf(err, errlen, "%s: out of memory for the batch's key prefixes", s->shown);
+                return -1;
+            }
+            wagg_note(&st->agg, r, pid, cmd_id_of(st, r),
                       answer_id_of(st, r->answer, strnlen(r->answer, sizeof r->answer)));
+        }
         if (r->class_id > 0) /* a later miss on the key counts in its class */
             ragg_note_write(&st->ragg, r->key_hash, r->class_id);
         if (r->sampled_out)
@@ -1303,6 +1414,7 @@ int pgstore_commit(struct pgstore *s, int failed, char *err, size_t errlen)
         !put_aggregates(s, err, errlen) && !exec(s, "COMMIT", "committing a batch", err, errlen)) {
         for (size_t i = 0; i < st->nnew_days; i++)
             day_remember(st, st->new_days[i]);
+        st->nnew_prefixes = 0; /* in key_prefixes now */
         batch_forget(st);
         return 0;
     }

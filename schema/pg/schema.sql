@@ -24,11 +24,12 @@
 --     SQLite-only tables write_runs and arrivals (rowid ranges, arrivals
 --     kept once per read) do not exist here. key_hash, key_ref, op, sizes
 --     and extra are encoded exactly as schema.sql describes, except:
---       key_ref  text: the key as recorded (NULL: none). pgstore never adds
---                to a dictionary: a shared one would be written by every
---                node (key_prefixes exists, empty, for queries that name it).
---                Bytes that are not UTF-8 are stored as U+FFFD (key_hash is
---                the hash of the exact key).
+--       key_ref  text: the key as recorded (NULL: none), never a
+--                dictionary id. key_prefixes names only the prefixes of the
+--                prefix aggregates (agg_prefixes, agg_prefix_classes), each
+--                id a 40-bit hash of the prefix's text, so that no node
+--                waits on another's numbering. Bytes that are not UTF-8 are
+--                stored as U+FFFD (key_hash is the hash of the exact key).
 --       extra    jsonb: NULL, a number (flags << 32 | exptime), or an object.
 --       op       cmd_id / answer_id only ever point at the rows this file
 --                puts into cmds / answers; anything else goes into extra.

@@ -58,14 +58,17 @@ FLEET_VIEWS = {"fleet_runs", "fleet_waste", "fleet_pages", "fleet_sizes", "fleet
 
 SINK_TWIN = os.environ.get("SINK_TWIN") or os.path.join(os.path.dirname(mctest.SLABTAP),
                                                         "sink_twin")
-# the aggregates (schema.sql), each with every column but run_id, in key order
+# the aggregates (schema.sql), each with every column but run_id; a prefix
+# by its text (key_prefixes: each store numbers its own)
 AGG_TABLES = {
     "agg_sizes": "minute, body, writes, value_bytes",
     "agg_latency": "second, band_us, writes",
-    "agg_prefixes": "minute, prefix_id, writes, value_bytes",
+    "agg_prefixes": "minute, (SELECT prefix FROM key_prefixes k WHERE k.prefix_id = a.prefix_id),"
+                    " writes, value_bytes",
     "agg_items": "minute, class_id, body, outcome, writes, body_bytes",
     "agg_answers": "minute, cmd_id, answer_id, writes, value_bytes",
-    "agg_prefix_classes": "minute, prefix_id, class_id, writes, body_bytes",
+    "agg_prefix_classes": "minute, (SELECT prefix FROM key_prefixes k"
+                          " WHERE k.prefix_id = a.prefix_id), class_id, writes, body_bytes",
     "agg_reads": "minute, class_id, reads, hits, misses",
     "agg_runs": "run_id - run_id",  # listed: one row
     "agg_item_runs": "run_id - run_id",
@@ -223,6 +226,14 @@ class PgStoreTest(unittest.TestCase):
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
         self.assertEqual(self.pg.psql("SELECT version, sha256 FROM schema_version"), before)
+        # a version 1 database (no aggregates, issue 21) is brought up to 2
+        self.pg.psql("DROP TABLE agg_sizes, agg_items, agg_reads CASCADE;"
+                     " UPDATE schema_version SET version = 1")
+        rc, out, err = bench(self.pg.uri(), 10)
+        self.ok(rc, out, err)
+        self.assertEqual(self.pg.psql("SELECT version, sha256 FROM schema_version"), before)
+        self.assertEqual(self.pg.scalar("SELECT sum(writes) FROM agg_sizes WHERE run_id = %d"
+                                        % run_id_of(out)), "10")
 
     def test_06_crashed_run(self):
         p = subprocess.Popen([BENCH, self.pg.uri(), "1000000", "--node", "victim", "--batch",
@@ -260,8 +271,14 @@ class PgStoreTest(unittest.TestCase):
         self.assertEqual(ended, "t")
 
     def aggregates_pg(self, run):
-        return {t: [list(r) for r in self.pg.psql(
-            "SELECT %s FROM %s WHERE run_id = %d ORDER BY %s" % (cols, t, run, cols))]
+        return {t: sorted(list(r) for r in self.pg.psql(
+            "SELECT %s FROM %s a WHERE run_id = %d" % (cols, t, run)))
+            for t, cols in AGG_TABLES.items()}
+
+    @staticmethod
+    def aggregates_sqlite(db, run):
+        return {t: sorted([str(v) for v in r.values()] for r in mctest.db_rows(
+            db, "SELECT %s FROM %s a WHERE run_id = ?" % (cols, t), (run,)))
             for t, cols in AGG_TABLES.items()}
 
     def test_08_aggregates_as_sqlite(self):
@@ -278,9 +295,7 @@ class PgStoreTest(unittest.TestCase):
             db = os.path.join(tmp, "twin-%s.db" % mode.replace("/", "_"))
             lite_run = sink_twin(db, rows, "--sample", mode)
             pg_run = sink_twin(self.pg.uri(), rows, "--sample", mode, "--node", "twin-" + mode)
-            lite = {t: [[str(v) for v in r.values()] for r in mctest.db_rows(
-                db, "SELECT %s FROM %s WHERE run_id = ? ORDER BY %s" % (cols, t, cols),
-                (lite_run,))] for t, cols in AGG_TABLES.items()}
+            lite = self.aggregates_sqlite(db, lite_run)
             pg = self.aggregates_pg(pg_run)
             for t in AGG_TABLES:
                 self.assertEqual(pg[t], lite[t], "%s, --sample %s" % (t, mode))
@@ -314,6 +329,15 @@ class PgStoreTest(unittest.TestCase):
             else:  # about one key in four
                 self.assertTrue(rows // 5 * 4 // 8 < writes < rows // 5 * 4 // 2, writes)
                 self.assertTrue(rows // 5 // 8 < reads < rows // 5 // 2, reads)
+        # --keys prefix: the prefix aggregates too, by prefix (50 of them)
+        db = os.path.join(tmp, "twin-prefix.db")
+        lite = self.aggregates_sqlite(db, sink_twin(db, rows, "--keys", "prefix"))
+        pg = self.aggregates_pg(sink_twin(self.pg.uri(), rows, "--keys", "prefix", "--node",
+                                          "twin-prefix"))
+        for t in AGG_TABLES:
+            self.assertEqual(pg[t], lite[t], "%s, --keys prefix" % t)
+        self.assertEqual(len({r[1] for r in pg["agg_prefixes"]}), 50)
+        self.assertEqual(pg["agg_sizes"], full["agg_sizes"])
 
     def test_07_login_refused(self):
         wrong = "wrong-" + self.pg.password[::-1]

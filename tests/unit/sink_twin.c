@@ -2,7 +2,7 @@
  * tests/integration/test_pgstore.py to compare what each keeps of them (the
  * aggregates, row for row).
  *
- *   sink_twin DB ROWS [--sample 1/N|none] [--node NAME]
+ *   sink_twin DB ROWS [--sample 1/N|none] [--node NAME] [--keys full|prefix]
  *
  * DB: a SQLite file or a postgresql:// URI (record/sink.h). ROWS rows, a
  * function of their number alone, in batches of 1,000 committed with their
@@ -13,7 +13,9 @@
  * answers; latencies or none), one read in five (get hits with their class,
  * misses on keys written before or never), over three minutes from a fixed
  * time. --sample keeps the rows of the keys core/sample.h keeps; the others
- * go as sampled_out, as the proxy sends them. Prints "sink_twin: run ID". */
+ * go as sampled_out, as the proxy sends them. --keys: what of a key is
+ * recorded (default full; prefix: 50 prefixes, agg_prefixes). Prints
+ * "sink_twin: run ID". */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,7 @@ static uint64_t mix(uint64_t x) /* splitmix64 */
 struct twin {
     uint64_t wseq, rseq;
     uint32_t sample;
+    enum keyfmt_mode keys;
 };
 
 static void gen_row(struct twin *tw, uint64_t i, struct rec_row *row)
@@ -62,8 +65,8 @@ static void gen_row(struct twin *tw, uint64_t i, struct rec_row *row)
     memset(row, 0, sizeof *row);
     row->key_hash = keyfmt_hash(key, (size_t)klen);
     row->key_len = (uint16_t)klen;
-    memcpy(row->key_text, key, (size_t)klen);
-    row->key_text_len = (int16_t)klen;
+    row->key_text_len =
+        (int16_t)keyfmt_text(tw->keys, key, (size_t)klen, row->key_text, sizeof row->key_text);
     row->conn_id = (uint32_t)(h >> 60) + 1;
     row->t_ns = T0 + (int64_t)i * 9000000; /* 9 ms apart */
     row->sampled_out = !sample_keep(row->key_hash, tw->sample);
@@ -111,11 +114,12 @@ static void gen_row(struct twin *tw, uint64_t i, struct rec_row *row)
 
 int main(int argc, char **argv)
 {
-    struct twin tw = { .sample = 1 };
+    struct twin tw = { .sample = 1, .keys = KEYFMT_FULL };
     const char *node = "twin";
     char err[1536];
     if (argc < 3) {
-        fprintf(stderr, "usage: sink_twin DB ROWS [--sample 1/N|none] [--node NAME]\n");
+        fprintf(stderr, "usage: sink_twin DB ROWS [--sample 1/N|none] [--node NAME]"
+                        " [--keys full|prefix]\n");
         return 2;
     }
     uint64_t rows = strtoull(argv[2], NULL, 10);
@@ -126,6 +130,8 @@ int main(int argc, char **argv)
             node = argv[i + 1];
             continue;
         }
+        if (!strcmp(argv[i], "--keys") && keyfmt_parse_mode(argv[i + 1], &tw.keys) == 0)
+            continue;
         fprintf(stderr, "sink_twin: %s %s?\n", argv[i], argv[i + 1]);
         return 2;
     }
@@ -135,7 +141,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sink_twin: %s\n", err);
         return 1;
     }
-    struct sink_run run = { "sink_twin", "-", "sink_twin", "full", node };
+    struct sink_run run = { "sink_twin", "-", "sink_twin", keyfmt_mode_name(tw.keys), node };
     int64_t id = sink_run_begin(&k, &run, err, sizeof err);
     struct rec_row *batch = calloc(BATCH, sizeof *batch);
     int rc = id < 0 || !batch;

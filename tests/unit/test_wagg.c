@@ -244,6 +244,30 @@ static void test_histograms(void)
     CHECK(e && e->n == 2 && e->bytes == 220, "prefix 3 class 5: the stored ones only");
     e = find(&g, WAGG_PREFIX_CLASS, 7, 3 | (int64_t)30 << 40);
     CHECK(e && e->n == 1, "prefix 3 class 30");
+    /* each entry as its table's row: the columns after run_id */
+    static const struct {
+        enum wagg_kind kind;
+        int64_t t, k;
+        size_t n;
+        int64_t cols[WAGG_COLS];
+    } rows[] = {
+        { WAGG_ITEM, 7, 0, 6, { 7, 30, 39936, WAGG_STORED, 1, 40014 } },
+        { WAGG_ANSWER, 7, 13 | 8 << 8, 5, { 7, 13, 8, 1, 0 } },
+        { WAGG_PREFIX_CLASS, 7, 3 | (int64_t)5 << 40, 5, { 7, 3, 5, 2, 220 } },
+        { WAGG_SIZE, 7, 110, 4, { 7, 110, 3, 300 } },
+        { WAGG_PREFIX, 7, 3, 4, { 7, 3, 5, 40300 } },
+        { WAGG_LATENCY, 7 * 60, 1, 3, { 7 * 60, 1, 5 } },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        int64_t cols[WAGG_COLS] = { 0 };
+        e = find(&g, rows[i].kind, rows[i].t,
+                 rows[i].kind == WAGG_ITEM ? wagg_item_key(39936, 30, WAGG_STORED) : rows[i].k);
+        size_t n = e ? wagg_row(e, cols) : 0;
+        CHECK(n == rows[i].n && !memcmp(cols, rows[i].cols, n * sizeof cols[0]),
+              "row of kind %d: %zu columns %lld %lld %lld %lld %lld %lld", (int)rows[i].kind, n,
+              (long long)cols[0], (long long)cols[1], (long long)cols[2], (long long)cols[3],
+              (long long)cols[4], (long long)cols[5]);
+    }
     wagg_free(&g);
 }
 
