@@ -1,0 +1,515 @@
+#!/usr/bin/python3
+"""fleet_scale: what recording a fleet into ONE PostgreSQL costs, per recording
+mode, and how the fleet views' query time grows with nodes and days.
+
+    bench/fleet_scale.py                      # load phase + view grid (~10 min)
+    bench/fleet_scale.py --smoke              # both phases, tiny (< 60 s)
+    bench/fleet_scale.py --no-views           # the load phase only
+    bench/fleet_scale.py --no-load --view-nodes 1,10 --view-days 1,7
+    SLABTAP=build/slabtap bench/fleet_scale.py   # a build without sanitizers
+
+One throwaway PostgreSQL (tests/integration/pgcluster.py; fsync off -- a
+local server on 2 shared cores, the disk is not what is measured -- and
+full_page_writes on, so WAL bytes are what a real server writes).
+
+Load phase (docs/fleet.md, "Scale"): per recording mode, a database of its
+own, one memcached and --nodes real `slabtap proxy --db postgresql://...
+--node node-I` processes in front of it, each driven by its own open-loop
+`slabtap load --rate R` (sets only, 16 key prefixes, values uniform
+20..4000 bytes: several slab classes), all at once for --seconds. Modes:
+
+  rows     every write is a row (the default recording)
+  sampled  --sample-keys 1/N: the rows of one key in N (plus the write
+           aggregates, where the build writes them to PostgreSQL)
+  aggs     aggregates only (the flag the build's `proxy --help` names;
+           skipped, and said so, when it has none)
+
+Per mode it prints writes sent, writes/s represented, rows stored and
+rows/s, PostgreSQL's CPU (the postmaster, its live children and the
+children it reaped: /proc utime+stime+cutime+cstime) per 1,000 writes,
+the slabtap writer thread's CPU per write (the proxy thread other than the
+event loop with the most CPU, read once the writer is idle), bytes per
+write on disk (pg_total_relation_size of every table, partitions, TOAST and
+indexes included; the write-dependent ones apart) and WAL bytes per write
+(pg_current_wal_insert_lsn before/after, cluster-wide: modes run one after
+the other).
+
+View phase: per day count D in --view-days, a database whose schema one
+short real proxy run creates (its rows become the template and are then
+removed), then synthetic history INSERT ... SELECT generate_series straight
+into the real tables: per node and day one run (ended), --writes-per-day
+writes in that day's partition of `writes` (the template's rows, run and
+time shifted), a stats sample every --sample-every seconds with the
+template's last `stats` and per-class rows, the template's settings (one
+node in 10 with another growth_factor, so fleet_settings_diff has rows),
+run_meta, and the template's aggregate rows (agg_* tables, when the build
+has them; copied per run). Nodes are added 1 -> 10 -> 50 -> 100 in the same
+database, ANALYZEd after each step, and every view named fleet_* is timed:
+EXPLAIN (ANALYZE, TIMING OFF) execution time, best of 3.
+
+No figure is asserted: this is a benchmark. --smoke checks only that every
+number was produced (and, mode rows, that every write sent is a row).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+import mctest  # noqa: E402
+import pgcluster  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+NS_DAY = 86400 * 10**9
+PREFIXES = 16
+KEYS = 1000000
+FLAT_OUT = 50000
+
+
+# ------------------------------------------------------------------ /proc
+
+def _stat_fields(path):
+    """Fields of /proc/.../stat after the command name (field 3 is [0])."""
+    with open(path) as f:
+        text = f.read()
+    return text[text.rindex(")") + 2:].split()
+
+
+def pg_cpu_seconds(postmaster_pid):
+    """CPU of PostgreSQL so far: the postmaster (with the children it reaped)
+    and every live child (backends, checkpointer, walwriter, autovacuum)."""
+    f = _stat_fields("/proc/%d/stat" % postmaster_pid)
+    ticks = sum(int(x) for x in f[11:15])  # utime stime cutime cstime
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(postmaster_pid)],
+                         capture_output=True, text=True).stdout
+    for pid in out.split():
+        try:
+            c = _stat_fields("/proc/%s/stat" % pid)
+        except OSError:
+            continue  # exited between ps and the read: its CPU is in cutime now
+        ticks += int(c[11]) + int(c[12])
+    return ticks / TICK
+
+
+def thread_cpu(pid):
+    """{tid: CPU seconds} of process pid's threads."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            f = _stat_fields("/proc/%d/task/%s/stat" % (pid, tid))
+        except OSError:
+            continue
+        out[int(tid)] = (int(f[11]) + int(f[12])) / TICK
+    return out
+
+
+def writer_idle_cpu(px, timeout=120):
+    """(writer thread CPU s, whole proxy CPU s, monotonic time its CPU last
+    moved) once the proxy's CPU has not moved for a second (its writer has
+    committed what it was given; stats polls cost less than a tick)."""
+    last, still, moved = None, 0, time.monotonic()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        cpu = thread_cpu(px.pid)
+        total = sum(cpu.values())
+        if last is not None and total - last < 0.015:
+            still += 1
+            if still >= 4:
+                break
+        else:
+            still, moved = 0, time.monotonic()
+        last = total
+        time.sleep(0.25)
+    others = [v for t, v in cpu.items() if t != px.pid]
+    return (max(others) if others else 0.0), total, moved
+
+
+# ------------------------------------------------------------------ helpers
+
+def die(msg):
+    raise SystemExit("fleet_scale: " + msg)
+
+
+def proxy_help():
+    return subprocess.run([mctest.SLABTAP, "proxy", "--help"], capture_output=True,
+                          text=True).stdout
+
+
+def aggs_only_flag(helptext):
+    """The proxy's aggregates-only flag, as its --help names it, or None."""
+    m = re.search(r"(--aggregates?-only|--record[ -]aggregates|--aggs-only)\b", helptext)
+    if m:
+        return [m.group(1)]
+    m = re.search(r"--record(-mode)? [^\n]*\baggregates\b", helptext)
+    if m:
+        return ["--record" + (m.group(1) or ""), "aggregates"]
+    return None
+
+
+def write_workload(path, count, seed):
+    with open(path, "w") as f:
+        f.write("# fleet_scale: sets only, %d prefixes, values 20..4000 bytes\n"
+                "connections 2\npipeline 16\nseed %d\n"
+                "set %d key=p{rand:%d:2}:{rand:%d} size=uniform(20,4000)\n"
+                % (PREFIXES, seed, count, PREFIXES, KEYS))
+
+
+def table_bytes(pg, db):
+    """{group: bytes} over every table of the public schema (partitions,
+    TOAST and indexes included): writes, reads, agg, other."""
+    rows = pg.psql("""
+        SELECT CASE WHEN c.relname LIKE 'writes%' THEN 'writes'
+                    WHEN c.relname IN ('read_log', 'get_counts') THEN 'reads'
+                    WHEN c.relname LIKE 'agg%' THEN 'agg' ELSE 'other' END,
+               sum(pg_total_relation_size(c.oid))
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'public' AND c.relkind IN ('r', 'm') GROUP BY 1""", db=db)
+    out = {"writes": 0, "reads": 0, "agg": 0, "other": 0}
+    out.update({k: int(v) for k, v in rows})
+    return out
+
+
+def wal_lsn(pg):
+    return pg.scalar("SELECT pg_current_wal_insert_lsn()", db="postgres")
+
+
+def wal_bytes(pg, a, b):
+    return int(pg.scalar("SELECT pg_wal_lsn_diff('%s', '%s')" % (b, a), db="postgres"))
+
+
+def run_load(port, workload, rate):
+    argv = [mctest.SLABTAP, "load", "--target", "127.0.0.1:%d" % port,
+            "--workload", workload, "-q"]
+    if rate:
+        argv += ["--rate", str(rate)]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True)
+
+
+def load_result(p, timeout):
+    out, _ = p.communicate(timeout=timeout)
+    if p.returncode:
+        die("slabtap load failed:\n" + out)
+    ops = None
+    for line in out.splitlines():
+        m = re.match(r"ops:\s+(\d+)", line)
+        if m:
+            ops = int(m.group(1))
+    if ops is None:
+        die("no op count in slabtap load's output:\n" + out)
+    return ops
+
+
+# ------------------------------------------------------------------ load phase
+
+def measure_mode(pg, wd, mode, flags, a):
+    db = "fleet_" + mode
+    pg.psql("CREATE DATABASE %s" % db, db="postgres")
+    uri = pg.uri(db=db)
+    # --rate 0: as fast as answers allow, FLAT_OUT sets a second's worth per second asked
+    count = (a.rate or FLAT_OUT) * a.seconds
+    mc = mctest.Memcached(wd, extra=["-m", "2048", "-t", "1"], name="mc-" + mode)
+    proxies = []
+    try:
+        for i in range(a.nodes):
+            proxies.append(mctest.Proxy(
+                wd, mc.port, db=uri, keys="prefix", name="%s-node-%d" % (mode, i),
+                extra=["--node", "node-%d" % i, "--reads", "off", "-q",
+                       "--spill", os.path.join(wd, "spill-%s-%d.db" % (mode, i))] + flags))
+        wls = []
+        for i in range(a.nodes):
+            wl = os.path.join(wd, "node-%d.wl" % i)
+            write_workload(wl, count, 1000 + i)
+            wls.append(wl)
+        pg.psql("CHECKPOINT", db="postgres")
+        size0 = table_bytes(pg, db)
+        lsn0 = wal_lsn(pg)
+        cpu0 = pg_cpu_seconds(pg.proc.pid)
+        pxcpu0 = [writer_idle_cpu(px, timeout=10) for px in proxies]
+        t0 = time.monotonic()
+        loads = [run_load(px.port, wl, a.rate) for px, wl in zip(proxies, wls)]
+        sent = sum(load_result(p, timeout=a.seconds * 20 + 120) for p in loads)
+        t_sent = time.monotonic() - t0
+        pxcpu1 = [writer_idle_cpu(px) for px in proxies]
+        t_stored = max([c[2] - t0 for c in pxcpu1] + [t_sent])
+        for px in proxies:
+            rc = px.stop(timeout=300)
+            if rc != 0:
+                die("proxy exit %r:\n%s" % (rc, px.stderr_text()[-3000:]))
+        cpu1 = pg_cpu_seconds(pg.proc.pid)
+        lsn1 = wal_lsn(pg)
+        size1 = table_bytes(pg, db)
+    finally:
+        for px in proxies:
+            px.kill_hard()
+        mc.stop()
+    rows = int(pg.scalar("SELECT coalesce(sum(rows_recorded), 0) FROM runs", db=db))
+    stored = int(pg.scalar("SELECT count(*) FROM writes", db=db))
+    wal = wal_bytes(pg, lsn0, lsn1)
+    grew = {k: size1[k] - size0[k] for k in size1}
+    writer = sum(b[0] - a_[0] for a_, b in zip(pxcpu0, pxcpu1))
+    proxy = sum(b[1] - a_[1] for a_, b in zip(pxcpu0, pxcpu1))
+    return {"mode": mode, "flags": " ".join(flags), "sent": sent, "rows": rows,
+            "stored": stored, "secs_sent": t_sent, "secs": t_stored,
+            "writes_per_s": sent / t_sent, "rows_per_s": stored / t_stored,
+            "pg_cpu_s": cpu1 - cpu0, "pg_ms_per_kwrite": 1e6 * (cpu1 - cpu0) / sent,
+            "writer_us_per_write": 1e6 * writer / sent,
+            "proxy_us_per_write": 1e6 * proxy / sent,
+            "bytes_per_write": sum(grew.values()) / sent,
+            "row_bytes_per_write": (grew["writes"] + grew["agg"]) / sent,
+            "grew": grew, "wal_bytes_per_write": wal / sent, "wal_bytes": wal}
+
+
+def print_modes(res, a):
+    print("\nLoad: %d nodes (proxies), each open-loop %d sets/s for %d s, one PostgreSQL"
+          % (a.nodes, a.rate, a.seconds))
+    hdr = ("mode", "writes", "writes/s", "rows", "rows/s", "lag s", "PG CPU ms/1k w",
+           "writer us/w", "proxy us/w", "disk B/w", "rows+agg B/w", "WAL B/w")
+    print("| " + " | ".join(hdr) + " |")
+    print("|" + "---|" * len(hdr))
+    for r in res:
+        print("| %s | %d | %.0f | %d | %.0f | %.1f | %.1f | %.2f | %.2f | %.1f | %.1f | %.1f |"
+              % (r["mode"] + (" (%s)" % r["flags"] if r["flags"] else ""), r["sent"],
+                 r["writes_per_s"], r["stored"], r["rows_per_s"], r["secs"] - r["secs_sent"],
+                 r["pg_ms_per_kwrite"],
+                 r["writer_us_per_write"], r["proxy_us_per_write"], r["bytes_per_write"],
+                 r["row_bytes_per_write"], r["wal_bytes_per_write"]))
+    for r in res:
+        print("  %s: disk growth by table group %s; WAL %d bytes; PG CPU %.2f s"
+              % (r["mode"], json.dumps(r["grew"]), r["wal_bytes"], r["pg_cpu_s"]))
+
+
+# ------------------------------------------------------------------ view phase
+
+def columns(pg, db, table):
+    return [r[0] for r in pg.psql(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' "
+        "AND table_name = '%s' ORDER BY ordinal_position" % table, db=db)]
+
+
+def run_tables(pg, db):
+    """Tables of the public schema with a run_id column, runs excepted."""
+    return [r[0] for r in pg.psql(
+        "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t"
+        " USING (table_schema, table_name) WHERE c.table_schema = 'public' AND"
+        " t.table_type = 'BASE TABLE' AND c.column_name = 'run_id' AND c.table_name <> 'runs'"
+        " AND c.table_name NOT LIKE 'writes\\_%' ORDER BY 1", db=db)]
+
+
+def make_template(pg, wd, db, a):
+    """A short real run into db (the schema), kept in schema bench as the
+    template, then removed from the public tables."""
+    pg.psql("CREATE DATABASE %s" % db, db="postgres")
+    mc = mctest.Memcached(wd, extra=["-m", "256"], name="mc-" + db)
+    try:
+        px = mctest.Proxy(wd, mc.port, db=pg.uri(db=db), keys="prefix", name="tmpl-" + db,
+                          extra=["--node", "template", "--reads", "off", "-q",
+                                 "--stats-interval", "200ms",
+                                 "--spill", os.path.join(wd, "spill-%s.db" % db)])
+        wl = os.path.join(wd, "template.wl")
+        write_workload(wl, max(a.writes_per_day, 1000), 7)
+        load_result(run_load(px.port, wl, 0), timeout=300)
+        time.sleep(0.5)  # a stats sample after the last write
+        rc = px.stop(timeout=120)
+        if rc != 0:
+            die("template proxy exit %r:\n%s" % (rc, px.stderr_text()[-3000:]))
+    finally:
+        mc.stop()
+    tables = run_tables(pg, db)
+    sql = ["CREATE SCHEMA bench",
+           "CREATE TABLE bench.t_run AS SELECT * FROM runs",
+           "CREATE TABLE bench.t_writes AS SELECT * FROM writes",
+           "CREATE TABLE bench.t_stats AS SELECT stats FROM samples"
+           " ORDER BY t_ns DESC LIMIT 1",
+           "CREATE TABLE bench.t_classes AS SELECT class_id, fields FROM sample_classes"
+           " WHERE sample_id = (SELECT sample_id FROM samples ORDER BY t_ns DESC LIMIT 1)",
+           "CREATE TABLE bench.t_settings AS SELECT version, settings FROM settings"
+           " ORDER BY t_ns DESC LIMIT 1"]
+    aggs = [t for t in tables if t.startswith("agg")]
+    sql += ["CREATE TABLE bench.t_%s AS SELECT * FROM %s" % (t, t) for t in aggs + ["run_meta"]]
+    sql += ["DELETE FROM sample_classes"]
+    sql += ["DELETE FROM %s" % t for t in tables if t != "samples"]
+    sql += ["DELETE FROM samples", "DELETE FROM runs"]
+    sql += ["TRUNCATE writes"]
+    pg.psql(";\n".join(sql), db=db)
+    if int(pg.scalar("SELECT count(*) FROM bench.t_classes", db=db)) == 0:
+        die("the template run has no stats sample with classes")
+    return aggs
+
+
+def add_history(pg, db, n0, n1, days, a, aggs):
+    """Nodes n0..n1-1, each with `days` days of history ending yesterday."""
+    today = time.time_ns() // NS_DAY
+    base = today - days
+    per_day = 86400 // a.sample_every
+    w = a.writes_per_day
+    seqs = int(pg.scalar("SELECT count(*) FROM bench.t_writes", db=db))
+    if seqs < w:
+        die("the template has %d writes, fewer than --writes-per-day %d" % (seqs, w))
+    sql = [
+        "SELECT slabtap_writes_partition(d) FROM generate_series(%d, %d) d" % (base, today - 1),
+        "CREATE TEMP TABLE g AS SELECT n, d, d::bigint * %d AS day_ns FROM "
+        "generate_series(%d, %d) n, generate_series(%d, %d) d" % (NS_DAY, n0, n1 - 1, base,
+                                                                  today - 1),
+        "ALTER TABLE g ADD run_id bigint",
+        "UPDATE g SET run_id = nextval(pg_get_serial_sequence('runs', 'run_id'))",
+        "INSERT INTO runs (run_id, name, node, started_ns, ended_ns, upstream, slabtap_version,"
+        " options, key_mode, rows_recorded) SELECT g.run_id, 'history', 'node-' ||"
+        " lpad(g.n::text, 3, '0'), g.day_ns, g.day_ns + %d, t.upstream, t.slabtap_version,"
+        " t.options, t.key_mode, %d FROM g, bench.t_run t" % (NS_DAY - 1, w),
+        "INSERT INTO writes SELECT g.run_id, w.seq, g.day_ns + (w.seq - 1) * %d, w.conn_id,"
+        " w.key_hash, w.key_ref, w.op, w.sizes, w.extra FROM g, bench.t_writes w"
+        " WHERE w.seq <= %d" % (NS_DAY // w, w),
+        "INSERT INTO samples (run_id, t_ns, phase_id, final, stats) SELECT g.run_id,"
+        " g.day_ns + k * %d, NULL, (k = %d)::int, t.stats FROM g, generate_series(0, %d) k,"
+        " bench.t_stats t" % (a.sample_every * 10**9, per_day - 1, per_day - 1),
+        "INSERT INTO sample_classes (sample_id, class_id, fields) SELECT s.sample_id,"
+        " c.class_id, c.fields FROM samples s JOIN g USING (run_id), bench.t_classes c",
+        "INSERT INTO settings (run_id, t_ns, version, settings) SELECT g.run_id, g.day_ns,"
+        " t.version, CASE WHEN g.n % 10 = 9 THEN t.settings ||"
+        " '{\"growth_factor\": \"1.10\"}'::jsonb ELSE t.settings END FROM g, bench.t_settings t",
+        "INSERT INTO run_meta (run_id, key, value) SELECT g.run_id, m.key, m.value"
+        " FROM g, bench.t_run_meta m"]
+    for t in aggs:
+        cols = columns(pg, db, t)
+        sel = ", ".join("g.run_id" if c == "run_id" else "x." + c for c in cols)
+        sql.append("INSERT INTO %s (%s) SELECT %s FROM g, bench.t_%s x"
+                   % (t, ", ".join(cols), sel, t))
+    sql.append("DROP TABLE g")
+    pg.psql(";\n".join(sql), db=db, timeout=3600)
+    pg.psql("ANALYZE", db=db, timeout=3600)
+
+
+def time_view(pg, db, view, tries=3):
+    best = None
+    for _ in range(tries):
+        out = pg.psql("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) SELECT * FROM %s" % view,
+                      db=db, timeout=3600)
+        plan = json.loads("\n".join(r[0] for r in out))[0]
+        ms = plan["Execution Time"] + plan["Planning Time"]
+        best = ms if best is None else min(best, ms)
+        rows = plan["Plan"]["Actual Rows"]
+    return best, rows
+
+
+def view_grid(pg, wd, a):
+    out = []
+    for days in a.view_days:
+        db = "fleet_hist_%d" % days
+        aggs = make_template(pg, wd, db, a)
+        views = [r[0] for r in pg.psql("SELECT viewname FROM pg_views WHERE schemaname ="
+                                       " 'public' AND viewname LIKE 'fleet%' ORDER BY 1",
+                                       db=db)]
+        have = 0
+        for nodes in a.view_nodes:
+            t0 = time.monotonic()
+            add_history(pg, db, have, nodes, days, a, aggs)
+            have = nodes
+            gen = time.monotonic() - t0
+            counts = pg.psql("SELECT (SELECT count(*) FROM writes), (SELECT count(*) FROM "
+                             "samples), (SELECT count(*) FROM sample_classes), "
+                             "pg_database_size(current_database())", db=db)[0]
+            row = {"days": days, "nodes": nodes, "gen_s": gen, "writes": int(counts[0]),
+                   "samples": int(counts[1]), "classes": int(counts[2]),
+                   "db_bytes": int(counts[3]), "views": {}}
+            for v in views:
+                row["views"][v] = time_view(pg, db, v)
+            out.append(row)
+            print("days %2d nodes %3d: %s (history %d writes, %d samples, %d class rows, "
+                  "%.0f MB; generated in %.0f s)"
+                  % (days, nodes, ", ".join("%s %.1f ms" % (v, ms)
+                                             for v, (ms, _) in row["views"].items()),
+                     row["writes"], row["samples"], row["classes"], row["db_bytes"] / 1e6,
+                     gen), flush=True)
+        pg.psql("DROP DATABASE %s" % db, db="postgres", timeout=600)
+    return out
+
+
+def print_views(grid, a):
+    if not grid:
+        return
+    views = list(grid[0]["views"])
+    print("\nFleet views: ms (EXPLAIN ANALYZE, TIMING OFF; best of 3); history per node "
+          "and day: 1 run, %d writes, a sample every %d s" % (a.writes_per_day,
+                                                             a.sample_every))
+    hdr = ["days", "nodes", "writes", "class rows"] + views
+    print("| " + " | ".join(hdr) + " |")
+    print("|" + "---|" * len(hdr))
+    for r in grid:
+        print("| %d | %d | %d | %d | %s |" % (r["days"], r["nodes"], r["writes"], r["classes"],
+                                              " | ".join("%.1f" % r["views"][v][0]
+                                                         for v in views)))
+
+
+# ------------------------------------------------------------------ main
+
+def ints(text):
+    return [int(x) for x in text.split(",") if x]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nodes", type=int, default=4, help="proxies in the load phase")
+    ap.add_argument("--rate", type=int, default=5000, help="sets/s per node")
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--modes", default="rows,sampled,aggs")
+    ap.add_argument("--sample", type=int, default=16, help="sampled: --sample-keys 1/N")
+    ap.add_argument("--view-nodes", type=ints, default=[1, 10, 50, 100])
+    ap.add_argument("--view-days", type=ints, default=[1, 7, 30])
+    ap.add_argument("--writes-per-day", type=int, default=1000,
+                    help="synthetic writes per node and day")
+    ap.add_argument("--sample-every", type=int, default=900,
+                    help="synthetic stats sample interval, seconds")
+    ap.add_argument("--no-load", action="store_true")
+    ap.add_argument("--no-views", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="tiny figures, every number checked")
+    a = ap.parse_args()
+    if a.smoke:
+        a.nodes, a.rate, a.seconds = 2, 1000, 2
+        a.view_nodes, a.view_days = [1, 2], [1, 2]
+        a.writes_per_day, a.sample_every = 200, 7200
+    helptext = proxy_help()
+    flags = {"rows": [], "sampled": ["--sample-keys", "1/%d" % a.sample],
+             "aggs": aggs_only_flag(helptext)}
+    print("fleet_scale: %s; %s" % (mctest.SLABTAP, time.strftime("%Y-%m-%d %H:%M UTC",
+                                                                  time.gmtime())))
+    wd = mctest.Workdir(prefix="slabtap-fleet-scale-")
+    res, grid = [], []
+    try:
+        with pgcluster.PgCluster(settings={"full_page_writes": "on"}) as pg:
+            if not a.no_load:
+                for mode in a.modes.split(","):
+                    if flags.get(mode) is None:
+                        print("mode %s: not measured: this build's `slabtap proxy --help` "
+                              "names no aggregates-only flag" % mode)
+                        continue
+                    r = measure_mode(pg, wd.path, mode, flags[mode], a)
+                    res.append(r)
+                    print("mode %-8s %d writes (%.0f/s), %d rows (%.0f/s)"
+                          % (mode, r["sent"], r["writes_per_s"], r["stored"], r["rows_per_s"]),
+                          flush=True)
+                print_modes(res, a)
+            if not a.no_views:
+                grid = view_grid(pg, wd.path, a)
+                print_views(grid, a)
+    finally:
+        wd.cleanup()
+    if a.smoke:
+        for r in res:
+            if r["mode"] == "rows" and r["stored"] != r["sent"]:
+                die("mode rows: %d writes sent, %d rows stored" % (r["sent"], r["stored"]))
+            if r["mode"] != "rows" and r["stored"] >= r["sent"]:
+                die("mode %s stored every write (%d)" % (r["mode"], r["stored"]))
+            if not (r["pg_cpu_s"] > 0 and r["wal_bytes"] > 0 and r["bytes_per_write"] > 0):
+                die("mode %s: a figure was not measured: %r" % (r["mode"], r))
+        for g in grid:
+            if not g["views"] or g["writes"] != g["nodes"] * g["days"] * a.writes_per_day:
+                die("view grid: history or views missing: %r" % g)
+
+
+if __name__ == "__main__":
+    main()
