@@ -68,6 +68,7 @@ NS_DAY = 86400 * 10**9
 PREFIXES = 16
 KEYS = 1000000
 FLAT_OUT = 50000
+PRELOAD = 20000
 
 
 # ------------------------------------------------------------------ /proc
@@ -107,25 +108,41 @@ def thread_cpu(pid):
     return out
 
 
-def writer_idle_cpu(px, timeout=120):
-    """(writer thread CPU s, whole proxy CPU s, monotonic time its CPU last
-    moved) once the proxy's CPU has not moved for a second (its writer has
-    committed what it was given; stats polls cost less than a tick)."""
-    last, still, moved = None, 0, time.monotonic()
+def writers_idle_cpu(proxies, timeout=120):
+    """[(writer thread CPU s, whole proxy CPU s, monotonic time its CPU last
+    moved or None)] once no proxy's CPU has moved for a second (each writer
+    has committed what it was given; a stats poll costs less than a tick).
+    The writer is the thread other than the event loop with the most CPU."""
+    last = [None] * len(proxies)
+    moved = [None] * len(proxies)
+    still = 0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        cpu = thread_cpu(px.pid)
-        total = sum(cpu.values())
-        if last is not None and total - last < 0.015:
-            still += 1
-            if still >= 4:
-                break
-        else:
-            still, moved = 0, time.monotonic()
-        last = total
+        cpus = [thread_cpu(px.pid) for px in proxies]
+        now = time.monotonic()
+        busy = False
+        for i, cpu in enumerate(cpus):
+            total = sum(cpu.values())
+            if last[i] is not None and total - last[i] >= 0.015:
+                busy, moved[i] = True, now
+            last[i] = total
+        still = 0 if busy else still + 1
+        if still >= 5:
+            break
         time.sleep(0.25)
-    others = [v for t, v in cpu.items() if t != px.pid]
-    return (max(others) if others else 0.0), total, moved
+    out = []
+    for px, cpu, m in zip(proxies, cpus, moved):
+        others = [v for t, v in cpu.items() if t != px.pid]
+        out.append(((max(others) if others else 0.0), sum(cpu.values()), m))
+    return out
+
+
+def pg_net_bytes(port):
+    """Bytes the clients' TCP connections to PostgreSQL on port carried so
+    far, both ways (ss -ti on the server's side: bytes_received + bytes_sent)."""
+    out = subprocess.run(["ss", "-tinH", "state", "established", "( sport = :%d )" % port],
+                         capture_output=True, text=True).stdout
+    return sum(int(n) for n in re.findall(r"\bbytes_(?:received|sent):(\d+)", out))
 
 
 # ------------------------------------------------------------------ helpers
@@ -207,6 +224,8 @@ def load_result(p, timeout):
 # ------------------------------------------------------------------ load phase
 
 def measure_mode(pg, wd, mode, flags, a):
+    """Totals of one mode's run (mode idle: the proxies run --seconds and
+    are sent nothing); window: seconds between the two snapshots."""
     db = "fleet_" + mode
     pg.psql("CREATE DATABASE %s" % db, db="postgres")
     uri = pg.uri(db=db)
@@ -215,6 +234,11 @@ def measure_mode(pg, wd, mode, flags, a):
     mc = mctest.Memcached(wd, extra=["-m", "2048", "-t", "1"], name="mc-" + mode)
     proxies = []
     try:
+        # memcached holds the workload's classes before any proxy polls it,
+        # so every mode's stats samples (idle's too) carry the same classes
+        pre = os.path.join(wd, "preload.wl")
+        write_workload(pre, PRELOAD, 1)
+        load_result(run_load(mc.port, pre, 0), timeout=300)
         for i in range(a.nodes):
             proxies.append(mctest.Proxy(
                 wd, mc.port, db=uri, keys="prefix", name="%s-node-%d" % (mode, i),
@@ -226,61 +250,86 @@ def measure_mode(pg, wd, mode, flags, a):
             write_workload(wl, count, 1000 + i)
             wls.append(wl)
         pg.psql("CHECKPOINT", db="postgres")
+        pxcpu0 = writers_idle_cpu(proxies, timeout=10)
         size0 = table_bytes(pg, db)
         lsn0 = wal_lsn(pg)
+        net0 = pg_net_bytes(pg.port)
         cpu0 = pg_cpu_seconds(pg.proc.pid)
-        pxcpu0 = [writer_idle_cpu(px, timeout=10) for px in proxies]
         t0 = time.monotonic()
-        loads = [run_load(px.port, wl, a.rate) for px, wl in zip(proxies, wls)]
-        sent = sum(load_result(p, timeout=a.seconds * 20 + 120) for p in loads)
+        if mode == "idle":
+            time.sleep(a.seconds)
+            sent = 0
+        else:
+            loads = [run_load(px.port, wl, a.rate) for px, wl in zip(proxies, wls)]
+            sent = sum(load_result(p, timeout=a.seconds * 20 + 120) for p in loads)
         t_sent = time.monotonic() - t0
-        pxcpu1 = [writer_idle_cpu(px) for px in proxies]
-        t_stored = max([c[2] - t0 for c in pxcpu1] + [t_sent])
+        pxcpu1 = writers_idle_cpu(proxies)
+        net1 = pg_net_bytes(pg.port)
+        t_stored = max([c[2] - t0 for c in pxcpu1 if c[2]] + [t_sent])
         for px in proxies:
             rc = px.stop(timeout=300)
             if rc != 0:
                 die("proxy exit %r:\n%s" % (rc, px.stderr_text()[-3000:]))
         cpu1 = pg_cpu_seconds(pg.proc.pid)
+        window = time.monotonic() - t0
         lsn1 = wal_lsn(pg)
         size1 = table_bytes(pg, db)
     finally:
         for px in proxies:
             px.kill_hard()
         mc.stop()
-    rows = int(pg.scalar("SELECT coalesce(sum(rows_recorded), 0) FROM runs", db=db))
     stored = int(pg.scalar("SELECT count(*) FROM writes", db=db))
-    wal = wal_bytes(pg, lsn0, lsn1)
     grew = {k: size1[k] - size0[k] for k in size1}
-    writer = sum(b[0] - a_[0] for a_, b in zip(pxcpu0, pxcpu1))
-    proxy = sum(b[1] - a_[1] for a_, b in zip(pxcpu0, pxcpu1))
-    return {"mode": mode, "flags": " ".join(flags), "sent": sent, "rows": rows,
-            "stored": stored, "secs_sent": t_sent, "secs": t_stored,
-            "writes_per_s": sent / t_sent, "rows_per_s": stored / t_stored,
-            "pg_cpu_s": cpu1 - cpu0, "pg_ms_per_kwrite": 1e6 * (cpu1 - cpu0) / sent,
-            "writer_us_per_write": 1e6 * writer / sent,
-            "proxy_us_per_write": 1e6 * proxy / sent,
-            "bytes_per_write": sum(grew.values()) / sent,
-            "row_bytes_per_write": (grew["writes"] + grew["agg"]) / sent,
-            "grew": grew, "wal_bytes_per_write": wal / sent, "wal_bytes": wal}
+    return {"mode": mode, "flags": " ".join(flags), "sent": sent, "stored": stored,
+            "secs_sent": t_sent, "secs": t_stored, "window": window,
+            "pg_cpu": cpu1 - cpu0, "wal": wal_bytes(pg, lsn0, lsn1), "net": net1 - net0,
+            "disk": sum(grew.values()), "grew": grew,
+            "writer": sum(y[0] - x[0] for x, y in zip(pxcpu0, pxcpu1)),
+            "proxy": sum(y[1] - x[1] for x, y in zip(pxcpu0, pxcpu1))}
+
+
+COSTS = ("pg_cpu", "wal", "net", "disk", "writer", "proxy")
+
+
+def per_write(r, idle, a):
+    """r's costs per write sent, less what the idle run cost per node-second
+    over r's window (the stats samples every node writes whatever its load)."""
+    out = {}
+    for k in COSTS:
+        fixed = idle[k] / idle["window"] * r["window"] if idle else 0.0
+        out[k] = (r[k] - fixed) / r["sent"]
+    return out
 
 
 def print_modes(res, a):
+    idle = next((r for r in res if r["mode"] == "idle"), None)
     print("\nLoad: %d nodes (proxies), each open-loop %d sets/s for %d s, one PostgreSQL"
           % (a.nodes, a.rate, a.seconds))
-    hdr = ("mode", "writes", "writes/s", "rows", "rows/s", "lag s", "PG CPU ms/1k w",
-           "writer us/w", "proxy us/w", "disk B/w", "rows+agg B/w", "WAL B/w")
+    if idle:
+        print("\nA node's fixed cost (mode idle: proxies recording nothing but their stats "
+              "samples, --stats-interval 1s), per node-second:")
+        ns = idle["window"] * a.nodes
+        print("  PG CPU %.2f ms, WAL %.0f B, disk %.0f B, network %.0f B, proxy CPU %.2f ms"
+              % (1e3 * idle["pg_cpu"] / ns, idle["wal"] / ns, idle["disk"] / ns,
+                 idle["net"] / ns, 1e3 * idle["proxy"] / ns))
+    print("\nPer write%s:" % (" (the idle cost of the run's window taken off)" if idle else ""))
+    hdr = ("mode", "writes", "writes/s", "rows", "rows/s", "lag s", "PG CPU us",
+           "writer CPU us", "proxy CPU us", "disk B", "WAL B", "net B")
     print("| " + " | ".join(hdr) + " |")
     print("|" + "---|" * len(hdr))
     for r in res:
-        print("| %s | %d | %.0f | %d | %.0f | %.1f | %.1f | %.2f | %.2f | %.1f | %.1f | %.1f |"
+        if r["mode"] == "idle":
+            continue
+        w = per_write(r, idle, a)
+        print("| %s | %d | %.0f | %d | %.0f | %.1f | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f |"
               % (r["mode"] + (" (%s)" % r["flags"] if r["flags"] else ""), r["sent"],
-                 r["writes_per_s"], r["stored"], r["rows_per_s"], r["secs"] - r["secs_sent"],
-                 r["pg_ms_per_kwrite"],
-                 r["writer_us_per_write"], r["proxy_us_per_write"], r["bytes_per_write"],
-                 r["row_bytes_per_write"], r["wal_bytes_per_write"]))
+                 r["sent"] / r["secs_sent"], r["stored"], r["stored"] / r["secs"],
+                 r["secs"] - r["secs_sent"], 1e6 * w["pg_cpu"], 1e6 * w["writer"],
+                 1e6 * w["proxy"], w["disk"], w["wal"], w["net"]))
+    print("\nRaw totals:")
     for r in res:
-        print("  %s: disk growth by table group %s; WAL %d bytes; PG CPU %.2f s"
-              % (r["mode"], json.dumps(r["grew"]), r["wal_bytes"], r["pg_cpu_s"]))
+        print("  %s: %s" % (r["mode"], json.dumps({k: (round(v, 3) if isinstance(v, float)
+                                                       else v) for k, v in r.items()})))
 
 
 # ------------------------------------------------------------------ view phase
@@ -454,9 +503,9 @@ def ints(text):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nodes", type=int, default=4, help="proxies in the load phase")
-    ap.add_argument("--rate", type=int, default=5000, help="sets/s per node")
-    ap.add_argument("--seconds", type=int, default=20)
-    ap.add_argument("--modes", default="rows,sampled,aggs")
+    ap.add_argument("--rate", type=int, default=2500, help="sets/s per node (0: flat out)")
+    ap.add_argument("--seconds", type=int, default=30)
+    ap.add_argument("--modes", default="idle,rows,sampled,aggs")
     ap.add_argument("--sample", type=int, default=16, help="sampled: --sample-keys 1/N")
     ap.add_argument("--view-nodes", type=ints, default=[1, 10, 50, 100])
     ap.add_argument("--view-days", type=ints, default=[1, 7, 30])
@@ -473,7 +522,7 @@ def main():
         a.view_nodes, a.view_days = [1, 2], [1, 2]
         a.writes_per_day, a.sample_every = 200, 7200
     helptext = proxy_help()
-    flags = {"rows": [], "sampled": ["--sample-keys", "1/%d" % a.sample],
+    flags = {"idle": [], "rows": [], "sampled": ["--sample-keys", "1/%d" % a.sample],
              "aggs": aggs_only_flag(helptext)}
     print("fleet_scale: %s; %s" % (mctest.SLABTAP, time.strftime("%Y-%m-%d %H:%M UTC",
                                                                   time.gmtime())))
@@ -489,8 +538,8 @@ def main():
                         continue
                     r = measure_mode(pg, wd.path, mode, flags[mode], a)
                     res.append(r)
-                    print("mode %-8s %d writes (%.0f/s), %d rows (%.0f/s)"
-                          % (mode, r["sent"], r["writes_per_s"], r["stored"], r["rows_per_s"]),
+                    print("mode %-8s %d writes, %d rows in %.1f s" % (mode, r["sent"],
+                                                                      r["stored"], r["window"]),
                           flush=True)
                 print_modes(res, a)
             if not a.no_views:
@@ -502,9 +551,9 @@ def main():
         for r in res:
             if r["mode"] == "rows" and r["stored"] != r["sent"]:
                 die("mode rows: %d writes sent, %d rows stored" % (r["sent"], r["stored"]))
-            if r["mode"] != "rows" and r["stored"] >= r["sent"]:
+            if r["mode"] not in ("rows", "idle") and r["stored"] >= r["sent"]:
                 die("mode %s stored every write (%d)" % (r["mode"], r["stored"]))
-            if not (r["pg_cpu_s"] > 0 and r["wal_bytes"] > 0 and r["bytes_per_write"] > 0):
+            if not (r["pg_cpu"] > 0 and r["wal"] > 0 and r["disk"] > 0 and r["net"] > 0):
                 die("mode %s: a figure was not measured: %r" % (r["mode"], r))
         for g in grid:
             if not g["views"] or g["writes"] != g["nodes"] * g["days"] * a.writes_per_day:
