@@ -158,6 +158,8 @@ def proxy_help():
 
 def aggs_only_flag(helptext):
     """The proxy's aggregates-only flag, as its --help names it, or None."""
+    if re.search(r"--sample-keys 1/N\|none\b", helptext):
+        return ["--sample-keys", "none"]
     m = re.search(r"(--aggregates?-only|--record[ -]aggregates|--aggs-only)\b", helptext)
     if m:
         return [m.group(1)]
