@@ -12,11 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/clock.h"
 #include "core/sha256.h"
 #include "protocol/mc_parse.h"
+#include "record/ragg.h"
 #include "record/row.h"
 #include "record/rowcode.h"
+#include "record/wagg.h"
 
 extern const char slabtap_pg_schema_sql[];
 
@@ -67,12 +70,20 @@ struct pgstore_state {
     int64_t runs[PGSTORE_RUNS_MAX];
     size_t nruns;
     bool in_batch;
-    struct pending_ref *pending;
+    struct pending_ref *pending; /* the batch's writes (sampled-out ones too) */
     size_t npending, pending_cap;
+    struct pending_ref *rpending; /* the batch's reads (sampled-out ones too) */
+    size_t nrpending, rpending_cap;
     char *copy; /* PGSTORE_COPY_BUF bytes */
     size_t copy_len;
-    char *reads; /* the batch's reads as COPY text lines */
-    size_t reads_len, reads_cap;
+    struct buf reads; /* the batch's reads as COPY text lines */
+    /* the batch's aggregates (record/wagg.h, record/ragg.h), upserted in
+     * its transaction: a batch committed (or shipped from the spill) once
+     * adds them once */
+    struct wagg agg;
+    struct ragg ragg;
+    int64_t agg_run; /* the run the batch's write aggregates are of; 0: none */
+    struct buf agg_sql;
     char *job_text, *job_classes; /* scratch for sanitized job texts */
     size_t job_text_cap, job_classes_cap;
     struct rowcode_buf extra; /* a write's extra JSON (at most JSON_MAX bytes) */
@@ -434,6 +445,9 @@ _Static_assert(2 + 8 * 12 + 4 + 3 * (MC_KEY_MAX + 1) + 5 + JSON_MAX <= PGSTORE_R
  * database (index v: from version v to v + 1). Version 1 is the first. */
 static const char *const upgrade_steps[PGSTORE_SCHEMA_VERSION] = {
     [0] = NULL, /* 0: an empty database; schema.sql creates everything */
+    /* 1 -> 2: the aggregates (issue 21): new tables and views only, which
+     * schema.sql creates */
+    [1] = NULL,
 };
 
 static int apply_schema(struct pgstore *s, char *err, size_t errlen)
@@ -648,9 +662,12 @@ int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
     }
     snprintf(s->uri, sizeof s->uri, "%s", uri);
     s->st = calloc(1, sizeof *s->st);
-    if (s->st)
+    if (s->st) {
         s->st->copy = malloc(PGSTORE_COPY_BUF);
-    if (!s->st || !s->st->copy) {
+        buf_init(&s->st->reads, BUF_UNBOUNDED);
+        buf_init(&s->st->agg_sql, BUF_UNBOUNDED);
+    }
+    if (!s->st || !s->st->copy || wagg_init(&s->st->agg)) {
         snprintf(err, errlen, "%s: out of memory", s->shown);
         pgstore_close(s);
         return -1;
@@ -689,8 +706,12 @@ void pgstore_close(struct pgstore *s)
     if (s->st) {
         memset(s->st->password, 0, sizeof s->st->password);
         free(s->st->pending);
+        free(s->st->rpending);
         free(s->st->copy);
-        free(s->st->reads);
+        buf_free(&s->st->reads);
+        buf_free(&s->st->agg_sql);
+        wagg_free(&s->st->agg);
+        ragg_free(&s->st->ragg);
         free(s->st->job_text);
         free(s->st->job_classes);
         rowcode_buf_free(&s->st->extra);
@@ -823,10 +844,16 @@ int pgstore_run_end(struct pgstore *s, int64_t run_id, uint64_t recorded, uint64
 static void batch_forget(struct pgstore_state *st)
 {
     st->npending = 0;
+    st->nrpending = 0;
     st->nnew_days = 0;
     st->in_batch = false;
     st->copy_len = 0;
-    st->reads_len = 0;
+    buf_reset(&st->reads);
+    buf_reset(&st->agg_sql);
+    if (st->agg.e)
+        wagg_clear(&st->agg);
+    ragg_cells_done(&st->ragg);
+    st->agg_run = 0;
 }
 
 /* A lost connection made again (session settings, statements, locks). */
@@ -852,27 +879,10 @@ int pgstore_begin(struct pgstore *s, char *err, size_t errlen)
 }
 
 /* A read as a line of COPY's text format (tab-separated, \\N for NULL), in
- * the batch's buffer until pgstore_commit sends it. */
-static int put_read(struct pgstore *s, int64_t run_id, const struct rec_row *r, char *err,
-                    size_t errlen)
+ * the batch's buffer until put_reads sends it. */
+static void encode_read(struct pgstore_state *st, int64_t run_id, const struct rec_row *r)
 {
-    struct pgstore_state *st = s->st;
     char key[3 * (MC_KEY_MAX + 1)], esc[6 * (MC_KEY_MAX + 1) + 4];
-    if (r->sampled_out) /* PostgreSQL keeps no aggregates */
-        return 0;
-    size_t need = st->reads_len + sizeof esc + 256;
-    if (need > st->reads_cap) {
-        size_t nc = st->reads_cap ? st->reads_cap * 2 : 1 << 16;
-        while (nc < need)
-            nc *= 2;
-        char *b = realloc(st->reads, nc);
-        if (!b) {
-            snprintf(err, errlen, "%s: out of memory for a batch of reads", s->shown);
-            return -1;
-        }
-        st->reads = b;
-        st->reads_cap = nc;
-    }
     if (r->key_text_len >= 0) {
         size_t kn = (size_t)r->key_text_len < sizeof r->key_text ? (size_t)r->key_text_len
                                                                  : sizeof r->key_text;
@@ -898,25 +908,113 @@ static int put_read(struct pgstore *s, int64_t run_id, const struct rec_row *r, 
         snprintf(ex, sizeof ex, "%lld", (long long)r->exptime);
     if (r->hit && r->class_id)
         snprintf(cl, sizeof cl, "%u", (unsigned)r->class_id);
-    int n =
-        snprintf(st->reads + st->reads_len, st->reads_cap - st->reads_len,
-                 "%lld\t%llu\t%llu\t%u\t%lld\t%s\t%s\t%lld\t%u\t%d\t%s\t%s\t%s\t%s\n",
-                 (long long)run_id, (unsigned long long)r->seq, (unsigned long long)r->after_write,
-                 (unsigned)r->conn_id, (long long)r->t_ns, mc_cmd_name((enum mc_cmd)r->cmd), esc,
-                 (long long)r->key_hash, (unsigned)r->key_len, r->hit ? 1 : 0, vl, fl, ex, cl);
-    if (n < 0 || (size_t)n >= st->reads_cap - st->reads_len) {
-        snprintf(err, errlen, "%s: a read does not fit its line", s->shown);
-        return -1;
-    }
-    st->reads_len += (size_t)n;
-    return 0;
+    buf_printf(&st->reads, "%lld\t%llu\t%llu\t%u\t%lld\t%s\t%s\t%lld\t%u\t%d\t%s\t%s\t%s\t%s\n",
+               (long long)run_id, (unsigned long long)r->seq, (unsigned long long)r->after_write,
+               (unsigned)r->conn_id, (long long)r->t_ns, mc_cmd_name((enum mc_cmd)r->cmd), esc,
+               (long long)r->key_hash, (unsigned)r->key_len, r->hit ? 1 : 0, vl, fl, ex, cl);
 }
 
-/* The batch's reads: one COPY of the lines put_read made. */
+/* --- aggregates ---------------------------------------------------------------------- */
+
+/* The tables of wagg's kinds (schema.sql's agg_*: the same columns), what
+ * names a row and what a flush of it adds: many batches of one minute
+ * add up. */
+static const struct {
+    const char *table, *cols, *key, *add;
+} agg_tables[] = {
+    [WAGG_SIZE] = { "agg_sizes", "run_id, minute, body, writes, value_bytes",
+                    "run_id, minute, body",
+                    "writes = agg_sizes.writes + excluded.writes,"
+                    " value_bytes = agg_sizes.value_bytes + excluded.value_bytes" },
+    [WAGG_LATENCY] = { "agg_latency", "run_id, second, band_us, writes", "run_id, second, band_us",
+                       "writes = agg_latency.writes + excluded.writes" },
+    [WAGG_PREFIX] = { "agg_prefixes", "run_id, minute, prefix_id, writes, value_bytes",
+                      "run_id, minute, prefix_id",
+                      "writes = agg_prefixes.writes + excluded.writes,"
+                      " value_bytes = agg_prefixes.value_bytes + excluded.value_bytes" },
+    [WAGG_ITEM] = { "agg_items", "run_id, minute, class_id, body, outcome, writes, body_bytes",
+                    "run_id, minute, class_id, body, outcome",
+                    "writes = agg_items.writes + excluded.writes,"
+                    " body_bytes = agg_items.body_bytes + excluded.body_bytes" },
+    [WAGG_ANSWER] = { "agg_answers", "run_id, minute, cmd_id, answer_id, writes, value_bytes",
+                      "run_id, minute, cmd_id, answer_id",
+                      "writes = agg_answers.writes + excluded.writes,"
+                      " value_bytes = agg_answers.value_bytes + excluded.value_bytes" },
+    [WAGG_PREFIX_CLASS] = { "agg_prefix_classes",
+                            "run_id, minute, prefix_id, class_id, writes, body_bytes",
+                            "run_id, minute, prefix_id, class_id",
+                            "writes = agg_prefix_classes.writes + excluded.writes,"
+                            " body_bytes = agg_prefix_classes.body_bytes + excluded.body_bytes" },
+};
+
+/* One upsert of the entries of kind into the batch's aggregate SQL. */
+static void agg_sql_kind(struct pgstore_state *st, uint8_t kind)
+{
+    struct buf *b = &st->agg_sql;
+    bool first = true;
+    for (size_t i = 0; i < st->agg.used; i++) {
+        const struct wagg_ent *e = &st->agg.e[st->agg.slots[i]];
+        int64_t cols[WAGG_COLS];
+        if (e->kind != kind || !(e->n + e->batch_n))
+            continue;
+        size_t n = wagg_row(e, cols);
+        buf_printf(b, first ? "INSERT INTO %s (%s) VALUES " : ",", agg_tables[kind].table,
+                   agg_tables[kind].cols);
+        first = false;
+        buf_printf(b, "(%lld", (long long)st->agg_run);
+        for (size_t c = 0; c < n; c++)
+            buf_printf(b, ",%lld", (long long)cols[c]);
+        buf_puts(b, ")");
+    }
+    if (!first)
+        buf_printf(b, " ON CONFLICT (%s) DO UPDATE SET %s;\n", agg_tables[kind].key,
+                   agg_tables[kind].add);
+}
+
+/* The read aggregates' cells into the batch's aggregate SQL (they are
+ * counted again from none). */
+static void agg_sql_reads(struct pgstore_state *st)
+{
+    struct ragg *g = &st->ragg;
+    struct buf *b = &st->agg_sql;
+    for (size_t i = 0; i < g->ncells; i++) {
+        const struct ragg_cell *c = &g->cell[i];
+        buf_printf(
+            b, "%s(%lld,%lld,%u,%llu,%llu,%llu)",
+            i ? ","
+              : "INSERT INTO agg_reads (run_id, minute, class_id, reads, hits, misses) VALUES ",
+            (long long)g->run, (long long)c->minute, (unsigned)c->class_id,
+            (unsigned long long)c->reads, (unsigned long long)c->hits,
+            (unsigned long long)c->misses);
+    }
+    if (g->ncells)
+        buf_puts(b,
+                 " ON CONFLICT (run_id, minute, class_id) DO UPDATE SET"
+                 " reads = agg_reads.reads + excluded.reads, hits = agg_reads.hits + excluded.hits,"
+                 " misses = agg_reads.misses + excluded.misses;\n");
+    ragg_cells_done(g);
+}
+
+/* The batch's reads: counted in the read aggregates (after its writes
+ * noted their keys' classes, as store.c does), the recorded ones in one
+ * COPY into read_log. */
 static int put_reads(struct pgstore *s, char *err, size_t errlen)
 {
     struct pgstore_state *st = s->st;
-    if (!st->reads_len)
+    for (size_t i = 0; i < st->nrpending; i++) {
+        const struct pending_ref *p = &st->rpending[i];
+        if (!ragg_note_read(&st->ragg, p->run, p->row)) {
+            agg_sql_reads(st);
+            ragg_note_read(&st->ragg, p->run, p->row);
+        }
+        if (!p->row->sampled_out)
+            encode_read(st, p->run, p->row);
+    }
+    if (st->reads.failed) {
+        snprintf(err, errlen, "%s: out of memory for a batch of reads", s->shown);
+        return -1;
+    }
+    if (!st->reads.len)
         return 0;
     PGresult *res = PQexec(s->conn, "COPY read_log (run_id, seq, after_write, conn_id, t_ns, cmd,"
                                     " key, key_hash, key_len, hit, value_len, flags, exptime,"
@@ -924,7 +1022,7 @@ static int put_reads(struct pgstore *s, char *err, size_t errlen)
     if (PQresultStatus(res) != PGRES_COPY_IN)
         return res_ok(s, res, PGRES_COPY_IN, "starting COPY into read_log", err, errlen);
     PQclear(res);
-    bool sent = PQputCopyData(s->conn, st->reads, (int)st->reads_len) == 1;
+    bool sent = PQputCopyData(s->conn, st->reads.data, (int)st->reads.len) == 1;
     if (PQputCopyEnd(s->conn, sent ? NULL : "slabtap: send failed") != 1 || !sent) {
         conn_fail(s, "sending reads", err, errlen);
         while ((res = PQgetResult(s->conn)))
@@ -935,8 +1033,44 @@ static int put_reads(struct pgstore *s, char *err, size_t errlen)
     int rc = res_ok(s, res, PGRES_COMMAND_OK, "COPY into read_log", err, errlen);
     while ((res = PQgetResult(s->conn)))
         PQclear(res);
-    st->reads_len = 0;
+    buf_reset(&st->reads);
     return rc;
+}
+
+/* The batch's aggregates, upserted in its transaction: one round trip. */
+static int put_aggregates(struct pgstore *s, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    struct buf *b = &st->agg_sql;
+    if (st->agg_run && st->agg.used) {
+        buf_printf(b,
+                   "INSERT INTO agg_runs (run_id) VALUES (%lld) ON CONFLICT DO NOTHING;\n"
+                   "INSERT INTO agg_item_runs (run_id) VALUES (%lld) ON CONFLICT DO NOTHING;\n",
+                   (long long)st->agg_run, (long long)st->agg_run);
+        for (uint8_t k = WAGG_SIZE; k <= WAGG_PREFIX_CLASS; k++)
+            agg_sql_kind(st, k);
+    }
+    agg_sql_reads(st);
+    if (b->failed) {
+        snprintf(err, errlen, "%s: out of memory for a batch's aggregates", s->shown);
+        return -1;
+    }
+    int rc = b->len ? exec(s, b->data, "writing the aggregates", err, errlen) : 0;
+    buf_reset(b);
+    return rc;
+}
+
+/* A row the batch holds until pgstore_commit. */
+static int pend(struct pgstore *s, struct pending_ref **list, size_t *n, size_t *cap,
+                int64_t run_id, const struct rec_row *row, char *err, size_t errlen)
+{
+    if (!BUF_GROW(*list, *cap, *n + 1)) {
+        snprintf(err, errlen, "%s: out of memory for a batch of %zu rows", s->shown, *n + 1);
+        return -1;
+    }
+    (*list)[(*n)++] =
+        (struct pending_ref){ run_id, row->seq > INT64_MAX ? INT64_MAX : (int64_t)row->seq, row };
+    return 0;
 }
 
 int pgstore_put_row(struct pgstore *s, int64_t run_id, const struct rec_row *row, char *err,
@@ -944,7 +1078,7 @@ int pgstore_put_row(struct pgstore *s, int64_t run_id, const struct rec_row *row
 {
     struct pgstore_state *st = s->st;
     if (row->kind == REC_ROW_READ)
-        return put_read(s, run_id, row, err, errlen);
+        return pend(s, &st->rpending, &st->nrpending, &st->rpending_cap, run_id, row, err, errlen);
     if (row->kind == REC_ROW_GETS) {
         char v[7][32];
         snprintf(v[0], sizeof v[0], "%lld", (long long)run_id);
@@ -958,19 +1092,7 @@ int pgstore_put_row(struct pgstore *s, int64_t run_id, const struct rec_row *row
                                   v[5], v[6] };
         return run_prepared(s, "gets", 8, params, "inserting read counts", err, errlen);
     }
-    if (st->npending == st->pending_cap) {
-        size_t nc = st->pending_cap ? st->pending_cap * 2 : 4096;
-        struct pending_ref *p = realloc(st->pending, nc * sizeof *p);
-        if (!p) {
-            snprintf(err, errlen, "%s: out of memory for a batch of %zu writes", s->shown, nc);
-            return -1;
-        }
-        st->pending = p;
-        st->pending_cap = nc;
-    }
-    st->pending[st->npending++] =
-        (struct pending_ref){ run_id, row->seq > INT64_MAX ? INT64_MAX : (int64_t)row->seq, row };
-    return 0;
+    return pend(s, &st->pending, &st->npending, &st->pending_cap, run_id, row, err, errlen);
 }
 
 static int put_sample(struct pgstore *s, const char *id, const struct rec_job *j, char *err,
@@ -1084,12 +1206,13 @@ static int copy_send(struct pgstore *s, char *err, size_t errlen)
     return 0;
 }
 
-/* The batch's writes: their days' partitions, then one COPY. */
+/* The batch's writes: counted in the aggregates (every one, in (run, seq)
+ * order), the recorded ones' days' partitions, then one COPY of those. */
 static int put_pending(struct pgstore *s, char *err, size_t errlen)
 {
     struct pgstore_state *st = s->st;
     struct pending_ref *p = st->pending;
-    size_t n = st->npending;
+    size_t n = st->npending, rows = 0;
     if (!n)
         return 0;
     for (size_t i = 1; i < n; i++) {
@@ -1100,11 +1223,24 @@ static int put_pending(struct pgstore *s, char *err, size_t errlen)
     }
     int64_t last = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
-        int64_t day = floor_day(p[i].row->t_ns);
+        const struct rec_row *r = p[i].row;
+        if (!st->agg_run)
+            st->agg_run = p[i].run;
+        if (p[i].run == st->agg_run)
+            wagg_note(&st->agg, r, 0, cmd_id_of(st, r),
+                      answer_id_of(st, r->answer, strnlen(r->answer, sizeof r->answer)));
+        if (r->class_id > 0) /* a later miss on the key counts in its class */
+            ragg_note_write(&st->ragg, r->key_hash, r->class_id);
+        if (r->sampled_out)
+            continue;
+        rows++;
+        int64_t day = floor_day(r->t_ns);
         if (day != last && ensure_day(s, day, err, errlen))
             return -1;
         last = day;
     }
+    if (!rows)
+        return 0;
     PGresult *res = PQexec(s->conn, "COPY writes (run_id, seq, t_ns, conn_id, key_hash, key_ref,"
                                     " op, sizes, extra) FROM STDIN (FORMAT binary)");
     if (PQresultStatus(res) != PGRES_COPY_IN)
@@ -1116,6 +1252,8 @@ static int put_pending(struct pgstore *s, char *err, size_t errlen)
     st->copy_len = sizeof header;
     const char *why = NULL;
     for (size_t i = 0; i < n && !why; i++) {
+        if (p[i].row->sampled_out)
+            continue;
         if (st->copy_len + PGSTORE_ROW_MAX > PGSTORE_COPY_BUF && copy_send(s, err, errlen))
             why = "";
         size_t k = why ? 0 : encode_row(st, p[i].run, p[i].row, st->copy + st->copy_len);
@@ -1152,7 +1290,7 @@ int pgstore_commit(struct pgstore *s, int failed, char *err, size_t errlen)
     struct pgstore_state *st = s->st;
     char ignored[256];
     if (!failed && !put_pending(s, err, errlen) && !put_reads(s, err, errlen) &&
-        !exec(s, "COMMIT", "committing a batch", err, errlen)) {
+        !put_aggregates(s, err, errlen) && !exec(s, "COMMIT", "committing a batch", err, errlen)) {
         for (size_t i = 0; i < st->nnew_days; i++)
             day_remember(st, st->new_days[i]);
         batch_forget(st);

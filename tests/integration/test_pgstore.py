@@ -14,7 +14,8 @@ throwaway cluster (pgcluster.py), driven by bench/pg_writer_bench.
   counts every write, fleet_waste has a total per node).
 - names: schema/pg/schema.sql has the tables, columns and views of
   schema/schema.sql (applied to SQLite here), but for the documented
-  dialect differences.
+  dialect differences (the -- @sqlite / -- @pg sections of
+  schema/schema.sql.in, whence schema/sqlgen.c derives both).
 - versions: a second open leaves the schema alone; a newer version is
   refused with a clear message.
 - crashed: a bench killed mid-run is marked crashed with its rows counted
@@ -41,19 +42,16 @@ import pgcluster  # noqa: E402
 
 BENCH = os.environ.get("PG_WRITER_BENCH") or os.path.join(os.path.dirname(mctest.SLABTAP),
                                                           "pg_writer_bench")
-# the write aggregates (record/wagg.h) are kept by the SQLite store only, so
-# far: the PostgreSQL sink does not write them
-SQLITE_ONLY_TABLES = {"arrivals", "write_runs", "agg_runs", "agg_sizes", "agg_latency",
-                      "agg_prefixes", "agg_items", "agg_item_runs", "agg_answers",
-                      "agg_prefix_classes", "write_size_histogram_agg", "item_sizes_agg",
-                      "answers_agg", "latency_histogram_agg",
-                      # reads (issue 19): SQLite's compact tables; PostgreSQL keeps
-                      # plain columns in read_log; the view `reads` is in both
-                      "read_runs", "read_keys", "read_rows", "read_extra", "read_arrivals",
-                      "agg_reads"}
+# Both schemas come from schema/schema.sql.in (schema/sqlgen.c): these are
+# its -- @sqlite and -- @pg sections. Reads (issue 19): SQLite's compact
+# tables; PostgreSQL keeps plain columns in read_log; the view `reads` is in
+# both.
+SQLITE_ONLY_TABLES = {"arrivals", "write_runs",
+                      "read_runs", "read_keys", "read_rows", "read_extra", "read_arrivals"}
 PG_ONLY_TABLES = {"schema_version", "read_log"}
 PG_EXTRA_COLUMNS = {"writes": {"run_id", "seq", "t_ns", "conn_id"}, "runs": {"node"}}
-FLEET_VIEWS = {"fleet_runs", "fleet_waste", "fleet_pages", "fleet_sizes", "fleet_settings_diff"}
+FLEET_VIEWS = {"fleet_runs", "fleet_waste", "fleet_pages", "fleet_sizes", "fleet_settings_diff",
+               "fleet_sizes_agg", "fleet_waste_agg", "fleet_evictions"}
 
 
 def bench(uri, rows, *args, timeout=300):
@@ -136,7 +134,7 @@ class PgStoreTest(unittest.TestCase):
         for v in views:
             rows = self.pg.psql("SELECT count(*) FROM (SELECT * FROM %s) v" % v)
             # the bench records no reads: test_reads.py checks `reads` in PostgreSQL
-            if v not in ("fleet_settings_diff", "reads"):
+            if v not in {"fleet_settings_diff", "reads"}:
                 self.assertGreater(int(rows[0][0]), 0, "view %s is empty" % v)
         diff = self.pg.psql("SELECT node, value FROM fleet_settings_diff"
                             " WHERE setting = 'growth_factor' AND node IN ('a', 'b') ORDER BY 1")
@@ -181,7 +179,7 @@ class PgStoreTest(unittest.TestCase):
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
         before = self.pg.psql("SELECT version, sha256 FROM schema_version")
-        self.assertEqual(before[0][0], "1")
+        self.assertEqual(before[0][0], "2")
         oid = self.pg.scalar("SELECT 'sets'::regclass::oid")
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
@@ -191,9 +189,9 @@ class PgStoreTest(unittest.TestCase):
         try:
             rc, out, err = bench(self.pg.uri(), 10)
             self.assertEqual(rc, 1, out + err)
-            self.assertIn("schema version 99 is newer than this slabtap (1)", err)
+            self.assertIn("schema version 99 is newer than this slabtap (2)", err)
         finally:
-            self.pg.psql("UPDATE schema_version SET version = 1")
+            self.pg.psql("UPDATE schema_version SET version = 2")
         # a changed text (same version) is applied again
         self.pg.psql("UPDATE schema_version SET sha256 = 'x'")
         rc, out, err = bench(self.pg.uri(), 10)
