@@ -170,15 +170,10 @@ def proxy_help():
 
 
 def aggs_only_flag(helptext):
-    """The proxy's aggregates-only flag, as its --help names it, or None."""
+    """--sample-keys none (aggregates only) when the build's --help names
+    it, else None (a build from before PostgreSQL aggregates)."""
     if re.search(r"--sample-keys 1/N\|none\b", helptext):
         return ["--sample-keys", "none"]
-    m = re.search(r"(--aggregates?-only|--record[ -]aggregates|--aggs-only)\b", helptext)
-    if m:
-        return [m.group(1)]
-    m = re.search(r"--record(-mode)? [^\n]*\baggregates\b", helptext)
-    if m:
-        return ["--record" + (m.group(1) or ""), "aggregates"]
     return None
 
 
@@ -203,6 +198,13 @@ def table_bytes(pg, db):
     out = {"writes": 0, "reads": 0, "agg": 0, "other": 0}
     out.update({k: int(v) for k, v in rows})
     return out
+
+
+def agg_tuples(pg, db):
+    """Rows inserted or updated in the agg_* tables so far (pg_stat: each
+    aggregate upsert is one or the other)."""
+    return int(pg.scalar("SELECT coalesce(sum(n_tup_ins + n_tup_upd), 0) FROM "
+                         "pg_stat_user_tables WHERE relname LIKE 'agg%'", db=db))
 
 
 def wal_lsn(pg):
@@ -289,6 +291,8 @@ def measure_mode(pg, wd, mode, flags, a):
         window = time.monotonic() - t0
         lsn1 = wal_lsn(pg)
         size1 = table_bytes(pg, db)
+        time.sleep(0.6)  # the exited backends' table statistics reach pg_stat
+        upserts = agg_tuples(pg, db)
     finally:
         for px in proxies:
             px.kill_hard()
@@ -298,7 +302,7 @@ def measure_mode(pg, wd, mode, flags, a):
     return {"mode": mode, "flags": " ".join(flags), "sent": sent, "stored": stored,
             "secs_sent": t_sent, "secs": t_stored, "window": window,
             "pg_cpu": cpu1 - cpu0, "wal": wal_bytes(pg, lsn0, lsn1), "net": net1 - net0,
-            "disk": sum(grew.values()), "grew": grew,
+            "disk": sum(grew.values()), "grew": grew, "upserts": upserts,
             "writer": sum(y[0] - x[0] for x, y in zip(pxcpu0, pxcpu1)),
             "proxy": sum(y[1] - x[1] for x, y in zip(pxcpu0, pxcpu1))}
 
@@ -328,18 +332,18 @@ def print_modes(res, a):
               % (1e3 * idle["pg_cpu"] / ns, idle["wal"] / ns, idle["disk"] / ns,
                  idle["net"] / ns, 1e3 * idle["proxy"] / ns))
     print("\nPer write%s:" % (" (the idle cost of the run's window taken off)" if idle else ""))
-    hdr = ("mode", "writes", "writes/s", "rows", "rows/s", "lag s", "PG CPU us",
-           "writer CPU us", "proxy CPU us", "disk B", "WAL B", "net B")
+    hdr = ("mode", "writes", "writes/s", "rows", "rows/s", "lag s", "agg upserts",
+           "PG CPU us", "writer CPU us", "proxy CPU us", "disk B", "WAL B", "net B")
     print("| " + " | ".join(hdr) + " |")
     print("|" + "---|" * len(hdr))
     for r in res:
         if r["mode"] == "idle":
             continue
         w = per_write(r, idle, a)
-        print("| %s | %d | %.0f | %d | %.0f | %.1f | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f |"
+        print("| %s | %d | %.0f | %d | %.0f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f |"
               % (r["mode"] + (" (%s)" % r["flags"] if r["flags"] else ""), r["sent"],
                  r["sent"] / r["secs_sent"], r["stored"], r["stored"] / r["secs"],
-                 r["secs"] - r["secs_sent"], 1e6 * w["pg_cpu"], 1e6 * w["writer"],
+                 r["secs"] - r["secs_sent"], r["upserts"] / r["sent"], 1e6 * w["pg_cpu"], 1e6 * w["writer"],
                  1e6 * w["proxy"], w["disk"], w["wal"], w["net"]))
     print("\nRaw totals:")
     for r in res:
@@ -573,7 +577,7 @@ def main():
                 for mode in a.modes.split(","):
                     if flags.get(mode) is None:
                         print("mode %s: not measured: this build's `slabtap proxy --help` "
-                              "names no aggregates-only flag" % mode)
+                              "has no --sample-keys none" % mode)
                         continue
                     r = measure_mode(pg, wd.path, mode, flags[mode], a)
                     res.append(r)
