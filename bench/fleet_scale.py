@@ -93,20 +93,48 @@ def _stat_fields(path):
     return text[text.rindex(")") + 2:].split()
 
 
-def pg_cpu_seconds(postmaster_pid):
-    """CPU of PostgreSQL so far: the postmaster (with the children it reaped)
-    and every live child (backends, checkpointer, walwriter, autovacuum)."""
+def _cpu_once(postmaster_pid):
+    """(ticks of the postmaster with its reaped children, ticks of its live
+    children, the postmaster's cutime+cstime)."""
     f = _stat_fields("/proc/%d/stat" % postmaster_pid)
-    ticks = sum(int(x) for x in f[11:15])  # utime stime cutime cstime
     out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(postmaster_pid)],
                          capture_output=True, text=True).stdout
+    live = 0
     for pid in out.split():
         try:
             c = _stat_fields("/proc/%s/stat" % pid)
         except OSError:
-            continue  # exited between ps and the read: its CPU is in cutime now
-        ticks += int(c[11]) + int(c[12])
-    return ticks / TICK
+            return None  # exited while we looked: look again
+        live += int(c[11]) + int(c[12])
+    return sum(int(x) for x in f[11:15]), live, int(f[13]) + int(f[14])
+
+
+def pg_cpu_seconds(postmaster_pid, tries=50):
+    """CPU of PostgreSQL so far: the postmaster (with the children it reaped:
+    cutime, cstime) and every live child (backends, checkpointer, walwriter,
+    autovacuum). Read again while a child is reaped during the reading (its
+    CPU would be in neither sum, or in both)."""
+    for _ in range(tries):
+        one = _cpu_once(postmaster_pid)
+        if one is None:
+            continue
+        after = _stat_fields("/proc/%d/stat" % postmaster_pid)
+        if int(after[13]) + int(after[14]) == one[2]:
+            return (one[0] + one[1]) / TICK
+        time.sleep(0.05)
+    die("PostgreSQL's processes never held still long enough to be read")
+
+
+def wait_backends_gone(pg, db, timeout=60):
+    """Until no session is connected to db (the proxies' backends have exited
+    and been reaped, so their CPU is in the postmaster's cutime)."""
+    deadline = time.monotonic() + timeout
+    while int(pg.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = '%s'" % db,
+                        db="postgres")):
+        if time.monotonic() > deadline:
+            die("sessions on %s still open %d s after the proxies exited" % (db, timeout))
+        time.sleep(0.1)
+    time.sleep(0.2)
 
 
 def thread_cpu(pid):
@@ -287,6 +315,10 @@ def measure_mode(pg, wd, mode, flags, a):
             rc = px.stop(timeout=300)
             if rc != 0:
                 die("proxy exit %r:\n%s" % (rc, px.stderr_text()[-3000:]))
+        # what the mode leaves to autovacuum is done now, in its window (a
+        # later mode's window would get it otherwise)
+        pg.psql("VACUUM ANALYZE", db=db, timeout=1200)
+        wait_backends_gone(pg, db)
         cpu1 = pg_cpu_seconds(pg.proc.pid)
         window = time.monotonic() - t0
         lsn1 = wal_lsn(pg)
@@ -320,6 +352,29 @@ def per_write(r, idle, a):
     return out
 
 
+def print_fleet(res, idle, a):
+    """The arithmetic for --fleet-nodes nodes at --fleet-rate writes/s each:
+    per-write cost x writes/s + a node's fixed cost x nodes."""
+    w_s = a.fleet_nodes * a.fleet_rate
+    node_s = idle["window"] * a.nodes
+    fixed = {k: idle[k] / node_s * a.fleet_nodes for k in COSTS}
+    print("\n%d nodes x %d writes/s = %d writes/s, on paper (per-write cost as measured "
+          "above x writes/s + fixed cost per node-second x nodes):"
+          % (a.fleet_nodes, a.fleet_rate, w_s))
+    hdr = ("mode", "PG CPU cores", "disk GB/day", "WAL MB/s", "network MB/s",
+           "writer cores/node", "proxy cores/node")
+    print("| " + " | ".join(hdr) + " |")
+    print("|" + "---|" * len(hdr))
+    for r in res:
+        if r["mode"] == "idle":
+            continue
+        w = per_write(r, idle, a)
+        f = {k: w[k] * w_s + fixed[k] for k in COSTS}
+        print("| %s | %.1f | %.0f | %.0f | %.0f | %.2f | %.2f |"
+              % (r["mode"], f["pg_cpu"], f["disk"] * 86400 / 1e9, f["wal"] / 1e6,
+                 f["net"] / 1e6, w["writer"] * a.fleet_rate, w["proxy"] * a.fleet_rate))
+
+
 def print_modes(res, a):
     idle = next((r for r in res if r["mode"] == "idle"), None)
     print("\nLoad: %d nodes (proxies), each open-loop %d sets/s for %d s, one PostgreSQL"
@@ -345,6 +400,8 @@ def print_modes(res, a):
                  r["sent"] / r["secs_sent"], r["stored"], r["stored"] / r["secs"],
                  r["secs"] - r["secs_sent"], r["upserts"] / r["sent"], 1e6 * w["pg_cpu"], 1e6 * w["writer"],
                  1e6 * w["proxy"], w["disk"], w["wal"], w["net"]))
+    if idle:
+        print_fleet(res, idle, a)
     print("\nRaw totals:")
     for r in res:
         print("  %s: %s" % (r["mode"], json.dumps({k: (round(v, 3) if isinstance(v, float)
@@ -556,6 +613,9 @@ def main():
                     help="synthetic stats sample interval, seconds")
     ap.add_argument("--agg-copies", type=int, default=1,
                     help="synthetic: the template's minute of aggregates, copies per node-day")
+    ap.add_argument("--fleet-nodes", type=int, default=100, help="the fleet on paper")
+    ap.add_argument("--fleet-rate", type=int, default=50000,
+                    help="the fleet on paper: writes/s per node")
     ap.add_argument("--no-load", action="store_true")
     ap.add_argument("--no-views", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="tiny figures, every number checked")
