@@ -436,7 +436,7 @@ def make_template(pg, wd, db, a):
                                  "--stats-interval", "200ms",
                                  "--spill", os.path.join(wd, "spill-%s.db" % db)])
         wl = os.path.join(wd, "template.wl")
-        write_workload(wl, max(a.writes_per_day, TEMPLATE_WRITES), 7)
+        write_workload(wl, max(a.writes_per_day, a.template_writes), 7)
         load_result(run_load(px.port, wl, 0), timeout=300)
         time.sleep(0.5)  # a stats sample after the last write
         rc = px.stop(timeout=120)
@@ -616,6 +616,8 @@ def main():
     ap.add_argument("--fleet-nodes", type=int, default=100, help="the fleet on paper")
     ap.add_argument("--fleet-rate", type=int, default=50000,
                     help="the fleet on paper: writes/s per node")
+    ap.add_argument("--template-writes", type=int, default=TEMPLATE_WRITES,
+                    help="writes of the view phase's template run")
     ap.add_argument("--no-load", action="store_true")
     ap.add_argument("--no-views", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="tiny figures, every number checked")
@@ -623,7 +625,7 @@ def main():
     if a.smoke:
         a.nodes, a.rate, a.seconds = 2, 1000, 2
         a.view_nodes, a.view_days = [1, 2], [1, 2]
-        a.writes_per_day, a.sample_every = 200, 7200
+        a.writes_per_day, a.sample_every, a.template_writes = 200, 7200, 2000
     helptext = proxy_help()
     flags = {"idle": [], "rows": [], "sampled": ["--sample-keys", "1/%d" % a.sample],
              "aggs": aggs_only_flag(helptext)}
