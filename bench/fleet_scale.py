@@ -352,6 +352,14 @@ def per_write(r, idle, a):
     return out
 
 
+def md_table(hdr, rows):
+    """A markdown table: hdr, then each row (a sequence of cells as text)."""
+    print("| " + " | ".join(hdr) + " |")
+    print("|" + "---|" * len(hdr))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
 def print_fleet(res, idle, a):
     """The arithmetic for --fleet-nodes nodes at --fleet-rate writes/s each:
     per-write cost x writes/s + a node's fixed cost x nodes."""
@@ -361,18 +369,17 @@ def print_fleet(res, idle, a):
     print("\n%d nodes x %d writes/s = %d writes/s, on paper (per-write cost as measured "
           "above x writes/s + fixed cost per node-second x nodes):"
           % (a.fleet_nodes, a.fleet_rate, w_s))
-    hdr = ("mode", "PG CPU cores", "disk GB/day", "WAL MB/s", "network MB/s",
-           "writer cores/node", "proxy cores/node")
-    print("| " + " | ".join(hdr) + " |")
-    print("|" + "---|" * len(hdr))
+    rows = []
     for r in res:
         if r["mode"] == "idle":
             continue
         w = per_write(r, idle, a)
         f = {k: w[k] * w_s + fixed[k] for k in COSTS}
-        print("| %s | %.1f | %.0f | %.0f | %.0f | %.2f | %.2f |"
-              % (r["mode"], f["pg_cpu"], f["disk"] * 86400 / 1e9, f["wal"] / 1e6,
-                 f["net"] / 1e6, w["writer"] * a.fleet_rate, w["proxy"] * a.fleet_rate))
+        rows.append([r["mode"], "%.1f" % f["pg_cpu"], "%.0f" % (f["disk"] * 86400 / 1e9),
+                     "%.0f" % (f["wal"] / 1e6), "%.0f" % (f["net"] / 1e6),
+                     "%.2f" % (w["writer"] * a.fleet_rate), "%.2f" % (w["proxy"] * a.fleet_rate)])
+    md_table(("mode", "PG CPU cores", "disk GB/day", "WAL MB/s", "network MB/s",
+              "writer cores/node", "proxy cores/node"), rows)
 
 
 def print_modes(res, a):
@@ -387,19 +394,19 @@ def print_modes(res, a):
               % (1e3 * idle["pg_cpu"] / ns, idle["wal"] / ns, idle["disk"] / ns,
                  idle["net"] / ns, 1e3 * idle["proxy"] / ns))
     print("\nPer write%s:" % (" (the idle cost of the run's window taken off)" if idle else ""))
-    hdr = ("mode", "writes", "writes/s", "rows", "rows/s", "lag s", "agg upserts",
-           "PG CPU us", "writer CPU us", "proxy CPU us", "disk B", "WAL B", "net B")
-    print("| " + " | ".join(hdr) + " |")
-    print("|" + "---|" * len(hdr))
+    rows = []
     for r in res:
         if r["mode"] == "idle":
             continue
         w = per_write(r, idle, a)
-        print("| %s | %d | %.0f | %d | %.0f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f |"
-              % (r["mode"] + (" (%s)" % r["flags"] if r["flags"] else ""), r["sent"],
-                 r["sent"] / r["secs_sent"], r["stored"], r["stored"] / r["secs"],
-                 r["secs"] - r["secs_sent"], r["upserts"] / r["sent"], 1e6 * w["pg_cpu"], 1e6 * w["writer"],
-                 1e6 * w["proxy"], w["disk"], w["wal"], w["net"]))
+        rows.append([r["mode"] + (" (%s)" % r["flags"] if r["flags"] else ""), "%d" % r["sent"],
+                     "%.0f" % (r["sent"] / r["secs_sent"]), "%d" % r["stored"],
+                     "%.0f" % (r["stored"] / r["secs"]), "%.1f" % (r["secs"] - r["secs_sent"]),
+                     "%.2f" % (r["upserts"] / r["sent"]), "%.2f" % (1e6 * w["pg_cpu"]),
+                     "%.2f" % (1e6 * w["writer"]), "%.2f" % (1e6 * w["proxy"]),
+                     "%.1f" % w["disk"], "%.1f" % w["wal"], "%.1f" % w["net"]])
+    md_table(("mode", "writes", "writes/s", "rows", "rows/s", "lag s", "agg upserts",
+              "PG CPU us", "writer CPU us", "proxy CPU us", "disk B", "WAL B", "net B"), rows)
     if idle:
         print_fleet(res, idle, a)
     print("\nRaw totals:")
@@ -583,13 +590,9 @@ def print_views(grid, a):
     print("\nFleet views: ms (EXPLAIN ANALYZE, TIMING OFF; best of 3); history per node "
           "and day: 1 run, %d writes, a sample every %d s" % (a.writes_per_day,
                                                              a.sample_every))
-    hdr = ["days", "nodes", "writes", "class rows"] + views
-    print("| " + " | ".join(hdr) + " |")
-    print("|" + "---|" * len(hdr))
-    for r in grid:
-        print("| %d | %d | %d | %d | %s |" % (r["days"], r["nodes"], r["writes"], r["classes"],
-                                              " | ".join("%.1f" % r["views"][v][0]
-                                                         for v in views)))
+    md_table(["days", "nodes", "writes", "class rows"] + views,
+             [["%d" % r["days"], "%d" % r["nodes"], "%d" % r["writes"], "%d" % r["classes"]]
+              + ["%.1f" % r["views"][v][0] for v in views] for r in grid])
 
 
 # ------------------------------------------------------------------ main
