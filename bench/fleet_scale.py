@@ -39,8 +39,12 @@ bytes_sent), the slabtap writer thread's CPU (the proxy thread other than
 the event loop with the most CPU) and the whole proxies' CPU, read once no
 proxy's CPU has moved for a second (every writer has committed). Printed
 per write, less what idle cost per node-second over the mode's window: the
-marginal cost of a write. rows/s: rows stored / (load start .. the last
-writer's last CPU movement); lag: how long after the last answer that was.
+marginal cost of a write; with the aggregate upserts per write
+(pg_stat_user_tables: n_tup_ins + n_tup_upd of agg_*). rows/s: rows stored
+/ (load start .. the last writer's last CPU movement); lag: how long after
+the last answer that was. Then, on paper, --fleet-nodes nodes at
+--fleet-rate writes/s each (default 100 x 50,000): per-write cost x
+writes/s + the idle cost per node-second x nodes, per mode.
 
 View phase: per day count D in --view-days, a database whose schema one
 short real proxy run creates (its rows become the template and are then
