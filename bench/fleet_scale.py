@@ -2,8 +2,8 @@
 """fleet_scale: what recording a fleet into ONE PostgreSQL costs, per recording
 mode, and how the fleet views' query time grows with nodes and days.
 
-    bench/fleet_scale.py                      # load phase + view grid (~10 min)
-    bench/fleet_scale.py --smoke              # both phases, tiny (< 60 s)
+    bench/fleet_scale.py                      # load phase + view grid (~30 min here)
+    bench/fleet_scale.py --smoke              # both phases, tiny (ctest: 189 s under ASan here)
     bench/fleet_scale.py --no-views           # the load phase only
     bench/fleet_scale.py --no-load --view-nodes 1,10 --view-days 1,7
     SLABTAP=build/slabtap bench/fleet_scale.py   # a build without sanitizers
