@@ -319,8 +319,7 @@ static void app_open_webapi(struct app *a, struct app_start *st)
     if (a->sink.kind == SINK_PG
             ? webapi_open_pg(&a->web, a->loop, &a->http, st->db, a->run_id, &a->runs_all, st->err,
                              sizeof st->err)
-            : webapi_open(&a->web, a->loop, &a->http, &a->rec, a->run_id, st->err,
-                          sizeof st->err))
+            : webapi_open(&a->web, a->loop, &a->http, &a->rec, a->run_id, st->err, sizeof st->err))
         log_warn("the /api/run endpoints are off: %s", st->err);
 }
 
