@@ -1,3 +1,6 @@
+-- Written once in schema/schema.sql.in; schema/sqlgen.c derives this file
+-- (its rule is there). Edit that file, then: cmake --build build --target sql_files
+
 -- slabtap schema: the single source of truth for every table and view.
 -- Embedded into the binary at build time and applied by store_open() after
 -- the upgrade steps in proxy/record/store.c (store_upgrade) have brought an older
@@ -310,7 +313,7 @@ CREATE INDEX IF NOT EXISTS samples_run ON samples(run_id, t_ns);
 CREATE TABLE IF NOT EXISTS sample_classes (
   sample_id  INTEGER NOT NULL REFERENCES samples(sample_id),
   class_id   INTEGER NOT NULL,
-  fields     TEXT NOT NULL,
+  fields     TEXT NOT NULL,                -- JSON object: the class's fields
   PRIMARY KEY (sample_id, class_id)
 ) WITHOUT ROWID;
 
@@ -419,18 +422,18 @@ LEFT JOIN read_extra e ON e.rowid = x.rowid;
 DROP VIEW IF EXISTS class_stats;
 CREATE VIEW class_stats AS
 SELECT s.run_id, s.sample_id, s.t_ns, s.phase_id, s.final, c.class_id,
-       json_extract(c.fields, '$.chunk_size')      AS chunk_size,
-       json_extract(c.fields, '$.chunks_per_page') AS chunks_per_page,
-       json_extract(c.fields, '$.total_pages')     AS total_pages,
-       json_extract(c.fields, '$.total_chunks')    AS total_chunks,
-       json_extract(c.fields, '$.used_chunks')     AS used_chunks,
-       json_extract(c.fields, '$.free_chunks')     AS free_chunks,
-       json_extract(c.fields, '$.mem_requested')   AS mem_requested,
-       json_extract(c.fields, '$.number')          AS number,
-       json_extract(c.fields, '$.evicted')         AS evicted,
-       json_extract(c.fields, '$.outofmemory')     AS outofmemory,
-       json_extract(c.fields, '$.reclaimed')       AS reclaimed,
-       json_extract(c.fields, '$.cmd_set')         AS cmd_set,
+       CAST(json_extract(c.fields, '$.chunk_size') AS INTEGER)       AS chunk_size,
+       CAST(json_extract(c.fields, '$.chunks_per_page') AS INTEGER)  AS chunks_per_page,
+       CAST(json_extract(c.fields, '$.total_pages') AS INTEGER)      AS total_pages,
+       CAST(json_extract(c.fields, '$.total_chunks') AS INTEGER)     AS total_chunks,
+       CAST(json_extract(c.fields, '$.used_chunks') AS INTEGER)      AS used_chunks,
+       CAST(json_extract(c.fields, '$.free_chunks') AS INTEGER)      AS free_chunks,
+       CAST(json_extract(c.fields, '$.mem_requested') AS INTEGER)    AS mem_requested,
+       CAST(json_extract(c.fields, '$.number') AS INTEGER)           AS number,
+       CAST(json_extract(c.fields, '$.evicted') AS INTEGER)          AS evicted,
+       CAST(json_extract(c.fields, '$.outofmemory') AS INTEGER)      AS outofmemory,
+       CAST(json_extract(c.fields, '$.reclaimed') AS INTEGER)        AS reclaimed,
+       CAST(json_extract(c.fields, '$.cmd_set') AS INTEGER)          AS cmd_set,
        c.fields
 FROM samples s JOIN sample_classes c USING (sample_id);
 
@@ -462,13 +465,13 @@ WHERE s.sample_id = (SELECT s2.sample_id FROM samples s2 WHERE s2.run_id = s.run
 DROP VIEW IF EXISTS run_settings;
 CREATE VIEW run_settings AS
 SELECT st.run_id, st.version,
-       json_extract(st.settings, '$.growth_factor')   AS growth_factor,
-       json_extract(st.settings, '$.chunk_size')      AS chunk_size_min,
-       json_extract(st.settings, '$.item_size_max')   AS item_size_max,
-       json_extract(st.settings, '$.slab_chunk_max')  AS slab_chunk_max,
-       json_extract(st.settings, '$.maxbytes')        AS maxbytes,
-       json_extract(st.settings, '$.slab_automove')   AS slab_automove,
-       json_extract(st.settings, '$.cas_enabled')     AS cas_enabled,
+       CAST(json_extract(st.settings, '$.growth_factor') AS REAL)     AS growth_factor,
+       CAST(json_extract(st.settings, '$.chunk_size') AS INTEGER)     AS chunk_size_min,
+       CAST(json_extract(st.settings, '$.item_size_max') AS INTEGER)  AS item_size_max,
+       CAST(json_extract(st.settings, '$.slab_chunk_max') AS INTEGER) AS slab_chunk_max,
+       CAST(json_extract(st.settings, '$.maxbytes') AS INTEGER)       AS maxbytes,
+       CAST(json_extract(st.settings, '$.slab_automove') AS INTEGER)  AS slab_automove,
+       json_extract(st.settings, '$.cas_enabled')                    AS cas_enabled,
        st.settings
 FROM settings st
 WHERE st.t_ns = (SELECT max(t_ns) FROM settings s2 WHERE s2.run_id = st.run_id);
@@ -520,9 +523,9 @@ SELECT r.run_id, r.name, rs.version AS memcached_version,
        (SELECT sum(waste_bytes) FROM slab_waste w WHERE w.sample_id = ls.sample_id) AS waste_bytes,
        (SELECT round(100.0 * sum(waste_bytes) / nullif(sum(allocated), 0), 2)
           FROM slab_waste w WHERE w.sample_id = ls.sample_id) AS waste_pct,
-       json_extract(ls.stats, '$.evictions') AS evictions,
-       json_extract(ls.stats, '$.curr_items') AS curr_items,
-       json_extract(ls.stats, '$.bytes') AS bytes,
+       CAST(json_extract(ls.stats, '$.evictions') AS INTEGER) AS evictions,
+       CAST(json_extract(ls.stats, '$.curr_items') AS INTEGER) AS curr_items,
+       CAST(json_extract(ls.stats, '$.bytes') AS INTEGER) AS bytes,
        (SELECT count(*) FROM sets s WHERE s.run_id = r.run_id) AS writes_recorded,
        r.rows_dropped,
        r.crashed
@@ -590,7 +593,7 @@ SELECT run_id, outcome, (x4 | (x4 >> 16)) - ((x4 | (x4 >> 16)) >> 1) AS bucket_m
 FROM (SELECT run_id, outcome, body, writes, body_bytes, x3 | (x3 >> 8) AS x4
       FROM (SELECT *, x2 | (x2 >> 4) AS x3
             FROM (SELECT *, x1 | (x1 >> 2) AS x2
-                  FROM (SELECT *, body | (body >> 1) AS x1 FROM agg_items))))
+                  FROM (SELECT *, body | (body >> 1) AS x1 FROM agg_items) AS b1) AS b2) AS b3) AS b4
 GROUP BY run_id, outcome, bucket_min;
 
 -- Item sizes by slab class from the aggregates, over the whole run: ntotal
@@ -598,11 +601,11 @@ GROUP BY run_id, outcome, bucket_min;
 DROP VIEW IF EXISTS item_sizes_agg;
 CREATE VIEW item_sizes_agg AS
 SELECT a.run_id, a.class_id, a.body,
-       51 + a.body + CASE WHEN coalesce(rs.cas_enabled, 'yes') IN ('no', 0, 'false') THEN 0
-                          ELSE 8 END AS ntotal,
+       51 + a.body + CASE WHEN CAST(coalesce(rs.cas_enabled, 'yes') AS TEXT) IN ('no', '0', 'false')
+                          THEN 0 ELSE 8 END AS ntotal,
        a.outcome, sum(a.writes) AS writes, sum(a.body_bytes) AS body_bytes
 FROM agg_items a LEFT JOIN run_settings rs ON rs.run_id = a.run_id
-GROUP BY a.run_id, a.class_id, a.body, a.outcome;
+GROUP BY a.run_id, a.class_id, a.body, a.outcome, rs.cas_enabled;
 
 -- Answers by command from the aggregates.
 DROP VIEW IF EXISTS answers_agg;
@@ -612,7 +615,7 @@ SELECT a.run_id, c.cmd, nullif(c.ms_mode, '') AS ms_mode,
        sum(a.writes) AS writes, sum(a.value_bytes) AS value_bytes
 FROM agg_answers a LEFT JOIN cmds c ON c.cmd_id = a.cmd_id
 LEFT JOIN answers n ON n.answer_id = a.answer_id
-GROUP BY a.run_id, a.cmd_id, a.answer_id;
+GROUP BY a.run_id, a.cmd_id, a.answer_id, c.cmd, c.ms_mode, n.answer;
 
 -- Answer times from the aggregates (bands of two significant digits).
 DROP VIEW IF EXISTS latency_histogram_agg;
@@ -630,11 +633,16 @@ WITH bounds AS (
           ORDER BY t_ns DESC LIMIT 1) AS last_id
   FROM phases p)
 SELECT b.run_id, b.phase_id, b.name AS phase,
-       json_extract(l.stats, '$.evictions') - json_extract(f.stats, '$.evictions') AS evictions,
-       json_extract(l.stats, '$.cmd_set') - json_extract(f.stats, '$.cmd_set') AS cmd_set,
-       json_extract(l.stats, '$.bytes') - json_extract(f.stats, '$.bytes') AS bytes,
-       json_extract(l.stats, '$.curr_items') - json_extract(f.stats, '$.curr_items') AS curr_items,
-       json_extract(l.stats, '$.slabs_moved') - json_extract(f.stats, '$.slabs_moved') AS slabs_moved,
+       CAST(json_extract(l.stats, '$.evictions') AS INTEGER)
+       - CAST(json_extract(f.stats, '$.evictions') AS INTEGER) AS evictions,
+       CAST(json_extract(l.stats, '$.cmd_set') AS INTEGER)
+       - CAST(json_extract(f.stats, '$.cmd_set') AS INTEGER) AS cmd_set,
+       CAST(json_extract(l.stats, '$.bytes') AS INTEGER)
+       - CAST(json_extract(f.stats, '$.bytes') AS INTEGER) AS bytes,
+       CAST(json_extract(l.stats, '$.curr_items') AS INTEGER)
+       - CAST(json_extract(f.stats, '$.curr_items') AS INTEGER) AS curr_items,
+       CAST(json_extract(l.stats, '$.slabs_moved') AS INTEGER)
+       - CAST(json_extract(f.stats, '$.slabs_moved') AS INTEGER) AS slabs_moved,
        (l.t_ns - f.t_ns) / 1e9 AS seconds
 FROM bounds b JOIN samples f ON f.sample_id = b.first_id JOIN samples l ON l.sample_id = b.last_id;
 

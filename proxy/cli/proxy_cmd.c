@@ -77,10 +77,13 @@ static void proxy_usage(FILE *out)
         "  --keys MODE          full | prefix | hash: what of each key is kept\n"
         "                       (default prefix: text before the first : / . |,\n"
         "                       plus a 64-bit hash of the whole key)\n"
-        "  --sample-keys 1/N    record the rows of one key in N, chosen by key hash\n"
+        "  --sample-keys 1/N|none\n"
+        "                       record the rows of one key in N, chosen by key hash\n"
         "                       (each kept key's whole history; run_meta 'sample_keys');\n"
-        "                       SQLite's aggregates still count every write, and\n"
-        "                       `model predict` scales by N and states its error\n"
+        "                       the aggregates (agg_*, SQLite and PostgreSQL) still\n"
+        "                       count every write and read, and `model predict`\n"
+        "                       scales by N and states its error. none: no rows at\n"
+        "                       all, the aggregates only (a fleet node: docs/fleet.md)\n"
         "  --reads on|off       a row per key every get gets gat gats mg asks for:\n"
         "                       hit or miss, value length, flags, and its place among\n"
         "                       the writes (view `reads`; docs/recording-reads.md).\n"
@@ -265,7 +268,8 @@ static int parse_upstream_conns(void *dest, const char *value, char *err, size_t
 static int parse_sample_keys(void *dest, const char *value, char *err, size_t errlen)
 {
     if (sample_parse(value, dest)) {
-        snprintf(err, errlen, "\"%s\" is not 1/N with N from 1 to %u", value, SAMPLE_MAX_N);
+        snprintf(err, errlen, "\"%s\" is not 1/N with N from 1 to %u, or none", value,
+                 SAMPLE_MAX_N);
         return -1;
     }
     return 0;
@@ -440,8 +444,8 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
     cfg->record_optional = a->record_optional;
     if (proxy_store_args(a, cfg, err, errlen) != OPT_OK)
         return OPT_ERROR;
-    /* PostgreSQL keeps no aggregates: keys not kept need not travel */
-    cfg->proxy.sample_aggregate = !sink_is_remote(cfg->db_path);
+    /* both stores keep the aggregates: keys not kept travel for them */
+    cfg->proxy.sample_aggregate = true;
     if (proxy_ladder_flags(a, cfg, err, errlen) != OPT_OK)
         return OPT_ERROR;
     return proxy_check_args(a, cfg, err, errlen);

@@ -16,6 +16,10 @@ int sample_parse(const char *text, uint32_t *n)
         *n = 1;
         return 0;
     }
+    if (!strcmp(text, "none")) {
+        *n = SAMPLE_NONE;
+        return 0;
+    }
     if (!strncmp(p, "1/", 2))
         p += 2;
     if (*p < '0' || *p > '9')
@@ -42,7 +46,7 @@ static uint64_t sample_mix(uint64_t h)
 
 bool sample_keep(uint64_t key_hash, uint32_t n)
 {
-    return n <= 1 || sample_mix(key_hash) % n == 0;
+    return n <= 1 || (n != SAMPLE_NONE && sample_mix(key_hash) % n == 0);
 }
 
 double sample_scale(double kept_sum, uint32_t n)

@@ -29,12 +29,19 @@
 /* standard deviations in the stated error: 3 (99.7 % per class if normal) */
 #define SAMPLE_Z 3.0
 
+/* --sample-keys none: no key's rows are kept (the aggregates count every
+ * write: a fleet node recording aggregates only) */
+#define SAMPLE_NONE UINT32_MAX
+
 /* "1/N" or "N" (N >= 1) into *n; "1/1", "1", "off" and "all" keep every
- * key (*n = 1). 0, or -1 when text is none of those. */
+ * key (*n = 1); "none" keeps none (*n = SAMPLE_NONE). 0, or -1 when
+ * text is none of those. */
 int sample_parse(const char *text, uint32_t *n);
-/* The key with this hash is kept under 1/n (n <= 1: every key). */
+/* The key with this hash is kept under 1/n (n <= 1: every key;
+ * SAMPLE_NONE: none). */
 bool sample_keep(uint64_t key_hash, uint32_t n);
-/* The estimate over all keys from a sum over the kept ones. */
+/* The estimate over all keys from a sum over the kept ones (n below
+ * SAMPLE_NONE: nothing estimates from no keys). */
 double sample_scale(double kept_sum, uint32_t n);
 /* The stated error of sample_scale(sum, n) given the kept keys' sum of
  * squares: SAMPLE_Z * sqrt(n (n-1) max(kept_sumsq, x_floor^2)); 0 for n <= 1. */

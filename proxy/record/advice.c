@@ -59,7 +59,15 @@ enum runs_basis advice_basis(struct reader *rd, int64_t run_id,
                      (long long)rows->present, (long long)rows->recorded);
         return RUNS_BASIS_AGGREGATES;
     }
-    if (capacity && (sampled = advice_sampled(rd, run_id))) {
+    sampled = advice_sampled(rd, run_id);
+    if (sampled == SAMPLE_NONE) { /* no rows at all: whatever is asked */
+        if (why && len)
+            snprintf(why, len,
+                     "the run records no rows (--sample-keys none); the aggregates count every "
+                     "write");
+        return RUNS_BASIS_AGGREGATES;
+    }
+    if (capacity && sampled) {
         if (why && len)
             snprintf(why, len,
                      "the rows keep one key in %u (--sample-keys); the aggregates count every "

@@ -36,9 +36,10 @@ struct advice_plan {
  * and `slabtap model advise|predict|mrc --source auto`): its rows, unless
  * they are not all kept and the run has write aggregates -- older rows
  * expired (retention), or, for the capacity advice (capacity), rows of one
- * key in N (--sample-keys; the aggregates count every write). The same on
- * either engine (rd: record/reader.h). why (may be NULL) gets the reason
- * in words. */
+ * key in N (--sample-keys; the aggregates count every write), or no rows
+ * at all (--sample-keys none: the aggregates, whatever is asked). The same
+ * on either engine (rd: record/reader.h). why (may be NULL) gets the
+ * reason in words. */
 enum runs_basis advice_basis(struct reader *rd, int64_t run_id,
                              const struct reader_rows_status *rows, bool capacity, char *why,
                              size_t len);

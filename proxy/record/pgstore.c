@@ -12,11 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/clock.h"
+#include "core/keyfmt.h"
 #include "core/sha256.h"
 #include "protocol/mc_parse.h"
+#include "record/ragg.h"
 #include "record/row.h"
 #include "record/rowcode.h"
+#include "record/wagg.h"
 
 extern const char slabtap_pg_schema_sql[];
 
@@ -38,6 +42,13 @@ extern const char slabtap_pg_schema_sql[];
 
 #define COPY_FIELDS 9
 
+/* key_prefixes' ids this session knows are in the table (open addressing;
+ * emptied when 3/4 full, or when a batch that added some rolls back) */
+#define PREFIX_KNOWN_SLOTS 65536
+/* a prefix's id: a 40-bit hash of its text (agg_prefix_classes packs it in
+ * 40 bits), never 0 */
+#define PREFIX_ID_MOD ((UINT64_C(1) << 40) - 1)
+
 /* --- the state ------------------------------------------------------------------- */
 
 struct pg_answer {
@@ -48,6 +59,12 @@ struct pg_answer {
 
 struct pending_ref {
     int64_t run, seq;
+    const struct rec_row *row;
+};
+
+/* a prefix the batch names first: its id and the row whose key text it is */
+struct new_prefix {
+    int64_t id;
     const struct rec_row *row;
 };
 
@@ -63,20 +80,34 @@ struct pgstore_state {
     size_t ndays, days_next;
     int64_t new_days[PGSTORE_DAYS_MAX];
     size_t nnew_days;
-    /* runs whose liveness lock this session holds */
+    /* runs whose liveness lock this session holds, and whether each keeps
+     * key prefixes (--keys prefix: agg_prefixes, agg_prefix_classes) */
     int64_t runs[PGSTORE_RUNS_MAX];
+    bool runs_prefix[PGSTORE_RUNS_MAX];
     size_t nruns;
     bool in_batch;
-    struct pending_ref *pending;
+    struct pending_ref *pending; /* the batch's writes (sampled-out ones too) */
     size_t npending, pending_cap;
+    struct pending_ref *rpending; /* the batch's reads (sampled-out ones too) */
+    size_t nrpending, rpending_cap;
     char *copy; /* PGSTORE_COPY_BUF bytes */
     size_t copy_len;
-    char *reads; /* the batch's reads as COPY text lines */
-    size_t reads_len, reads_cap;
-    char *job_text, *job_classes; /* scratch for sanitized job texts */
-    size_t job_text_cap, job_classes_cap;
-    struct rowcode_buf extra; /* a write's extra JSON (at most JSON_MAX bytes) */
-    char password[256];       /* the connection's, only to scrub it out of messages */
+    struct buf reads; /* the batch's reads as COPY text lines */
+    /* the batch's aggregates (record/wagg.h, record/ragg.h), upserted in
+     * its transaction: a batch committed (or shipped from the spill) once
+     * adds them once */
+    struct wagg agg;
+    struct ragg ragg;
+    int64_t agg_run; /* the run the batch's write aggregates are of; 0: none */
+    bool agg_prefix; /* ... and whether it keeps key prefixes */
+    struct buf agg_sql;
+    uint64_t *prefix_known; /* PREFIX_KNOWN_SLOTS ids, 0: empty */
+    size_t nprefix_known;
+    struct new_prefix *new_prefixes; /* the batch's, for key_prefixes */
+    size_t nnew_prefixes, new_prefixes_cap;
+    struct buf job_text, job_classes; /* scratch for sanitized job texts */
+    struct rowcode_buf extra;         /* a write's extra JSON (at most JSON_MAX bytes) */
+    char password[256];               /* the connection's, only to scrub it out of messages */
 };
 
 /* --- messages ----------------------------------------------------------------------- */
@@ -274,42 +305,44 @@ static size_t utf8_clean(char *dst, const char *src, size_t n)
     return o;
 }
 
-static int grow(char **buf, size_t *cap, size_t need)
+/* Appends n bytes of text as valid UTF-8 (utf8_clean) to b. */
+static void buf_put_clean(struct buf *b, const char *text, size_t n)
 {
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 4096;
-    while (nc < need)
-        nc *= 2;
-    char *p = realloc(*buf, nc);
-    if (!p)
-        return -1;
-    *buf = p;
-    *cap = nc;
-    return 0;
+    if (buf_reserve(b, 3 * n))
+        return;
+    b->len += utf8_clean(b->data + b->len, text, n);
+    b->data[b->len] = '\0';
+}
+
+/* JSON text as jsonb takes it: each \u0000 (refused) becomes \ufffd. */
+static void json_unnul(char *p)
+{
+    for (; p && *p; p++) {
+        if (*p != '\\')
+            continue;
+        if (p[1] == 'u' && !strncmp(p + 2, "0000", 4))
+            memcpy(p + 2, "fffd", 4);
+        if (p[1])
+            p++; /* the escaped character is never an escape itself */
+    }
 }
 
 /* A job's text as PostgreSQL takes it: valid UTF-8, and for JSON no \u0000
- * (jsonb refuses it; it becomes \ufffd). Into *buf; NULL when too large or
+ * (jsonb refuses it; it becomes \ufffd). Into b; NULL when too large or
  * out of memory. */
-static const char *job_clean(char **buf, size_t *cap, const char *text, bool json)
+static const char *job_clean(struct buf *b, const char *text, bool json)
 {
     size_t n = strlen(text);
-    if (n > JOB_TEXT_MAX || grow(buf, cap, 3 * n + 1))
+    buf_reset(b);
+    if (n > JOB_TEXT_MAX)
         return NULL;
-    size_t o = utf8_clean(*buf, text, n);
-    (*buf)[o] = '\0';
-    if (json) {
-        for (char *p = *buf; *p; p++) {
-            if (*p != '\\')
-                continue;
-            if (p[1] == 'u' && !strncmp(p + 2, "0000", 4))
-                memcpy(p + 2, "fffd", 4);
-            if (p[1])
-                p++; /* the escaped character is never an escape itself */
-        }
-    }
-    return *buf;
+    buf_puts(b, ""); /* "" for an empty text */
+    buf_put_clean(b, text, n);
+    if (b->failed)
+        return NULL;
+    if (json)
+        json_unnul(b->data);
+    return b->data;
 }
 
 /* --- the encoder ------------------------------------------------------------------- */
@@ -438,6 +471,9 @@ _Static_assert(2 + 8 * 12 + 4 + 3 * (MC_KEY_MAX + 1) + 5 + JSON_MAX <= PGSTORE_R
  * database (index v: from version v to v + 1). Version 1 is the first. */
 static const char *const upgrade_steps[PGSTORE_SCHEMA_VERSION] = {
     [0] = NULL, /* 0: an empty database; schema.sql creates everything */
+    /* 1 -> 2: the aggregates (issue 21): new tables and views only, which
+     * schema.sql creates */
+    [1] = NULL,
 };
 
 static int apply_schema(struct pgstore *s, char *err, size_t errlen)
@@ -662,9 +698,16 @@ int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
     }
     snprintf(s->uri, sizeof s->uri, "%s", uri);
     s->st = calloc(1, sizeof *s->st);
-    if (s->st)
+    if (s->st) {
         s->st->copy = malloc(PGSTORE_COPY_BUF);
-    if (!s->st || !s->st->copy) {
+        buf_init(&s->st->reads, BUF_UNBOUNDED);
+        buf_init(&s->st->agg_sql, BUF_UNBOUNDED);
+        buf_init(&s->st->job_text, 3 * JOB_TEXT_MAX + 2);
+        buf_init(&s->st->job_classes, 3 * JOB_TEXT_MAX + 2);
+    }
+    if (s->st)
+        s->st->prefix_known = calloc(PREFIX_KNOWN_SLOTS, sizeof *s->st->prefix_known);
+    if (!s->st || !s->st->copy || !s->st->prefix_known || wagg_init(&s->st->agg)) {
         snprintf(err, errlen, "%s: out of memory", s->shown);
         pgstore_close(s);
         return -1;
@@ -698,10 +741,16 @@ void pgstore_close(struct pgstore *s)
     if (s->st) {
         memset(s->st->password, 0, sizeof s->st->password);
         free(s->st->pending);
+        free(s->st->rpending);
         free(s->st->copy);
-        free(s->st->reads);
-        free(s->st->job_text);
-        free(s->st->job_classes);
+        buf_free(&s->st->reads);
+        buf_free(&s->st->agg_sql);
+        wagg_free(&s->st->agg);
+        free(s->st->prefix_known);
+        free(s->st->new_prefixes);
+        ragg_free(&s->st->ragg);
+        buf_free(&s->st->job_text);
+        buf_free(&s->st->job_classes);
         rowcode_buf_free(&s->st->extra);
         free(s->st);
         s->st = NULL;
@@ -799,6 +848,7 @@ int64_t pgstore_run_begin(struct pgstore *s, const char *name, const char *upstr
         PQclear(PQexec(s->conn, sql));
         return -1;
     }
+    st->runs_prefix[st->nruns] = key_mode && !strcmp(key_mode, "prefix");
     st->runs[st->nruns++] = id;
     /* today's and tomorrow's partitions now, off the path of the first batch */
     int64_t day = floor_day(now);
@@ -832,10 +882,21 @@ int pgstore_run_end(struct pgstore *s, int64_t run_id, uint64_t recorded, uint64
 static void batch_forget(struct pgstore_state *st)
 {
     st->npending = 0;
+    st->nrpending = 0;
     st->nnew_days = 0;
     st->in_batch = false;
     st->copy_len = 0;
-    st->reads_len = 0;
+    buf_reset(&st->reads);
+    buf_reset(&st->agg_sql);
+    if (st->agg.e)
+        wagg_clear(&st->agg);
+    ragg_cells_done(&st->ragg);
+    st->agg_run = 0;
+    if (st->nnew_prefixes && st->prefix_known) { /* not committed: looked up again */
+        memset(st->prefix_known, 0, PREFIX_KNOWN_SLOTS * sizeof *st->prefix_known);
+        st->nprefix_known = 0;
+    }
+    st->nnew_prefixes = 0;
 }
 
 /* A lost connection made again (session settings, statements, locks). */
@@ -861,27 +922,10 @@ int pgstore_begin(struct pgstore *s, char *err, size_t errlen)
 }
 
 /* A read as a line of COPY's text format (tab-separated, \\N for NULL), in
- * the batch's buffer until pgstore_commit sends it. */
-static int put_read(struct pgstore *s, int64_t run_id, const struct rec_row *r, char *err,
-                    size_t errlen)
+ * the batch's buffer until put_reads sends it. */
+static void encode_read(struct pgstore_state *st, int64_t run_id, const struct rec_row *r)
 {
-    struct pgstore_state *st = s->st;
     char key[3 * (MC_KEY_MAX + 1)], esc[6 * (MC_KEY_MAX + 1) + 4];
-    if (r->sampled_out) /* PostgreSQL keeps no aggregates */
-        return 0;
-    size_t need = st->reads_len + sizeof esc + 256;
-    if (need > st->reads_cap) {
-        size_t nc = st->reads_cap ? st->reads_cap * 2 : 1 << 16;
-        while (nc < need)
-            nc *= 2;
-        char *b = realloc(st->reads, nc);
-        if (!b) {
-            snprintf(err, errlen, "%s: out of memory for a batch of reads", s->shown);
-            return -1;
-        }
-        st->reads = b;
-        st->reads_cap = nc;
-    }
     if (r->key_text_len >= 0) {
         size_t kn = (size_t)r->key_text_len < sizeof r->key_text ? (size_t)r->key_text_len
                                                                  : sizeof r->key_text;
@@ -907,25 +951,190 @@ static int put_read(struct pgstore *s, int64_t run_id, const struct rec_row *r, 
         snprintf(ex, sizeof ex, "%lld", (long long)r->exptime);
     if (r->hit && r->class_id)
         snprintf(cl, sizeof cl, "%u", (unsigned)r->class_id);
-    int n =
-        snprintf(st->reads + st->reads_len, st->reads_cap - st->reads_len,
-                 "%lld\t%llu\t%llu\t%u\t%lld\t%s\t%s\t%lld\t%u\t%d\t%s\t%s\t%s\t%s\n",
-                 (long long)run_id, (unsigned long long)r->seq, (unsigned long long)r->after_write,
-                 (unsigned)r->conn_id, (long long)r->t_ns, mc_cmd_name((enum mc_cmd)r->cmd), esc,
-                 (long long)r->key_hash, (unsigned)r->key_len, r->hit ? 1 : 0, vl, fl, ex, cl);
-    if (n < 0 || (size_t)n >= st->reads_cap - st->reads_len) {
-        snprintf(err, errlen, "%s: a read does not fit its line", s->shown);
+    buf_printf(&st->reads, "%lld\t%llu\t%llu\t%u\t%lld\t%s\t%s\t%lld\t%u\t%d\t%s\t%s\t%s\t%s\n",
+               (long long)run_id, (unsigned long long)r->seq, (unsigned long long)r->after_write,
+               (unsigned)r->conn_id, (long long)r->t_ns, mc_cmd_name((enum mc_cmd)r->cmd), esc,
+               (long long)r->key_hash, (unsigned)r->key_len, r->hit ? 1 : 0, vl, fl, ex, cl);
+}
+
+/* --- aggregates ---------------------------------------------------------------------- */
+
+/* The tables of wagg's kinds (schema.sql's agg_*: the same columns), what
+ * names a row and what a flush of it adds: many batches of one minute
+ * add up. */
+static const struct {
+    const char *table, *cols, *key, *add;
+} agg_tables[] = {
+    [WAGG_SIZE] = { "agg_sizes", "run_id, minute, body, writes, value_bytes",
+                    "run_id, minute, body",
+                    "writes = agg_sizes.writes + excluded.writes,"
+                    " value_bytes = agg_sizes.value_bytes + excluded.value_bytes" },
+    [WAGG_LATENCY] = { "agg_latency", "run_id, second, band_us, writes", "run_id, second, band_us",
+                       "writes = agg_latency.writes + excluded.writes" },
+    [WAGG_PREFIX] = { "agg_prefixes", "run_id, minute, prefix_id, writes, value_bytes",
+                      "run_id, minute, prefix_id",
+                      "writes = agg_prefixes.writes + excluded.writes,"
+                      " value_bytes = agg_prefixes.value_bytes + excluded.value_bytes" },
+    [WAGG_ITEM] = { "agg_items", "run_id, minute, class_id, body, outcome, writes, body_bytes",
+                    "run_id, minute, class_id, body, outcome",
+                    "writes = agg_items.writes + excluded.writes,"
+                    " body_bytes = agg_items.body_bytes + excluded.body_bytes" },
+    [WAGG_ANSWER] = { "agg_answers", "run_id, minute, cmd_id, answer_id, writes, value_bytes",
+                      "run_id, minute, cmd_id, answer_id",
+                      "writes = agg_answers.writes + excluded.writes,"
+                      " value_bytes = agg_answers.value_bytes + excluded.value_bytes" },
+    [WAGG_PREFIX_CLASS] = { "agg_prefix_classes",
+                            "run_id, minute, prefix_id, class_id, writes, body_bytes",
+                            "run_id, minute, prefix_id, class_id",
+                            "writes = agg_prefix_classes.writes + excluded.writes,"
+                            " body_bytes = agg_prefix_classes.body_bytes + excluded.body_bytes" },
+};
+
+/* Whether run_id is one of this session's and keeps key prefixes (a run
+ * shipped from an older process's spill counts none). */
+static bool run_keeps_prefixes(const struct pgstore_state *st, int64_t run_id)
+{
+    for (size_t i = 0; i < st->nruns; i++)
+        if (st->runs[i] == run_id)
+            return st->runs_prefix[i];
+    return false;
+}
+
+/* The row's key text as PostgreSQL keeps it (valid UTF-8) into t; its length. */
+static size_t prefix_text(const struct rec_row *r, char t[3 * (MC_KEY_MAX + 1)])
+{
+    size_t kn =
+        (size_t)r->key_text_len < sizeof r->key_text ? (size_t)r->key_text_len : sizeof r->key_text;
+    return utf8_clean(t, r->key_text, kn);
+}
+
+/* key_prefixes.prefix_id of the row's key prefix: a hash of its text, the
+ * same on every node, so no node waits on a dictionary another one writes
+ * (two prefixes of one id: the second is counted as the first, about one
+ * pair in 2^40). A prefix this session has not seen goes into the batch's
+ * list for key_prefixes. 0: the row has no text; -1: out of memory. */
+static int64_t prefix_id(struct pgstore_state *st, const struct rec_row *r)
+{
+    char t[3 * (MC_KEY_MAX + 1)];
+    if (r->key_text_len < 0)
+        return 0;
+    size_t n = prefix_text(r, t);
+    int64_t id = (int64_t)(keyfmt_hash(t, n) % PREFIX_ID_MOD) + 1;
+    size_t mask = PREFIX_KNOWN_SLOTS - 1, i = (size_t)keyfmt_hash(t, n) & mask;
+    for (; st->prefix_known[i]; i = (i + 1) & mask)
+        if (st->prefix_known[i] == (uint64_t)id)
+            return id;
+    if (!BUF_GROW(st->new_prefixes, st->new_prefixes_cap, st->nnew_prefixes + 1))
         return -1;
+    st->new_prefixes[st->nnew_prefixes++] = (struct new_prefix){ id, r };
+    if ((st->nprefix_known + 1) * 4 > PREFIX_KNOWN_SLOTS * 3) { /* full: start over */
+        memset(st->prefix_known, 0, PREFIX_KNOWN_SLOTS * sizeof *st->prefix_known);
+        st->nprefix_known = 0;
+        for (i = (size_t)keyfmt_hash(t, n) & mask; st->prefix_known[i]; i = (i + 1) & mask)
+            ;
     }
-    st->reads_len += (size_t)n;
+    st->prefix_known[i] = (uint64_t)id;
+    st->nprefix_known++;
+    return id;
+}
+
+static int new_prefix_cmp(const void *a, const void *b)
+{
+    const struct new_prefix *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The batch's new prefixes into key_prefixes, in id order (two nodes adding
+ * the same ones wait for each other in one order, never in a cycle). */
+static int agg_sql_prefixes(struct pgstore *s)
+{
+    struct pgstore_state *st = s->st;
+    char t[3 * (MC_KEY_MAX + 1)];
+    if (!st->nnew_prefixes)
+        return 0;
+    qsort(st->new_prefixes, st->nnew_prefixes, sizeof *st->new_prefixes, new_prefix_cmp);
+    buf_puts(&st->agg_sql, "INSERT INTO key_prefixes (prefix_id, prefix) VALUES ");
+    for (size_t i = 0; i < st->nnew_prefixes; i++) {
+        size_t n = prefix_text(st->new_prefixes[i].row, t);
+        char *lit = PQescapeLiteral(s->conn, t, n);
+        if (!lit)
+            return -1;
+        buf_printf(&st->agg_sql, "%s(%lld,%s)", i ? "," : "", (long long)st->new_prefixes[i].id,
+                   lit);
+        PQfreemem(lit);
+    }
+    buf_puts(&st->agg_sql, " ON CONFLICT DO NOTHING;\n");
     return 0;
 }
 
-/* The batch's reads: one COPY of the lines put_read made. */
+/* One upsert of the entries of kind into the batch's aggregate SQL. */
+static void agg_sql_kind(struct pgstore_state *st, uint8_t kind)
+{
+    struct buf *b = &st->agg_sql;
+    bool first = true;
+    for (size_t i = 0; i < st->agg.used; i++) {
+        const struct wagg_ent *e = &st->agg.e[st->agg.slots[i]];
+        int64_t cols[WAGG_COLS];
+        if (e->kind != kind || !(e->n + e->batch_n))
+            continue;
+        size_t n = wagg_row(e, cols);
+        buf_printf(b, first ? "INSERT INTO %s (%s) VALUES " : ",", agg_tables[kind].table,
+                   agg_tables[kind].cols);
+        first = false;
+        buf_printf(b, "(%lld", (long long)st->agg_run);
+        for (size_t c = 0; c < n; c++)
+            buf_printf(b, ",%lld", (long long)cols[c]);
+        buf_puts(b, ")");
+    }
+    if (!first)
+        buf_printf(b, " ON CONFLICT (%s) DO UPDATE SET %s;\n", agg_tables[kind].key,
+                   agg_tables[kind].add);
+}
+
+/* The read aggregates' cells into the batch's aggregate SQL (they are
+ * counted again from none). */
+static void agg_sql_reads(struct pgstore_state *st)
+{
+    struct ragg *g = &st->ragg;
+    struct buf *b = &st->agg_sql;
+    for (size_t i = 0; i < g->ncells; i++) {
+        const struct ragg_cell *c = &g->cell[i];
+        buf_printf(
+            b, "%s(%lld,%lld,%u,%llu,%llu,%llu)",
+            i ? ","
+              : "INSERT INTO agg_reads (run_id, minute, class_id, reads, hits, misses) VALUES ",
+            (long long)g->run, (long long)c->minute, (unsigned)c->class_id,
+            (unsigned long long)c->reads, (unsigned long long)c->hits,
+            (unsigned long long)c->misses);
+    }
+    if (g->ncells)
+        buf_puts(b,
+                 " ON CONFLICT (run_id, minute, class_id) DO UPDATE SET"
+                 " reads = agg_reads.reads + excluded.reads, hits = agg_reads.hits + excluded.hits,"
+                 " misses = agg_reads.misses + excluded.misses;\n");
+    ragg_cells_done(g);
+}
+
+/* The batch's reads: counted in the read aggregates (after its writes
+ * noted their keys' classes, as store.c does), the recorded ones in one
+ * COPY into read_log. */
 static int put_reads(struct pgstore *s, char *err, size_t errlen)
 {
     struct pgstore_state *st = s->st;
-    if (!st->reads_len)
+    for (size_t i = 0; i < st->nrpending; i++) {
+        const struct pending_ref *p = &st->rpending[i];
+        if (!ragg_note_read(&st->ragg, p->run, p->row)) {
+            agg_sql_reads(st);
+            ragg_note_read(&st->ragg, p->run, p->row);
+        }
+        if (!p->row->sampled_out)
+            encode_read(st, p->run, p->row);
+    }
+    if (st->reads.failed) {
+        snprintf(err, errlen, "%s: out of memory for a batch of reads", s->shown);
+        return -1;
+    }
+    if (!st->reads.len)
         return 0;
     PGresult *res = PQexec(s->conn, "COPY read_log (run_id, seq, after_write, conn_id, t_ns, cmd,"
                                     " key, key_hash, key_len, hit, value_len, flags, exptime,"
@@ -933,7 +1142,7 @@ static int put_reads(struct pgstore *s, char *err, size_t errlen)
     if (PQresultStatus(res) != PGRES_COPY_IN)
         return res_ok(s, res, PGRES_COPY_IN, "starting COPY into read_log", err, errlen);
     PQclear(res);
-    bool sent = PQputCopyData(s->conn, st->reads, (int)st->reads_len) == 1;
+    bool sent = PQputCopyData(s->conn, st->reads.data, (int)st->reads.len) == 1;
     if (PQputCopyEnd(s->conn, sent ? NULL : "slabtap: send failed") != 1 || !sent) {
         conn_fail(s, "sending reads", err, errlen);
         while ((res = PQgetResult(s->conn)))
@@ -944,8 +1153,48 @@ static int put_reads(struct pgstore *s, char *err, size_t errlen)
     int rc = res_ok(s, res, PGRES_COMMAND_OK, "COPY into read_log", err, errlen);
     while ((res = PQgetResult(s->conn)))
         PQclear(res);
-    st->reads_len = 0;
+    buf_reset(&st->reads);
     return rc;
+}
+
+/* The batch's aggregates, upserted in its transaction: one round trip. */
+static int put_aggregates(struct pgstore *s, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    struct buf *b = &st->agg_sql;
+    if (agg_sql_prefixes(s)) {
+        snprintf(err, errlen, "%s: out of memory for the batch's key prefixes", s->shown);
+        return -1;
+    }
+    if (st->agg_run && st->agg.used) {
+        buf_printf(b,
+                   "INSERT INTO agg_runs (run_id) VALUES (%lld) ON CONFLICT DO NOTHING;\n"
+                   "INSERT INTO agg_item_runs (run_id) VALUES (%lld) ON CONFLICT DO NOTHING;\n",
+                   (long long)st->agg_run, (long long)st->agg_run);
+        for (uint8_t k = WAGG_SIZE; k <= WAGG_PREFIX_CLASS; k++)
+            agg_sql_kind(st, k);
+    }
+    agg_sql_reads(st);
+    if (b->failed) {
+        snprintf(err, errlen, "%s: out of memory for a batch's aggregates", s->shown);
+        return -1;
+    }
+    int rc = b->len ? exec(s, b->data, "writing the aggregates", err, errlen) : 0;
+    buf_reset(b);
+    return rc;
+}
+
+/* A row the batch holds until pgstore_commit. */
+static int pend(struct pgstore *s, struct pending_ref **list, size_t *n, size_t *cap,
+                int64_t run_id, const struct rec_row *row, char *err, size_t errlen)
+{
+    if (!BUF_GROW(*list, *cap, *n + 1)) {
+        snprintf(err, errlen, "%s: out of memory for a batch of %zu rows", s->shown, *n + 1);
+        return -1;
+    }
+    (*list)[(*n)++] =
+        (struct pending_ref){ run_id, row->seq > INT64_MAX ? INT64_MAX : (int64_t)row->seq, row };
+    return 0;
 }
 
 int pgstore_put_row(struct pgstore *s, int64_t run_id, const struct rec_row *row, char *err,
@@ -953,7 +1202,7 @@ int pgstore_put_row(struct pgstore *s, int64_t run_id, const struct rec_row *row
 {
     struct pgstore_state *st = s->st;
     if (row->kind == REC_ROW_READ)
-        return put_read(s, run_id, row, err, errlen);
+        return pend(s, &st->rpending, &st->nrpending, &st->rpending_cap, run_id, row, err, errlen);
     if (row->kind == REC_ROW_GETS) {
         char v[7][32];
         snprintf(v[0], sizeof v[0], "%lld", (long long)run_id);
@@ -967,19 +1216,7 @@ int pgstore_put_row(struct pgstore *s, int64_t run_id, const struct rec_row *row
                                   v[5], v[6] };
         return run_prepared(s, "gets", 8, params, "inserting read counts", err, errlen);
     }
-    if (st->npending == st->pending_cap) {
-        size_t nc = st->pending_cap ? st->pending_cap * 2 : 4096;
-        struct pending_ref *p = realloc(st->pending, nc * sizeof *p);
-        if (!p) {
-            snprintf(err, errlen, "%s: out of memory for a batch of %zu writes", s->shown, nc);
-            return -1;
-        }
-        st->pending = p;
-        st->pending_cap = nc;
-    }
-    st->pending[st->npending++] =
-        (struct pending_ref){ run_id, row->seq > INT64_MAX ? INT64_MAX : (int64_t)row->seq, row };
-    return 0;
+    return pend(s, &st->pending, &st->npending, &st->pending_cap, run_id, row, err, errlen);
 }
 
 static int put_sample(struct pgstore *s, const char *id, const struct rec_job *j, char *err,
@@ -990,39 +1227,27 @@ static int put_sample(struct pgstore *s, const char *id, const struct rec_job *j
     snprintf(t, sizeof t, "%lld", (long long)j->t_ns);
     snprintf(phase, sizeof phase, "%lld", (long long)j->phase_id);
     /* the classes as one object {"<class_id>": fields, ...} */
-    size_t need = 3;
-    for (size_t i = 0; i < j->nclasses; i++)
-        need += 16 + 3 * strlen(j->class_json[i]);
-    if (need > JOB_TEXT_MAX || grow(&st->job_classes, &st->job_classes_cap, need)) {
-        snprintf(err, errlen, "%s: a stats sample of %zu bytes: too large or out of memory",
-                 s->shown, need);
+    struct buf *o = &st->job_classes;
+    buf_reset(o);
+    buf_puts(o, "{");
+    for (size_t i = 0; i < j->nclasses; i++) {
+        buf_printf(o, "%s\"%u\":", i ? "," : "", j->class_ids[i]);
+        buf_put_clean(o, j->class_json[i], strlen(j->class_json[i]));
+    }
+    buf_puts(o, "}");
+    if (o->failed || o->len > JOB_TEXT_MAX) {
+        snprintf(err, errlen, "%s: a stats sample of %zu classes: too large or out of memory",
+                 s->shown, j->nclasses);
         return -1;
     }
-    char *o = st->job_classes;
-    size_t at = 0;
-    o[at++] = '{';
-    for (size_t i = 0; i < j->nclasses; i++) {
-        at += (size_t)snprintf(o + at, need - at, "%s\"%u\":", i ? "," : "", j->class_ids[i]);
-        at += utf8_clean(o + at, j->class_json[i], strlen(j->class_json[i]));
-    }
-    o[at++] = '}';
-    o[at] = '\0';
-    for (char *p = o; *p; p++) { /* \u0000 refused by jsonb */
-        if (*p == '\\') {
-            if (p[1] == 'u' && !strncmp(p + 2, "0000", 4))
-                memcpy(p + 2, "fffd", 4);
-            if (p[1])
-                p++;
-        }
-    }
-    const char *stats = job_clean(&st->job_text, &st->job_text_cap, j->text ? j->text : "{}", true);
+    json_unnul(o->data);
+    const char *stats = job_clean(&st->job_text, j->text ? j->text : "{}", true);
     if (!stats) {
         snprintf(err, errlen, "%s: a stats sample: too large or out of memory", s->shown);
         return -1;
     }
-    const char *params[6] = {
-        id, t, j->phase_id > 0 ? phase : NULL, j->final ? "1" : "0", stats, o
-    };
+    const char *params[6] = { id,    t,      j->phase_id > 0 ? phase : NULL, j->final ? "1" : "0",
+                              stats, o->data };
     return run_prepared(s, "sample", 6, params, "inserting a stats sample", err, errlen);
 }
 
@@ -1039,7 +1264,7 @@ int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, 
     switch (j->kind) {
     case REC_JOB_SAMPLE: return put_sample(s, id, j, err, errlen);
     case REC_JOB_SETTINGS: {
-        text = job_clean(&st->job_text, &st->job_text_cap, j->text ? j->text : "{}", true);
+        text = job_clean(&st->job_text, j->text ? j->text : "{}", true);
         if (!text)
             break;
         size_t vn = j->version ? strlen(j->version) : 0;
@@ -1054,7 +1279,7 @@ int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, 
         if (kn > (sizeof small - 1) / 3)
             kn = (sizeof small - 1) / 3;
         small[utf8_clean(small, j->version ? j->version : "", kn)] = '\0';
-        text = j->text ? job_clean(&st->job_text, &st->job_text_cap, j->text, false) : NULL;
+        text = j->text ? job_clean(&st->job_text, j->text, false) : NULL;
         if (j->text && !text)
             break;
         const char *params[3] = { id, small, text };
@@ -1064,7 +1289,7 @@ int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, 
         const char *ep[3] = { id, t, phase };
         if (run_prepared(s, "end_phase", 3, ep, "ending a phase", err, errlen))
             return -1;
-        text = job_clean(&st->job_text, &st->job_text_cap, j->text ? j->text : "", false);
+        text = job_clean(&st->job_text, j->text ? j->text : "", false);
         if (!text)
             break;
         const char *params[4] = { phase, id, text, t };
@@ -1093,12 +1318,13 @@ static int copy_send(struct pgstore *s, char *err, size_t errlen)
     return 0;
 }
 
-/* The batch's writes: their days' partitions, then one COPY. */
+/* The batch's writes: counted in the aggregates (every one, in (run, seq)
+ * order), the recorded ones' days' partitions, then one COPY of those. */
 static int put_pending(struct pgstore *s, char *err, size_t errlen)
 {
     struct pgstore_state *st = s->st;
     struct pending_ref *p = st->pending;
-    size_t n = st->npending;
+    size_t n = st->npending, rows = 0;
     if (!n)
         return 0;
     for (size_t i = 1; i < n; i++) {
@@ -1109,11 +1335,32 @@ static int put_pending(struct pgstore *s, char *err, size_t errlen)
     }
     int64_t last = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
-        int64_t day = floor_day(p[i].row->t_ns);
+        const struct rec_row *r = p[i].row;
+        if (!st->agg_run) {
+            st->agg_run = p[i].run;
+            st->agg_prefix = run_keeps_prefixes(st, p[i].run);
+        }
+        if (p[i].run == st->agg_run) {
+            int64_t pid = st->agg_prefix ? prefix_id(st, r) : 0;
+            if (pid < 0) {
+                snprintf(err, errlen, "%s: out of memory for the batch's key prefixes", s->shown);
+                return -1;
+            }
+            wagg_note(&st->agg, r, pid, cmd_id_of(st, r),
+                      answer_id_of(st, r->answer, strnlen(r->answer, sizeof r->answer)));
+        }
+        if (r->class_id > 0) /* a later miss on the key counts in its class */
+            ragg_note_write(&st->ragg, r->key_hash, r->class_id);
+        if (r->sampled_out)
+            continue;
+        rows++;
+        int64_t day = floor_day(r->t_ns);
         if (day != last && ensure_day(s, day, err, errlen))
             return -1;
         last = day;
     }
+    if (!rows)
+        return 0;
     PGresult *res = PQexec(s->conn, "COPY writes (run_id, seq, t_ns, conn_id, key_hash, key_ref,"
                                     " op, sizes, extra) FROM STDIN (FORMAT binary)");
     if (PQresultStatus(res) != PGRES_COPY_IN)
@@ -1125,6 +1372,8 @@ static int put_pending(struct pgstore *s, char *err, size_t errlen)
     st->copy_len = sizeof header;
     const char *why = NULL;
     for (size_t i = 0; i < n && !why; i++) {
+        if (p[i].row->sampled_out)
+            continue;
         if (st->copy_len + PGSTORE_ROW_MAX > PGSTORE_COPY_BUF && copy_send(s, err, errlen))
             why = "";
         size_t k = why ? 0 : encode_row(st, p[i].run, p[i].row, st->copy + st->copy_len);
@@ -1161,9 +1410,10 @@ int pgstore_commit(struct pgstore *s, int failed, char *err, size_t errlen)
     struct pgstore_state *st = s->st;
     char ignored[256];
     if (!failed && !put_pending(s, err, errlen) && !put_reads(s, err, errlen) &&
-        !exec(s, "COMMIT", "committing a batch", err, errlen)) {
+        !put_aggregates(s, err, errlen) && !exec(s, "COMMIT", "committing a batch", err, errlen)) {
         for (size_t i = 0; i < st->nnew_days; i++)
             day_remember(st, st->new_days[i]);
+        st->nnew_prefixes = 0; /* in key_prefixes now */
         batch_forget(st);
         return 0;
     }

@@ -3,10 +3,14 @@
  * into one server: schema/pg/schema.sql (embedded), recorded writes sent
  * with one binary COPY per batch into `writes` (partitioned by day of t_ns,
  * partitions created on demand), jobs with prepared INSERTs in the same
- * transaction.
+ * transaction, and the batch's write and read aggregates (record/wagg.h,
+ * record/ragg.h: schema.sql's agg_* tables, counted from every row,
+ * sampled-out ones too) upserted in that transaction, so a batch committed
+ * once -- or shipped from the spill once (sink.h's committed_batch) --
+ * adds them exactly once.
  * Owns one libpq connection, its prepared statements, the batch's COPY
- * buffer (PGSTORE_COPY_BUF bytes, sent whenever it fills) and the set of
- * day partitions it knows exist.
+ * buffer (PGSTORE_COPY_BUF bytes, sent whenever it fills), the batch's
+ * aggregate counters and the set of day partitions it knows exist.
  * Must never be used by two threads at once (the writer thread owns it once
  * the recorder has it), nor print: failures return -1 with the reason in
  * the caller's err buffer, for the caller to log. Must never put a password
@@ -22,7 +26,7 @@
 struct rec_row;
 struct rec_job;
 
-#define PGSTORE_SCHEMA_VERSION 1
+#define PGSTORE_SCHEMA_VERSION 2
 
 /* The COPY data of a batch is sent in pieces of at most this many bytes;
  * one encoded row takes at most PGSTORE_ROW_MAX. */
@@ -89,8 +93,10 @@ int pgstore_run_end(struct pgstore *s, int64_t run_id, uint64_t recorded, uint64
 /* A batch, as store.h's: pgstore_begin, any number of pgstore_put_*,
  * pgstore_commit (rolls back instead when failed is non-zero, then returns
  * -1 with err untouched unless the rollback failed). Write rows are only
- * referenced by pgstore_put_row and sent by pgstore_commit in one COPY: they
- * must stay valid and unchanged until it returns. A failed or rolled back
+ * referenced by pgstore_put_row and sent by pgstore_commit in one COPY (reads
+ * likewise, in another): they must stay valid and unchanged until it
+ * returns. A row marked sampled_out (--sample-keys) is only counted in the
+ * aggregates. A failed or rolled back
  * batch leaves nothing behind. pgstore_begin reconnects a connection that
  * was lost. All return 0, or -1 with the reason in err. */
 int pgstore_begin(struct pgstore *s, char *err, size_t errlen);

@@ -96,8 +96,6 @@ int sink_begin(struct sink *k, char *err, size_t errlen)
 int sink_put_row(struct sink *k, int64_t run_id, const struct rec_row *row, char *err,
                  size_t errlen)
 {
-    if (k->kind == SINK_PG && row->sampled_out) /* no aggregates there (yet) */
-        return 0;
     return k->kind == SINK_PG ? pgstore_put_row(&k->pg, run_id, row, err, errlen)
                               : store_put_row(&k->sq, run_id, row, err, errlen);
 }

@@ -21,6 +21,7 @@
 #include "core/keyfmt.h"
 #include "core/log.h"
 #include "protocol/mc_parse.h"
+#include "record/ragg.h"
 #include "record/row.h"
 #include "record/rowcode.h"
 #include "record/wagg.h"
@@ -149,17 +150,10 @@ struct pending_ref {
 
 /* --- reads (REC_ROW_READ; schema.sql: read_rows, the view reads) ----------------- */
 
-/* the writer's key_hash -> class map for the read aggregates: a miss on a
- * key written (or read) before counts in that key's last class; beyond
- * READ_CLASS_KEYS keys a new key's miss counts in class 0 (unknown) */
-#define READ_CLASS_SLOTS (1u << 20)
-#define READ_CLASS_KEYS (READ_CLASS_SLOTS / 4 * 3)
 /* read_keys entries the writer remembers (hash, length, text -> key_id);
  * past it the cache starts over: keys read again get a new row, which is
  * correct, only bigger */
 #define READ_KEYS_MAX (1u << 18)
-/* (minute, class) cells of the read aggregates one batch may touch */
-#define READ_AGG_CELLS 256
 
 /* A key the writer remembers: its 64-bit hash and length name it (two
  * keys alike in both would share a row: about 2^-64 per pair) */
@@ -169,12 +163,6 @@ struct read_key_slot {
     int64_t id;   /* 0: empty */
 };
 #define READ_KEYS_SLOTS (2 * READ_KEYS_MAX)
-
-struct read_agg_cell {
-    int64_t minute;
-    uint32_t class_id;
-    uint64_t reads, hits, misses;
-};
 
 struct store_reads {
     sqlite3_stmt *ins, *ins_n, *arr_ins, *arr_last, *arr_cover, *arr_next, *row_after, *max_rowid,
@@ -189,14 +177,9 @@ struct store_reads {
     struct read_key_slot *keys; /* nkeys_slots: (hash, length) -> read_keys.key_id */
     size_t nkeys_slots;         /* grows by doubling to READ_KEYS_SLOTS */
     size_t nkeys;
-    uint64_t *classes;             /* nclass_slots: hash & ~255 | class; 0 empty */
-    size_t nclasses, nclass_slots; /* grows by doubling to READ_CLASS_SLOTS */
     struct pending_ref *pending;
     size_t npending, pending_cap;
-    struct read_agg_cell agg[READ_AGG_CELLS];
-    size_t nagg;
-    int64_t agg_run;
-    uint64_t agg_unknown; /* misses counted in class 0 because the map was full */
+    struct ragg agg; /* agg_reads (record/ragg.h) */
 };
 
 /* --- the encoder's state -------------------------------------------------------- */
@@ -247,7 +230,6 @@ struct store_writes {
 };
 
 static void reads_forget(struct store_reads *r);
-static void rd_class_note(struct store_reads *r, uint64_t hash, uint32_t class_id);
 static int read_run_begin(struct store *s, int64_t run_id, int64_t t0, char *err, size_t errlen);
 
 /* After a rollback nothing cached can be trusted: dictionary entries and
@@ -747,7 +729,10 @@ static int put_rec_write(struct store *s, int64_t run_id, const struct rec_row *
     if (run_ctx(s, run_id, err, errlen))
         return -1;
     if (row->sampled_out) { /* --sample-keys: the aggregates count it, no row */
-        if (key_of(s, &r, row->key_text_len >= 0 ? row->key_text : NULL,
+        r.cmd_id = cmd_id_of(s, (enum mc_cmd)row->cmd, mode, row->has_flags, row->has_exptime);
+        r.answer_id = answer_id(s, row->answer, strnlen(row->answer, sizeof row->answer));
+        if (r.cmd_id < 0 || r.answer_id < 0 ||
+            key_of(s, &r, row->key_text_len >= 0 ? row->key_text : NULL,
                    row->key_text_len >= 0 ? (size_t)row->key_text_len : 0))
             return store_fail(s, "looking up a dictionary", err, errlen);
         goto aggregate;
@@ -778,7 +763,7 @@ static int put_rec_write(struct store *s, int64_t run_id, const struct rec_row *
         return -1;
 aggregate:
     if (row->class_id > 0) /* a later miss on the key counts in its class */
-        rd_class_note(&s->w->rd, row->key_hash, row->class_id);
+        ragg_note_write(&s->w->rd.agg, row->key_hash, row->class_id);
     if (s->w->agg.e && (s->w->agg_run == run_id || !s->w->agg_run)) {
         s->w->agg_run = run_id;
         wagg_note(&s->w->agg, row, r.key_ref, r.cmd_id, r.answer_id);
@@ -1280,7 +1265,7 @@ void store_close(struct store *s)
         sdict_free(&w->answers);
         sdict_free(&w->prefixes);
         free(w->rd.keys);
-        free(w->rd.classes);
+        ragg_free(&w->rd.agg);
         free(w->rd.pending);
         wagg_free(&w->agg);
         free(w->json.p);
@@ -1386,7 +1371,7 @@ static void reads_forget(struct store_reads *r)
     r->run_id = -1;
     r->arr_known = false;
     r->max_rid = -1;
-    r->nagg = 0;
+    ragg_cells_done(&r->agg);
     if (r->keys)
         memset(r->keys, 0, r->nkeys_slots * sizeof *r->keys);
     r->nkeys = 0;
@@ -1609,75 +1594,13 @@ static int rd_arrival(struct store *s, int64_t rid, int64_t dt, int64_t conn, in
     return 0;
 }
 
-/* The key's class for the read aggregates (0: unknown). */
-static uint32_t rd_class_of(const struct store_reads *r, uint64_t hash)
-{
-    if (!r->classes)
-        return 0;
-    uint64_t k = hash | 255;
-    size_t mask = r->nclass_slots - 1;
-    for (size_t i = (hash >> 8) & mask;; i = (i + 1) & mask) {
-        uint64_t v = r->classes[i];
-        if (!v)
-            return 0;
-        if ((v | 255) == k)
-            return (uint32_t)(v & 255);
-    }
-}
-
-/* Doubles the class map (from 4096 slots): false when it may not grow. */
-static bool rd_class_grow(struct store_reads *r)
-{
-    size_t ns = r->nclass_slots ? r->nclass_slots * 2 : 4096;
-    if (ns > READ_CLASS_SLOTS)
-        return false;
-    uint64_t *t = calloc(ns, sizeof *t);
-    if (!t)
-        return false;
-    for (size_t i = 0; i < r->nclass_slots; i++) {
-        uint64_t v = r->classes[i];
-        if (!v)
-            continue;
-        size_t j = (v >> 8) & (ns - 1);
-        while (t[j])
-            j = (j + 1) & (ns - 1);
-        t[j] = v;
-    }
-    free(r->classes);
-    r->classes = t;
-    r->nclass_slots = ns;
-    return true;
-}
-
-static void rd_class_note(struct store_reads *r, uint64_t hash, uint32_t class_id)
-{
-    if (!class_id || class_id > 255)
-        return;
-    if ((r->nclasses + 1) * 4 > r->nclass_slots * 3 && !rd_class_grow(r) && !r->classes)
-        return;
-    uint64_t k = hash | 255;
-    size_t mask = r->nclass_slots - 1;
-    for (size_t i = (hash >> 8) & mask;; i = (i + 1) & mask) {
-        uint64_t v = r->classes[i];
-        if (v && (v | 255) != k)
-            continue;
-        if (!v) {
-            if ((r->nclasses + 1) * 4 > r->nclass_slots * 3)
-                return; /* full: this key's misses count in class 0 */
-            r->nclasses++;
-        }
-        r->classes[i] = (hash & ~(uint64_t)255) | class_id;
-        return;
-    }
-}
-
 static int rd_agg_flush(struct store *s, char *err, size_t errlen)
 {
     struct store_reads *r = &s->w->rd;
-    for (size_t i = 0; i < r->nagg; i++) {
-        const struct read_agg_cell *c = &r->agg[i];
+    for (size_t i = 0; i < r->agg.ncells; i++) {
+        const struct ragg_cell *c = &r->agg.cell[i];
         sqlite3_stmt *st = r->agg_st;
-        sqlite3_bind_int64(st, 1, r->agg_run);
+        sqlite3_bind_int64(st, 1, r->agg.run);
         sqlite3_bind_int64(st, 2, c->minute);
         sqlite3_bind_int64(st, 3, c->class_id);
         sqlite3_bind_int64(st, 4, (int64_t)c->reads);
@@ -1686,33 +1609,17 @@ static int rd_agg_flush(struct store *s, char *err, size_t errlen)
         if (step_reset(st))
             return store_fail(s, "writing the read aggregates", err, errlen);
     }
-    r->nagg = 0;
+    ragg_cells_done(&r->agg);
     return 0;
 }
 
 static int rd_agg_note(struct store *s, int64_t run_id, const struct rec_row *row, char *err,
                        size_t errlen)
 {
-    struct store_reads *r = &s->w->rd;
-    /* a hit's class is the item's; a miss's the one its key was last
-     * written in (the writes note it) */
-    uint32_t cls = row->hit ? row->class_id : rd_class_of(r, row->key_hash);
-    int64_t minute = row->t_ns / 60000000000ll;
-    if (r->agg_run != run_id && r->nagg && rd_agg_flush(s, err, errlen))
+    struct ragg *g = &s->w->rd.agg;
+    if (!ragg_note_read(g, run_id, row) &&
+        (rd_agg_flush(s, err, errlen) || !ragg_note_read(g, run_id, row)))
         return -1;
-    r->agg_run = run_id;
-    for (size_t i = r->nagg; i-- > 0;) {
-        struct read_agg_cell *c = &r->agg[i];
-        if (c->minute == minute && c->class_id == cls) {
-            c->reads++;
-            c->hits += row->hit;
-            c->misses += !row->hit;
-            return 0;
-        }
-    }
-    if (r->nagg == READ_AGG_CELLS && rd_agg_flush(s, err, errlen))
-        return -1;
-    r->agg[r->nagg++] = (struct read_agg_cell){ minute, cls, 1, row->hit, !row->hit };
     return 0;
 }
 
@@ -1950,39 +1857,20 @@ static int agg_write(struct store *s, char *err, size_t errlen)
     }
     for (size_t i = 0; i < w->agg.used; i++) {
         const struct wagg_ent *e = &w->agg.e[w->agg.slots[i]];
-        int64_t n = e->n + e->batch_n, bytes = e->bytes + e->batch_bytes;
         sqlite3_stmt *q = e->kind == WAGG_SIZE      ? w->agg_size
                           : e->kind == WAGG_LATENCY ? w->agg_latency
                           : e->kind == WAGG_PREFIX  ? w->agg_prefix
                           : e->kind == WAGG_ITEM    ? w->agg_item
                           : e->kind == WAGG_ANSWER  ? w->agg_answer
                                                     : w->agg_pclass;
-        int c = 3; /* the next column */
-        if (!n)
+        int64_t cols[WAGG_COLS];
+        size_t nc = wagg_row(e, cols);
+        if (!(e->n + e->batch_n))
             continue;
         sqlite3_reset(q);
         sqlite3_bind_int64(q, 1, w->agg_run);
-        sqlite3_bind_int64(q, 2, e->t);
-        if (e->kind == WAGG_ITEM) { /* class_id, body, outcome */
-            int64_t bucket;
-            uint32_t cls;
-            enum wagg_outcome o;
-            wagg_item_unkey(e->k, &bucket, &cls, &o);
-            sqlite3_bind_int64(q, c++, cls);
-            sqlite3_bind_int64(q, c++, bucket);
-            sqlite3_bind_int64(q, c++, o);
-        } else if (e->kind == WAGG_ANSWER) { /* cmd_id, answer_id */
-            sqlite3_bind_int64(q, c++, e->k & 255);
-            sqlite3_bind_int64(q, c++, e->k >> 8);
-        } else if (e->kind == WAGG_PREFIX_CLASS) { /* prefix_id, class_id */
-            sqlite3_bind_int64(q, c++, e->k & (((int64_t)1 << 40) - 1));
-            sqlite3_bind_int64(q, c++, e->k >> 40);
-        } else {
-            sqlite3_bind_int64(q, c++, e->k);
-        }
-        sqlite3_bind_int64(q, c++, n);
-        if (e->kind != WAGG_LATENCY)
-            sqlite3_bind_int64(q, c, bytes);
+        for (size_t c = 0; c < nc; c++)
+            sqlite3_bind_int64(q, (int)c + 2, cols[c]);
         if (sqlite3_step(q) != SQLITE_DONE)
             return store_fail(s, "writing the aggregates", err, errlen);
     }

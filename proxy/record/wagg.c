@@ -189,6 +189,33 @@ bool wagg_should_flush(const struct wagg *g)
     return g->used >= WAGG_FLUSH_AT;
 }
 
+size_t wagg_row(const struct wagg_ent *e, int64_t cols[WAGG_COLS])
+{
+    size_t c = 0;
+    cols[c++] = e->t;
+    if (e->kind == WAGG_ITEM) { /* class_id, body, outcome */
+        int64_t bucket;
+        uint32_t cls;
+        enum wagg_outcome o;
+        wagg_item_unkey(e->k, &bucket, &cls, &o);
+        cols[c++] = cls;
+        cols[c++] = bucket;
+        cols[c++] = o;
+    } else if (e->kind == WAGG_ANSWER) { /* cmd_id, answer_id */
+        cols[c++] = e->k & 255;
+        cols[c++] = e->k >> 8;
+    } else if (e->kind == WAGG_PREFIX_CLASS) { /* prefix_id, class_id */
+        cols[c++] = e->k & (((int64_t)1 << 40) - 1);
+        cols[c++] = e->k >> 40;
+    } else {
+        cols[c++] = e->k;
+    }
+    cols[c++] = e->n + e->batch_n;
+    if (e->kind != WAGG_LATENCY)
+        cols[c++] = e->bytes + e->batch_bytes;
+    return c;
+}
+
 int wagg_cell_spread(const struct wagg_cell *c, uint64_t count,
                      int (*add)(void *ctx, int64_t body, uint64_t n), void *ctx)
 {

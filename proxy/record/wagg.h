@@ -103,6 +103,13 @@ void wagg_batch_done(struct wagg *g, bool committed);
 /* After a commit that wrote every entry's n + batch_n: all cleared. */
 void wagg_clear(struct wagg *g);
 bool wagg_should_flush(const struct wagg *g);
+/* The row an entry adds to its table (schema.sql: agg_sizes, agg_latency,
+ * agg_prefixes, agg_items, agg_answers, agg_prefix_classes), the columns
+ * after run_id in the table's order: the minute (agg_latency: second), the
+ * key columns, writes (n + batch_n), and but for agg_latency the bytes
+ * (bytes + batch_bytes). Returns how many, at most WAGG_COLS. */
+#define WAGG_COLS 6
+size_t wagg_row(const struct wagg_ent *e, int64_t cols[WAGG_COLS]);
 
 /* --- reading them back: re-binning for the model -------------------------
  * One agg_items cell summed over a window: writes items of bodies in

@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/jsonb.h"
 #include "core/log.h"
+#include "core/sample.h"
 #include "protocol/stats_json.h"
 #include "server/prom.h"
 #include "server/webui.h"
@@ -1024,7 +1025,10 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
         meta_job(a, a->started_ns, "memcached_flags", strdup(cfg->memcached_flags));
     if (cfg->proxy.sample_keys > 1) { /* read by `model predict` and `advise` */
         char rate[32];
-        snprintf(rate, sizeof rate, "1/%u", (unsigned)cfg->proxy.sample_keys);
+        if (cfg->proxy.sample_keys == SAMPLE_NONE)
+            snprintf(rate, sizeof rate, "none");
+        else
+            snprintf(rate, sizeof rate, "1/%u", (unsigned)cfg->proxy.sample_keys);
         meta_job(a, a->started_ns, "sample_keys", strdup(rate));
     }
     rc = poller_open(&a->poller, a->loop, &a->px.cfg.upstream_addrs, cfg->stats_interval_ms,

@@ -201,15 +201,11 @@ static void proxy_answer_text(enum keyfmt_mode mode, const char *answer, size_t 
 
 void proxy_record_row(struct proxy *px, struct rec_row *row, const char *answer, size_t answer_len)
 {
-    if (px->cfg.sample_keys > 1 && !sample_keep(row->key_hash, px->cfg.sample_keys)) {
-        /* a key not kept: only what the aggregates count (core/sample.h) */
-        if (px->cfg.sample_aggregate) {
-            row->sampled_out = true;
-            row->answer[0] = '\0';
-            rec_push(px->rec, row);
-        }
+    bool kept = sample_keep(row->key_hash, px->cfg.sample_keys);
+    if (!kept && !px->cfg.sample_aggregate)
         return;
-    }
+    /* the class and the answer: the aggregates count a key not kept by
+     * both (agg_items, agg_answers), as a kept one's row */
     if (px->ladder && row->value_len >= 0) {
         struct slab_item_layout it;
         if (slab_item_layout(px->ladder, row->key_len, row->flags, (uint64_t)row->value_len, &it) ==
@@ -217,6 +213,11 @@ void proxy_record_row(struct proxy *px, struct rec_row *row, const char *answer,
             row->class_id = it.lru_class;
     }
     proxy_answer_text(px->cfg.key_mode, answer, answer_len, row->answer, sizeof row->answer);
+    if (!kept) { /* a key not kept: only what the aggregates count (core/sample.h) */
+        row->sampled_out = true;
+        rec_push(px->rec, row);
+        return;
+    }
     rec_push(px->rec, row);
     px->m.writes_recorded++;
 }

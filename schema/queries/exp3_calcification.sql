@@ -7,8 +7,8 @@
 WITH runs_ AS (
   SELECT run_id, name FROM runs
   WHERE run_id IN (
-    (SELECT run_id FROM runs WHERE run_id = @a OR name = @a ORDER BY run_id DESC LIMIT 1),
-    (SELECT run_id FROM runs WHERE run_id = @b OR name = @b ORDER BY run_id DESC LIMIT 1))),
+    (SELECT run_id FROM runs WHERE CAST(run_id AS TEXT) = @a OR name = @a ORDER BY run_id DESC LIMIT 1),
+    (SELECT run_id FROM runs WHERE CAST(run_id AS TEXT) = @b OR name = @b ORDER BY run_id DESC LIMIT 1))),
 phase_class AS (   -- the class most writes of each phase went to
   SELECT p.run_id, p.phase_id, p.name,
          (SELECT s.class_id FROM sets s WHERE s.run_id = p.run_id AND s.t_ns >= p.started_ns
@@ -28,8 +28,8 @@ bounds AS (
   FROM phases p JOIN runs_ USING (run_id))
 SELECT r.name AS run, rs.slab_automove AS automove, b.name AS phase,
        sm.class_id AS small_class, lg.class_id AS large_class,
-       json_extract(e.stats, '$.evictions') - coalesce(json_extract(f.stats, '$.evictions'), 0)
-         AS global_evictions,
+       CAST(json_extract(e.stats, '$.evictions') AS INTEGER)
+       - coalesce(CAST(json_extract(f.stats, '$.evictions') AS INTEGER), 0) AS global_evictions,
        coalesce((SELECT total_pages FROM class_stats c WHERE c.sample_id = b.end_id
                  AND c.class_id = lg.class_id), 0) AS large_class_pages,
        (SELECT free_chunks FROM class_stats c WHERE c.sample_id = b.end_id AND c.class_id = sm.class_id)
@@ -37,8 +37,8 @@ SELECT r.name AS run, rs.slab_automove AS automove, b.name AS phase,
        coalesce((SELECT evicted FROM class_stats c WHERE c.sample_id = b.end_id AND c.class_id = lg.class_id), 0)
        - coalesce((SELECT evicted FROM class_stats c WHERE c.sample_id = b.before_id AND c.class_id = lg.class_id), 0)
          AS large_class_evictions,
-       json_extract(e.stats, '$.slabs_moved') - coalesce(json_extract(f.stats, '$.slabs_moved'), 0)
-         AS slabs_moved
+       CAST(json_extract(e.stats, '$.slabs_moved') AS INTEGER)
+       - coalesce(CAST(json_extract(f.stats, '$.slabs_moved') AS INTEGER), 0) AS slabs_moved
 FROM bounds b
 JOIN runs_ r USING (run_id)
 JOIN run_settings rs USING (run_id)
@@ -46,4 +46,4 @@ JOIN small sm USING (run_id)
 JOIN large lg USING (run_id)
 JOIN samples e ON e.sample_id = b.end_id
 LEFT JOIN samples f ON f.sample_id = b.before_id
-ORDER BY rs.slab_automove, b.phase_id;
+ORDER BY rs.slab_automove, b.run_id, b.phase_id;  -- PostgreSQL numbers phases per run

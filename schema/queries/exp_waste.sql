@@ -7,25 +7,29 @@
 -- Used for results/exp1_*.csv and exp2_f*.csv.
 WITH chosen AS (
   SELECT run_id FROM runs
-  WHERE @run IS NULL OR run_id = @run OR name = @run
+  WHERE @run IS NULL OR CAST(run_id AS TEXT) = @run OR name = @run
   ORDER BY run_id DESC LIMIT 1),
 last_sample AS (
   SELECT s.* FROM samples s JOIN chosen USING (run_id)
   ORDER BY s.final DESC, s.t_ns DESC LIMIT 1),
 classes AS (
   SELECT w.* FROM slab_waste w JOIN last_sample l USING (sample_id) WHERE w.used_chunks > 0)
-SELECT CAST(class_id AS TEXT) AS class_id, chunk_size, used_chunks, mem_requested, allocated,
-       waste_bytes, waste_pct
-FROM classes
-UNION ALL
-SELECT 'TOTAL', NULL, sum(used_chunks), sum(mem_requested), sum(allocated), sum(waste_bytes),
-       round(100.0 * sum(waste_bytes) / nullif(sum(allocated), 0), 2)
-FROM classes
-UNION ALL
-SELECT 'global_bytes', NULL, NULL, json_extract(stats, '$.bytes'), NULL, NULL, NULL
-FROM last_sample
-UNION ALL  -- no such run says so
-SELECT CASE WHEN @run IS NULL THEN 'no runs in this database'
-            ELSE 'no run ' || @run || ' in this database (a name or id: SELECT run_id, name FROM runs lists them)' END,
-       NULL, NULL, NULL, NULL, NULL, NULL
-WHERE NOT EXISTS (SELECT 1 FROM chosen);
+SELECT class_id, chunk_size, used_chunks, mem_requested, allocated, waste_bytes, waste_pct
+FROM (
+  SELECT CAST(class_id AS TEXT) AS class_id, chunk_size, used_chunks, mem_requested, allocated,
+         waste_bytes, waste_pct, 0 AS part, class_id AS k
+  FROM classes
+  UNION ALL
+  SELECT 'TOTAL', NULL, sum(used_chunks), sum(mem_requested), sum(allocated), sum(waste_bytes),
+         round(100.0 * sum(waste_bytes) / nullif(sum(allocated), 0), 2), 1, NULL
+  FROM classes
+  UNION ALL
+  SELECT 'global_bytes', NULL, NULL, CAST(json_extract(stats, '$.bytes') AS INTEGER), NULL, NULL,
+         NULL, 2, NULL
+  FROM last_sample
+  UNION ALL  -- no such run says so
+  SELECT CASE WHEN @run IS NULL THEN 'no runs in this database'
+              ELSE 'no run ' || @run || ' in this database (a name or id: SELECT run_id, name FROM runs lists them)' END,
+         NULL, NULL, NULL, NULL, NULL, NULL, 3, NULL
+  WHERE NOT EXISTS (SELECT 1 FROM chosen)) AS t
+ORDER BY part, k;  -- a UNION ALL has no order of its own (PostgreSQL)

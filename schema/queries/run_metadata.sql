@@ -12,7 +12,7 @@ SELECT r.run_id, r.name AS run,
        max(CASE WHEN m.key = 'ops_sent' THEN m.value END) AS ops_sent,
        max(CASE WHEN m.key = 'writes_sent' THEN m.value END) AS writes_sent,
        r.rows_recorded, r.rows_dropped,
-       (SELECT json_extract(stats, '$.curr_items') FROM samples s WHERE s.run_id = r.run_id
+       (SELECT CAST(json_extract(stats, '$.curr_items') AS INTEGER) FROM samples s WHERE s.run_id = r.run_id
         ORDER BY s.final DESC, s.t_ns DESC LIMIT 1) AS items_at_end,
        max(CASE WHEN m.key = 'connections' THEN m.value END) AS connections,
        max(CASE WHEN m.key = 'pipeline' THEN m.value END) AS pipeline,

@@ -6,7 +6,7 @@
 -- not found gets a row (prefix) that says so.
 WITH chosen AS (
   SELECT run_id, key_mode FROM runs
-  WHERE @run IS NULL OR run_id = @run OR name = @run
+  WHERE @run IS NULL OR CAST(run_id AS TEXT) = @run OR name = @run
   ORDER BY run_id DESC LIMIT 1),
 chunk AS (  -- chunk size per class from the run's last sample
   SELECT w.class_id, w.chunk_size FROM slab_waste w JOIN chosen c USING (run_id)

@@ -203,6 +203,84 @@ class FleetTest(mctest.ServerTestCase):
         # the password-free options text, and one runs row per node
         self.assertEqual(self.pg.scalar("SELECT count(DISTINCT node) FROM fleet_runs"), "3")
 
+    def test_05_fleet_views_over_aggregates(self):
+        """Three nodes: node-0 records every row, node-1 --sample-keys 1/4,
+        node-2 --sample-keys none. Each key is set once (no overwrite, no
+        eviction: memcached holds what was written), so:
+        fleet_sizes_agg is, per node and fleet-wide, the sizes the client
+        sent (whatever each node kept of the rows) and, for node-0, what its
+        rows say (the row view's buckets and write_size_histogram's totals);
+        fleet_waste_agg equals fleet_waste (memcached's own counters) per node
+        and class; fleet_evictions counts no eviction and every stored write;
+        node-2 has no write rows, node-1 about a quarter."""
+        self.wipe_pg()
+        uri = self.pg.uri()
+        modes = [[], ["--sample-keys", "1/4"], ["--sample-keys", "none"]]
+        mcs = [self.mc(extra=["-m", "256"]) for _ in range(NODES)]
+        pxs = [self.proxy(mcs[i].port, db=uri, http=True, name="proxy-%d" % i,
+                          extra=["--node", "node-%d" % i, "--stats-interval", "200",
+                                 "--spill", self.path("spill-%d.db" % i)] + modes[i])
+               for i in range(NODES)]
+        # the ladder known first: every write tagged with its class
+        mctest.wait_for(lambda: self.pg.scalar("SELECT count(DISTINCT r.node) FROM samples s"
+                                               " JOIN runs r USING (run_id)") == str(NODES),
+                        60, what="a stats sample of every node")
+        errors = []
+        self.assertEqual(self.hash_load(pxs, 0, WRITES, errors), WRITES)
+        self.assertEqual(errors, [])
+        where = self.assign(pxs, ["fleet:%d" % i for i in range(WRITES)])
+        self.stop_all(pxs)
+
+        def bucket(body):
+            return 1 << (body.bit_length() - 1)
+        want = {}
+        for i in range(WRITES):
+            body = len("fleet:%d" % i) + value_len(i)
+            for node in ("node-%d" % where["fleet:%d" % i], None):
+                w = want.setdefault((node, bucket(body)), [0, 0, body, body])
+                w[0] += 1
+                w[1] += value_len(i)
+                w[2] = min(w[2], body)
+                w[3] = max(w[3], body)
+        got = {(r[0], int(r[1])): [int(x) for x in r[2:]] for r in self.pg.psql(
+            "SELECT node, bucket_min, writes, value_bytes, min_body, max_body"
+            " FROM fleet_sizes_agg")}
+        self.assertEqual(got, want)
+        # node-0 kept every row: the rows say the same
+        rows = {int(r[0]): [int(x) for x in r[1:]] for r in self.pg.psql(
+            "SELECT b, count(*), sum(value_len), min(body), max(body) FROM"
+            " (SELECT key_len + value_len + CASE WHEN flags <> 0 THEN 4 ELSE 0 END AS body,"
+            "   value_len, 1::bigint << (length(ltrim((key_len + value_len"
+            "   + CASE WHEN flags <> 0 THEN 4 ELSE 0 END)::bit(64)::text, '0')) - 1) AS b"
+            "  FROM sets s JOIN runs r USING (run_id) WHERE r.node = 'node-0'"
+            "  AND cmd = 'set') x GROUP BY b")}
+        self.assertEqual(rows, {b: v for (n, b), v in got.items() if n == "node-0"})
+        self.assertEqual(self.pg.psql(
+            "SELECT sum(h.writes), sum(h.value_bytes) FROM write_size_histogram h"
+            " JOIN runs r USING (run_id) WHERE r.node = 'node-0'"),
+            self.pg.psql("SELECT sum(writes), sum(value_bytes) FROM fleet_sizes_agg"
+                         " WHERE node = 'node-0'"))
+        per_node = [sum(1 for v in where.values() if v == n) for n in range(NODES)]
+        counts = self.node_counts_pg()
+        self.assertEqual(counts.get("node-0"), (per_node[0], per_node[0]))
+        self.assertTrue(per_node[1] // 8 < counts["node-1"][0] < per_node[1] // 2, counts)
+        self.assertNotIn("node-2", counts)
+        # waste: the aggregates' = memcached's, per node and class
+        cols = "used_chunks, mem_requested, allocated, waste_bytes"
+        agg = self.pg.psql("SELECT node, class_id, chunk_size, %s FROM fleet_waste_agg"
+                           " WHERE node IS NOT NULL ORDER BY 1, 2" % cols)
+        mc = self.pg.psql("SELECT node, class_id, chunk_size, %s FROM fleet_waste"
+                          " WHERE used_chunks > 0 OR class_id IS NULL ORDER BY 1, 2" % cols)
+        self.assertEqual(agg, mc)
+        self.assertEqual(len({r[0] for r in agg}), NODES)
+        self.assertGreater(len(agg), 3 * NODES)  # several classes per node
+        fleet = self.pg.psql("SELECT used_chunks FROM fleet_waste_agg WHERE node IS NULL")
+        self.assertEqual(fleet, [[str(WRITES)]])
+        ev = self.pg.psql("SELECT node, evicted, stored_writes FROM fleet_evictions"
+                          " WHERE class_id IS NULL ORDER BY node NULLS LAST")
+        self.assertEqual(ev, [["node-%d" % n, "0", str(per_node[n])] for n in range(NODES)]
+                         + [[None, "0", str(WRITES)]])
+
     # --- faults ------------------------------------------------------------------------
 
     def outage(self, extra, check_degraded):
@@ -263,6 +341,10 @@ class FleetTest(mctest.ServerTestCase):
         self.assertEqual(self.node_counts_pg(), {"node-0": (sent, sent)})
         self.assertEqual(self.pg.psql("SELECT rows_recorded, rows_dropped FROM runs"),
                          [[str(sent), "0"]])
+        # the aggregates too: every batch's, committed or shipped, exactly once
+        self.assertEqual(self.pg.psql("SELECT (SELECT sum(writes) FROM agg_latency),"
+                                      " (SELECT sum(writes) FROM agg_sizes)"),
+                         [[str(sent), str(sent)]])
         self.assertGreater(spilled, 0, "nothing went through the spill")
         self.assertEqual(spilled, shipped)
         log = px.stderr_text()

@@ -14,7 +14,8 @@ throwaway cluster (pgcluster.py), driven by bench/pg_writer_bench.
   counts every write, fleet_waste has a total per node).
 - names: schema/pg/schema.sql has the tables, columns and views of
   schema/schema.sql (applied to SQLite here), but for the documented
-  dialect differences.
+  dialect differences (the -- @sqlite / -- @pg sections of
+  schema/schema.sql.in, whence schema/sqlgen.c derives both).
 - versions: a second open leaves the schema alone; a newer version is
   refused with a clear message.
 - crashed: a bench killed mid-run is marked crashed with its rows counted
@@ -27,10 +28,12 @@ Needs PostgreSQL (initdb; tests/run.sh installs it) and pg_writer_bench
 (beside $SLABTAP, or $PG_WRITER_BENCH). 127.0.0.1 only; bounded waits.
 """
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -41,19 +44,43 @@ import pgcluster  # noqa: E402
 
 BENCH = os.environ.get("PG_WRITER_BENCH") or os.path.join(os.path.dirname(mctest.SLABTAP),
                                                           "pg_writer_bench")
-# the write aggregates (record/wagg.h) are kept by the SQLite store only, so
-# far: the PostgreSQL sink does not write them
-SQLITE_ONLY_TABLES = {"arrivals", "write_runs", "agg_runs", "agg_sizes", "agg_latency",
-                      "agg_prefixes", "agg_items", "agg_item_runs", "agg_answers",
-                      "agg_prefix_classes", "write_size_histogram_agg", "item_sizes_agg",
-                      "answers_agg", "latency_histogram_agg",
-                      # reads (issue 19): SQLite's compact tables; PostgreSQL keeps
-                      # plain columns in read_log; the view `reads` is in both
-                      "read_runs", "read_keys", "read_rows", "read_extra", "read_arrivals",
-                      "agg_reads"}
+# Both schemas come from schema/schema.sql.in (schema/sqlgen.c): these are
+# its -- @sqlite and -- @pg sections. Reads (issue 19): SQLite's compact
+# tables; PostgreSQL keeps plain columns in read_log; the view `reads` is in
+# both.
+SQLITE_ONLY_TABLES = {"arrivals", "write_runs",
+                      "read_runs", "read_keys", "read_rows", "read_extra", "read_arrivals"}
 PG_ONLY_TABLES = {"schema_version", "read_log"}
 PG_EXTRA_COLUMNS = {"writes": {"run_id", "seq", "t_ns", "conn_id"}, "runs": {"node"}}
-FLEET_VIEWS = {"fleet_runs", "fleet_waste", "fleet_pages", "fleet_sizes", "fleet_settings_diff"}
+FLEET_VIEWS = {"fleet_runs", "fleet_waste", "fleet_pages", "fleet_sizes", "fleet_settings_diff",
+               "fleet_sizes_agg", "fleet_waste_agg", "fleet_evictions"}
+
+
+SINK_TWIN = os.environ.get("SINK_TWIN") or os.path.join(os.path.dirname(mctest.SLABTAP),
+                                                        "sink_twin")
+# the aggregates (schema.sql), each with every column but run_id; a prefix
+# by its text (key_prefixes: each store numbers its own)
+AGG_TABLES = {
+    "agg_sizes": "minute, body, writes, value_bytes",
+    "agg_latency": "second, band_us, writes",
+    "agg_prefixes": "minute, (SELECT prefix FROM key_prefixes k WHERE k.prefix_id = a.prefix_id),"
+                    " writes, value_bytes",
+    "agg_items": "minute, class_id, body, outcome, writes, body_bytes",
+    "agg_answers": "minute, cmd_id, answer_id, writes, value_bytes",
+    "agg_prefix_classes": "minute, (SELECT prefix FROM key_prefixes k"
+                          " WHERE k.prefix_id = a.prefix_id), class_id, writes, body_bytes",
+    "agg_reads": "minute, class_id, reads, hits, misses",
+    "agg_runs": "run_id - run_id",  # listed: one row
+    "agg_item_runs": "run_id - run_id",
+}
+
+
+def sink_twin(db, rows, *args):
+    """sink_twin's run id (the same rows into a SQLite file or PostgreSQL)."""
+    p = subprocess.run([SINK_TWIN, db, str(rows)] + list(args), stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, env=mctest.slabtap_env(), timeout=300)
+    assert p.returncode == 0 and not mctest.sanitizer_errors(p.stderr), p.stdout + p.stderr
+    return int(p.stdout.split()[2])
 
 
 def bench(uri, rows, *args, timeout=300):
@@ -136,7 +163,7 @@ class PgStoreTest(unittest.TestCase):
         for v in views:
             rows = self.pg.psql("SELECT count(*) FROM (SELECT * FROM %s) v" % v)
             # the bench records no reads: test_reads.py checks `reads` in PostgreSQL
-            if v not in ("fleet_settings_diff", "reads"):
+            if v not in {"fleet_settings_diff", "reads"}:
                 self.assertGreater(int(rows[0][0]), 0, "view %s is empty" % v)
         diff = self.pg.psql("SELECT node, value FROM fleet_settings_diff"
                             " WHERE setting = 'growth_factor' AND node IN ('a', 'b') ORDER BY 1")
@@ -181,7 +208,7 @@ class PgStoreTest(unittest.TestCase):
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
         before = self.pg.psql("SELECT version, sha256 FROM schema_version")
-        self.assertEqual(before[0][0], "1")
+        self.assertEqual(before[0][0], "2")
         oid = self.pg.scalar("SELECT 'sets'::regclass::oid")
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
@@ -191,9 +218,9 @@ class PgStoreTest(unittest.TestCase):
         try:
             rc, out, err = bench(self.pg.uri(), 10)
             self.assertEqual(rc, 1, out + err)
-            self.assertIn("schema version 99 is newer than this slabtap (1)", err)
+            self.assertIn("schema version 99 is newer than this slabtap (2)", err)
         finally:
-            self.pg.psql("UPDATE schema_version SET version = 1")
+            self.pg.psql("UPDATE schema_version SET version = 2")
         # a changed text (same version) is applied again
         self.pg.psql("UPDATE schema_version SET sha256 = 'x'")
         rc, out, err = bench(self.pg.uri(), 10)
@@ -234,6 +261,75 @@ class PgStoreTest(unittest.TestCase):
         self.assertEqual(rec, n)
         self.assertGreaterEqual(int(n), 3000)
         self.assertEqual(ended, "t")
+
+    def aggregates_pg(self, run):
+        return {t: sorted(list(r) for r in self.pg.psql(
+            "SELECT %s FROM %s a WHERE run_id = %d" % (cols, t, run)))
+            for t, cols in AGG_TABLES.items()}
+
+    @staticmethod
+    def aggregates_sqlite(db, run):
+        return {t: sorted([str(v) for v in r.values()] for r in mctest.db_rows(
+            db, "SELECT %s FROM %s a WHERE run_id = ?" % (cols, t), (run,)))
+            for t, cols in AGG_TABLES.items()}
+
+    def test_08_aggregates_as_sqlite(self):
+        """The same rows through sink_twin into a SQLite file and into
+        PostgreSQL: every aggregate table holds the same rows, value for
+        value; sampled (1/4) and aggregates-only (none) runs of those rows
+        keep only the kept keys' rows (none at all) and the very aggregates
+        of the run that kept every row."""
+        rows = 30000
+        tmp = tempfile.mkdtemp(prefix="slabtap-twin-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        full = None
+        for mode in ("all", "1/4", "none"):
+            db = os.path.join(tmp, "twin-%s.db" % mode.replace("/", "_"))
+            lite_run = sink_twin(db, rows, "--sample", mode)
+            pg_run = sink_twin(self.pg.uri(), rows, "--sample", mode, "--node", "twin-" + mode)
+            lite = self.aggregates_sqlite(db, lite_run)
+            pg = self.aggregates_pg(pg_run)
+            for t in AGG_TABLES:
+                self.assertEqual(pg[t], lite[t], "%s, --sample %s" % (t, mode))
+            # every table but the prefix ones (a --keys full run) has rows
+            self.assertEqual([t for t in AGG_TABLES if not pg[t]],
+                             ["agg_prefixes", "agg_prefix_classes"], mode)
+            self.assertEqual(sum(int(r[2]) for r in pg["agg_latency"]), rows // 5 * 4, mode)
+            self.assertEqual(sum(int(r[2]) for r in pg["agg_reads"]), rows // 5, mode)
+            # the rows: the kept keys' writes and reads, as in the SQLite file
+            writes = int(self.pg.scalar("SELECT count(*) FROM writes WHERE run_id = %d"
+                                        % pg_run))
+            reads = int(self.pg.scalar("SELECT count(*) FROM read_log WHERE run_id = %d"
+                                       % pg_run))
+            self.assertEqual(writes, mctest.db_scalar(
+                db, "SELECT count(*) FROM sets WHERE run_id = ?", (lite_run,)), mode)
+            self.assertEqual(reads, mctest.db_scalar(
+                db, "SELECT count(*) FROM reads WHERE run_id = ?", (lite_run,)), mode)
+            self.assertEqual(self.pg.scalar("SELECT rows_recorded FROM runs WHERE run_id = %d"
+                                            % pg_run), str(writes))
+            if mode == "all":
+                full = pg
+                self.assertEqual((writes, reads), (rows // 5 * 4, rows // 5))
+                continue
+            self.assertEqual({t: v for t, v in pg.items() if t not in ("agg_runs",
+                                                                     "agg_item_runs")},
+                             {t: v for t, v in full.items() if t not in ("agg_runs",
+                                                                       "agg_item_runs")},
+                             "--sample %s: the aggregates of every row" % mode)
+            if mode == "none":
+                self.assertEqual((writes, reads), (0, 0))
+            else:  # about one key in four
+                self.assertTrue(rows // 5 * 4 // 8 < writes < rows // 5 * 4 // 2, writes)
+                self.assertTrue(rows // 5 // 8 < reads < rows // 5 // 2, reads)
+        # --keys prefix: the prefix aggregates too, by prefix (50 of them)
+        db = os.path.join(tmp, "twin-prefix.db")
+        lite = self.aggregates_sqlite(db, sink_twin(db, rows, "--keys", "prefix"))
+        pg = self.aggregates_pg(sink_twin(self.pg.uri(), rows, "--keys", "prefix", "--node",
+                                          "twin-prefix"))
+        for t in AGG_TABLES:
+            self.assertEqual(pg[t], lite[t], "%s, --keys prefix" % t)
+        self.assertEqual(len({r[1] for r in pg["agg_prefixes"]}), 50)
+        self.assertEqual(pg["agg_sizes"], full["agg_sizes"])
 
     def test_07_login_refused(self):
         wrong = "wrong-" + self.pg.password[::-1]

@@ -1,30 +1,36 @@
-"""test_queries_pg: the canned queries (schema/queries) on PostgreSQL.
+"""test_queries_pg: the canned queries (schema/queries) on PostgreSQL, and
+the SQL's one source.
 
-Every canned query that makes sense for a fleet has a psql form in
-schema/pg/queries/NAME.sql (same columns, same rows), its parameters psql
-variables (`psql URI -v run=NAME -f ...`; unset or empty = SQLite's unbound
-@run). Those marked DERIVED are the SQLite file itself with each @NAME
-outside comments replaced by `nullif(:'NAME', '')` behind a fixed header
-(`python3 tests/integration/test_queries_pg.py --derive NAME...` writes
-them); the others are written for PostgreSQL (jsonb, strpos/least, an
-explicit order). NOT_FLEET names the queries that have no PostgreSQL form,
-with why (docs/recording.md, "SQL", says the same).
+Every canned query is written once, in SQLite's SQL (schema/queries/NAME.sql,
+parameters @NAME); its psql form schema/pg/queries/NAME.sql is derived by
+schema/sqlgen.c (a header that sets each psql variable left unset to '',
+then the SQLite text with each @NAME outside comments replaced by
+`nullif(:'NAME', '')`): `cmake --build build --target sql_files` writes
+them. Where the engines' functions differ (json_extract, instr, printf, min
+of several values), the PostgreSQL schema defines SQLite's under their
+names (schema/schema.sql.in, "Compatibility functions"): the difference
+lives there and nowhere else. The same way schema/schema.sql and
+schema/pg/schema.sql are sqlgen's output from schema/schema.sql.in; the
+files checked in must be exactly what sqlgen writes (no servers needed).
 
 The same small load goes through two proxies, one recording into a SQLite
 file, one into a throwaway PostgreSQL cluster (pgcluster.py), each in front
-of its own memcached with the same flags: two runs (the second against
-memcacheds with -f 1.08), each with two phases (POST /api/phase) of keys
-under several prefixes and sizes, stats polled every 100 ms. Then every
-query runs on both (sqlite3 -csv with `.parameter set`, psql --csv with
--v), with no parameters and with runs picked by name and by id, and the
-rows must be equal (numbers by value: 20.1 and 20.10 are equal). Two
-queries print a row per stats sample, and the two proxies' pollers do not
-tick together: for them the samples are compared as the sequence of states
-that held for at least two polls (seconds left out); the load waits 5 polls
+of its own memcached with the same flags: two runs r1 and r2 (the second
+against memcacheds with -f 1.08), then the six runs `slabtap experiment`
+names, which headline.sql reads (exp1_*, exp2_f1_25 / _f1_08 with those
+growth factors, exp3_automove0 / 2 with those -o slab_automove), each with
+two phases (POST /api/phase) of keys under several prefixes and sizes,
+stats polled every 100 ms. Then every query runs on both (sqlite3 -csv
+with `.parameter set`, psql --csv with -v), with no parameters and with
+runs picked by name and by id, and the rows must be equal (numbers by
+value: 20.1 and 20.10 are equal; headline's text exactly). Two queries
+print a row per stats sample, and the two proxies' pollers do not tick
+together: for them the samples are compared as the sequence of states that
+held for at least two polls (seconds left out); the load waits 5 polls
 after each step so that every state the test makes holds that long.
 
-Needs memcached, PostgreSQL (initdb, psql), sqlite3 and $SLABTAP.
-127.0.0.1 only; bounded waits.
+Needs memcached, PostgreSQL (initdb, psql), sqlite3, $SLABTAP and sqlgen
+beside it (or $SQLGEN). 127.0.0.1 only; bounded waits.
 """
 import csv
 import glob
@@ -33,6 +39,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -43,76 +50,112 @@ SCHEMA = os.path.join(mctest.SRC, "schema")
 QUERIES = os.path.join(SCHEMA, "queries")
 PG_QUERIES = os.path.join(SCHEMA, "pg", "queries")
 
-DERIVED = ["compare_runs", "exp2_growth_factor", "exp3_timeline", "ladder", "pages_timeline",
-           "waste_by_class"]
-WRITTEN = ["exp_waste", "exp3_calcification", "run_metadata", "top_prefixes"]
-NOT_FLEET = {
-    "headline": "the three experiments' headline: it reads the runs by the names "
-                "`slabtap experiment` gives them, and experiment records into SQLite only",
-}
+SQLGEN = os.environ.get("SQLGEN") or os.path.join(os.path.dirname(mctest.SLABTAP), "sqlgen")
+RUNS = [("r1", []), ("r2", ["-f", "1.08"]),  # (name, memcached flags)
+        ("exp1_worst", []), ("exp1_best", []),
+        ("exp2_f1_25", ["-f", "1.25"]), ("exp2_f1_08", ["-f", "1.08"]),
+        ("exp3_automove0", ["-o", "slab_automove=0"]), ("exp3_automove2", ["-o", "slab_automove=2"])]
 # queries with a row per stats sample: compared as settled states (see above)
 PER_SAMPLE = {"pages_timeline": "seconds", "exp3_timeline": "seconds"}
 INTERVAL_MS = 100
 SETTLE_S = 5 * INTERVAL_MS / 1000.0
 NULL = "\\N"
 
-MARK = "-- the SQLite file from here on, each @NAME a psql variable:\n"
 
 
-# --- the PostgreSQL form of a portable query ---------------------------------------
+# --- the one source ----------------------------------------------------------------
 
-def query_params(sql):
-    """The @NAME parameters of sql, in order, outside comments."""
-    out = []
-    for line in sql.splitlines():
-        for p in re.findall(r"@(\w+)", line.split("--", 1)[0]):
-            if p not in out:
-                out.append(p)
-    return out
-
-
-def derive(name):
-    """schema/pg/queries/NAME.sql for a DERIVED query: a header that sets each
-    psql variable left unset to '', then the SQLite file with each @NAME
-    outside comments replaced by nullif(:'NAME', '')."""
-    with open(os.path.join(QUERIES, name + ".sql")) as f:
-        sql = f.read()
-    ps = query_params(sql)
-    head = ("-- PostgreSQL (psql) form of schema/queries/%s.sql, derived from it: the same\n"
-            "-- SQL, each parameter @NAME the psql variable NAME (unset or empty: NULL):\n"
-            "--   psql \"$URI\" -X %s-f pg/queries/%s.sql\n"
-            "-- Edit the SQLite file and derive this one again (tests/integration/\n"
-            "-- test_queries_pg.py checks that nothing else differs).\n"
-            % (name, "".join("-v %s=NAME_OR_ID " % p for p in ps), name))
-    for p in ps:
-        head += "\\if :{?%s}\n\\else\n\\set %s ''\n\\endif\n" % (p, p)
-    body = []
-    for line in sql.splitlines(keepends=True):
-        code, sep, comment = line.partition("--")
-        body.append(re.sub(r"@(\w+)", r"nullif(:'\1', '')", code) + sep + comment)
-    return head + MARK + "".join(body)
+def sqlgen(*args):
+    """sqlgen's output for args (the OUT argument added), as text."""
+    fd, out = tempfile.mkstemp(prefix="sqlgen-", suffix=".sql")
+    os.close(fd)
+    p = subprocess.run([SQLGEN] + list(args) + [out], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    try:
+        with open(out) as f:
+            return f.read()
+    finally:
+        os.unlink(out)
 
 
-class QueryFiles(unittest.TestCase):
-    """No servers: which files exist and what the derived ones hold."""
+def read(path):
+    with open(path) as f:
+        return f.read()
 
-    def test_every_query_is_ported_or_said_why_not(self):
-        names = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(QUERIES, "*.sql")))
-        pg = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(PG_QUERIES, "*.sql")))
-        self.assertEqual(sorted(DERIVED + WRITTEN + list(NOT_FLEET)), names)
-        self.assertEqual(sorted(DERIVED + WRITTEN), pg)
-        with open(os.path.join(mctest.SRC, "docs", "recording.md")) as f:
-            doc = f.read()
-        for name in NOT_FLEET:
-            self.assertTrue("`%s` has no PostgreSQL form" % name in doc,
-                            "docs/recording.md does not say why not %s" % name)
 
-    def test_derived_files_are_the_sqlite_files(self):
-        for name in DERIVED:
-            with open(os.path.join(PG_QUERIES, name + ".sql")) as f:
-                self.assertEqual(f.read(), derive(name),
-                                 "%s: run tests/integration/test_queries_pg.py --derive %s"
-                                 % (name, name))
+class SqlFiles(unittest.TestCase):
+    """No servers: the files checked in are sqlgen's output from the one source."""
+
+    def names(self, folder):
+        return sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(folder, "*.sql")))
+
+    def test_every_query_has_its_derived_psql_form(self):
+        self.assertEqual(self.names(PG_QUERIES), self.names(QUERIES))
+        for name in self.names(QUERIES):
+            with self.subTest(name=name):
+                self.assertEqual(read(os.path.join(PG_QUERIES, name + ".sql")),
+                                 sqlgen("query", name, os.path.join(QUERIES, name + ".sql")),
+                                 "%s: cmake --build build --target sql_files" % name)
+
+    def test_schemas_are_derived_from_one_source(self):
+        src = os.path.join(SCHEMA, "schema.sql.in")
+        for dialect, path in [("sqlite", "schema.sql"), ("pg", os.path.join("pg", "schema.sql"))]:
+            with self.subTest(dialect=dialect):
+                self.assertEqual(read(os.path.join(SCHEMA, path)), sqlgen("schema", dialect, src),
+                                 "schema/%s: cmake --build build --target sql_files" % path)
+
+    def test_the_rule(self):
+        """What sqlgen does to a shared line, a section, a query parameter."""
+        fd, src = tempfile.mkstemp(prefix="sqlgen-src-", suffix=".sql")
+        os.close(fd)
+        with open(src, "w") as f:
+            f.write("CREATE TABLE t (\n"
+                    "  id INTEGER PRIMARY KEY,\n"
+                    "  r INTEGER PRIMARY KEY REFERENCES runs(run_id),\n"
+                    "  f REAL, s TEXT, -- INTEGER TEXT in a comment stay\n"
+                    "  j TEXT NOT NULL -- JSON object\n"
+                    ") WITHOUT ROWID;\n"
+                    "INSERT OR IGNORE INTO t VALUES\n"
+                    "  (1, 'INTEGER -- @x');\n"
+                    "DROP VIEW IF EXISTS v;\n"
+                    "-- @sqlite\nPRAGMA user_version = 5;\n-- @end\n"
+                    "-- @pg\nCREATE FUNCTION f() RETURNS INTEGER;\n-- @end\n"
+                    "SELECT @a, '@b' FROM t WHERE x = @a; -- @c\n")
+        try:
+            self.assertEqual(sqlgen("schema", "pg", src),
+                             "CREATE TABLE t (\n"
+                             "  id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,\n"
+                             "  r bigint PRIMARY KEY REFERENCES runs(run_id),\n"
+                             "  f double precision, s text, -- INTEGER TEXT in a comment stay\n"
+                             "  j jsonb NOT NULL -- JSON object\n"
+                             ");\n"
+                             "INSERT INTO t VALUES\n"
+                             "  (1, 'INTEGER -- @x')\nON CONFLICT DO NOTHING;\n"
+                             "DROP VIEW IF EXISTS v CASCADE;\n"
+                             "CREATE FUNCTION f() RETURNS INTEGER;\n"
+                             "SELECT @a, '@b' FROM t WHERE x = @a; -- @c\n")
+            lite = sqlgen("schema", "sqlite", src)
+            self.assertIn("PRAGMA user_version = 5;\n", lite)
+            self.assertNotIn("CREATE FUNCTION", lite)
+            self.assertNotIn("-- @", lite.replace("-- @x", "").replace("-- @c", ""))
+            q = sqlgen("query", "t", src)
+            self.assertIn("\\if :{?a}\n\\else\n\\set a ''\n\\endif\n", q)
+            self.assertNotIn("{?b}", q)  # in a string: psql would not see it either
+            self.assertNotIn("{?c}", q)  # in a comment
+            self.assertIn("SELECT nullif(:'a', ''), '@b' FROM t WHERE x = nullif(:'a', ''); -- @c",
+                          q)
+        finally:
+            os.unlink(src)
+        with open(src, "w") as f:
+            f.write("-- @pg\nx\n")
+        try:
+            p = subprocess.run([SQLGEN, "schema", "pg", src, src + ".out"], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("not closed", p.stderr)
+            self.assertFalse(os.path.exists(src + ".out"))
+        finally:
+            os.unlink(src)
 
 
 # --- running the queries ---------------------------------------------------------
@@ -213,7 +256,7 @@ class QueriesOnBoth(mctest.ServerTestCase):
         cls.psql = os.path.join(pgcluster.bindir(), "psql")
         cls.sqlite = os.path.join(cls.cw.path, "runs.db")
         cls.uri = cls.pg.uri()
-        for salt, (run, flags) in enumerate([("r1", []), ("r2", ["-f", "1.08"])]):
+        for salt, (run, flags) in enumerate(RUNS):
             mcs = [cls.class_mc(name="mc-%s-%d" % (run, i), extra=flags) for i in range(2)]
             pxs = [cls.class_proxy(mc.port, db=db, name="px-%s-%d" % (run, i), http=True,
                                    extra=["--run", run, "--node", "node-%d" % i,
@@ -276,6 +319,16 @@ class QueriesOnBoth(mctest.ServerTestCase):
     def test_run_metadata(self):
         self.compare("run_metadata", {})
 
+    def test_headline(self):
+        """headline.sql's three rows, text for text (printf on PostgreSQL is the
+        schema's compatibility function)."""
+        rows = self.compare("headline", {})
+        self.assertEqual([r[0] for r in rows],
+                         ["1 rounding waste", "2 growth factor", "3 calcification"])
+        self.assertIn("-f 1.25 wastes", rows[1][1])
+        self.assertIn("-f 1.08 wastes", rows[1][1])
+        self.assertIn("automove=0 stays at", rows[2][1])
+
     def test_the_load_shows(self):
         """What the comparison rests on: both stores hold the load's shape."""
         rows = self.compare("top_prefixes", {"run": "r1"})
@@ -287,14 +340,5 @@ class QueriesOnBoth(mctest.ServerTestCase):
         self.assertEqual([r[2] for r in calc], ["small", "large", "small", "large"])
 
 
-def main():
-    if len(sys.argv) > 1 and sys.argv[1] == "--derive":
-        for name in sys.argv[2:]:
-            with open(os.path.join(PG_QUERIES, name + ".sql"), "w") as f:
-                f.write(derive(name))
-        return
-    unittest.main()
-
-
 if __name__ == "__main__":
-    main()
+    unittest.main()

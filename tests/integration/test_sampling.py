@@ -24,6 +24,7 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mctest  # noqa: E402
+import pgcluster  # noqa: E402
 
 M64 = (1 << 64) - 1
 N = 10
@@ -127,6 +128,64 @@ class SamplingTest(mctest.ServerTestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertIn("sampled: --sample-keys 1/%d -- the sizes are the" % N, out)
         self.assertIn("verify, capacity: not on a sampled run", out)
+
+    def test_sampled_run_postgresql(self):
+        """The same load through a proxy recording into PostgreSQL: the rows
+        are the kept keys' whole histories, the aggregates count every write
+        and read (issue 21), run_meta says 1/10."""
+        pg = pgcluster.PgCluster()
+        self.addCleanup(pg.stop)
+        mc = self.mc(extra=["-m", "1024"])
+        px = self.proxy(mc.port, db=pg.uri(),
+                        extra=["--run", "s10", "--keys", "full", "--stats-interval", "100",
+                               "--sample-keys", "1/%d" % N, "--spill", self.path("spill.db")])
+        path = self.write("w.wl", WORKLOAD + "get 3000 key=s:{i%6000}\n")
+        rc, out, err = mctest.run_slabtap(["load", "--target", "127.0.0.1:%d" % px.port,
+                                           "--workload", path, "-q"], timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        self.stop_clean(px)
+        want = {k: h for k, h in expected_history().items() if kept(k)}
+        got = {}
+        for key, cmd, n in pg.psql("SELECT key, cmd, count(*) FROM sets GROUP BY 1, 2"):
+            got.setdefault(key.encode(), Counter())[cmd] = int(n)
+        self.assertEqual(got, want)
+        nrows = sum(sum(h.values()) for h in want.values())
+        reads = {r[0].encode() for r in pg.psql("SELECT DISTINCT key FROM reads")}
+        self.assertTrue(reads and all(kept(k) for k in reads), len(reads))
+        self.assertEqual(pg.psql("SELECT rows_recorded FROM runs"), [[str(nrows)]])
+        self.assertEqual(pg.scalar("SELECT value FROM run_meta WHERE key = 'sample_keys'"),
+                         "1/%d" % N)
+        self.assertEqual(pg.psql("SELECT (SELECT sum(writes) FROM agg_latency),"
+                                 " (SELECT sum(writes) FROM agg_answers),"
+                                 " (SELECT sum(writes) FROM agg_sizes),"
+                                 " (SELECT sum(writes) FROM agg_items),"
+                                 " (SELECT sum(reads) FROM agg_reads)"),
+                         [["33000", "33000", "30000", "30000", "3000"]])
+        # every set stored, in a class the proxy tagged (its key kept or not)
+        self.assertEqual(pg.psql("SELECT outcome, class_id > 0, sum(writes) FROM agg_items"
+                                 " GROUP BY 1, 2"), [["1", "t", "30000"]])
+
+    def test_aggregates_only(self):
+        """--sample-keys none: no write or read rows at all, every write and
+        read in the aggregates; `model predict` works from them."""
+        mc = self.mc(extra=["-m", "1024"])
+        px = self.proxy(mc.port, extra=["--run", "agg", "--stats-interval", "100",
+                                        "--sample-keys", "none"])
+        path = self.write("w.wl", WORKLOAD + "get 3000 key=s:{i%6000}\n")
+        rc, out, err = mctest.run_slabtap(["load", "--target", "127.0.0.1:%d" % px.port,
+                                           "--workload", path, "-q"], timeout=120)
+        self.assertEqual(rc, 0, out + err)
+        self.stop_clean(px)
+        q = lambda sql: mctest.db_scalar(px.db, sql)  # noqa: E731
+        self.assertEqual((q("SELECT count(*) FROM sets"), q("SELECT count(*) FROM reads"),
+                          q("SELECT rows_recorded FROM runs")), (0, 0, 0))
+        self.assertEqual(q("SELECT value FROM run_meta WHERE key = 'sample_keys'"), "none")
+        self.assertEqual((q("SELECT sum(writes) FROM agg_latency"),
+                          q("SELECT sum(writes) FROM agg_items WHERE outcome = 1"),
+                          q("SELECT sum(reads) FROM agg_reads")), (33000, 30000, 3000))
+        rc, out, err = mctest.run_slabtap(["model", "predict", "--db", px.db])
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("basis: aggregates -- the run records no rows (--sample-keys none)", out)
 
 
 if __name__ == "__main__":

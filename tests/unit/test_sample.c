@@ -20,11 +20,23 @@ static void test_parse(void)
         int rc;
         uint32_t n;
     } cases[] = {
-        { "1/10", 0, 10 }, { "1/100", 0, 100 },    { "10", 0, 10 },
-        { "1/1", 0, 1 },   { "off", 0, 1 },        { "all", 0, 1 },
-        { "1/0", -1, 0 },  { "0", -1, 0 },         { "1/", -1, 0 },
-        { "", -1, 0 },     { "1/10x", -1, 0 },     { "2/10", -1, 0 },
-        { "1/-3", -1, 0 }, { "1/1000001", -1, 0 }, { "1/1000000", 0, 1000000 },
+        { "1/10", 0, 10 },
+        { "1/100", 0, 100 },
+        { "10", 0, 10 },
+        { "1/1", 0, 1 },
+        { "off", 0, 1 },
+        { "all", 0, 1 },
+        { "1/0", -1, 0 },
+        { "0", -1, 0 },
+        { "1/", -1, 0 },
+        { "", -1, 0 },
+        { "1/10x", -1, 0 },
+        { "2/10", -1, 0 },
+        { "1/-3", -1, 0 },
+        { "1/1000001", -1, 0 },
+        { "1/1000000", 0, 1000000 },
+        { "none", 0, SAMPLE_NONE },
+        { "None", -1, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint32_t n = 0;
@@ -49,6 +61,8 @@ static void test_keep(void)
         CHECK(sample_keep(h, 100) == (pinned[i].mod100 == 0), "%s under 1/100", pinned[i].key);
     }
     CHECK_TRUE(sample_keep(0, 0) && sample_keep(12345, 1));
+    /* none: not even a key every 1/N would keep */
+    CHECK_TRUE(!sample_keep(0, SAMPLE_NONE) && !sample_keep(12345, SAMPLE_NONE));
     /* sequential keys: 10,037 of 100,000 kept under 1/10 (Python, the same keys) */
     char key[32];
     unsigned kept = 0;

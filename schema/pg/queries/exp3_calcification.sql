@@ -1,9 +1,8 @@
--- PostgreSQL (psql) form of schema/queries/exp3_calcification.sql: the same
--- columns and rows; written for PostgreSQL because `stats` is jsonb here
--- (->>, not json_extract), and phases are numbered per run here (SQLite: one
--- numbering for the file, so its phase order is also run order): rows are
--- ordered by automove, run, phase. The runs: psql variables a and b.
---   psql "$URI" -X -v a=RUN -v b=RUN -f pg/queries/exp3_calcification.sql
+-- PostgreSQL (psql) form of schema/queries/exp3_calcification.sql, derived from it: the same
+-- SQL, each parameter @NAME the psql variable NAME (unset or empty: NULL):
+--   psql "$URI" -X -v a=NAME_OR_ID -v b=NAME_OR_ID -f pg/queries/exp3_calcification.sql
+-- Edit the SQLite file and derive this one again (schema/sqlgen.c;
+-- tests/integration/test_queries_pg.py checks that nothing else differs).
 \if :{?a}
 \else
 \set a ''
@@ -12,6 +11,13 @@
 \else
 \set b ''
 \endif
+-- the SQLite file from here on, each @NAME a psql variable:
+-- Experiment 3: calcification. Per run (automove mode) and phase: global
+-- evictions during the phase, the large class's pages at the phase's end,
+-- the small class's free chunks at the phase's end, and the large class's
+-- evictions during the phase. The small class is where the first phase's
+-- writes went, the large class where the last phase's writes went (from
+-- the model's class tag on every recorded write). The runs: @a and @b.
 WITH runs_ AS (
   SELECT run_id, name FROM runs
   WHERE run_id IN (
@@ -36,8 +42,8 @@ bounds AS (
   FROM phases p JOIN runs_ USING (run_id))
 SELECT r.name AS run, rs.slab_automove AS automove, b.name AS phase,
        sm.class_id AS small_class, lg.class_id AS large_class,
-       (e.stats ->> 'evictions')::bigint - coalesce((f.stats ->> 'evictions')::bigint, 0)
-         AS global_evictions,
+       CAST(json_extract(e.stats, '$.evictions') AS INTEGER)
+       - coalesce(CAST(json_extract(f.stats, '$.evictions') AS INTEGER), 0) AS global_evictions,
        coalesce((SELECT total_pages FROM class_stats c WHERE c.sample_id = b.end_id
                  AND c.class_id = lg.class_id), 0) AS large_class_pages,
        (SELECT free_chunks FROM class_stats c WHERE c.sample_id = b.end_id AND c.class_id = sm.class_id)
@@ -45,8 +51,8 @@ SELECT r.name AS run, rs.slab_automove AS automove, b.name AS phase,
        coalesce((SELECT evicted FROM class_stats c WHERE c.sample_id = b.end_id AND c.class_id = lg.class_id), 0)
        - coalesce((SELECT evicted FROM class_stats c WHERE c.sample_id = b.before_id AND c.class_id = lg.class_id), 0)
          AS large_class_evictions,
-       (e.stats ->> 'slabs_moved')::bigint - coalesce((f.stats ->> 'slabs_moved')::bigint, 0)
-         AS slabs_moved
+       CAST(json_extract(e.stats, '$.slabs_moved') AS INTEGER)
+       - coalesce(CAST(json_extract(f.stats, '$.slabs_moved') AS INTEGER), 0) AS slabs_moved
 FROM bounds b
 JOIN runs_ r USING (run_id)
 JOIN run_settings rs USING (run_id)
@@ -54,4 +60,4 @@ JOIN small sm USING (run_id)
 JOIN large lg USING (run_id)
 JOIN samples e ON e.sample_id = b.end_id
 LEFT JOIN samples f ON f.sample_id = b.before_id
-ORDER BY rs.slab_automove, b.run_id, b.phase_id;
+ORDER BY rs.slab_automove, b.run_id, b.phase_id;  -- PostgreSQL numbers phases per run

@@ -1,18 +1,23 @@
--- PostgreSQL (psql) form of schema/queries/exp_waste.sql: the same columns
--- and rows; written for PostgreSQL because `stats` is jsonb here (->>, not
--- json_extract) and because a UNION ALL has no order of its own (the rows
--- come as SQLite gives them: classes by id, TOTAL, global_bytes).
+-- PostgreSQL (psql) form of schema/queries/exp_waste.sql, derived from it: the same
+-- SQL, each parameter @NAME the psql variable NAME (unset or empty: NULL):
 --   psql "$URI" -X -v run=NAME_OR_ID -f pg/queries/exp_waste.sql
--- The run: psql variable run (name or id), latest when unset or empty; a
--- run not found gets a row that says so.
+-- Edit the SQLite file and derive this one again (schema/sqlgen.c;
+-- tests/integration/test_queries_pg.py checks that nothing else differs).
 \if :{?run}
 \else
 \set run ''
 \endif
+-- the SQLite file from here on, each @NAME a psql variable:
+-- Per slab class at the end of one run: chunk size, used chunks, the bytes
+-- the items asked for (mem_requested), what memcached pinned for them
+-- (allocated = used_chunks * chunk_size), the rounding waste; then a TOTAL
+-- row and memcached's global `bytes` (which must equal the summed
+-- mem_requested). The run: @run (name or id), latest when unset; a run not
+-- found gets a row that says so.
+-- Used for results/exp1_*.csv and exp2_f*.csv.
 WITH chosen AS (
   SELECT run_id FROM runs
-  WHERE nullif(:'run', '') IS NULL OR CAST(run_id AS TEXT) = nullif(:'run', '')
-     OR name = nullif(:'run', '')
+  WHERE nullif(:'run', '') IS NULL OR CAST(run_id AS TEXT) = nullif(:'run', '') OR name = nullif(:'run', '')
   ORDER BY run_id DESC LIMIT 1),
 last_sample AS (
   SELECT s.* FROM samples s JOIN chosen USING (run_id)
@@ -29,11 +34,12 @@ FROM (
          round(100.0 * sum(waste_bytes) / nullif(sum(allocated), 0), 2), 1, NULL
   FROM classes
   UNION ALL
-  SELECT 'global_bytes', NULL, NULL, (stats ->> 'bytes')::bigint, NULL, NULL, NULL, 2, NULL
+  SELECT 'global_bytes', NULL, NULL, CAST(json_extract(stats, '$.bytes') AS INTEGER), NULL, NULL,
+         NULL, 2, NULL
   FROM last_sample
   UNION ALL  -- no such run says so
   SELECT CASE WHEN nullif(:'run', '') IS NULL THEN 'no runs in this database'
               ELSE 'no run ' || nullif(:'run', '') || ' in this database (a name or id: SELECT run_id, name FROM runs lists them)' END,
          NULL, NULL, NULL, NULL, NULL, NULL, 3, NULL
   WHERE NOT EXISTS (SELECT 1 FROM chosen)) AS t
-ORDER BY part, k;
+ORDER BY part, k;  -- a UNION ALL has no order of its own (PostgreSQL)

@@ -1,8 +1,8 @@
 -- PostgreSQL (psql) form of schema/queries/ladder.sql, derived from it: the same
 -- SQL, each parameter @NAME the psql variable NAME (unset or empty: NULL):
 --   psql "$URI" -X -v run=NAME_OR_ID -f pg/queries/ladder.sql
--- Edit the SQLite file and derive this one again (tests/integration/
--- test_queries_pg.py checks that nothing else differs).
+-- Edit the SQLite file and derive this one again (schema/sqlgen.c;
+-- tests/integration/test_queries_pg.py checks that nothing else differs).
 \if :{?run}
 \else
 \set run ''

@@ -1,9 +1,12 @@
--- PostgreSQL (psql) form of schema/queries/run_metadata.sql: the same
--- columns; `stats` is jsonb here (->>, not json_extract). One row per run
--- that has run_meta rows: on PostgreSQL that is every run a proxy recorded
--- (each commits its batch number there), with the experiment runner's keys
--- empty unless a tool wrote them.
+-- PostgreSQL (psql) form of schema/queries/run_metadata.sql, derived from it: the same
+-- SQL, each parameter @NAME the psql variable NAME (unset or empty: NULL):
 --   psql "$URI" -X -f pg/queries/run_metadata.sql
+-- Edit the SQLite file and derive this one again (schema/sqlgen.c;
+-- tests/integration/test_queries_pg.py checks that nothing else differs).
+-- the SQLite file from here on, each @NAME a psql variable:
+-- One row per run of the experiments: memcached's version and command
+-- line, slabtap's version, the workload, its SHA-256 fingerprint, counts.
+-- Every run that has run_meta rows (the experiment runner writes them).
 SELECT r.run_id, r.name AS run,
        max(CASE WHEN m.key = 'memcached_version' THEN m.value END) AS memcached_version,
        max(CASE WHEN m.key = 'memcached_flags' THEN m.value END) AS memcached_flags,
@@ -15,7 +18,7 @@ SELECT r.run_id, r.name AS run,
        max(CASE WHEN m.key = 'ops_sent' THEN m.value END) AS ops_sent,
        max(CASE WHEN m.key = 'writes_sent' THEN m.value END) AS writes_sent,
        r.rows_recorded, r.rows_dropped,
-       (SELECT (stats ->> 'curr_items')::bigint FROM samples s WHERE s.run_id = r.run_id
+       (SELECT CAST(json_extract(stats, '$.curr_items') AS INTEGER) FROM samples s WHERE s.run_id = r.run_id
         ORDER BY s.final DESC, s.t_ns DESC LIMIT 1) AS items_at_end,
        max(CASE WHEN m.key = 'connections' THEN m.value END) AS connections,
        max(CASE WHEN m.key = 'pipeline' THEN m.value END) AS pipeline,

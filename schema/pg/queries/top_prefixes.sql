@@ -1,16 +1,22 @@
--- PostgreSQL (psql) form of schema/queries/top_prefixes.sql: the same
--- columns and rows; written for PostgreSQL for strpos/least (SQLite:
--- instr/min). The run: psql variable run (name or id), latest when unset;
--- a run not found gets a row (prefix) that says so.
+-- PostgreSQL (psql) form of schema/queries/top_prefixes.sql, derived from it: the same
+-- SQL, each parameter @NAME the psql variable NAME (unset or empty: NULL):
 --   psql "$URI" -X -v run=NAME_OR_ID -f pg/queries/top_prefixes.sql
+-- Edit the SQLite file and derive this one again (schema/sqlgen.c;
+-- tests/integration/test_queries_pg.py checks that nothing else differs).
 \if :{?run}
 \else
 \set run ''
 \endif
+-- the SQLite file from here on, each @NAME a psql variable:
+-- Key prefixes by bytes written, with the chunk bytes those writes pinned
+-- (predicted class chunk size) and the rounding waste they carry. The prefix
+-- is the text before the first ':' '/' '.' or '|' (what --keys prefix keeps;
+-- with --keys full it is cut here; with --keys hash there is none).
+-- The run: `.parameter set @run NAME_OR_ID`, latest run when unset; a run
+-- not found gets a row (prefix) that says so.
 WITH chosen AS (
   SELECT run_id, key_mode FROM runs
-  WHERE nullif(:'run', '') IS NULL OR CAST(run_id AS TEXT) = nullif(:'run', '')
-     OR name = nullif(:'run', '')
+  WHERE nullif(:'run', '') IS NULL OR CAST(run_id AS TEXT) = nullif(:'run', '') OR name = nullif(:'run', '')
   ORDER BY run_id DESC LIMIT 1),
 chunk AS (  -- chunk size per class from the run's last sample
   SELECT w.class_id, w.chunk_size FROM slab_waste w JOIN chosen c USING (run_id)
@@ -21,11 +27,11 @@ w AS (
               WHEN s.key = '' THEN '(no prefix)'
               -- --keys prefix kept the prefix itself: it has no delimiter left
               WHEN c.key_mode = 'prefix' THEN s.key
-              ELSE coalesce(nullif(substr(s.key, 1, least(
-                     coalesce(nullif(strpos(s.key, ':'), 0), 1 << 30),
-                     coalesce(nullif(strpos(s.key, '/'), 0), 1 << 30),
-                     coalesce(nullif(strpos(s.key, '.'), 0), 1 << 30),
-                     coalesce(nullif(strpos(s.key, '|'), 0), 1 << 30)) - 1), s.key), '(no prefix)')
+              ELSE coalesce(nullif(substr(s.key, 1, min(
+                     coalesce(nullif(instr(s.key, ':'), 0), 1 << 30),
+                     coalesce(nullif(instr(s.key, '/'), 0), 1 << 30),
+                     coalesce(nullif(instr(s.key, '.'), 0), 1 << 30),
+                     coalesce(nullif(instr(s.key, '|'), 0), 1 << 30)) - 1), s.key), '(no prefix)')
          END AS prefix
   FROM sets s JOIN chosen c USING (run_id)
   WHERE s.value_len IS NOT NULL)
