@@ -13,6 +13,8 @@ same gets go through both; then, on each store:
   and the JSON hits report;
 - advise --verify replays the run from either store into memcached and
   measures the same waste; --objective hits --verify measures from either;
+- predict and advise from the write aggregates (--source aggregates) give
+  the same estimate from either;
 - mrc gives the same curves; --save keeps the report in the run's run_meta
   on PostgreSQL as in the file;
 - load --replay-db sends the same operations (the same fingerprint, reads
@@ -168,6 +170,15 @@ class ModelOnPostgres(mctest.ServerTestCase):
             out_a, out_b = self.both(*args)
             self.assertEqual(re.sub(r'"run_id":\d+', "", out_b),
                              re.sub(r'"run_id":\d+', "", out_a), args)
+
+    def test_aggregates_same_on_both(self):
+        # the write aggregates (agg_items, agg_answers) PostgreSQL keeps as
+        # the file does, read back for the model
+        for args in (("model", "predict", "--source", "aggregates"),
+                     ("model", "advise", "--source", "aggregates", "--objective", "items")):
+            out_a, out_b = self.both(*args)
+            self.assertIn("basis: aggregates", out_a)
+            self.assertEqual(body(out_b), body(out_a))
 
     def test_save_on_postgres(self):
         rc, out, err = self.model("advise", "--objective", "hits", "--save", "--db", self.pg.uri())
