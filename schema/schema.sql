@@ -1,7 +1,8 @@
 -- Written once in schema/schema.sql.in; schema/sqlgen.c derives this file
 -- (its rule is there). Edit that file, then: cmake --build build --target sql_files
 
--- slabtap schema: the single source of truth for every table and view.
+-- slabtap schema for SQLite: every table and view (the file, its views, its
+-- version); schema/pg/schema.sql is the same for PostgreSQL.
 -- Embedded into the binary at build time and applied by store_open() after
 -- the upgrade steps in proxy/record/store.c (store_upgrade) have brought an older
 -- file up to date. Tables are only ever CREATEd IF NOT EXISTS; views are

@@ -25,18 +25,17 @@ with `.parameter set`, psql --csv with -v), with no parameters and with
 runs picked by name and by id, and the rows must be equal (numbers by
 value: 20.1 and 20.10 are equal; headline's text exactly). Two queries
 print a row per stats sample, and the two proxies' pollers do not tick
-together: for them the samples are compared as the sequence of states that
-held for at least two polls (seconds left out); the load waits 5 polls
-after each step so that every state the test makes holds that long.
+together: for them the state at each phase's end (exp3_timeline: each
+run's) is compared, seconds left out (engines.part_ends); the load waits 5
+polls after each step so that the state a step makes is what its end shows.
+The helpers (the query runners, the comparison) are engines.py's, shared
+with test_engines.py.
 
 Needs memcached, PostgreSQL (initdb, psql), sqlite3, $SLABTAP and sqlgen
 beside it (or $SQLGEN). 127.0.0.1 only; bounded waits.
 """
-import csv
 import glob
-import io
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -45,21 +44,15 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mctest  # noqa: E402
-
-SCHEMA = os.path.join(mctest.SRC, "schema")
-QUERIES = os.path.join(SCHEMA, "queries")
-PG_QUERIES = os.path.join(SCHEMA, "pg", "queries")
+from engines import PG_QUERIES, QUERIES, SCHEMA, compare_query, run_pg, run_sqlite  # noqa: E402
 
 SQLGEN = os.environ.get("SQLGEN") or os.path.join(os.path.dirname(mctest.SLABTAP), "sqlgen")
 RUNS = [("r1", []), ("r2", ["-f", "1.08"]),  # (name, memcached flags)
         ("exp1_worst", []), ("exp1_best", []),
         ("exp2_f1_25", ["-f", "1.25"]), ("exp2_f1_08", ["-f", "1.08"]),
         ("exp3_automove0", ["-o", "slab_automove=0"]), ("exp3_automove2", ["-o", "slab_automove=2"])]
-# queries with a row per stats sample: compared as settled states (see above)
-PER_SAMPLE = {"pages_timeline": "seconds", "exp3_timeline": "seconds"}
 INTERVAL_MS = 100
 SETTLE_S = 5 * INTERVAL_MS / 1000.0
-NULL = "\\N"
 
 
 
@@ -158,68 +151,6 @@ class SqlFiles(unittest.TestCase):
             os.unlink(src)
 
 
-# --- running the queries ---------------------------------------------------------
-
-def parse_csv(text):
-    rows = list(csv.reader(io.StringIO(text)))
-    return rows[0], [[None if v == NULL else v for v in r] for r in rows[1:]]
-
-
-def run_sqlite(db, name, params):
-    with open(os.path.join(QUERIES, name + ".sql")) as f:
-        sql = f.read()
-    pre = "".join(".parameter set @%s '%s'\n" % (k, v) for k, v in params.items())
-    p = subprocess.run(["sqlite3", "-bail", "-header", "-csv", "-nullvalue", NULL, db],
-                       input=pre + sql, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0 and not p.stderr, (name, params, p.stderr)
-    return parse_csv(p.stdout)
-
-
-def run_pg(psql, uri, name, params):
-    argv = [psql, "-X", "-q", "--csv", "-v", "ON_ERROR_STOP=1", "-P", "null=" + NULL]
-    for k, v in params.items():
-        argv += ["-v", "%s=%s" % (k, v)]
-    argv += ["-f", os.path.join(PG_QUERIES, name + ".sql"), uri]
-    p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=60)
-    assert p.returncode == 0 and not p.stderr, (name, params, p.stderr)
-    return parse_csv(p.stdout)
-
-
-def same_value(a, b):
-    if a == b:
-        return True
-    if a is None or b is None:
-        return False
-    try:
-        x, y = float(a), float(b)
-    except ValueError:
-        return False
-    return abs(x - y) <= 1e-9 * max(1.0, abs(x), abs(y))
-
-
-def settled(header, rows, time_col):
-    """rows of a per-sample query as the sequence of states (the rows of one
-    sample, time_col left out) that held for two samples or more in a row."""
-    t = header.index(time_col)
-    samples, last = [], object()
-    for r in rows:
-        if r[t] != last or not samples:
-            samples.append([])
-            last = r[t]
-        samples[-1].append(tuple(v for i, v in enumerate(r) if i != t))
-    states = []
-    i = 0
-    while i < len(samples):
-        j = i
-        while j + 1 < len(samples) and samples[j + 1] == samples[i]:
-            j += 1
-        if j > i and (not states or states[-1] != samples[i]):
-            states.append(samples[i])
-        i = j + 1
-    return states
-
-
 # --- the load ----------------------------------------------------------------------
 
 PREFIXES = [  # (key format, sizes of the small phase, of the large phase)
@@ -277,21 +208,7 @@ class QueriesOnBoth(mctest.ServerTestCase):
                 mc.stop()
 
     def compare(self, name, params):
-        h1, r1 = run_sqlite(self.sqlite, name, params)
-        h2, r2 = run_pg(self.psql, self.uri, name, params)
-        what = "%s %r" % (name, params)
-        self.assertEqual(h2, h1, what)
-        self.assertTrue(r1, what + ": no rows on SQLite, nothing compared")
-        if name in PER_SAMPLE:
-            s1, s2 = settled(h1, r1, PER_SAMPLE[name]), settled(h2, r2, PER_SAMPLE[name])
-            self.assertGreaterEqual(len(s1), 2, what + ": no time series")
-            r1, r2 = [r for s in s1 for r in s], [r for s in s2 for r in s]
-        self.assertEqual(len(r2), len(r1), "%s: rows\nsqlite %r\npg     %r" % (what, r1, r2))
-        for a, b in zip(r1, r2):
-            self.assertEqual(len(a), len(b), what)
-            self.assertTrue(all(same_value(x, y) for x, y in zip(a, b)),
-                            "%s:\nsqlite %r\npg     %r" % (what, a, b))
-        return r1
+        return compare_query(self, self.sqlite, self.psql, self.uri, name, params)
 
     def test_run_queries(self):
         for name in ["waste_by_class", "pages_timeline", "top_prefixes", "ladder", "exp_waste"]:
