@@ -248,6 +248,10 @@ def exact(tc, lines):
     tc.assertTrue(any("EXACT" in ln for ln in lines), "\n".join(lines))
 
 
+def from_aggregates(tc, lines):
+    tc.assertTrue(any(ln.startswith("basis: aggregates") for ln in lines), "\n".join(lines))
+
+
 def verified(tc, lines):
     tc.assertTrue(any("verifying capacity by replaying run" in ln for ln in lines), lines)
     tc.assertFalse(any("MISMATCH" in ln for ln in lines), "\n".join(lines))
@@ -280,36 +284,37 @@ QUERY_CASES = [("waste_by_class", {}), ("waste_by_class", {"run": "r1"}),
                ("compare_runs", {"a": "r1", "b": "r2"}), ("exp2_growth_factor", {"a": "r1", "b": "r2"}),
                ("exp3_calcification", {"a": "r1", "b": "r2"}),
                ("exp3_timeline", {"a": "r1", "b": "r2"}), ("run_metadata", {}), ("headline", {})]
-QUERY_PENDING = {"headline": "sqlsrc (headline.sql has no PostgreSQL form)"}
-CAPACITY = "reader (capacity reads a SQLite file)"
-MRC = "reader (mrc reads a SQLite file)"
-REPLAY = "reader (load --replay-db reads a SQLite file)"
+QUERY_PENDING = {}  # sqlsrc gave headline.sql its PostgreSQL form
 PAGE = "pagepg (the page's /api/run/* on PostgreSQL)"
 READERS = [
     Reader("predict_r1", model("predict", "--run", "r1"), None, exact),
     Reader("predict_r2", model("predict", "--run", "r2"), None, exact),
-    Reader("advise_text", model("advise", "--run", "r1"), CAPACITY, None),
-    Reader("advise_hits_json", model_json("advise", "--run", "r1", "--objective", "hits"), CAPACITY,
+    Reader("predict_aggregates", model("predict", "--run", "r1", "--source", "aggregates"), None,
+           from_aggregates),
+    Reader("advise_aggregates", model("advise", "--run", "r1", "--source", "aggregates",
+                                      "--objective", "items"), None, from_aggregates),
+    Reader("advise_text", model("advise", "--run", "r1"), None, None),
+    Reader("advise_hits_json", model_json("advise", "--run", "r1", "--objective", "hits"), None,
            hits_objective),
-    Reader("advise_capacity", model("advise", "--run", "r1", "--objective", "memory"), CAPACITY,
+    Reader("advise_capacity", model("advise", "--run", "r1", "--objective", "memory"), None,
            None),
-    Reader("advise_items", model("advise", "--run", "r1", "--objective", "items"), CAPACITY,
+    Reader("advise_items", model("advise", "--run", "r1", "--objective", "items"), None,
            None),
     Reader("advise_verify", model_json("advise", "--run", "r1", "--verify", norm=unmeasured),
-           CAPACITY, hits_objective),
+           None, hits_objective),
     Reader("advise_items_verify", model("advise", "--run", "r1", "--objective", "items",
-                                        "--verify"), CAPACITY, verified),
+                                        "--verify"), None, verified),
     Reader("advise_holdout_run", model_json("advise", "--run", "r1", "--holdout-run", "r2"),
-           CAPACITY, None),
-    Reader("mrc", model_json("mrc", "--run", "r1"), MRC, None),
-    Reader("mrc_flags", model("mrc", "--run", "r1", "--flags", "-f 1.1 -o slab_automove=0"), MRC,
+           None, None),
+    Reader("mrc", model_json("mrc", "--run", "r1"), None, None),
+    Reader("mrc_flags", model("mrc", "--run", "r1", "--flags", "-f 1.1 -o slab_automove=0"), None,
            None),
-    Reader("advise_save", saved(["advise", "--format", "json"], "hits_advice", "r2"), CAPACITY,
+    Reader("advise_save", saved(["advise", "--format", "json"], "hits_advice", "r2"), None,
            None),
     Reader("mrc_save", saved(["mrc", "--format", "json"], "hits_mrc", "r2"),
-           MRC, None),
-    Reader("replay_r1", replay("r1"), REPLAY, replayed),
-    Reader("replay_r2", replay("r2"), REPLAY, replayed),
+           None, None),
+    Reader("replay_r1", replay("r1"), None, replayed),
+    Reader("replay_r2", replay("r2"), None, replayed),
 ] + [
     Reader("query_%s%s" % (name, "".join("_%s_%s" % kv for kv in sorted(params.items()))),
            query(name, **params), QUERY_PENDING.get(name), nonempty)
@@ -365,7 +370,11 @@ class Engines(mctest.ServerTestCase):
         for i, (phase, ops) in enumerate(PHASES.items()):
             wl = os.path.join(cls.cw.path, "%s-%s.wl" % (run, phase))
             with open(wl, "w") as f:
-                f.write("seed %d\nconnections 1\npipeline 16\n%s" % (seed + i, ops))
+                # one request in flight: a getset's set follows its miss
+                # before the next get is sent, so both recordings hold the
+                # same reads in the same place among the writes (pipelined,
+                # the sets land among later gets as the answers come back)
+                f.write("seed %d\nconnections 1\npipeline 1\n%s" % (seed + i, ops))
             for px in pxs:
                 mctest.http_json(px.http_port, "POST", "/api/phase?name=" + phase)
                 rc, out, err = mctest.run_slabtap(["load", "-q", "--workload", wl,
