@@ -288,6 +288,10 @@ QUERY_CASES = [("waste_by_class", {}), ("waste_by_class", {"run": "r1"}),
                ("exp2_growth_factor", {"a": "r1", "b": "r2"}),
                ("exp3_calcification", {"a": "r1", "b": "r2"}),
                ("exp3_timeline", {"a": "r1", "b": "r2"}), ("run_metadata", {}), ("headline", {})]
+# the page on PostgreSQL is branch pagepg's; it does not merge with reader
+# here (query.c, advice.c/h, pgstore.c, CMakeLists.txt conflict). Run against
+# pagepg's own build, every /api/run/* route and top answer alike; /api/runs
+# differs in "earlier" (PostgreSQL's is [], the file's lists r1 and r2)
 PAGE = "pagepg (the page's /api/run/* on PostgreSQL)"
 READERS = [
     Reader("predict_r1", model("predict", "--run", "r1"), check=exact),
