@@ -5,8 +5,10 @@ file (--node node-sqlite) and a proxy recording into a throwaway
 PostgreSQL cluster (pgcluster.py, --node node-pg), each in front of its
 own memcached with the same flags. Two runs, r1 and r2 (fresh memcacheds
 for each), each two phases (POST /api/phase small, then large) of a
-seeded `slabtap load` workload on one connection (so both memcacheds see
-the same requests in the same order): get-or-set reads over Zipf keys,
+seeded `slabtap load` workload on one connection, one request at a time
+(so both memcacheds see the same requests in the same order: with a deeper
+pipeline the sets that fill a get's miss go out among later gets as the
+answers come back): get-or-set reads over Zipf keys,
 plain gets, overwrites into larger classes, deletes, appends, adds (some
 refused: the key is there), TTL writes; stats polled every 100 ms, the
 load waiting 5 polls after each step (the per-sample answers compare the
@@ -191,10 +193,12 @@ def per_bucket(doc):
 
 def read_classes(doc):
     """/api/run/reads: a miss counts in the class its key was last written
-    in as the writer thread knows it when the read row arrives, which
-    varies from recording to recording of the same load (two SQLite
-    recordings differ too): per class only the hits are compared, and the
-    lines (the classes with the most reads) not at all; the totals are."""
+    in as the writer thread knows it when the read row is written, and that
+    varies between two recordings of the very same rows (two SQLite files
+    whose sets and reads tables are equal but for times differ here: a
+    product bug, see the report of branch engines): per class only the hits
+    are compared, the lines (the classes with the most reads, per minute)
+    not at all; the totals are."""
     doc.pop("bucket_ns")
     doc.pop("lines")
     doc["classes"] = [{k: c[k] for k in ("class_id", "chunk_size", "hits")}
@@ -277,59 +281,55 @@ def nonempty(tc, answer):
 
 # --- the readers -------------------------------------------------------------------
 
-Reader = collections.namedtuple("Reader", "name answer pending check")
+# a reader: its name, how its answer is had from one store (answer(tc,
+# store)), the branch that makes PostgreSQL answer it where this one cannot
+# yet (its same-on-pg test an expected failure), a check of the SQLite answer
+Reader = collections.namedtuple("Reader", "name answer pending check", defaults=(None, None))
 QUERY_CASES = [("waste_by_class", {}), ("waste_by_class", {"run": "r1"}),
                ("pages_timeline", {"run": "r1"}), ("top_prefixes", {"run": "r2"}),
                ("ladder", {"run": "1"}), ("exp_waste", {"run": "r1"}),
-               ("compare_runs", {"a": "r1", "b": "r2"}), ("exp2_growth_factor", {"a": "r1", "b": "r2"}),
+               ("compare_runs", {"a": "r1", "b": "r2"}),
+               ("exp2_growth_factor", {"a": "r1", "b": "r2"}),
                ("exp3_calcification", {"a": "r1", "b": "r2"}),
                ("exp3_timeline", {"a": "r1", "b": "r2"}), ("run_metadata", {}), ("headline", {})]
-QUERY_PENDING = {}  # sqlsrc gave headline.sql its PostgreSQL form
-PAGE = "pagepg (the page's /api/run/* on PostgreSQL)"
+PAGE = None  # the page's /api/run/* on PostgreSQL (query.c's query thread)
 READERS = [
-    Reader("predict_r1", model("predict", "--run", "r1"), None, exact),
-    Reader("predict_r2", model("predict", "--run", "r2"), None, exact),
-    Reader("predict_aggregates", model("predict", "--run", "r1", "--source", "aggregates"), None,
-           from_aggregates),
+    Reader("predict_r1", model("predict", "--run", "r1"), check=exact),
+    Reader("predict_r2", model("predict", "--run", "r2"), check=exact),
+    Reader("predict_aggregates", model("predict", "--run", "r1", "--source", "aggregates"),
+           check=from_aggregates),
     Reader("advise_aggregates", model("advise", "--run", "r1", "--source", "aggregates",
-                                      "--objective", "items"), None, from_aggregates),
-    Reader("advise_text", model("advise", "--run", "r1"), None, None),
-    Reader("advise_hits_json", model_json("advise", "--run", "r1", "--objective", "hits"), None,
-           hits_objective),
-    Reader("advise_capacity", model("advise", "--run", "r1", "--objective", "memory"), None,
-           None),
-    Reader("advise_items", model("advise", "--run", "r1", "--objective", "items"), None,
-           None),
+                                      "--objective", "items"), check=from_aggregates),
+    Reader("advise_text", model("advise", "--run", "r1")),
+    Reader("advise_hits_json", model_json("advise", "--run", "r1", "--objective", "hits"),
+           check=hits_objective),
+    Reader("advise_capacity", model("advise", "--run", "r1", "--objective", "memory")),
+    Reader("advise_items", model("advise", "--run", "r1", "--objective", "items")),
     Reader("advise_verify", model_json("advise", "--run", "r1", "--verify", norm=unmeasured),
-           None, hits_objective),
+           check=hits_objective),
     Reader("advise_items_verify", model("advise", "--run", "r1", "--objective", "items",
-                                        "--verify"), None, verified),
-    Reader("advise_holdout_run", model_json("advise", "--run", "r1", "--holdout-run", "r2"),
-           None, None),
-    Reader("mrc", model_json("mrc", "--run", "r1"), None, None),
-    Reader("mrc_flags", model("mrc", "--run", "r1", "--flags", "-f 1.1 -o slab_automove=0"), None,
-           None),
-    Reader("advise_save", saved(["advise", "--format", "json"], "hits_advice", "r2"), None,
-           None),
-    Reader("mrc_save", saved(["mrc", "--format", "json"], "hits_mrc", "r2"),
-           None, None),
-    Reader("replay_r1", replay("r1"), None, replayed),
-    Reader("replay_r2", replay("r2"), None, replayed),
+                                        "--verify"), check=verified),
+    Reader("advise_holdout_run", model_json("advise", "--run", "r1", "--holdout-run", "r2")),
+    Reader("mrc", model_json("mrc", "--run", "r1")),
+    Reader("mrc_flags", model("mrc", "--run", "r1", "--flags", "-f 1.1 -o slab_automove=0")),
+    Reader("advise_save", saved(["advise", "--format", "json"], "hits_advice", "r2")),
+    Reader("mrc_save", saved(["mrc", "--format", "json"], "hits_mrc", "r2")),
+    Reader("replay_r1", replay("r1"), check=replayed),
+    Reader("replay_r2", replay("r2"), check=replayed),
 ] + [
     Reader("query_%s%s" % (name, "".join("_%s_%s" % kv for kv in sorted(params.items()))),
-           query(name, **params), QUERY_PENDING.get(name), nonempty)
+           query(name, **params), check=nonempty)
     for name, params in QUERY_CASES
 ] + [
-    Reader("api_runs", api("runs"), PAGE, None),
-    Reader("api_run_sizes", api("run/sizes"), PAGE, None),
-    Reader("api_run_classes", api("run/classes"), PAGE, None),
+    Reader("api_runs", api("runs"), PAGE),
+    Reader("api_run_sizes", api("run/sizes"), PAGE),
+    Reader("api_run_classes", api("run/classes"), PAGE),
     Reader("api_run_series", api("run/series", last_sample), PAGE, allocated),
-    Reader("api_run_traffic", api("run/traffic", per_bucket), PAGE, None),
-    Reader("api_run_advice", api("run/advice"), PAGE, None),
-    Reader("api_run_reads", api("run/reads", read_classes), PAGE, None),
-    Reader("api_run_reports", api("run/reports"), PAGE, None),
-] + [
-    Reader("top_proxy", top, None, None),
+    Reader("api_run_traffic", api("run/traffic", per_bucket), PAGE),
+    Reader("api_run_advice", api("run/advice"), PAGE),
+    Reader("api_run_reads", api("run/reads", read_classes), PAGE),
+    Reader("api_run_reports", api("run/reports"), PAGE),
+    Reader("top_proxy", top),
 ]
 
 
