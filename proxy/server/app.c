@@ -93,31 +93,6 @@ static bool app_loopback(const struct sockaddr_storage *ss)
     return false;
 }
 
-/* Earlier runs of the file, read once before the writer thread owns it, so
- * /api/runs never reads SQLite on the loop. */
-static void app_read_runs(struct app *a)
-{
-    sqlite3_stmt *st;
-    struct buf b;
-    buf_init(&b, JSONB_MAX);
-    buf_puts(&b, "[");
-    if (sqlite3_prepare_v2(
-            sink_sqlite(&a->sink),
-            "SELECT json_object('run_id', run_id, 'name', name, 'started_ns', started_ns,"
-            " 'ended_ns', ended_ns, 'upstream', upstream, 'rows_recorded', rows_recorded,"
-            " 'rows_dropped', rows_dropped) FROM runs ORDER BY run_id DESC LIMIT 20",
-            -1, &st, NULL) == SQLITE_OK) {
-        for (int i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
-            if (i)
-                buf_puts(&b, ",");
-            buf_puts(&b, (const char *)sqlite3_column_text(st, 0));
-        }
-        sqlite3_finalize(st);
-    }
-    buf_puts(&b, "]");
-    a->runs_before = buf_take(&b);
-}
-
 /* The listeners first -- the proxy's and the admin endpoint's -- so that
  * a start that cannot bind leaves no database file (nor run row) behind. */
 static int app_listen(struct app *a, const struct app_config *cfg, char *err, size_t errlen)
@@ -244,12 +219,10 @@ static int app_open_store(struct app *a, const struct app_config *cfg, struct ap
 /* The runs /api/runs lists beside the current one. */
 static void app_earlier_runs(struct app *a)
 {
-    if (sink_sqlite(&a->sink)) {
-        app_read_runs(a);
+    /* SQLite: read once here, before the writer thread owns the file;
+     * PostgreSQL: by the page's query thread (webapi_open_pg) */
+    if (sink_sqlite(&a->sink))
         a->runs_all = query_runs_json(sink_sqlite(&a->sink), -1, QUERY_RUNS_MAX - 1);
-    } else {
-        a->runs_before = strdup("[]"); /* the fleet's runs: ask PostgreSQL */
-    }
 }
 
 static void app_rec_config(const struct app_config *cfg, struct app_start *st)
@@ -409,8 +382,6 @@ unbind:
     app_teardown(a);
 fail:
     stats_sample_fini(&a->last);
-    free(a->runs_before);
-    a->runs_before = NULL;
     free(a->runs_all);
     a->runs_all = NULL;
     return -1;
@@ -497,8 +468,6 @@ int app_finish(struct app *a, struct rec_totals *totals)
     pbuf_pool_free(&a->px.pool);
     stats_sample_fini(&a->final_prev);
     stats_sample_fini(&a->last);
-    free(a->runs_before);
-    a->runs_before = NULL;
     free(a->runs_all);
     a->runs_all = NULL;
     return rc;

@@ -92,9 +92,9 @@ struct app {
     int64_t last_sample_ns;        /* when it came (0: none yet) */
     char http_host[ADDR_TEXT_MAX]; /* the admin address as a Host header names it */
     bool have_last;
-    struct jobs jobs;  /* samples, settings, phases, run_meta; the ladder writes are tagged with */
-    char *runs_before; /* JSON of earlier runs in the file, read at open */
-    char *runs_all;    /* the same for /api/runs "runs" (query_runs_json) */
+    struct jobs jobs; /* samples, settings, phases, run_meta; the ladder writes are tagged with */
+    char
+        *runs_all; /* the runs but the current one (query_runs_json): /api/runs "runs", "earlier" */
     struct webapi web; /* /api/run/...: queries on the writer thread */
     bool closing, final_done, poller_open, http_open;
     unsigned closing_handles;

@@ -233,10 +233,10 @@ static void routes_runs(const struct admin_http_request *req, struct admin_http_
     jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
     buf_printf(&b,
                ",\"rows_recorded\":%llu,\"rows_dropped\":%llu,\"phase_id\":%lld,"
-               "\"stats_interval_ms\":%u},\"earlier\":%s,\"runs\":[",
+               "\"stats_interval_ms\":%u},\"earlier\":[%s],\"runs\":[",
                (unsigned long long)a->rec.written, (unsigned long long)a->rec.dropped,
                (long long)atomic_load(&a->phase_id), a->cfg.stats_interval_ms,
-               a->runs_before ? a->runs_before : "[]");
+               a->runs_all ? a->runs_all : "");
     /* the running run first (newest), then the file's earlier ones */
     buf_printf(&b, "{\"run_id\":%lld,\"name\":", (long long)a->run_id);
     jsonb_string(&b, a->cfg.run_name, strlen(a->cfg.run_name));
