@@ -122,6 +122,7 @@ struct conn {
     struct pbuf *deferred;   /* moving: bytes to replay once private;
                                 held: whole requests past max_pending */
     bool held;               /* deferred waits for inflight < max_pending */
+    bool held_dump;          /* ... and for a metadump's end (inflight 0) */
     struct pwrite *reply;    /* answers collected from one upstream read */
     struct conn *reply_next; /* px->replying */
     bool on_reply_list;

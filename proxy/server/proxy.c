@@ -915,6 +915,19 @@ static bool conn_handle_request(struct conn *c, const struct mc_request *req, st
         conn_defer(c, b, end, n);
         return false;
     }
+    if (req->exclusive && !up->shared) {
+        /* lru_crawler metadump: memcached hands the connection to its
+         * crawler and drops what else its read held (1.6.18: a request
+         * sent with it is never answered). What follows waits for the
+         * dump's end and goes in a write of its own, as a direct client's
+         * next write would: held, the client not read meanwhile */
+        conn_forward(c, b, *fwd_from, end);
+        *fwd_from = n;
+        conn_defer(c, b, end, n);
+        c->held = c->held_dump = true;
+        conn_update_reading(c);
+        return false;
+    }
     return true;
 }
 
@@ -1165,12 +1178,15 @@ void conn_entry_done(struct conn *c)
 static void conn_check_done(struct conn *c)
 {
     struct proxy *px = c->px;
-    if (c->held && c->inflight < px->cfg.max_pending && !c->closing) {
+    if (c->held && c->inflight < px->cfg.max_pending && !c->closing &&
+        !(c->held_dump && c->inflight)) {
         struct pbuf *d = c->deferred;
         c->deferred = NULL;
-        c->held = false;
-        conn_client_data(c, d, d->len);
-        pbuf_unref(&px->pool, d);
+        c->held = c->held_dump = false;
+        if (d) {
+            conn_client_data(c, d, d->len);
+            pbuf_unref(&px->pool, d);
+        }
     }
     conn_update_reading(c);
     if (c->closing || c->inflight)
