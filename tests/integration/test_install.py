@@ -25,8 +25,7 @@
 
 The build tree is the one of $SLABTAP (ctest sets it); the man pages and
 the derived SQL are built there first when missing (targets slabtap_man,
-sql_files). Bounded waits; no
-servers.
+sql_files). Bounded waits; no servers.
 """
 import filecmp
 import glob

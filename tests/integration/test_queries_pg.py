@@ -6,8 +6,8 @@ parameters @NAME); its psql form pg/queries/NAME.sql is derived by
 schema/sqlgen.c (a header that sets each psql variable left unset to '',
 then the SQLite text with each @NAME outside comments replaced by
 `nullif(:'NAME', '')`) into the build directory (build/schema/, part of
-`all`; target sql_files) and installed. Where the engines' functions differ (json_extract, instr, printf, min
-of several values), the PostgreSQL schema defines SQLite's under their
+`all`; target sql_files) and installed. Where the engines' functions
+differ (json_extract, instr, printf, min of several values), the PostgreSQL schema defines SQLite's under their
 names (schema/schema.sql.in, "Compatibility functions"): the difference
 lives there and nowhere else. The same way the build's schema.sql and
 pg/schema.sql are sqlgen's output from schema/schema.sql.in. Only the
