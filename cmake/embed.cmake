@@ -1,7 +1,7 @@
 # Turns a text file into a C translation unit defining one string, so the
 # binary carries schema.sql and never reads it from disk at run time.
-# NAME: the C symbol (default slabtap_schema_sql; schema/pg/schema.sql is
-# embedded as slabtap_pg_schema_sql).
+# NAME: the C symbol (default slabtap_schema_sql; the derived
+# build/schema/pg/schema.sql is embedded as slabtap_pg_schema_sql).
 if(NOT NAME)
   set(NAME slabtap_schema_sql)
 endif()

@@ -2,7 +2,7 @@
  *
  * Owns: the rule that turns schema/schema.sql.in into the SQLite schema and
  * the PostgreSQL schema, and a canned query (schema/queries/NAME.sql, SQLite
- * with @NAME parameters) into its psql form (schema/pg/queries/NAME.sql).
+ * with @NAME parameters) into its psql form (build/schema/pg/queries/NAME.sql).
  * Must never: know a table or a query by name (the source says what is
  * whose), read anything but the file it is given.
  *
@@ -35,10 +35,11 @@
  * outside comments and '...' replaced by nullif(:'NAME', '').
  *
  * A line longer than 4095 bytes, a marker out of place or a section left
- * open is an error (exit 1, OUT not written). CMake generates the two
- * schemas at build time and embeds them; the target sql_files writes the
- * copies checked in under schema/, and tests/integration/test_queries_pg.py
- * checks that they are this tool's output and tests the rule. */
+ * open is an error (exit 1, OUT not written). CMake runs it at build time
+ * (target sql_files, part of all) into build/schema/: schema.sql,
+ * pg/schema.sql (both embedded), pg/queries/NAME.sql; only the sources are
+ * in git. tests/integration/test_queries_pg.py checks that the build's files
+ * are this tool's output and tests the rule. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>

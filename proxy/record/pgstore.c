@@ -1,5 +1,5 @@
-/* pgstore: the PostgreSQL store. schema/pg/schema.sql, embedded at build
- * time, defines every table and view; this file applies it, encodes
+/* pgstore: the PostgreSQL store. pg/schema.sql (derived from
+ * schema/schema.sql.in and embedded at build time) defines every table and view; this file applies it, encodes
  * recorded writes in the format of schema.sql's `writes` (op, sizes, extra:
  * record/rowcode.h, the encoder store.c uses too) plus run_id, seq, t_ns and conn_id,
  * and sends a batch's writes with one binary COPY.
@@ -515,7 +515,7 @@ static int apply_schema(struct pgstore *s, char *err, size_t errlen)
             goto rollback;
     /* the schema, quiet about what already exists */
     if (exec(s, "SET LOCAL client_min_messages = warning", "applying the schema", err, errlen) ||
-        exec(s, slabtap_pg_schema_sql, "applying schema/pg/schema.sql", err, errlen))
+        exec(s, slabtap_pg_schema_sql, "applying pg/schema.sql", err, errlen))
         goto rollback;
     const char *params[2] = { NULL, hex };
     char ver[16];

@@ -1,6 +1,7 @@
 /* pgstore: the PostgreSQL store -- the same shape as store.h (open, run,
  * batches of rows and jobs, run end, close) for a fleet of proxies writing
- * into one server: schema/pg/schema.sql (embedded), recorded writes sent
+ * into one server: pg/schema.sql (derived from schema/schema.sql.in,
+ * embedded), recorded writes sent
  * with one binary COPY per batch into `writes` (partitioned by day of t_ns,
  * partitions created on demand), jobs with prepared INSERTs in the same
  * transaction, and the batch's write and read aggregates (record/wagg.h,
@@ -73,7 +74,7 @@ void pgstore_scrub(const char *pw, char *msg, size_t cap);
 /* Connects (libpq connection string: URI or keyword/value; password from
  * the string, PGPASSWORD or ~/.pgpass; connect_timeout 10 s unless it says
  * otherwise; synchronous_commit off unless its `options` say otherwise),
- * applies schema/pg/schema.sql when the database's schema is older or
+ * applies pg/schema.sql when the database's schema is older or
  * differs (refusing a newer one), and marks runs whose proxy is gone as
  * crashed. 0, or -1 with the reason in err; pgstore_close either way. */
 int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen);

@@ -33,7 +33,7 @@ struct query_sql {
     const char *pg; /* NULL: qsql_dialect_pg(lite) */
 };
 
-/* The columns of one row of `writes` (schema/schema.sql gives the format;
+/* The columns of one row of `writes` (schema/schema.sql.in gives the format;
  * the view `sets` decodes the same way, but per row through subqueries:
  * these read the packed columns directly). */
 #define W_KEY_LEN \

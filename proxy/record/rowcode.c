@@ -1,4 +1,4 @@
-/* rowcode: op / sizes / fe / extra of one write (schema/schema.sql has the
+/* rowcode: op / sizes / fe / extra of one write (schema/schema.sql.in has the
  * format). Pure: no I/O, no lookups. */
 #include "record/rowcode.h"
 

@@ -1,7 +1,7 @@
 /* rowcode: the compact encoding of one recorded write -- the packed
  * integers `op` and `sizes`, flags + exptime in `fe`, and the JSON of
- * `extra` for what does not fit -- that schema/schema.sql documents bit by
- * bit and schema/pg/schema.sql reads back the same way.
+ * `extra` for what does not fit -- that schema/schema.sql.in documents bit by
+ * bit and pg/schema.sql reads back the same way.
  *
  * Owns the bit layout and the JSON of extra, for both stores (store.c,
  * pgstore.c): one encoder, so SQLite and PostgreSQL can never disagree on

@@ -1,5 +1,5 @@
-/* store: the SQLite database. schema/schema.sql, embedded at build time, is
- * the only definition of tables and views; this file applies it, upgrades
+/* store: the SQLite database. schema.sql (derived from schema/schema.sql.in
+ * and embedded at build time) is the only definition of tables and views; this file applies it, upgrades
  * older files and writes batches with prepared statements. Recorded writes
  * go into `writes` in the compact format schema.sql describes, through one
  * encoder (put_write) that both the writer thread and the v3 -> v4 upgrade

@@ -2,7 +2,7 @@
  * batched transactions, and the compact encoding of recorded writes
  * (table `writes`, read back through the view `sets`) and reads (tables
  * read_rows, read_keys, read_arrivals, read_extra, view `reads`, and
- * agg_reads; schema/schema.sql documents both formats).
+ * agg_reads; schema/schema.sql.in documents both formats).
  * Must never be called from the event loop thread once the recorder owns
  * it (only the writer thread touches the connection after rec_open), nor
  * print: a failure returns -1 with its reason in the caller's err buffer

@@ -7,7 +7,8 @@ that check so (test_engines.py, the suite over every reader;
 test_queries_pg.py, the canned queries on more runs) use these helpers:
 
   run_sqlite, run_pg      one canned query (schema/queries/NAME.sql with
-                          sqlite3, schema/pg/queries/NAME.sql with psql), its
+                          sqlite3, its psql form pg/queries/NAME.sql of the
+                          build's derived SQL, mctest.GEN_SQL, with psql), its
                           (header, rows) with NULL as None
   query_answer            what two stores must agree on for a query's rows
                           (numbers by value; per-sample queries as the state
@@ -29,7 +30,7 @@ import mctest
 
 SCHEMA = os.path.join(mctest.SRC, "schema")
 QUERIES = os.path.join(SCHEMA, "queries")
-PG_QUERIES = os.path.join(SCHEMA, "pg", "queries")
+PG_QUERIES = os.path.join(mctest.GEN_SQL, "pg", "queries")
 NULL = "\\N"
 # queries with a row per stats sample: (their time column, the column that
 # says which part of the recording a sample belongs to). The two proxies'
@@ -59,7 +60,7 @@ def run_sqlite(db, name, params):
 
 
 def run_pg(psql, uri, name, params):
-    """(header, rows) of schema/pg/queries/NAME.sql on PostgreSQL uri, each
+    """(header, rows) of build/schema/pg/queries/NAME.sql on PostgreSQL uri, each
     parameter a psql variable (-v NAME=VALUE)."""
     argv = [psql, "-X", "-q", "--csv", "-v", "ON_ERROR_STOP=1", "-P", "null=" + NULL]
     for k, v in params.items():

@@ -23,8 +23,10 @@ fails. Should a server still find its port taken (EADDRINUSE), the start
 helpers try again on a new one.
 
 Environment: SLABTAP (the binary; default build/slabtap of the repo),
-SLABTAP_SRC (the repo root; default two folders up from here). Run the tests
-with /usr/bin/python3.
+SLABTAP_SRC (the repo root; default two folders up from here). The SQL the
+build derives from schema/ (schema.sql, pg/schema.sql, pg/queries/NAME.sql)
+is read from GEN_SQL, the schema/ folder of the binary's build directory.
+Run the tests with /usr/bin/python3.
 """
 import atexit
 import http.client
@@ -44,6 +46,8 @@ SRC = os.environ.get("SLABTAP_SRC") or os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(SRC, "tests", "data")
 SLABTAP = os.environ.get("SLABTAP") or os.path.join(SRC, "build", "slabtap")
+# what sqlgen derived from schema/schema.sql.in and schema/queries (CMakeLists)
+GEN_SQL = os.path.join(os.path.dirname(os.path.abspath(SLABTAP)), "schema")
 # pooled (the default, a small number) or per-client: set by ctest per run
 UPSTREAM_CONNS = os.environ.get("SLABTAP_UPSTREAM_CONNS", "2")
 POOLED = UPSTREAM_CONNS != "per-client"

@@ -1,8 +1,9 @@
 """test_install: `cmake --install` into a temporary DESTDIR, and what it puts there.
 
-- bin/slabtap runs; share/slabtap holds schema.sql, pg/schema.sql and every
-  canned query of schema/queries (and schema/pg/queries), byte for byte, and
-  queries/attach_days.sh, executable.
+- bin/slabtap runs; share/slabtap holds every canned query of
+  schema/queries (the sources) and what the build derived from schema/
+  (build/schema: schema.sql, pg/schema.sql, pg/queries/NAME.sql, one per
+  canned query), byte for byte, and queries/attach_days.sh, executable.
 - share/man/man1/slabtap.1 carries every line of `slabtap --help`, of each
   command's --help and of each `slabtap model SUB --help` (inserted at build
   time, so they cannot drift), a section for each command and model
@@ -22,9 +23,9 @@
   EnvironmentFile), `systemd-analyze verify` passing on both; /usr puts the
   environment file in /etc/default; the shipped defaults bound the disk.
 
-The build tree is the one of $SLABTAP (ctest sets it); the man pages are
-built there first when missing (target slabtap_man). Bounded waits; no
-servers.
+The build tree is the one of $SLABTAP (ctest sets it); the man pages and
+the derived SQL are built there first when missing (targets slabtap_man,
+sql_files). Bounded waits; no servers.
 """
 import filecmp
 import glob
@@ -123,11 +124,12 @@ class Install(unittest.TestCase):
         cls.build = os.path.dirname(os.path.abspath(mctest.SLABTAP))
         if not os.path.exists(os.path.join(cls.build, "CMakeCache.txt")):
             raise unittest.SkipTest("%s is not a CMake build tree" % cls.build)
-        if not all(os.path.exists(os.path.join(cls.build, p))
-                   for p in ("slabtap.1.tmpl", "slabtap.7.tmpl")):
-            rc, out, err = run(["cmake", "--build", cls.build, "--target", "slabtap_man"],
-                               timeout=600)
-            assert rc == 0, out[-3000:] + err[-3000:]
+        for target, made in [("slabtap_man", ("slabtap.1.tmpl", "slabtap.7.tmpl")),
+                             ("sql_files", ("schema/pg/queries",))]:
+            if not all(os.path.exists(os.path.join(cls.build, p)) for p in made):
+                rc, out, err = run(["cmake", "--build", cls.build, "--target", target],
+                                   timeout=600)
+                assert rc == 0, out[-3000:] + err[-3000:]
         cls.dest = install_into(cls.build, PREFIX)
         cls.root = cls.dest + PREFIX
         cls.bin = os.path.join(cls.root, "bin", "slabtap")
@@ -148,14 +150,18 @@ class Install(unittest.TestCase):
     def test_schema_and_queries(self):
         src = os.path.join(mctest.SRC, "schema")
         share = self.p("share/slabtap")
-        wanted = [os.path.relpath(f, src) for f in glob.glob(os.path.join(src, "**", "*.sql"),
-                                                             recursive=True)]
-        self.assertIn("schema.sql", wanted)
-        self.assertIn("pg/schema.sql", wanted)
-        self.assertIn("queries/headline.sql", wanted)
-        for rel in wanted:
-            self.assertTrue(filecmp.cmp(os.path.join(src, rel), os.path.join(share, rel),
+        queries = sorted(os.path.basename(f) for f in glob.glob(os.path.join(src, "queries",
+                                                                             "*.sql")))
+        self.assertIn("headline.sql", queries)
+        wanted = [(src, "queries/" + q) for q in queries]  # (from where, path under share)
+        wanted += [(mctest.GEN_SQL, rel) for rel in ["schema.sql", "pg/schema.sql"]
+                   + ["pg/queries/" + q for q in queries]]
+        for top, rel in wanted:
+            self.assertTrue(filecmp.cmp(os.path.join(top, rel), os.path.join(share, rel),
                                         shallow=False), rel)
+        installed = sorted(os.path.relpath(f, share)
+                           for f in glob.glob(os.path.join(share, "**", "*.sql"), recursive=True))
+        self.assertEqual(installed, sorted(rel for _, rel in wanted))
         days = os.path.join(share, "queries", "attach_days.sh")
         self.assertTrue(filecmp.cmp(os.path.join(src, "queries", "attach_days.sh"), days,
                                     shallow=False))

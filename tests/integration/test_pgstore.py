@@ -12,10 +12,11 @@ throwaway cluster (pgcluster.py), driven by bench/pg_writer_bench.
 - views: every view of schema.sql and the fleet views answer, and say what
   the two nodes wrote (fleet_settings_diff names growth_factor, fleet_sizes
   counts every write, fleet_waste has a total per node).
-- names: schema/pg/schema.sql has the tables, columns and views of
-  schema/schema.sql (applied to SQLite here), but for the documented
-  dialect differences (the -- @sqlite / -- @pg sections of
-  schema/schema.sql.in, whence schema/sqlgen.c derives both).
+- names: the PostgreSQL schema (build/schema/pg/schema.sql) has the tables,
+  columns and views of the SQLite one (build/schema/schema.sql, applied to
+  SQLite here), but for the documented dialect differences (the -- @sqlite /
+  -- @pg sections of schema/schema.sql.in, whence schema/sqlgen.c derives
+  both at build time).
 - versions: a second open leaves the schema alone; a newer version is
   refused with a clear message.
 - crashed: a bench killed mid-run is marked crashed with its rows counted
@@ -183,7 +184,7 @@ class PgStoreTest(unittest.TestCase):
         self.assertEqual([r[0] for r in ladder], ["96", "120", "152", "192"])
 
     def test_04_names_match_sqlite(self):
-        with open(os.path.join(mctest.SRC, "schema", "schema.sql")) as f:
+        with open(os.path.join(mctest.GEN_SQL, "schema.sql")) as f:
             db = sqlite3.connect(":memory:")
             db.executescript(f.read())
         lite = {}

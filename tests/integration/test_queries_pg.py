@@ -2,16 +2,18 @@
 the SQL's one source.
 
 Every canned query is written once, in SQLite's SQL (schema/queries/NAME.sql,
-parameters @NAME); its psql form schema/pg/queries/NAME.sql is derived by
+parameters @NAME); its psql form pg/queries/NAME.sql is derived by
 schema/sqlgen.c (a header that sets each psql variable left unset to '',
 then the SQLite text with each @NAME outside comments replaced by
-`nullif(:'NAME', '')`): `cmake --build build --target sql_files` writes
-them. Where the engines' functions differ (json_extract, instr, printf, min
-of several values), the PostgreSQL schema defines SQLite's under their
+`nullif(:'NAME', '')`) into the build directory (build/schema/, part of
+`all`; target sql_files) and installed. Where the engines' functions
+differ (json_extract, instr, printf, min of several values), the PostgreSQL schema defines SQLite's under their
 names (schema/schema.sql.in, "Compatibility functions"): the difference
-lives there and nowhere else. The same way schema/schema.sql and
-schema/pg/schema.sql are sqlgen's output from schema/schema.sql.in; the
-files checked in must be exactly what sqlgen writes (no servers needed).
+lives there and nowhere else. The same way the build's schema.sql and
+pg/schema.sql are sqlgen's output from schema/schema.sql.in. Only the
+sources are in git; the files the build derived (mctest.GEN_SQL, read by
+every test) must be exactly what sqlgen writes from the sources now, one
+psql form per canned query and no other (no servers needed).
 
 The same small load goes through two proxies, one recording into a SQLite
 file, one into a throwaway PostgreSQL cluster (pgcluster.py), each in front
@@ -77,7 +79,8 @@ def read(path):
 
 
 class SqlFiles(unittest.TestCase):
-    """No servers: the files checked in are sqlgen's output from the one source."""
+    """No servers: the files the build derived are sqlgen's output from the
+    sources as they are now (a source edited since the build fails here)."""
 
     def names(self, folder):
         return sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(folder, "*.sql")))
@@ -88,14 +91,20 @@ class SqlFiles(unittest.TestCase):
             with self.subTest(name=name):
                 self.assertEqual(read(os.path.join(PG_QUERIES, name + ".sql")),
                                  sqlgen("query", name, os.path.join(QUERIES, name + ".sql")),
-                                 "%s: cmake --build build --target sql_files" % name)
+                                 "%s: rebuild (cmake --build build)" % name)
 
     def test_schemas_are_derived_from_one_source(self):
         src = os.path.join(SCHEMA, "schema.sql.in")
         for dialect, path in [("sqlite", "schema.sql"), ("pg", os.path.join("pg", "schema.sql"))]:
             with self.subTest(dialect=dialect):
-                self.assertEqual(read(os.path.join(SCHEMA, path)), sqlgen("schema", dialect, src),
-                                 "schema/%s: cmake --build build --target sql_files" % path)
+                self.assertEqual(read(os.path.join(mctest.GEN_SQL, path)),
+                                 sqlgen("schema", dialect, src),
+                                 "%s: rebuild (cmake --build build)" % path)
+
+    def test_only_the_sources_are_in_the_tree(self):
+        """schema/ holds the sources only: no derived file beside them."""
+        self.assertEqual(sorted(glob.glob(os.path.join(SCHEMA, "*.sql"))), [])
+        self.assertFalse(os.path.exists(os.path.join(SCHEMA, "pg")))
 
     def test_the_rule(self):
         """What sqlgen does to a shared line, a section, a query parameter."""

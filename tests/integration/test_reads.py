@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_reads: every key a read asks for is a row of the view `reads`
-(issue 19; proxy/server/readrec.h, schema/schema.sql), through a real
+(issue 19; proxy/server/readrec.h, schema/schema.sql.in), through a real
 memcached and a real `slabtap proxy`:
 
   * get / gets / gat / gats / mg: one row per key asked for, with the right

@@ -835,7 +835,7 @@ class Schema(mctest.ServerTestCase):
         note_col = {"waste_by_class": "class_id", "exp_waste": "class_id", "ladder": "origin",
                     "pages_timeline": "phase", "top_prefixes": "prefix"}
         empty = self.path("no-runs.db")
-        with open(os.path.join(SRC, "schema", "schema.sql")) as f:
+        with open(os.path.join(mctest.GEN_SQL, "schema.sql")) as f:
             con = sqlite3.connect(empty)
             con.executescript(f.read())
             con.close()
