@@ -21,7 +21,6 @@
 #include "record/ragg.h"
 #include "record/row.h"
 #include "record/rowcode.h"
-#include "record/store.h"
 #include "record/wagg.h"
 
 extern const char slabtap_pg_schema_sql[];
@@ -100,7 +99,7 @@ struct pgstore_state {
     struct buf reads; /* the batch's reads as COPY text lines */
     /* the aggregates (record/wagg.h, record/ragg.h): counted from every
      * batch, carried across batches, upserted at most every
-     * STORE_AGG_FLUSH_MS in the transaction of the batch then due (or in
+     * PGSTORE_AGG_FLUSH_MS in the transaction of the batch then due (or in
      * one of their own while idle), cleared only once that committed */
     struct wagg agg;
     struct ragg ragg;
@@ -1236,7 +1235,7 @@ static void agg_begin(struct pgstore_state *st)
 }
 
 /* The transaction's end: its new key prefixes, the carried aggregates when
- * a flush is due (STORE_AGG_FLUSH_MS since the last, or forced), the
+ * a flush is due (PGSTORE_AGG_FLUSH_MS since the last, or forced), the
  * token when counts are at stake, and COMMIT -- one round trip. A failure
  * that lost the connection leaves the outcome unsure (agg_settle). */
 static int agg_commit(struct pgstore *s, char *err, size_t errlen)
@@ -1248,7 +1247,8 @@ static int agg_commit(struct pgstore *s, char *err, size_t errlen)
         agg_done(st, false);
         return -1;
     }
-    if (pgstore_aggregates_due_ns(s) <= clock_wall_ns() || wagg_should_flush(&st->agg))
+    if (clock_wall_ns() >= st->agg_written_ns + PGSTORE_AGG_FLUSH_MS * INT64_C(1000000) ||
+        wagg_should_flush(&st->agg))
         st->agg_flush = true;
     if (st->agg_flush) {
         buf_append(b, st->carry_sql.data, st->carry_sql.len);
@@ -1299,7 +1299,7 @@ int64_t pgstore_aggregates_due_ns(const struct pgstore *s)
     const struct pgstore_state *st = s->st;
     if (!st || !(st->agg_carry || st->ragg.ncells || st->carry_sql.len || st->unsure))
         return 0;
-    return st->agg_written_ns + STORE_AGG_FLUSH_MS * INT64_C(1000000);
+    return st->agg_written_ns + PGSTORE_AGG_FLUSH_MS * INT64_C(1000000);
 }
 
 int pgstore_write_aggregates(struct pgstore *s, char *err, size_t errlen)
@@ -1322,7 +1322,7 @@ int pgstore_write_aggregates(struct pgstore *s, char *err, size_t errlen)
             char ignored[256];
             exec(s, "ROLLBACK", "rolling back the aggregates", ignored, sizeof ignored);
         }
-        st->agg_written_ns = clock_wall_ns(); /* kept; due again in STORE_AGG_FLUSH_MS */
+        st->agg_written_ns = clock_wall_ns(); /* kept; due again in PGSTORE_AGG_FLUSH_MS */
     }
     return rc ? -1 : 0;
 }

@@ -6,7 +6,7 @@
  * transaction, and the write and read aggregates (record/wagg.h,
  * record/ragg.h: schema.sql's agg_* tables, counted from every row,
  * sampled-out ones too), carried across batches and upserted at most every
- * STORE_AGG_FLUSH_MS (store.h: one interval for both engines) inside the
+ * PGSTORE_AGG_FLUSH_MS (store.h's STORE_AGG_FLUSH_MS unless the build sets it) inside the
  * transaction of the batch then due, or of their own while the writer is
  * idle (pgstore_write_aggregates) and at the run's end. A transaction that
  * upserts or counts them also sets run_meta 'agg_flush' to a token: when
@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "record/store.h"
+
 struct rec_row;
 struct rec_job;
 
@@ -41,6 +43,11 @@ struct rec_job;
 #define PGSTORE_ROW_MAX 4096
 /* Day partitions remembered as existing (older ones are looked up again). */
 #define PGSTORE_DAYS_MAX 64
+/* The carried aggregates are upserted at most this often (SQLite's
+ * interval, store.h; a build may set another: -DPGSTORE_AGG_FLUSH_MS=N). */
+#ifndef PGSTORE_AGG_FLUSH_MS
+#define PGSTORE_AGG_FLUSH_MS STORE_AGG_FLUSH_MS
+#endif
 /* Runs whose liveness lock this connection holds (retaken after a reconnect). */
 #define PGSTORE_RUNS_MAX 16
 /* Connection strings longer than this are refused. */
@@ -103,7 +110,7 @@ int pgstore_commit(struct pgstore *s, int failed, char *err, size_t errlen);
 
 /* When the carried aggregates are due (wall ns; 0: none wait): the writer
  * upserts them while idle too, so readers see them at most
- * STORE_AGG_FLUSH_MS late. */
+ * PGSTORE_AGG_FLUSH_MS late. */
 int64_t pgstore_aggregates_due_ns(const struct pgstore *s);
 /* The carried aggregates now, in a transaction of their own (pgstore_run_end
  * calls it first). 0, or -1 with the reason in err (they are kept and
