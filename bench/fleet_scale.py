@@ -334,11 +334,14 @@ def measure_mode(pg, wd, mode, flags, a):
             px.kill_hard()
         mc.stop()
     stored = int(pg.scalar("SELECT count(*) FROM writes", db=db))
+    # every write counted once in the aggregates, the prefix ones too (--keys prefix)
+    counted = [int(pg.scalar("SELECT coalesce(sum(writes), 0) FROM %s" % t, db=db))
+               for t in ("agg_sizes", "agg_prefixes")]
     grew = {k: size1[k] - size0[k] for k in size1}
     return {"mode": mode, "flags": " ".join(flags), "sent": sent, "stored": stored,
             "secs_sent": t_sent, "secs": t_stored, "window": window,
             "pg_cpu": cpu1 - cpu0, "wal": wal_bytes(pg, lsn0, lsn1), "net": net1 - net0,
-            "disk": sum(grew.values()), "grew": grew, "upserts": upserts,
+            "disk": sum(grew.values()), "grew": grew, "upserts": upserts, "counted": counted,
             "writer": sum(y[0] - x[0] for x, y in zip(pxcpu0, pxcpu1)),
             "proxy": sum(y[1] - x[1] for x, y in zip(pxcpu0, pxcpu1))}
 
@@ -665,6 +668,9 @@ def main():
                 die("mode rows: %d writes sent, %d rows stored" % (r["sent"], r["stored"]))
             if r["mode"] not in ("rows", "idle") and r["stored"] >= r["sent"]:
                 die("mode %s stored every write (%d)" % (r["mode"], r["stored"]))
+            if r["counted"] != [r["sent"]] * 2:
+                die("mode %s: %d writes sent, counted %r in agg_sizes, agg_prefixes"
+                    % (r["mode"], r["sent"], r["counted"]))
             if not (r["pg_cpu"] > 0 and r["wal"] > 0 and r["disk"] > 0 and r["net"] > 0):
                 die("mode %s: a figure was not measured: %r" % (r["mode"], r))
         for g in grid:

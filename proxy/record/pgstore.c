@@ -50,6 +50,9 @@ extern const char slabtap_pg_schema_sql[];
  * 40 bits), never 0 */
 #define PREFIX_ID_MOD ((UINT64_C(1) << 40) - 1)
 
+/* run_meta key of the last transaction that upserted aggregates */
+#define AGG_TOKEN_KEY "agg_flush"
+
 /* --- the state ------------------------------------------------------------------- */
 
 struct pg_answer {
@@ -94,14 +97,26 @@ struct pgstore_state {
     char *copy; /* PGSTORE_COPY_BUF bytes */
     size_t copy_len;
     struct buf reads; /* the batch's reads as COPY text lines */
-    /* the batch's aggregates (record/wagg.h, record/ragg.h), upserted in
-     * its transaction: a batch committed (or shipped from the spill) once
-     * adds them once */
+    /* the aggregates (record/wagg.h, record/ragg.h): counted from every
+     * batch, carried across batches, upserted at most every
+     * PGSTORE_AGG_FLUSH_MS in the transaction of the batch then due (or in
+     * one of their own while idle), cleared only once that committed */
     struct wagg agg;
     struct ragg ragg;
-    int64_t agg_run; /* the run the batch's write aggregates are of; 0: none */
-    bool agg_prefix; /* ... and whether it keeps key prefixes */
+    int64_t agg_run;  /* the run the write aggregates are of; 0: none */
+    bool agg_prefix;  /* ... and whether it keeps key prefixes */
+    bool agg_carry;   /* agg holds committed counts not upserted yet */
+    bool agg_counted; /* the open batch counted rows */
+    bool agg_flush;   /* the open transaction upserts every carried count */
+    int64_t agg_written_ns;
     struct buf agg_sql;
+    struct buf carry_sql;  /* counts of a run no longer counted, until a flush commits */
+    struct ragg ragg_keep; /* the read cells before the open batch (cells only) */
+    /* a transaction that upserts counts also sets run_meta AGG_TOKEN_KEY of
+     * token_run to token: when its COMMIT has no answer (unsure), the next
+     * transaction first reads it back to learn whether it committed */
+    bool unsure;
+    int64_t token, token_run;
     uint64_t *prefix_known; /* PREFIX_KNOWN_SLOTS ids, 0: empty */
     size_t nprefix_known;
     struct new_prefix *new_prefixes; /* the batch's, for key_prefixes */
@@ -703,6 +718,7 @@ int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
         s->st->copy = malloc(PGSTORE_COPY_BUF);
         buf_init(&s->st->reads, BUF_UNBOUNDED);
         buf_init(&s->st->agg_sql, BUF_UNBOUNDED);
+        buf_init(&s->st->carry_sql, BUF_UNBOUNDED);
         buf_init(&s->st->job_text, 3 * JOB_TEXT_MAX + 2);
         buf_init(&s->st->job_classes, 3 * JOB_TEXT_MAX + 2);
     }
@@ -746,6 +762,7 @@ void pgstore_close(struct pgstore *s)
         free(s->st->copy);
         buf_free(&s->st->reads);
         buf_free(&s->st->agg_sql);
+        buf_free(&s->st->carry_sql);
         wagg_free(&s->st->agg);
         free(s->st->prefix_known);
         free(s->st->new_prefixes);
@@ -867,7 +884,8 @@ int pgstore_run_end(struct pgstore *s, int64_t run_id, uint64_t recorded, uint64
     snprintf(rec, sizeof rec, "%llu", (unsigned long long)recorded);
     snprintf(drop, sizeof drop, "%llu", (unsigned long long)dropped);
     const char *ep[3] = { id, now, "-1" };
-    if (run_prepared(s, "end_phase", 3, ep, "ending the last phase", err, errlen))
+    if (pgstore_write_aggregates(s, err, errlen) || /* nothing counted is lost */
+        run_prepared(s, "end_phase", 3, ep, "ending the last phase", err, errlen))
         return -1;
     const char *params[4] = { id, now, rec, drop };
     /* crashed = 0: it may have been taken for crashed while its connection was down */
@@ -889,10 +907,6 @@ static void batch_forget(struct pgstore_state *st)
     st->copy_len = 0;
     buf_reset(&st->reads);
     buf_reset(&st->agg_sql);
-    if (st->agg.e)
-        wagg_clear(&st->agg);
-    ragg_cells_done(&st->ragg);
-    st->agg_run = 0;
     if (st->nnew_prefixes && st->prefix_known) { /* not committed: looked up again */
         memset(st->prefix_known, 0, PREFIX_KNOWN_SLOTS * sizeof *st->prefix_known);
         st->nprefix_known = 0;
@@ -909,17 +923,6 @@ static int ensure_conn(struct pgstore *s, char *err, size_t errlen)
     if (PQstatus(s->conn) != CONNECTION_OK)
         return conn_fail(s, "reconnecting", err, errlen);
     return session_setup(s, err, errlen);
-}
-
-int pgstore_begin(struct pgstore *s, char *err, size_t errlen)
-{
-    batch_forget(s->st);
-    if (ensure_conn(s, err, errlen))
-        return -1;
-    if (exec(s, "BEGIN", "starting a batch", err, errlen))
-        return -1;
-    s->st->in_batch = true;
-    return 0;
 }
 
 /* A read as a line of COPY's text format (tab-separated, \\N for NULL), in
@@ -1068,10 +1071,9 @@ static int agg_sql_prefixes(struct pgstore *s)
     return 0;
 }
 
-/* One upsert of the entries of kind into the batch's aggregate SQL. */
-static void agg_sql_kind(struct pgstore_state *st, uint8_t kind)
+/* One upsert of the write aggregates' entries of kind into b. */
+static void agg_sql_kind(struct pgstore_state *st, struct buf *b, uint8_t kind)
 {
-    struct buf *b = &st->agg_sql;
     bool first = true;
     for (size_t i = 0; i < st->agg.used; i++) {
         const struct wagg_ent *e = &st->agg.e[st->agg.slots[i]];
@@ -1090,6 +1092,37 @@ static void agg_sql_kind(struct pgstore_state *st, uint8_t kind)
     if (!first)
         buf_printf(b, " ON CONFLICT (%s) DO UPDATE SET %s;\n", agg_tables[kind].key,
                    agg_tables[kind].add);
+}
+
+/* The write aggregates (committed and the batch's) of agg_run into b. */
+static void agg_sql_writes(struct pgstore_state *st, struct buf *b)
+{
+    if (!st->agg_run || !st->agg.used)
+        return;
+    buf_printf(b,
+               "INSERT INTO agg_runs (run_id) VALUES (%lld) ON CONFLICT DO NOTHING;\n"
+               "INSERT INTO agg_item_runs (run_id) VALUES (%lld) ON CONFLICT DO NOTHING;\n",
+               (long long)st->agg_run, (long long)st->agg_run);
+    for (uint8_t k = WAGG_SIZE; k <= WAGG_PREFIX_CLASS; k++)
+        agg_sql_kind(st, b, k);
+}
+
+/* The write aggregates count run_id from now on. Committed counts of
+ * another run go into carry_sql first (upserted with the next flush, kept
+ * until one commits), so the transaction must flush. */
+static void agg_start_run(struct pgstore_state *st, int64_t run_id)
+{
+    if (st->agg_run == run_id)
+        return;
+    if (st->agg_carry) {
+        agg_sql_writes(st, &st->carry_sql);
+        st->agg_flush = true;
+    }
+    if (st->agg.used)
+        wagg_clear(&st->agg);
+    st->agg_carry = false;
+    st->agg_run = run_id;
+    st->agg_prefix = run_keeps_prefixes(st, run_id);
 }
 
 /* The read aggregates' cells into the batch's aggregate SQL (they are
@@ -1125,9 +1158,11 @@ static int put_reads(struct pgstore *s, char *err, size_t errlen)
     for (size_t i = 0; i < st->nrpending; i++) {
         const struct pending_ref *p = &st->rpending[i];
         if (!ragg_note_read(&st->ragg, p->run, p->row)) {
-            agg_sql_reads(st);
+            agg_sql_reads(st); /* full or another run: this transaction flushes */
+            st->agg_flush = true;
             ragg_note_read(&st->ragg, p->run, p->row);
         }
+        st->agg_counted = true;
         if (!p->row->sampled_out)
             encode_read(st, p->run, p->row);
     }
@@ -1158,31 +1193,147 @@ static int put_reads(struct pgstore *s, char *err, size_t errlen)
     return rc;
 }
 
-/* The batch's aggregates, upserted in its transaction: one round trip. */
-static int put_aggregates(struct pgstore *s, char *err, size_t errlen)
+/* After a transaction that counted or upserted aggregates: committed
+ * or not, the counts it carried are cleared or kept. */
+static void agg_done(struct pgstore_state *st, bool committed)
+{
+    if (committed && st->agg_flush) {
+        if (st->agg.used)
+            wagg_clear(&st->agg);
+        ragg_cells_done(&st->ragg);
+        buf_reset(&st->carry_sql);
+        st->agg_carry = false;
+        st->agg_written_ns = clock_wall_ns();
+    } else if (committed) {
+        wagg_batch_done(&st->agg, true);
+        st->agg_carry = st->agg_carry || st->agg_counted;
+    } else {
+        wagg_batch_done(&st->agg, false);
+        memcpy(st->ragg.cell, st->ragg_keep.cell, st->ragg_keep.ncells * sizeof *st->ragg.cell);
+        st->ragg.ncells = st->ragg_keep.ncells;
+        st->ragg.run = st->ragg_keep.run;
+    }
+    st->agg_flush = st->agg_counted = st->unsure = false;
+}
+
+/* A transaction whose COMMIT had no answer: whether it committed, from
+ * its token (the connection made again first). 0, or -1 when the server
+ * cannot tell now (the counts wait). */
+static int agg_settle(struct pgstore *s, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    if (!st->unsure)
+        return 0;
+    int64_t v = pgstore_meta_int(s, st->token_run, AGG_TOKEN_KEY);
+    if (v < 0) {
+        snprintf(err, errlen, "%s: cannot learn whether the last aggregates committed", s->shown);
+        return -1;
+    }
+    agg_done(st, v == st->token);
+    return 0;
+}
+
+/* The transaction's start for the aggregates: the read cells kept for a
+ * rollback. */
+static void agg_begin(struct pgstore_state *st)
+{
+    memcpy(st->ragg_keep.cell, st->ragg.cell, st->ragg.ncells * sizeof *st->ragg.cell);
+    st->ragg_keep.ncells = st->ragg.ncells;
+    st->ragg_keep.run = st->ragg.run;
+    st->agg_flush = st->agg_counted = false;
+}
+
+/* The transaction's end: its new key prefixes, the carried aggregates when
+ * a flush is due (PGSTORE_AGG_FLUSH_MS since the last, or forced), the
+ * token when counts are at stake, and COMMIT -- one round trip. A failure
+ * that lost the connection leaves the outcome unsure (agg_settle). */
+static int agg_commit(struct pgstore *s, char *err, size_t errlen)
 {
     struct pgstore_state *st = s->st;
     struct buf *b = &st->agg_sql;
     if (agg_sql_prefixes(s)) {
         snprintf(err, errlen, "%s: out of memory for the batch's key prefixes", s->shown);
+        agg_done(st, false);
         return -1;
     }
-    if (st->agg_run && st->agg.used) {
-        buf_printf(b,
-                   "INSERT INTO agg_runs (run_id) VALUES (%lld) ON CONFLICT DO NOTHING;\n"
-                   "INSERT INTO agg_item_runs (run_id) VALUES (%lld) ON CONFLICT DO NOTHING;\n",
-                   (long long)st->agg_run, (long long)st->agg_run);
-        for (uint8_t k = WAGG_SIZE; k <= WAGG_PREFIX_CLASS; k++)
-            agg_sql_kind(st, k);
+    if (clock_wall_ns() >= st->agg_written_ns + PGSTORE_AGG_FLUSH_MS * INT64_C(1000000) ||
+        wagg_should_flush(&st->agg))
+        st->agg_flush = true;
+    if (st->agg_flush) {
+        buf_append(b, st->carry_sql.data, st->carry_sql.len);
+        agg_sql_writes(st, b);
+        agg_sql_reads(st);
     }
-    agg_sql_reads(st);
+    int64_t run = st->agg_run ? st->agg_run : st->ragg.run;
+    bool stake = run && (st->agg_counted || (st->agg_flush && b->len));
+    if (stake) {
+        int64_t now = clock_wall_ns();
+        st->token = now > st->token ? now : st->token + 1;
+        st->token_run = run;
+        buf_printf(b,
+                   "INSERT INTO run_meta (run_id, key, value) VALUES (%lld, '%s', '%lld')"
+                   " ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value;\n",
+                   (long long)run, AGG_TOKEN_KEY, (long long)st->token);
+    }
+    buf_puts(b, "COMMIT");
     if (b->failed) {
         snprintf(err, errlen, "%s: out of memory for a batch's aggregates", s->shown);
+        buf_reset(b);
+        agg_done(st, false);
         return -1;
     }
-    int rc = b->len ? exec(s, b->data, "writing the aggregates", err, errlen) : 0;
+    int rc = exec(s, b->data, "committing a batch", err, errlen);
     buf_reset(b);
+    if (rc && stake && PQstatus(s->conn) != CONNECTION_OK)
+        st->unsure = true; /* counts kept as they are until agg_settle */
+    else
+        agg_done(st, rc == 0);
     return rc;
+}
+
+int pgstore_begin(struct pgstore *s, char *err, size_t errlen)
+{
+    batch_forget(s->st);
+    if (ensure_conn(s, err, errlen) || agg_settle(s, err, errlen))
+        return -1;
+    if (exec(s, "BEGIN", "starting a batch", err, errlen))
+        return -1;
+    agg_begin(s->st);
+    s->st->in_batch = true;
+    return 0;
+}
+
+int64_t pgstore_aggregates_due_ns(const struct pgstore *s)
+{
+    const struct pgstore_state *st = s->st;
+    if (!st || !(st->agg_carry || st->ragg.ncells || st->carry_sql.len || st->unsure))
+        return 0;
+    return st->agg_written_ns + PGSTORE_AGG_FLUSH_MS * INT64_C(1000000);
+}
+
+int pgstore_write_aggregates(struct pgstore *s, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    if (!pgstore_aggregates_due_ns(s))
+        return 0;
+    batch_forget(st);
+    int rc = ensure_conn(s, err, errlen) || agg_settle(s, err, errlen) ||
+             exec(s, "BEGIN", "starting to write the aggregates", err, errlen);
+    if (!rc && pgstore_aggregates_due_ns(s)) { /* settled: may be none left */
+        agg_begin(st);
+        st->agg_flush = true;
+        rc = agg_commit(s, err, errlen);
+    } else if (!rc) {
+        rc = exec(s, "COMMIT", "writing the aggregates", err, errlen);
+    }
+    if (rc) {
+        if (PQtransactionStatus(s->conn) != PQTRANS_IDLE) {
+            char ignored[256];
+            exec(s, "ROLLBACK", "rolling back the aggregates", ignored, sizeof ignored);
+        }
+        st->agg_written_ns = clock_wall_ns(); /* kept; due again in PGSTORE_AGG_FLUSH_MS */
+    }
+    return rc ? -1 : 0;
 }
 
 /* A row the batch holds until pgstore_commit. */
@@ -1337,11 +1488,10 @@ static int put_pending(struct pgstore *s, char *err, size_t errlen)
     int64_t last = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
         const struct rec_row *r = p[i].row;
-        if (!st->agg_run) {
-            st->agg_run = p[i].run;
-            st->agg_prefix = run_keeps_prefixes(st, p[i].run);
-        }
+        if (i == 0)
+            agg_start_run(st, p[i].run);
         if (p[i].run == st->agg_run) {
+            st->agg_counted = true;
             int64_t pid = st->agg_prefix ? prefix_id(st, r) : 0;
             if (pid < 0) {
                 snprintf(err, errlen, "%s: out of memory for the batch's key prefixes", s->shown);
@@ -1411,13 +1561,15 @@ int pgstore_commit(struct pgstore *s, int failed, char *err, size_t errlen)
     struct pgstore_state *st = s->st;
     char ignored[256];
     if (!failed && !put_pending(s, err, errlen) && !put_reads(s, err, errlen) &&
-        !put_aggregates(s, err, errlen) && !exec(s, "COMMIT", "committing a batch", err, errlen)) {
+        !agg_commit(s, err, errlen)) {
         for (size_t i = 0; i < st->nnew_days; i++)
             day_remember(st, st->new_days[i]);
         st->nnew_prefixes = 0; /* in key_prefixes now */
         batch_forget(st);
         return 0;
     }
+    if (!st->unsure && (st->agg_counted || st->agg_flush))
+        agg_done(st, false); /* failed before the COMMIT was sent */
     /* a failed COPY or COMMIT can leave the transaction open (or aborted) */
     if (PQtransactionStatus(s->conn) != PQTRANS_IDLE)
         exec(s, "ROLLBACK", "rolling back a batch", failed ? err : ignored,

@@ -4,13 +4,20 @@
  * embedded), recorded writes sent
  * with one binary COPY per batch into `writes` (partitioned by day of t_ns,
  * partitions created on demand), jobs with prepared INSERTs in the same
- * transaction, and the batch's write and read aggregates (record/wagg.h,
+ * transaction, and the write and read aggregates (record/wagg.h,
  * record/ragg.h: schema.sql's agg_* tables, counted from every row,
- * sampled-out ones too) upserted in that transaction, so a batch committed
- * once -- or shipped from the spill once (sink.h's committed_batch) --
- * adds them exactly once.
+ * sampled-out ones too), carried across batches and upserted at most every
+ * PGSTORE_AGG_FLUSH_MS (store.h's STORE_AGG_FLUSH_MS unless the build sets it) inside the
+ * transaction of the batch then due, or of their own while the writer is
+ * idle (pgstore_write_aggregates) and at the run's end. A transaction that
+ * upserts or counts them also sets run_meta 'agg_flush' to a token: when
+ * its COMMIT has no answer the next one reads it back before it begins, so
+ * the carried counts are cleared only when they went in and a batch
+ * committed once -- or shipped from the spill once (sink.h's
+ * committed_batch) -- adds its rows' counts exactly once. kill -9 loses
+ * the counts not upserted yet (at most one interval's).
  * Owns one libpq connection, its prepared statements, the batch's COPY
- * buffer (PGSTORE_COPY_BUF bytes, sent whenever it fills), the batch's
+ * buffer (PGSTORE_COPY_BUF bytes, sent whenever it fills), the carried
  * aggregate counters and the set of day partitions it knows exist.
  * Must never be used by two threads at once (the writer thread owns it once
  * the recorder has it), nor print: failures return -1 with the reason in
@@ -24,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "record/store.h"
+
 struct rec_row;
 struct rec_job;
 
@@ -35,6 +44,11 @@ struct rec_job;
 #define PGSTORE_ROW_MAX 4096
 /* Day partitions remembered as existing (older ones are looked up again). */
 #define PGSTORE_DAYS_MAX 64
+/* The carried aggregates are upserted at most this often (SQLite's
+ * interval, store.h; a build may set another: -DPGSTORE_AGG_FLUSH_MS=N). */
+#ifndef PGSTORE_AGG_FLUSH_MS
+#define PGSTORE_AGG_FLUSH_MS STORE_AGG_FLUSH_MS
+#endif
 /* Runs whose liveness lock this connection holds (retaken after a reconnect). */
 #define PGSTORE_RUNS_MAX 16
 /* Connection strings longer than this are refused. */
@@ -87,7 +101,8 @@ void pgstore_close(struct pgstore *s);
 int64_t pgstore_run_begin(struct pgstore *s, const char *name, const char *upstream,
                           const char *options, const char *key_mode, const char *node, char *err,
                           size_t errlen);
-/* Ends the run's last phase and writes its end time and row counts. */
+/* Writes the carried aggregates, ends the run's last phase and writes its
+ * end time and row counts. */
 int pgstore_run_end(struct pgstore *s, int64_t run_id, uint64_t recorded, uint64_t dropped,
                     char *err, size_t errlen);
 
@@ -106,6 +121,15 @@ int pgstore_put_row(struct pgstore *s, int64_t run_id, const struct rec_row *row
 int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *job, char *err,
                     size_t errlen);
 int pgstore_commit(struct pgstore *s, int failed, char *err, size_t errlen);
+
+/* When the carried aggregates are due (wall ns; 0: none wait): the writer
+ * upserts them while idle too, so readers see them at most
+ * PGSTORE_AGG_FLUSH_MS late. */
+int64_t pgstore_aggregates_due_ns(const struct pgstore *s);
+/* The carried aggregates now, in a transaction of their own (pgstore_run_end
+ * calls it first). 0, or -1 with the reason in err (they are kept and
+ * written with a later transaction). */
+int pgstore_write_aggregates(struct pgstore *s, char *err, size_t errlen);
 
 /* Phase ids are per run in PostgreSQL ((run_id, phase_id) is the key): the
  * highest of run_id's, 0 for a new run (or on error). */

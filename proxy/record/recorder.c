@@ -732,14 +732,15 @@ static int64_t rec_duty_ns(const struct recorder *r)
         return r->next_open_ns ? r->next_open_ns : 1;
     if (r->spill && r->spill_batches && r->sink_ready)
         return r->next_ship_ns ? r->next_ship_ns : 1;
+    /* the aggregates, for readers in other processes (not while the
+     * store fails or the WAL is past --wal-max) */
+    int64_t agg =
+        r->sink_ready && !r->failing && !r->wal_over ? sink_aggregates_due_ns(r->sink) : 0;
     if (r->sink_ready && sink_sqlite(r->sink)) { /* the file check, also while idle */
         int64_t check = r->next_file_check_ns ? r->next_file_check_ns : 1;
-        /* and the aggregates, for readers in other processes (not while
-         * the store fails or the WAL is past --wal-max) */
-        int64_t agg = r->failing || r->wal_over ? 0 : store_aggregates_due_ns(&r->sink->sq);
         return agg && agg < check ? agg : check;
     }
-    return 0;
+    return agg;
 }
 
 static size_t rec_wake_rows(const struct recorder *r)
@@ -789,13 +790,12 @@ static void rec_writer_duties(struct recorder *r)
     bool ready = r->sink_ready, ship = r->spill && r->spill_batches;
     if (ready && !ship) {
         rec_file_check(r);
-        int64_t agg = r->sink_ready && sink_sqlite(r->sink) && !r->failing && !r->wal_over
-                          ? store_aggregates_due_ns(&r->sink->sq)
-                          : 0;
+        int64_t agg =
+            r->sink_ready && !r->failing && !r->wal_over ? sink_aggregates_due_ns(r->sink) : 0;
         if (agg && clock_wall_ns() >= agg) {
             char ignored[512];
             pthread_mutex_unlock(&r->mu);
-            store_write_aggregates(&r->sink->sq, ignored, sizeof ignored);
+            sink_write_aggregates(r->sink, ignored, sizeof ignored);
             pthread_mutex_lock(&r->mu);
         }
         return;

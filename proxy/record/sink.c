@@ -123,6 +123,19 @@ int sink_commit(struct sink *k, int64_t run_id, int64_t batch_no, int failed, ch
     return pgstore_commit(&k->pg, failed, err, errlen);
 }
 
+int64_t sink_aggregates_due_ns(const struct sink *k)
+{
+    if (!k->open)
+        return 0;
+    return k->kind == SINK_PG ? pgstore_aggregates_due_ns(&k->pg) : store_aggregates_due_ns(&k->sq);
+}
+
+int sink_write_aggregates(struct sink *k, char *err, size_t errlen)
+{
+    return k->kind == SINK_PG ? pgstore_write_aggregates(&k->pg, err, errlen)
+                              : store_write_aggregates(&k->sq, err, errlen);
+}
+
 int64_t sink_committed_batch(struct sink *k, int64_t run_id)
 {
     if (k->kind == SINK_SQLITE || !k->open)

@@ -65,6 +65,11 @@ int sink_put_job(struct sink *k, int64_t run_id, const struct rec_job *job, char
                  size_t errlen);
 int sink_commit(struct sink *k, int64_t run_id, int64_t batch_no, int failed, char *err,
                 size_t errlen);
+/* When the aggregates counted and not yet written are due (wall ns; 0:
+ * none wait), and writing them in a transaction of their own (store.h's
+ * and pgstore.h's). */
+int64_t sink_aggregates_due_ns(const struct sink *k);
+int sink_write_aggregates(struct sink *k, char *err, size_t errlen);
 /* The highest batch number run_id committed (SINK_BATCH_KEY): >= 0, or -1
  * when unknown (SQLite: a local commit is never ambiguous; or the server
  * cannot be asked now). */

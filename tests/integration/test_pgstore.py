@@ -340,6 +340,74 @@ class PgStoreTest(unittest.TestCase):
         self.assertEqual(len({r[1] for r in pg["agg_prefixes"]}), 50)
         self.assertEqual(pg["agg_sizes"], full["agg_sizes"])
 
+    def agg_writes(self, run):
+        return int(self.pg.scalar("SELECT coalesce(sum(writes), 0) FROM agg_sizes"
+                                  " WHERE run_id = %d" % run))
+
+    def test_09_aggregates_on_a_timer(self):
+        """A proxy's aggregates are carried across batches and upserted at
+        most every STORE_AGG_FLUSH_MS: the idle writer upserts what it
+        carries (the count reaches the writes while the proxy runs on),
+        SIGTERM right after a burst loses none of it, and while its
+        PostgreSQL sessions are killed again and again under load (batches
+        and flushes rolled back or without an answer, then sent again) each
+        stored write is counted exactly once, prefixes included."""
+        from pymemcache.client.base import Client
+        wd = tempfile.mkdtemp(prefix="slabtap-aggtimer-")
+        self.addCleanup(shutil.rmtree, wd, True)
+        mc = mctest.Memcached(wd)
+        self.addCleanup(mc.stop)
+        for node, kill in (("timer", False), ("killed", True)):
+            px = mctest.Proxy(wd, mc.port, db=self.pg.uri(), keys="prefix", name=node,
+                              extra=["--node", node, "--reads", "off", "--on-full", "block",
+                                     "--max-stall", "60s"])
+            self.addCleanup(px.kill_hard)
+            run = int(mctest.wait_for(lambda: self.pg.scalar(
+                "SELECT max(run_id) FROM runs WHERE node = '%s'" % node), 10, what="run row"))
+            c = Client(("127.0.0.1", px.port), timeout=10)
+            sent = 0
+            stop = threading.Event()
+            killed = []
+
+            def killer():
+                while not stop.wait(0.15):
+                    killed.append(int(self.pg.scalar(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                        " WHERE application_name = 'slabtap'")))
+            t = threading.Thread(target=killer)
+            if kill:
+                t.start()
+            deadline = time.monotonic() + 60
+            burst = 0
+            # killed: until its sessions were killed a few times under load
+            while burst < 3 or (kill and sum(killed) < 5 and time.monotonic() < deadline):
+                burst += 1
+                for i in range(400):
+                    c.set("p%d:%d-%d" % (i % 5, burst, i), b"v" * (10 + i))
+                    sent += 1
+                if not kill:  # idle now: the carried counts reach PostgreSQL
+                    mctest.wait_for(lambda: self.agg_writes(run) == sent, 10,
+                                    what="%d writes in agg_sizes while idle" % sent)
+            stop.set()
+            if kill:
+                t.join(10)
+            for i in range(300):  # a burst, then at once SIGTERM
+                c.set("p%d:last-%d" % (i % 5, i), b"w" * (20 + i))
+                sent += 1
+            c.close()
+            self.assertEqual(px.stop(timeout=60), 0, px.stderr_text()[-3000:])
+            if kill:  # its sessions were killed under it, and it went on
+                self.assertGreater(sum(killed), 0)
+            stored = int(self.pg.scalar("SELECT count(*) FROM writes WHERE run_id = %d" % run))
+            self.assertEqual(stored, sent, node)
+            self.assertEqual(self.agg_writes(run), sent, node)
+            self.assertEqual(int(self.pg.scalar(
+                "SELECT coalesce(sum(writes), 0) FROM agg_prefixes WHERE run_id = %d" % run)),
+                sent, node)
+            self.assertEqual(int(self.pg.scalar(
+                "SELECT count(DISTINCT prefix_id) FROM agg_prefixes WHERE run_id = %d" % run)),
+                5, node)
+
     def test_07_login_refused(self):
         wrong = "wrong-" + self.pg.password[::-1]
         for uri in (self.pg.uri(user=pgcluster.PW_ROLE, password=wrong),
