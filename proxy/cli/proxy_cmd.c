@@ -70,6 +70,11 @@ static void proxy_usage(FILE *out)
         "                       SQLite)\n"
         "  --spill-max SIZE     bound of the spill (default %llum); past it rows are\n"
         "                       dropped and counted (spill_full)\n"
+        "  --agg-interval DURATION\n"
+        "                       PostgreSQL only: the aggregates counted on this node\n"
+        "                       are written at most this often (default %dms; 10s for\n"
+        "                       a big fleet: the upserts grow with the distinct cells\n"
+        "                       per interval, not with the writes; docs/fleet.md)\n"
         "  --record-optional    a PostgreSQL that refuses us at start does not stop\n"
         "                       the proxy: it forwards, counts every write as lost\n"
         "                       (store_unavailable) and keeps trying to connect\n"
@@ -148,9 +153,9 @@ static void proxy_usage(FILE *out)
         "  -v, --verbose        debug log lines too\n"
         "  -q, --quiet          warnings and errors only\n"
         "  -h, --help           this text\n",
-        SPILL_DEFAULT_MAX_BYTES / (1024 * 1024), DEFAULT_QUEUE_ROWS, REC_DEFAULT_MAX_STALL_MS,
-        PROXY_DEFAULT_MAX_PENDING, PROXY_DEFAULT_DRAIN_MS, PROXY_DEFAULT_UPSTREAM_CONNS,
-        PROXY_UPSTREAM_CONNS_MAX, PROXY_DEFAULT_MAX_REQUEST / 1024,
+        SPILL_DEFAULT_MAX_BYTES / (1024 * 1024), PGSTORE_AGG_FLUSH_MS, DEFAULT_QUEUE_ROWS,
+        REC_DEFAULT_MAX_STALL_MS, PROXY_DEFAULT_MAX_PENDING, PROXY_DEFAULT_DRAIN_MS,
+        PROXY_DEFAULT_UPSTREAM_CONNS, PROXY_UPSTREAM_CONNS_MAX, PROXY_DEFAULT_MAX_REQUEST / 1024,
         PROXY_DEFAULT_MAX_ASSEMBLY / (1024 * 1024), PROXY_DEFAULT_MAX_MEMORY / (1024 * 1024),
         PROXY_DEFAULT_BIG_ANSWER / (1024 * 1024), APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS,
         DEFAULT_HTTP, (unsigned long long)(REC_DEFAULT_WAL_MAX >> 20));
@@ -286,7 +291,7 @@ struct proxy_args {
     bool record_optional;
     char ladder_flags[2048]; /* both, as memcached flags */
     uint64_t queue, max_pending, drain, interval, max_request, max_assembly, max_stall, max_memory,
-        big_answer, retain_s;
+        big_answer, retain_s, agg_interval;
     int keys, on_full, level, reads;
 };
 
@@ -330,6 +335,11 @@ static enum opt_result proxy_store_args(struct proxy_args *a, struct app_config 
         return opt_error(err, errlen, "proxy", "--spill needs a postgresql:// --db");
     if (a->record_optional && !remote)
         return opt_error(err, errlen, "proxy", "--record-optional needs a postgresql:// --db");
+    if (cfg->agg_flush_ms && !remote)
+        return opt_error(err, errlen, "proxy",
+                         "--agg-interval needs a postgresql:// --db (a SQLite file writes its "
+                         "aggregates every %d ms, for live readers)",
+                         STORE_AGG_FLUSH_MS);
     if (remote && (cfg->retain_ns || cfg->max_db_bytes))
         return opt_error(err, errlen, "proxy",
                          "--retain and --max-db-size are for a SQLite --db (PostgreSQL: "
@@ -400,6 +410,8 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "http-token", 0, OPT_STRING, .dest = &cfg->http_token },
         { "max-stall", 0, OPT_DURATION, .dest = &a->max_stall, .unit = UNITS_MS, .min = 1,
           .max = UINT_MAX },
+        { "agg-interval", 0, OPT_DURATION, .dest = &a->agg_interval, .unit = UNITS_MS, .min = 1,
+          .max = 3600000 },
         { "upstream-conns", 0, OPT_CALL, .dest = &cfg->proxy.upstream_conns,
           .call = parse_upstream_conns },
         { "sample-keys", 0, OPT_CALL, .dest = &cfg->proxy.sample_keys, .call = parse_sample_keys },
@@ -435,6 +447,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
     cfg->proxy.drain_timeout_ms = (unsigned)a->drain;
     cfg->stats_interval_ms = (unsigned)a->interval;
     cfg->max_stall_ms = (unsigned)a->max_stall;
+    cfg->agg_flush_ms = (unsigned)a->agg_interval;
     cfg->retain_ns = (int64_t)(a->retain_s * UNITS_S);
     cfg->proxy.max_request = (size_t)a->max_request;
     cfg->proxy.max_assembly = (size_t)a->max_assembly;

@@ -1247,6 +1247,12 @@ static void agg_begin(struct pgstore_state *st)
  * a flush is due (PGSTORE_AGG_FLUSH_MS since the last, or forced), the
  * token when counts are at stake, and COMMIT -- one round trip. A failure
  * that lost the connection leaves the outcome unsure (agg_settle). */
+/* How long the carried aggregates wait at most (--agg-interval). */
+static int64_t agg_interval_ns(const struct pgstore *s)
+{
+    return (int64_t)(s->agg_flush_ms ? s->agg_flush_ms : PGSTORE_AGG_FLUSH_MS) * INT64_C(1000000);
+}
+
 static int agg_commit(struct pgstore *s, char *err, size_t errlen)
 {
     struct pgstore_state *st = s->st;
@@ -1256,8 +1262,7 @@ static int agg_commit(struct pgstore *s, char *err, size_t errlen)
         agg_done(st, false);
         return -1;
     }
-    if (clock_wall_ns() >= st->agg_written_ns + PGSTORE_AGG_FLUSH_MS * INT64_C(1000000) ||
-        wagg_should_flush(&st->agg))
+    if (clock_wall_ns() >= st->agg_written_ns + agg_interval_ns(s) || wagg_should_flush(&st->agg))
         st->agg_flush = true;
     if (st->agg_flush) {
         buf_append(b, st->carry_sql.data, st->carry_sql.len);
@@ -1308,7 +1313,7 @@ int64_t pgstore_aggregates_due_ns(const struct pgstore *s)
     const struct pgstore_state *st = s->st;
     if (!st || !(st->agg_carry || st->ragg.ncells || st->carry_sql.len || st->unsure))
         return 0;
-    return st->agg_written_ns + PGSTORE_AGG_FLUSH_MS * INT64_C(1000000);
+    return st->agg_written_ns + agg_interval_ns(s);
 }
 
 int pgstore_write_aggregates(struct pgstore *s, char *err, size_t errlen)
@@ -1331,7 +1336,7 @@ int pgstore_write_aggregates(struct pgstore *s, char *err, size_t errlen)
             char ignored[256];
             exec(s, "ROLLBACK", "rolling back the aggregates", ignored, sizeof ignored);
         }
-        st->agg_written_ns = clock_wall_ns(); /* kept; due again in PGSTORE_AGG_FLUSH_MS */
+        st->agg_written_ns = clock_wall_ns(); /* kept; due again in one interval */
     }
     return rc ? -1 : 0;
 }

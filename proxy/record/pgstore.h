@@ -44,8 +44,9 @@ struct rec_job;
 #define PGSTORE_ROW_MAX 4096
 /* Day partitions remembered as existing (older ones are looked up again). */
 #define PGSTORE_DAYS_MAX 64
-/* The carried aggregates are upserted at most this often (SQLite's
- * interval, store.h; a build may set another: -DPGSTORE_AGG_FLUSH_MS=N). */
+/* The carried aggregates are upserted at most this often by default
+ * (SQLite's interval, store.h); --agg-interval sets another per proxy
+ * (pgstore.agg_flush_ms), a build another default (-DPGSTORE_AGG_FLUSH_MS=N). */
 #ifndef PGSTORE_AGG_FLUSH_MS
 #define PGSTORE_AGG_FLUSH_MS STORE_AGG_FLUSH_MS
 #endif
@@ -61,6 +62,7 @@ struct pgstore {
     struct pgstore_state *st;
     char uri[PGSTORE_URI_MAX];   /* as given (may hold a password: never shown) */
     char shown[PGSTORE_URI_MAX]; /* pgstore_redact(uri): what messages show */
+    unsigned agg_flush_ms;       /* --agg-interval (0: PGSTORE_AGG_FLUSH_MS); set after open */
 };
 
 /* Whether --db names a PostgreSQL database rather than a SQLite file: a

@@ -31,6 +31,8 @@ int sink_open(struct sink *k, const char *db, char *err, size_t errlen)
         return 0;
     int rc = k->kind == SINK_PG ? pgstore_open(&k->pg, db, err, errlen)
                                 : store_open(&k->sq, db, err, errlen);
+    if (rc == 0 && k->kind == SINK_PG)
+        k->pg.agg_flush_ms = k->agg_flush_ms;
     k->open = rc == 0;
     return rc;
 }

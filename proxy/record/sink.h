@@ -40,6 +40,8 @@ struct sink {
     struct store sq;
     struct pgstore pg;
     char name[PGSTORE_URI_MAX]; /* the file, or the redacted connection string */
+    unsigned
+        agg_flush_ms; /* PostgreSQL: --agg-interval, given to the store it opens (0: default) */
 };
 
 /* Whether --db names a PostgreSQL database (a postgresql:// URI). */

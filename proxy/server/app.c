@@ -190,6 +190,7 @@ static int app_open_store(struct app *a, const struct app_config *cfg, struct ap
         st->db = a->db_file;
     }
     sink_init(&a->sink, st->db);
+    a->sink.agg_flush_ms = cfg->agg_flush_ms;
     bool remote = a->sink.kind == SINK_PG;
     if (sink_open(&a->sink, st->db, st->err, sizeof st->err)) {
         if (!remote || !cfg->record_optional) {

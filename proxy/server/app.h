@@ -58,6 +58,7 @@ struct app_config {
                                     Bearer TOKEN" (NULL: none; loopback only) */
     unsigned stats_interval_ms;
     unsigned max_stall_ms; /* --max-stall (0: REC_DEFAULT_MAX_STALL_MS) */
+    unsigned agg_flush_ms; /* PostgreSQL: --agg-interval (0: PGSTORE_AGG_FLUSH_MS) */
     /* memcached's command line as far as slabtap knows it (the flags it
      * started memcached with, or --slab-sizes / --memcached-flags): with
      * `stats settings` and the chunk sizes memcached shows, it decides the

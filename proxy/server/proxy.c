@@ -917,10 +917,16 @@ static bool conn_handle_request(struct conn *c, const struct mc_request *req, st
     }
     if (req->exclusive && !up->shared) {
         /* lru_crawler metadump: memcached hands the connection to its
-         * crawler and drops what else its read held (1.6.18: a request
-         * sent with it is never answered). What follows waits for the
+         * crawler, and what else its read held stays unread until the
+         * client's next bytes arrive (1.6.18: a request glued to it is not
+         * answered until then). Bytes the client wrote later must not be
+         * glued to it (they were, when the move to this connection took
+         * longer than the client's pause): what follows waits for the
          * dump's end and goes in a write of its own, as a direct client's
-         * next write would: held, the client not read meanwhile */
+         * next write would -- held, the client not read meanwhile. One
+         * difference stays: a request the client itself sent in the same
+         * write as the metadump is answered after the dump here, where
+         * memcached waits for the client's next bytes to answer it. */
         conn_forward(c, b, *fwd_from, end);
         *fwd_from = n;
         conn_defer(c, b, end, n);

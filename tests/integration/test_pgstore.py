@@ -408,6 +408,32 @@ class PgStoreTest(unittest.TestCase):
                 "SELECT count(DISTINCT prefix_id) FROM agg_prefixes WHERE run_id = %d" % run)),
                 5, node)
 
+    def test_10_agg_interval(self):
+        """--agg-interval: the carried aggregates wait for their interval
+        (the rows of a second burst are in PostgreSQL while its counts are
+        not), and SIGTERM writes them before the run ends."""
+        from pymemcache.client.base import Client
+        wd = tempfile.mkdtemp(prefix="slabtap-agginterval-")
+        self.addCleanup(shutil.rmtree, wd, True)
+        mc = mctest.Memcached(wd)
+        self.addCleanup(mc.stop)
+        px = mctest.Proxy(wd, mc.port, db=self.pg.uri(), keys="prefix", name="interval",
+                          extra=["--node", "interval", "--reads", "off", "--agg-interval", "1h"])
+        self.addCleanup(px.kill_hard)
+        run = int(mctest.wait_for(lambda: self.pg.scalar(
+            "SELECT max(run_id) FROM runs WHERE node = 'interval'"), 10, what="run row"))
+        c = Client(("127.0.0.1", px.port), timeout=10)
+
+        def stored():
+            return int(self.pg.scalar("SELECT count(*) FROM writes WHERE run_id = %d" % run))
+        for i in range(200):
+            c.set("b:%d" % i, b"w" * (10 + i))
+        mctest.wait_for(lambda: stored() == 200, 10, what="200 rows")
+        self.assertEqual(self.agg_writes(run), 0, "counted before the interval was over")
+        c.close()
+        self.assertEqual(px.stop(timeout=60), 0, px.stderr_text()[-3000:])
+        self.assertEqual(self.agg_writes(run), 200)
+
     def test_07_login_refused(self):
         wrong = "wrong-" + self.pg.password[::-1]
         for uri in (self.pg.uri(user=pgcluster.PW_ROLE, password=wrong),
