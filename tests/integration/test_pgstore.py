@@ -357,6 +357,7 @@ class PgStoreTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, wd, True)
         mc = mctest.Memcached(wd)
         self.addCleanup(mc.stop)
+        sets_before = 0
         for node, kill in (("timer", False), ("killed", True)):
             px = mctest.Proxy(wd, mc.port, db=self.pg.uri(), keys="prefix", name=node,
                               extra=["--node", node, "--reads", "off", "--on-full", "block",
@@ -383,7 +384,10 @@ class PgStoreTest(unittest.TestCase):
             while burst < 3 or (kill and sum(killed) < 5 and time.monotonic() < deadline):
                 burst += 1
                 for i in range(400):
-                    c.set("p%d:%d-%d" % (i % 5, burst, i), b"v" * (10 + i))
+                    # acknowledged: a noreply set still in the socket at
+                    # SIGTERM was never read, so never reached memcached
+                    self.assertTrue(c.set("p%d:%d-%d" % (i % 5, burst, i), b"v" * (10 + i),
+                                          noreply=False))
                     sent += 1
                 if not kill:  # idle now: the carried counts reach PostgreSQL
                     mctest.wait_for(lambda: self.agg_writes(run) == sent, 10,
@@ -392,14 +396,21 @@ class PgStoreTest(unittest.TestCase):
             if kill:
                 t.join(10)
             for i in range(300):  # a burst, then at once SIGTERM
-                c.set("p%d:last-%d" % (i % 5, i), b"w" * (20 + i))
+                self.assertTrue(c.set("p%d:last-%d" % (i % 5, i), b"w" * (20 + i),
+                                      noreply=False))
                 sent += 1
             c.close()
             self.assertEqual(px.stop(timeout=60), 0, px.stderr_text()[-3000:])
             if kill:  # its sessions were killed under it, and it went on
                 self.assertGreater(sum(killed), 0)
             stored = int(self.pg.scalar("SELECT count(*) FROM writes WHERE run_id = %d" % run))
-            self.assertEqual(stored, sent, node)
+            self.assertEqual(stored, sent, "%s: %s\n%s" % (node, self.pg.psql(
+                "SELECT rows_recorded, rows_dropped FROM runs WHERE run_id = %d" % run),
+                px.stderr_text()[-3000:]))
+            # and every set memcached saw through this proxy is a row
+            mc_sets = int(mctest.mc_stats(mc.port)["cmd_set"])
+            self.assertEqual(mc_sets - sets_before, sent, node)
+            sets_before = mc_sets
             self.assertEqual(self.agg_writes(run), sent, node)
             self.assertEqual(int(self.pg.scalar(
                 "SELECT coalesce(sum(writes), 0) FROM agg_prefixes WHERE run_id = %d" % run)),

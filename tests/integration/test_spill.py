@@ -55,8 +55,11 @@ def http_get(px, path):
 
 class Relay:
     """A TCP relay 127.0.0.1:port -> PostgreSQL that, once armed, cuts the
-    connection right after the server's CommandComplete "COMMIT" (the
-    server has committed; the client never reads the answer)."""
+    connection right after the server's CommandComplete "COMMIT" of a batch
+    of rows (the server has committed; the client never reads the answer).
+    A batch's transaction is the one that sends its number (the
+    "committed_batch" run_meta key); the aggregates' own flush, which
+    commits on its timer between batches, is let through."""
 
     def __init__(self, target_port):
         self.target = target_port
@@ -66,6 +69,7 @@ class Relay:
         self.ls.listen(16)
         self.port = self.ls.getsockname()[1]
         self.armed = threading.Event()
+        self.batch_sent = threading.Event()  # armed, and a batch's number went up
         self.cut = threading.Event()
         self.closed = False
         threading.Thread(target=self._accept, daemon=True).start()
@@ -92,13 +96,18 @@ class Relay:
             threading.Thread(target=self._up, args=(c, s), daemon=True).start()
             threading.Thread(target=self._down, args=(s, c), daemon=True).start()
 
-    @staticmethod
-    def _up(c, s):
+    def _up(self, c, s):
+        tail = b""  # the key may straddle two reads
         try:
             while True:
                 d = c.recv(65536)
                 if not d:
                     break
+                # one writer thread, one transaction at a time: the next
+                # COMMIT answered after this is that batch's
+                if self.armed.is_set() and b"committed_batch" in tail + d:
+                    self.batch_sent.set()
+                tail = d[-32:]
                 s.sendall(d)
         except OSError:
             pass
@@ -125,7 +134,7 @@ class Relay:
                         break
                     msg, buf = buf[:1 + n], buf[1 + n:]
                     if (msg[:1] == b"C" and msg[5:].rstrip(b"\0") == b"COMMIT"
-                            and self.armed.is_set() and not self.cut.is_set()):
+                            and self.batch_sent.is_set() and not self.cut.is_set()):
                         self.cut.set()
                         c.sendall(out)
                         raise OSError("cut after COMMIT")
