@@ -15,7 +15,15 @@
 
 #include "protocol/mc_parse.h"
 
-enum rec_row_kind { REC_ROW_WRITE, REC_ROW_GETS, REC_ROW_READ };
+/* REC_ROW_EVENT: an item memcached evicted or deleted (`watch evictions`,
+ * `watch deletions`: table item_events); REC_ROW_ITEM: one resident item
+ * of a snapshot (`lru_crawler metadump`: table snapshot_items). A write
+ * memcached logged (`watch mutations`) is a REC_ROW_WRITE like the proxy's,
+ * with class_id memcached's own clsid and no latency. */
+enum rec_row_kind { REC_ROW_WRITE, REC_ROW_GETS, REC_ROW_READ, REC_ROW_EVENT, REC_ROW_ITEM };
+
+/* rec_row.event of a REC_ROW_EVENT */
+enum rec_item_event { REC_EVENT_EVICTED = 1, REC_EVENT_DELETED = 2 };
 
 /* rec_row.cmd of a REC_ROW_READ, as the table read_rows keeps it (3 bits) */
 enum rec_read_cmd {
@@ -52,6 +60,13 @@ struct rec_row {
     uint32_t class_id;    /* predicted slab class, 0: none */
     char ms_mode;         /* ms M<mode>, 0: none */
     bool hit;             /* REC_ROW_READ: memcached returned the item */
+    /* REC_ROW_EVENT / REC_ROW_ITEM (value_len: the value bytes memcached
+       logged for an event, ITEM_ntotal for a snapshot item; exptime: the
+       TTL left in seconds, -1 none; class_id: memcached's clsid) */
+    uint8_t event;   /* enum rec_item_event */
+    bool fetched;    /* fetch=yes */
+    int64_t idle_s;  /* seconds since the item was last accessed */
+    uint32_t snap;   /* REC_ROW_ITEM: the snapshot's number in its run (1..) */
     uint64_t after_write; /* REC_ROW_READ: the proxy's write seq when it was read */
     /* REC_ROW_GETS: counters for one second and command */
     int64_t second;
