@@ -41,17 +41,17 @@ enum mclog_result {
 };
 
 /* X(id, text): what a line was */
-#define MCLOG_EVENTS(X)                                                                            \
-    X(STORE, "item_store")       /* watch mutations */                                             \
-    X(EVICTION, "eviction")      /* watch evictions */                                             \
-    X(DELETION, "deleted")       /* watch deletions */                                             \
-    X(SKIPPED, "skipped")        /* skipped=N: memcached dropped N lines for this watcher */       \
-    X(ITEM, "item")              /* one metadump line */                                           \
-    X(END, "end")                /* END: the metadump is complete */                               \
-    X(OK, "ok")                  /* OK: memcached accepted the watch */                            \
-    X(REFUSED, "refused")        /* an error line instead (line holds memcached's words) */        \
-    X(OTHER, "other")            /* a log line of another type: ignored, counted */                \
-    X(ERROR, "error")            /* a line that does not parse (err) */
+#define MCLOG_EVENTS(X) \
+    X(STORE, "item_store")  /* watch mutations */ \
+    X(EVICTION, "eviction") /* watch evictions */ \
+    X(DELETION, "deleted")  /* watch deletions */ \
+    X(SKIPPED, "skipped")   /* skipped=N: memcached dropped N lines for this watcher */ \
+    X(ITEM, "item")         /* one metadump line */ \
+    X(END, "end")           /* END: the metadump is complete */ \
+    X(OK, "ok")             /* OK: memcached accepted the watch */ \
+    X(REFUSED, "refused")   /* an error line instead (line holds memcached's words) */ \
+    X(OTHER, "other")       /* a log line of another type: ignored, counted */ \
+    X(ERROR, "error")       /* a line that does not parse (err) */
 
 enum mclog_event_kind {
 #define MCLOG_EV_ENUM(id, text) MCLOG_EV_##id,
@@ -62,12 +62,12 @@ enum mclog_event_kind {
 const char *mclog_event_text(enum mclog_event_kind k);
 
 /* status= of an item_store line (memcached's status_map) */
-#define MCLOG_STATUSES(X)                                                                          \
-    X(NOT_STORED, "not_stored", "NOT_STORED")                                                      \
-    X(STORED, "stored", "STORED")                                                                  \
-    X(EXISTS, "exists", "EXISTS")                                                                  \
-    X(NOT_FOUND, "not_found", "NOT_FOUND")                                                         \
-    X(TOO_LARGE, "too_large", "SERVER_ERROR object too large for cache")                           \
+#define MCLOG_STATUSES(X) \
+    X(NOT_STORED, "not_stored", "NOT_STORED") \
+    X(STORED, "stored", "STORED") \
+    X(EXISTS, "exists", "EXISTS") \
+    X(NOT_FOUND, "not_found", "NOT_FOUND") \
+    X(TOO_LARGE, "too_large", "SERVER_ERROR object too large for cache") \
     X(NO_MEMORY, "no_memory", "SERVER_ERROR out of memory storing object")
 
 enum mclog_status {
@@ -82,12 +82,12 @@ const char *mclog_status_word(enum mclog_status s);
 const char *mclog_status_answer(enum mclog_status s);
 
 /* Error reasons (the text table is mclog_err_text). */
-#define MCLOG_ERRS(X)                                                                              \
-    X(NONE, "no error")                                                                            \
-    X(LINE_TOO_LONG, "line longer than MCLOG_LINE_MAX")                                            \
-    X(MISSING_FIELD, "a required field is missing")                                                \
-    X(BAD_NUMBER, "a number does not parse")                                                       \
-    X(BAD_KEY, "the key is empty, too long or badly encoded")                                      \
+#define MCLOG_ERRS(X) \
+    X(NONE, "no error") \
+    X(LINE_TOO_LONG, "line longer than MCLOG_LINE_MAX") \
+    X(MISSING_FIELD, "a required field is missing") \
+    X(BAD_NUMBER, "a number does not parse") \
+    X(BAD_KEY, "the key is empty, too long or badly encoded") \
     X(BAD_WORD, "a status, cmd or fetch word memcached does not print")
 
 enum mclog_err {
