@@ -367,7 +367,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int64_t run = pgstore_run_begin(&store, "pg_writer_bench", "-", "pg_writer_bench", "prefix",
-                                    node, err, sizeof err);
+                                    node, "bench", err, sizeof err);
     if (run < 0) {
         fprintf(stderr, "pg_writer_bench: %s\n", err);
         pgstore_close(&store);

@@ -194,6 +194,7 @@ static void exp_app_config(struct app_config *cfg, const struct experiment_optio
     addr_resolve(cfg->proxy.upstream_text, &cfg->proxy.upstream_addrs, why, sizeof why);
     cfg->db_path = o->db;
     cfg->run_name = r->name;
+    cfg->run_kind = "experiment";
     snprintf(options, olen, "experiment run %s: memcached %s; workload %s", r->name, r->mc_args,
              r->workload);
     cfg->options_text = options;

@@ -489,6 +489,8 @@ static const char *const upgrade_steps[PGSTORE_SCHEMA_VERSION] = {
     /* 1 -> 2: the aggregates (issue 21): new tables and views only, which
      * schema.sql creates */
     [1] = NULL,
+    /* 2 -> 3: what recorded the run (issue 22: watch, snapshot) */
+    [2] = "ALTER TABLE runs ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'proxy';",
 };
 
 static int apply_schema(struct pgstore *s, char *err, size_t errlen)
@@ -823,8 +825,8 @@ static int ensure_day(struct pgstore *s, int64_t day, char *err, size_t errlen)
 }
 
 int64_t pgstore_run_begin(struct pgstore *s, const char *name, const char *upstream,
-                          const char *options, const char *key_mode, const char *node, char *err,
-                          size_t errlen)
+                          const char *options, const char *key_mode, const char *node,
+                          const char *kind, char *err, size_t errlen)
 {
     struct pgstore_state *st = s->st;
     char started[32], sql[96];
@@ -835,15 +837,16 @@ int64_t pgstore_run_begin(struct pgstore *s, const char *name, const char *upstr
         return -1;
     }
     snprintf(started, sizeof started, "%lld", (long long)now);
-    const char *params[7] = { name,    node ? node : "", started, upstream, SLABTAP_VERSION,
-                              options, key_mode };
+    const char *params[8] = { name,     node ? node : "",     started,
+                              upstream, SLABTAP_VERSION,      options,
+                              key_mode, kind ? kind : "proxy" };
     if (exec(s, "BEGIN", "starting a run", err, errlen))
         return -1;
     PGresult *res = PQexecParams(s->conn,
                                  "INSERT INTO runs (name, node, started_ns, upstream,"
-                                 " slabtap_version, options, key_mode)"
-                                 " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING run_id",
-                                 7, NULL, params, NULL, NULL, 0);
+                                 " slabtap_version, options, key_mode, kind)"
+                                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING run_id",
+                                 8, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
         id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     if (id <= 0 || id >= PG_RUN_ID_MAX) {

@@ -36,7 +36,7 @@
 struct rec_row;
 struct rec_job;
 
-#define PGSTORE_SCHEMA_VERSION 2
+#define PGSTORE_SCHEMA_VERSION 3
 
 /* The COPY data of a batch is sent in pieces of at most this many bytes;
  * one encoded row takes at most PGSTORE_ROW_MAX. */
@@ -101,8 +101,8 @@ void pgstore_close(struct pgstore *s);
  * unique across nodes, no lock any other node waits for), or -1 with the
  * reason in err. */
 int64_t pgstore_run_begin(struct pgstore *s, const char *name, const char *upstream,
-                          const char *options, const char *key_mode, const char *node, char *err,
-                          size_t errlen);
+                          const char *options, const char *key_mode, const char *node,
+                          const char *kind, char *err, size_t errlen);
 /* Writes the carried aggregates, ends the run's last phase and writes its
  * end time and row counts. */
 int pgstore_run_end(struct pgstore *s, int64_t run_id, uint64_t recorded, uint64_t dropped,

@@ -71,8 +71,9 @@ int64_t sink_run_begin(struct sink *k, const struct sink_run *run, char *err, si
     const char *node = run->node ? run->node : "";
     if (k->kind == SINK_PG)
         return pgstore_run_begin(&k->pg, run->name, run->upstream, run->options, run->key_mode,
-                                 node, err, errlen);
-    int64_t id = store_run_begin(&k->sq, run->name, run->upstream, run->options, run->key_mode);
+                                 node, run->kind, err, errlen);
+    int64_t id =
+        store_run_begin(&k->sq, run->name, run->upstream, run->options, run->key_mode, run->kind);
     if (id < 0) {
         snprintf(err, errlen, "%s: cannot create the run row", k->name);
         return -1;

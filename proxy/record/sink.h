@@ -27,6 +27,8 @@ enum sink_kind { SINK_SQLITE, SINK_PG };
  * (PostgreSQL: runs.node; SQLite: run_meta 'node', no schema change). */
 struct sink_run {
     const char *name, *upstream, *options, *key_mode, *node;
+    const char *kind; /* runs.kind: what recorded it (NULL: "proxy"; "watch",
+                         "snapshot", "experiment") */
 };
 
 /* run_meta key of the last batch a run committed (PostgreSQL): written in

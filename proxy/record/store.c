@@ -792,6 +792,8 @@ static const char *const upgrade_steps[STORE_SCHEMA_VERSION] = {
           " PRAGMA legacy_alter_table = OFF;",
     /* 4 -> 5: a run that never ended is marked crashed at the next open */
     [4] = "ALTER TABLE runs ADD COLUMN crashed INTEGER NOT NULL DEFAULT 0;",
+    /* 5 -> 6: what recorded the run (issue 22: watch, snapshot) */
+    [5] = "ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'proxy';",
 };
 
 /* A run without an end when the file is opened was cut short (killed, or
@@ -1282,7 +1284,7 @@ void store_close(struct store *s)
 }
 
 int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
-                        const char *options, const char *key_mode)
+                        const char *options, const char *key_mode, const char *kind)
 {
     sqlite3_stmt *st;
     int64_t id = -1;
@@ -1292,8 +1294,8 @@ int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
         return -1;
     if (sqlite3_prepare_v2(
             s->db,
-            "INSERT INTO runs (name, started_ns, upstream, slabtap_version, options, key_mode)"
-            " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO runs (name, started_ns, upstream, slabtap_version, options, key_mode,"
+            " kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(st, 2, now);
@@ -1301,6 +1303,7 @@ int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
         sqlite3_bind_text(st, 4, SLABTAP_VERSION, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 5, options, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 6, key_mode, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 7, kind ? kind : "proxy", -1, SQLITE_TRANSIENT);
         if (sqlite3_step(st) == SQLITE_DONE)
             id = sqlite3_last_insert_rowid(s->db);
         sqlite3_finalize(st);

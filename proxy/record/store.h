@@ -29,7 +29,7 @@
 
 struct rec_row;
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 struct store_writes; /* the encoder's statements, dictionaries and run state */
 
@@ -70,7 +70,7 @@ void store_close(struct store *s);
  * recorded key texts in the key_prefixes dictionary. Returns the run id,
  * or -1. */
 int64_t store_run_begin(struct store *s, const char *name, const char *upstream,
-                        const char *options, const char *key_mode);
+                        const char *options, const char *key_mode, const char *kind);
 /* Ends the run's last phase and writes its end time and row counts. 0, or
  * -1 with the reason in err. */
 int store_run_end(struct store *s, int64_t run_id, uint64_t recorded, uint64_t dropped, char *err,

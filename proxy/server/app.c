@@ -240,7 +240,7 @@ static void app_rec_config(const struct app_config *cfg, struct app_start *st)
         .path = st->db,
         .run = { cfg->run_name, cfg->proxy.upstream_text,
                  cfg->options_text ? cfg->options_text : "", keyfmt_mode_name(cfg->proxy.key_mode),
-                 cfg->node ? cfg->node : "" },
+                 cfg->node ? cfg->node : "", cfg->run_kind },
     };
 }
 

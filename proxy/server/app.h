@@ -49,6 +49,7 @@ struct app_config {
     uint64_t spill_max;
     bool record_optional;
     const char *run_name;
+    const char *run_kind;     /* runs.kind (NULL: "proxy"; record/sink.h) */
     const char *options_text; /* recorded in runs.options */
     size_t queue_rows;
     enum rec_on_full on_full;

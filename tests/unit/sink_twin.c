@@ -141,7 +141,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sink_twin: %s\n", err);
         return 1;
     }
-    struct sink_run run = { "sink_twin", "-", "sink_twin", keyfmt_mode_name(tw.keys), node };
+    struct sink_run run = { "sink_twin", "-", "sink_twin", keyfmt_mode_name(tw.keys), node, NULL };
     int64_t id = sink_run_begin(&k, &run, err, sizeof err);
     struct rec_row *batch = calloc(BATCH, sizeof *batch);
     int rc = id < 0 || !batch;
