@@ -56,17 +56,17 @@ struct rec_row {
     uint64_t key_hash;
     int64_t value_len; /* -1: none */
     int64_t exptime;
-    int64_t latency_ns;   /* -1: no answer */
-    uint32_t class_id;    /* predicted slab class, 0: none */
-    char ms_mode;         /* ms M<mode>, 0: none */
-    bool hit;             /* REC_ROW_READ: memcached returned the item */
+    int64_t latency_ns; /* -1: no answer */
+    uint32_t class_id;  /* predicted slab class, 0: none */
+    char ms_mode;       /* ms M<mode>, 0: none */
+    bool hit;           /* REC_ROW_READ: memcached returned the item */
     /* REC_ROW_EVENT / REC_ROW_ITEM (value_len: the value bytes memcached
        logged for an event, ITEM_ntotal for a snapshot item; exptime: the
        TTL left in seconds, -1 none; class_id: memcached's clsid) */
-    uint8_t event;   /* enum rec_item_event */
-    bool fetched;    /* fetch=yes */
-    int64_t idle_s;  /* seconds since the item was last accessed */
-    uint32_t snap;   /* REC_ROW_ITEM: the snapshot's number in its run (1..) */
+    uint8_t event;        /* enum rec_item_event */
+    bool fetched;         /* fetch=yes */
+    int64_t idle_s;       /* seconds since the item was last accessed */
+    uint32_t snap;        /* REC_ROW_ITEM: the snapshot's number in its run (1..) */
     uint64_t after_write; /* REC_ROW_READ: the proxy's write seq when it was read */
     /* REC_ROW_GETS: counters for one second and command */
     int64_t second;
