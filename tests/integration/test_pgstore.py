@@ -209,7 +209,7 @@ class PgStoreTest(unittest.TestCase):
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
         before = self.pg.psql("SELECT version, sha256 FROM schema_version")
-        self.assertEqual(before[0][0], "2")
+        self.assertEqual(before[0][0], "3")
         oid = self.pg.scalar("SELECT 'sets'::regclass::oid")
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
@@ -219,22 +219,26 @@ class PgStoreTest(unittest.TestCase):
         try:
             rc, out, err = bench(self.pg.uri(), 10)
             self.assertEqual(rc, 1, out + err)
-            self.assertIn("schema version 99 is newer than this slabtap (2)", err)
+            self.assertIn("schema version 99 is newer than this slabtap (3)", err)
         finally:
-            self.pg.psql("UPDATE schema_version SET version = 2")
+            self.pg.psql("UPDATE schema_version SET version = 3")
         # a changed text (same version) is applied again
         self.pg.psql("UPDATE schema_version SET sha256 = 'x'")
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
         self.assertEqual(self.pg.psql("SELECT version, sha256 FROM schema_version"), before)
-        # a version 1 database (no aggregates, issue 21) is brought up to 2
+        # a version 1 database (no aggregates, issue 21; no runs.kind, issue
+        # 22) is brought up to 3
         self.pg.psql("DROP TABLE agg_sizes, agg_items, agg_reads CASCADE;"
+                     " ALTER TABLE runs DROP COLUMN kind CASCADE;"
                      " UPDATE schema_version SET version = 1")
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
         self.assertEqual(self.pg.psql("SELECT version, sha256 FROM schema_version"), before)
         self.assertEqual(self.pg.scalar("SELECT sum(writes) FROM agg_sizes WHERE run_id = %d"
                                         % run_id_of(out)), "10")
+        self.assertEqual(self.pg.scalar("SELECT kind FROM runs WHERE run_id = %d"
+                                        % run_id_of(out)), "bench")
 
     def test_06_crashed_run(self):
         p = subprocess.Popen([BENCH, self.pg.uri(), "1000000", "--node", "victim", "--batch",

@@ -420,7 +420,7 @@ class Schema(mctest.ServerTestCase):
         for t in ("phases", "samples", "sample_classes", "settings"):
             self.assertTrue(columns(db, t), "table %s missing after the upgrade" % t)
         # the old rows, column for column
-        self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id = 1"), [dict(V1_RUN, crashed=0)])
+        self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id = 1"), [dict(V1_RUN, crashed=0, kind="proxy")])
         old = rows(db, "SELECT * FROM sets WHERE run_id = 1 ORDER BY seq")
         self.assertEqual(old, [dict(r, class_id=None, ms_mode=None) for r in V1_SETS])
         self.assertEqual(rows(db, "SELECT * FROM get_counts WHERE run_id = 1"), [V1_GETS])
@@ -450,7 +450,7 @@ class Schema(mctest.ServerTestCase):
         send_sets(px.port, [(b"again", b"z")])
         self.stop_clean(px)
         self.assertEqual(user_version(db), SCHEMA_VERSION)
-        self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id = 1"), [dict(V1_RUN, crashed=0)])
+        self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id = 1"), [dict(V1_RUN, crashed=0, kind="proxy")])
         self.assertEqual(mctest.db_scalar(db, "SELECT count(*) FROM runs"), 3)
         self.assertEqual(mctest.db_scalar(db, "SELECT class_id FROM sets WHERE run_id = 3"), 1)
 
@@ -524,9 +524,9 @@ class Schema(mctest.ServerTestCase):
         # with its last write as its end and the rows it recorded
         def after(r):
             if r["ended_ns"] is not None:
-                return dict(r, crashed=0)
+                return dict(r, crashed=0, kind="proxy")
             mine = [s for s in V3_SETS if s["run_id"] == r["run_id"]]
-            return dict(r, crashed=1, ended_ns=max(s["t_ns"] for s in mine),
+            return dict(r, crashed=1, kind="proxy", ended_ns=max(s["t_ns"] for s in mine),
                         rows_recorded=len(mine))
         self.assertEqual(rows(db, "SELECT * FROM runs WHERE run_id < 4 ORDER BY run_id"),
                          [after(r) for r in V3_RUNS])
