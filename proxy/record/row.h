@@ -80,7 +80,17 @@ struct rec_row {
 /* Rare, variable-size records (a stats sample, settings, a phase mark, a
  * run_meta entry) travel as jobs: heap blobs handed over whole, written in
  * the same transactions as rows. */
-enum rec_job_kind { REC_JOB_SAMPLE, REC_JOB_SETTINGS, REC_JOB_PHASE, REC_JOB_META };
+/* REC_JOB_SNAPSHOT: one metadump's header row (table snapshots): phase_id
+ * its number in the run (REC_ROW_ITEM.snap), t_ns when it started, text
+ * JSON {"ended_ns":N,"items":N,"bytes":N,"complete":true|false} (complete:
+ * memcached said END). */
+enum rec_job_kind {
+    REC_JOB_SAMPLE,
+    REC_JOB_SETTINGS,
+    REC_JOB_PHASE,
+    REC_JOB_META,
+    REC_JOB_SNAPSHOT
+};
 
 struct rec_job {
     struct rec_job *next;
