@@ -793,9 +793,14 @@ static void rec_writer_duties(struct recorder *r)
         int64_t agg =
             r->sink_ready && !r->failing && !r->wal_over ? sink_aggregates_due_ns(r->sink) : 0;
         if (agg && clock_wall_ns() >= agg) {
-            char ignored[512];
+            char err[512];
             pthread_mutex_unlock(&r->mu);
-            sink_write_aggregates(r->sink, ignored, sizeof ignored);
+            /* the counts are kept and tried again in one interval: said,
+             * not lost */
+            if (sink_write_aggregates(r->sink, err, sizeof err))
+                log_throttled(&r->write_throttle, LOG_LEVEL_WARN, NULL,
+                              "recorder: the aggregates were not written (kept, tried again): %s",
+                              err);
             pthread_mutex_lock(&r->mu);
         }
         return;
