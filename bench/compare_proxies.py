@@ -36,6 +36,7 @@ the key instead; the per-connection load is the same on average).
 import collections
 import itertools
 import os
+import random
 import re
 import selectors
 import socket
@@ -128,12 +129,37 @@ def hwm_kb(pid):
     return 0
 
 
+def ports_in_use():
+    """Every local TCP port some socket holds (any state), from /proc."""
+    used = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    used.add(int(line.split()[1].rsplit(":", 1)[1], 16))
+        except OSError:
+            pass
+    return used
+
+
 def freeport():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+    """A port for a program that cannot bind port 0 and say which it got
+    (nutcracker): a random one below the kernel's ephemeral range that no
+    socket holds now -- never bound and closed here. The caller starts the
+    program and checks that it is the one listening (listen_ports), and
+    tries another port if it lost a race."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    used = ports_in_use()
+    for _ in range(1000):
+        p = random.randrange(10000, max(low, 10001))
+        if p not in used:
+            return p
+    raise SystemExit("freeport: no free port below %d" % low)
 
 
 def hostport(s):
