@@ -270,7 +270,7 @@ struct reader_event {
     uint64_t key_hash;
     int64_t key_len;
     uint32_t class_id;
-    int64_t size;     /* value bytes memcached logged */
+    int64_t size;     /* value bytes memcached logged, -1: none */
     int fetched;      /* 0/1, -1: NULL (a deletion) */
     int64_t idle_s;   /* -1: NULL (a deletion) */
     int64_t ttl_left; /* seconds; -1: no expiry; -2: NULL (a deletion) */
