@@ -728,6 +728,8 @@ int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
         buf_init(&s->st->extra, JSON_MAX);
         s->st->copy = malloc(PGSTORE_COPY_BUF);
         buf_init(&s->st->reads, BUF_UNBOUNDED);
+        buf_init(&s->st->tap_events, BUF_UNBOUNDED);
+        buf_init(&s->st->tap_items, BUF_UNBOUNDED);
         buf_init(&s->st->agg_sql, BUF_UNBOUNDED);
         buf_init(&s->st->carry_sql, BUF_UNBOUNDED);
         buf_init(&s->st->job_text, 3 * JOB_TEXT_MAX + 2);
