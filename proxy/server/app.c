@@ -74,13 +74,18 @@ static void on_sample(void *ud, const struct stats_sample *s)
 
 /* --- phases ------------------------------------------------------------------ */
 
-int64_t app_mark_phase(struct app *a, const char *name)
+static int64_t app_phase_at(struct app *a, const char *name, int64_t t_ns)
 {
     int64_t id = atomic_fetch_add(&a->next_phase_id, 1);
-    if (!jobs_phase(&a->jobs, id, clock_wall_ns(), name, APP_PHASE_NAME_MAX))
+    if (!jobs_phase(&a->jobs, id, t_ns, name, APP_PHASE_NAME_MAX))
         return -1; /* not queued: the caller must not confirm it */
     atomic_store(&a->phase_id, id);
     return id;
+}
+
+int64_t app_mark_phase(struct app *a, const char *name)
+{
+    return app_phase_at(a, name, clock_wall_ns());
 }
 
 /* --- lifecycle ------------------------------------------------------------- */
@@ -375,9 +380,10 @@ static void app_watch_gap(void *ud, bool restart, int64_t from_ns, int64_t to_ns
 {
     struct app *a = ud;
     (void)from_ns;
-    (void)to_ns;
+    /* from when the watcher was back: what the new memcached logged since
+     * (its times are memcached's clock; this is ours, the same on one host) */
     if (restart)
-        app_mark_phase(a, "memcached restarted");
+        app_phase_at(a, "memcached restarted", to_ns);
 }
 
 /* The watcher (cfg.watch), after the poller: it reads the samples. */

@@ -326,8 +326,15 @@ static void tap_streaming(struct tap *t)
         t->gap_pending = true; /* the next sample says restart or blip */
         t->c.reconnects++;
     } else {
-        log_write(LOG_LEVEL_INFO, t->peer, "watching memcached: %.*s", (int)strcspn(t->req, "\r"),
-                  t->req);
+        int n = (int)strcspn(t->req, "\r");
+        char v[256];
+        log_write(LOG_LEVEL_INFO, t->peer, "watching memcached: %.*s", n, t->req);
+        /* what the run is made of, and what the log cannot tell */
+        snprintf(v, sizeof v,
+                 "{\"request\":\"%.*s\",\"deletions\":%s,\"not_in_log\":[\"client flags\","
+                 "\"latency\",\"client address\",\"reads\"]}",
+                 n, t->req, t->deletions ? "true" : "false");
+        tap_meta(t, "watch", v);
     }
     if (!t->base_set && t->last.have) {
         t->base = t->last;
@@ -338,15 +345,21 @@ static void tap_streaming(struct tap *t)
 /* One event from the parser. false: stop reading this buffer. */
 static bool tap_event(struct tap *t, const struct mclog_event *ev)
 {
-    t->c.lines++;
+    t->c.lines += ev->kind != MCLOG_EV_OK && ev->kind != MCLOG_EV_REFUSED;
     switch (ev->kind) {
     case MCLOG_EV_OK:
         if (t->state == TAP_ASKING)
             tap_streaming(t);
         return true;
     case MCLOG_EV_REFUSED:
-        if (t->state == TAP_ASKING && t->deletions && !strcmp(ev->line, "ERROR") &&
-            !t->asked_without_deletions) {
+        if (t->state != TAP_ASKING) { /* mid-stream: a line that is not a log line */
+            t->c.errors++;
+            log_throttled(&t->bad_line, LOG_LEVEL_WARN, t->peer,
+                          "a line in the watch stream that is not a log line: %s; skipped",
+                          ev->line);
+            return true;
+        }
+        if (t->deletions && !strcmp(ev->line, "ERROR") && !t->asked_without_deletions) {
             /* memcached before 1.6.20 knows no `watch deletions` */
             t->asked_without_deletions = true;
             log_write(LOG_LEVEL_WARN, t->peer,

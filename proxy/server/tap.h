@@ -4,7 +4,8 @@
  * a store becomes a REC_ROW_WRITE (memcached's clsid, its status as the
  * answer, no latency, no flags), an eviction or a deletion a REC_ROW_EVENT.
  * Used by `slabtap watch` (mutations, evictions, deletions) and by
- * `slabtap proxy --watch-evictions` (evictions, deletions).
+ * `slabtap proxy --watch-evictions` (evictions, deletions). run_meta
+ * 'watch' says what was asked and what the log cannot tell.
  *
  * Owns: its stream (TCP or a unix socket), two timers, the parser and a
  * fixed read buffer; the accounting of what memcached dropped (skipped=N
@@ -102,7 +103,8 @@ struct tap_config {
 };
 
 struct tap_counters {
-    uint64_t lines, writes, evictions, deletions, other, errors;
+    uint64_t lines; /* log lines (not memcached's OK / refusal to `watch`) */
+    uint64_t writes, evictions, deletions, other, errors;
     uint64_t rows_sampled_out; /* --sample-keys: writes counted in the aggregates only */
     uint64_t skipped_reported; /* the sum of skipped=N lines */
     uint64_t lost_counted;     /* counted lost (memcached_dropped), all together */
