@@ -99,7 +99,7 @@ static int app_listen(struct app *a, const struct app_config *cfg, char *err, si
 {
     struct sockaddr_storage bound;
     int len = sizeof bound;
-    if (proxy_open(&a->px, a->loop, &cfg->proxy, &a->rec, err, errlen)) {
+    if (!cfg->tap_mode && proxy_open(&a->px, a->loop, &cfg->proxy, &a->rec, err, errlen)) {
         log_error("%s", err);
         return -1;
     }
@@ -152,12 +152,13 @@ static void on_teardown_poller(struct poller *p)
  * watchers) would make forever. */
 static void app_teardown(struct app *a)
 {
-    a->teardown_pending = 1 + a->http_open + a->poller_open;
+    a->teardown_pending = !a->cfg.tap_mode + a->http_open + a->poller_open;
     if (a->http_open)
         admin_http_close(&a->http, on_teardown_http);
     if (a->poller_open)
         poller_close(&a->poller, on_teardown_poller);
-    proxy_close(&a->px, on_teardown_proxy);
+    if (!a->cfg.tap_mode)
+        proxy_close(&a->px, on_teardown_proxy);
     for (int turns = 0; a->teardown_pending > 0 && turns < 100000; turns++)
         uv_run(a->loop, UV_RUN_ONCE);
     /* the close callbacks of the handles closed last, then the buffers:
@@ -331,12 +332,27 @@ static int app_start_poller(struct app *a, const struct app_config *cfg)
     return 0;
 }
 
+/* Tap mode: the recorder filled or drained; the caller's source decides. */
+static void app_tap_unblock(void *ud)
+{
+    struct app *a = ud;
+    if (a->cfg.tap_unblock)
+        a->cfg.tap_unblock(a->cfg.tap_ud);
+}
+
 int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
 {
     struct app_start st = { 0 };
     memset(a, 0, sizeof *a);
     a->loop = loop;
     a->cfg = *cfg;
+    if (cfg->tap_mode) {
+        /* no pooled connection: /health looks at the poller (and the tap) */
+        a->cfg.proxy.upstream_conns = 0;
+        /* what a proxy would read of its config (the poller's addresses,
+         * the key policy) is where it would be; listen_text stays "" */
+        a->px.cfg = a->cfg.proxy;
+    }
     stats_sample_init(&a->last);
     jobs_init(&a->jobs, &a->rec, &a->px, cfg->memcached_flags);
     if (cfg->http_enabled && !cfg->http_token && !app_loopback(&cfg->http_addr)) {
@@ -351,8 +367,9 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     app_check_room(a, cfg, &st);
     if (app_begin_run(a, &st))
         goto close_store;
-    if (rec_open(&a->rec, loop, &a->sink, a->run_id, &st.rec, proxy_update_reading, &a->px, st.err,
-                 sizeof st.err)) {
+    if (rec_open(&a->rec, loop, &a->sink, a->run_id, &st.rec,
+                 cfg->tap_mode ? app_tap_unblock : proxy_update_reading,
+                 cfg->tap_mode ? (void *)a : (void *)&a->px, st.err, sizeof st.err)) {
         log_error("recorder: %s", st.err);
         goto close_rec;
     }
@@ -447,13 +464,17 @@ void app_close(struct app *a, void (*on_closed)(struct app *a))
         return;
     a->closing = true;
     a->on_closed = on_closed;
-    proxy_close(&a->px, on_proxy_stopped);
+    if (a->cfg.tap_mode) /* the caller's source has stopped: the final sample now */
+        on_proxy_stopped(&a->px);
+    else
+        proxy_close(&a->px, on_proxy_stopped);
 }
 
 void app_force(struct app *a)
 {
     rec_give_up(&a->rec);
-    proxy_force_stop(&a->px);
+    if (!a->cfg.tap_mode)
+        proxy_force_stop(&a->px);
 }
 
 int app_finish(struct app *a, struct rec_totals *totals)

@@ -2,6 +2,16 @@
  * poller and admin HTTP endpoint -- with the order they start and stop in.
  * Used by `slabtap proxy` and by the experiment runner.
  *
+ * Tap mode (cfg.tap_mode: `slabtap watch`, `slabtap snapshot`): the same
+ * app without a client listener -- no proxy is opened, a->px stays zero
+ * (its metrics read 0) -- with the same sink, recorder, stats poller (its
+ * side connection to cfg.proxy.upstream_addrs), admin HTTP and retention.
+ * The rows come from the caller's source, pushed to a->rec on the loop
+ * thread; the caller stops that source before app_close (or passes
+ * cfg.tap_unblock to pause it while the recorder is full), and app_close
+ * then takes the final sample at once. cfg.proxy.key_mode and
+ * cfg.proxy.sample_keys still say what of each key is kept.
+ *
  * Owns the run: its row, its phase ids, the last stats sample (and when the
  * final one has settled), the order components start and stop in, and
  * logging what its components return as errors. What a sample becomes in
@@ -71,6 +81,12 @@ struct app_config {
     int64_t retain_ns;
     uint64_t max_db_bytes;
     uint64_t wal_max; /* SQLite: --wal-max (bytes, 0: none; rec_config.wal_max) */
+    /* tap mode (see above): no listener, no proxy */
+    bool tap_mode;
+    /* tap mode: called on the loop thread when the recorder fills or
+     * drains (rec_blocked() says which); NULL: nothing to pause */
+    void (*tap_unblock)(void *ud);
+    void *tap_ud;
 };
 
 struct app {
