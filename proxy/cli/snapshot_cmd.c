@@ -139,8 +139,14 @@ static void snapcmd_on_done(struct snapshot *s)
     case SNAPSHOT_END_REFUSED:
     case SNAPSHOT_END_BUSY:
         /* memcached's own words, one line */
-        fprintf(stderr, "slabtap snapshot: %s %s: %s\n", snapshot_end_text(s->end), s->peer,
-                s->words);
+        if (s->end == SNAPSHOT_END_REFUSED)
+            fprintf(stderr, "slabtap snapshot: memcached %s refused lru_crawler metadump: %s\n",
+                    s->peer, s->words);
+        else
+            fprintf(stderr,
+                    "slabtap snapshot: memcached %s stayed busy (%llu tries, --busy-retries): "
+                    "%s\n",
+                    s->peer, (unsigned long long)s->busy_tries, s->words);
         sc->rc = 1;
         snapcmd_stop(sc);
         return;

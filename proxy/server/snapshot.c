@@ -48,11 +48,14 @@ char *snapshot_header_json(const struct snapshot *s)
 {
     struct buf b;
     buf_init(&b, BUF_UNBOUNDED);
-    buf_printf(&b, "{\"ended_ns\":%lld,\"items\":%llu,\"bytes\":%llu,\"complete\":%s,\"end\":",
+    buf_printf(&b, "{\"ended_ns\":%lld,\"items\":%llu,\"bytes\":%llu,\"complete\":%s",
                (long long)s->ended_ns, (unsigned long long)s->items, (unsigned long long)s->bytes,
                s->end == SNAPSHOT_END_COMPLETE ? "true" : "false");
-    const char *why = snapshot_end_text(s->end);
-    jsonb_string(&b, why, strlen(why));
+    if (s->end != SNAPSHOT_END_COMPLETE) {
+        const char *why = snapshot_end_text(s->end);
+        buf_puts(&b, ",\"reason\":");
+        jsonb_string(&b, why, strlen(why));
+    }
     buf_printf(&b, ",\"bad_lines\":%llu}", (unsigned long long)s->bad_lines);
     return buf_take(&b);
 }

@@ -123,7 +123,8 @@ void snapshot_resume(struct snapshot *s);
  * incomplete (SNAPSHOT_END_STOPPED). on_done follows. */
 void snapshot_stop(struct snapshot *s);
 /* The header's JSON text (REC_JOB_SNAPSHOT): {"ended_ns","items","bytes",
- * "complete","end","bad_lines"}; malloc'ed, NULL when out of memory. */
+ * "complete"[,"reason": snapshot_end_text when not complete],"bad_lines"};
+ * malloc'ed, NULL when out of memory. */
 char *snapshot_header_json(const struct snapshot *s);
 
 #endif
