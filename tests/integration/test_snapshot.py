@@ -123,10 +123,10 @@ def snapshots(db, run_id):
 
 
 def only_run(tc, db):
-    runs = db_rows(db, "SELECT id, kind FROM runs")
+    runs = db_rows(db, "SELECT run_id, kind FROM runs")
     tc.assertEqual(len(runs), 1, runs)
     tc.assertEqual(runs[0]["kind"], "snapshot")
-    return runs[0]["id"]
+    return runs[0]["run_id"]
 
 
 class Relay:
