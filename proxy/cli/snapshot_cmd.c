@@ -161,8 +161,7 @@ static void snapcmd_on_done(struct snapshot *s)
     default:
         snapcmd_say(s);
         if (s->uv_err)
-            fprintf(stderr, "slabtap snapshot: snapshot %u: %s\n", s->snap,
-                    uv_strerror(s->uv_err));
+            fprintf(stderr, "slabtap snapshot: snapshot %u: %s\n", s->snap, uv_strerror(s->uv_err));
         sc->rc = 1;
         break;
     }
@@ -311,8 +310,8 @@ static enum opt_result snapcmd_parse(int argc, char **argv, struct snapcmd *sc,
         { "memcached-flags", 0, OPT_STRING, .dest = &a->mc_flags },
         CLI_OPTS_VERBOSITY(&a->level, NULL),
     };
-    enum opt_result r = opt_parse("snapshot", table, sizeof table / sizeof table[0], argc, argv,
-                                  NULL, err, errlen);
+    enum opt_result r =
+        opt_parse("snapshot", table, sizeof table / sizeof table[0], argc, argv, NULL, err, errlen);
     if (r != OPT_OK)
         return r;
     log_set_level((enum log_level)a->level);

@@ -76,9 +76,9 @@ typedef void (*snapshot_done_cb)(struct snapshot *s);
 
 struct snapshot {
     /* public, read-only; final once on_done runs */
-    uint32_t snap;        /* its number in the run */
+    uint32_t snap; /* its number in the run */
     enum snapshot_end end;
-    bool recorded;        /* the header job was queued (memcached accepted) */
+    bool recorded; /* the header job was queued (memcached accepted) */
     int64_t started_ns, ended_ns;
     uint64_t items, bytes; /* items read and stored; their ITEM_ntotal summed */
     uint64_t bad_lines;    /* lines that did not parse (not stored) */
@@ -88,7 +88,7 @@ struct snapshot {
     int uv_err;            /* CONNECT, IO, SETUP: libuv's code */
     char words[256];       /* REFUSED, BUSY: memcached's line, as it sent it */
     char peer[ADDR_TEXT_MAX];
-    void *data;            /* the caller's */
+    void *data; /* the caller's */
 
     /* private */
     uv_loop_t *loop;
