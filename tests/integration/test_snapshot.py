@@ -33,6 +33,12 @@ N_ITEMS = 200000
 # slabtap's peak RSS while dumping N_ITEMS may exceed its peak on a 1,000-item
 # dump by at most this: memory is bounded by the queue, not by the items
 RSS_GROWTH_BOUND_KB = 32 * 1024
+# metadump is not an atomic snapshot: it walks each class's LRUs while
+# memcached's LRU maintainer moves items between them (HOT, WARM, COLD), so
+# an item moved meanwhile can be missed or listed twice (seen: 999,969 of
+# 1,000,000 right after a fill). Tests that compare item for item run
+# memcached without the maintainer: one LRU per class, nothing moves.
+STILL = ["-o", "no_lru_maintainer"]
 
 
 def metadump(port, timeout=120):
@@ -212,7 +218,7 @@ class Relay:
 class SnapshotTest(ServerTestCase):
 
     def test_200k_items_equal_item_for_item(self):
-        mc = self.mc(extra=["-m", "512"])
+        mc = self.mc(extra=["-m", "512"] + STILL)
         items = []
         for i in range(N_ITEMS):
             # keys memcached prints URI-encoded (: / % space-free), sizes over
@@ -230,7 +236,7 @@ class SnapshotTest(ServerTestCase):
         self.assertEqual(len(dump), N_ITEMS)
 
         # a small dump first: the RSS a dump costs whatever its size
-        small = self.mc()
+        small = self.mc(extra=STILL)
         write_items(small.port, items[:1000])
         rc, err, rss_small = run_measured(self, ["snapshot", "--memcached", "%s:%d" % (HOST, small.port),
                                                  "--db", self.path("small.db"), "--keys", "full"])
@@ -287,7 +293,7 @@ class SnapshotTest(ServerTestCase):
                                           (run_id,)), 1)
 
     def test_items_over_slab_chunk_max(self):
-        mc = self.mc(extra=["-I", "2m", "-m", "128"])
+        mc = self.mc(extra=["-I", "2m", "-m", "128"] + STILL)
         items = [(b"big:%d" % i, 0, 0, b"x" * (1536 * 1024)) for i in range(6)]
         items += [(b"mid:%d" % i, 3, 0, b"y" * (600 * 1024 + i)) for i in range(6)]
         items += [(b"small:%d" % i, 0, 0, b"z" * 100) for i in range(6)]
@@ -322,7 +328,7 @@ class SnapshotTest(ServerTestCase):
             self.assertEqual(snapshots(db, run_id), [])
 
     def test_every_count(self):
-        mc = self.mc()
+        mc = self.mc(extra=STILL)
         write_items(mc.port, [(b"e:%d" % i, 0, 0, b"v" * (i % 300)) for i in range(3000)])
         db = self.path("every.db")
         rc, out, err = run_slabtap(["snapshot", "--memcached", "%s:%d" % (HOST, mc.port),
@@ -340,7 +346,7 @@ class SnapshotTest(ServerTestCase):
             self.assertGreaterEqual(b["t_ns"] - a["t_ns"], 990 * 10**6, hdr)
 
     def _partial(self, mode):
-        mc = self.mc()
+        mc = self.mc(extra=STILL)
         items = [(b"s:%06d" % i, 0, 0, b"v" * (i % 700)) for i in range(20000)]
         write_items(mc.port, items)
         dump = metadump(mc.port)
