@@ -389,6 +389,37 @@ class SnapshotTest(ServerTestCase):
         print("\n%s after %d lines: %s" % (mode, k_lines,
                                            [l for l in err.splitlines() if "snapshot 1" in l]))
 
+    def test_postgresql(self):
+        """The same snapshot into PostgreSQL: every item, class and size as
+        memcached prints them, per class equal to `stats items`."""
+        import pgcluster
+        pg = pgcluster.PgCluster()
+        self.addCleanup(pg.stop)
+        mc = self.mc(extra=STILL)
+        items = [(b"pg:%d" % i, 1 if i % 4 == 0 else 0, 0, b"w" * (i % 900)) for i in range(20000)]
+        write_items(mc.port, items)
+        want = {c: f["number"] for c, f in mc_classes(mc.port).items() if f.get("number")}
+        dump = {k: (int(f["cls"]), int(f["size"])) for k, f in metadump(mc.port)}
+        rc, out, err = run_slabtap(["snapshot", "--memcached", "%s:%d" % (HOST, mc.port),
+                                    "--db", pg.uri(), "--keys", "full", "--count", "2"])
+        self.assertEqual(rc, 0, err)
+        runs = pg.psql("SELECT run_id, kind FROM runs")
+        self.assertEqual(len(runs), 1, runs)
+        self.assertEqual(runs[0][1], "snapshot")
+        run_id = int(runs[0][0])
+        hdr = pg.psql("SELECT snap, items, complete FROM snapshots WHERE run_id = %d ORDER BY snap"
+                      % run_id)
+        self.assertEqual([(int(a), int(b), c) for a, b, c in hdr],
+                         [(1, 20000, "1"), (2, 20000, "1")], hdr)
+        got = {r[0].encode(): (int(r[1]), int(r[2])) for r in pg.psql(
+            "SELECT key_ref, class_id, size FROM snapshot_items WHERE run_id = %d AND snap = 1"
+            % run_id)}
+        self.assertEqual(got, dump)
+        per_class = {int(c): int(n) for c, n in pg.psql(
+            "SELECT class_id, count(*) FROM snapshot_items WHERE run_id = %d AND snap = 2 "
+            "GROUP BY class_id" % run_id)}
+        self.assertEqual(per_class, want)
+
     def test_sigterm_mid_dump_partial_incomplete(self):
         self._partial("hold")
 
