@@ -62,6 +62,8 @@ static void on_sample(void *ud, const struct stats_sample *s)
 {
     struct app *a = ud;
     bool final = a->closing && s->requested && app_final_sample(a, s);
+    if (a->tap_open)
+        tap_sample(&a->tap, s);
     jobs_sample(&a->jobs, s, atomic_load(&a->phase_id), final);
     if (stats_sample_copy(&a->last, s) == 0)
         a->have_last = true;
@@ -146,13 +148,20 @@ static void on_teardown_poller(struct poller *p)
     app_teardown_one((struct app *)((char *)p - offsetof(struct app, poller)));
 }
 
+static void on_teardown_tap(struct tap *t)
+{
+    app_teardown_one((struct app *)((char *)t - offsetof(struct app, tap)));
+}
+
 /* A start that failed half way: close what was opened and turn the loop
  * until exactly that is closed -- never until the loop is empty, which
  * the caller's own handles (an experiment's memcached and signal
  * watchers) would make forever. */
 static void app_teardown(struct app *a)
 {
-    a->teardown_pending = !a->cfg.tap_mode + a->http_open + a->poller_open;
+    a->teardown_pending = !a->cfg.tap_mode + a->http_open + a->poller_open + a->tap_open;
+    if (a->tap_open)
+        tap_close(&a->tap, on_teardown_tap);
     if (a->http_open)
         admin_http_close(&a->http, on_teardown_http);
     if (a->poller_open)
@@ -336,8 +345,65 @@ static int app_start_poller(struct app *a, const struct app_config *cfg)
 static void app_tap_unblock(void *ud)
 {
     struct app *a = ud;
+    if (a->tap_open)
+        tap_update_reading(&a->tap);
     if (a->cfg.tap_unblock)
         a->cfg.tap_unblock(a->cfg.tap_ud);
+}
+
+/* A proxy with a watcher: the proxy's reading, and the watcher's. */
+static void app_proxy_unblock(void *ud)
+{
+    struct app *a = ud;
+    proxy_update_reading(&a->px);
+    if (a->tap_open)
+        tap_update_reading(&a->tap);
+}
+
+static void app_watch_stopped(void *ud, enum tap_stop why, const char *words)
+{
+    struct app *a = ud;
+    if (a->cfg.on_watch_stop) {
+        a->cfg.on_watch_stop(a->cfg.watch_ud, why, words);
+        return;
+    }
+    log_write(LOG_LEVEL_ERROR, a->tap.peer, "%s%s%s; recording goes on without it",
+              tap_stop_text(why), *words ? ": " : "", words);
+}
+
+static void app_watch_gap(void *ud, bool restart, int64_t from_ns, int64_t to_ns)
+{
+    struct app *a = ud;
+    (void)from_ns;
+    (void)to_ns;
+    if (restart)
+        app_mark_phase(a, "memcached restarted");
+}
+
+/* The watcher (cfg.watch), after the poller: it reads the samples. */
+static int app_start_tap(struct app *a, const struct app_config *cfg)
+{
+    if (!cfg->watch)
+        return 0;
+    struct tap_config tc = {
+        .upstream = &a->px.cfg.upstream_addrs,
+        .watch = cfg->watch,
+        .key_mode = cfg->proxy.key_mode,
+        .sample_keys = cfg->proxy.sample_keys,
+        .sample_aggregate = cfg->proxy.sample_aggregate,
+        .rec = &a->rec,
+        .on_stop = app_watch_stopped,
+        .on_gap = app_watch_gap,
+        .ud = a,
+        .m = &a->px.m,
+    };
+    int rc = tap_open(&a->tap, a->loop, &tc);
+    if (rc) {
+        log_error("cannot start the watcher: %s", uv_strerror(rc));
+        return -1;
+    }
+    a->tap_open = true;
+    return 0;
 }
 
 int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
@@ -368,14 +434,16 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     if (app_begin_run(a, &st))
         goto close_store;
     if (rec_open(&a->rec, loop, &a->sink, a->run_id, &st.rec,
-                 cfg->tap_mode ? app_tap_unblock : proxy_update_reading,
-                 cfg->tap_mode ? (void *)a : (void *)&a->px, st.err, sizeof st.err)) {
+                 cfg->tap_mode ? app_tap_unblock
+                 : cfg->watch  ? app_proxy_unblock
+                               : proxy_update_reading,
+                 cfg->tap_mode || cfg->watch ? (void *)a : (void *)&a->px, st.err, sizeof st.err)) {
         log_error("recorder: %s", st.err);
         goto close_rec;
     }
     app_open_webapi(a, &st);
     app_record_meta(a, cfg);
-    if (app_start_poller(a, cfg))
+    if (app_start_poller(a, cfg) || app_start_tap(a, cfg))
         goto stop;
     return 0;
 stop:
@@ -426,6 +494,11 @@ static void on_final_timer_closed(uv_handle_t *h)
     app_component_closed(h->data);
 }
 
+static void on_tap_closed(struct tap *t)
+{
+    app_component_closed((struct app *)((char *)t - offsetof(struct app, tap)));
+}
+
 static void app_final_done(struct app *a)
 {
     if (a->final_done)
@@ -433,9 +506,11 @@ static void app_final_done(struct app *a)
     a->final_done = true;
     uv_timer_stop(&a->final_timer);
     uv_timer_stop(&a->settle_timer);
-    a->closing_handles = 2 + a->poller_open + a->http_open;
+    a->closing_handles = 2 + a->poller_open + a->http_open + a->tap_open;
     uv_close((uv_handle_t *)&a->final_timer, on_final_timer_closed);
     uv_close((uv_handle_t *)&a->settle_timer, on_final_timer_closed);
+    if (a->tap_open) /* after the final sample: its drop counters are counted */
+        tap_close(&a->tap, on_tap_closed);
     if (a->poller_open)
         poller_close(&a->poller, on_poller_closed);
     if (a->http_open)

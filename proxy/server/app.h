@@ -12,6 +12,13 @@
  * then takes the final sample at once. cfg.proxy.key_mode and
  * cfg.proxy.sample_keys still say what of each key is kept.
  *
+ * A watcher (cfg.watch, server/tap.h), in either mode: the app opens it
+ * after the poller, hands it every stats sample, marks a phase when it
+ * says memcached restarted, and closes it right after the final sample
+ * (so that sample's drop counters are counted). `slabtap watch` is tap
+ * mode with a watcher of mutations, evictions and deletions; `slabtap
+ * proxy --watch-evictions` a proxy with one of evictions and deletions.
+ *
  * Owns the run: its row, its phase ids, the last stats sample (and when the
  * final one has settled), the order components start and stop in, and
  * logging what its components return as errors. What a sample becomes in
@@ -34,6 +41,7 @@
 #include "server/jobs.h"
 #include "server/poller.h"
 #include "server/proxy.h"
+#include "server/tap.h"
 #include "server/webapi.h"
 
 #define APP_DEFAULT_STATS_MS 1000
@@ -87,6 +95,11 @@ struct app_config {
      * drains (rec_blocked() says which); NULL: nothing to pause */
     void (*tap_unblock)(void *ud);
     void *tap_ud;
+    /* a watcher: TAP_WATCH_* (0: none); on_watch_stop (NULL: logged, the
+     * app goes on without it) is told when memcached refuses it */
+    unsigned watch;
+    void (*on_watch_stop)(void *ud, enum tap_stop why, const char *words);
+    void *watch_ud;
 };
 
 struct app {
@@ -114,7 +127,8 @@ struct app {
     char
         *runs_all; /* the runs but the current one (query_runs_json): /api/runs "runs", "earlier" */
     struct webapi web; /* /api/run/...: queries on the writer thread */
-    bool closing, final_done, poller_open, http_open;
+    struct tap tap;    /* cfg.watch: the watcher */
+    bool closing, final_done, poller_open, http_open, tap_open;
     unsigned closing_handles;
     int teardown_pending; /* a failed start: components still closing */
     void (*on_closed)(struct app *a);

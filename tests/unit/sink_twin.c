@@ -141,7 +141,7 @@ static void gen_tap(struct twin *tw, uint64_t i, uint64_t n, struct rec_row *row
 {
     uint64_t h = mix(i ^ 0x5eed);
     char key[64];
-    int klen = snprintf(key, sizeof key, "%s%u:%u", (h >> 3) % 7 ? "e" : "nodelim",
+    int klen = snprintf(key, sizeof key, (h >> 3) % 7 ? "e%u:%u" : "nodelim%u_%u",
                         (unsigned)(h % 20), (unsigned)((h >> 8) % 5000));
     memset(row, 0, sizeof *row);
     row->key_hash = keyfmt_hash(key, (size_t)klen);

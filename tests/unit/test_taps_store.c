@@ -5,7 +5,9 @@
  * mode (full text, the key_prefixes dictionary, hash only), NULLs where a
  * deletion has no fetched/idle/TTL, sampled-out rows left out, a rolled
  * back batch leaving nothing, a snapshot header written twice (start, end)
- * kept once, and record/itemrow's mapping table-tested. */
+ * kept once, record/itemrow's mapping table-tested, and retention
+ * (record/retain.h, --retain) expiring the evictions and snapshots older
+ * than its bound and keeping the others. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "core/keyfmt.h"
 #include "record/itemrow.h"
 #include "record/reader.h"
+#include "record/retain.h"
 #include "record/row.h"
 #include "record/sink.h"
 
@@ -319,8 +322,94 @@ static void test_itemrow(void)
     }
 }
 
+/* --retain 50 s over 100 events one a second and two snapshots (at 10 s
+ * and at 90 s, 50 items each), no write: the events before the cutoff and
+ * the first snapshot with its items go, the rest stays. */
+static void test_retention(void)
+{
+    const int64_t t0 = 1764633600000000000, s = 1000000000;
+    char path[] = "/tmp/test_taps_retain_XXXXXX", err[1536];
+    int fd = mkstemp(path);
+    CHECK_TRUE(fd >= 0);
+    close(fd);
+    unlink(path);
+    struct sink k;
+    sink_init(&k, path);
+    CHECK(sink_open(&k, path, err, sizeof err) == 0, "open: %s", err);
+    struct sink_run run = { "retain", "-", "", "hash", "", "watch" };
+    int64_t id = sink_run_begin(&k, &run, err, sizeof err);
+    struct rec_row row;
+    CHECK_INT(sink_begin(&k, err, sizeof err), 0);
+    for (int i = 1; i <= 100; i++) {
+        mk_row(&row, REC_ROW_EVENT, KEYFMT_HASH, "k", (uint64_t)i);
+        row.event = REC_EVENT_EVICTED;
+        row.t_ns = t0 + i * s;
+        CHECK_INT(sink_put_row(&k, id, &row, err, sizeof err), 0);
+    }
+    for (int snap = 1; snap <= 2; snap++) {
+        for (int i = 1; i <= 50; i++) {
+            mk_row(&row, REC_ROW_ITEM, KEYFMT_HASH, "k", (uint64_t)i);
+            row.snap = (uint32_t)snap;
+            CHECK_INT(sink_put_row(&k, id, &row, err, sizeof err), 0);
+        }
+        char text[] = "{\"items\":50,\"complete\":true}";
+        struct rec_job j = { .kind = REC_JOB_SNAPSHOT,
+                             .t_ns = t0 + (snap == 1 ? 10 : 90) * s,
+                             .phase_id = snap,
+                             .text = text };
+        CHECK_INT(sink_put_job(&k, id, &j, err, sizeof err), 0);
+    }
+    CHECK(sink_commit(&k, id, 1, 0, err, sizeof err) == 0, "commit: %s", err);
+    CHECK_INT(sink_run_end(&k, id, 0, 0, err, sizeof err), 0);
+    sink_close(&k);
+
+    sqlite3 *db;
+    CHECK_INT(sqlite3_open(path, &db), SQLITE_OK);
+    struct retain_cfg cfg = { .retain_ns = 50 * s };
+    struct retain rt;
+    retain_init(&rt, &cfg);
+    int steps = 0, rc;
+    do { /* small steps: RETAIN_STEP_MIN rows at most each */
+        rt.next_age_check_ns = 0;
+        rt.plan.step_rows = 10;
+        rc = retain_step(&rt, db, t0 + 100 * s, 0, err, sizeof err);
+        CHECK(rc >= 0, "retain_step: %s", err);
+    } while (rc == 1 && ++steps < 1000);
+    CHECK_TRUE(steps > 1);
+    sqlite3_close(db);
+    printf("retention: %d steps, %llu rows expired\n", steps,
+           (unsigned long long)rt.st.rows_expired);
+    CHECK_INT(rt.st.rows_expired, 49 + 50 + 1);
+
+    struct reader *r;
+    CHECK(reader_open(&r, path, err, sizeof err) == 0, "reader: %s", err);
+    if (!r)
+        return;
+    CHECK_INT(reader_events_count(r, id), 51);
+    struct reader_cursor *c;
+    struct reader_event ev;
+    CHECK_INT(reader_events_open(r, id, &c, err, sizeof err), 0);
+    CHECK_INT(reader_next_event(c, &ev, err, sizeof err), 1);
+    CHECK_INT(ev.t_ns, t0 + 50 * s); /* the first at the cutoff is kept */
+    reader_cursor_close(c);
+    struct snaps sn = { 0 };
+    CHECK_INT(reader_snapshots(r, id, on_snap, &sn, err, sizeof err), 0);
+    CHECK_INT(sn.n, 1);
+    CHECK_INT(sn.s[0].snap, 2);
+    CHECK_INT(reader_items_count(r, id, 1), 0);
+    CHECK_INT(reader_items_count(r, id, 2), 50);
+    reader_close(r);
+    unlink(path);
+    char side[64];
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+}
+
 int main(void)
 {
+    test_retention();
     test_itemrow();
     test_mode(KEYFMT_FULL);
     test_mode(KEYFMT_PREFIX);
