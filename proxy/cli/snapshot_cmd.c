@@ -1,27 +1,26 @@
-/* cli_snapshot: `slabtap snapshot` -- flags, signals, and the loop around
- * the app in tap mode (server/app.h) and one metadump after another
- * (server/snapshot.h). Must never exit without app_finish once app_open
- * succeeded: that is what writes the last rows. */
-#include <limits.h>
+/* cli_snapshot: `slabtap snapshot` -- flags (the recording ones are
+ * cli/recopts.h's, shared with proxy and watch), signals, and the loop
+ * around the app in tap mode (server/app.h) and one metadump after another
+ * (server/snapshot.h). Its loop is its own, not cli_app's: a signal must
+ * end the open snapshot (its header, incomplete) before app_close. Must
+ * never exit without app_finish once app_open succeeded: that is what
+ * writes the last rows. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <uv.h>
 
 #include "cli/cli.h"
+#include "cli/recopts.h"
 #include "core/addr.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "core/units.h"
-#include "record/pgstore.h"
 #include "record/sink.h"
 #include "server/app.h"
 #include "server/snapshot.h"
-
-#define SNAPCMD_DEFAULT_QUEUE_ROWS 65536
 
 struct snapcmd {
     uv_loop_t loop;
@@ -47,43 +46,32 @@ static void snapcmd_usage(FILE *out)
             "Lists every item memcached holds with `lru_crawler metadump all` -- key, slab\n"
             "class, size (ITEM_ntotal), TTL left, seconds since last access, fetched or\n"
             "not -- into a snapshot of a run (runs.kind 'snapshot'; tables snapshots,\n"
-            "snapshot_items), with a stats sample (stats, slabs, items, settings) at\n"
-            "each. No client is re-pointed and nothing but the metadump and the stats\n"
-            "poll is sent. Memory stays bounded whatever the item count: when the\n"
-            "queue is full slabtap stops reading and memcached's crawler waits.\n"
+            "snapshot_items), with a stats sample (stats, slabs, items, settings) as\n"
+            "each starts and ends. No client is re-pointed and nothing but the metadump\n"
+            "and the stats poll is sent. Memory stays bounded whatever the item count:\n"
+            "when the queue is full slabtap stops reading and memcached's crawler waits\n"
+            "(--on-full is always block). A dump cut short (a signal, the connection\n"
+            "lost, %d s of silence) is recorded incomplete with every item read.\n"
             "memcached started with -X (or -o no_lru_crawler) refuses: slabtap exits 1\n"
             "with memcached's words; BUSY (its crawler is running) is tried again.\n"
+            "A metadump is not atomic: an item memcached moves between its LRUs while\n"
+            "the crawler walks them can be missed or listed twice (docs/snapshot.md).\n"
+            "Exit status: 0 every snapshot complete, or cut short by a signal; 1\n"
+            "memcached refused, or a dump failed; 2 usage.\n"
             "\n"
-            "  --memcached ADDR     memcached to list: HOST:PORT, [IPv6]:PORT, unix:PATH\n"
-            "  --db FILE|URI        SQLite database (created if missing), or a\n"
-            "                       postgresql:// URI (the password from PGPASSWORD or\n"
-            "                       ~/.pgpass, never shown in logs)\n"
-            "  --keys MODE          full | prefix | hash: what of each key is kept\n"
-            "                       (default prefix: text before the first : / . |,\n"
-            "                       plus a 64-bit hash of the whole key)\n"
-            "  --node NAME          this memcached in the fleet (default: the host name)\n"
-            "  --run NAME           name of this run (default: snapshot)\n"
+            "  --memcached ADDR     memcached to list (required): HOST:PORT (every\n"
+            "                       address of the name tried in turn), [IPv6]:PORT,\n"
+            "                       unix:PATH (memcached -s PATH)\n"
             "  --every DURATION     a snapshot this often (5m, 1h; a number: seconds),\n"
-            "                       each in the same run (snapshot 1, 2, ...), until\n"
-            "                       SIGINT/SIGTERM or --count (default: one snapshot)\n"
-            "  --count N            stop after N snapshots (default 1 without --every)\n"
+            "                       from one start to the next, each in the same run\n"
+            "                       (snapshot 1, 2, ...), until SIGINT/SIGTERM or --count\n"
+            "                       (default: one snapshot)\n"
+            "  --count N            stop after N snapshots (without --every: back to back)\n"
             "  --busy-retries N     tries again after BUSY (default %d, %d ms apart)\n"
-            "  --queue ROWS         recorder queue bound (default %d)\n"
-            "  --stats-interval MS  poll stats, stats slabs, stats items every MS\n"
-            "                       (default %dms, at least %dms)\n"
-            "  --http HOST:PORT|off admin endpoint: /health /metrics /api/runs (default off)\n"
-            "  --http-token TOKEN   require \"Authorization: Bearer TOKEN\" on it\n"
-            "  --memcached-flags \"FLAGS\"  memcached's command line (e.g. \"-f 1.125\"),\n"
-            "                       for the ladder the model reads\n"
-            "  -v, --verbose        debug log lines too\n"
-            "  -q, --quiet          warnings and errors only\n"
-            "  -h, --help           this text\n"
             "\n"
-            "Exit status: 0 every snapshot complete (or cut short by a signal, what was\n"
-            "read stored and marked incomplete), 1 memcached refused or a dump failed,\n"
-            "2 usage.\n",
-            SNAPSHOT_BUSY_RETRIES, SNAPSHOT_BUSY_WAIT_MS, SNAPCMD_DEFAULT_QUEUE_ROWS,
-            APP_DEFAULT_STATS_MS, POLLER_INTERVAL_MIN_MS);
+            "Recording (the same flags as `slabtap proxy`):\n",
+            SNAPSHOT_IDLE_TIMEOUT_MS / 1000, SNAPSHOT_BUSY_RETRIES, SNAPSHOT_BUSY_WAIT_MS);
+    cli_rec_usage(out);
 }
 
 /* --- the snapshots ------------------------------------------------------------- */
@@ -169,7 +157,9 @@ static void snapcmd_on_done(struct snapshot *s)
         snapcmd_stop(sc);
         return;
     }
-    /* --every counts from one snapshot's start to the next one's */
+    /* --every counts from one snapshot's start to the next one's (the
+     * loop's clock brought up to now: the timer counts from it) */
+    uv_update_time(&sc->loop);
     uint64_t since = (uint64_t)(clock_wall_ns() - s->started_ns);
     uint64_t wait_ms = since >= sc->every_ns ? 0 : (sc->every_ns - since + 999999) / 1000000;
     uv_timer_start(&sc->every_timer, snapcmd_on_every, wait_ms, 0);
@@ -221,132 +211,66 @@ static void snapcmd_on_signal(uv_signal_t *h, int signum)
 /* --- flags --------------------------------------------------------------------- */
 
 struct snapcmd_args {
-    const char *memcached, *http, *mc_flags;
-    char node[256];
-    uint64_t every_s, count, queue, interval, busy_retries;
-    int keys, level;
+    struct cli_rec_args rec;
+    const char *memcached;
+    uint64_t every_s, count, busy_retries;
     bool count_seen;
 };
 
-/* The command line as recorded in runs.options: a connection string's
- * password never (pgstore_redact). */
-static void snapcmd_join_args(int argc, char **argv, char *out, size_t cap)
-{
-    size_t len = 0;
-    char shown[PGSTORE_URI_MAX];
-    out[0] = '\0';
-    for (int i = 1; i < argc && len + 1 < cap; i++) {
-        const char *arg = argv[i];
-        if (!strncmp(arg, "--db=", 5) && sink_is_remote(arg + 5)) {
-            memcpy(shown, "--db=", 5);
-            pgstore_redact(arg + 5, shown + 5, sizeof shown - 5);
-            arg = shown;
-        } else if (i > 1 && !strcmp(argv[i - 1], "--db") && sink_is_remote(arg)) {
-            pgstore_redact(arg, shown, sizeof shown);
-            arg = shown;
-        }
-        int n = snprintf(out + len, cap - len, "%s%s", i > 1 ? " " : "", arg);
-        len += n > 0 ? (size_t)n : 0;
-    }
-}
-
-static enum opt_result snapcmd_check(struct snapcmd *sc, struct snapcmd_args *a,
-                                     struct app_config *cfg, char *err, size_t errlen)
-{
-    char why[384];
-    struct addr_list hl;
-    if (!a->memcached || !cfg->db_path)
-        return opt_error(err, errlen, "snapshot", "--memcached and --db are required");
-    if (addr_resolve(a->memcached, &cfg->proxy.upstream_addrs, why, sizeof why))
-        return opt_error(err, errlen, "snapshot", "--memcached %s", why);
-    snprintf(cfg->proxy.upstream_text, sizeof cfg->proxy.upstream_text, "%s", a->memcached);
-    if (!cfg->node) {
-        if (gethostname(a->node, sizeof a->node - 1))
-            snprintf(a->node, sizeof a->node, "unknown");
-        a->node[sizeof a->node - 1] = '\0';
-        cfg->node = a->node;
-    }
-    if (strlen(cfg->node) > 200 || strpbrk(cfg->node, "/\\"))
-        return opt_error(err, errlen, "snapshot", "--node '%s': at most 200 bytes, no / or \\",
-                         cfg->node);
-    cfg->http_enabled = strcmp(a->http, "off") != 0;
-    if (cfg->http_enabled && addr_resolve(a->http, &hl, why, sizeof why))
-        return opt_error(err, errlen, "snapshot", "--http %s (or off)", why);
-    if (cfg->http_enabled && hl.a[0].ss_family == AF_UNIX)
-        return opt_error(err, errlen, "snapshot", "--http %s: HOST:PORT or off", a->http);
-    if (cfg->http_enabled)
-        cfg->http_addr = hl.a[0];
-    if (a->count_seen && !a->count)
-        return opt_error(err, errlen, "snapshot", "--count: at least 1");
-    sc->every_ns = a->every_s * UNITS_S;
-    /* without --every: --count snapshots back to back (default one) */
-    sc->count = a->count_seen ? a->count : (sc->every_ns ? 0 : 1);
-    return OPT_OK;
-}
-
 static enum opt_result snapcmd_parse(int argc, char **argv, struct snapcmd *sc,
-                                     struct app_config *cfg, struct snapcmd_args *a, char *err,
-                                     size_t errlen)
+                                     struct app_config *cfg, struct snapcmd_args *a, char *options,
+                                     size_t options_len, char *err, size_t errlen)
 {
-    static const struct opt_word keys[] = {
-        { "full", KEYFMT_FULL }, { "prefix", KEYFMT_PREFIX }, { "hash", KEYFMT_HASH }, { NULL, 0 }
-    };
-    const struct opt_spec table[] = {
+    struct opt_spec table[4 + CLI_REC_OPTS] = {
         { "memcached", 0, OPT_STRING, .dest = &a->memcached },
-        { "db", 0, OPT_STRING, .dest = &cfg->db_path },
-        { "keys", 0, OPT_ENUM, .dest = &a->keys, .words = keys },
-        { "node", 0, OPT_STRING, .dest = &cfg->node },
-        { "run", 0, OPT_STRING, .dest = &cfg->run_name },
         { "every", 0, OPT_DURATION, .dest = &a->every_s, .unit = UNITS_S, .min = 1,
           .max = 366ull * 86400 },
         { "count", 0, OPT_UINT, .dest = &a->count, .min = 1, .max = UINT32_MAX,
           .seen = &a->count_seen },
         { "busy-retries", 0, OPT_UINT, .dest = &a->busy_retries, .min = 0, .max = 1000 },
-        { "queue", 0, OPT_UINT, .dest = &a->queue, .min = 16, .max = SIZE_MAX },
-        { "stats-interval", 0, OPT_DURATION, .dest = &a->interval, .unit = UNITS_MS,
-          .min = POLLER_INTERVAL_MIN_MS, .max = UINT_MAX },
-        { "http", 0, OPT_STRING, .dest = &a->http },
-        { "http-token", 0, OPT_STRING, .dest = &cfg->http_token },
-        { "memcached-flags", 0, OPT_STRING, .dest = &a->mc_flags },
-        CLI_OPTS_VERBOSITY(&a->level, NULL),
     };
+    char why[384];
+    proxy_config_defaults(&cfg->proxy);
+    cli_rec_defaults(&a->rec, cfg, "snapshot");
+    a->busy_retries = SNAPSHOT_BUSY_RETRIES;
+    cli_rec_opts(table + 4, &a->rec, cfg);
     enum opt_result r =
         opt_parse("snapshot", table, sizeof table / sizeof table[0], argc, argv, NULL, err, errlen);
     if (r != OPT_OK)
         return r;
-    log_set_level((enum log_level)a->level);
-    cfg->proxy.key_mode = (enum keyfmt_mode)a->keys;
-    cfg->queue_rows = (size_t)a->queue;
-    cfg->stats_interval_ms = (unsigned)a->interval;
-    cfg->memcached_flags = a->mc_flags;
-    return snapcmd_check(sc, a, cfg, err, errlen);
+    if (cli_rec_finish("snapshot", &a->rec, cfg, err, errlen) != OPT_OK)
+        return OPT_ERROR;
+    if (!a->memcached || !cfg->db_path)
+        return opt_error(err, errlen, "snapshot", "--memcached and --db are required");
+    if (cfg->on_full != REC_BLOCK)
+        return opt_error(err, errlen, "snapshot",
+                         "--on-full drop: a snapshot never drops an item (memcached's crawler "
+                         "waits instead)");
+    if (addr_resolve(a->memcached, &cfg->proxy.upstream_addrs, why, sizeof why))
+        return opt_error(err, errlen, "snapshot", "--memcached %s", why);
+    snprintf(cfg->proxy.upstream_text, sizeof cfg->proxy.upstream_text, "%s", a->memcached);
+    cfg->tap_mode = true;
+    cfg->run_kind = "snapshot";
+    cfg->proxy.record_reads = false;
+    sc->every_ns = a->every_s * UNITS_S;
+    /* without --every: --count snapshots back to back (default one) */
+    sc->count = a->count_seen ? a->count : (sc->every_ns ? 0 : 1);
+    cli_rec_join_args(argc, argv, options, options_len);
+    cfg->options_text = options;
+    return OPT_OK;
 }
 
 int cli_snapshot_main(int argc, char **argv)
 {
     struct snapcmd *sc = calloc(1, sizeof *sc);
     struct app_config cfg = { 0 };
-    struct snapcmd_args a = { .http = "off",
-                              .queue = SNAPCMD_DEFAULT_QUEUE_ROWS,
-                              .interval = APP_DEFAULT_STATS_MS,
-                              .busy_retries = SNAPSHOT_BUSY_RETRIES,
-                              .keys = KEYFMT_PREFIX,
-                              .level = (int)log_get_level() };
+    struct snapcmd_args a = { 0 };
     char options[1024], err[512];
     int rc = 2;
 
     if (!sc)
         return 1;
-    proxy_config_defaults(&cfg.proxy);
-    a.keys = (int)cfg.proxy.key_mode;
-    cfg.run_name = "snapshot";
-    cfg.run_kind = "snapshot";
-    cfg.on_full = REC_BLOCK; /* never drop an item: memcached's crawler waits instead */
-    cfg.wal_max = REC_DEFAULT_WAL_MAX;
-    cfg.tap_mode = true;
-    cfg.tap_unblock = snapcmd_unblock;
-    cfg.tap_ud = sc;
-    switch (snapcmd_parse(argc, argv, sc, &cfg, &a, err, sizeof err)) {
+    switch (snapcmd_parse(argc, argv, sc, &cfg, &a, options, sizeof options, err, sizeof err)) {
     case OPT_HELP:
         snapcmd_usage(stdout);
         rc = 0;
@@ -354,10 +278,11 @@ int cli_snapshot_main(int argc, char **argv)
     case OPT_ERROR: cli_usage_error("snapshot", err); goto out;
     case OPT_OK: break;
     }
-    snapcmd_join_args(argc, argv, options, sizeof options);
-    cfg.options_text = options;
+    cfg.tap_unblock = snapcmd_unblock;
+    cfg.tap_ud = sc;
     sc->scfg = (struct snapshot_config){ .memcached = &sc->app.px.cfg.upstream_addrs,
                                          .key_mode = cfg.proxy.key_mode,
+                                         .sample_keys = cfg.proxy.sample_keys,
                                          .busy_retries = (unsigned)a.busy_retries };
     rc = 1;
     uv_loop_init(&sc->loop);
@@ -372,9 +297,10 @@ int cli_snapshot_main(int argc, char **argv)
     uv_signal_start(&sc->sigterm, snapcmd_on_signal, SIGTERM);
     uv_signal_start(&sc->sighup, snapcmd_on_signal, SIGHUP);
     fprintf(stderr, "slabtap: http %s\n", cfg.http_enabled ? sc->app.http_host : "off");
-    fprintf(stderr, "slabtap: snapshot of %s, run %lld '%s' node '%s' into %s, keys %s\n",
+    fprintf(stderr, "slabtap: snapshot of %s, run %lld '%s' node '%s' into %s%s%s, keys %s\n",
             cfg.proxy.upstream_text, (long long)sc->app.run_id, cfg.run_name, cfg.node,
-            sink_name(&sc->app.sink), keyfmt_mode_name(cfg.proxy.key_mode));
+            sink_name(&sc->app.sink), cfg.spill_path ? ", spill " : "",
+            cfg.spill_path ? cfg.spill_path : "", keyfmt_mode_name(cfg.proxy.key_mode));
     snapcmd_start(sc);
     uv_run(&sc->loop, UV_RUN_DEFAULT);
 

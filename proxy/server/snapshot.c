@@ -8,6 +8,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/jsonb.h"
+#include "core/sample.h"
 
 static const char *const snapshot_end_texts[] = {
 #define SNAPSHOT_END_TEXT(id, text) text,
@@ -56,7 +57,8 @@ char *snapshot_header_json(const struct snapshot *s)
         buf_puts(&b, ",\"reason\":");
         jsonb_string(&b, why, strlen(why));
     }
-    buf_printf(&b, ",\"bad_lines\":%llu}", (unsigned long long)s->bad_lines);
+    buf_printf(&b, ",\"bad_lines\":%llu,\"sampled_out\":%llu}", (unsigned long long)s->bad_lines,
+               (unsigned long long)s->sampled_out);
     return buf_take(&b);
 }
 
@@ -112,13 +114,18 @@ static void snapshot_item(struct snapshot *s, const struct mclog_event *ev, int6
 {
     struct rec_row *row = &s->row;
     int64_t now_s = now_ns / 1000000000;
+    uint64_t key_hash = keyfmt_hash(ev->key, ev->key_len);
+    if (!sample_keep(key_hash, s->cfg.sample_keys)) {
+        s->sampled_out++;
+        return;
+    }
     memset(row, 0, offsetof(struct rec_row, answer));
     row->answer[0] = '\0';
     row->kind = REC_ROW_ITEM;
     row->seq = s->items + 1;
     row->snap = s->snap;
     row->t_ns = now_ns;
-    row->key_hash = keyfmt_hash(ev->key, ev->key_len);
+    row->key_hash = key_hash;
     row->key_len = (uint16_t)ev->key_len;
     row->key_text_len = (int16_t)keyfmt_text(s->cfg.key_mode, ev->key, ev->key_len, row->key_text,
                                              sizeof row->key_text);

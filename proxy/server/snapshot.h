@@ -66,6 +66,7 @@ const char *snapshot_end_text(enum snapshot_end e);
 struct snapshot_config {
     const struct addr_list *memcached; /* the caller's; outlives the snapshot */
     enum keyfmt_mode key_mode;
+    uint32_t sample_keys;     /* --sample-keys N (core/sample.h; 0 or 1: every key) */
     unsigned busy_retries;    /* 0: none */
     unsigned busy_wait_ms;    /* 0: SNAPSHOT_BUSY_WAIT_MS */
     unsigned idle_timeout_ms; /* 0: SNAPSHOT_IDLE_TIMEOUT_MS */
@@ -81,6 +82,7 @@ struct snapshot {
     bool recorded; /* the header job was queued (memcached accepted) */
     int64_t started_ns, ended_ns;
     uint64_t items, bytes; /* items read and stored; their ITEM_ntotal summed */
+    uint64_t sampled_out;  /* items read, not stored (--sample-keys) */
     uint64_t bad_lines;    /* lines that did not parse (not stored) */
     uint64_t other_lines;  /* lines that were neither an item nor END */
     uint64_t pauses;       /* times reading stopped for the recorder */
@@ -123,7 +125,8 @@ void snapshot_resume(struct snapshot *s);
  * incomplete (SNAPSHOT_END_STOPPED). on_done follows. */
 void snapshot_stop(struct snapshot *s);
 /* The header's JSON text (REC_JOB_SNAPSHOT): {"ended_ns","items","bytes",
- * "complete"[,"reason": snapshot_end_text when not complete],"bad_lines"};
+ * "complete"[,"reason": snapshot_end_text when not complete],"bad_lines",
+ * "sampled_out"};
  * malloc'ed, NULL when out of memory. */
 char *snapshot_header_json(const struct snapshot *s);
 
