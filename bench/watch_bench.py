@@ -316,6 +316,19 @@ def part_a(args, wd):
                 mc.stop()
 
 
+def quiet_health(w, timeout=15.0):
+    """slabtap watch's /health watcher counters once writes + memcached_dropped
+    stop moving (what an earlier row sent is all counted)."""
+    last, deadline = None, time.monotonic() + timeout
+    while True:
+        h = w.health().get("watcher", {})
+        now = (h.get("writes", 0), h.get("memcached_dropped", 0))
+        if now == last or time.monotonic() > deadline:
+            return h
+        last = now
+        time.sleep(0.5)
+
+
 def part_b(args, wd):
     print("\nB) the set rate at which memcached drops watch lines (`slabtap watch` attached; "
           "noreply sets of 100 B, paced, ~%g s each)" % args.rate_seconds)
@@ -331,8 +344,8 @@ def part_b(args, wd):
         w = Watch(wd, mc.port, name="watch-rate")
         try:
             for i, rate in enumerate(args.rates):
-                h0 = w.health().get("watcher", {})
                 st0 = settle(mc.port)
+                h0 = quiet_health(w)
                 n, el = paced_sets(mc.port, rate, args.rate_seconds, args.sets, prefix=b"r%d" % i)
                 st1 = settle(mc.port)
                 # slabtap counts memcached's drops from its stats poll: wait
@@ -430,7 +443,8 @@ def main(argv):
     if not os.access(mctest.SLABTAP, os.X_OK):
         sys.exit("watch_bench: no slabtap at %s (build it, or SLABTAP=...)" % mctest.SLABTAP)
     mc_version = subprocess.run(["memcached", "-V"], capture_output=True, text=True).stdout.strip()
-    print("watch_bench: %s, slabtap %s, %d cores" % (mc_version, mctest.SLABTAP, os.cpu_count()))
+    print("watch_bench: %s, slabtap %s, %d cores, load average %s at start" %
+          (mc_version, mctest.SLABTAP, os.cpu_count(), " ".join("%.2f" % x for x in os.getloadavg())))
     wd = Workdir("watch-bench-")
     try:
         if "a" in a.parts:
@@ -441,6 +455,7 @@ def main(argv):
             part_c(a, wd.path)
     finally:
         wd.cleanup()
+    print("load average %s at the end" % " ".join("%.2f" % x for x in os.getloadavg()))
     return 0
 
 
