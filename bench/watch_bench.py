@@ -332,10 +332,11 @@ def quiet_health(w, timeout=15.0):
 def part_b(args, wd):
     print("\nB) the set rate at which memcached drops watch lines (`slabtap watch` attached; "
           "noreply sets of 100 B, paced, ~%g s each)" % args.rate_seconds)
-    widths = [26, 9, 9, 9, 9, 9, 9, 9, 9]
-    print(fmt_row(["buffers", "rate", "achieved", "sets", "worker_dr", "watcher_sk", "dropped%",
-                   "tap_rows", "tap_lost"], widths))
-    configs = [("default (64k/256k)", []),
+    widths = [26, 9, 9, 9, 9, 9, 9, 9, 9, 9]
+    print(fmt_row(["buffers", "rate", "achieved", "sets", "worker_dr", "watcher_sk", "mc_sent",
+                   "dropped%", "tap_rows", "tap_lost"], widths))
+    configs = [("default (64k/256k)", [])] if args.buffers != "raised" else []
+    configs += [] if args.buffers == "default" else [
                ("raised (%s/%s)" % (args.worker_kb, args.watcher_kb),
                 ["-o", "worker_logbuf_size=%d,watcher_logbuf_size=%d" % (args.worker_kb,
                                                                          args.watcher_kb)])]
@@ -360,9 +361,10 @@ def part_b(args, wd):
                     time.sleep(0.2)
                 wd_ = int(st1["log_worker_dropped"]) - int(st0["log_worker_dropped"])
                 ws = int(st1["log_watcher_skipped"]) - int(st0["log_watcher_skipped"])
+                sent = int(st1["log_watcher_sent"]) - int(st0["log_watcher_sent"])
                 rows = h1.get("writes", 0) - h0.get("writes", 0)
                 lost = h1.get("memcached_dropped", 0) - h0.get("memcached_dropped", 0)
-                print(fmt_row([name, rate or "max", "%.0f" % (n / el), n, wd_, ws,
+                print(fmt_row([name, rate or "max", "%.0f" % (n / el), n, wd_, ws, sent,
                                "%.1f" % (100.0 * (wd_ + ws) / n), rows, lost], widths), flush=True)
         finally:
             w.stop()
@@ -430,6 +432,7 @@ def main(argv):
     ap.add_argument("--rates", default="50000,100000,150000,200000,300000,0",
                     help="set rates of B (0: as fast as this client goes)")
     ap.add_argument("--rate-seconds", type=float, default=2.0)
+    ap.add_argument("--buffers", choices=("both", "default", "raised"), default="both")
     ap.add_argument("--worker-kb", type=int, default=1024, help="raised worker_logbuf_size (KB)")
     ap.add_argument("--watcher-kb", type=int, default=8192, help="raised watcher_logbuf_size (KB)")
     ap.add_argument("--items", type=int, default=1000000)
