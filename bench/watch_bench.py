@@ -371,6 +371,30 @@ def part_b(args, wd):
             mc.stop()
 
 
+def part_d(args, wd):
+    print("\nD) drops after idle: 1 s of sets at %d/s, after an idle spell or right after the "
+          "previous one (`slabtap watch` attached, default buffers)" % args.burst_rate)
+    widths = [22, 9, 9, 11, 9, 9]
+    print(fmt_row(["before", "sets", "achieved", "worker_dr", "dropped%", "tap_lost"], widths))
+    mc = Memcached(wd, extra=["-m", "1024", "-t", "4"])
+    w = Watch(wd, mc.port, name="watch-burst")
+    try:
+        for i, idle in enumerate([3.0, 0.0, 3.0, 0.0, 0.3, 1.0, 10.0]):
+            h0 = quiet_health(w) if idle else w.health().get("watcher", {})
+            time.sleep(idle)
+            st0 = mc_stats(mc.port)
+            n, el = paced_sets(mc.port, args.burst_rate, 1.0, 0, prefix=b"d%d" % i)
+            st1 = settle(mc.port)
+            h1 = quiet_health(w)
+            wd_ = int(st1["log_worker_dropped"]) - int(st0["log_worker_dropped"])
+            lost = h1.get("memcached_dropped", 0) - h0.get("memcached_dropped", 0)
+            print(fmt_row(["%g s idle" % idle if idle else "no pause (~1 s)", n, "%.0f" % (n / el),
+                           wd_, "%.1f" % (100.0 * wd_ / n), lost], widths), flush=True)
+    finally:
+        w.stop()
+        mc.stop()
+
+
 def part_c(args, wd):
     n = args.items
     print("\nC) `slabtap snapshot` of %d items (100-byte values, memcached -m %d); get latency "
@@ -426,7 +450,8 @@ def main(argv):
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--smoke", action="store_true", help="small sizes, under a minute")
-    ap.add_argument("--parts", default="abc")
+    ap.add_argument("--parts", default="abcd")
+    ap.add_argument("--burst-rate", type=int, default=50000, help="set rate of D")
     ap.add_argument("--seconds", type=int, default=4, help="memcaslap seconds")
     ap.add_argument("--sets", type=int, default=300000, help="pipelined sets in A")
     ap.add_argument("--rates", default="50000,100000,150000,200000,300000,0",
@@ -456,6 +481,8 @@ def main(argv):
             part_b(a, wd.path)
         if "c" in a.parts:
             part_c(a, wd.path)
+        if "d" in a.parts:
+            part_d(a, wd.path)
     finally:
         wd.cleanup()
     print("load average %s at the end" % " ".join("%.2f" % x for x in os.getloadavg()))
