@@ -379,7 +379,7 @@ def part_d(args, wd):
     mc = Memcached(wd, extra=["-m", "1024", "-t", "4"])
     w = Watch(wd, mc.port, name="watch-burst")
     try:
-        for i, idle in enumerate([3.0, 0.0, 3.0, 0.0, 0.3, 1.0, 10.0]):
+        for i, idle in enumerate(args.idles):
             h0 = quiet_health(w) if idle else w.health().get("watcher", {})
             time.sleep(idle)
             st0 = mc_stats(mc.port)
@@ -467,6 +467,9 @@ def main(argv):
     if a.smoke:
         a.seconds, a.sets, a.rates, a.rate_seconds = 1, 30000, "50000,0", 0.5
         a.items, a.idle_seconds = 50000, 0.5
+        a.idles = [2.0, 0.0]
+    else:
+        a.idles = [3.0, 0.0, 3.0, 0.0, 0.3, 1.0, 10.0]
     a.rates = [int(x) for x in a.rates.split(",")]
     if not os.access(mctest.SLABTAP, os.X_OK):
         sys.exit("watch_bench: no slabtap at %s (build it, or SLABTAP=...)" % mctest.SLABTAP)
