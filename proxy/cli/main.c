@@ -10,11 +10,14 @@
 
 static const struct cli_command commands[] = {
     { "proxy", "run the recording proxy in front of memcached", cli_proxy_main },
+    { "watch", "record a memcached from its own logger (watch), no proxy", cli_watch_main },
     { "experiment", "run an experiment spec: memcached, proxy, workload, gates, CSVs",
       cli_experiment_main },
     { "model", "memcached's slab ladder and item sizes, predicted", cli_model_main },
     { "load", "send a workload, a trace or a recorded run to memcached or the proxy",
       cli_load_main },
+    { "snapshot", "record memcached's resident items (lru_crawler metadump), no proxy",
+      cli_snapshot_main },
     { "top", "a live view of memcached's slab classes: memory, waste, evictions", cli_top_main },
 };
 
