@@ -85,6 +85,7 @@ static int replay_writes(struct reader *rd, struct prediction *r, char *err, siz
             .answer = w.answer,
             .has_ttl = w.exptime != 0,
             .class_id = w.class_id,
+            .flags_unknown = r->watch, /* memcached's log prints no flags */
         };
         predict_apply(r, &pw);
     }
@@ -136,6 +137,22 @@ static int observe_class(void *ud, uint32_t c, const struct predict_observed *o)
     return 0;
 }
 
+/* A watch run's writes memcached did not log: the lines it dropped
+ * (skipped=N, log_worker_dropped, log_watcher_skipped), as the watcher
+ * counted them into run_meta RUNS_META_NOT_SEEN; without that entry, the
+ * run's rows_dropped (then they are the same writes, said once). */
+static void read_not_seen(struct reader *rd, struct prediction *r)
+{
+    char *v = reader_meta(rd, r->run_id, RUNS_META_NOT_SEEN);
+    if (v) {
+        r->not_seen = strtoll(v, NULL, 10);
+        free(v);
+    } else {
+        r->not_seen = r->rows_dropped;
+        r->rows_dropped = 0;
+    }
+}
+
 static void read_observed(struct reader *rd, struct prediction *r)
 {
     int64_t first_id = reader_sample_edge(rd, r->run_id, READER_FIRST);
@@ -164,6 +181,8 @@ static void read_observed(struct reader *rd, struct prediction *r)
     r->flushes = b.cmd_flush - a.cmd_flush;
     r->observed_curr_items = b.curr_items;
     r->rows_dropped = reader_run_get(rd, r->run_id, &run, err, sizeof err) ? 0 : run.rows_dropped;
+    if (r->watch)
+        read_not_seen(rd, r);
 }
 
 /* What every prediction of a run starts from: its name, its settings, the
@@ -194,6 +213,7 @@ static int prediction_start(struct reader *rd, int64_t run_id, struct prediction
         predict_begin_choice(r, run_id, choice, err, errlen))
         goto out;
     r->recorded_ladder = recorded_ladder(rd, run_id, &r->ladder);
+    r->watch = !strcmp(run.kind, "watch");
     snprintf(r->run_name, sizeof r->run_name, "%s", run.name);
     snprintf(r->version, sizeof r->version, "%s", version);
     rc = 0;

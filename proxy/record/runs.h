@@ -27,6 +27,9 @@
  * observed and what changed memcached's memory between its first and last
  * sample (evictions, moves, expiries, flushes, a restart). 0, or -1 with a
  * message in err. Free with predict_free (also after a failure). */
+/* A watch run's run_meta entry: the writes memcached did not log. */
+#define RUNS_META_NOT_SEEN "memcached_dropped"
+
 int runs_read_prediction(struct reader *rd, int64_t run_id, struct prediction *out, char *err,
                          size_t errlen);
 
