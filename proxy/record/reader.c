@@ -502,3 +502,100 @@ int reader_agg_answers(struct reader *r, int64_t run_id, uint64_t *writes, uint6
     rq_finish(&c);
     return rc < 0 ? -1 : 0;
 }
+
+/* --- snapshots and item events (issue 22) ---------------------------------------- */
+
+int reader_snapshots(struct reader *r, int64_t run_id, reader_snapshot_fn fn, void *ud, char *err,
+                     size_t errlen)
+{
+    struct reader_cursor c;
+    struct reader_param p[] = { READER_INT(run_id) };
+    int rc, stop = 0;
+    if (rq_start(r, &c, RQ_SNAPSHOTS, p, 1, err, errlen))
+        return -1;
+    while (!stop && (rc = rq_step(&c, err, errlen)) == 1) {
+        struct reader_snapshot s = {
+            .snap = rq_int(&c, 0),
+            .t_ns = rq_int(&c, 1),
+            .ended_ns = rq_null(&c, 2) ? 0 : rq_int(&c, 2),
+            .items = rq_int(&c, 3),
+            .bytes = rq_int(&c, 4),
+            .complete = rq_int(&c, 5) != 0,
+        };
+        stop = fn(ud, &s);
+    }
+    rq_finish(&c);
+    return stop ? stop : rc < 0 ? -1 : 0;
+}
+
+int reader_items_open(struct reader *r, int64_t run_id, int64_t snap, struct reader_cursor **out,
+                      char *err, size_t errlen)
+{
+    struct reader_param p[] = { READER_INT(run_id), READER_INT(snap) };
+    struct reader_cursor *c = malloc(sizeof *c);
+    *out = NULL;
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (rq_start(r, c, RQ_ITEMS, p, 2, err, errlen)) {
+        free(c);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+int reader_next_item(struct reader_cursor *c, struct reader_item *it, char *err, size_t errlen)
+{
+    int rc = rq_step(c, err, errlen);
+    if (rc != 1)
+        return rc;
+    memset(it, 0, sizeof *it);
+    it->seq = rq_int(c, 0);
+    row_key(c, 1, &it->key, &it->key_text_len, &it->key_hash, &it->key_len);
+    it->class_id = (uint32_t)rq_int(c, 4);
+    it->size = rq_int(c, 5);
+    it->ttl_left = rq_null(c, 6) ? -1 : rq_int(c, 6);
+    it->idle_s = rq_int(c, 7);
+    it->fetched = rq_int(c, 8) != 0;
+    it->flags = rq_null(c, 9) ? -1 : rq_int(c, 9);
+    return 1;
+}
+
+int64_t reader_items_count(struct reader *r, int64_t run_id, int64_t snap)
+{
+    struct reader_param p[] = { READER_INT(run_id), READER_INT(snap) };
+    return rq_scalar(r, RQ_ITEMS_COUNT, p, 2, -1);
+}
+
+int reader_events_open(struct reader *r, int64_t run_id, struct reader_cursor **out, char *err,
+                       size_t errlen)
+{
+    return stream_open(r, RQ_EVENTS, run_id, out, err, errlen);
+}
+
+int reader_next_event(struct reader_cursor *c, struct reader_event *ev, char *err, size_t errlen)
+{
+    int rc = rq_step(c, err, errlen);
+    if (rc != 1)
+        return rc;
+    memset(ev, 0, sizeof *ev);
+    ev->seq = rq_int(c, 0);
+    ev->t_ns = rq_int(c, 1);
+    ev->event = (int)rq_int(c, 2);
+    row_key(c, 3, &ev->key, &ev->key_text_len, &ev->key_hash, &ev->key_len);
+    ev->class_id = (uint32_t)rq_int(c, 6);
+    ev->size = rq_int(c, 7);
+    ev->fetched = rq_null(c, 8) ? -1 : (int)rq_int(c, 8);
+    ev->idle_s = rq_null(c, 9) ? -1 : rq_int(c, 9);
+    ev->ttl_left = rq_null(c, 10) ? -2 : rq_int(c, 10);
+    ev->cmd = rq_text(c, 11);
+    return 1;
+}
+
+int64_t reader_events_count(struct reader *r, int64_t run_id)
+{
+    struct reader_param p[] = { READER_INT(run_id) };
+    return rq_scalar(r, RQ_EVENTS_COUNT, p, 1, -1);
+}

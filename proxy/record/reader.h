@@ -3,7 +3,8 @@
  * asks of a recording, each with one meaning and the same answer from
  * either engine: which run a name means, a run's settings, run_meta values
  * and samples, its writes in sequence order and its reads, whether its
- * rows are all there, and its write aggregates. The same shape the write
+ * rows are all there, its write aggregates, and (issue 22) its snapshots'
+ * resident items and its evictions and deletions. The same shape the write
  * side has in record/sink.h; record/runs.h (the model's run), rowseq,
  * advice, load/replay and the model commands read only through it.
  *
@@ -215,6 +216,73 @@ int reader_agg_items(struct reader *r, int64_t run_id, reader_agg_fn fn, void *u
 /* agg_answers of run_id: every write, and the deletes that deleted. */
 int reader_agg_answers(struct reader *r, int64_t run_id, uint64_t *writes, uint64_t *deletes,
                        char *err, size_t errlen);
+
+/* --- snapshots and item events (issue 22) ----------------------------------
+ * What `slabtap snapshot` (tables snapshots, snapshot_items) and `slabtap
+ * watch` / proxy --watch-evictions (table item_events) recorded, streamed
+ * like writes. The same rows, in the same order, from either engine. */
+
+/* One metadump of a run (table snapshots). */
+struct reader_snapshot {
+    int64_t snap;     /* its number in the run (1..) */
+    int64_t t_ns;     /* started, unix ns */
+    int64_t ended_ns; /* 0: not ended (the dump was cut short) */
+    int64_t items, bytes;
+    bool complete; /* memcached said END */
+};
+typedef int (*reader_snapshot_fn)(void *ud, const struct reader_snapshot *s);
+/* Run run_id's snapshots ORDER BY snap, each to fn (a non-zero return
+ * stops and is returned). 0 (also none, or a store without the table), or
+ * -1 with err. */
+int reader_snapshots(struct reader *r, int64_t run_id, reader_snapshot_fn fn, void *ud, char *err,
+                     size_t errlen);
+
+/* One resident item of a snapshot (table snapshot_items). Texts are valid
+ * until the next reader_next_item on the cursor. */
+struct reader_item {
+    int64_t seq;     /* its place in the dump (metadump order) */
+    const char *key; /* as recorded (--keys), NULL: hash only */
+    size_t key_text_len;
+    uint64_t key_hash;
+    int64_t key_len;
+    uint32_t class_id; /* memcached's clsid */
+    int64_t size;      /* ITEM_ntotal: header + key + suffix + value (+ cas) */
+    int64_t ttl_left;  /* seconds, -1: no expiry */
+    int64_t idle_s;    /* seconds since last access */
+    bool fetched;
+    int64_t flags; /* -1: unknown (metadump does not print flags) */
+};
+/* Snapshot snap of run run_id's items, streamed in dump order (seq). 0,
+ * or -1 with err. */
+int reader_items_open(struct reader *r, int64_t run_id, int64_t snap, struct reader_cursor **out,
+                      char *err, size_t errlen);
+/* 1 with the next item, 0 at the end, -1 with err. */
+int reader_next_item(struct reader_cursor *c, struct reader_item *it, char *err, size_t errlen);
+/* Items of snapshot snap of run_id in the store (-1: error / no table). */
+int64_t reader_items_count(struct reader *r, int64_t run_id, int64_t snap);
+
+/* One eviction or deletion memcached logged (table item_events). */
+struct reader_event {
+    int64_t seq;
+    int64_t t_ns;    /* memcached's ts, unix ns */
+    int event;       /* enum rec_item_event: 1 evicted, 2 deleted */
+    const char *key; /* as recorded (--keys), NULL: hash only */
+    size_t key_text_len;
+    uint64_t key_hash;
+    int64_t key_len;
+    uint32_t class_id;
+    int64_t size;     /* value bytes memcached logged */
+    int fetched;      /* 0/1, -1: NULL (a deletion) */
+    int64_t idle_s;   /* -1: NULL (a deletion) */
+    int64_t ttl_left; /* seconds; -1: no expiry; -2: NULL (a deletion) */
+    const char *cmd;  /* a deletion's "delete" | "md"; NULL for an eviction */
+};
+/* Run run_id's item events ORDER BY seq, streamed. 0, or -1 with err. */
+int reader_events_open(struct reader *r, int64_t run_id, struct reader_cursor **out, char *err,
+                       size_t errlen);
+int reader_next_event(struct reader_cursor *c, struct reader_event *ev, char *err, size_t errlen);
+/* Item events of run_id (-1: error / no table). */
+int64_t reader_events_count(struct reader *r, int64_t run_id);
 
 /* --- SQLite files ---------------------------------------------------------
  * Whether a SQLite file can be read as a slabtap database now, and if not

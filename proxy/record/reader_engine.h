@@ -45,11 +45,20 @@ enum reader_q {
     RQ_HAS_AGGS,     /* i -> 1 */
     RQ_AGG_ITEMS,    /* i -> class_id body outcome writes body_bytes */
     RQ_AGG_ANSWERS,  /* i -> writes deletes */
+    /* issue 22: snapshots and item events */
+    RQ_SNAPSHOTS,    /* i -> snap t_ns ended_ns items bytes complete */
+    RQ_ITEMS,        /* i, i snap -> READER_ITEM_COLS */
+    RQ_ITEMS_COUNT,  /* i, i snap -> count */
+    RQ_EVENTS,       /* i -> READER_EVENT_COLS */
+    RQ_EVENTS_COUNT, /* i -> count */
     RQ__COUNT
 };
 /* The columns of RQ_WRITES_*: cmd key key_hash key_len value_len flags
  * exptime answer seq ms_mode class_id. RQ_READS: cmd key key_hash key_len
- * hit value_len flags exptime seq after_write next_kind. */
+ * hit value_len flags exptime seq after_write next_kind. RQ_ITEMS: seq key
+ * key_hash key_len class_id size ttl_left idle_s fetched flags. RQ_EVENTS:
+ * seq t_ns event key key_hash key_len class_id size fetched idle_s ttl_left
+ * cmd. */
 
 /* A query's SQL, and the forms to try in turn when it cannot be prepared
  * (a SQLite file from before schema v3 has no ms_mode; a table written by

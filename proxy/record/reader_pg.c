@@ -80,6 +80,19 @@ static const struct reader_sql pg_sql[RQ__COUNT] = {
     [RQ_HAS_AGGS] = { READER_SQL_SAME },
     [RQ_AGG_ITEMS] = { READER_SQL_SAME },
     [RQ_AGG_ANSWERS] = { READER_SQL_SAME },
+    /* issue 22: key_ref is the key's text here; the items in seq order
+     * (the index (run_id, snap, seq) gives them without a sort) */
+    [RQ_SNAPSHOTS] = { READER_SQL_SAME },
+    [RQ_ITEMS] = { "SELECT seq, key_ref, key_hash, key_len, class_id, size, ttl_left, idle_s,"
+                   " fetched, flags FROM snapshot_items WHERE run_id = $1 AND snap = $2"
+                   " ORDER BY seq",
+                   NULL },
+    [RQ_ITEMS_COUNT] = { READER_SQL_SAME },
+    [RQ_EVENTS] = { "SELECT seq, t_ns, event, key_ref, key_hash, key_len, class_id, size,"
+                    " fetched, idle_s, ttl_left, cmd FROM item_events WHERE run_id = $1"
+                    " ORDER BY seq",
+                    NULL },
+    [RQ_EVENTS_COUNT] = { READER_SQL_SAME },
 };
 
 struct pg_reader {

@@ -11,6 +11,9 @@
 #include "record/dblock.h"
 #include "record/reader_engine.h"
 
+#define KEY_TEXT \
+    "CASE typeof(i.key_ref) WHEN 'integer' THEN (SELECT p.prefix FROM key_prefixes p" \
+    " WHERE p.prefix_id = i.key_ref) ELSE i.key_ref END"
 #define W_COLS "cmd, key, key_hash, key_len, value_len, flags, exptime, answer, seq"
 
 const struct reader_sql reader_sqlite_sql[RQ__COUNT] = {
@@ -115,8 +118,26 @@ const struct reader_sql reader_sqlite_sql[RQ__COUNT] = {
                          " 0) FROM agg_answers a LEFT JOIN cmds c ON c.cmd_id = a.cmd_id"
                          " LEFT JOIN answers n ON n.answer_id = a.answer_id WHERE a.run_id = ?1",
                          NULL },
+    /* issue 22: the key as the view sets shows it; a snapshot's items in
+     * rowid order (the dump's order: the writer inserts them as they come,
+     * and the index (run_id, snap) gives them in rowid order, no sort) */
+    [RQ_SNAPSHOTS] = { "SELECT snap, t_ns, ended_ns, items, bytes, complete FROM snapshots"
+                       " WHERE run_id = ?1 ORDER BY snap",
+                       NULL },
+    [RQ_ITEMS] = { "SELECT seq, " KEY_TEXT ", key_hash, key_len, class_id, size, ttl_left,"
+                   " idle_s, fetched, flags FROM snapshot_items i WHERE run_id = ?1"
+                   " AND snap = ?2 ORDER BY rowid",
+                   NULL },
+    [RQ_ITEMS_COUNT] = { "SELECT count(*) FROM snapshot_items WHERE run_id = ?1 AND snap = ?2",
+                         NULL },
+    [RQ_EVENTS] = { "SELECT seq, t_ns, event, " KEY_TEXT ", key_hash, key_len, class_id, size,"
+                    " fetched, idle_s, ttl_left, cmd FROM item_events i WHERE run_id = ?1"
+                    " ORDER BY seq",
+                    NULL },
+    [RQ_EVENTS_COUNT] = { "SELECT count(*) FROM item_events WHERE run_id = ?1", NULL },
 };
 #undef W_COLS
+#undef KEY_TEXT
 
 struct sqlite_reader {
     sqlite3 *db;
