@@ -23,7 +23,12 @@ on that file, asked through /api as the page asks:
     waste_bytes = chunk_size x items - bytes; the idle histogram's items sum
     to the items; the prefixes' items and bytes equal those counted;
     ?snap=2 (none): the list and snap null;
-  * /api/run/evictions on the snapshot run: zeros, no error.
+  * /api/run/evictions on the snapshot run: zeros, no error;
+  * the page in headless chromium (when installed; said when not): the run
+    picker says each kind; run 1's evicted-items table has a row per class
+    with memcached's per-class counts, its note the total; run 2's
+    resident-items panel is shown with a row per class and its items; no
+    error of any kind in the browser or the page.
 
 Needs memcached on PATH and $SLABTAP. Binds 127.0.0.1 only; every wait is
 bounded; everything started is stopped in tearDown.
@@ -37,6 +42,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mctest  # noqa: E402
+import test_page  # noqa: E402  (its headless chromium driver)
 
 
 def read_lines(sock, want, what, state, timeout=30):
@@ -215,7 +221,41 @@ class PageTapsTest(mctest.ServerTestCase):
         empty = mctest.http_json(px3.http_port, "GET", "/api/run/evictions?run=2")
         self.assertEqual(empty["totals"]["evictions"], 0)
         self.assertEqual(empty["classes"], [])
+        self.check_browser(px3, per_class, evicted, classes)
         self.stop_clean(px3)
+
+    def check_browser(self, px, ev_per_class, evicted, snap_classes):
+        if not test_page.CHROMIUM:
+            print("test_page_taps: no chromium installed: the page itself not checked")
+            return
+        br = test_page.Browser(self.w.path)
+        self.addCleanup(br.close)
+        base = "http://%s:%d/" % (mctest.HOST, px.http_port)
+        rows = ("Array.from(document.querySelectorAll('.view table.%s tbody tr[data-class-id]'))"
+                ".map(tr => [Number(tr.dataset.classId), Number(tr.children[%d].dataset.v)])")
+        br.open(base + "?run=1")
+        br.wait("document.querySelector('.view[data-ready=\"1\"]') && "
+                "document.querySelectorAll('.view table.evlog tbody tr').length > 0", 30,
+                "run 1's evicted-items table")
+        labels = br.eval("Array.from(document.querySelectorAll('#run-picker option'))"
+                         ".map(o => o.textContent)")
+        self.assertTrue(any(t.startswith("#1 ev (watch)") for t in labels), labels)
+        self.assertTrue(any(t.startswith("#2 snap (snapshot)") for t in labels), labels)
+        got = {c: v for c, v in br.eval(rows % ("evlog", 1))}
+        self.assertEqual(got, ev_per_class)
+        note = br.eval("document.querySelector('.view .evlog-note').textContent")
+        self.assertIn("{:,} evictions logged".format(evicted), note)
+        self.assertTrue(br.eval("document.querySelector('.view [data-panel=\"snapshot\"]').hidden"))
+        br.open(base + "?run=2")
+        br.wait("document.querySelector('.view[data-ready=\"1\"]') && "
+                "document.querySelectorAll('.view table.snapclasses tbody tr').length > 0", 30,
+                "run 2's resident-items table")
+        self.assertFalse(br.eval("document.querySelector('.view [data-panel=\"snapshot\"]').hidden"))
+        got = {c: v for c, v in br.eval(rows % ("snapclasses", 2))}
+        self.assertEqual(got, {c: v["items"] for c, v in snap_classes.items()})
+        self.assertIn("(snapshot)", br.eval("document.querySelector('.view .run-title').textContent"))
+        self.assertEqual(br.problems(), [])
+        self.assertEqual(br.eval("document.body.dataset.errors"), "0")
 
 
 if __name__ == "__main__":
