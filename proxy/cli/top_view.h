@@ -120,6 +120,11 @@ void top_snapshot_from_sample(struct top_snapshot *s, const struct stats_sample 
 int top_snapshot_from_json(struct top_snapshot *s, const char *json, size_t len, const char *source,
                            char *err, size_t errlen);
 
+/* From a running slabtap's GET /api/runs: its current run's id and kind
+ * ("proxy", "watch", "snapshot"; an older slabtap that does not say:
+ * "proxy"). Pure. 0, or -1 when json has no "current" run. */
+int top_current_run(const char *json, size_t len, int64_t *run_id, char *kind, size_t kindlen);
+
 /* (cur - prev) per second over dt_ns; NAN when unknown (a side unknown,
  * dt 0, or the counter went backwards: a restart). */
 double top_rate(int64_t cur, int64_t prev, uint64_t dt_ns);

@@ -28,7 +28,8 @@ on that file, asked through /api as the page asks:
     picker says each kind; run 1's evicted-items table has a row per class
     with memcached's per-class counts, its note the total; run 2's
     resident-items panel is shown with a row per class and its items; no
-    error of any kind in the browser or the page.
+    error of any kind in the browser or the page;
+  * `slabtap top --once --proxy` names the running slabtap's run and kind.
 
 Needs memcached on PATH and $SLABTAP. Binds 127.0.0.1 only; every wait is
 bounded; everything started is stopped in tearDown.
@@ -222,6 +223,11 @@ class PageTapsTest(mctest.ServerTestCase):
         self.assertEqual(empty["totals"]["evictions"], 0)
         self.assertEqual(empty["classes"], [])
         self.check_browser(px3, per_class, evicted, classes)
+        # top says what the running slabtap records
+        rc, out, err = mctest.run_slabtap(["top", "--once", "--proxy",
+                                           "%s:%d" % (mctest.HOST, px3.http_port)])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("via slabtap /api/slabs, proxy run #3", out.splitlines()[0])
         self.stop_clean(px3)
 
     def check_browser(self, px, ev_per_class, evicted, snap_classes):
