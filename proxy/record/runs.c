@@ -139,13 +139,16 @@ static int observe_class(void *ud, uint32_t c, const struct predict_observed *o)
 
 /* A watch run's writes memcached did not log: the lines it dropped
  * (skipped=N, log_worker_dropped, log_watcher_skipped), as the watcher
- * counted them into run_meta RUNS_META_NOT_SEEN; without that entry, the
- * run's rows_dropped (then they are the same writes, said once). */
+ * counted them into run_meta RUNS_META_NOT_SEEN (slabtap watch counts them
+ * into rows_dropped as well: the rest of rows_dropped is the recorder's
+ * own); without that entry, the run's rows_dropped. */
 static void read_not_seen(struct reader *rd, struct prediction *r)
 {
     char *v = reader_meta(rd, r->run_id, RUNS_META_NOT_SEEN);
     if (v) {
+        /* the watcher counts them into rows_dropped too: said once */
         r->not_seen = strtoll(v, NULL, 10);
+        r->rows_dropped = r->rows_dropped > r->not_seen ? r->rows_dropped - r->not_seen : 0;
         free(v);
     } else {
         r->not_seen = r->rows_dropped;
