@@ -146,8 +146,10 @@ static void read_not_seen(struct reader *rd, struct prediction *r)
 {
     char *v = reader_meta(rd, r->run_id, RUNS_META_NOT_SEEN);
     if (v) {
-        /* the watcher counts them into rows_dropped too: said once */
-        r->not_seen = strtoll(v, NULL, 10);
+        /* a number, or slabtap watch's JSON {"lines":N,...}; the watcher
+         * counts them into rows_dropped too: said once */
+        const char *lines = strstr(v, "\"lines\":");
+        r->not_seen = strtoll(lines ? lines + 8 : v, NULL, 10);
         r->rows_dropped = r->rows_dropped > r->not_seen ? r->rows_dropped - r->not_seen : 0;
         free(v);
     } else {
