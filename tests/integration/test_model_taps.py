@@ -207,7 +207,9 @@ class TapModelTest(mctest.ServerTestCase):
 
     @unittest.skipUnless(HAVE_WATCH, "this slabtap has no `watch` subcommand")
     def test_top_and_api_on_watch(self):
-        mc = self.mc(extra=["-m", "2"], name="mc-top")
+        # buffers big enough that memcached logs every line of this load
+        mc = self.mc(extra=["-m", "2", "-o", "worker_logbuf_size=4096,watcher_logbuf_size=4096"],
+                     name="mc-top")
         db = self.path("top.db")
         port = mctest.reserve_port()
         http = port.port
@@ -220,8 +222,10 @@ class TapModelTest(mctest.ServerTestCase):
                 s.sendall(b"".join(b"set user:%d 0 0 1000 noreply\r\n%s\r\n" % (i, b"u" * 1000)
                                    for i in range(b * 500, b * 500 + 500)) + b"mn\r\n")
                 mctest.recv_until(s, b"MN\r\n", timeout=60)
-        evicted = int(mctest.mc_stats(mc.port)["evictions"])
+        st = mctest.mc_stats(mc.port)
+        evicted = int(st["evictions"])
         self.assertGreater(evicted, 0)
+        self.assertEqual((st["log_worker_dropped"], st["log_watcher_skipped"]), ("0", "0"))
         mctest.wait_for(lambda: mctest.http_json(http, "GET", "/api/run/evictions?run=1")
                         ["totals"]["evictions"] >= evicted, 30, interval=0.2,
                         what="every eviction recorded")
