@@ -21,7 +21,20 @@
  * watcher with more flags would get, `ts=... type=...` of a newer memcached)
  * are MCLOG_EV_OTHER: counted by the caller, never an error. A line that
  * starts like an item line but lacks a required field, or has a field that
- * does not parse, is MCLOG_ERROR with the reason. */
+ * does not parse, is MCLOG_ERROR with the reason.
+ *
+ * What memcached 1.6.18 really prints (tests/unit/test_mclog.c has the lines):
+ * - ts=S.U: U is tv_usec printed with %d, NOT zero-padded (ts=1.79332 is
+ *   1 s + 79,332 us); ts_ns reads it so (a padded U reads the same).
+ * - `watch deletions` does not exist before 1.6.20: 1.6.18 answers "ERROR"
+ *   (REFUSED) to a watch naming it; ask for mutations/evictions only there.
+ * - cfd= appeared in 1.6.0 and size= in 1.6.11 (has_size false before);
+ *   an older server's STORE has cfd -1.
+ * - a store that failed with too_large/no_memory logs whatever clsid/cfd
+ *   memcached had at hand (clsid=24 cfd=513911456 size=0 seen): not a class.
+ * - metadump lines end in '\n' (END in "\r\n"); after 1.6.18 they carry
+ *   flags= and a trailing space. skipped=N reports only the drops since the
+ *   last line that fit: `stats` log_watcher_skipped is the true total. */
 #ifndef SLABTAP_MCLOG_H
 #define SLABTAP_MCLOG_H
 
@@ -111,18 +124,22 @@ struct mclog_event {
     enum mclog_status status; /* STORE */
     enum mc_cmd cmd;          /* STORE: set add replace append prepend cas;
                                  DELETION: delete, or md (MC_CMD_MD) */
-    bool has_cmd;
-    int64_t ttl;    /* STORE: ttl= seconds (0: none); EVICTION: ttl= (-1: none) */
-    int64_t la;     /* EVICTION: seconds since last access; ITEM: unix seconds */
-    int64_t exp;    /* ITEM: unix seconds, -1: never */
-    uint32_t clsid; /* clsid= / cls= */
-    int32_t cfd;    /* STORE: the client's fd */
-    int64_t size;   /* STORE/EVICTION/DELETION: value bytes (memcached prints
-                       nbytes - 2); ITEM: ITEM_ntotal, the whole item */
-    bool has_size;  /* memcached older than the size= field does not print it */
-    bool fetched;   /* EVICTION, ITEM: fetch=yes */
-    uint64_t cas;   /* ITEM */
-    uint64_t flags; /* ITEM: flags= (newer memcached only) */
+    bool has_cmd;             /* false for memcached's "na"/"null" (a command
+                                 it has no name for): the line is still good */
+    int64_t ttl;              /* STORE: ttl= seconds left (0: none; < 0: stored
+                                 already expired: memcached prints it %u,
+                                 4294967230 is -66); EVICTION: ttl= (-1: none) */
+    int64_t la;               /* EVICTION: seconds since last access; ITEM: unix seconds */
+    int64_t exp;              /* ITEM: unix seconds, -1: never */
+    uint32_t clsid;           /* clsid= / cls= */
+    int32_t cfd;              /* STORE: the client's fd; -1 when not printed (< 1.6.0) */
+    int64_t size;             /* STORE/EVICTION/DELETION: value bytes (memcached
+                                 prints nbytes - 2); ITEM: ITEM_ntotal, the
+                                 whole item */
+    bool has_size;            /* memcached older than the size= field does not print it */
+    bool fetched;             /* EVICTION, ITEM: fetch=yes */
+    uint64_t cas;             /* ITEM */
+    uint64_t flags;           /* ITEM: flags= (newer memcached only) */
     bool has_flags;
     uint64_t skipped; /* SKIPPED: N */
     /* REFUSED, OTHER, ERROR: the line as received (without CRLF), cut to
@@ -146,8 +163,9 @@ enum mclog_result mclog_next(struct mclog_parser *p, const char *buf, size_t len
                              struct mclog_event *ev);
 
 /* The request line that starts a stream (watch) for the given event kinds:
- * "watch mutations evictions deletions\r\n" and the like, into out. Returns
- * its length, 0 when out is too small. */
+ * "watch mutations evictions deletions\r\n" and the like, into out (with a
+ * NUL after it). Returns its length, 0 when out is too small or no kind is
+ * asked for (a bare "watch" would stream fetchers). */
 size_t mclog_watch_request(char *out, size_t cap, bool mutations, bool evictions, bool deletions);
 
 #endif
