@@ -27,6 +27,7 @@ struct cli_command {
 };
 
 int cli_proxy_main(int argc, char **argv);
+int cli_watch_main(int argc, char **argv);
 
 /* A usage mistake: err (opt's "slabtap COMMAND: MESSAGE" line) and
  * "see: slabtap COMMAND --help" on stderr. Returns 2, the exit status. */

@@ -10,6 +10,7 @@
 
 static const struct cli_command commands[] = {
     { "proxy", "run the recording proxy in front of memcached", cli_proxy_main },
+    { "watch", "record a memcached from its own logger (watch), no proxy", cli_watch_main },
     { "experiment", "run an experiment spec: memcached, proxy, workload, gates, CSVs",
       cli_experiment_main },
     { "model", "memcached's slab ladder and item sizes, predicted", cli_model_main },

@@ -18,6 +18,7 @@
 #include "core/keyfmt.h"
 #include "core/sha256.h"
 #include "protocol/mc_parse.h"
+#include "record/itemrow.h"
 #include "record/ragg.h"
 #include "record/row.h"
 #include "record/rowcode.h"
@@ -124,6 +125,7 @@ struct pgstore_state {
     struct buf job_text, job_classes; /* scratch for sanitized job texts */
     struct buf extra;                 /* a write's extra JSON (at most JSON_MAX bytes) */
     char password[256];               /* the connection's, only to scrub it out of messages */
+    struct buf tap_events, tap_items; /* issue 22: the batch's rows as COPY text lines */
 };
 
 /* --- messages ----------------------------------------------------------------------- */
@@ -602,6 +604,13 @@ static const struct {
     { "phase", "INSERT INTO phases (phase_id, run_id, name, started_ns) VALUES ($1, $2, $3, $4)",
       4 },
     { "partition", "SELECT slabtap_writes_partition($1)", 1 },
+    /* issue 22: a snapshot's header, written when it starts and when it ends */
+    { "snapshot",
+      "INSERT INTO snapshots (run_id, snap, t_ns, ended_ns, items, bytes, complete)"
+      " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run_id, snap) DO UPDATE SET"
+      " t_ns = excluded.t_ns, ended_ns = excluded.ended_ns, items = excluded.items,"
+      " bytes = excluded.bytes, complete = excluded.complete",
+      7 },
 };
 
 static int prepare_all(struct pgstore *s, char *err, size_t errlen)
@@ -719,6 +728,8 @@ int pgstore_open(struct pgstore *s, const char *uri, char *err, size_t errlen)
         buf_init(&s->st->extra, JSON_MAX);
         s->st->copy = malloc(PGSTORE_COPY_BUF);
         buf_init(&s->st->reads, BUF_UNBOUNDED);
+        buf_init(&s->st->tap_events, BUF_UNBOUNDED);
+        buf_init(&s->st->tap_items, BUF_UNBOUNDED);
         buf_init(&s->st->agg_sql, BUF_UNBOUNDED);
         buf_init(&s->st->carry_sql, BUF_UNBOUNDED);
         buf_init(&s->st->job_text, 3 * JOB_TEXT_MAX + 2);
@@ -763,6 +774,8 @@ void pgstore_close(struct pgstore *s)
         free(s->st->rpending);
         free(s->st->copy);
         buf_free(&s->st->reads);
+        buf_free(&s->st->tap_events);
+        buf_free(&s->st->tap_items);
         buf_free(&s->st->agg_sql);
         buf_free(&s->st->carry_sql);
         wagg_free(&s->st->agg);
@@ -909,6 +922,8 @@ static void batch_forget(struct pgstore_state *st)
     st->in_batch = false;
     st->copy_len = 0;
     buf_reset(&st->reads);
+    buf_reset(&st->tap_events);
+    buf_reset(&st->tap_items);
     buf_reset(&st->agg_sql);
     if (st->nnew_prefixes && st->prefix_known) { /* not committed: looked up again */
         memset(st->prefix_known, 0, PREFIX_KNOWN_SLOTS * sizeof *st->prefix_known);
@@ -1345,6 +1360,12 @@ int pgstore_write_aggregates(struct pgstore *s, char *err, size_t errlen)
 }
 
 /* A row the batch holds until pgstore_commit. */
+static int put_tap_row(struct pgstore *s, int64_t run_id, const struct rec_row *r, char *err,
+                       size_t errlen);
+static int put_tap_rows(struct pgstore *s, char *err, size_t errlen);
+static int put_tap_snapshot(struct pgstore *s, int64_t run_id, const struct rec_job *j, char *err,
+                            size_t errlen);
+
 static int pend(struct pgstore *s, struct pending_ref **list, size_t *n, size_t *cap,
                 int64_t run_id, const struct rec_row *row, char *err, size_t errlen)
 {
@@ -1376,6 +1397,8 @@ int pgstore_put_row(struct pgstore *s, int64_t run_id, const struct rec_row *row
                                   v[5], v[6] };
         return run_prepared(s, "gets", 8, params, "inserting read counts", err, errlen);
     }
+    if (row->kind == REC_ROW_EVENT || row->kind == REC_ROW_ITEM)
+        return put_tap_row(s, run_id, row, err, errlen);
     return pend(s, &st->pending, &st->npending, &st->pending_cap, run_id, row, err, errlen);
 }
 
@@ -1455,6 +1478,7 @@ int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, 
         const char *params[4] = { phase, id, text, t };
         return run_prepared(s, "phase", 4, params, "inserting a phase", err, errlen);
     }
+    case REC_JOB_SNAPSHOT: return put_tap_snapshot(s, run_id, j, err, errlen);
     default: snprintf(err, errlen, "%s: unknown job kind %d", s->shown, (int)j->kind); return -1;
     }
     snprintf(err, errlen, "%s: a job's text is too large or out of memory", s->shown);
@@ -1569,7 +1593,7 @@ int pgstore_commit(struct pgstore *s, int failed, char *err, size_t errlen)
     struct pgstore_state *st = s->st;
     char ignored[256];
     if (!failed && !put_pending(s, err, errlen) && !put_reads(s, err, errlen) &&
-        !agg_commit(s, err, errlen)) {
+        !put_tap_rows(s, err, errlen) && !agg_commit(s, err, errlen)) {
         for (size_t i = 0; i < st->nnew_days; i++)
             day_remember(st, st->new_days[i]);
         st->nnew_prefixes = 0; /* in key_prefixes now */
@@ -1647,4 +1671,143 @@ out:
     PQclear(res);
     PQfinish(c);
     return rc;
+}
+
+/* --- taps without a proxy (issue 22): item_events, snapshot_items, snapshots ---------
+ * Each row is encoded as it comes into a COPY text line (record/itemrow.h's
+ * values, the key as its text like read_log's), sent by one COPY per table
+ * at pgstore_commit in the batch's transaction: a snapshot of millions of
+ * items goes in at COPY's speed. A snapshot's header is one upsert. */
+
+/* The row's key as a COPY text field (valid UTF-8, escaped), or \N. */
+static void tap_key(struct buf *b, const struct rec_row *r)
+{
+    char key[3 * (MC_KEY_MAX + 1)], esc[6 * (MC_KEY_MAX + 1) + 4];
+    size_t len, o = 0;
+    const char *text = itemrow_key(r, &len);
+    if (!text) {
+        buf_puts(b, "\\N");
+        return;
+    }
+    size_t n = utf8_clean(key, text, len);
+    for (size_t i = 0; i < n; i++) {
+        char c = key[i];
+        if (c == '\\' || c == '\t' || c == '\n' || c == '\r') {
+            esc[o++] = '\\';
+            c = c == '\t' ? 't' : c == '\n' ? 'n' : c == '\r' ? 'r' : '\\';
+        }
+        esc[o++] = c;
+    }
+    buf_append(b, esc, o);
+}
+
+static void tap_opt(struct buf *b, struct itemrow_opt o)
+{
+    if (o.null)
+        buf_puts(b, "\t\\N");
+    else
+        buf_printf(b, "\t%lld", (long long)o.v);
+}
+
+static int put_tap_row(struct pgstore *s, int64_t run_id, const struct rec_row *r, char *err,
+                       size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    if (r->sampled_out) /* --sample-keys: no row */
+        return 0;
+    if (r->kind == REC_ROW_EVENT) {
+        struct itemrow_event e;
+        struct buf *b = &st->tap_events;
+        itemrow_event(r, &e);
+        buf_printf(b, "%lld\t%lld\t%lld\t%lld\t%lld\t", (long long)run_id, (long long)e.seq,
+                   (long long)e.t_ns, (long long)e.event, (long long)e.key_hash);
+        tap_key(b, r);
+        buf_printf(b, "\t%lld\t%lld\t%lld", (long long)e.key_len, (long long)e.class_id,
+                   (long long)e.size);
+        tap_opt(b, e.fetched);
+        tap_opt(b, e.idle_s);
+        tap_opt(b, e.ttl_left);
+        buf_printf(b, "\t%s\n", e.cmd ? e.cmd : "\\N");
+    } else {
+        struct itemrow_item it;
+        struct buf *b = &st->tap_items;
+        itemrow_item(r, &it);
+        buf_printf(b, "%lld\t%lld\t%lld\t%lld\t", (long long)run_id, (long long)it.snap,
+                   (long long)it.seq, (long long)it.key_hash);
+        tap_key(b, r);
+        buf_printf(b, "\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld", (long long)it.key_len,
+                   (long long)it.class_id, (long long)it.size, (long long)it.ttl_left,
+                   (long long)it.idle_s, (long long)it.fetched);
+        tap_opt(b, it.flags);
+        buf_puts(b, "\n");
+    }
+    if (st->tap_events.failed || st->tap_items.failed) {
+        snprintf(err, errlen, "%s: out of memory for a batch of item rows", s->shown);
+        return -1;
+    }
+    return 0;
+}
+
+/* One COPY of the text lines in b into table (cols); b emptied. */
+static int tap_copy(struct pgstore *s, struct buf *b, const char *table, const char *cols,
+                    char *err, size_t errlen)
+{
+    char sql[512], what[96];
+    if (!b->len)
+        return 0;
+    snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN", table, cols);
+    snprintf(what, sizeof what, "COPY into %s", table);
+    PGresult *res = PQexec(s->conn, sql);
+    if (PQresultStatus(res) != PGRES_COPY_IN)
+        return res_ok(s, res, PGRES_COPY_IN, what, err, errlen);
+    PQclear(res);
+    bool sent = true;
+    for (size_t at = 0; sent && at < b->len; at += 1u << 20) { /* 1 MB at a time */
+        size_t n = b->len - at < (1u << 20) ? b->len - at : (1u << 20);
+        sent = PQputCopyData(s->conn, b->data + at, (int)n) == 1;
+    }
+    if (PQputCopyEnd(s->conn, sent ? NULL : "slabtap: send failed") != 1 || !sent) {
+        conn_fail(s, what, err, errlen);
+        while ((res = PQgetResult(s->conn)))
+            PQclear(res);
+        return -1;
+    }
+    res = PQgetResult(s->conn);
+    int rc = res_ok(s, res, PGRES_COMMAND_OK, what, err, errlen);
+    while ((res = PQgetResult(s->conn)))
+        PQclear(res);
+    buf_reset(b);
+    return rc;
+}
+
+static int put_tap_rows(struct pgstore *s, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    return tap_copy(s, &st->tap_events, "item_events",
+                    "run_id, seq, t_ns, event, key_hash, key_ref, key_len, class_id, size,"
+                    " fetched, idle_s, ttl_left, cmd",
+                    err, errlen) ||
+                   tap_copy(s, &st->tap_items, "snapshot_items",
+                            "run_id, snap, seq, key_hash, key_ref, key_len, class_id, size,"
+                            " ttl_left, idle_s, fetched, flags",
+                            err, errlen)
+               ? -1
+               : 0;
+}
+
+static int put_tap_snapshot(struct pgstore *s, int64_t run_id, const struct rec_job *j, char *err,
+                            size_t errlen)
+{
+    struct itemrow_snapshot sn;
+    char v[7][32];
+    itemrow_snapshot(j, &sn);
+    snprintf(v[0], sizeof v[0], "%lld", (long long)run_id);
+    snprintf(v[1], sizeof v[1], "%lld", (long long)sn.snap);
+    snprintf(v[2], sizeof v[2], "%lld", (long long)sn.t_ns);
+    snprintf(v[3], sizeof v[3], "%lld", (long long)sn.ended_ns.v);
+    snprintf(v[4], sizeof v[4], "%lld", (long long)sn.items);
+    snprintf(v[5], sizeof v[5], "%lld", (long long)sn.bytes);
+    snprintf(v[6], sizeof v[6], "%lld", (long long)sn.complete);
+    const char *params[7] = { v[0], v[1], v[2], sn.ended_ns.null ? NULL : v[3], v[4], v[5], v[6] };
+    return run_prepared(s, "snapshot", 7, params, "inserting a snapshot", err, errlen);
 }

@@ -115,7 +115,7 @@ static int rec_commit(struct recorder *r, const struct rec_row *rows, size_t n,
              * run that cannot end (a full disk at exit) still reads true */
             pthread_mutex_lock(&r->mu);
             uint64_t recorded = r->written - r->written0 + rec_count_writes(rows, n);
-            uint64_t lost = r->dropped_view + r->lost_shutdown;
+            uint64_t lost = r->dropped_view + r->lost_shutdown + r->mc_dropped_view;
             for (int i = 0; i < REC_LOST__COUNT; i++)
                 lost += r->wlost[i];
             pthread_mutex_unlock(&r->mu);
@@ -1143,6 +1143,11 @@ void rec_count_lost(struct recorder *r, enum rec_loss reason, uint64_t n)
 {
     if ((unsigned)reason < REC_LOST__COUNT)
         r->lost[reason] += n;
+    if (reason == REC_LOST_MEMCACHED_DROPPED) { /* the runs row counts them */
+        pthread_mutex_lock(&r->mu);
+        r->mc_dropped_view = r->lost[reason];
+        pthread_mutex_unlock(&r->mu);
+    }
 }
 
 uint64_t rec_reads_recorded(struct recorder *r)
@@ -1342,7 +1347,8 @@ int rec_close(struct recorder *r, struct rec_totals *totals, char *err, size_t e
         uint64_t wl = 0;
         for (int i = 0; i < REC_LOST__COUNT; i++)
             wl += r->wlost[i];
-        uint64_t lost = r->dropped + r->lost[REC_LOST_SHUTDOWN] + wl;
+        uint64_t lost =
+            r->dropped + r->lost[REC_LOST_SHUTDOWN] + r->lost[REC_LOST_MEMCACHED_DROPPED] + wl;
         char ignored[256];
         if (r->sink_ready &&
             sink_run_end(r->sink, r->run_id, r->written - r->written0, lost, err, errlen)) {

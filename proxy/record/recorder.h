@@ -39,7 +39,10 @@ void rec_job_free(struct rec_job *j);
 enum rec_on_full { REC_BLOCK, REC_DROP };
 
 /* Why a row was not recorded. X(name, label): one list for the counters,
- * /metrics (rows_lost_total{reason=label}) and the log. */
+ * /metrics (rows_lost_total{reason=label}) and the log. memcached_dropped:
+ * lines memcached's logger dropped before a watcher (server/tap.h) got
+ * them, counted by the tap with rec_count_lost; like the writer's losses
+ * they are in runs.rows_dropped. */
 #define REC_LOSS_REASONS(X) \
     X(REC_LOST_QUEUE_FULL, "queue_full") \
     X(REC_LOST_WRITE_ERROR, "write_error") \
@@ -49,7 +52,8 @@ enum rec_on_full { REC_BLOCK, REC_DROP };
     X(REC_LOST_FILE_DELETED, "file_deleted") \
     X(REC_LOST_READ_KEY_CUT, "read_key_cut") \
     X(REC_LOST_READ_KEY_NOMEM, "read_key_nomem") \
-    X(REC_LOST_WAL_FULL, "wal_full")
+    X(REC_LOST_WAL_FULL, "wal_full") \
+    X(REC_LOST_MEMCACHED_DROPPED, "memcached_dropped")
 
 enum rec_loss {
 #define REC_LOSS_ENUM(name, label) name,
@@ -154,6 +158,7 @@ struct recorder {
     uint64_t file_events;             /* under mu: faults seen */
     int64_t next_file_check_ns;       /* writer */
     uint64_t dropped_view;            /* under mu: the loop's dropped, for the runs row */
+    uint64_t mc_dropped_view;         /* under mu: lost[REC_LOST_MEMCACHED_DROPPED], likewise */
     unsigned wal_pages;               /* the WAL's bound in pages (0: SQLite's) */
     uint64_t wal_max;                 /* --wal-max (0: none) */
     bool wal_over;                    /* writer: past it, rows counted wal_full */
@@ -222,7 +227,9 @@ void rec_wake_writer(void *r);
 void rec_give_up(struct recorder *r);
 /* Loop thread: n rows the proxy could not make, for reason: a multiget's
  * keys past what the parser keeps of its line (read_key_cut), or past
- * what memory allowed to keep until the answer (read_key_nomem). */
+ * what memory allowed to keep until the answer (read_key_nomem), or lines
+ * memcached dropped before a watcher got them (memcached_dropped: these
+ * count in runs.rows_dropped). */
 void rec_count_lost(struct recorder *r, enum rec_loss reason, uint64_t n);
 /* Writes lost so far for reason (loop thread; includes what the writer gave
  * up at shutdown once rec_close has returned). */

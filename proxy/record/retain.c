@@ -463,6 +463,85 @@ static int delete_oldest(sqlite3 *db, const struct oldest *old, const struct ret
     return exec_q(db, "DELETE FROM arrivals WHERE rowid < ?1", cover, 0);
 }
 
+/* --- taps without a proxy (issue 22): item_events, snapshots ----------------------
+ * Evictions and deletions (item_events, in rowid order: the order they
+ * came in, their time order) and snapshots (a snapshot's items, then its
+ * snapshots row once none is left) older than a bound go oldest first, at
+ * most budget rows a step, in the step's transaction. */
+
+/* The time of the oldest tap row (an event, or a snapshot's start): 1
+ * with *t, 0 when there is none (or a file without the tables). */
+static int taps_oldest(sqlite3 *db, int64_t *t)
+{
+    int64_t e = 0, sn = 0;
+    int ge = query_int(db, "SELECT t_ns FROM item_events ORDER BY rowid LIMIT 1", 0, 0, 0, &e);
+    int gs = query_int(db, "SELECT min(t_ns) FROM snapshots", 0, 0, 0, &sn);
+    if (ge <= 0 && gs <= 0)
+        return 0;
+    *t = ge <= 0 ? sn : gs <= 0 ? e : e < sn ? e : sn;
+    return 1;
+}
+
+/* Deletes tap rows older than bound_ns, at most budget: *n deleted. 0, or -1. */
+static int delete_old_taps(sqlite3 *db, int64_t bound_ns, uint64_t budget, uint64_t *n)
+{
+    int64_t cut = 0, late = 0, run = 0, snap = 0;
+    *n = 0;
+    if (!budget)
+        return 0;
+    /* events: below the budget-th, and below the first at or after the bound */
+    int got = query_int(db, "SELECT rowid FROM item_events ORDER BY rowid LIMIT 1 OFFSET ?1",
+                        (int64_t)budget, 0, 0, &cut);
+    if (got < 0)
+        return -1;
+    if (!got && query_int(db, "SELECT max(rowid) + 1 FROM item_events", 0, 0, 0, &cut) < 0)
+        return -1;
+    got = query_int(db,
+                    "SELECT min(rowid) FROM (SELECT rowid, t_ns FROM item_events WHERE rowid < ?1"
+                    " ORDER BY rowid) WHERE t_ns >= ?2",
+                    cut, bound_ns, 0, &late);
+    if (got < 0)
+        return -1;
+    if (got && late < cut)
+        cut = late;
+    if (exec_q(db, "DELETE FROM item_events WHERE rowid < ?1", cut, 0))
+        return -1;
+    *n += (uint64_t)sqlite3_changes(db);
+    /* the oldest snapshot older than the bound: its items, then itself */
+    while (*n < budget) {
+        got = query_int(db, "SELECT run_id FROM snapshots WHERE t_ns < ?1 ORDER BY t_ns LIMIT 1",
+                        bound_ns, 0, 0, &run);
+        if (got <= 0)
+            return got;
+        if (query_int(db,
+                      "SELECT snap FROM snapshots WHERE t_ns < ?1 AND run_id = ?2"
+                      " ORDER BY t_ns LIMIT 1",
+                      bound_ns, run, 0, &snap) < 0)
+            return -1;
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db,
+                               "DELETE FROM snapshot_items WHERE rowid IN (SELECT rowid FROM"
+                               " snapshot_items WHERE run_id = ?1 AND snap = ?2 LIMIT ?3)",
+                               -1, &st, NULL) != SQLITE_OK)
+            return -1;
+        sqlite3_bind_int64(st, 1, run);
+        sqlite3_bind_int64(st, 2, snap);
+        sqlite3_bind_int64(st, 3, (int64_t)(budget - *n));
+        int rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+            return -1;
+        uint64_t gone = (uint64_t)sqlite3_changes(db);
+        *n += gone;
+        if (*n >= budget)
+            return 0; /* its items may not all be gone yet */
+        if (exec_q(db, "DELETE FROM snapshots WHERE run_id = ?1 AND snap = ?2", run, snap))
+            return -1;
+        *n += (uint64_t)sqlite3_changes(db);
+    }
+    return 0;
+}
+
 static void retain_log_time(int64_t ns, char *out, size_t outlen)
 {
     time_t t = (time_t)(ns / 1000000000);
@@ -508,13 +587,19 @@ int retain_step(struct retain *r, sqlite3 *db, int64_t now_ns, uint64_t rows_in,
         snprintf(err, errlen, "retention: reading the oldest row: %s", sqlite3_errmsg(db));
         return -1;
     }
+    /* tap rows (issue 22) older than the oldest write count as the oldest */
+    int64_t taps_t = 0;
+    int taps = age_due || have != 1 || r->cfg.max_bytes ? taps_oldest(db, &taps_t) : 0;
+    if (taps == 1 && (have != 1 || taps_t < o.oldest_ns))
+        o.oldest_ns = taps_t;
     o.rows_in = r->rows_in;
     o.disk_full = r->make_room;
     if (!retain_plan(&r->cfg, &r->plan, &o, &pl)) {
         r->rows_in = 0;
         /* the bound is passed with no row left to expire: what is kept is over it */
         uint64_t used = (o.page_count - o.free_pages) * o.page_size;
-        if (r->cfg.max_bytes && have == 0 && used > r->cfg.max_bytes && !r->logged_kept) {
+        if (r->cfg.max_bytes && have == 0 && taps != 1 && used > r->cfg.max_bytes &&
+            !r->logged_kept) {
             r->logged_kept = true;
             r->st.kept_over = true;
             log_warn("retention: %llu bytes of what is kept (runs, samples, aggregates) are over "
@@ -542,18 +627,23 @@ int retain_step(struct retain *r, sqlite3 *db, int64_t now_ns, uint64_t rows_in,
         r->st.bound_reached = true;
     uint64_t n = 0;
     char *msg = NULL;
-    if (pl.rows && have == 1) {
+    if (pl.rows && (have == 1 || taps == 1)) {
+        uint64_t nt = 0;
         if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK)
             goto fail;
-        if (delete_oldest(db, &old, &pl, &n) ||
-            sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
-            snprintf(err, errlen, "retention: deleting old rows: %s",
-                     msg ? msg : sqlite3_errmsg(db));
-            sqlite3_free(msg);
-            if (!sqlite3_get_autocommit(db))
-                sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-            return -1;
+        /* tap rows older than the oldest write (and than the cutoff) first */
+        int64_t bound = have == 1 && old.t_ns < pl.cutoff_ns ? old.t_ns : pl.cutoff_ns;
+        if (taps == 1 && delete_old_taps(db, bound, pl.rows, &nt))
+            goto fail;
+        if (have == 1 && nt < pl.rows) {
+            struct retain_plan rest = pl;
+            rest.rows -= nt;
+            if (delete_oldest(db, &old, &rest, &n))
+                goto fail;
         }
+        n += nt;
+        if (sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK)
+            goto fail;
     }
     int64_t free_after = pragma_int(db, "PRAGMA freelist_count");
     uint64_t freed = free_after > (int64_t)o.free_pages ? (uint64_t)free_after - o.free_pages : 0;

@@ -23,6 +23,7 @@
 #include "core/keyfmt.h"
 #include "core/log.h"
 #include "protocol/mc_parse.h"
+#include "record/itemrow.h"
 #include "record/ragg.h"
 #include "record/row.h"
 #include "record/rowcode.h"
@@ -230,9 +231,15 @@ struct store_writes {
     sqlite3_stmt *agg_item, *agg_answer, *agg_pclass, *agg_mark2; /* issue 14's histograms */
     sqlite3_stmt *upd_counts;                                     /* store_put_counts */
     struct store_reads rd;                                        /* REC_ROW_READ rows */
+    /* issue 22: item_events, snapshot_items, snapshots (put_tap_*) */
+    sqlite3_stmt *ins_event, *ins_item, *ins_snap;
 };
 
 static void reads_forget(struct store_reads *r);
+static int put_tap_row(struct store *s, int64_t run_id, const struct rec_row *row, char *err,
+                       size_t errlen);
+static int put_tap_snapshot(struct store *s, int64_t run_id, const struct rec_job *j, char *err,
+                            size_t errlen);
 static int read_run_begin(struct store *s, int64_t run_id, int64_t t0, char *err, size_t errlen);
 
 /* After a rollback nothing cached can be trusted: dictionary entries and
@@ -1254,7 +1261,8 @@ void store_close(struct store *s)
                                 &w->run_get,     &w->cmd_find,    &w->cmd_add,     &w->answer_find,
                                 &w->answer_add,  &w->prefix_find, &w->prefix_add,  &w->agg_size,
                                 &w->agg_latency, &w->agg_prefix,  &w->agg_mark,    &w->agg_item,
-                                &w->agg_answer,  &w->agg_pclass,  &w->agg_mark2,   &w->upd_counts };
+                                &w->agg_answer,  &w->agg_pclass,  &w->agg_mark2,   &w->upd_counts,
+                                &w->ins_event,   &w->ins_item,    &w->ins_snap };
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
             finalize(ws[i]);
         struct store_reads *r = &w->rd;
@@ -1956,6 +1964,8 @@ int store_put_row(struct store *s, int64_t run_id, const struct rec_row *row, ch
         }
         return 0;
     }
+    if (row->kind == REC_ROW_EVENT || row->kind == REC_ROW_ITEM)
+        return put_tap_row(s, run_id, row, err, errlen);
     if (row->kind != REC_ROW_GETS) {
         if (pending_add(&w->pending, &w->npending, &w->pending_cap, run_id, row)) {
             snprintf(err, errlen, "%s: out of memory for a batch of %zu writes", s->path,
@@ -2048,6 +2058,7 @@ int store_put_job(struct store *s, int64_t run_id, const struct rec_job *j, char
         sqlite3_bind_text(st, 3, j->text, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 4, j->t_ns);
         return step_done(s, st, "inserting a phase", err, errlen);
+    case REC_JOB_SNAPSHOT: return put_tap_snapshot(s, run_id, j, err, errlen);
     }
     snprintf(err, errlen, "%s: unknown job kind %d", s->path, (int)j->kind);
     return -1;
@@ -2214,4 +2225,134 @@ int store_put_counts(struct store *s, int64_t run_id, uint64_t recorded, uint64_
     if (sqlite3_step(w->upd_counts) != SQLITE_DONE)
         return store_fail(s, "the run's counts", err, errlen);
     return 0;
+}
+
+/* --- taps without a proxy (issue 22): item_events, snapshot_items, snapshots ---------
+ * Inserted as they come, one prepared statement per row, in the batch's
+ * transaction (a rollback takes them back with it); the column values are
+ * record/itemrow.h's, the key kept as a write's (key_prefixes with --keys
+ * prefix). */
+
+static void bind_opt(sqlite3_stmt *st, int col, struct itemrow_opt o)
+{
+    if (o.null)
+        sqlite3_bind_null(st, col);
+    else
+        sqlite3_bind_int64(st, col, o.v);
+}
+
+/* key_ref of row in run_id as writes.key_ref: the prefix's id, the text,
+ * or NULL. 0, or -1 (a dictionary lookup failed). */
+static int bind_tap_key(struct store *s, int64_t run_id, sqlite3_stmt *st, int col,
+                        const struct rec_row *row)
+{
+    struct store_writes *w = s->w;
+    size_t len;
+    const char *text = itemrow_key(row, &len);
+    if (!text) {
+        sqlite3_bind_null(st, col);
+        return 0;
+    }
+    if (w->mode_run == run_id && w->mode_prefix) {
+        int64_t pid = dict_id(s, &w->prefixes, w->prefix_find, w->prefix_add, text, len);
+        if (pid < 0)
+            return -1;
+        if (pid) {
+            sqlite3_bind_int64(st, col, pid);
+            return 0;
+        }
+    }
+    sqlite3_bind_text(st, col, text, (int)len, SQLITE_STATIC);
+    return 0;
+}
+
+static int put_tap_row(struct store *s, int64_t run_id, const struct rec_row *row, char *err,
+                       size_t errlen)
+{
+    struct store_writes *w = s->w;
+    sqlite3_stmt *st;
+    if (row->sampled_out) /* --sample-keys: no row */
+        return 0;
+    if (row->kind == REC_ROW_EVENT) {
+        struct itemrow_event e;
+        if (!w->ins_event &&
+            prepare(s,
+                    "INSERT INTO item_events (run_id, seq, t_ns, event, key_hash, key_ref,"
+                    " key_len, class_id, size, fetched, idle_s, ttl_left, cmd)"
+                    " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)",
+                    &w->ins_event))
+            return store_fail(s, "preparing an item event insert", err, errlen);
+        st = w->ins_event;
+        itemrow_event(row, &e);
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_int64(st, 2, e.seq);
+        sqlite3_bind_int64(st, 3, e.t_ns);
+        sqlite3_bind_int64(st, 4, e.event);
+        sqlite3_bind_int64(st, 5, e.key_hash);
+        if (bind_tap_key(s, run_id, st, 6, row))
+            return store_fail(s, "looking up a key prefix", err, errlen);
+        sqlite3_bind_int64(st, 7, e.key_len);
+        sqlite3_bind_int64(st, 8, e.class_id);
+        sqlite3_bind_int64(st, 9, e.size);
+        bind_opt(st, 10, e.fetched);
+        bind_opt(st, 11, e.idle_s);
+        bind_opt(st, 12, e.ttl_left);
+        if (e.cmd)
+            sqlite3_bind_text(st, 13, e.cmd, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(st, 13);
+        return step_done(s, st, "inserting an item event", err, errlen);
+    }
+    struct itemrow_item it;
+    if (!w->ins_item &&
+        prepare(s,
+                "INSERT INTO snapshot_items (run_id, snap, seq, key_hash, key_ref, key_len,"
+                " class_id, size, ttl_left, idle_s, fetched, flags)"
+                " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+                &w->ins_item))
+        return store_fail(s, "preparing a snapshot item insert", err, errlen);
+    st = w->ins_item;
+    itemrow_item(row, &it);
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, it.snap);
+    sqlite3_bind_int64(st, 3, it.seq);
+    sqlite3_bind_int64(st, 4, it.key_hash);
+    if (bind_tap_key(s, run_id, st, 5, row))
+        return store_fail(s, "looking up a key prefix", err, errlen);
+    sqlite3_bind_int64(st, 6, it.key_len);
+    sqlite3_bind_int64(st, 7, it.class_id);
+    sqlite3_bind_int64(st, 8, it.size);
+    sqlite3_bind_int64(st, 9, it.ttl_left);
+    sqlite3_bind_int64(st, 10, it.idle_s);
+    sqlite3_bind_int64(st, 11, it.fetched);
+    bind_opt(st, 12, it.flags);
+    return step_done(s, st, "inserting a snapshot item", err, errlen);
+}
+
+static int put_tap_snapshot(struct store *s, int64_t run_id, const struct rec_job *j, char *err,
+                            size_t errlen)
+{
+    struct store_writes *w = s->w;
+    struct itemrow_snapshot sn;
+    if (!w->ins_snap &&
+        prepare(s,
+                "INSERT INTO snapshots (run_id, snap, t_ns, ended_ns, items, bytes, complete)"
+                " VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT (run_id, snap) DO UPDATE SET"
+                " t_ns = excluded.t_ns, ended_ns = excluded.ended_ns, items = excluded.items,"
+                " bytes = excluded.bytes, complete = excluded.complete",
+                &w->ins_snap))
+        return store_fail(s, "preparing a snapshot insert", err, errlen);
+    sqlite3_stmt *st = w->ins_snap;
+    itemrow_snapshot(j, &sn);
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, sn.snap);
+    sqlite3_bind_int64(st, 3, sn.t_ns);
+    bind_opt(st, 4, sn.ended_ns);
+    sqlite3_bind_int64(st, 5, sn.items);
+    sqlite3_bind_int64(st, 6, sn.bytes);
+    sqlite3_bind_int64(st, 7, sn.complete);
+    return step_done(s, st, "inserting a snapshot", err, errlen);
 }

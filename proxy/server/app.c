@@ -62,6 +62,8 @@ static void on_sample(void *ud, const struct stats_sample *s)
 {
     struct app *a = ud;
     bool final = a->closing && s->requested && app_final_sample(a, s);
+    if (a->tap_open)
+        tap_sample(&a->tap, s);
     jobs_sample(&a->jobs, s, atomic_load(&a->phase_id), final);
     if (stats_sample_copy(&a->last, s) == 0)
         a->have_last = true;
@@ -72,13 +74,18 @@ static void on_sample(void *ud, const struct stats_sample *s)
 
 /* --- phases ------------------------------------------------------------------ */
 
-int64_t app_mark_phase(struct app *a, const char *name)
+static int64_t app_phase_at(struct app *a, const char *name, int64_t t_ns)
 {
     int64_t id = atomic_fetch_add(&a->next_phase_id, 1);
-    if (!jobs_phase(&a->jobs, id, clock_wall_ns(), name, APP_PHASE_NAME_MAX))
+    if (!jobs_phase(&a->jobs, id, t_ns, name, APP_PHASE_NAME_MAX))
         return -1; /* not queued: the caller must not confirm it */
     atomic_store(&a->phase_id, id);
     return id;
+}
+
+int64_t app_mark_phase(struct app *a, const char *name)
+{
+    return app_phase_at(a, name, clock_wall_ns());
 }
 
 /* --- lifecycle ------------------------------------------------------------- */
@@ -99,7 +106,7 @@ static int app_listen(struct app *a, const struct app_config *cfg, char *err, si
 {
     struct sockaddr_storage bound;
     int len = sizeof bound;
-    if (proxy_open(&a->px, a->loop, &cfg->proxy, &a->rec, err, errlen)) {
+    if (!cfg->tap_mode && proxy_open(&a->px, a->loop, &cfg->proxy, &a->rec, err, errlen)) {
         log_error("%s", err);
         return -1;
     }
@@ -146,18 +153,26 @@ static void on_teardown_poller(struct poller *p)
     app_teardown_one((struct app *)((char *)p - offsetof(struct app, poller)));
 }
 
+static void on_teardown_tap(struct tap *t)
+{
+    app_teardown_one((struct app *)((char *)t - offsetof(struct app, tap)));
+}
+
 /* A start that failed half way: close what was opened and turn the loop
  * until exactly that is closed -- never until the loop is empty, which
  * the caller's own handles (an experiment's memcached and signal
  * watchers) would make forever. */
 static void app_teardown(struct app *a)
 {
-    a->teardown_pending = 1 + a->http_open + a->poller_open;
+    a->teardown_pending = !a->cfg.tap_mode + a->http_open + a->poller_open + a->tap_open;
+    if (a->tap_open)
+        tap_close(&a->tap, on_teardown_tap);
     if (a->http_open)
         admin_http_close(&a->http, on_teardown_http);
     if (a->poller_open)
         poller_close(&a->poller, on_teardown_poller);
-    proxy_close(&a->px, on_teardown_proxy);
+    if (!a->cfg.tap_mode)
+        proxy_close(&a->px, on_teardown_proxy);
     for (int turns = 0; a->teardown_pending > 0 && turns < 100000; turns++)
         uv_run(a->loop, UV_RUN_ONCE);
     /* the close callbacks of the handles closed last, then the buffers:
@@ -331,12 +346,85 @@ static int app_start_poller(struct app *a, const struct app_config *cfg)
     return 0;
 }
 
+/* Tap mode: the recorder filled or drained; the caller's source decides. */
+static void app_tap_unblock(void *ud)
+{
+    struct app *a = ud;
+    if (a->tap_open)
+        tap_update_reading(&a->tap);
+    if (a->cfg.tap_unblock)
+        a->cfg.tap_unblock(a->cfg.tap_ud);
+}
+
+/* A proxy with a watcher: the proxy's reading, and the watcher's. */
+static void app_proxy_unblock(void *ud)
+{
+    struct app *a = ud;
+    proxy_update_reading(&a->px);
+    if (a->tap_open)
+        tap_update_reading(&a->tap);
+}
+
+static void app_watch_stopped(void *ud, enum tap_stop why, const char *words)
+{
+    struct app *a = ud;
+    if (a->cfg.on_watch_stop) {
+        a->cfg.on_watch_stop(a->cfg.watch_ud, why, words);
+        return;
+    }
+    log_write(LOG_LEVEL_ERROR, a->tap.peer, "%s%s%s; recording goes on without it",
+              tap_stop_text(why), *words ? ": " : "", words);
+}
+
+static void app_watch_gap(void *ud, bool restart, int64_t from_ns, int64_t to_ns)
+{
+    struct app *a = ud;
+    (void)from_ns;
+    /* from when the watcher was back: what the new memcached logged since
+     * (its times are memcached's clock; this is ours, the same on one host) */
+    if (restart)
+        app_phase_at(a, "memcached restarted", to_ns);
+}
+
+/* The watcher (cfg.watch), after the poller: it reads the samples. */
+static int app_start_tap(struct app *a, const struct app_config *cfg)
+{
+    if (!cfg->watch)
+        return 0;
+    struct tap_config tc = {
+        .upstream = &a->px.cfg.upstream_addrs,
+        .watch = cfg->watch,
+        .key_mode = cfg->proxy.key_mode,
+        .sample_keys = cfg->proxy.sample_keys,
+        .sample_aggregate = cfg->proxy.sample_aggregate,
+        .rec = &a->rec,
+        .on_stop = app_watch_stopped,
+        .on_gap = app_watch_gap,
+        .ud = a,
+        .m = &a->px.m,
+    };
+    int rc = tap_open(&a->tap, a->loop, &tc);
+    if (rc) {
+        log_error("cannot start the watcher: %s", uv_strerror(rc));
+        return -1;
+    }
+    a->tap_open = true;
+    return 0;
+}
+
 int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
 {
     struct app_start st = { 0 };
     memset(a, 0, sizeof *a);
     a->loop = loop;
     a->cfg = *cfg;
+    if (cfg->tap_mode) {
+        /* no pooled connection: /health looks at the poller (and the tap) */
+        a->cfg.proxy.upstream_conns = 0;
+        /* what a proxy would read of its config (the poller's addresses,
+         * the key policy) is where it would be; listen_text stays "" */
+        a->px.cfg = a->cfg.proxy;
+    }
     stats_sample_init(&a->last);
     jobs_init(&a->jobs, &a->rec, &a->px, cfg->memcached_flags);
     if (cfg->http_enabled && !cfg->http_token && !app_loopback(&cfg->http_addr)) {
@@ -351,14 +439,17 @@ int app_open(struct app *a, uv_loop_t *loop, const struct app_config *cfg)
     app_check_room(a, cfg, &st);
     if (app_begin_run(a, &st))
         goto close_store;
-    if (rec_open(&a->rec, loop, &a->sink, a->run_id, &st.rec, proxy_update_reading, &a->px, st.err,
-                 sizeof st.err)) {
+    if (rec_open(&a->rec, loop, &a->sink, a->run_id, &st.rec,
+                 cfg->tap_mode ? app_tap_unblock
+                 : cfg->watch  ? app_proxy_unblock
+                               : proxy_update_reading,
+                 cfg->tap_mode || cfg->watch ? (void *)a : (void *)&a->px, st.err, sizeof st.err)) {
         log_error("recorder: %s", st.err);
         goto close_rec;
     }
     app_open_webapi(a, &st);
     app_record_meta(a, cfg);
-    if (app_start_poller(a, cfg))
+    if (app_start_poller(a, cfg) || app_start_tap(a, cfg))
         goto stop;
     return 0;
 stop:
@@ -409,6 +500,11 @@ static void on_final_timer_closed(uv_handle_t *h)
     app_component_closed(h->data);
 }
 
+static void on_tap_closed(struct tap *t)
+{
+    app_component_closed((struct app *)((char *)t - offsetof(struct app, tap)));
+}
+
 static void app_final_done(struct app *a)
 {
     if (a->final_done)
@@ -416,9 +512,11 @@ static void app_final_done(struct app *a)
     a->final_done = true;
     uv_timer_stop(&a->final_timer);
     uv_timer_stop(&a->settle_timer);
-    a->closing_handles = 2 + a->poller_open + a->http_open;
+    a->closing_handles = 2 + a->poller_open + a->http_open + a->tap_open;
     uv_close((uv_handle_t *)&a->final_timer, on_final_timer_closed);
     uv_close((uv_handle_t *)&a->settle_timer, on_final_timer_closed);
+    if (a->tap_open) /* after the final sample: its drop counters are counted */
+        tap_close(&a->tap, on_tap_closed);
     if (a->poller_open)
         poller_close(&a->poller, on_poller_closed);
     if (a->http_open)
@@ -447,13 +545,17 @@ void app_close(struct app *a, void (*on_closed)(struct app *a))
         return;
     a->closing = true;
     a->on_closed = on_closed;
-    proxy_close(&a->px, on_proxy_stopped);
+    if (a->cfg.tap_mode) /* the caller's source has stopped: the final sample now */
+        on_proxy_stopped(&a->px);
+    else
+        proxy_close(&a->px, on_proxy_stopped);
 }
 
 void app_force(struct app *a)
 {
     rec_give_up(&a->rec);
-    proxy_force_stop(&a->px);
+    if (!a->cfg.tap_mode)
+        proxy_force_stop(&a->px);
 }
 
 int app_finish(struct app *a, struct rec_totals *totals)

@@ -2,6 +2,23 @@
  * poller and admin HTTP endpoint -- with the order they start and stop in.
  * Used by `slabtap proxy` and by the experiment runner.
  *
+ * Tap mode (cfg.tap_mode: `slabtap watch`, `slabtap snapshot`): the same
+ * app without a client listener -- no proxy is opened, a->px stays zero
+ * (its metrics read 0) -- with the same sink, recorder, stats poller (its
+ * side connection to cfg.proxy.upstream_addrs), admin HTTP and retention.
+ * The rows come from the caller's source, pushed to a->rec on the loop
+ * thread; the caller stops that source before app_close (or passes
+ * cfg.tap_unblock to pause it while the recorder is full), and app_close
+ * then takes the final sample at once. cfg.proxy.key_mode and
+ * cfg.proxy.sample_keys still say what of each key is kept.
+ *
+ * A watcher (cfg.watch, server/tap.h), in either mode: the app opens it
+ * after the poller, hands it every stats sample, marks a phase when it
+ * says memcached restarted, and closes it right after the final sample
+ * (so that sample's drop counters are counted). `slabtap watch` is tap
+ * mode with a watcher of mutations, evictions and deletions; `slabtap
+ * proxy --watch-evictions` a proxy with one of evictions and deletions.
+ *
  * Owns the run: its row, its phase ids, the last stats sample (and when the
  * final one has settled), the order components start and stop in, and
  * logging what its components return as errors. What a sample becomes in
@@ -24,6 +41,7 @@
 #include "server/jobs.h"
 #include "server/poller.h"
 #include "server/proxy.h"
+#include "server/tap.h"
 #include "server/webapi.h"
 
 #define APP_DEFAULT_STATS_MS 1000
@@ -71,6 +89,17 @@ struct app_config {
     int64_t retain_ns;
     uint64_t max_db_bytes;
     uint64_t wal_max; /* SQLite: --wal-max (bytes, 0: none; rec_config.wal_max) */
+    /* tap mode (see above): no listener, no proxy */
+    bool tap_mode;
+    /* tap mode: called on the loop thread when the recorder fills or
+     * drains (rec_blocked() says which); NULL: nothing to pause */
+    void (*tap_unblock)(void *ud);
+    void *tap_ud;
+    /* a watcher: TAP_WATCH_* (0: none); on_watch_stop (NULL: logged, the
+     * app goes on without it) is told when memcached refuses it */
+    unsigned watch;
+    void (*on_watch_stop)(void *ud, enum tap_stop why, const char *words);
+    void *watch_ud;
 };
 
 struct app {
@@ -98,7 +127,8 @@ struct app {
     char
         *runs_all; /* the runs but the current one (query_runs_json): /api/runs "runs", "earlier" */
     struct webapi web; /* /api/run/...: queries on the writer thread */
-    bool closing, final_done, poller_open, http_open;
+    struct tap tap;    /* cfg.watch: the watcher */
+    bool closing, final_done, poller_open, http_open, tap_open;
     unsigned closing_handles;
     int teardown_pending; /* a failed start: components still closing */
     void (*on_closed)(struct app *a);

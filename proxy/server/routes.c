@@ -48,6 +48,9 @@ static const char *routes_health_state(const struct app *a, int *status)
         return "upstream_unreachable";
     if (!a->last_sample_ns || now - a->last_sample_ns > stale_ns)
         return "upstream_not_answering";
+    /* slabtap watch: the watcher is what records (a proxy's is an extra) */
+    if (a->cfg.tap_mode && a->tap_open && !a->tap.connected)
+        return a->tap.state == TAP_STOPPED ? "watch_refused" : "watcher_unreachable";
     char why[8];
     /* a remote store: rows spill or are counted while it fails -- degraded
      * recording, the proxy serves; SQLite failing: as before */
@@ -200,6 +203,20 @@ static void routes_health(const struct admin_http_request *req, struct admin_htt
                sp.enabled ? "true" : "false", (unsigned long long)sp.batches,
                (unsigned long long)sp.rows, (unsigned long long)sp.bytes,
                (unsigned long long)sp.spilled, (unsigned long long)sp.shipped);
+    if (a->tap_open) /* the watcher (server/tap.h) */
+        buf_printf(
+            &b,
+            "\"watcher\":{\"connected\":%s,\"stopped\":\"%s\",\"deletions\":%s,"
+            "\"lines\":%llu,\"writes\":%llu,\"evictions\":%llu,\"deletions_seen\":%llu,"
+            "\"memcached_dropped\":%llu,\"skipped_reported\":%llu,\"reconnects\":%llu,"
+            "\"restarts\":%llu,\"paused\":%llu},",
+            a->tap.connected ? "true" : "false",
+            a->tap.stop == TAP_STOP_NONE ? "" : tap_stop_text(a->tap.stop),
+            a->tap.deletions ? "true" : "false", (unsigned long long)a->tap.c.lines,
+            (unsigned long long)a->tap.c.writes, (unsigned long long)a->tap.c.evictions,
+            (unsigned long long)a->tap.c.deletions, (unsigned long long)a->tap.c.lost_counted,
+            (unsigned long long)a->tap.c.skipped_reported, (unsigned long long)a->tap.c.reconnects,
+            (unsigned long long)a->tap.c.restarts, (unsigned long long)a->tap.c.paused);
     buf_printf(&b, "\"connections\":%llu,\"samples\":%llu}\n",
                (unsigned long long)a->px.m.connections_open,
                (unsigned long long)a->poller.counters.samples);
