@@ -37,6 +37,8 @@ int cli_model_main(int argc, char **argv);
 int cli_experiment_main(int argc, char **argv);
 int cli_load_main(int argc, char **argv);
 int cli_top_main(int argc, char **argv);
+/* `slabtap snapshot` (cli/snapshot_cmd.c) */
+int cli_snapshot_main(int argc, char **argv);
 
 /* `model advise --objective hits` and `model mrc` (cli/model_hits.c), called
  * by model_cmd.c once the run is open. */

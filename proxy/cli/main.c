@@ -16,6 +16,8 @@ static const struct cli_command commands[] = {
     { "model", "memcached's slab ladder and item sizes, predicted", cli_model_main },
     { "load", "send a workload, a trace or a recorded run to memcached or the proxy",
       cli_load_main },
+    { "snapshot", "record memcached's resident items (lru_crawler metadump), no proxy",
+      cli_snapshot_main },
     { "top", "a live view of memcached's slab classes: memory, waste, evictions", cli_top_main },
 };
 
