@@ -470,10 +470,12 @@ static int open_run(const struct run_opts *o, struct reader *src, int64_t id, st
                 o->run ? o->run : "at all");
         return -1;
     }
-    /* advise on a snapshot: --snapshot N, or a snapshot run's latest */
+    /* advise (and predict) on a snapshot: --snapshot N, or a snapshot
+     * run's latest; predict then sets the resident items' counters beside
+     * the run's last sample (not exact: a metadump is not atomic) */
     struct reader_run run;
     run_snapshot =
-        o->mode == 1 && (o->snapshot || (!reader_run_get(src, id, &run, err, sizeof err) &&
+        o->mode != 2 && (o->snapshot || (!reader_run_get(src, id, &run, err, sizeof err) &&
                                          !strcmp(run.kind, "snapshot")));
     if (run_snapshot) {
         run_hits = false;

@@ -21,7 +21,8 @@ directly).
   * snapshot (`slabtap snapshot`) of a memcached holding items of seeded
     random sizes: `model advise` on the snapshot run takes the resident
     items, waste under the run's own settings = memcached's own to the
-    byte, --verify within tolerance for each setting.
+    byte, --verify within tolerance for each setting; `model predict` on it
+    sets the items' per-class counters beside memcached's: all equal.
 
 Skipped, with a message, when this slabtap has no `watch` / `snapshot`
 subcommand (built from a branch without them). Needs memcached on PATH
@@ -262,6 +263,16 @@ class TapModelTest(mctest.ServerTestCase):
         self.assertTrue(m, out)
         self.assertEqual(int(m.group(1)), waste, out)
         self.assertEqual(len(re.findall(r"  verify .* ok$", out, re.M)), 3, out)
+        # predict on the snapshot run: the resident items' counters beside
+        # the sample taken with it (nothing changed meanwhile: equal)
+        rc, out, errt = run_slabtap(["model", "predict", "--db", db])
+        self.assertEqual(rc, 0, out + errt)
+        self.assertIn("from snapshot 1: the resident items as listed; 0 classes differ", out)
+        pred = predicted(out)
+        for c in sorted(set(pred) | set(obs)):
+            for field in ("used_chunks", "total_pages", "mem_requested"):
+                self.assertEqual(pred.get(c, {}).get(field, 0), obs.get(c, {}).get(field, 0),
+                                 "class %d %s\n%s" % (c, field, out))
 
 
 if __name__ == "__main__":
