@@ -240,6 +240,55 @@ class TapModelTest(mctest.ServerTestCase):
         self.assertIn("via slabtap /api/slabs, watch run #1", out.splitlines()[0])
         self.stop(p, err)
 
+    @unittest.skipUnless(HAVE_WATCH and HAVE_SNAPSHOT, "this slabtap has no `watch`/`snapshot`")
+    def test_postgresql(self):
+        """The same on PostgreSQL: a watch run (flags 0) EXACT, with its
+        evictions through the page's API, and a snapshot's advice."""
+        import pgcluster  # noqa: E402 (only this case needs PostgreSQL)
+        pg = pgcluster.PgCluster()
+        self.addCleanup(pg.stop)
+        mc = self.mc(extra=["-m", "256"], name="mc-pg")
+        p, err = self.tap("watch", mc, pg.uri(), ["--run", "pgw", "--keys", "full"])
+        mctest.wait_for(lambda: "watching memcached" in read(err), 20, what="the watcher")
+        items = self.boundary_items(lambda i: 0)
+        with mc.connect() as s:
+            s.sendall(b"".join(b"set %s 0 0 %d noreply\r\n%s\r\n" % (k.encode(), n, b"v" * n)
+                               for k, f, n in items) + b"mn\r\n")
+            mctest.recv_until(s, b"MN\r\n", timeout=60)
+        obs = mctest.mc_classes(mc.port)
+        mctest.wait_for(lambda: int(pg.scalar("SELECT count(*) FROM writes")) >= len(items), 60,
+                        interval=0.1, what="every store in PostgreSQL")
+        self.stop(p, err)
+        rc, out, errt = run_slabtap(["model", "predict", "--db", pg.uri(), "--run", "pgw"])
+        self.assertEqual(rc, 0, out + errt)
+        self.assertIn("verdict: EXACT -- every class matches", out, out + errt)
+        self.assertIn("%d stores logged: %d the same" % (len(items), len(items)), out)
+        pred = predicted(out)
+        for c in sorted(set(pred) | set(obs)):
+            self.assertEqual(pred.get(c, {}).get("mem_requested", 0),
+                             obs.get(c, {}).get("mem_requested", 0), out)
+        p, err = self.tap("snapshot", mc, pg.uri(), ["--run", "pgs"])
+        self.assertEqual(p.wait(120), 0, read(err)[-3000:])
+        rc, out, errt = run_slabtap(["model", "advise", "--db", pg.uri(), "--run", "pgs",
+                                     "--verify"], timeout=600)
+        self.assertEqual(rc, 0, out + errt)
+        self.assertIn("basis: snapshot 1 -- the %d items memory held" % len(items), out)
+        self.assertEqual(len(re.findall(r"  verify .* ok$", out, re.M)), 3, out)
+        # the page's API on PostgreSQL: a proxy recording there lists both
+        px = self.proxy(mc.port, db=pg.uri(), http=True, name="px-pg")
+        runs = mctest.http_json(px.http_port, "GET", "/api/runs")
+        kinds = {r["name"]: r["kind"] for r in runs["runs"]}
+        self.assertEqual((kinds.get("pgw"), kinds.get("pgs")), ("watch", "snapshot"), runs)
+        snap_id = [r["run_id"] for r in runs["runs"] if r["name"] == "pgs"][0]
+        sn = mctest.http_json(px.http_port, "GET", "/api/run/snapshot?run=%d" % snap_id)
+        self.assertEqual(sn["snap"], 1)
+        self.assertEqual(sum(c["items"] for c in sn["classes"]), len(items))
+        self.assertEqual({c["class_id"]: c["items"] for c in sn["classes"]},
+                         {c: o["number"] for c, o in obs.items() if o.get("number")})
+        ev = mctest.http_json(px.http_port, "GET", "/api/run/evictions?run=%d" % snap_id)
+        self.assertEqual(ev["totals"]["evictions"], 0)
+        self.stop_clean(px)
+
     @unittest.skipUnless(HAVE_SNAPSHOT, "this slabtap has no `snapshot` subcommand")
     def test_snapshot_advise_verify(self):
         mc = self.mc(extra=["-m", "256"], name="mc-snap")
