@@ -17,7 +17,9 @@ directly).
     200k pipelined sets): rows + memcached_dropped = sets sent, and predict
     says "N writes not seen" with that N (figures printed);
   * `slabtap top --once --proxy` on the running watch's admin endpoint
-    names the watch run; its /api/runs says kind 'watch';
+    names the watch run; its /api/runs says kind 'watch', its
+    /api/run/evictions counts memcached's evictions (-m 2, no line dropped),
+    and its page (headless chromium) shows them without any error;
   * snapshot (`slabtap snapshot`) of a memcached holding items of seeded
     random sizes: `model advise` on the snapshot run takes the resident
     items, waste under the run's own settings = memcached's own to the
@@ -40,6 +42,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mctest  # noqa: E402
+import test_page  # noqa: E402  (its headless chromium driver)
 
 run_slabtap = mctest.run_slabtap
 ntotal = mctest.ntotal
@@ -238,6 +241,21 @@ class TapModelTest(mctest.ServerTestCase):
         rc, out, errt = run_slabtap(["top", "--once", "--proxy", "%s:%d" % (HOST, http)])
         self.assertEqual(rc, 0, errt)
         self.assertIn("via slabtap /api/slabs, watch run #1", out.splitlines()[0])
+        if test_page.CHROMIUM:  # the page of the running watch: no error, its evictions
+            br = test_page.Browser(self.w.path)
+            self.addCleanup(br.close)
+            br.open("http://%s:%d/" % (HOST, http))
+            br.wait("document.querySelector('.view[data-ready=\"1\"]') && "
+                    "document.querySelectorAll('.view table.evlog tbody tr').length > 0", 30,
+                    "the watch run's evicted-items table")
+            self.assertIn("watch run #1 on", br.eval(
+                "document.getElementById('page-status').textContent"))
+            self.assertIn("{:,} evictions logged".format(evicted),
+                          br.eval("document.querySelector('.view .evlog-note').textContent"))
+            self.assertEqual(br.problems(), [])
+            self.assertEqual(br.eval("document.body.dataset.errors"), "0")
+        else:
+            print("test_model_taps: no chromium installed: the page itself not checked")
         self.stop(p, err)
 
     @unittest.skipUnless(HAVE_WATCH and HAVE_SNAPSHOT, "this slabtap has no `watch`/`snapshot`")
