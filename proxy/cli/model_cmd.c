@@ -1106,6 +1106,12 @@ static int model_advise(int argc, char **argv)
                        (unsigned)r->live.n, r->version);
     if (!fleet)
         print_basis(r, false);
+    if (r->watch && !run_snapshot)
+        wrapout_printf(
+            "watch run: client flags are not in memcached's log, taken as 0 -- except "
+            "%llu stores memcached's class showed carrying them: an item with flags is "
+            "4 bytes larger than sized here (a snapshot lists sizes whole: --snapshot)\n",
+            (unsigned long long)r->flags_inferred);
     if (predict_sampled(r)) /* --sample-keys: r->live counts each kept item N times */
         wrapout_printf(
             "sampled: --sample-keys 1/%u -- the sizes are the %llu items of the kept keys "

@@ -8,6 +8,7 @@ directly).
     byte over, one under): N sets -> N rows; `model predict` says EXACT and
     its per-class used_chunks, total_pages and mem_requested equal
     memcached's `stats slabs`/`stats items`; every store's class the clsid;
+    `model advise --verify` on it as on a proxy run (says the flags);
   * watch, non-zero flags on half of them: predict takes the ones the
     clsid puts one class up as carrying flags, and says the others'
     4 bytes: "EXACT CLASSES, SIZES WITHIN THE FLAGS' BOUND", exit 0, items
@@ -160,6 +161,11 @@ class TapModelTest(mctest.ServerTestCase):
             for field in ("used_chunks", "total_pages", "mem_requested"):
                 self.assertEqual(pred.get(c, {}).get(field, 0), obs.get(c, {}).get(field, 0),
                                  "class %d %s\n%s" % (c, field, out))
+        # advise on the watch run, as on a proxy run: --verify replays its rows
+        rc, out, err = run_slabtap(["model", "advise", "--db", db, "--verify"], timeout=600)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("watch run: client flags are not in memcached's log", out)
+        self.assertEqual(len(re.findall(r"  verify .* ok$", out, re.M)), 3, out)
 
     @unittest.skipUnless(HAVE_WATCH, "this slabtap has no `watch` subcommand")
     def test_watch_flags_nonzero_bound(self):
