@@ -5,7 +5,8 @@
  *
  * Owns: struct top_snapshot, its two builders, the sort orders, their
  * key letters and what a key does to the view, the rates between two
- * snapshots, and the renderer.
+ * snapshots, the renderer, and reading a running slabtap's current run
+ * and kind out of its /api/runs answer.
  * Must never: do I/O, read a clock, allocate, emit terminal control codes
  * (the caller positions the cursor and clears lines), or write past the
  * caller's buffer. Same input, same bytes out.
