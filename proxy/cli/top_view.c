@@ -918,7 +918,7 @@ int top_current_run(const char *json, size_t len, int64_t *run_id, char *kind, s
     size_t n = 0;
     while (k && k + n < close && k[n] != '"' && n + 1 < kindlen && k[n] >= 'a' && k[n] <= 'z')
         n++;
-    if (!k || !n || k[n] != '"')
+    if (!k || !n || k + n >= close || k[n] != '"') /* the kind's closing quote, within */
         snprintf(kind, kindlen, "proxy");
     else
         snprintf(kind, kindlen, "%.*s", (int)n, k);
