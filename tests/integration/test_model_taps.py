@@ -90,6 +90,8 @@ class TapModelTest(mctest.ServerTestCase):
         """slabtap CMD --memcached mc --db db, its stderr in a file; killed
         when the test ends. (proc, stderr path)"""
         err = self.path("%s-%d.err" % (cmd, mc.port))
+        if "--http" not in extra:  # never the default port: tests run side by side
+            extra = list(extra) + ["--http", "off"]
         with open(err, "w") as ef:
             p = subprocess.Popen([mctest.SLABTAP, cmd, "--memcached", "%s:%d" % (HOST, mc.port),
                                   "--db", db, "--stats-interval", "100"] + list(extra),
