@@ -132,9 +132,10 @@ static void snapcmd_on_done(struct snapshot *s)
                     s->peer, s->words);
         else
             fprintf(stderr,
-                    "slabtap snapshot: memcached %s stayed busy (%llu tries, --busy-retries): "
+                    "slabtap snapshot: memcached %s answered BUSY %llu time%s (--busy-retries): "
                     "%s\n",
-                    s->peer, (unsigned long long)s->busy_tries, s->words);
+                    s->peer, (unsigned long long)s->busy_tries, s->busy_tries == 1 ? "" : "s",
+                    s->words);
         sc->rc = 1;
         snapcmd_stop(sc);
         return;

@@ -125,6 +125,12 @@ static const char *const field_names[F__COUNT] = {
     [F_EXP] = "exp",       [F_CAS] = "cas",   [F_CLS] = "cls",     [F_FLAGS] = "flags",
 };
 
+static const unsigned char field_lens[F__COUNT] = {
+    [F_TS] = 2,  [F_GID] = 3,   [F_TYPE] = 4, [F_KEY] = 3,   [F_STATUS] = 6, [F_CMD] = 3,
+    [F_TTL] = 3, [F_CLSID] = 5, [F_CFD] = 3,  [F_SIZE] = 4,  [F_FETCH] = 5,  [F_LA] = 2,
+    [F_EXP] = 3, [F_CAS] = 3,   [F_CLS] = 3,  [F_FLAGS] = 5,
+};
+
 struct fields {
     const char *v[F__COUNT];
     size_t n[F__COUNT];
@@ -149,7 +155,7 @@ static void split_fields(const char *s, size_t n, struct fields *f)
             continue;
         size_t nlen = (size_t)(eq - tok);
         for (int k = 0; k < F__COUNT; k++) {
-            if (!f->set[k] && strlen(field_names[k]) == nlen &&
+            if (field_names[k][0] == tok[0] && field_lens[k] == nlen && !f->set[k] &&
                 !memcmp(field_names[k], tok, nlen)) {
                 f->set[k] = true;
                 f->v[k] = eq + 1;

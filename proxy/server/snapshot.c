@@ -8,6 +8,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/jsonb.h"
+#include "core/log.h"
 #include "core/sample.h"
 
 static const char *const snapshot_end_texts[] = {
@@ -165,6 +166,11 @@ static void snapshot_answer(struct snapshot *s, const char *line)
         snapshot_finish(s, SNAPSHOT_END_BUSY, 0);
         return;
     }
+    if (s->busy_tries == 1) /* once per snapshot: the tries are counted in busy_tries */
+        log_write(LOG_LEVEL_INFO, s->peer,
+                  "snapshot %u: memcached's crawler is busy (%s): trying again every %u ms, "
+                  "at most %u times",
+                  s->snap, line, s->cfg.busy_wait_ms, s->cfg.busy_retries);
     /* a fresh connection later: this one may hold nothing else */
     uv_timer_stop(&s->timer);
     s->addr_at = 0;
@@ -290,6 +296,7 @@ static void snapshot_on_connect(uv_connect_t *req, int status)
         return;
     }
     s->connected = true;
+    s->started_ns = clock_wall_ns(); /* the request goes now (after BUSY: again) */
     s->last_byte_mono_ns = clock_mono_ns();
     mclog_init(&s->parser);
     uv_buf_t b = uv_buf_init((char *)request, sizeof request - 1);

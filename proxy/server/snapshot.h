@@ -13,8 +13,9 @@
  * connection; hold more than one read's worth of rows while the recorder
  * is full (it stops reading the socket -- uv_read_stop -- so TCP pushes
  * back on memcached's crawler, and reads again from snapshot_resume); print
- * (the caller says what the end reason and memcached's words mean); free
- * memory anywhere but a close callback.
+ * (the caller says what the end reason and memcached's words mean; the
+ * one diagnostic it logs, through core/log, is the first BUSY of a
+ * snapshot); free memory anywhere but a close callback.
  *
  * Loop thread only. One snapshot at a time per struct; a struct may be
  * opened again once on_done has run. */
@@ -79,16 +80,16 @@ struct snapshot {
     /* public, read-only; final once on_done runs */
     uint32_t snap; /* its number in the run */
     enum snapshot_end end;
-    bool recorded; /* the header job was queued (memcached accepted) */
-    int64_t started_ns, ended_ns;
-    uint64_t items, bytes; /* items read and stored; their ITEM_ntotal summed */
-    uint64_t sampled_out;  /* items read, not stored (--sample-keys) */
-    uint64_t bad_lines;    /* lines that did not parse (not stored) */
-    uint64_t other_lines;  /* lines that were neither an item nor END */
-    uint64_t pauses;       /* times reading stopped for the recorder */
-    uint64_t busy_tries;   /* BUSY answers */
-    int uv_err;            /* CONNECT, IO, SETUP: libuv's code */
-    char words[256];       /* REFUSED, BUSY: memcached's line, as it sent it */
+    bool recorded;                /* the header job was queued (memcached accepted) */
+    int64_t started_ns, ended_ns; /* the request sent (the last try), the end */
+    uint64_t items, bytes;        /* items read and stored; their ITEM_ntotal summed */
+    uint64_t sampled_out;         /* items read, not stored (--sample-keys) */
+    uint64_t bad_lines;           /* lines that did not parse (not stored) */
+    uint64_t other_lines;         /* lines that were neither an item nor END */
+    uint64_t pauses;              /* times reading stopped for the recorder */
+    uint64_t busy_tries;          /* BUSY answers */
+    int uv_err;                   /* CONNECT, IO, SETUP: libuv's code */
+    char words[256];              /* REFUSED, BUSY: memcached's line, as it sent it */
     char peer[ADDR_TEXT_MAX];
     void *data; /* the caller's */
 

@@ -32,6 +32,7 @@ max_len() {
     fuzz_admin_http) echo 20000 ;;
     fuzz_shared_conn) echo 32768 ;;
     fuzz_stats_parse) echo 16384 ;;
+    fuzz_mclog) echo 9000 ;; # past MCLOG_LINE_MAX (4096) twice
     *) echo 4096 ;;
   esac
 }

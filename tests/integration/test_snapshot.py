@@ -359,6 +359,67 @@ class SnapshotTest(ServerTestCase):
         for g in gaps:
             self.assertGreaterEqual(g, 999.0, hdr)
 
+    def test_busy_tried_again(self):
+        """memcached's crawler busy with another metadump: BUSY, tried again
+        until it is free, then the whole snapshot; with --busy-retries 0,
+        exit 1 with memcached's words. The other dump is this test's own,
+        read as fast as it comes, slowed by `lru_crawler sleep 1000000` (a
+        second per 1,000 items, the crawler's lock free while it sleeps:
+        a request then is answered BUSY at once). Not by leaving it unread:
+        a crawler blocked on its client keeps that lock, and a second
+        metadump then blocks a memcached worker thread until the first is
+        read (crawler.c's lru_crawler_start takes the lock blocking)."""
+        mc = self.mc(extra=STILL)
+        items = [(b"busy:%06d" % i, 0, 0, b"") for i in range(20000)]
+        write_items(mc.port, items)
+        with connect(mc.port) as s:
+            s.sendall(b"lru_crawler sleep 1000000\r\n")
+            self.assertEqual(recv_until(s, b"\r\n"), b"OK\r\n")
+        got = {"data": b"", "done": False}
+        holder = connect(mc.port, timeout=120)
+        self.addCleanup(holder.close)
+
+        def drain():
+            try:
+                got["data"] = recv_until(holder, b"END\r\n", timeout=120, limit=1 << 30)
+            finally:
+                got["done"] = True
+        holder.sendall(b"lru_crawler metadump all\r\n")
+        th = threading.Thread(target=drain, daemon=True)
+        th.start()
+        self.addCleanup(th.join, 130)
+        time.sleep(0.2)
+
+        rc, out, err = run_slabtap(["snapshot", "--http", "off", "--memcached",
+                                    "%s:%d" % (HOST, mc.port), "--db", self.path("busy0.db"),
+                                    "--busy-retries", "0"])
+        self.assertFalse(got["done"], "the other dump ended too soon: nothing was tested")
+        self.assertEqual(rc, 1, err)
+        lines = [l for l in err.splitlines() if "BUSY currently processing crawler request" in l]
+        self.assertEqual(len(lines), 1, err)
+        print("\n--busy-retries 0: %s" % lines[0])
+
+        db = self.path("busy.db")
+        p = self.started(Process([SLABTAP, "snapshot", "--http", "off", "--memcached",
+                                  "%s:%d" % (HOST, mc.port), "--db", db, "--keys", "full",
+                                  "--busy-retries", "1000"],
+                                 self.path("busy.log"), env=slabtap_env()))
+        wait_for(lambda: "crawler is busy" in p.stderr_text() or not p.alive(), 60, 0.05,
+                 "slabtap told BUSY")
+        self.assertTrue(p.alive(), p.stderr_text())
+        self.assertFalse(got["done"], "the other dump ended too soon: nothing was tested")
+        with connect(mc.port) as s:  # the other dump at full speed: the crawler frees up
+            s.sendall(b"lru_crawler sleep 0\r\n")
+            self.assertEqual(recv_until(s, b"\r\n"), b"OK\r\n")
+        rc = p.wait(120)
+        err = p.stderr_text()
+        self.assertEqual(sanitizer_errors(err), [], err)
+        self.assertEqual(rc, 0, err)
+        run_id = only_run(self, db)
+        hdr = snapshots(db, run_id)
+        self.assertEqual([(h["complete"], h["items"]) for h in hdr], [(1, len(items))], hdr)
+        print([l for l in err.splitlines() if "busy" in l or "snapshot 1:" in l])
+
     def _partial(self, mode):
         mc = self.mc(extra=STILL)
         items = [(b"s:%06d" % i, 0, 0, b"v" * (i % 700)) for i in range(20000)]

@@ -112,6 +112,12 @@ def classes_numbers(port):
     return out
 
 
+# ctest runs a file that starts a proxy a second time with per-client
+# upstream connections: only the proxy's test has anything to do with that
+proxy_free = unittest.skipUnless(mctest.POOLED, "no proxy: the pooled run covers it")
+
+
+@proxy_free
 class WatchTest(ServerTestCase):
 
     def watch(self, mc_port, db=None, **kw):
@@ -282,26 +288,6 @@ class WatchTest(ServerTestCase):
         self.assertEqual(lines, ["slabtap watch: memcached refused the watch: "
                                  "CLIENT_ERROR watch commands not allowed"], err)
 
-    def test_proxy_watch_evictions(self):
-        mc = self.mc(extra=["-m", "2"])
-        px = self.proxy(mc.port, extra=["--watch-evictions"], http=True)
-        wait_for(lambda: http_json(px.http_port, "GET", "/health")
-                 .get("watcher", {}).get("connected"), 20, what="the proxy's watcher")
-        with mctest.connect(px.port) as s:
-            for i in range(600):
-                s.sendall(b"set p:%d 0 0 20000\r\n%s\r\n" % (i, b"y" * 20000))
-                self.assertEqual(mctest.recv_line(s), b"STORED\r\n")
-        evictions = stat(mc_stats(mc.port), "evictions")
-        self.assertGreater(evictions, 0)
-        wait_for(lambda: http_json(px.http_port, "GET", "/health")
-                 ["watcher"]["evictions"] >= evictions, 30, what="the evictions read")
-        rc = px.stop()
-        px.assert_clean_exit(self, rc)
-        self.assertEqual(db_scalar(px.db, "SELECT count(*) FROM item_events WHERE event = 1"),
-                         evictions)
-        self.assertEqual(db_scalar(px.db, "SELECT count(*) FROM sets"), 600)
-
-
 class FakeMemcached:
     """A server that answers `watch ...` with OK and then the given lines (what
     a newer or older memcached than the one installed prints), and closes
@@ -348,6 +334,7 @@ class FakeMemcached:
         self.sock.close()
 
 
+@proxy_free
 class WatchFakeServerTest(ServerTestCase):
     """Lines memcached 1.6.18 does not print: deletions (1.6.20+), a line
     without size= (older than 1.6.18's item_store size), lines that do not
@@ -403,6 +390,30 @@ class WatchFakeServerTest(ServerTestCase):
                       "(too old for slabtap watch)", err)
 
 
+class WatchProxyTest(ServerTestCase):
+    """slabtap proxy --watch-evictions (both upstream modes)."""
+
+    def test_proxy_watch_evictions(self):
+        mc = self.mc(extra=["-m", "2"])
+        px = self.proxy(mc.port, extra=["--watch-evictions"], http=True)
+        wait_for(lambda: http_json(px.http_port, "GET", "/health")
+                 .get("watcher", {}).get("connected"), 20, what="the proxy's watcher")
+        with mctest.connect(px.port) as s:
+            for i in range(600):
+                s.sendall(b"set p:%d 0 0 20000\r\n%s\r\n" % (i, b"y" * 20000))
+                self.assertEqual(mctest.recv_line(s), b"STORED\r\n")
+        evictions = stat(mc_stats(mc.port), "evictions")
+        self.assertGreater(evictions, 0)
+        wait_for(lambda: http_json(px.http_port, "GET", "/health")
+                 ["watcher"]["evictions"] >= evictions, 30, what="the evictions read")
+        rc = px.stop()
+        px.assert_clean_exit(self, rc)
+        self.assertEqual(db_scalar(px.db, "SELECT count(*) FROM item_events WHERE event = 1"),
+                         evictions)
+        self.assertEqual(db_scalar(px.db, "SELECT count(*) FROM sets"), 600)
+
+
+@proxy_free
 class WatchPostgresTest(ServerTestCase):
     """The same counts into PostgreSQL."""
 
