@@ -22,7 +22,7 @@ void itemrow_event(const struct rec_row *r, struct itemrow_event *out)
     out->key_hash = (int64_t)r->key_hash;
     out->key_len = r->key_len;
     out->class_id = r->class_id;
-    out->size = r->value_len < 0 ? 0 : r->value_len;
+    out->size = (struct itemrow_opt){ r->value_len < 0, r->value_len };
     out->fetched = (struct itemrow_opt){ del, r->fetched ? 1 : 0 };
     out->idle_s = (struct itemrow_opt){ del, r->idle_s };
     out->ttl_left = (struct itemrow_opt){ del, r->exptime < 0 ? -1 : r->exptime };

@@ -27,7 +27,8 @@ struct itemrow_opt {
 
 /* item_events' columns but run_id and key_ref. */
 struct itemrow_event {
-    int64_t seq, t_ns, event, key_hash, key_len, class_id, size;
+    int64_t seq, t_ns, event, key_hash, key_len, class_id;
+    struct itemrow_opt size;                      /* NULL: memcached logged none */
     struct itemrow_opt fetched, idle_s, ttl_left; /* NULL for a deletion */
     const char *cmd;                              /* a deletion's; NULL for an eviction */
 };

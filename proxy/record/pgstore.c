@@ -606,11 +606,11 @@ static const struct {
     { "partition", "SELECT slabtap_writes_partition($1)", 1 },
     /* issue 22: a snapshot's header, written when it starts and when it ends */
     { "snapshot",
-      "INSERT INTO snapshots (run_id, snap, t_ns, ended_ns, items, bytes, complete)"
-      " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (run_id, snap) DO UPDATE SET"
+      "INSERT INTO snapshots (run_id, snap, t_ns, ended_ns, items, bytes, complete, header)"
+      " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id, snap) DO UPDATE SET"
       " t_ns = excluded.t_ns, ended_ns = excluded.ended_ns, items = excluded.items,"
-      " bytes = excluded.bytes, complete = excluded.complete",
-      7 },
+      " bytes = excluded.bytes, complete = excluded.complete, header = excluded.header",
+      8 },
 };
 
 static int prepare_all(struct pgstore *s, char *err, size_t errlen)
@@ -1722,8 +1722,8 @@ static int put_tap_row(struct pgstore *s, int64_t run_id, const struct rec_row *
         buf_printf(b, "%lld\t%lld\t%lld\t%lld\t%lld\t", (long long)run_id, (long long)e.seq,
                    (long long)e.t_ns, (long long)e.event, (long long)e.key_hash);
         tap_key(b, r);
-        buf_printf(b, "\t%lld\t%lld\t%lld", (long long)e.key_len, (long long)e.class_id,
-                   (long long)e.size);
+        buf_printf(b, "\t%lld\t%lld", (long long)e.key_len, (long long)e.class_id);
+        tap_opt(b, e.size);
         tap_opt(b, e.fetched);
         tap_opt(b, e.idle_s);
         tap_opt(b, e.ttl_left);
@@ -1808,6 +1808,12 @@ static int put_tap_snapshot(struct pgstore *s, int64_t run_id, const struct rec_
     snprintf(v[4], sizeof v[4], "%lld", (long long)sn.items);
     snprintf(v[5], sizeof v[5], "%lld", (long long)sn.bytes);
     snprintf(v[6], sizeof v[6], "%lld", (long long)sn.complete);
-    const char *params[7] = { v[0], v[1], v[2], sn.ended_ns.null ? NULL : v[3], v[4], v[5], v[6] };
-    return run_prepared(s, "snapshot", 7, params, "inserting a snapshot", err, errlen);
+    const char *header = j->text ? job_clean(&s->st->job_text, j->text, false) : NULL;
+    if (j->text && !header) {
+        snprintf(err, errlen, "%s: a snapshot header: too large or out of memory", s->shown);
+        return -1;
+    }
+    const char *params[8] = { v[0], v[1], v[2], sn.ended_ns.null ? NULL : v[3],
+                              v[4], v[5], v[6], header };
+    return run_prepared(s, "snapshot", 8, params, "inserting a snapshot", err, errlen);
 }

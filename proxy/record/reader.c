@@ -586,7 +586,7 @@ int reader_next_event(struct reader_cursor *c, struct reader_event *ev, char *er
     ev->event = (int)rq_int(c, 2);
     row_key(c, 3, &ev->key, &ev->key_text_len, &ev->key_hash, &ev->key_len);
     ev->class_id = (uint32_t)rq_int(c, 6);
-    ev->size = rq_int(c, 7);
+    ev->size = rq_null(c, 7) ? -1 : rq_int(c, 7);
     ev->fetched = rq_null(c, 8) ? -1 : (int)rq_int(c, 8);
     ev->idle_s = rq_null(c, 9) ? -1 : rq_int(c, 9);
     ev->ttl_left = rq_null(c, 10) ? -2 : rq_int(c, 10);

@@ -232,8 +232,9 @@ struct reader_snapshot {
 };
 typedef int (*reader_snapshot_fn)(void *ud, const struct reader_snapshot *s);
 /* Run run_id's snapshots ORDER BY snap, each to fn (a non-zero return
- * stops and is returned). 0 (also none, or a store without the table), or
- * -1 with err. */
+ * stops and is returned). 0 (also when it has none), or -1 with err (a
+ * store without the table, a file no slabtap of issue 22 opened to write,
+ * says so). The counts below are -1 there. */
 int reader_snapshots(struct reader *r, int64_t run_id, reader_snapshot_fn fn, void *ud, char *err,
                      size_t errlen);
 
@@ -271,7 +272,7 @@ struct reader_event {
     uint64_t key_hash;
     int64_t key_len;
     uint32_t class_id;
-    int64_t size;     /* value bytes memcached logged */
+    int64_t size;     /* value bytes memcached logged, -1: none */
     int fetched;      /* 0/1, -1: NULL (a deletion) */
     int64_t idle_s;   /* -1: NULL (a deletion) */
     int64_t ttl_left; /* seconds; -1: no expiry; -2: NULL (a deletion) */

@@ -71,6 +71,15 @@ static size_t rec_count_reads(const struct rec_row *rows, size_t n)
     return reads;
 }
 
+/* Rows of one kind (REC_ROW_EVENT, REC_ROW_ITEM) a batch stores. */
+static size_t rec_count_kind(const struct rec_row *rows, size_t n, enum rec_row_kind kind)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += rows[i].kind == kind && !rows[i].sampled_out;
+    return k;
+}
+
 static void rec_free_jobs(struct rec_job *jobs)
 {
     while (jobs) {
@@ -140,6 +149,8 @@ static int rec_commit(struct recorder *r, const struct rec_row *rows, size_t n,
         if (own) {
             r->written += rec_count_writes(rows, n);
             r->reads_written += rec_count_reads(rows, n);
+            r->events_written += rec_count_kind(rows, n, REC_ROW_EVENT);
+            r->items_written += rec_count_kind(rows, n, REC_ROW_ITEM);
         }
         if (r->failing) {
             r->failing = false;
@@ -1266,6 +1277,10 @@ void rec_totals(struct recorder *r, struct rec_totals *out)
     out->recorded = rec_recorded(r);
     out->reads_recorded = rec_reads_recorded(r);
     out->lost_total = out->reads_lost_total = 0;
+    pthread_mutex_lock(&r->mu);
+    out->events_recorded = r->events_written;
+    out->items_recorded = r->items_written;
+    pthread_mutex_unlock(&r->mu);
     for (int i = 0; i < REC_LOST__COUNT; i++) {
         out->lost_total += out->lost[i] = rec_lost(r, (enum rec_loss)i);
         out->reads_lost_total += out->reads_lost[i] = rec_reads_lost(r, (enum rec_loss)i);

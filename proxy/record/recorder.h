@@ -108,6 +108,9 @@ struct recorder {
     uint64_t reads_written, reads_written0; /* committed; at the current file's start */
     uint64_t rlost[REC_LOST__COUNT];        /* reads not recorded, by reason */
     uint64_t reads_lost_shutdown;
+    /* issue 22: evictions/deletions (REC_ROW_EVENT) and snapshot items
+     * (REC_ROW_ITEM) committed, apart from writes and reads */
+    uint64_t events_written, items_written;
     uint64_t spill_batches, spill_rows, spill_bytes; /* the spill's backlog now */
     uint64_t spilled, shipped; /* writes put into the spill, and shipped from it */
     bool sink_ready;           /* the sink is open and the run begun */
@@ -258,6 +261,7 @@ uint64_t rec_reads_lost_total(struct recorder *r);
 struct rec_totals {
     uint64_t recorded, lost[REC_LOST__COUNT], lost_total;
     uint64_t reads_recorded, reads_lost[REC_LOST__COUNT], reads_lost_total;
+    uint64_t events_recorded, items_recorded; /* issue 22: item_events, snapshot_items */
 };
 void rec_totals(struct recorder *r, struct rec_totals *out);
 /* The spill's backlog (rows, bytes) and the writes spilled and shipped. */

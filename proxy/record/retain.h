@@ -8,7 +8,10 @@
  * new file when the expanded name changes (a file per day with %Y%m%d).
  *
  * What is expired: only rows of `writes` and the `arrivals` no kept write
- * needs, and the read rows as above. runs, write_runs, read_runs, phases,
+ * needs, the read rows as above, and (issue 22) the evictions and
+ * deletions (`item_events`) and snapshots (`snapshot_items`, then the
+ * `snapshots` row) older than the oldest write kept (and than --retain's
+ * cutoff): with no write left, events before snapshots. runs, write_runs, read_runs, phases,
  * samples, settings, run_meta, get_counts, the dictionaries (read_keys
  * too) and the aggregates (agg_*, agg_reads) are kept: the
  * aggregates are what outlives the rows. Oldest first: rowid order, which

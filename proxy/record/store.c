@@ -2294,7 +2294,7 @@ static int put_tap_row(struct store *s, int64_t run_id, const struct rec_row *ro
             return store_fail(s, "looking up a key prefix", err, errlen);
         sqlite3_bind_int64(st, 7, e.key_len);
         sqlite3_bind_int64(st, 8, e.class_id);
-        sqlite3_bind_int64(st, 9, e.size);
+        bind_opt(st, 9, e.size);
         bind_opt(st, 10, e.fetched);
         bind_opt(st, 11, e.idle_s);
         bind_opt(st, 12, e.ttl_left);
@@ -2338,10 +2338,10 @@ static int put_tap_snapshot(struct store *s, int64_t run_id, const struct rec_jo
     struct itemrow_snapshot sn;
     if (!w->ins_snap &&
         prepare(s,
-                "INSERT INTO snapshots (run_id, snap, t_ns, ended_ns, items, bytes, complete)"
-                " VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT (run_id, snap) DO UPDATE SET"
-                " t_ns = excluded.t_ns, ended_ns = excluded.ended_ns, items = excluded.items,"
-                " bytes = excluded.bytes, complete = excluded.complete",
+                "INSERT INTO snapshots (run_id, snap, t_ns, ended_ns, items, bytes, complete,"
+                " header) VALUES (?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT (run_id, snap) DO UPDATE"
+                " SET t_ns = excluded.t_ns, ended_ns = excluded.ended_ns, items = excluded.items,"
+                " bytes = excluded.bytes, complete = excluded.complete, header = excluded.header",
                 &w->ins_snap))
         return store_fail(s, "preparing a snapshot insert", err, errlen);
     sqlite3_stmt *st = w->ins_snap;
@@ -2354,5 +2354,9 @@ static int put_tap_snapshot(struct store *s, int64_t run_id, const struct rec_jo
     sqlite3_bind_int64(st, 5, sn.items);
     sqlite3_bind_int64(st, 6, sn.bytes);
     sqlite3_bind_int64(st, 7, sn.complete);
+    if (j->text)
+        sqlite3_bind_text(st, 8, j->text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 8);
     return step_done(s, st, "inserting a snapshot", err, errlen);
 }

@@ -43,7 +43,7 @@ TAPS = 6000
 RELATIONS = {
     "item_event_keys": "seq, t_ns, event, key_hash, key, key_len, class_id, size, fetched,"
                        " idle_s, ttl_left, cmd",
-    "snapshots": "snap, t_ns, ended_ns, items, bytes, complete",
+    "snapshots": "snap, t_ns, ended_ns, items, bytes, complete, header",
     "snapshot_item_keys": "snap, seq, key_hash, key, key_len, class_id, size, ttl_left, idle_s,"
                           " fetched, flags",
     "evictions": "seq, t_ns, key_hash, key, key_len, class_id, size, fetched, idle_s, ttl_left",
@@ -150,6 +150,7 @@ class TapsStoreTest(unittest.TestCase):
             self.assertEqual(col("snapshot_item_keys", "snap").count("1"), TAPS // 2)
         self.assertTrue(evicted and deleted)
         # a deletion: fetched, idle_s, ttl_left NULL, cmd delete or md
+        self.assertTrue(any(r[7] is None for r in deleted))  # no size logged: NULL
         for r in deleted:
             self.assertEqual(r[8:11], [None, None, None], r)
             self.assertIn(r[11], ("delete", "md"), r)
@@ -173,6 +174,7 @@ class TapsStoreTest(unittest.TestCase):
         # snapshots: 1 complete, 2 cut short
         self.assertEqual([r[0] for r in got["snapshots"]], ["1", "2"])
         self.assertEqual([r[5] for r in got["snapshots"]], ["1", "0"])
+        self.assertTrue(all(r[6].startswith('{"ended_ns":') for r in got["snapshots"]))
 
     def test_keys_full(self):
         _, _, got = self.same_everywhere("full")

@@ -162,8 +162,11 @@ static void gen_tap(struct twin *tw, uint64_t i, uint64_t n, struct rec_row *row
         row->kind = REC_ROW_EVENT;
         row->seq = i;
         row->event = (h >> 60) % 4 ? REC_EVENT_EVICTED : REC_EVENT_DELETED;
-        if (row->event == REC_EVENT_DELETED)
+        if (row->event == REC_EVENT_DELETED) {
             row->cmd = (uint8_t)((h >> 62) & 1 ? MC_CMD_MD : MC_CMD_DELETE);
+            if ((h >> 57) & 1)
+                row->value_len = -1; /* memcached logged no size */
+        }
         return;
     }
     uint64_t k = i - n; /* 1..n */
