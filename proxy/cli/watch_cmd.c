@@ -30,7 +30,7 @@ static void watch_usage(FILE *out)
             "\n"
             "What the log does not say is not recorded, never guessed: the client's\n"
             "flags (an item with non-zero flags is 4 bytes bigger in memcached:\n"
-            "`model predict` counts flags 0 and says so), latency (latency_ns -1),\n"
+            "rows have no flags: `model predict` counts them as 0), latency (NULL),\n"
             "the client's address (conn_id is memcached's fd of the client), reads\n"
             "(no read rows; stats get_hits/get_misses stay in the samples).\n"
             "memcached 1.6.18 knows no `watch deletions`: then deletions are not\n"

@@ -210,6 +210,11 @@ void tap_sample(struct tap *t, const struct stats_sample *s)
         tap_count_lost(t);
     }
     t->last = now;
+    if (!t->first_sample && t->state == TAP_BACKOFF) { /* the first: watch now */
+        uv_timer_stop(&t->backoff_timer);
+        tap_connect(t);
+    }
+    t->first_sample = true;
     tap_episode(t, t->lost_at_sample);
     t->lost_at_sample = t->c.lost_counted;
 }
@@ -590,7 +595,12 @@ int tap_open(struct tap *t, uv_loop_t *loop, const struct tap_config *cfg)
     t->tick.data = t->backoff_timer.data = t;
     t->open_handles = 2;
     uv_timer_start(&t->tick, tap_on_tick, TAP_TICK_MS, TAP_TICK_MS);
-    tap_connect(t);
+    /* the watch starts after the first stats sample (tap_sample), so the
+     * drop counters have a baseline from before it; at the latest after
+     * TAP_FIRST_SAMPLE_WAIT_MS (then the first sample after it is the
+     * baseline) */
+    t->state = TAP_BACKOFF;
+    uv_timer_start(&t->backoff_timer, tap_on_backoff, TAP_FIRST_SAMPLE_WAIT_MS, 0);
     return 0;
 }
 

@@ -57,6 +57,9 @@
 /* a connect, or memcached's answer to `watch`, slower than this: try again */
 #define TAP_CONNECT_TIMEOUT_MS 5000
 #define TAP_TICK_MS 250
+/* the watch waits this long at most for the first stats sample (the
+ * baseline of memcached's drop counters) */
+#define TAP_FIRST_SAMPLE_WAIT_MS 2000
 
 /* Why the tap stopped for good (it does not reconnect after these). */
 #define TAP_STOPS(X) \
@@ -149,6 +152,7 @@ struct tap {
     uint64_t event_seq; /* item_events: seq of the last event row */
     struct log_throttle bad_line;
     bool failing_logged; /* "cannot watch memcached yet", once */
+    bool first_sample;   /* a stats sample came (the watch waits for one) */
     /* drops: the baseline (the sample when the watch began) and now */
     struct tap_drops base, last;
     bool base_set;
@@ -172,8 +176,10 @@ struct tap {
     char rbuf[TAP_READ_BUF];
 };
 
-/* Starts connecting at once (a memcached not there yet is retried with
- * the backoff). 0, or a libuv error (<0) and nothing is open. */
+/* Starts connecting once the first stats sample came (tap_sample; at the
+ * latest after TAP_FIRST_SAMPLE_WAIT_MS): the drop counters' baseline is
+ * from before the watch. A memcached not there yet is retried with the
+ * backoff. 0, or a libuv error (<0) and nothing is open. */
 int tap_open(struct tap *t, uv_loop_t *loop, const struct tap_config *cfg);
 /* Every stats sample (the app's poller): memcached's drop counters, its
  * pid and uptime (restart or blip), its version and logbuf settings. */

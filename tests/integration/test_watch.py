@@ -98,6 +98,17 @@ def set_many(mc, items, timeout=60):
             assert line == b"STORED\r\n", line
 
 
+def fnv1a64(b):
+    h = 0xcbf29ce484222325
+    for c in b:
+        h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def signed64(x):
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
 def stat(stats, name):
     return int(stats.get(name, 0))
 
@@ -180,6 +191,9 @@ class WatchTest(ServerTestCase):
         # every key, and its value length, as sent (--keys prefix: the hash)
         self.assertEqual(db_scalar(db, "SELECT count(DISTINCT key_hash) FROM sets"), n)
         self.assertEqual(db_rows(db, "SELECT DISTINCT key FROM sets"), [("user",)])
+        # key_hash as the proxy computes it: FNV-1a 64 of the whole key
+        self.assertEqual(db_scalar(db, "SELECT key_hash FROM sets WHERE seq = 1"),
+                         signed64(fnv1a64(b"user:0")))
 
     def test_evictions_recorded(self):
         mc = self.mc(extra=["-m", "2"])
