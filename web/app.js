@@ -331,7 +331,7 @@
       root.dataset.side = side;
       root.dataset.polls = '0';
       root.querySelector('.run-title').textContent = (side === 'B' ? 'B: ' : compareOn(page) ? 'A: ' : '') +
-        'run ' + run.run_id + ' · ' + run.name;
+        'run ' + run.run_id + ' · ' + run.name + kindText(run);
       this.setupTable();
     }
 
@@ -441,9 +441,12 @@
       // only when the model saves again (with this proxy stopped: it holds
       // the file): read once
       const readsDue = !this.readsAt || Date.now() - this.readsAt >= READS_EVERY_MS;
-      const [reads, reports] = await Promise.all([
+      const snapRun = this.run.kind === 'snapshot';
+      const [reads, reports, evlog, snap] = await Promise.all([
         readsDue ? this.fetch('/api/run/reads?run=' + id + '&points=300&top=7', 'the reads', ['classhits', 'readclasses']) : Promise.resolve(null),
         this.reports ? Promise.resolve(null) : this.fetch('/api/run/reports?run=' + id, "the model's reports", ['mrc']),
+        readsDue ? this.fetch('/api/run/evictions?run=' + id + '&points=60&top=10', 'the evictions', ['evlog']) : Promise.resolve(null),
+        readsDue && snapRun ? this.fetch('/api/run/snapshot?run=' + id + '&top=10', 'the snapshot', ['snapshot']) : Promise.resolve(null),
       ]);
       if (this.stopped) return;
       if (reads && reads.status === 200) this.readsAt = Date.now();
@@ -453,6 +456,8 @@
       this.drawTraffic(traffic);
       if (reads) this.drawReads(reads);
       if (reports) this.drawReports(reports);
+      if (evlog) this.drawEvictions(evlog);
+      if (snap) this.drawSnapshot(snap);
       // charts drawn at other polls (the reads: every READS_EVERY_MS) get
       // this poll's range too
       const range = this.timeRange();
@@ -901,6 +906,97 @@
     }
   }
 
+  View.prototype.drawEvictions = function (r) {
+    if (r.status !== 200) { this.panelError('evlog', 'evictions: ' + (r.body.error || r.status)); return; }
+    this.panelError('evlog', '');
+    const d = r.body, t = d.totals || {};
+    const buckets = {}; // class -> [count per bucket]
+    let nb = 1;
+    for (const s of d.series || []) {
+      const i = Math.max(0, Math.round((s.t_ns - d.from_ns) / d.bucket_ns));
+      nb = Math.max(nb, i + 1);
+      (buckets[s.class_id] = buckets[s.class_id] || [])[i] = s.evictions;
+    }
+    const rows = (d.classes || []).map((c) => {
+      const tr = el('tr', { 'data-class-id': String(c.class_id) });
+      const spark = el('span', { class: 'spark', 'aria-hidden': 'true' });
+      const b = buckets[c.class_id] || [], max = Math.max(1, ...b.filter((x) => x != null));
+      for (let i = 0; i < nb; i++) {
+        const bar = el('span');
+        bar.style.height = ((b[i] || 0) * 100 / max).toFixed(0) + '%';
+        spark.append(bar);
+      }
+      const sc = el('td', { class: 'barcol' });
+      sc.append(spark);
+      tr.append(el('td', {}, String(c.class_id)), el('td', { 'data-v': String(c.evictions) }, fmtInt(c.evictions)),
+        el('td', {}, fmtInt(c.never_fetched) + ' (' + fmtPct(c.evictions ? c.never_fetched / c.evictions : 0) + ')'), sc);
+      return tr;
+    });
+    const tb = this.q('table.evlog tbody');
+    tb.replaceChildren.apply(tb, rows);
+    const pre = (d.prefixes || []).map((p) => {
+      const tr = el('tr');
+      tr.append(el('td', {}, p.prefix === '' ? '(none)' : p.prefix), el('td', {}, String(p.class_id)),
+        el('td', {}, fmtInt(p.evictions)), el('td', {}, fmtInt(p.never_fetched)));
+      return tr;
+    });
+    const pb = this.q('table.evprefixes tbody');
+    pb.replaceChildren.apply(pb, pre);
+    this.q('.evlog-note').textContent = (t.evictions || t.deletions)
+      ? fmtInt(t.evictions) + ' evictions logged (' + fmtInt(t.never_fetched) + ' never fetched), ' +
+        fmtInt(t.deletions) + ' deletions; each bar a ' + fmtSecs(d.bucket_ns / 1e9) + ' slice of the run'
+      : 'no eviction logged for this run: slabtap watch records them, and the proxy with --watch-evictions';
+  };
+
+  View.prototype.drawSnapshot = function (r) {
+    const sec = this.q('[data-panel="snapshot"]');
+    sec.hidden = false;
+    if (r.status !== 200) { this.panelError('snapshot', 'snapshot: ' + (r.body.error || r.status)); return; }
+    this.panelError('snapshot', '');
+    const d = r.body;
+    const s = (d.snapshots || []).find((x) => x.snap === d.snap);
+    if (!s) { this.q('.snapshot-note').textContent = 'no snapshot recorded in this run yet'; return; }
+    this.q('.snapshot-note').textContent = 'snapshot ' + s.snap + ' of ' + (d.snapshots || []).length + ', taken ' +
+      fmtTime(s.t_ns) + ': ' + fmtInt(s.items) + ' items, ' + fmtBytes(s.bytes) + (s.complete ? '' : ' (cut short)');
+    const idle = {}, nf = {};
+    for (const h of d.idle || []) {
+      (idle[h.class_id] = idle[h.class_id] || []).push(h);
+      nf[h.class_id] = (nf[h.class_id] || 0) + h.never_fetched;
+    }
+    const median = (hs, n) => {
+      let acc = 0;
+      for (const h of hs) { acc += h.items; if (acc * 2 >= n) return h.bucket_s; }
+      return null;
+    };
+    const rows = (d.classes || []).map((c) => {
+      const tr = el('tr', { 'data-class-id': String(c.class_id) });
+      const alloc = c.chunk_size != null ? c.chunk_size * c.items : null;
+      const med = median(idle[c.class_id] || [], c.items);
+      tr.append(el('td', {}, String(c.class_id)), el('td', {}, c.chunk_size == null ? '–' : fmtInt(c.chunk_size)),
+        el('td', { 'data-v': String(c.items) }, fmtInt(c.items)), el('td', {}, fmtBytes(c.bytes)),
+        el('td', {}, fmtInt(c.min_size) + '–' + fmtInt(c.max_size)),
+        el('td', { 'data-v': String(c.waste_bytes) }, c.waste_bytes == null ? '–' : fmtBytes(c.waste_bytes)),
+        el('td', {}, alloc ? fmtNum(c.waste_bytes * 100 / alloc, 1) + ' %' : '–'),
+        el('td', {}, fmtPct(c.items ? (nf[c.class_id] || 0) / c.items : 0)),
+        el('td', {}, med == null ? '–' : med === 0 ? '< 1 s' : '≥ ' + fmtSecs(med)));
+      return tr;
+    });
+    const tb = this.q('table.snapclasses tbody');
+    tb.replaceChildren.apply(tb, rows);
+    const pre = d.prefixes || [], maxb = pre.reduce((m, p) => Math.max(m, p.bytes), 0) || 1;
+    const pr = pre.map((p) => {
+      const tr = el('tr');
+      const bar = el('span', { class: 'bar', 'aria-hidden': 'true' });
+      bar.style.width = (p.bytes * 100 / maxb).toFixed(1) + '%';
+      const bc = el('td', { class: 'barcol' });
+      bc.append(bar);
+      tr.append(el('td', {}, p.prefix === '' ? '(none)' : p.prefix), el('td', {}, fmtInt(p.items)), el('td', {}, fmtBytes(p.bytes)), bc);
+      return tr;
+    });
+    const pb = this.q('table.snapprefixes tbody');
+    pb.replaceChildren.apply(pb, pr);
+  };
+
   function compareOn(page) { return page.cmp != null; }
 
   // --- the page: run pickers, one or two views ------------------------------
@@ -946,9 +1042,12 @@
     document.body.dataset.clientWidth = String(de.clientWidth);
   };
 
+  // what recorded the run, when not the proxy: " (watch)", " (snapshot)"
+  function kindText(r) { return r.kind && r.kind !== 'proxy' ? ' (' + r.kind + ')' : ''; }
+
   function runLabel(r) {
     const live = page.current && r.run_id === page.current.run_id;
-    return '#' + r.run_id + ' ' + r.name + ' · ' + fmtTime(r.started_ns).slice(0, 16) +
+    return '#' + r.run_id + ' ' + r.name + kindText(r) + ' · ' + fmtTime(r.started_ns).slice(0, 16) +
       (live ? ' (live)' : r.crashed ? ' (crashed)' : '');
   }
 
@@ -1022,8 +1121,10 @@
     page.cmp = param('cmp');
     if (page.cmp === page.run) page.cmp = null;
     const cur = page.current;
+    const what = !cur ? '' : cur.kind === 'watch' ? 'watch run #' + cur.run_id + ' on '
+      : cur.kind === 'snapshot' ? 'snapshot run #' + cur.run_id + ' of ' : 'proxy run #' + cur.run_id + ' in front of ';
     document.getElementById('page-status').textContent = cur
-      ? 'proxy run #' + cur.run_id + ' in front of ' + cur.upstream + ', stats every ' + (cur.stats_interval_ms || '?') + ' ms'
+      ? what + cur.upstream + ', stats every ' + (cur.stats_interval_ms || '?') + ' ms'
       : '';
     fillPickers();
     document.getElementById('run-picker').addEventListener('change', (e) => {

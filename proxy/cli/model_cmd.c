@@ -218,6 +218,7 @@ struct run_opts {
     uint64_t points;    /* mrc --points */
     const char *flags;  /* mrc --flags: other settings' curve */
     bool save;          /* --save: the hits report into run_meta */
+    uint64_t snapshot;  /* advise --snapshot N (0: none; a snapshot run: its latest) */
     int mode;           /* 0 predict, 1 advise, 2 mrc */
 };
 
@@ -228,6 +229,9 @@ static char run_basis_why[200];
 static bool run_hits; /* advise: the hits advice (given, or the default: advice_hits_default) */
 static struct runs_agg_info run_agg;
 static struct reader_rows_status run_rows;
+/* advise on a snapshot (issue 22): --snapshot N, or a snapshot run's latest */
+static bool run_snapshot;
+static struct runs_snapshot_info run_snap;
 
 /* predict's and advise's flags (advise adds --max-classes, --verify,
  * --memcached). */
@@ -265,8 +269,9 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
         { "points", 0, OPT_UINT, .dest = &o->points, .min = 2, .max = 64 },
         { "flags", 0, OPT_STRING, .dest = &o->flags },
         { "save", 0, OPT_FLAG, .dest = &o->save },
+        { "snapshot", 0, OPT_UINT, .dest = &o->snapshot, .min = 1, .max = INT64_MAX },
     };
-    size_t n = sizeof table / sizeof table[0] - (advise ? 0 : 12);
+    size_t n = sizeof table / sizeof table[0] - (advise ? 0 : 13);
     enum opt_result r = opt_parse(command, table, n, argc, argv, NULL, err, errlen);
     if (r != OPT_OK)
         return r;
@@ -285,6 +290,10 @@ static enum opt_result parse_run_opts(int argc, char **argv, struct run_opts *o,
     if (advise && (o->node || o->since) && (o->verify || o->holdout || o->holdout_run))
         return opt_error(err, errlen, command,
                          "--verify and --holdout take one run (--run), not --node/--since");
+    if (o->snapshot && (o->node || o->since || o->source || o->holdout || o->holdout_run))
+        return opt_error(err, errlen, command,
+                         "--snapshot takes one run (--run), without --node/--since, --source, "
+                         "--holdout");
     if (o->source && strcmp(o->source, "auto") && strcmp(o->source, "rows") &&
         strcmp(o->source, "aggregates"))
         return opt_error(err, errlen, command, "--source is auto, rows or aggregates");
@@ -337,7 +346,16 @@ static void usage_advise(FILE *out)
             "                           [--objective hits|memory|items] [--memory-limit MB]\n"
             "                           [--warmup SHARE] [--format text|json] [--save]\n"
             "                           [--holdout | --holdout-run NAME_OR_ID]\n"
-            "                           [--verify [--memcached PATH]] [-v|-q]\n\n"
+            "                           [--verify [--memcached PATH]] [-v|-q]\n"
+            "       slabtap model advise --db FILE|URI [--run NAME_OR_ID] [--snapshot N]\n"
+            "                           [--max-classes K] [--objective memory|items]\n"
+            "                           [--verify [--memcached PATH]]\n\n"
+            "--snapshot N (and a snapshot run, `slabtap snapshot`, by default its latest):\n"
+            "the input is what memory held at that moment -- every resident item of the\n"
+            "metadump with the size memcached listed (ITEM_ntotal: header, key, value,\n"
+            "flags and CAS already in it); --verify writes those items once each, as\n"
+            "sets of exactly those sizes, into memcacheds with each setting and measures\n"
+            "the waste; capacity takes them as the working set, each written once.\n\n"
             "--objective hits (the default when the run recorded reads and all its\n"
             "rows are kept, unsampled): the setting\n"
             "that serves the most hits from the memory the run's own settings actually\n"
@@ -452,6 +470,23 @@ static int open_run(const struct run_opts *o, struct reader *src, int64_t id, st
                 o->run ? o->run : "at all");
         return -1;
     }
+    /* advise (and predict) on a snapshot: --snapshot N, or a snapshot
+     * run's latest; predict then sets the resident items' counters beside
+     * the run's last sample (not exact: a metadump is not atomic) */
+    struct reader_run run;
+    run_snapshot =
+        o->mode != 2 && (o->snapshot || (!reader_run_get(src, id, &run, err, sizeof err) &&
+                                         !strcmp(run.kind, "snapshot")));
+    if (run_snapshot) {
+        run_hits = false;
+        run_basis = RUNS_BASIS_ROWS;
+        if (runs_read_snapshot(src, id, (int64_t)o->snapshot, r, &run_snap, err, sizeof err)) {
+            fprintf(stderr, "slabtap model: %s: run %lld: %s\n", reader_name(src), (long long)id,
+                    err);
+            return -1;
+        }
+        return 0;
+    }
     /* --source rows|aggregates, else the one rule the page's advice takes
      * (record/advice.h): the rows unless they are not all kept and the
      * run has aggregates */
@@ -484,6 +519,25 @@ static int open_run(const struct run_opts *o, struct reader *src, int64_t id, st
 static void print_basis(const struct prediction *r, bool classes)
 {
     const struct runs_agg_info *a = &run_agg;
+    if (run_snapshot) {
+        const struct runs_snapshot_info *s = &run_snap;
+        wrapout_printf("basis: snapshot %lld -- the %llu items memory held (%llu bytes of "
+                       "ITEM_ntotal, as memcached listed them: flags included)%s; %llu never "
+                       "fetched\n",
+                       (long long)s->snap, (unsigned long long)s->items,
+                       (unsigned long long)s->bytes,
+                       s->complete ? "" : " -- CUT SHORT: memcached did not say END",
+                       (unsigned long long)s->never_fetched);
+        if (s->class_differs || s->too_large)
+            wrapout_printf("basis: %llu items are in another class than their size gives under "
+                           "the run's ladder, %llu larger than it holds (the ladder is not the "
+                           "one memcached ran?)\n",
+                           (unsigned long long)s->class_differs, (unsigned long long)s->too_large);
+        else
+            wrapout_printf("basis: every item is in the class its size gives under the run's "
+                           "ladder\n");
+        return;
+    }
     if (run_basis == RUNS_BASIS_ROWS) {
         wrapout_printf("basis: rows -- every recorded write replayed (%llu rows)%s\n",
                        (unsigned long long)r->rows,
@@ -612,7 +666,9 @@ static int model_verify_one(const struct run_opts *o, const char *label, const s
                             const struct slab_settings *s, const struct advise_eval *pred)
 {
     struct verify_result v;
-    int rc = verify_settings(o->db, r, s, pred, o->memcached, &v);
+    int rc = run_snapshot
+                 ? verify_settings_hist(&r->live, r->ladder.use_cas, s, pred, o->memcached, &v)
+                 : verify_settings(o->db, r, s, pred, o->memcached, &v);
     cli_replay_counted(o->db, v.counter_ops, v.counter_keys);
     if (!v.measured) {
         fprintf(stderr, "slabtap model advise --verify: %s: %s\n", label, v.error);
@@ -637,8 +693,17 @@ static int model_verify_all(const struct run_opts *o, const struct prediction *r
     int failed = 0;
     signal(SIGPIPE, SIG_IGN); /* load_run needs it (load.h) */
     advise_evaluate(&r->ladder, &r->live, &own);
-    wrapout_printf("verifying by replaying run %lld against memcached with each setting:\n",
-                   (long long)r->run_id);
+    if (run_snapshot)
+        wrapout_printf("verifying by writing snapshot %lld of run %lld into memcached with each "
+                       "setting:\n",
+                       (long long)run_snap.snap, (long long)r->run_id);
+    else
+        wrapout_printf("verifying by replaying run %lld against memcached with each setting:\n",
+                       (long long)r->run_id);
+    if (run_snapshot)
+        wrapout_printf("  (the snapshot's %llu items written once each as sets, each of its "
+                       "ITEM_ntotal)\n",
+                       (unsigned long long)r->live_items);
     failed += model_verify_one(o, "the run's own settings", r, &r->settings, &own) != 0;
     failed += model_verify_one(o, "best -f/-n", r, best, best_eval) != 0;
     failed += model_verify_one(o, "fitted slab_sizes", r, fitted, fitted_eval) != 0;
@@ -750,17 +815,23 @@ static int model_capacity(const struct run_opts *o, struct reader *rd, const str
     capacity_seq_init(&seq);
     capacity_seq_init(&other);
     advise_hist_init(&half);
+    bool from_hist = run_basis == RUNS_BASIS_AGGREGATES || run_snapshot;
+    if (run_snapshot)
+        wrapout_printf("capacity: the snapshot's resident items as the working set, each written "
+                       "once%s\n",
+                       o->verify ? " (--verify above checks the waste; capacity is not replayed)"
+                                 : "");
     if (run_basis == RUNS_BASIS_AGGREGATES && (o->holdout || o->holdout_run || o->verify)) {
         wrapout_printf("capacity: --verify and --holdout replay the run's rows; from aggregates, "
                        "capacity only\n");
         failed = 1;
         goto out;
     }
-    if (!c || (run_basis == RUNS_BASIS_AGGREGATES
-                   ? advise_seq_from_hist(&r->live, r->settings.use_cas, &seq)
+    if (!c ||
+        (from_hist ? advise_seq_from_hist(&r->live, r->settings.use_cas, &seq)
                    : rowseq_capacity(rd, r->run_id, &seq, NULL, NULL, NULL, err, sizeof err))) {
         fprintf(stderr, "slabtap model advise: capacity: %s\n",
-                c && run_basis != RUNS_BASIS_AGGREGATES ? err : "out of memory");
+                c && !from_hist ? err : "out of memory");
         failed = 1;
         goto out;
     }
@@ -834,7 +905,7 @@ static int model_capacity(const struct run_opts *o, struct reader *rd, const str
             model_holdout(why, c, n, rec, &other, 0, other.n, obj, mem_limit);
         }
     }
-    if (o->verify && !o->holdout) {
+    if (o->verify && !o->holdout && !run_snapshot) {
         int pick[4] = { 0, best_of(c, n, "-f/-n", obj), best_of(c, n, "slab_sizes", obj), rec };
         uint64_t held[4] = { 0 };
         bool done[ADVISE_MAX_CANDIDATES] = { false };
@@ -1035,6 +1106,12 @@ static int model_advise(int argc, char **argv)
                        (unsigned)r->live.n, r->version);
     if (!fleet)
         print_basis(r, false);
+    if (r->watch && !run_snapshot)
+        wrapout_printf(
+            "watch run: client flags are not in memcached's log, taken as 0 -- except "
+            "%llu stores memcached's class showed carrying them: an item with flags is "
+            "4 bytes larger than sized here (a snapshot lists sizes whole: --snapshot)\n",
+            (unsigned long long)r->flags_inferred);
     if (predict_sampled(r)) /* --sample-keys: r->live counts each kept item N times */
         wrapout_printf(
             "sampled: --sample-keys 1/%u -- the sizes are the %llu items of the kept keys "

@@ -58,6 +58,7 @@ struct top_source {
     struct stats_sample sample;
     char *http; /* TOP_FETCH_HTTP_MAX + 1 bytes, --proxy only */
     char name[TOP_SOURCE_MAX];
+    bool run_known; /* --proxy: the running slabtap's run said in name */
 };
 
 static struct top_snapshot top_snaps[3];
@@ -210,6 +211,25 @@ static void top_take_totals(struct top_source *s, struct top_snapshot *out)
     free(t);
 }
 
+/* What the running slabtap records (a proxy, watch or snapshot run: issue
+ * 22), once, into the source's name (GET /api/runs). */
+static void top_take_run(struct top_source *s, struct top_snapshot *out)
+{
+    struct top_http_reply r;
+    char err[256], kind[16];
+    int64_t id;
+    if (top_fetch_http_get(&s->addr, s->text, "/api/runs", s->token, &s->ctl, s->http,
+                           TOP_FETCH_HTTP_MAX + 1, &r, err, sizeof err) ||
+        r.status != 200)
+        return;
+    s->run_known = true;
+    if (top_current_run(s->http + r.body_off, r.body_len, &id, kind, sizeof kind))
+        return;
+    snprintf(s->name, sizeof s->name, "%.100s via slabtap /api/slabs, %s run #%lld", s->text, kind,
+             (long long)id);
+    snprintf(out->source, sizeof out->source, "%s", s->name);
+}
+
 /* A snapshot now. 0, or -1 with err. */
 static int top_take(struct top_source *s, struct top_snapshot *out, char *err, size_t errlen)
 {
@@ -242,6 +262,8 @@ static int top_take(struct top_source *s, struct top_snapshot *out, char *err, s
     }
     if (out->total_malloced < 0 || out->limit_maxbytes < 0)
         top_take_totals(s, out);
+    if (!s->run_known)
+        top_take_run(s, out);
     return 0;
 }
 

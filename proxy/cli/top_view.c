@@ -885,3 +885,42 @@ size_t top_view_render(const struct top_snapshot *cur, const struct top_snapshot
     }
     return o.len;
 }
+
+/* --- the running slabtap's run: GET /api/runs ------------------------------- */
+
+/* The first "name": at or after p in [p, end), NULL when none. */
+static const char *top_find(const char *p, const char *end, const char *name)
+{
+    size_t n = strlen(name);
+    for (; p && p + n <= end; p++)
+        if (!memcmp(p, name, n))
+            return p + n;
+    return NULL;
+}
+
+int top_current_run(const char *json, size_t len, int64_t *run_id, char *kind, size_t kindlen)
+{
+    const char *end = json + len, *cur = top_find(json, end, "\"current\":{");
+    if (!cur)
+        return -1;
+    /* the current run's object: up to its closing brace (it nests none) */
+    const char *close = cur;
+    while (close < end && *close != '}')
+        close++;
+    const char *id = top_find(cur, close, "\"run_id\":");
+    if (!id)
+        return -1;
+    int64_t v = 0;
+    for (; id < close && *id >= '0' && *id <= '9' && v < INT64_MAX / 10; id++)
+        v = v * 10 + (*id - '0');
+    *run_id = v;
+    const char *k = top_find(cur, close, "\"kind\":\"");
+    size_t n = 0;
+    while (k && k + n < close && k[n] != '"' && n + 1 < kindlen && k[n] >= 'a' && k[n] <= 'z')
+        n++;
+    if (!k || !n || k + n >= close || k[n] != '"') /* the kind's closing quote, within */
+        snprintf(kind, kindlen, "proxy");
+    else
+        snprintf(kind, kindlen, "%.*s", (int)n, k);
+    return 0;
+}

@@ -5,7 +5,8 @@
  *
  * Owns: struct top_snapshot, its two builders, the sort orders, their
  * key letters and what a key does to the view, the rates between two
- * snapshots, and the renderer.
+ * snapshots, the renderer, and reading a running slabtap's current run
+ * and kind out of its /api/runs answer.
  * Must never: do I/O, read a clock, allocate, emit terminal control codes
  * (the caller positions the cursor and clears lines), or write past the
  * caller's buffer. Same input, same bytes out.
@@ -119,6 +120,11 @@ void top_snapshot_from_sample(struct top_snapshot *s, const struct stats_sample 
  * nesting too deep, a class id out of range, an "error" member). */
 int top_snapshot_from_json(struct top_snapshot *s, const char *json, size_t len, const char *source,
                            char *err, size_t errlen);
+
+/* From a running slabtap's GET /api/runs: its current run's id and kind
+ * ("proxy", "watch", "snapshot"; an older slabtap that does not say:
+ * "proxy"). Pure. 0, or -1 when json has no "current" run. */
+int top_current_run(const char *json, size_t len, int64_t *run_id, char *kind, size_t kindlen);
 
 /* (cur - prev) per second over dt_ns; NAN when unknown (a side unknown,
  * dt 0, or the counter went backwards: a restart). */

@@ -3,10 +3,12 @@
  * have SIGPIPE ignored, as load.h says. */
 #include "load/verify.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "core/addr.h"
@@ -133,6 +135,123 @@ int verify_settings(const char *db_path, const struct prediction *r, const struc
 out:
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
+    free(lr);
+    return rc;
+}
+
+/* --- a size distribution (a snapshot) ------------------------------------ */
+
+/* Key number i in klen bytes (base 62, 's' first when there is room). */
+static void hist_key(uint64_t i, uint32_t klen, char *out)
+{
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    for (uint32_t k = klen; k-- > 0;) {
+        out[k] = digits[i % 62];
+        i /= 62;
+    }
+    if (klen > 1)
+        out[0] = 's';
+    out[klen] = 0;
+}
+
+/* h as a Twitter-format trace of sets into f: each item a key of up to 10
+ * bytes and the value that makes its ntotal. 0, or -1 with error. */
+static int hist_trace(FILE *f, const struct advise_hist *h, bool use_cas, char *error,
+                      size_t errlen)
+{
+    uint64_t n = 0;
+    char key[16];
+    for (size_t i = 0; i < h->n; i++) {
+        uint32_t klen = 10;
+        while (klen > 1 && slab_item_ntotal(use_cas, klen, 0, 0) > h->ntotal[i])
+            klen--;
+        uint64_t base = slab_item_ntotal(use_cas, klen, 0, 0);
+        if (h->ntotal[i] < base || h->ntotal[i] - base > WORKLOAD_VALUE_MAX) {
+            snprintf(error, errlen, "no item is %llu bytes", (unsigned long long)h->ntotal[i]);
+            return -1;
+        }
+        for (uint64_t k = 0; k < h->count[i]; k++, n++) {
+            hist_key(n, klen, key);
+            if (fprintf(f, "0,%s,%u,%llu,1,set,0\n", key, klen,
+                        (unsigned long long)(h->ntotal[i] - base)) < 0) {
+                snprintf(error, errlen, "writing the trace: %s", strerror(errno));
+                return -1;
+            }
+        }
+    }
+    if (fflush(f)) {
+        snprintf(error, errlen, "writing the trace: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int verify_settings_hist(const struct advise_hist *h, bool use_cas, const struct slab_settings *s,
+                         const struct advise_eval *pred, const char *memcached,
+                         struct verify_result *out)
+{
+    uv_loop_t loop;
+    struct mcserver mc;
+    struct load_result *lr = calloc(1, sizeof *lr);
+    struct load_config lc = { 0 };
+    char path[256], target[64], err[MCSERVER_ERR_MAX];
+    const char *tmp = getenv("TMPDIR");
+    int rc = -1, fd;
+    FILE *f = NULL;
+    uint64_t mem_mb = pred->allocated / (1024 * 1024) * 2 + 64;
+    memset(out, 0, sizeof *out);
+    out->predicted_pct = pred->waste_pct;
+    if (!lr) {
+        snprintf(out->error, sizeof out->error, "out of memory");
+        return -1;
+    }
+    if (mcserver_version(memcached, false, NULL, out->version, sizeof out->version, out->error,
+                         sizeof out->error) ||
+        slab_settings_flags_for(s, mem_mb, out->version, out->flags, sizeof out->flags, out->error,
+                                sizeof out->error)) {
+        free(lr);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/slabtap-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if ((fd = mkstemp(path)) < 0 || !(f = fdopen(fd, "w"))) {
+        snprintf(out->error, sizeof out->error, "temporary trace %.200s: %s", path,
+                 strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(path);
+        }
+        free(lr);
+        return -1;
+    }
+    if (hist_trace(f, h, use_cas, out->error, sizeof out->error)) {
+        fclose(f);
+        unlink(path);
+        free(lr);
+        return -1;
+    }
+    fclose(f);
+    uv_loop_init(&loop);
+    if (mcserver_start(&mc, &loop, memcached, false, NULL, out->flags, err, sizeof err)) {
+        snprintf(out->error, sizeof out->error, "%s", err);
+        goto done;
+    }
+    snprintf(target, sizeof target, "127.0.0.1:%d", mc.port);
+    addr_parse(target, &lc.target);
+    lc.source = LOAD_SRC_TWITTER;
+    lc.path = path;
+    if (load_run(&lc, lr))
+        snprintf(out->error, sizeof out->error, "replay: %s", lr->error);
+    else if (measure_waste(mc.port, &out->measured_pct, &out->waste, &out->allocated, out->error,
+                           sizeof out->error) == 0) {
+        out->measured = true;
+        out->ok = fabs(out->measured_pct - pred->waste_pct) <= VERIFY_TOLERANCE_PP;
+        rc = out->ok ? 0 : -1;
+    }
+    mcserver_stop(&mc);
+done:
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    unlink(path);
     free(lr);
     return rc;
 }

@@ -2,8 +2,9 @@
  * against a memcached started with candidate settings, and the rounding
  * waste that memcached then reports, beside the model's prediction.
  *
- * Owns the memcached it starts for each check (stopped on every path) and
- * nothing else: the replay is the load engine's, the prediction the
+ * Owns the memcached it starts for each check (stopped on every path), the
+ * temporary trace a size distribution is replayed from (removed on every
+ * path), and nothing else: the replay is the load engine's, the prediction the
  * model's. Must never print: the caller reports the verify_result. */
 #ifndef SLABTAP_LOAD_VERIFY_H
 #define SLABTAP_LOAD_VERIFY_H
@@ -38,6 +39,17 @@ struct verify_result {
 int verify_settings(const char *db_path, const struct prediction *r, const struct slab_settings *s,
                     const struct advise_eval *pred, const char *memcached,
                     struct verify_result *out);
+
+/* verify_settings for a size distribution instead of a run (a snapshot's
+ * resident items, issue 22): h's items (ITEM_ntotal, use_cas as the
+ * ladder's) written once each as sets into a memcached started with s's
+ * flags -- each with a key and value whose item is exactly that ntotal (the
+ * split does not change the class nor mem_requested) -- through a
+ * Twitter-format trace in a temporary file (TMPDIR, removed), then
+ * measured. 0 when measured and within tolerance, else -1. */
+int verify_settings_hist(const struct advise_hist *h, bool use_cas, const struct slab_settings *s,
+                         const struct advise_eval *pred, const char *memcached,
+                         struct verify_result *out);
 
 /* --- capacity: what a memcached with -m holds ---------------------------- */
 

@@ -18,6 +18,7 @@ struct live_item {
     uint32_t key_len, flags;
     uint64_t value_len;
     bool used;
+    bool flags_assumed; /* flags unknown, taken as 0 */
 };
 
 struct live_map {
@@ -243,8 +244,22 @@ static void apply_row(struct prediction *r, struct live_map *m, const struct pre
     /* the incoming item (for append/prepend: the piece, with the command's
      * own flags), allocated before memcached looks at the key */
     bool fits = slab_item_layout(&r->ladder, key_len, flags, (uint64_t)value_len, &nl) == SLAB_OK;
-    if (fits && w->class_id && w->class_id != nl.lru_class)
+    if (fits && w->flags_unknown && w->class_id) {
+        /* memcached's own class: with flags the item is 4 bytes larger */
+        struct slab_item_layout fl;
+        if (w->class_id == nl.lru_class) {
+            r->class_same++;
+        } else if (slab_item_layout(&r->ladder, key_len, 1, (uint64_t)value_len, &fl) == SLAB_OK &&
+                   fl.lru_class == w->class_id) {
+            r->flags_inferred++;
+            flags = 1; /* any non-zero value: the header's flags word */
+            nl = fl;
+        } else {
+            r->class_differs++;
+        }
+    } else if (fits && w->class_id && w->class_id != nl.lru_class) {
         r->mistagged++;
+    }
     if (silent) {
         bool whole = !append || !old ||
                      slab_item_layout(&r->ladder, key_len, old->flags,
@@ -312,6 +327,7 @@ static void apply_row(struct prediction *r, struct live_map *m, const struct pre
         return;
     old->key_len = key_len;
     old->flags = flags;
+    old->flags_assumed = w->flags_unknown && !flags;
     old->value_len = (uint64_t)value_len;
     r->applied++;
 }
@@ -358,6 +374,38 @@ static bool within(double est, double err, int64_t obs)
     return fabs(est - (double)obs) <= err;
 }
 
+static bool class_matches(const struct prediction *r, uint32_t c);
+
+/* A watch run's class: items and pages exact, mem_requested over the
+ * prediction by 4 bytes for some of its items (their flags); the number
+ * of such items, or -1 when it is not that. */
+static int64_t flag_items(const struct prediction *r, uint32_t c)
+{
+    const struct slab_class_counters *p = &r->predicted.cls[c];
+    const struct predict_observed *o = &r->observed[c];
+    if (!r->watch || predict_sampled(r) || !o->present || class_matches(r, c))
+        return -1;
+    int64_t d = o->mem_requested - (int64_t)p->mem_requested;
+    if ((int64_t)p->used_chunks != o->used_chunks || (int64_t)p->total_pages != o->total_pages ||
+        d <= 0 || d % 4 || d / 4 > o->used_chunks)
+        return -1;
+    return d / 4;
+}
+
+int predict_flag_classes(const struct prediction *r, uint64_t *items)
+{
+    int n = 0;
+    *items = 0;
+    for (uint32_t c = 1; c <= r->ladder.n_classes; c++) {
+        int64_t k = flag_items(r, c);
+        if (k > 0) {
+            n++;
+            *items += (uint64_t)k;
+        }
+    }
+    return n;
+}
+
 static bool class_matches(const struct prediction *r, uint32_t c)
 {
     const struct slab_class_counters *p = &r->predicted.cls[c];
@@ -381,7 +429,7 @@ int predict_mismatches(const struct prediction *r)
 {
     int n = 0;
     for (uint32_t c = 1; c <= r->ladder.n_classes; c++)
-        n += !class_matches(r, c);
+        n += !class_matches(r, c) && flag_items(r, c) < 0;
     return n;
 }
 
@@ -458,6 +506,36 @@ static void print_sampled(const struct prediction *r, FILE *out)
                 n, diff);
 }
 
+/* A watch run: what its writes could not say, and what the classes
+ * memcached logged say about it. */
+static void print_watch(const struct prediction *r, FILE *out)
+{
+    uint64_t logged = r->class_same + r->flags_inferred + r->class_differs;
+    fprintf(out,
+            "watch run: the writes are memcached's own log lines (watch mutations): latency, "
+            "connection peer and client flags are not in them. Flags are taken as 0; an item "
+            "with non-zero flags is 4 bytes larger (the flags word of its header), so each "
+            "class's mem_requested may be up to 4 bytes x items over the prediction (%llu "
+            "live items taken as flags 0)\n",
+            (unsigned long long)r->flags_assumed);
+    fprintf(out,
+            "watch run: class from the size (flags 0) against memcached's clsid, %llu stores "
+            "logged: %llu the same, %llu one class up only with 4 bytes of flags (taken as "
+            "carrying flags, sized so), %llu %s\n",
+            (unsigned long long)logged, (unsigned long long)r->class_same,
+            (unsigned long long)r->flags_inferred, (unsigned long long)r->class_differs,
+            r->class_differs ? "in a class neither gives: DIFFER (another ladder than this one?)"
+                             : "differ");
+    if (r->not_seen > 0)
+        fprintf(out,
+                "watch run: %lld writes not seen -- memcached dropped their log lines "
+                "(skipped=N on the watcher, log_worker_dropped/log_watcher_skipped in stats); "
+                "raise -o worker_logbuf_size / watcher_logbuf_size\n",
+                (long long)r->not_seen);
+    else
+        fprintf(out, "watch run: 0 writes not seen (memcached dropped no log line)\n");
+}
+
 void predict_print(const struct prediction *r, FILE *out)
 {
     char f[32];
@@ -482,7 +560,10 @@ void predict_print(const struct prediction *r, FILE *out)
                 r->ladder.cls[c].chunk_size, (unsigned long long)p->used_chunks,
                 (long long)o->used_chunks, (unsigned long long)p->mem_requested,
                 (long long)o->mem_requested, (unsigned long long)p->total_pages,
-                (long long)o->total_pages, class_matches(r, c) ? "=" : "DIFFERS");
+                (long long)o->total_pages,
+                class_matches(r, c)     ? "="
+                : flag_items(r, c) >= 0 ? "= items; +4 B flags"
+                                        : "DIFFERS");
     }
     fprintf(out,
             "writes: %llu rows, %llu applied (%llu assumed stored: noreply/quiet), %llu failed, "
@@ -495,9 +576,20 @@ void predict_print(const struct prediction *r, FILE *out)
             "append pieces), %llu incr/decr applied, %llu writes with a TTL\n",
             (unsigned long long)r->throwaway, (unsigned long long)r->arith_applied,
             (unsigned long long)r->ttl_writes);
+    if (r->watch)
+        print_watch(r, out);
     int diff = predict_mismatches(r);
+    uint64_t flagged = 0;
+    int fclasses = predict_flag_classes(r, &flagged);
     if (!r->have_sample) {
         fprintf(out, "verdict: NO SAMPLE -- the run has no stats sample to compare with\n");
+    } else if (r->exact_expected && diff == 0 && fclasses) {
+        fprintf(out,
+                "verdict: EXACT CLASSES, SIZES WITHIN THE FLAGS' BOUND -- every class's items "
+                "and pages match memcached's own; mem_requested of %d classes is 4 bytes over "
+                "the prediction for each of %llu items: they carry client flags, which "
+                "memcached's log does not print (taken as 0)\n",
+                fclasses, (unsigned long long)flagged);
     } else if (!r->exact_expected) {
         fprintf(out, "verdict: NOT COMPARABLE EXACTLY -- %s; %d classes differ\n", r->why_not,
                 diff);
@@ -617,8 +709,16 @@ static void decide(struct prediction *r)
             (unsigned long long)r->unanswered);
     if (r->rows_dropped > 0)
         why(r, "rows dropped %lld (writes not recorded)", (long long)r->rows_dropped);
+    if (r->not_seen > 0)
+        why(r, "%lld writes not seen (memcached dropped their log lines)", (long long)r->not_seen);
+    if (r->class_differs)
+        why(r, "%llu writes in another class than memcached logged (clsid)",
+            (unsigned long long)r->class_differs);
     if (r->foreign_items > 0)
-        why(r, "memcached holds %lld items the run did not write", (long long)r->foreign_items);
+        why(r, "memcached holds %lld items the run did not write%s", (long long)r->foreign_items,
+            r->watch ? " (written before the watcher connected, or not logged: a snapshot "
+                       "lists them)"
+                     : "");
     if (r->foreign_items < 0)
         why(r, "the run left %lld items memcached does not hold", (long long)-r->foreign_items);
     r->exact_expected = r->have_sample && !r->why_not[0];
@@ -631,6 +731,7 @@ int predict_end(struct prediction *r)
         if (!m->slots[i].used)
             continue;
         r->live_items++;
+        r->flags_assumed += m->slots[i].flags_assumed;
         uint64_t ntotal = slab_item_ntotal(r->ladder.use_cas, m->slots[i].key_len,
                                            m->slots[i].flags, m->slots[i].value_len);
         if (advise_hist_add(&r->live, ntotal, predict_sampled(r) ? r->sample_keys : 1))

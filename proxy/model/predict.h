@@ -55,6 +55,20 @@ struct prediction {
     uint64_t mistagged;       /* tagged (sets.class_id) with another class than
                                  this ladder gives: the proxy knew less then */
     uint64_t live_items;
+    /* a watch run (runs.kind 'watch', issue 22): its writes are memcached's
+     * own log lines -- class_id is memcached's clsid, not a tag, and the
+     * client flags are unknown (the log does not print them), taken as 0.
+     * An item whose flags are non-zero is 4 bytes larger (the flags word
+     * of its header), which moves it one class up when it lies within 4
+     * bytes of a chunk boundary: */
+    bool watch;
+    uint64_t class_same;     /* clsid = the class of the size with flags 0 */
+    uint64_t flags_inferred; /* clsid = the class only with 4 bytes of flags:
+                                taken as carrying flags, sized so */
+    uint64_t class_differs;  /* clsid neither (another ladder, or a bug) */
+    uint64_t flags_assumed;  /* live items with flags taken as 0: each may be 4
+                                bytes larger than predicted */
+    int64_t not_seen;        /* writes memcached did not log (dropped lines) */
     /* set by the caller from the run's first and last stats samples: what
      * changed memcached's memory besides the writes, during the run */
     int64_t evictions, slabs_moved, reclaimed, foreign_items, rows_dropped;
@@ -85,7 +99,10 @@ struct predict_write {
     uint32_t flags;
     const char *answer; /* memcached's answer, "noreply"/"quiet" when none */
     bool has_ttl;       /* exptime != 0 */
-    uint32_t class_id;  /* the class the proxy tagged it with (sets.class_id), 0: none */
+    uint32_t class_id;  /* the class the proxy tagged it with (sets.class_id), 0: none;
+                           flags_unknown: memcached's own class (its log's clsid) */
+    bool flags_unknown; /* flags not recorded (a watch run): taken as 0, or as
+                           non-zero when class_id says so */
 };
 
 struct live_map;
@@ -115,8 +132,14 @@ void predict_estimate(const struct prediction *r, uint32_t class_id, struct pred
 bool predict_sampled(const struct prediction *r);
 
 /* Per-class comparison (a sampled run: within the stated error); returns
- * the number of classes that differ. */
+ * the number of classes that differ. A watch run's class whose items and
+ * pages are exact and whose mem_requested exceeds the prediction by 4
+ * bytes for at most each of its items (flags the log did not show) is
+ * within the flags' bound, not a difference. */
 int predict_mismatches(const struct prediction *r);
+/* The classes within the flags' bound (a watch run), and how many items of
+ * them memcached's mem_requested says carry flags (into *items). */
+int predict_flag_classes(const struct prediction *r, uint64_t *items);
 /* Prints the predicted-vs-observed table and the verdict. */
 void predict_print(const struct prediction *r, FILE *out);
 #endif

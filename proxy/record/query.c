@@ -234,8 +234,8 @@ static const struct query_sql SQL_REPORTS = {
 #define RUNS_COLS(node) \
     "SELECT r.run_id, r.name, " node ", r.started_ns, r.ended_ns, r.rows_recorded," \
     " r.rows_dropped, r.crashed, r.upstream, st.run_id, st.growth_factor, st.chunk_size_min," \
-    " st.item_size_max, coalesce(json_extract(st.settings, '$.slab_page_size'), 1048576)" \
-    " FROM runs r LEFT JOIN run_settings st ON st.run_id = r.run_id" \
+    " st.item_size_max, coalesce(json_extract(st.settings, '$.slab_page_size'), 1048576)," \
+    " r.kind FROM runs r LEFT JOIN run_settings st ON st.run_id = r.run_id" \
     " WHERE r.run_id != ?1 ORDER BY r.run_id DESC LIMIT ?2"
 static const struct query_sql SQL_RUNS = {
     RUNS_COLS("coalesce((SELECT m.value FROM run_meta m WHERE m.run_id = r.run_id"
@@ -276,6 +276,11 @@ struct query_job {
     size_t nnames, names_cap;
     struct agg a, b;      /* sizes: a; traffic: a (k, latency), b (prefixes) */
     struct reads_acc *ra; /* reads: the sums so far */
+    /* evictions, snapshot: one table per step, into tap_out */
+    int stage;
+    int64_t snap;
+    struct buf tap_out;
+    bool tap_open;
 };
 
 struct query_cache_ent {
@@ -342,6 +347,8 @@ static void reads_acc_free(struct reads_acc *ra);
 
 static void job_free(struct query_job *j)
 {
+    if (j->tap_open)
+        buf_free(&j->tap_out);
     for (size_t i = 0; i < j->nnames; i++)
         free(j->names[i]);
     free(j->names);
@@ -396,7 +403,7 @@ static bool cache_key_eq(const struct query_params *a, const struct query_params
 {
     return a->kind == b->kind && a->run_id == b->run_id && a->from_ns == b->from_ns &&
            a->to_ns == b->to_ns && a->points == b->points && a->buckets == b->buckets &&
-           a->top == b->top;
+           a->top == b->top && a->snap == b->snap;
 }
 
 static struct query_cache_ent *cache_find(struct query_queue *q, const struct query_params *k)
@@ -486,7 +493,9 @@ static bool params_ok(const struct query_params *p)
     case QUERY_SERIES:
         return pts && p->from_ns >= 0 && p->to_ns >= 0 && (!p->to_ns || p->to_ns > p->from_ns);
     case QUERY_TRAFFIC:
-    case QUERY_READS: return pts && p->top >= 1 && p->top <= QUERY_TOP_MAX;
+    case QUERY_READS:
+    case QUERY_EVICTIONS: return pts && p->top >= 1 && p->top <= QUERY_TOP_MAX;
+    case QUERY_SNAPSHOT: return p->top >= 1 && p->top <= QUERY_TOP_MAX && p->snap >= 0;
     case QUERY_CLASSES:
     case QUERY_ADVICE:
     case QUERY_REPORTS: return true;
@@ -1989,6 +1998,250 @@ out:
     free(file);
 }
 
+/* Columns as the members of a JSON object: "name":value for each, comma
+ * first but for the first; kind 'i' an integer, 'g' a real, 's' a string
+ * ("" for NULL), 'b' a boolean; NULL as null but for strings. */
+struct json_col {
+    const char *name;
+    int col;
+    char kind;
+};
+
+static void json_cols(struct buf *b, const struct qsql *st, const struct json_col *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *v = qsql_text(st, f[i].col);
+        buf_printf(b, "%s\"%s\":", i ? "," : "", f[i].name);
+        if (f[i].kind == 's')
+            jsonb_string(b, v ? v : "", v ? strlen(v) : 0);
+        else if (f[i].kind == 'b')
+            buf_puts(b, qsql_int(st, f[i].col) ? "true" : "false");
+        else if (!v)
+            buf_puts(b, "null");
+        else if (f[i].kind == 'g')
+            buf_printf(b, "%g", strtod(v, NULL));
+        else
+            buf_printf(b, "%lld", (long long)qsql_int(st, f[i].col));
+    }
+}
+
+/* ---- taps (issue 22): evictions and snapshots ---------------------------- */
+
+/* What a stage binds, in order: ?1, ?2, ... */
+enum tap_bind { TB_RUN, TB_SNAP, TB_FROM, TB_WIDTH, TB_TOP };
+
+struct tap_stage {
+    const char *member; /* the answer's JSON member */
+    bool object;        /* one row, as an object (else an array of them) */
+    struct query_sql sql;
+    enum tap_bind bind[4];
+    int nbind;
+    struct json_col cols[8];
+    size_t ncols;
+};
+
+/* the evictions: totals, per class, per time bucket and class, by prefix */
+static const struct tap_stage TAP_EVICTIONS[] = {
+    { "totals",
+      true,
+      { "SELECT coalesce(sum(CASE WHEN event = 1 THEN 1 ELSE 0 END), 0),"
+        " coalesce(sum(CASE WHEN event = 1 AND fetched = 0 THEN 1 ELSE 0 END), 0),"
+        " coalesce(sum(CASE WHEN event = 2 THEN 1 ELSE 0 END), 0), min(t_ns), max(t_ns)"
+        " FROM item_events WHERE run_id = ?1",
+        NULL },
+      { TB_RUN },
+      1,
+      { { "evictions", 0, 'i' },
+        { "never_fetched", 1, 'i' },
+        { "deletions", 2, 'i' },
+        { "first_ns", 3, 'i' },
+        { "last_ns", 4, 'i' } },
+      5 },
+    { "classes",
+      false,
+      { "SELECT class_id, sum(evictions), sum(never_fetched) FROM evictions_per_class_minute"
+        " WHERE run_id = ?1 GROUP BY class_id ORDER BY class_id",
+        NULL },
+      { TB_RUN },
+      1,
+      { { "class_id", 0, 'i' }, { "evictions", 1, 'i' }, { "never_fetched", 2, 'i' } },
+      3 },
+    { "series",
+      false,
+      { "SELECT ?2 + ((minute * 60000000000 - ?2) / ?3) * ?3 AS t, class_id, sum(evictions),"
+        " sum(never_fetched) FROM evictions_per_class_minute WHERE run_id = ?1"
+        " GROUP BY 1, 2 ORDER BY 1, 2",
+        NULL },
+      { TB_RUN, TB_FROM, TB_WIDTH },
+      3,
+      { { "t_ns", 0, 'i' },
+        { "class_id", 1, 'i' },
+        { "evictions", 2, 'i' },
+        { "never_fetched", 3, 'i' } },
+      4 },
+    { "prefixes",
+      false,
+      { "SELECT prefix, class_id, evictions, never_fetched FROM evictions_by_prefix"
+        " WHERE run_id = ?1 AND prefix IS NOT NULL ORDER BY evictions DESC, prefix, class_id"
+        " LIMIT ?2",
+        NULL },
+      { TB_RUN, TB_TOP },
+      2,
+      { { "prefix", 0, 's' },
+        { "class_id", 1, 'i' },
+        { "evictions", 2, 'i' },
+        { "never_fetched", 3, 'i' } },
+      4 },
+};
+
+/* a snapshot: the run's snapshots (newest first; picks the snap), then the
+ * picked one's classes, idle and age histograms and top prefixes */
+static const struct tap_stage TAP_SNAPSHOT[] = {
+    { "snapshots",
+      false,
+      { "SELECT snap, t_ns, ended_ns, items, bytes, complete FROM snapshots WHERE run_id = ?1"
+        " ORDER BY snap DESC LIMIT 100",
+        NULL },
+      { TB_RUN },
+      1,
+      { { "snap", 0, 'i' },
+        { "t_ns", 1, 'i' },
+        { "ended_ns", 2, 'i' },
+        { "items", 3, 'i' },
+        { "bytes", 4, 'i' },
+        { "complete", 5, 'b' } },
+      6 },
+    { "classes",
+      false,
+      { "SELECT class_id, items, bytes, min_size, max_size, chunk_size, waste_bytes"
+        " FROM snapshot_class_sizes WHERE run_id = ?1 AND snap = ?2 ORDER BY class_id",
+        NULL },
+      { TB_RUN, TB_SNAP },
+      2,
+      { { "class_id", 0, 'i' },
+        { "items", 1, 'i' },
+        { "bytes", 2, 'i' },
+        { "min_size", 3, 'i' },
+        { "max_size", 4, 'i' },
+        { "chunk_size", 5, 'i' },
+        { "waste_bytes", 6, 'i' } },
+      7 },
+    { "idle",
+      false,
+      { "SELECT class_id, bucket, items, never_fetched FROM snapshot_idle_histogram"
+        " WHERE run_id = ?1 AND snap = ?2 ORDER BY class_id, bucket",
+        NULL },
+      { TB_RUN, TB_SNAP },
+      2,
+      { { "class_id", 0, 'i' },
+        { "bucket_s", 1, 'i' },
+        { "items", 2, 'i' },
+        { "never_fetched", 3, 'i' } },
+      4 },
+    { "age",
+      false,
+      { "SELECT class_id, bucket, items, never_fetched FROM snapshot_age_histogram"
+        " WHERE run_id = ?1 AND snap = ?2 ORDER BY class_id, bucket",
+        NULL },
+      { TB_RUN, TB_SNAP },
+      2,
+      { { "class_id", 0, 'i' },
+        { "bucket_s", 1, 'i' },
+        { "items", 2, 'i' },
+        { "never_fetched", 3, 'i' } },
+      4 },
+    { "prefixes",
+      false,
+      { "SELECT prefix, sum(items), sum(bytes) FROM snapshot_prefixes"
+        " WHERE run_id = ?1 AND snap = ?2 AND prefix IS NOT NULL GROUP BY prefix"
+        " ORDER BY 3 DESC, prefix LIMIT ?3",
+        NULL },
+      { TB_RUN, TB_SNAP, TB_TOP },
+      3,
+      { { "prefix", 0, 's' }, { "items", 1, 'i' }, { "bytes", 2, 'i' } },
+      3 },
+};
+
+/* One stage of an evictions or snapshot answer per step (each a query of
+ * its own within the budget); true when j is answered. */
+static bool tap_step(struct query_queue *q, struct qsql_db *db, struct query_job *j)
+{
+    bool ev = j->p.kind == QUERY_EVICTIONS;
+    const struct tap_stage *stages = ev ? TAP_EVICTIONS : TAP_SNAPSHOT;
+    int nstages = ev ? (int)(sizeof TAP_EVICTIONS / sizeof *TAP_EVICTIONS)
+                     : (int)(sizeof TAP_SNAPSHOT / sizeof *TAP_SNAPSHOT);
+    struct buf *b = &j->tap_out;
+    /* whole minutes per point over the run's span */
+    int64_t minute = 60000000000LL;
+    int64_t width = j->span / (j->points > 0 ? j->points : 1);
+    width = (width + minute - 1) / minute * minute;
+    if (width < minute)
+        width = minute;
+    if (!j->tap_open) {
+        buf_init(b, JSONB_MAX);
+        j->tap_open = true;
+        j->snap = j->p.snap;
+        buf_printf(b, "{\"run_id\":%lld", (long long)j->run_id);
+        if (ev)
+            buf_printf(b, ",\"from_ns\":%lld,\"bucket_ns\":%lld", (long long)j->from,
+                       (long long)width);
+    }
+    const struct tap_stage *sg = &stages[j->stage];
+    struct qsql st;
+    int rc, rows = 0;
+    bool picked = false;
+    if (sql_prepare(db, &sg->sql, &st, j))
+        return true;
+    for (int i = 0; i < sg->nbind; i++) {
+        int64_t v = 0;
+        switch (sg->bind[i]) {
+        case TB_RUN: v = j->run_id; break;
+        case TB_SNAP: v = j->snap; break;
+        case TB_FROM: v = j->from; break;
+        case TB_WIDTH: v = width; break;
+        case TB_TOP: v = j->p.top; break;
+        }
+        qsql_bind(&st, i + 1, v);
+    }
+    buf_printf(b, ",\"%s\":%s", sg->member, sg->object ? "" : "[");
+    while ((rc = qsql_step(&st)) == QSQL_ROW) {
+        if (sg->object && rows)
+            continue;
+        buf_puts(b, rows++ ? ",{" : "{");
+        json_cols(b, &st, sg->cols, sg->ncols);
+        buf_puts(b, "}");
+        /* the snapshots, newest first: the one asked for, else the latest */
+        if (!ev && j->stage == 0 && (j->p.snap ? qsql_int(&st, 0) == j->p.snap : !picked)) {
+            j->snap = qsql_int(&st, 0);
+            picked = true;
+        }
+    }
+    if (sql_done(q, db, &st, rc, j))
+        return true;
+    if (sg->object && !rows)
+        buf_puts(b, "null");
+    if (!sg->object)
+        buf_puts(b, "]");
+    j->stage++;
+    if (!ev && j->stage == 1) {
+        if (!picked) {
+            j->snap = 0;
+            j->stage = nstages; /* no such snapshot: the list alone */
+        }
+        buf_printf(b, ",\"snap\":");
+        if (picked)
+            buf_printf(b, "%lld", (long long)j->snap);
+        else
+            buf_puts(b, "null");
+    }
+    if (j->stage < nstages)
+        return false;
+    buf_puts(b, "}\n");
+    j->tap_open = false;
+    json_finish(j, b);
+    return true;
+}
+
 /* One step of j; true when j is answered. */
 static bool job_step(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
@@ -2057,6 +2310,15 @@ static bool job_step(struct query_queue *q, struct qsql_db *db, struct query_job
         answer_reports(q, db, j);
         budget_end(db);
         break;
+    case QUERY_EVICTIONS:
+    case QUERY_SNAPSHOT: {
+        budget_start(q, db, q->budget_ms);
+        bool done = tap_step(q, db, j);
+        budget_end(db);
+        if (!done)
+            return false;
+        break;
+    }
     }
     if (j->st == QUERY_OK && j->finished_run && j->p.kind != QUERY_ADVICE) {
         struct query_params key = j->p;
@@ -2218,39 +2480,13 @@ void query_close(struct query_queue *q)
     pthread_mutex_destroy(&q->mu);
 }
 
-/* Columns as the members of a JSON object: "name":value for each, comma
- * first but for the first; kind 'i' an integer, 'g' a real, 's' a string
- * ("" for NULL), 'b' a boolean; NULL as null but for strings. */
-struct json_col {
-    const char *name;
-    int col;
-    char kind;
-};
-
-static void json_cols(struct buf *b, const struct qsql *st, const struct json_col *f, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        const char *v = qsql_text(st, f[i].col);
-        buf_printf(b, "%s\"%s\":", i ? "," : "", f[i].name);
-        if (f[i].kind == 's')
-            jsonb_string(b, v ? v : "", v ? strlen(v) : 0);
-        else if (f[i].kind == 'b')
-            buf_puts(b, qsql_int(st, f[i].col) ? "true" : "false");
-        else if (!v)
-            buf_puts(b, "null");
-        else if (f[i].kind == 'g')
-            buf_printf(b, "%g", strtod(v, NULL));
-        else
-            buf_printf(b, "%lld", (long long)qsql_int(st, f[i].col));
-    }
-}
-
 static char *runs_json(struct qsql_db *db, int64_t skip, size_t max)
 {
     static const struct json_col run[] = {
         { "run_id", 0, 'i' },       { "name", 1, 's' },     { "node", 2, 's' },
         { "started_ns", 3, 'i' },   { "ended_ns", 4, 'i' }, { "rows_recorded", 5, 'i' },
         { "rows_dropped", 6, 'i' }, { "crashed", 7, 'b' },  { "upstream", 8, 's' },
+        { "kind", 14, 's' },
     };
     static const struct json_col settings[] = {
         { "growth_factor", 10, 'g' },

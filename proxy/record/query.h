@@ -75,7 +75,15 @@ enum query_kind {
     QUERY_TRAFFIC,
     QUERY_ADVICE,
     QUERY_READS,
-    QUERY_REPORTS
+    QUERY_REPORTS,
+    /* issue 22, from the tables slabtap watch / snapshot / proxy
+     * --watch-evictions fill: */
+    QUERY_EVICTIONS, /* item_events: evictions per class over time (points
+                        buckets of whole minutes), per class, the top key
+                        prefixes, deletions */
+    QUERY_SNAPSHOT   /* a snapshot (snap, 0: the latest): the run's snapshots,
+                        per class resident items, sizes and waste, idle and
+                        age histograms per class, the top prefixes by bytes */
 };
 
 /* What is asked: validated by the caller (server/webapi.c), checked again
@@ -86,7 +94,8 @@ struct query_params {
     int64_t from_ns, to_ns; /* series: 0 = the run's start / end (or now) */
     int points;             /* series, traffic, reads: QUERY_POINTS_MIN..MAX */
     int buckets;            /* sizes: QUERY_BUCKETS_MIN..MAX */
-    int top;                /* traffic, reads: 1..QUERY_TOP_MAX */
+    int top;                /* traffic, reads, evictions, snapshot: 1..QUERY_TOP_MAX */
+    int64_t snap;           /* snapshot: its number, 0: the latest */
 };
 
 enum query_status {

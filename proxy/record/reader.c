@@ -173,6 +173,8 @@ int reader_run_get(struct reader *r, int64_t run_id, struct reader_run *out, cha
         out->ended_ns = rq_null(&c, 4) ? 0 : rq_int(&c, 4);
         out->rows_recorded = rq_null(&c, 5) ? -1 : rq_int(&c, 5);
         out->rows_dropped = rq_int(&c, 6);
+        const char *kind = rq_text(&c, 7);
+        snprintf(out->kind, sizeof out->kind, "%s", kind && *kind ? kind : "proxy");
     } else if (rc == 0)
         snprintf(err, errlen, "no run %lld", (long long)run_id);
     rq_finish(&c);

@@ -75,6 +75,8 @@ struct reader_run {
     int64_t ended_ns;      /* 0: running, or crashed */
     int64_t rows_recorded; /* -1: unknown */
     int64_t rows_dropped;
+    char kind[16]; /* runs.kind: proxy, experiment, watch, snapshot ("proxy":
+                      a store older than the column) */
 };
 /* Run run_id's row: 0, or -1 (no such run; err says so). */
 int reader_run_get(struct reader *r, int64_t run_id, struct reader_run *out, char *err,

@@ -22,7 +22,8 @@ enum reader_q {
     RQ_RUN_FIND,       /* t name_or_id (NULL: latest) -> run_id */
     RQ_SETS_FIND,      /* t id -> run_id (a sets table without runs; NULL: none) */
     RQ_SETS_LATEST,    /* -> max(run_id) of sets (idem) */
-    RQ_RUN,            /* i -> run_id name node started_ns ended_ns rows_recorded rows_dropped */
+    RQ_RUN,            /* i -> run_id name node started_ns ended_ns rows_recorded rows_dropped
+                        kind */
     RQ_SELECT,         /* t node_like, i since_ns -> run_id node */
     RQ_SETTINGS_FIRST, /* i -> name value version t_ns (one settings row) */
     RQ_SETTINGS_LAST,

@@ -20,9 +20,11 @@ static const struct reader_sql pg_sql[RQ__COUNT] = {
     [RQ_RUN_FIND] = { "SELECT run_id FROM runs WHERE $1::text IS NULL OR run_id::text = $1"
                       " OR name = $1 ORDER BY run_id DESC LIMIT 1",
                       NULL },
-    [RQ_RUN] = { "SELECT run_id, name, node, started_ns, ended_ns, rows_recorded, rows_dropped"
-                 " FROM runs WHERE run_id = $1",
-                 NULL },
+    [RQ_RUN] = { "SELECT run_id, name, node, started_ns, ended_ns, rows_recorded, rows_dropped,"
+                 " kind FROM runs WHERE run_id = $1",
+                 /* before runs.kind (PostgreSQL schema v3) */
+                 "SELECT run_id, name, node, started_ns, ended_ns, rows_recorded, rows_dropped,"
+                 " 'proxy' FROM runs WHERE run_id = $1" },
     [RQ_SELECT] = { "SELECT run_id, node FROM runs WHERE ($1::text IS NULL OR node LIKE $1)"
                     " AND ($2::bigint <= 0 OR ended_ns IS NULL OR ended_ns >= $2)"
                     " ORDER BY started_ns, run_id",

@@ -24,8 +24,11 @@ const struct reader_sql reader_sqlite_sql[RQ__COUNT] = {
     [RQ_SETS_LATEST] = { "SELECT max(run_id) FROM sets", NULL },
     [RQ_RUN] = { "SELECT run_id, name, coalesce((SELECT value FROM run_meta m"
                  " WHERE m.run_id = r.run_id AND m.key = 'node'), ''), started_ns, ended_ns,"
-                 " rows_recorded, rows_dropped FROM runs r WHERE run_id = ?1",
-                 NULL },
+                 " rows_recorded, rows_dropped, kind FROM runs r WHERE run_id = ?1",
+                 /* before runs.kind (schema v6) */
+                 "SELECT run_id, name, coalesce((SELECT value FROM run_meta m"
+                 " WHERE m.run_id = r.run_id AND m.key = 'node'), ''), started_ns, ended_ns,"
+                 " rows_recorded, rows_dropped, 'proxy' FROM runs r WHERE run_id = ?1" },
     [RQ_SELECT] = { "SELECT r.run_id, coalesce((SELECT value FROM run_meta m"
                     " WHERE m.run_id = r.run_id AND m.key = 'node'), '') AS node FROM runs r"
                     " WHERE (?1 IS NULL OR node LIKE ?1)"

@@ -85,6 +85,7 @@ static int replay_writes(struct reader *rd, struct prediction *r, char *err, siz
             .answer = w.answer,
             .has_ttl = w.exptime != 0,
             .class_id = w.class_id,
+            .flags_unknown = r->watch, /* memcached's log prints no flags */
         };
         predict_apply(r, &pw);
     }
@@ -136,6 +137,27 @@ static int observe_class(void *ud, uint32_t c, const struct predict_observed *o)
     return 0;
 }
 
+/* A watch run's writes memcached did not log: the lines it dropped
+ * (skipped=N, log_worker_dropped, log_watcher_skipped), as the watcher
+ * counted them into run_meta RUNS_META_NOT_SEEN (slabtap watch counts them
+ * into rows_dropped as well: the rest of rows_dropped is the recorder's
+ * own); without that entry, the run's rows_dropped. */
+static void read_not_seen(struct reader *rd, struct prediction *r)
+{
+    char *v = reader_meta(rd, r->run_id, RUNS_META_NOT_SEEN);
+    if (v) {
+        /* a number, or slabtap watch's JSON {"lines":N,...}; the watcher
+         * counts them into rows_dropped too: said once */
+        const char *lines = strstr(v, "\"lines\":");
+        r->not_seen = strtoll(lines ? lines + 8 : v, NULL, 10);
+        r->rows_dropped = r->rows_dropped > r->not_seen ? r->rows_dropped - r->not_seen : 0;
+        free(v);
+    } else {
+        r->not_seen = r->rows_dropped;
+        r->rows_dropped = 0;
+    }
+}
+
 static void read_observed(struct reader *rd, struct prediction *r)
 {
     int64_t first_id = reader_sample_edge(rd, r->run_id, READER_FIRST);
@@ -164,6 +186,8 @@ static void read_observed(struct reader *rd, struct prediction *r)
     r->flushes = b.cmd_flush - a.cmd_flush;
     r->observed_curr_items = b.curr_items;
     r->rows_dropped = reader_run_get(rd, r->run_id, &run, err, sizeof err) ? 0 : run.rows_dropped;
+    if (r->watch)
+        read_not_seen(rd, r);
 }
 
 /* What every prediction of a run starts from: its name, its settings, the
@@ -194,6 +218,7 @@ static int prediction_start(struct reader *rd, int64_t run_id, struct prediction
         predict_begin_choice(r, run_id, choice, err, errlen))
         goto out;
     r->recorded_ladder = recorded_ladder(rd, run_id, &r->ladder);
+    r->watch = !strcmp(run.kind, "watch");
     snprintf(r->run_name, sizeof r->run_name, "%s", run.name);
     snprintf(r->version, sizeof r->version, "%s", version);
     rc = 0;
@@ -444,4 +469,100 @@ out:
     free(cells.writes);
     free(cells.live);
     return rc;
+}
+
+/* --- from a snapshot (issue 22) --------------------------------------------- */
+
+struct snap_pick {
+    int64_t want; /* 0: the latest */
+    struct runs_snapshot_info *info;
+    bool found;
+};
+
+static int snap_pick(void *ud, const struct reader_snapshot *s)
+{
+    struct snap_pick *p = ud;
+    if (p->want && s->snap != p->want)
+        return 0;
+    p->found = true;
+    p->info->snap = s->snap;
+    p->info->t_ns = s->t_ns;
+    p->info->ended_ns = s->ended_ns;
+    p->info->complete = s->complete;
+    p->info->header_items = s->items;
+    return 0;
+}
+
+/* One resident item of ntotal bytes into r: the histogram and the class
+ * counters. The layout from the size alone: the key's own length, the rest
+ * value (flags, when the item has them, counted as value bytes: the same
+ * ntotal, the same class). */
+static int snap_item(struct prediction *r, struct runs_snapshot_info *info,
+                     const struct reader_item *it)
+{
+    struct slab_item_layout l;
+    uint32_t key_len = it->key_len > 0 && it->key_len <= 250 ? (uint32_t)it->key_len : 1;
+    uint64_t base = slab_item_ntotal(r->ladder.use_cas, key_len, 0, 0);
+    if (it->size <= 0)
+        return 0;
+    info->items++;
+    info->bytes += (uint64_t)it->size;
+    info->never_fetched += !it->fetched;
+    if ((uint64_t)it->size < base) { /* another key length: the size decides */
+        key_len = 1;
+        base = slab_item_ntotal(r->ladder.use_cas, 1, 0, 0);
+    }
+    if ((uint64_t)it->size < base ||
+        slab_item_layout(&r->ladder, key_len, 0, (uint64_t)it->size - base, &l) != SLAB_OK) {
+        info->too_large++;
+        return 0;
+    }
+    if (it->class_id && it->class_id != l.lru_class)
+        info->class_differs++;
+    if (slab_counters_add(&r->predicted, &r->ladder, &l) != SLAB_OK)
+        return -1;
+    r->live_items++;
+    return advise_hist_add(&r->live, (uint64_t)it->size, 1);
+}
+
+int runs_read_snapshot(struct reader *rd, int64_t run_id, int64_t snap, struct prediction *r,
+                       struct runs_snapshot_info *info, char *err, size_t errlen)
+{
+    struct snap_pick pick = { snap, info, false };
+    struct reader_cursor *c = NULL;
+    struct reader_item it;
+    int rc;
+    memset(r, 0, sizeof *r);
+    memset(info, 0, sizeof *info);
+    if (reader_snapshots(rd, run_id, snap_pick, &pick, err, errlen))
+        return -1;
+    if (!pick.found) {
+        if (snap)
+            snprintf(err, errlen, "run %lld has no snapshot %lld", (long long)run_id,
+                     (long long)snap);
+        else
+            snprintf(err, errlen, "run %lld has no snapshot (slabtap snapshot records them)",
+                     (long long)run_id);
+        return -1;
+    }
+    if (prediction_start(rd, run_id, r, err, errlen))
+        return -1;
+    read_observed(rd, r);
+    if (reader_items_open(rd, run_id, info->snap, &c, err, errlen))
+        return -1;
+    while ((rc = reader_next_item(c, &it, err, errlen)) == 1)
+        if (snap_item(r, info, &it)) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+            break;
+        }
+    reader_cursor_close(c);
+    if (rc < 0)
+        return -1;
+    advise_hist_sort(&r->live);
+    r->applied = info->items;
+    r->exact_expected = false;
+    snprintf(r->why_not, sizeof r->why_not, "from snapshot %lld: the resident items as listed",
+             (long long)info->snap);
+    return 0;
 }

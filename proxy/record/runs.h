@@ -27,6 +27,9 @@
  * observed and what changed memcached's memory between its first and last
  * sample (evictions, moves, expiries, flushes, a restart). 0, or -1 with a
  * message in err. Free with predict_free (also after a failure). */
+/* A watch run's run_meta entry: the writes memcached did not log. */
+#define RUNS_META_NOT_SEEN "memcached_dropped"
+
 int runs_read_prediction(struct reader *rd, int64_t run_id, struct prediction *out, char *err,
                          size_t errlen);
 
@@ -70,5 +73,31 @@ struct runs_agg_info {
  * predict_free. */
 int runs_read_prediction_agg(struct reader *rd, int64_t run_id, struct prediction *out,
                              struct runs_agg_info *info, char *err, size_t errlen);
+
+/* --- from a snapshot (issue 22) -------------------------------------------
+ * A snapshot (`slabtap snapshot`: one lru_crawler metadump) lists the items
+ * memory holds at that moment, each with memcached's ITEM_ntotal: the
+ * resident size distribution, advise's input as it is (no header
+ * arithmetic, flags included). */
+
+struct runs_snapshot_info {
+    int64_t snap;           /* the snapshot read */
+    int64_t t_ns, ended_ns; /* when it started and ended (0: cut short) */
+    bool complete;          /* memcached said END */
+    int64_t header_items;   /* the items its header counted */
+    uint64_t items, bytes;  /* items read and their ITEM_ntotal */
+    uint64_t class_differs; /* items memcached holds in another class than
+                                 their size gives under the run's ladder */
+    uint64_t too_large;     /* sizes the ladder has no class for */
+    uint64_t never_fetched; /* fetch=no */
+};
+
+/* The run's snapshot snap (0: its latest) as a prediction: the run's
+ * settings and ladder (runs_read_prediction's), out->live the items'
+ * ITEM_ntotal, out->predicted their per-class counters (one chunk each,
+ * or a chunked item's chunks), observed from the run's last sample. 0, or
+ * -1 with err (a run without snapshots says so). Free with predict_free. */
+int runs_read_snapshot(struct reader *rd, int64_t run_id, int64_t snap, struct prediction *out,
+                       struct runs_snapshot_info *info, char *err, size_t errlen);
 
 #endif

@@ -244,7 +244,8 @@ static void routes_runs(const struct admin_http_request *req, struct admin_http_
     struct app *a = req->ud;
     struct buf b;
     buf_init(&b, JSONB_MAX);
-    buf_printf(&b, "{\"current\":{\"run_id\":%lld,\"name\":", (long long)a->run_id);
+    buf_printf(&b, "{\"current\":{\"run_id\":%lld,\"kind\":\"%s\",\"name\":", (long long)a->run_id,
+               a->cfg.run_kind ? a->cfg.run_kind : "proxy");
     jsonb_string(&b, a->cfg.run_name, strlen(a->cfg.run_name));
     buf_printf(&b, ",\"started_ns\":%lld,\"upstream\":", (long long)a->started_ns);
     jsonb_string(&b, a->cfg.proxy.upstream_text, strlen(a->cfg.proxy.upstream_text));
@@ -255,7 +256,8 @@ static void routes_runs(const struct admin_http_request *req, struct admin_http_
                (long long)atomic_load(&a->phase_id), a->cfg.stats_interval_ms,
                a->runs_all ? a->runs_all : "");
     /* the running run first (newest), then the file's earlier ones */
-    buf_printf(&b, "{\"run_id\":%lld,\"name\":", (long long)a->run_id);
+    buf_printf(&b, "{\"run_id\":%lld,\"kind\":\"%s\",\"name\":", (long long)a->run_id,
+               a->cfg.run_kind ? a->cfg.run_kind : "proxy");
     jsonb_string(&b, a->cfg.run_name, strlen(a->cfg.run_name));
     buf_printf(&b,
                ",\"started_ns\":%lld,\"ended_ns\":null,\"rows_recorded\":%llu,"
@@ -370,6 +372,8 @@ ROUTES_WEBAPI(routes_run_traffic, WEBAPI_TRAFFIC)
 ROUTES_WEBAPI(routes_run_advice, WEBAPI_ADVICE)
 ROUTES_WEBAPI(routes_run_reads, WEBAPI_READS)
 ROUTES_WEBAPI(routes_run_reports, WEBAPI_REPORTS)
+ROUTES_WEBAPI(routes_run_evictions, WEBAPI_EVICTIONS)
+ROUTES_WEBAPI(routes_run_snapshot, WEBAPI_SNAPSHOT)
 
 const struct admin_http_route routes_table[] = {
     // clang-format off: one entry per path of the page
@@ -387,6 +391,8 @@ const struct admin_http_route routes_table[] = {
     { "GET", "/api/run/advice", routes_run_advice },
     { "GET", "/api/run/reads", routes_run_reads },
     { "GET", "/api/run/reports", routes_run_reports },
+    { "GET", "/api/run/evictions", routes_run_evictions },
+    { "GET", "/api/run/snapshot", routes_run_snapshot },
 };
 
 const size_t routes_count = sizeof routes_table / sizeof routes_table[0];

@@ -66,6 +66,15 @@ int webapi_parse(enum webapi_route route, const char *query, struct query_params
         ps[np++] =
             (struct webapi_param){ "top", 1, QUERY_TOP_MAX, false, WEBAPI_DEFAULT_READS_TOP };
         break;
+    case WEBAPI_EVICTIONS:
+        ps[np++] = (struct webapi_param){ "points", QUERY_POINTS_MIN, QUERY_POINTS_MAX, false,
+                                          WEBAPI_DEFAULT_POINTS };
+        ps[np++] = (struct webapi_param){ "top", 1, QUERY_TOP_MAX, false, WEBAPI_DEFAULT_TOP };
+        break;
+    case WEBAPI_SNAPSHOT:
+        ps[np++] = (struct webapi_param){ "snap", 0, INT64_MAX, false, 0 };
+        ps[np++] = (struct webapi_param){ "top", 1, QUERY_TOP_MAX, false, WEBAPI_DEFAULT_TOP };
+        break;
     case WEBAPI_CLASSES:
     case WEBAPI_ADVICE:
     case WEBAPI_REPORTS: break;
@@ -119,6 +128,8 @@ int webapi_parse(enum webapi_route route, const char *query, struct query_params
             out->points = (int)v;
         else if (!strcmp(ps[i].name, "top"))
             out->top = (int)v;
+        else if (!strcmp(ps[i].name, "snap"))
+            out->snap = v;
     }
     if (out->to_ns && out->to_ns <= out->from_ns) {
         snprintf(err, errlen, "'to' must be after 'from'");

@@ -1,7 +1,7 @@
 /* webapi: the JSON API of the live page -- GET /api/run/sizes, classes,
- * series, traffic, advice, reads and reports -- answered asynchronously from queries the
- * recorder's writer thread runs on SQLite, a query thread on PostgreSQL
- * (record/query.h).
+ * series, traffic, advice, reads, reports, evictions and snapshot (issue
+ * 22) -- answered asynchronously from queries the recorder's writer thread
+ * runs on SQLite, a query thread on PostgreSQL (record/query.h).
  *
  * Owns the query queue of the running proxy, the parameters of each route
  * (webapi_parse: pure, every parameter an integer in its range, no
@@ -36,7 +36,9 @@ enum webapi_route {
     WEBAPI_TRAFFIC = QUERY_TRAFFIC,
     WEBAPI_ADVICE = QUERY_ADVICE,
     WEBAPI_READS = QUERY_READS,
-    WEBAPI_REPORTS = QUERY_REPORTS
+    WEBAPI_REPORTS = QUERY_REPORTS,
+    WEBAPI_EVICTIONS = QUERY_EVICTIONS, /* ?points=&top= */
+    WEBAPI_SNAPSHOT = QUERY_SNAPSHOT    /* ?snap=&top= */
 };
 
 /* Pure: the raw query string of a request to route into *out (defaults

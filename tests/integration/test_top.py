@@ -199,8 +199,9 @@ class TopOnce(mctest.ServerTestCase):
             stop.set()
             t.join(30)
         self.assertEqual(rc, 0, err)
-        self.assertTrue(out.startswith("slabtap top: %s:%d via slabtap /api/slabs  memcached "
-                                       % (HOST, self.px.http_port)), out)
+        # the running slabtap's run and kind (GET /api/runs, issue 22)
+        self.assertTrue(re.match(r"slabtap top: %s:%d via slabtap /api/slabs, proxy run #\d+  "
+                                 r"memcached " % (re.escape(HOST), self.px.http_port), out), out)
         m = re.search(r"^ops/s ([0-9.]+)  get/s ([0-9.]+)  set/s ([0-9.]+)  evict/s ([0-9.]+)"
                       r"  hit ([0-9.]+)%$", out, re.M)
         self.assertTrue(m, "numbers for ops/s, get/s and hit in:\n" + out)

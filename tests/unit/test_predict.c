@@ -430,8 +430,75 @@ static void test_unit_suspect(void)
     }
 }
 
+/* A watch run (issue 22): flags unknown, class_id memcached's clsid. Default
+ * ladder: class 2 is 120 bytes; key 10, CAS on: ntotal = 69 + value. */
+static void test_watch(void)
+{
+    static const struct {
+        const char *what;
+        int64_t value_len;
+        uint32_t clsid;
+        uint64_t same, inferred, differs, assumed;
+        uint32_t cls;           /* the class the item is counted in */
+        uint64_t mem_requested; /* of that class */
+    } cases[] = {
+        { "exactly the chunk, flags 0", 51, 2, 1, 0, 0, 1, 2, 120 },
+        { "exactly the chunk, flags: one class up", 51, 3, 0, 1, 0, 0, 3, 124 },
+        { "one under, flags: one class up", 50, 3, 0, 1, 0, 0, 3, 123 },
+        { "one over: class 3 either way (flags unseen)", 52, 3, 1, 0, 0, 1, 3, 121 },
+        { "a class no flags give", 51, 5, 0, 0, 1, 1, 2, 120 },
+        { "no clsid logged", 51, 0, 0, 0, 0, 1, 2, 120 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct slab_settings s;
+        struct prediction *r = calloc(1, sizeof *r);
+        char err[256];
+        slab_settings_default(&s);
+        CHECK_INT(predict_begin(r, 1, &s, err, sizeof err), 0);
+        r->watch = true;
+        struct predict_write w = { .cmd = "set",
+                                   .key_hash = 42,
+                                   .key_len = 10,
+                                   .value_len = cases[i].value_len,
+                                   .answer = "STORED",
+                                   .class_id = cases[i].clsid,
+                                   .flags_unknown = true };
+        predict_apply(r, &w);
+        CHECK_INT(predict_end(r), 0);
+        CHECK(r->class_same == cases[i].same && r->flags_inferred == cases[i].inferred &&
+                  r->class_differs == cases[i].differs && r->flags_assumed == cases[i].assumed,
+              "%s: same %llu inferred %llu differs %llu assumed %llu", cases[i].what,
+              (unsigned long long)r->class_same, (unsigned long long)r->flags_inferred,
+              (unsigned long long)r->class_differs, (unsigned long long)r->flags_assumed);
+        CHECK(r->predicted.cls[cases[i].cls].used_chunks == 1 &&
+                  r->predicted.cls[cases[i].cls].mem_requested == cases[i].mem_requested,
+              "%s: class %u used %llu requested %llu", cases[i].what, cases[i].cls,
+              (unsigned long long)r->predicted.cls[cases[i].cls].used_chunks,
+              (unsigned long long)r->predicted.cls[cases[i].cls].mem_requested);
+        /* memcached's own counters 4 bytes over: within the flags' bound
+         * (the item may carry flags), 8 over: a difference */
+        for (int over = 0; over <= 8; over += 4) {
+            struct predict_observed o = { .chunk_size = 0,
+                                          .used_chunks = 1,
+                                          .mem_requested = (int64_t)cases[i].mem_requested + over,
+                                          .total_pages = 1 };
+            memset(r->observed, 0, sizeof r->observed);
+            predict_observe(r, cases[i].cls, &o);
+            uint64_t flagged = 0;
+            int fc = predict_flag_classes(r, &flagged);
+            CHECK(predict_mismatches(r) == (over == 8) && fc == (over == 4) &&
+                      flagged == (over == 4),
+                  "%s, observed +%d: mismatches %d, flag classes %d (%llu items)", cases[i].what,
+                  over, predict_mismatches(r), fc, (unsigned long long)flagged);
+        }
+        predict_free(r);
+        free(r);
+    }
+}
+
 int main(void)
 {
+    test_watch();
     test_unit_suspect();
     test_ladder_choose();
     test_apply();

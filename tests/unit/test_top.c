@@ -527,6 +527,44 @@ static void test_http_parse(void)
     free(junk);
 }
 
+/* GET /api/runs: the running slabtap's run and kind (issue 22), at every
+ * cut of the answer: a cut one never reads past its end. */
+static void test_current_run(void)
+{
+    static const struct {
+        const char *json;
+        int rc;
+        int64_t id;
+        const char *kind;
+    } t[] = {
+        { "{\"current\":{\"run_id\":7,\"kind\":\"watch\",\"name\":\"w\"},\"runs\":[]}", 0, 7,
+          "watch" },
+        { "{\"current\":{\"run_id\":12,\"kind\":\"snapshot\"},\"runs\":[{\"kind\":\"proxy\"}]}", 0,
+          12, "snapshot" },
+        /* an older slabtap: no kind */
+        { "{\"current\":{\"run_id\":3,\"name\":\"a\"},\"runs\":[{\"run_id\":2,\"kind\":\"watch\"}]"
+          "}",
+          0, 3, "proxy" },
+        { "{\"runs\":[]}", -1, 0, "" },
+        { "", -1, 0, "" },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int64_t id = -1;
+        char kind[16] = "";
+        CHECK_INT(top_current_run(t[i].json, strlen(t[i].json), &id, kind, sizeof kind), t[i].rc);
+        if (t[i].rc == 0) {
+            CHECK_INT(id, t[i].id);
+            CHECK_STR(kind, t[i].kind);
+        }
+        for (size_t cut = 0; cut < strlen(t[i].json); cut++) {
+            char *p = malloc(cut ? cut : 1);
+            memcpy(p, t[i].json, cut);
+            top_current_run(p, cut, &id, kind, sizeof kind);
+            free(p);
+        }
+    }
+}
+
 int main(void)
 {
     stats_sample_init(&sample);
@@ -540,6 +578,7 @@ int main(void)
     test_keys();
     test_zero_pages();
     test_http_parse();
+    test_current_run();
     stats_sample_fini(&sample);
     return check_done("test_top");
 }
