@@ -238,12 +238,14 @@ class TapModelTest(mctest.ServerTestCase):
         mc = self.mc(extra=["-m", "2", "-o", "worker_logbuf_size=4096,watcher_logbuf_size=4096"],
                      name="mc-top")
         db = self.path("top.db")
-        port = mctest.reserve_port()
+        port = mctest.reserve_port()  # held (SO_REUSEADDR) until slabtap listens on it
         http = port.port
-        port.release()
-        p, err = self.tap("watch", mc, db, ["--http", "%s:%d" % (HOST, http), "--keys", "full"])
-        mctest.wait_for(lambda: "watching memcached" in read(err), 20,
-                        what="the watcher connected")
+        try:
+            p, err = self.tap("watch", mc, db, ["--http", "%s:%d" % (HOST, http), "--keys", "full"])
+            mctest.wait_for(lambda: "watching memcached" in read(err), 20,
+                            what="the watcher connected")
+        finally:
+            port.release()
         with mc.connect() as s:
             for b in range(8):  # slowly enough that memcached logs every line
                 s.sendall(b"".join(b"set user:%d 0 0 1000 noreply\r\n%s\r\n" % (i, b"u" * 1000)
