@@ -120,7 +120,9 @@ static void scrape_proxy(struct prom_writer *w, const struct scrape_sources *src
                  "(the store failed past --max-stall), shutdown (still failing at exit), "
                  "spill_full (past --spill-max), store_unavailable (--record-optional), "
                  "file_deleted (the SQLite file was deleted or replaced while recording), "
-                 "wal_full (past --wal-max while a reader held a snapshot)");
+                 "wal_full (past --wal-max while a reader held a snapshot), "
+                 "memcached_dropped (slabtap watch: log lines memcached dropped, skipped=N and "
+                 "log_worker_dropped/log_watcher_skipped)");
     scrape_losses(w, rec, rec_lost);
     prom_declare(w, "slabtap_read_rows_lost_total", PROM_COUNTER,
                  "Read rows (one per key asked for) the writer could not record, by reason "
