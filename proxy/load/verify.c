@@ -94,30 +94,42 @@ static int verify_start_replay(struct mcserver *mc, uv_loop_t *loop, const char 
     return 0;
 }
 
+/* What both verifications start with: *out cleared with the prediction,
+ * a load result, and the flags of s in the units of the memcached that
+ * will run them, with room for every item twice over (nothing evicted).
+ * The load result (caller frees), or NULL with out->error. */
+static struct load_result *verify_begin(const struct slab_settings *s,
+                                        const struct advise_eval *pred, const char *memcached,
+                                        struct verify_result *out)
+{
+    struct load_result *lr = calloc(1, sizeof *lr);
+    uint64_t mem_mb = pred->allocated / (1024 * 1024) * 2 + 64;
+    memset(out, 0, sizeof *out);
+    out->predicted_pct = pred->waste_pct;
+    if (!lr) {
+        snprintf(out->error, sizeof out->error, "out of memory");
+        return NULL;
+    }
+    if (mcserver_version(memcached, false, NULL, out->version, sizeof out->version, out->error,
+                         sizeof out->error) ||
+        slab_settings_flags_for(s, mem_mb, out->version, out->flags, sizeof out->flags, out->error,
+                                sizeof out->error)) {
+        free(lr);
+        return NULL;
+    }
+    return lr;
+}
+
 int verify_settings(const char *db_path, const struct prediction *r, const struct slab_settings *s,
                     const struct advise_eval *pred, const char *memcached,
                     struct verify_result *out)
 {
     uv_loop_t loop;
     struct mcserver mc;
-    struct load_result *lr = calloc(1, sizeof *lr);
     int rc = -1;
-    /* room for every item twice over, so nothing is evicted */
-    uint64_t mem_mb = pred->allocated / (1024 * 1024) * 2 + 64;
-    memset(out, 0, sizeof *out);
-    out->predicted_pct = pred->waste_pct;
-    if (!lr) {
-        snprintf(out->error, sizeof out->error, "out of memory");
+    struct load_result *lr = verify_begin(s, pred, memcached, out);
+    if (!lr)
         return -1;
-    }
-    /* the flags in the units of the memcached that will run them */
-    if (mcserver_version(memcached, false, NULL, out->version, sizeof out->version, out->error,
-                         sizeof out->error) ||
-        slab_settings_flags_for(s, mem_mb, out->version, out->flags, sizeof out->flags, out->error,
-                                sizeof out->error)) {
-        free(lr);
-        return -1;
-    }
     uv_loop_init(&loop);
     int replayed = verify_start_replay(&mc, &loop, memcached, out->flags, db_path, r->run_id, 0, lr,
                                        out->error, sizeof out->error);
@@ -192,26 +204,14 @@ int verify_settings_hist(const struct advise_hist *h, bool use_cas, const struct
 {
     uv_loop_t loop;
     struct mcserver mc;
-    struct load_result *lr = calloc(1, sizeof *lr);
     struct load_config lc = { 0 };
     char path[256], target[64], err[MCSERVER_ERR_MAX];
     const char *tmp = getenv("TMPDIR");
     int rc = -1, fd;
     FILE *f = NULL;
-    uint64_t mem_mb = pred->allocated / (1024 * 1024) * 2 + 64;
-    memset(out, 0, sizeof *out);
-    out->predicted_pct = pred->waste_pct;
-    if (!lr) {
-        snprintf(out->error, sizeof out->error, "out of memory");
+    struct load_result *lr = verify_begin(s, pred, memcached, out);
+    if (!lr)
         return -1;
-    }
-    if (mcserver_version(memcached, false, NULL, out->version, sizeof out->version, out->error,
-                         sizeof out->error) ||
-        slab_settings_flags_for(s, mem_mb, out->version, out->flags, sizeof out->flags, out->error,
-                                sizeof out->error)) {
-        free(lr);
-        return -1;
-    }
     snprintf(path, sizeof path, "%s/slabtap-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if ((fd = mkstemp(path)) < 0 || !(f = fdopen(fd, "w"))) {
         snprintf(out->error, sizeof out->error, "temporary trace %.200s: %s", path,
