@@ -581,6 +581,22 @@ def http_json(port, method, path, expect=200):
     return json.loads(body.decode("utf-8"))
 
 
+def health(port):
+    """/health's JSON whatever its status (503 until the poller's first
+    sample, or while degraded: the body says why either way)."""
+    st, hdrs, body = http_request(port, "GET", "/health")
+    if st not in (200, 503):
+        raise AssertionError("GET /health: status %d: %r" % (st, body[:500]))
+    return json.loads(body.decode("utf-8"))
+
+
+def health_ok(port, timeout=20):
+    """/health's JSON once it answers 200 (the first stats sample can come a
+    while after the start-up line on a loaded machine)."""
+    return wait_for(lambda: (lambda r: json.loads(r[2].decode("utf-8")) if r[0] == 200 else None)(
+        http_request(port, "GET", "/health")), timeout, what="/health 200")
+
+
 # --- database -----------------------------------------------------------------
 
 def db_rows(path, sql, args=()):

@@ -203,7 +203,7 @@ class Addr(mctest.ServerTestCase):
             self.assertEqual(mctest.recv_until(s, b"END\r\n"), b"VALUE addr:mc2 0 2\r\nv2\r\nEND\r\n")
 
         def polled():
-            h = mctest.http_json(px.http_port, "GET", "/health")
+            h = mctest.health(px.http_port)  # 503 until the first sample
             return h["upstream"]["reachable"] and h["upstream"]["last_sample_age_ms"] >= 0 and h
         h = mctest.wait_for(polled, 20, what="the stats poller over the unix socket")
         self.assertEqual(h["upstream"]["address"], "unix:" + sock)
@@ -224,7 +224,7 @@ class Addr(mctest.ServerTestCase):
                 self.assertEqual(set_get(s, b"addr:v6-%d" % i), want_answer(b"addr:v6-%d" % i))
 
         def polled():
-            h = mctest.http_json(px.http_port, "GET", "/health")
+            h = mctest.health(px.http_port)  # 503 until the first sample
             return h["upstream"]["reachable"]
         mctest.wait_for(polled, 20, what="the stats poller on the second address")
         self.stop_clean(px)
