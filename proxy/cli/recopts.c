@@ -292,7 +292,7 @@ static void on_signal_while_finishing(int sig)
     (void)rc;
 }
 
-static void finish_signals(struct recorder *r)
+void cli_rec_finish_signals(struct recorder *r)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -377,7 +377,7 @@ int cli_app_run(struct cli_app *ca)
     uv_run(&ca->loop, UV_RUN_DEFAULT);
     /* the loop is idle: write every row, finish the run, close the file */
     if (ca->stopping) /* a signal stopped us: a second one must not wait */
-        finish_signals(&ca->app.rec);
+        cli_rec_finish_signals(&ca->app.rec);
     struct rec_totals t; /* the counts are final here: the recorder is closed */
     int rc = app_finish(&ca->app, &t) ? 1 : 0;
     /* every lost write, by reason (what the runs row says too); read rows

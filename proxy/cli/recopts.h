@@ -47,6 +47,10 @@ enum opt_result cli_rec_finish(const char *command, struct cli_rec_args *a, stru
                                char *err, size_t errlen);
 /* The shared flags' help lines. */
 void cli_rec_usage(FILE *out);
+/* Once the loop has stopped and the last rows are being written: a second
+ * SIGINT/SIGTERM/SIGHUP gives up on them (rec_give_up, counted as lost)
+ * instead of killing the process. Used by cli_app and `slabtap snapshot`. */
+void cli_rec_finish_signals(struct recorder *r);
 /* The command line as recorded in runs.options (a password never). */
 void cli_rec_join_args(int argc, char **argv, char *out, size_t cap);
 

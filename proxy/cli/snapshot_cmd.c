@@ -210,34 +210,6 @@ static void snapcmd_on_signal(uv_signal_t *h, int signum)
         snapcmd_stop(sc);
 }
 
-/* While the last rows are written (the loop has stopped, its signal
- * watchers closed), a second SIGINT/SIGTERM/SIGHUP stops waiting for the
- * database instead of killing the process (cli_app does the same). */
-static struct recorder *snapcmd_finish_rec;
-
-static void snapcmd_on_signal_finishing(int sig)
-{
-    static const char msg[] = "slabtap: signal again: giving up on rows not yet written "
-                              "(counted as lost)\n";
-    (void)sig;
-    if (snapcmd_finish_rec)
-        rec_give_up(snapcmd_finish_rec);
-    ssize_t rc = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)rc;
-}
-
-static void snapcmd_finish_signals(struct recorder *r)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    snapcmd_finish_rec = r;
-    sa.sa_handler = snapcmd_on_signal_finishing;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-}
-
 /* --- flags --------------------------------------------------------------------- */
 
 struct snapcmd_args {
@@ -334,7 +306,7 @@ int cli_snapshot_main(int argc, char **argv)
     snapcmd_start(sc);
     uv_run(&sc->loop, UV_RUN_DEFAULT);
 
-    snapcmd_finish_signals(&sc->app.rec);
+    cli_rec_finish_signals(&sc->app.rec);
     struct rec_totals t;
     int frc = app_finish(&sc->app, &t);
     rc = frc ? 1 : sc->rc;
