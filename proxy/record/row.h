@@ -84,12 +84,37 @@ struct rec_row {
  * its number in the run (REC_ROW_ITEM.snap), t_ns when it started, text
  * JSON {"ended_ns":N,"items":N,"bytes":N,"complete":true|false} (complete:
  * memcached said END). */
+/* REC_JOB_SAMPLE / REC_JOB_SETTINGS with target set: a shadow's (issue 23,
+ * server/shadow.h), into shadow_samples / shadow_sample_classes /
+ * shadow_settings. REC_JOB_SHADOW_EVENT: text the event ("started",
+ * "restarted", "exited", "connected", "lost", "too_small"), version its
+ * detail (for "started": JSON {"kind":"started"|"upstream","flags":"...",
+ * "sample":N,"memory_mb":M,"command":"..."}), into shadow_events.
+ * REC_JOB_SHADOW_COUNTS: one second (t_ns = the second's start) of one
+ * shadow's counters, counts[] in enum rec_shadow_count order (the order of
+ * SHADOW_COUNTERS), into shadow_counts. */
 enum rec_job_kind {
     REC_JOB_SAMPLE,
     REC_JOB_SETTINGS,
     REC_JOB_PHASE,
     REC_JOB_META,
-    REC_JOB_SNAPSHOT
+    REC_JOB_SNAPSHOT,
+    REC_JOB_SHADOW_EVENT,
+    REC_JOB_SHADOW_COUNTS
+};
+
+enum rec_shadow_count {
+    REC_SC_READS,
+    REC_SC_HITS,
+    REC_SC_MISSES,
+    REC_SC_FILLS,
+    REC_SC_WRITES,
+    REC_SC_STORED,
+    REC_SC_NOT_STORED,
+    REC_SC_OTHERS,
+    REC_SC_ERRORS,
+    REC_SC_DROPPED,
+    REC_SHADOW_NCOUNTS
 };
 
 struct rec_job {
@@ -104,6 +129,9 @@ struct rec_job {
     size_t nclasses;  /* SAMPLE: per-class JSON objects */
     unsigned *class_ids;
     char **class_json;
+    char *target; /* SAMPLE, SETTINGS: NULL the primary, else the shadow's
+                     name; SHADOW_*: the shadow's name (heap, freed with it) */
+    int64_t counts[REC_SHADOW_NCOUNTS]; /* SHADOW_COUNTS */
 };
 
 #endif
