@@ -1,0 +1,596 @@
+#!/usr/bin/python3
+"""test_shadow: shadow memcacheds (issue 23, docs/shadow.md) against real
+memcacheds, through `slabtap proxy --shadow`.
+
+1. Exactness: experiment 3's calcification workload (experiments/
+   exp3_calcify.wl, scaled to -m 8 and sent by `slabtap load` over one
+   connection, one request in flight) through a proxy with two shadows,
+   `-f 1.08` and `-o slab_automove=2`, then the same workload sent directly
+   to two memcacheds started with the same flags (and `-t 1`, as shadows
+   run): per slab class total_pages, used_chunks, mem_requested and evicted
+   are equal exactly for `-f 1.08` (its automover decides nothing in a run
+   shorter than its 30 s window); for slab_automove=2, whose page moves are
+   timed by memcached's rebalancer thread, the final layout is equal (within
+   a page per class) and the large class's evictions are inside the spread
+   this workload shows when sent to the same memcached again (measured:
+   197..1139 of 3,600 large sets). Then reads: each shadow's hit/miss
+   counters (/health "shadows") equal its memcached's get_hits/get_misses
+   read on its own socket, its writes counter its cmd_set.
+2. The SQL: after that run the targets, target_totals and target_compare
+   views have the shadows' rows (SQLite), the totals equal to what the
+   shadows' memcacheds said.
+3. kill -9 of the shadow's memcached mid-load: the client sees no error and
+   exactly the answers memcached gives without any proxy, the drops are
+   counted, /health says restarts 1, shadow_events has "restarted", and
+   mirroring resumes (a later load is mirrored whole into the new process).
+4. SIGSTOP of the shadow during load: the proxy's RSS grows by at most its
+   --shadow-queue plus slack (while several times that was mirrored), every
+   request is answered, drops are counted; after SIGCONT mirroring resumes.
+5. A 1/8 sampled shadow (`1/8 -m 64 -f 1.08`) beside the full-size one
+   (`-m 64 -f 1.08`) on a Zipf get-or-set load: hit ratios within the error
+   stated in docs/shadow.md (SAMPLE_ERR, measured over seeds), both printed.
+6. Bad flags: five shadows, a sample too small for the primary's memory, a
+   bad --shadow-upstream, a bad --shadow-sample: exit 2 with one line (and
+   the help hint for flag errors).
+
+Needs memcached on PATH and $SLABTAP. Binds 127.0.0.1 only (shadows run on
+unix sockets in the proxy's private directory); every wait is bounded.
+"""
+import os
+import re
+import signal
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mctest  # noqa: E402
+
+SLABTAP = mctest.SLABTAP
+
+# Experiment 3 (exp3_calcify.wl) scaled from -m 64 to -m 8: the small class
+# takes every page, then a large working set of 300 items (7 pages once
+# rebalanced) is rewritten 12 times. One connection, one request in flight:
+# the shadows see the requests in the order memcached does.
+EXACT_MB = 8
+EXACT_WRITES = """connections 1
+pipeline 1
+seed 3
+phase fill_small
+set 100000 key=s:{i:7} size=10
+phase large_rewrite
+repeat 12 {
+  set 300 key=L:{i:4} size=20000
+  sleep 20
+}
+"""
+EXACT_LARGE_SETS = 12 * 300
+EXACT_READS = """connections 1
+pipeline 1
+seed 5
+get 300 key=L:{i:4}
+get 2000 key=s:{rand:100000:7}
+get 200 key=none:{i:4}
+"""
+EXACT_READ_KEYS = 2500
+
+# a get-or-set load whose keys all fit in -m 64: one connection, so every
+# answer is determined by the plan (the same with or without a proxy)
+GETSET = """connections 1
+pipeline 16
+seed 7
+getset %d key=k:{zipf:20000:1.0:6} size=uniform(50,500)
+"""
+
+# the sampled-shadow load: fixed-size values (one slab class, so a 1/8
+# sample of -m 64 is the 8 pages the size rule allows), Zipf 1.0 over
+# 200,000 keys: 64 MB holds ~31,000 of them
+ZIPF = """connections 4
+pipeline 32
+seed %d
+getset %d key=z:{zipf:200000:1.0:6} size=2000
+"""
+# the stated error of a 1/8 sampled shadow's hit ratio against the full-size
+# shadow's on ZIPF (absolute, in hit-ratio units): docs/shadow.md, "The
+# sampled shadow's error"
+SAMPLE_ERR = 0.03
+
+
+def load(target, text, workdir, name, extra=(), timeout=240):
+    """`slabtap load` of the workload text at target (a port or "unix:PATH");
+    (rc, summary dict, stdout)."""
+    path = os.path.join(workdir, name + ".wl")
+    with open(path, "w") as f:
+        f.write(text)
+    addr = target if isinstance(target, str) else "%s:%d" % (mctest.HOST, target)
+    rc, out, err = mctest.run_slabtap(["load", "--target", addr, "--workload", path, "-q"]
+                                      + list(extra), timeout=timeout)
+    if rc != 0:
+        raise AssertionError("slabtap load exit %d:\n%s\n%s" % (rc, out[-2000:], err[-2000:]))
+    return summary(out), out
+
+
+def summary(out):
+    d = {}
+    for line in out.splitlines():
+        m = re.match(r"^([a-z/ ]+):\s+(.*)$", line)
+        if m and m.group(1) not in d:
+            d[m.group(1)] = m.group(2)
+    return d
+
+
+def reads_line(s):
+    """(gets, hits, misses, fills) of the summary's reads: line."""
+    m = re.match(r"(\d+) gets, (\d+) hits, (\d+) misses, .*?(\d+) fills", s["reads"])
+    return tuple(int(x) for x in m.groups())
+
+
+def shadows(px):
+    """/health's "shadows" list of proxy px (started with http=True)."""
+    return mctest.health(px.http_port).get("shadows", [])
+
+
+def by_target(px):
+    return {s["target"]: s for s in shadows(px)}
+
+
+def wait_up(px, n, timeout=30):
+    """Every one of the n shadows "up" (they start after the primary's first
+    stats sample)."""
+    return mctest.wait_for(lambda: (lambda sh: sh if len(sh) == n and all(
+        s["state"] == "up" for s in sh) else None)(shadows(px)), timeout,
+        what="%d shadows up in /health" % n)
+
+
+def counts(s):
+    return {k: s[k] for k in ("reads", "hits", "misses", "fills", "writes", "stored",
+                              "not_stored", "others", "errors", "dropped")}
+
+
+def wait_drained(px, timeout=60):
+    """The shadows' /health once nothing is queued or in flight and two reads
+    0.3 s apart agree (every mirrored request answered and counted)."""
+    last = [None]
+
+    def settled():
+        sh = shadows(px)
+        if any(s["queued_bytes"] or s["inflight"] for s in sh):
+            last[0] = None
+            return None
+        key = [counts(s) for s in sh]
+        if key == last[0]:
+            return sh
+        last[0] = key
+        return None
+    return mctest.wait_for(settled, timeout, interval=0.3, what="shadows drained")
+
+
+def children(pid):
+    """[(pid, argv)] of the processes whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+            ppid = int(st[st.rindex(")") + 2:].split()[1])
+            if ppid != pid:
+                continue
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = [a.decode() for a in f.read().split(b"\0") if a]
+        except (OSError, ValueError):
+            continue
+        out.append((int(d), argv))
+    return out
+
+
+def shadow_procs(px, n, timeout=20):
+    """The n memcacheds proxy px started, in the order of their sockets
+    (-s DIR/shadowK.sock, K the shadow's index): [{pid, sock, argv}]."""
+    def find():
+        got = []
+        for pid, argv in children(px.pid):
+            if "-s" in argv and os.path.basename(argv[0]).startswith("memcached"):
+                sock = argv[argv.index("-s") + 1]
+                got.append({"pid": pid, "sock": sock, "argv": argv})
+        return got if len(got) == n else None
+    got = mctest.wait_for(find, timeout, what="%d shadow memcacheds under the proxy" % n)
+    return sorted(got, key=lambda p: [int(x) for x in re.findall(r"\d+", os.path.basename(p["sock"]))])
+
+
+class UnixMc:
+    """A started shadow's memcached read on its own unix socket (the helpers
+    of mctest take a port; this gives them a connect())."""
+
+    def __init__(self, sock):
+        self.sock = sock
+
+    def stats(self, what=""):
+        import socket
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(self.sock)
+        try:
+            s.sendall(("stats %s" % what).strip().encode() + b"\r\n")
+            data = mctest.recv_until(s, b"END\r\n", timeout=10).decode()
+        finally:
+            s.close()
+        d = {}
+        for line in data.splitlines():
+            if line.startswith("STAT "):
+                _, k, v = line.split(" ", 2)
+                d[k] = v
+        return d
+
+    def classes(self):
+        out = {}
+        for what, pat in (("slabs", r"(\d+):(\w+)$"), ("items", r"items:(\d+):(\w+)$")):
+            for k, v in self.stats(what).items():
+                m = re.match(pat, k)
+                if m and re.match(r"-?\d+$", v):
+                    out.setdefault(int(m.group(1)), {})[m.group(2)] = int(v)
+        return out
+
+
+CLASS_FIELDS = ("chunk_size", "total_pages", "used_chunks", "mem_requested", "evicted")
+
+
+def layout(classes):
+    """{class: {field: n}} of the classes holding pages."""
+    return {c: {f: v.get(f, 0) for f in CLASS_FIELDS}
+            for c, v in classes.items() if v.get("total_pages", 0) > 0}
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for %d" % pid)
+
+
+class ShadowTest(mctest.ServerTestCase):
+    workdir_prefix = "slabtap-shadow-"
+
+    def shadow_proxy(self, mc, shadow_args, extra=()):
+        args = []
+        for a in shadow_args:
+            args += ["--shadow", a]
+        return self.proxy(mc.port, http=True,
+                          extra=args + ["--stats-interval", "200ms"] + list(extra))
+
+    # 1, 2 ------------------------------------------------------------------
+    def test_exact_calcification_and_sql(self):
+        mc = self.mc(extra=["-m", str(EXACT_MB)])
+        specs = ["-f 1.08", "-o slab_automove=2"]
+        px = self.shadow_proxy(mc, specs)
+        wait_up(px, 2)
+        procs = shadow_procs(px, 2)
+        for p, spec in zip(procs, specs):
+            cmd = " ".join(p["argv"])
+            self.assertIn(spec, cmd, "shadow %d's command line" % procs.index(p))
+            self.assertIn("-m %d" % EXACT_MB, cmd, cmd)
+        t0 = time.monotonic()
+        s_px, _ = load(px.port, EXACT_WRITES, self.w.path, "writes_px")
+        print("\n[exact] writes through the proxy: %.1f s, %s" % (time.monotonic() - t0, s_px["ops/s"]))
+        sh = {s["target"]: s for s in wait_drained(px)}
+        self.assertEqual(set(sh), set(specs))
+        for spec in specs:
+            self.assertEqual(sh[spec]["dropped"], 0, sh[spec])
+            self.assertEqual(sh[spec]["errors"], 0, sh[spec])
+            self.assertEqual(sh[spec]["writes"], 100000 + EXACT_LARGE_SETS, sh[spec])
+            self.assertEqual(sh[spec]["stored"], 100000 + EXACT_LARGE_SETS, sh[spec])
+            self.assertEqual(sh[spec]["restarts"], 0, sh[spec])
+        shadow_layout = [layout(UnixMc(p["sock"]).classes()) for p in procs]
+
+        direct = [self.mc(extra=["-t", "1", "-m", str(EXACT_MB)] + spec.split(), name="direct%d" % i)
+                  for i, spec in enumerate(specs)]
+        for i, d in enumerate(direct):
+            load(d.port, EXACT_WRITES, self.w.path, "writes_direct%d" % i)
+        direct_layout = [layout(mctest.mc_classes(d.port)) for d in direct]
+        for i, spec in enumerate(specs):
+            print("[exact] %-20s shadow %s" % (spec, shadow_layout[i]))
+            print("[exact] %-20s direct %s" % (spec, direct_layout[i]))
+
+        # -f 1.08: every class equal, field for field
+        self.assertEqual(shadow_layout[0], direct_layout[0])
+        # slab_automove=2: the same final layout within a page per class
+        # (the rebalancer's moves are timed by its thread), the large
+        # working set held whole in both, and the large class's evictions
+        # inside the workload's own spread (0 < e < the large sets)
+        sl, dl = shadow_layout[1], direct_layout[1]
+        self.assertEqual(set(sl), set(dl))
+        for c in sl:
+            self.assertEqual(sl[c]["chunk_size"], dl[c]["chunk_size"])
+            self.assertLessEqual(abs(sl[c]["total_pages"] - dl[c]["total_pages"]), 1, (c, sl, dl))
+        large = max(sl)
+        for lay in (sl, dl):
+            self.assertEqual(lay[large]["used_chunks"], 300, lay)
+            self.assertGreater(lay[large]["evicted"], 0, lay)
+            self.assertLess(lay[large]["evicted"], EXACT_LARGE_SETS - 300, lay)
+        self.assertEqual(sl[large]["mem_requested"], dl[large]["mem_requested"])
+
+        # reads: each shadow's counters are its memcached's
+        before = [UnixMc(p["sock"]).stats() for p in procs]
+        s_px, _ = load(px.port, EXACT_READS, self.w.path, "reads_px")
+        sh = {s["target"]: s for s in wait_drained(px)}
+        for i, spec in enumerate(specs):
+            st = UnixMc(procs[i]["sock"]).stats()
+            c = sh[spec]
+            print("[exact] %-20s counters %s; memcached get_hits %s get_misses %s cmd_set %s"
+                  % (spec, counts(c), st["get_hits"], st["get_misses"], st["cmd_set"]))
+            self.assertEqual(c["reads"], EXACT_READ_KEYS, c)
+            self.assertEqual(c["hits"] + c["misses"], c["reads"], c)
+            self.assertEqual(c["hits"], int(st["get_hits"]) - int(before[i]["get_hits"]), (c, st))
+            self.assertEqual(c["misses"], int(st["get_misses"]) - int(before[i]["get_misses"]), (c, st))
+            self.assertEqual(c["hits"], int(st["get_hits"]), "no get before the reads")
+            self.assertEqual(c["writes"], int(st["cmd_set"]), (c, st))
+            self.assertEqual(c["writes"], 100000 + EXACT_LARGE_SETS + c["fills"], c)
+            self.assertEqual(c["dropped"], 0, c)
+            self.assertGreater(c["misses"], 200 - 1, c)  # the none: keys at least
+        # the primary answered the same reads as a -m 8 memcached would: its
+        # own hits are the client's
+        gets, hits, misses, fills = reads_line(s_px)
+        self.assertEqual(gets, EXACT_READ_KEYS)
+
+        # what the shadows' memcacheds say now, for the SQL
+        final = []
+        for p in procs:
+            u = UnixMc(p["sock"])
+            final.append((u.stats(), layout(u.classes())))
+        time.sleep(0.6)  # a stats sample of each shadow after the last read
+        self.stop_clean(px)
+        self.check_sql(px.db, specs, final)
+
+    def check_sql(self, db, specs, final):
+        runs = mctest.db_rows(db, "SELECT run_id FROM runs ORDER BY run_id")
+        run = runs[-1]["run_id"]
+        targets = {r["target"]: r for r in mctest.db_rows(
+            db, "SELECT * FROM targets WHERE run_id = ?", (run,))}
+        print("[sql] targets: %s" % targets)
+        self.assertEqual(set(targets), {"primary"} | set(specs))
+        self.assertEqual(targets["primary"]["kind"], "primary")
+        for spec in specs:
+            t = targets[spec]
+            self.assertEqual(t["kind"], "started", t)
+            self.assertEqual(t["flags"], spec, t)
+            self.assertIn(t["sample_n"], (None, 1), t)
+            self.assertEqual(t["memory_mb"], EXACT_MB, t)
+            self.assertEqual(t["restarts"], 0, t)
+        totals = {r["target"]: r for r in mctest.db_rows(
+            db, "SELECT * FROM target_totals WHERE run_id = ?", (run,))}
+        print("[sql] target_totals: %s" % totals)
+        self.assertEqual(set(totals), {"primary"} | set(specs))
+        for spec, (st, lay) in zip(specs, final):
+            t = totals[spec]
+            self.assertEqual(t["get_hits"], int(st["get_hits"]), (spec, t))
+            self.assertEqual(t["get_misses"], int(st["get_misses"]), (spec, t))
+            self.assertEqual(t["curr_items"], int(st["curr_items"]), (spec, t))
+            self.assertEqual(t["evictions"], int(st["evictions"]), (spec, t))
+            self.assertEqual(t["pages"], sum(c["total_pages"] for c in lay.values()), (spec, t))
+            self.assertEqual(t["limit_maxbytes"], EXACT_MB << 20, (spec, t))
+        cmp_rows = mctest.db_rows(db, "SELECT * FROM target_compare WHERE run_id = ?", (run,))
+        print("[sql] target_compare: %d rows; columns %s" % (
+            len(cmp_rows), sorted(cmp_rows[0]) if cmp_rows else None))
+        for spec, (st, lay) in zip(specs, final):
+            rows = {r["class_id"]: r for r in cmp_rows if r["target"] == spec}
+            # one row per class present in the primary or the shadow
+            self.assertTrue(set(lay) <= set(rows), (spec, sorted(lay), sorted(rows)))
+            for c, v in lay.items():
+                vals = [rows[c][k] for k in rows[c] if re.match(r"(shadow_)?(total_)?pages$|.*shadow.*pages", k)]
+                self.assertIn(v["total_pages"], vals, (spec, c, rows[c]))
+        classes = mctest.db_rows(db, "SELECT * FROM target_class_latest WHERE run_id = ? AND target = ?",
+                                 (run, specs[0]))
+        got = {r["class_id"]: r for r in classes if r["total_pages"]}
+        lay = final[0][1]
+        self.assertEqual(set(got), set(lay))
+        for c, v in lay.items():
+            for f in ("total_pages", "used_chunks", "mem_requested"):
+                self.assertEqual(got[c][f], v[f], (c, f, got[c], v))
+
+    # 3 ---------------------------------------------------------------------
+    def test_kill9_restarts(self):
+        n = 60000
+        # the answers without any proxy
+        ref = self.mc(extra=["-m", "64"], name="ref")
+        s_ref, _ = load(ref.port, GETSET % n, self.w.path, "ref")
+        ref.stop()
+
+        mc = self.mc(extra=["-m", "64"])
+        px = self.shadow_proxy(mc, ["-f 1.08"])
+        wait_up(px, 1)
+        victim = shadow_procs(px, 1)[0]
+        path = os.path.join(self.w.path, "kill.wl")
+        with open(path, "w") as f:
+            f.write(GETSET % n)
+        lp = self.started(mctest.Process(
+            [SLABTAP, "load", "--target", "127.0.0.1:%d" % px.port, "--workload", path, "-q"],
+            os.path.join(self.w.path, "load.err"), env=mctest.slabtap_env(),
+            outpath=os.path.join(self.w.path, "load.out")))
+        mctest.wait_for(lambda: by_target(px)["-f 1.08"]["reads"] >= 3000, 60,
+                        what="3000 mirrored reads")
+        self.assertTrue(lp.alive(), "the load ended before the kill: make it longer")
+        os.kill(victim["pid"], signal.SIGKILL)
+        t_kill = time.monotonic()
+        h = mctest.wait_for(lambda: (lambda s: s if s["restarts"] == 1 and s["state"] == "up"
+                                     else None)(by_target(px)["-f 1.08"]), 30,
+                            what="restarts 1 and up again")
+        print("\n[kill9] up again after %.2f s: %s" % (time.monotonic() - t_kill, counts(h)))
+        rc = lp.wait(240)
+        out = lp.stdout_text()
+        self.assertEqual(rc, 0, out + lp.stderr_text())
+        s = summary(out)
+        self.assertEqual(s["errors"], "0", out)
+        self.assertEqual(reads_line(s), reads_line(s_ref), "answers as without the proxy")
+        self.assertEqual(s["fingerprint"], s_ref["fingerprint"])
+        sh = wait_drained(px)[0]
+        print("[kill9] after the load: %s" % counts(sh))
+        self.assertGreater(sh["dropped"], 0, sh)
+        self.assertEqual(sh["restarts"], 1, sh)
+        self.assertEqual(sh["errors"], 0, sh)
+        new = shadow_procs(px, 1)[0]
+        self.assertNotEqual(new["pid"], victim["pid"])
+        # mirroring resumed: a further load goes whole into the new process
+        u = UnixMc(new["sock"])
+        st0 = u.stats()
+        load(px.port, GETSET % 2000, self.w.path, "after")
+        sh2 = wait_drained(px)[0]
+        st1 = u.stats()
+        self.assertEqual(sh2["reads"] - sh["reads"], 2000, (sh, sh2))
+        self.assertEqual(sh2["dropped"], sh["dropped"], (sh, sh2))
+        got = (int(st1["get_hits"]) + int(st1["get_misses"])
+               - int(st0["get_hits"]) - int(st0["get_misses"]))
+        self.assertEqual(got, 2000)
+        self.stop_clean(px)
+        ev = mctest.db_rows(px.db, "SELECT target, event, detail FROM shadow_events ORDER BY t_ns")
+        print("[kill9] shadow_events: %s" % ev)
+        self.assertIn(("-f 1.08", "restarted"), [(e["target"], e["event"]) for e in ev])
+        self.assertEqual(mctest.db_scalar(px.db, "SELECT restarts FROM targets WHERE target = '-f 1.08'"), 1)
+
+    # 4 ---------------------------------------------------------------------
+    def test_sigstop_bounded(self):
+        queue_mb = 2
+        mc = self.mc(extra=["-m", "64"])
+        px = self.shadow_proxy(mc, ["-f 1.08"], extra=["--shadow-queue", "%dm" % queue_mb])
+        wait_up(px, 1)
+        victim = shadow_procs(px, 1)[0]
+        path = os.path.join(self.w.path, "stop.wl")
+        rate, n, size = 4000, 40000, 4000  # 10 s, 16 MB/s mirrored
+        with open(path, "w") as f:
+            f.write("connections 4\npipeline 32\nseed 9\nset %d key=st:{rand:30000:6} size=%d\n"
+                    % (n, size))
+        lp = self.started(mctest.Process(
+            [SLABTAP, "load", "--target", "127.0.0.1:%d" % px.port, "--workload", path, "-q",
+             "--rate", str(rate)],
+            os.path.join(self.w.path, "load.err"), env=mctest.slabtap_env(),
+            outpath=os.path.join(self.w.path, "load.out")))
+        mctest.wait_for(lambda: by_target(px)["-f 1.08"]["writes"] >= 4000, 60,
+                        what="4000 mirrored writes")
+        base = 0
+        t_end = time.monotonic() + 1.0
+        while time.monotonic() < t_end:
+            base = max(base, rss_kb(px.pid))
+            time.sleep(0.05)
+        before = by_target(px)["-f 1.08"]
+        os.kill(victim["pid"], signal.SIGSTOP)
+        try:
+            peak = base
+            t_end = time.monotonic() + 3.0
+            while time.monotonic() < t_end:
+                peak = max(peak, rss_kb(px.pid))
+                time.sleep(0.05)
+            during = by_target(px)["-f 1.08"]
+            self.assertTrue(lp.alive(), "the load ended during the stop: make it longer")
+        finally:
+            os.kill(victim["pid"], signal.SIGCONT)
+        dropped = during["dropped"] - before["dropped"]
+        print("\n[sigstop] RSS %d KB before, %d KB peak while stopped (+%d KB; queue %d MB); "
+              "%d requests dropped (%.1f MB not mirrored), queued %d bytes"
+              % (base, peak, peak - base, queue_mb, dropped, dropped * size / 1e6,
+                 during["queued_bytes"]))
+        self.assertGreater(dropped, 0, during)
+        self.assertLessEqual(during["queued_bytes"], queue_mb << 20, during)
+        slack_mb = 24
+        self.assertGreater(dropped * size, 2 * ((queue_mb + slack_mb) << 20),
+                           "the stop was too short for the bound to mean anything")
+        self.assertLessEqual(peak - base, (queue_mb + slack_mb) << 10)
+        rc = lp.wait(120)
+        out = lp.stdout_text()
+        self.assertEqual(rc, 0, out + lp.stderr_text())
+        s = summary(out)
+        self.assertEqual(s["errors"], "0", out)
+        print("[sigstop] client: %s" % s.get("latency set"))
+        sh = wait_drained(px)[0]
+        self.assertEqual(sh["restarts"], 0, sh)
+        self.assertEqual(sh["state"], "up", sh)
+        # the shadow caught up (what was queued, then what came after
+        # SIGCONT) and mirroring goes on whole
+        self.assertGreater(sh["writes"], during["writes"], (during, sh))
+        load(px.port, "connections 1\npipeline 8\nset 1000 key=after:{i} size=100\n",
+             self.w.path, "after")
+        sh2 = wait_drained(px)[0]
+        self.assertEqual(sh2["writes"] - sh["writes"], 1000, (sh, sh2))
+        self.assertEqual(sh2["dropped"], sh["dropped"])
+        self.stop_clean(px)
+
+    # 5 ---------------------------------------------------------------------
+    def test_sampled_hit_ratio(self):
+        mc = self.mc(extra=["-m", "64"])
+        full, sampled = "-m 64 -f 1.08", "1/8 -m 64 -f 1.08"
+        px = self.shadow_proxy(mc, [full, sampled], extra=["--shadow-queue", "64m"])
+        wait_up(px, 2)
+        procs = shadow_procs(px, 2)
+        self.assertIn("-m 8", " ".join(procs[1]["argv"]), procs[1]["argv"])
+        t0 = time.monotonic()
+        s, _ = load(px.port, ZIPF % (11, 300000), self.w.path, "zipf")
+        sh = {x["target"]: x for x in wait_drained(px)}
+        for t in (full, sampled):
+            self.assertEqual(sh[t]["dropped"], 0, sh[t])
+        hr = {t: sh[t]["hits"] / sh[t]["reads"] for t in (full, sampled)}
+        gets, hits, misses, fills = reads_line(s)
+        print("\n[sampled] %.1f s; primary (-m 64) %.4f; full %.4f (%d reads); 1/8 %.4f "
+              "(%d reads, %.4f of the keys read); difference %+.4f, stated error %.2f"
+              % (time.monotonic() - t0, hits / gets, hr[full], sh[full]["reads"], hr[sampled],
+                 sh[sampled]["reads"], sh[sampled]["reads"] / sh[full]["reads"],
+                 hr[sampled] - hr[full], SAMPLE_ERR))
+        self.assertEqual(sh[full]["reads"], gets)
+        # about 1/8 of the reads (a hash sample of Zipf keys: the hot keys
+        # in or out of the sample move it)
+        self.assertGreater(sh[sampled]["reads"], gets / 8 * 0.5)
+        self.assertLess(sh[sampled]["reads"], gets / 8 * 1.5)
+        # the cache is under pressure (else every ratio agrees trivially)
+        self.assertLess(hr[full], 0.95)
+        self.assertGreater(int(UnixMc(procs[0]["sock"]).stats()["evictions"]), 0)
+        self.assertLessEqual(abs(hr[sampled] - hr[full]), SAMPLE_ERR)
+        self.stop_clean(px)
+
+    # 6 ---------------------------------------------------------------------
+    def bad(self, args):
+        rc, out, err = mctest.run_slabtap(
+            ["proxy", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--db",
+             self.path("bad.db"), "--http", "off"] + args, timeout=60)
+        return rc, out, err
+
+    def test_bad_flags(self):
+        five = []
+        for i in range(5):
+            five += ["--shadow", "-f 1.%d" % (i + 1)]
+        cases = [
+            five,
+            ["--shadow", "-f 1.1", "--shadow", "-f 1.2", "--shadow", "-f 1.3",
+             "--shadow-upstream", "127.0.0.1:1", "--shadow-upstream", "127.0.0.1:2"],
+            ["--shadow", "-f 1.1", "--shadow-upstream", "not an address"],
+            ["--shadow", "-f 1.1", "--shadow-upstream", "127.0.0.1:99999"],
+            ["--shadow", "-f 1.1", "--shadow-sample", "1/0"],
+            ["--shadow", "-f 1.1", "--shadow-sample", "8"],
+            ["--shadow", "0/8 -f 1.1"],
+            ["--shadow-queue", "lots", "--shadow", "-f 1.1"],
+        ]
+        for args in cases:
+            with self.subTest(args=args):
+                rc, out, err = self.bad(args)
+                self.assertEqual(rc, 2, err)
+                self.assertEqual(out, "")
+                lines = err.splitlines()
+                self.assertEqual(len(lines), 2, err)
+                self.assertTrue(lines[0].startswith("slabtap proxy: "), err)
+                self.assertEqual(lines[1], "see: slabtap proxy --help", err)
+
+    def test_too_small_sample(self):
+        mc = self.mc(extra=["-m", "64"])
+        with mctest.reserve_port() as r:
+            rc, out, err = mctest.run_slabtap(
+                ["proxy", "--listen", "127.0.0.1:%d" % r.port, "--upstream",
+                 "127.0.0.1:%d" % mc.port, "--db", self.path("small.db"), "--http", "off",
+                 "--shadow", "1/100 -f 1.08"], timeout=60)
+        print("\n[too small] %r" % err)
+        self.assertEqual(rc, 2, err)
+        lines = [line for line in err.splitlines() if "1/100" in line]
+        self.assertEqual(len(lines), 1, err)
+        self.assertIn("64 MB", lines[0])
+        self.assertIn("larger sample", lines[0])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
