@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""shadow_bench: what shadow memcacheds cost the proxy (issue 23, docs/shadow.md).
+
+For each configuration -- memcached direct, the proxy with 0 shadows, 1 and
+3 full-size shadows, 1 and 3 shadows sampled 1/8 -- a fresh primary
+memcached (-m 64) and a fresh `slabtap proxy --db FILE` (SQLite) in front of
+it, then two loads of `slabtap load` (a get-or-set Zipf workload, 4
+connections x pipeline 32):
+
+  throughput  closed loop, as fast as answers come: ops/s, and the proxy's
+              CPU per request (utime+stime of /proc/PID/stat over the load,
+              all threads, the recorder's included, once it is idle again,
+              divided by the requests the client sent: gets + fills)
+  latency     open loop (--rate), the same rate for every configuration:
+              the get p99 and its difference to memcached direct at that rate
+  memory      the proxy's VmRSS and VmHWM after the loads, and each shadow
+              memcached's VmRSS
+
+One invocation prints one markdown table (and the command line); the
+figures depend on the machine (2 shared cores here): they are printed,
+never asserted.
+
+  /usr/bin/python3 bench/shadow_bench.py [--slabtap build/slabtap]
+      [--ops 300000] [--rate 20000] [--seconds 5] [--only NAME,...]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "integration"))
+
+SHADOWS3 = ["-f 1.08", "-o slab_automove=2", "-f 1.15"]
+CONFIGS = [
+    ("direct", None, []),
+    ("proxy, 0 shadows", [], []),
+    ("1 shadow", ["-f 1.08"], []),
+    ("3 shadows", SHADOWS3, []),
+    ("1 shadow, 1/8", ["1/8 -f 1.08"], []),
+    ("3 shadows, 1/8", ["1/8 " + s for s in SHADOWS3], []),
+]
+
+WORKLOAD = """connections 4
+pipeline 32
+seed 1
+getset %d key=b:{zipf:200000:1.0:6} size=uniform(100,1000)
+"""
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        st = f.read()
+    fields = st[st.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def cpu_settled(pid, window=0.3, limit=10.0):
+    """The CPU ticks of pid once it used at most one tick in window seconds
+    (the recorder may still be writing after the last answer)."""
+    end = time.monotonic() + limit
+    last = cpu_ticks(pid)
+    while time.monotonic() < end:
+        time.sleep(window)
+        now = cpu_ticks(pid)
+        if now - last <= 1:
+            return now
+        last = now
+    return last
+
+
+def status_kb(pid, field):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def children(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+            if int(st[st.rindex(")") + 2:].split()[1]) == pid:
+                out.append(int(d))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def run_load(slabtap, target, wl, extra=()):
+    p = subprocess.run([slabtap, "load", "--target", target, "--workload", wl, "-q"] + list(extra),
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise SystemExit("slabtap load failed (%d): %s %s" % (p.returncode, p.stdout[-1500:],
+                                                            p.stderr[-1500:]))
+    out = p.stdout
+    ops = float(re.search(r"^ops/s:\s+([\d.]+)", out, re.M).group(1))
+    m = re.search(r"^reads:\s+(\d+) gets, (\d+) hits, (\d+) misses, .*?(\d+) fills", out, re.M)
+    gets, hits, misses, fills = (int(x) for x in m.groups())
+    p99 = None
+    m = re.search(r"^latency get:.*?p99 ([\d.]+) us", out, re.M)
+    if m:
+        p99 = float(m.group(1))
+    errors = int(re.search(r"^errors:\s+(\d+)", out, re.M).group(1))
+    return {"ops_s": ops, "gets": gets, "hits": hits, "fills": fills, "p99": p99,
+            "errors": errors}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--slabtap", default=os.environ.get("SLABTAP") or
+                    os.path.join(os.path.dirname(HERE), "build", "slabtap"))
+    ap.add_argument("--ops", type=int, default=300000)
+    ap.add_argument("--rate", type=int, default=20000)
+    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    a.slabtap = os.path.abspath(a.slabtap)
+    os.environ["SLABTAP"] = a.slabtap
+    import mctest  # after SLABTAP is set
+
+    work = tempfile.mkdtemp(prefix="shadow-bench-")
+    wl_tp = os.path.join(work, "tp.wl")
+    wl_lat = os.path.join(work, "lat.wl")
+    with open(wl_tp, "w") as f:
+        f.write(WORKLOAD % a.ops)
+    with open(wl_lat, "w") as f:
+        f.write(WORKLOAD % int(a.rate * a.seconds))
+    only = [s.strip() for s in a.only.split(",") if s.strip()]
+    rows = []
+    direct_p99 = None
+    for name, shadows, extra in CONFIGS:
+        if only and name not in only and name != "direct":
+            continue
+        mc = mctest.Memcached(work, extra=["-m", "64"], name="mc")
+        px = None
+        try:
+            if shadows is None:
+                target, pid = "127.0.0.1:%d" % mc.port, None
+            else:
+                args = []
+                for s in shadows:
+                    args += ["--shadow", s]
+                px = mctest.Proxy(work, mc.port, db=os.path.join(work, "bench-%d.db" % len(rows)),
+                                  http=True, extra=args + ["--shadow-queue", "64m"], name="proxy")
+                target, pid = "127.0.0.1:%d" % px.port, px.pid
+                if shadows:
+                    mctest.wait_for(lambda: (lambda sh: len(sh) == len(shadows) and all(
+                        x["state"] == "up" for x in sh))(mctest.health(px.http_port).get(
+                            "shadows", [])), 30, what="shadows up")
+            t0 = cpu_settled(pid) if pid else 0
+            tp = run_load(a.slabtap, target, wl_tp)
+            t1 = cpu_settled(pid) if pid else 0
+            lat = run_load(a.slabtap, target, wl_lat, ["--rate", str(a.rate)])
+            row = {"name": name, "ops_s": tp["ops_s"], "p99": lat["p99"],
+                   "errors": tp["errors"] + lat["errors"],
+                   "hit": tp["hits"] / tp["gets"] if tp["gets"] else 0}
+            if pid:
+                hz = os.sysconf("SC_CLK_TCK")
+                reqs = tp["gets"] + tp["fills"]
+                row["cpu_us"] = (t1 - t0) / hz * 1e6 / reqs
+                row["rss"] = status_kb(pid, "VmRSS")
+                row["hwm"] = status_kb(pid, "VmHWM")
+                row["shadow_rss"] = [status_kb(c, "VmRSS") for c in sorted(children(pid))]
+                if shadows:
+                    sh = mctest.health(px.http_port).get("shadows", [])
+                    row["dropped"] = sum(x["dropped"] for x in sh)
+            if name == "direct":
+                direct_p99 = lat["p99"]
+            rows.append(row)
+            print("# %s: %s" % (name, row), file=sys.stderr)
+        finally:
+            if px:
+                px.stop()
+            mc.stop()
+
+    print("`/usr/bin/python3 bench/shadow_bench.py --ops %d --rate %d --seconds %g` "
+          "(primary memcached -m 64; shadows %s; Zipf 1.0 get-or-set over 200,000 keys, "
+          "100..1,000 B; 4 connections x pipeline 32)\n" % (a.ops, a.rate, a.seconds,
+                                                         ", ".join("`%s`" % s for s in SHADOWS3)))
+    print("| configuration | ops/s (closed loop) | proxy CPU per request | get p99 at %d/s "
+          "| p99 added vs direct | proxy RSS (peak) | shadow memcacheds' RSS | dropped | errors |"
+          % a.rate)
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        added = ("%+.0f us" % (r["p99"] - direct_p99)) if r["p99"] is not None and \
+            direct_p99 is not None and r["name"] != "direct" else ""
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (
+            r["name"], "{:,.0f}".format(r["ops_s"]),
+            ("%.1f us" % r["cpu_us"]) if "cpu_us" in r else "",
+            ("%.0f us" % r["p99"]) if r["p99"] is not None else "",
+            added,
+            ("%.1f MB (%.1f)" % (r["rss"] / 1024, r["hwm"] / 1024)) if "rss" in r else "",
+            " + ".join("%.1f MB" % (k / 1024) for k in r.get("shadow_rss", [])) or "",
+            r.get("dropped", ""), r["errors"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
