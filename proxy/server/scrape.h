@@ -22,6 +22,7 @@
 #include "server/poller.h"
 #include "server/prom.h"
 #include "server/proxy.h"
+#include "server/shadow.h"
 
 /* What a scrape reads: last is the poller's latest sample (NULL: none yet). */
 struct scrape_sources {
@@ -30,6 +31,7 @@ struct scrape_sources {
     const struct poller *poller;
     enum sink_kind store;
     const struct stats_sample *last;
+    const struct shadow_set *shadows; /* NULL or none open: no slabtap_shadow_* samples */
 };
 
 /* Loop thread: every family into w; the first error of the exposition
