@@ -23,12 +23,14 @@ memcacheds, through `slabtap proxy --shadow`.
    exactly the answers memcached gives without any proxy, the drops are
    counted, /health says restarts 1, shadow_events has "restarted", and
    mirroring resumes (a later load is mirrored whole into the new process).
-4. SIGSTOP of the shadow during load: the proxy's RSS grows by at most its
+4. SIGSTOP of the shadow for 4 s during load: the proxy's RSS grows by at most its
    --shadow-queue plus slack (while several times that was mirrored), every
    request is answered, drops are counted; after SIGCONT mirroring resumes.
 5. A 1/8 sampled shadow (`1/8 -m 64 -f 1.08`) beside the full-size one
-   (`-m 64 -f 1.08`) on a Zipf get-or-set load: hit ratios within the error
-   stated in docs/shadow.md (SAMPLE_ERR, measured over seeds), both printed.
+   (`-m 64 -f 1.08`) on a Zipf get-or-set load: the sampled hit ratio,
+   adjusted for the hot keys that fell in or out of the sample (SHARDS_adj),
+   within the error stated in docs/shadow.md (SAMPLE_ERR, measured over 7
+   samples of the keys); the raw, adjusted and full ratios printed.
 6. Bad flags: five shadows, a sample too small for the primary's memory, a
    bad --shadow-upstream, a bad --shadow-sample: exit 2 with one line (and
    the help hint for flag errors).
@@ -50,11 +52,12 @@ SLABTAP = mctest.SLABTAP
 
 # Experiment 3 (exp3_calcify.wl) scaled from -m 64 to -m 8: the small class
 # takes every page, then a large working set of 300 items (7 pages once
-# rebalanced) is rewritten 12 times. One connection, one request in flight:
-# the shadows see the requests in the order memcached does.
+# rebalanced) is rewritten 12 times. One connection (pipelined: its requests
+# are answered in order), so the shadows see the requests in the order
+# memcached does.
 EXACT_MB = 8
 EXACT_WRITES = """connections 1
-pipeline 1
+pipeline 16
 seed 3
 phase fill_small
 set 100000 key=s:{i:7} size=10
@@ -66,7 +69,7 @@ repeat 12 {
 """
 EXACT_LARGE_SETS = 12 * 300
 EXACT_READS = """connections 1
-pipeline 1
+pipeline 16
 seed 5
 get 300 key=L:{i:4}
 get 2000 key=s:{rand:100000:7}
@@ -87,13 +90,26 @@ getset %d key=k:{zipf:20000:1.0:6} size=uniform(50,500)
 # 200,000 keys: 64 MB holds ~31,000 of them
 ZIPF = """connections 4
 pipeline 32
-seed %d
-getset %d key=z:{zipf:200000:1.0:6} size=2000
+seed 11
+getset %d key=%s{zipf:200000:1.0:6} size=2000
 """
-# the stated error of a 1/8 sampled shadow's hit ratio against the full-size
-# shadow's on ZIPF (absolute, in hit-ratio units): docs/shadow.md, "The
-# sampled shadow's error"
-SAMPLE_ERR = 0.03
+# the stated error of a 1/8 sampled shadow's hit ratio, adjusted
+# (sampled_hit_ratio), against the full-size shadow's on ZIPF (absolute, in
+# hit-ratio units; docs/shadow.md, "A sampled shadow"): measured over 7 key
+# spaces (prefixes z: p0:..p5:, so 7 different samples of the keys) at most
+# 0.49 points off (the raw ratio up to 10.5 points: whether the hottest keys
+# fall in the sample); stated as 3x that
+SAMPLE_ERR = 0.015
+
+
+def sampled_hit_ratio(hits, reads, all_reads, n):
+    """(raw, adjusted) hit ratio of a 1/n sampled shadow that answered reads
+    of the all_reads keys read: the adjustment is SHARDS_adj's (Waldspurger
+    et al., FAST 2015, 4.3): the reads the sample got beyond (or short of)
+    the expected all_reads/n are the hot keys that fell in (or out of) the
+    sample, and count as hits."""
+    expected = all_reads / n
+    return hits / reads, (hits - (reads - expected)) / expected
 
 
 def load(target, text, workdir, name, extra=(), timeout=240):
@@ -476,7 +492,7 @@ class ShadowTest(mctest.ServerTestCase):
         os.kill(victim["pid"], signal.SIGSTOP)
         try:
             peak = base
-            t_end = time.monotonic() + 3.0
+            t_end = time.monotonic() + 4.0
             while time.monotonic() < t_end:
                 peak = max(peak, rss_kb(px.pid))
                 time.sleep(0.05)
@@ -491,7 +507,7 @@ class ShadowTest(mctest.ServerTestCase):
                  during["queued_bytes"]))
         self.assertGreater(dropped, 0, during)
         self.assertLessEqual(during["queued_bytes"], queue_mb << 20, during)
-        slack_mb = 24
+        slack_mb = 16  # the buffers' growth steps, the FIFO, allocator
         self.assertGreater(dropped * size, 2 * ((queue_mb + slack_mb) << 20),
                            "the stop was too short for the bound to mean anything")
         self.assertLessEqual(peak - base, (queue_mb + slack_mb) << 10)
@@ -515,35 +531,46 @@ class ShadowTest(mctest.ServerTestCase):
         self.stop_clean(px)
 
     # 5 ---------------------------------------------------------------------
-    def test_sampled_hit_ratio(self):
-        mc = self.mc(extra=["-m", "64"])
+    def sampled_run(self, prefix, ops=300000):
+        """The ZIPF load with keys PREFIX... through a proxy with a full-size
+        and a 1/8 shadow: (full hit ratio, sampled raw, sampled adjusted,
+        the shadows' /health, the client's reads)."""
+        mc = self.mc(extra=["-m", "64"], name="mc-" + prefix.strip(":"))
         full, sampled = "-m 64 -f 1.08", "1/8 -m 64 -f 1.08"
         px = self.shadow_proxy(mc, [full, sampled], extra=["--shadow-queue", "64m"])
         wait_up(px, 2)
         procs = shadow_procs(px, 2)
         self.assertIn("-m 8", " ".join(procs[1]["argv"]), procs[1]["argv"])
-        t0 = time.monotonic()
-        s, _ = load(px.port, ZIPF % (11, 300000), self.w.path, "zipf")
+        s, _ = load(px.port, ZIPF % (ops, prefix), self.w.path, "zipf")
         sh = {x["target"]: x for x in wait_drained(px)}
         for t in (full, sampled):
             self.assertEqual(sh[t]["dropped"], 0, sh[t])
-        hr = {t: sh[t]["hits"] / sh[t]["reads"] for t in (full, sampled)}
-        gets, hits, misses, fills = reads_line(s)
-        print("\n[sampled] %.1f s; primary (-m 64) %.4f; full %.4f (%d reads); 1/8 %.4f "
-              "(%d reads, %.4f of the keys read); difference %+.4f, stated error %.2f"
-              % (time.monotonic() - t0, hits / gets, hr[full], sh[full]["reads"], hr[sampled],
-                 sh[sampled]["reads"], sh[sampled]["reads"] / sh[full]["reads"],
-                 hr[sampled] - hr[full], SAMPLE_ERR))
-        self.assertEqual(sh[full]["reads"], gets)
+            self.assertEqual(sh[t]["errors"], 0, sh[t])
+        evictions = int(UnixMc(procs[0]["sock"]).stats()["evictions"])
+        self.stop_clean(px)
+        mc.stop()
+        hr_full = sh[full]["hits"] / sh[full]["reads"]
+        hr_raw, hr_adj = sampled_hit_ratio(sh[sampled]["hits"], sh[sampled]["reads"],
+                                           sh[full]["reads"], 8)
+        return hr_full, hr_raw, hr_adj, sh[full], sh[sampled], reads_line(s), evictions
+
+    def test_sampled_hit_ratio(self):
+        t0 = time.monotonic()
+        hr_full, hr_raw, hr_adj, f, smp, (gets, hits, _, _), evictions = self.sampled_run("z:")
+        print("\n[sampled] %.1f s; primary (-m 64) %.4f; full %.4f (%d reads); 1/8: %d reads "
+              "(%.4f of the keys read), raw %.4f (%+.4f), adjusted %.4f (%+.4f); stated error %.3f"
+              % (time.monotonic() - t0, hits / gets, hr_full, f["reads"], smp["reads"],
+                 smp["reads"] / f["reads"], hr_raw, hr_raw - hr_full, hr_adj, hr_adj - hr_full,
+                 SAMPLE_ERR))
+        self.assertEqual(f["reads"], gets)
         # about 1/8 of the reads (a hash sample of Zipf keys: the hot keys
         # in or out of the sample move it)
-        self.assertGreater(sh[sampled]["reads"], gets / 8 * 0.5)
-        self.assertLess(sh[sampled]["reads"], gets / 8 * 1.5)
+        self.assertGreater(smp["reads"], gets / 8 * 0.5)
+        self.assertLess(smp["reads"], gets / 8 * 2)
         # the cache is under pressure (else every ratio agrees trivially)
-        self.assertLess(hr[full], 0.95)
-        self.assertGreater(int(UnixMc(procs[0]["sock"]).stats()["evictions"]), 0)
-        self.assertLessEqual(abs(hr[sampled] - hr[full]), SAMPLE_ERR)
-        self.stop_clean(px)
+        self.assertLess(hr_full, 0.95)
+        self.assertGreater(evictions, 0)
+        self.assertLessEqual(abs(hr_adj - hr_full), SAMPLE_ERR)
 
     # 6 ---------------------------------------------------------------------
     def bad(self, args):
@@ -563,7 +590,7 @@ class ShadowTest(mctest.ServerTestCase):
             ["--shadow", "-f 1.1", "--shadow-upstream", "not an address"],
             ["--shadow", "-f 1.1", "--shadow-upstream", "127.0.0.1:99999"],
             ["--shadow", "-f 1.1", "--shadow-sample", "1/0"],
-            ["--shadow", "-f 1.1", "--shadow-sample", "8"],
+            ["--shadow", "-f 1.1", "--shadow-sample", "1/x"],
             ["--shadow", "0/8 -f 1.1"],
             ["--shadow-queue", "lots", "--shadow", "-f 1.1"],
         ]
