@@ -121,8 +121,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--slabtap", default=os.environ.get("SLABTAP") or
                     os.path.join(os.path.dirname(HERE), "build", "slabtap"))
-    ap.add_argument("--ops", type=int, default=300000)
-    ap.add_argument("--rate", type=int, default=20000)
+    ap.add_argument("--ops", type=int, default=200000)
+    ap.add_argument("--rate", type=int, default=4000)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--only", default="")
     a = ap.parse_args()
@@ -183,6 +183,7 @@ def main():
         finally:
             if px:
                 px.stop()
+                px.kill_group()  # its shadows, should it not have stopped them
             mc.stop()
 
     print("`/usr/bin/python3 bench/shadow_bench.py --ops %d --rate %d --seconds %g` "

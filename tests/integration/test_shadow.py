@@ -273,8 +273,12 @@ class ShadowTest(mctest.ServerTestCase):
         args = []
         for a in shadow_args:
             args += ["--shadow", a]
-        return self.proxy(mc.port, http=True,
-                          extra=args + ["--stats-interval", "200ms"] + list(extra))
+        px = self.proxy(mc.port, http=True,
+                        extra=args + ["--stats-interval", "200ms"] + list(extra))
+        # a test that fails half-way SIGKILLs the proxy, which cannot stop
+        # its shadows then: they are in its process group
+        self.addCleanup(px.kill_group)
+        return px
 
     # 1, 2 ------------------------------------------------------------------
     def test_exact_calcification_and_sql(self):
