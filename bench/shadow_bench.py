@@ -26,6 +26,7 @@ never asserted.
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -117,6 +118,47 @@ def run_load(slabtap, target, wl, extra=()):
             "errors": errors}
 
 
+def measure(a, mctest, work, wl_tp, wl_lat, name, shadows, extra, tag):
+    """One configuration once: a fresh memcached (and proxy), both loads."""
+    mc = mctest.Memcached(work, extra=["-m", "64"], name="mc")
+    px = None
+    try:
+        if shadows is None:
+            target, pid = "127.0.0.1:%d" % mc.port, None
+        else:
+            args = []
+            for s in shadows:
+                args += ["--shadow", s]
+            px = mctest.Proxy(work, mc.port, db=os.path.join(work, "bench-%s.db" % tag),
+                              http=True, extra=args + ["--shadow-queue", "64m"] + list(extra),
+                              name="proxy")
+            target, pid = "127.0.0.1:%d" % px.port, px.pid
+            if shadows:
+                mctest.wait_for(lambda: (lambda sh: len(sh) == len(shadows) and all(
+                    x["state"] == "up" for x in sh))(mctest.health(px.http_port).get(
+                        "shadows", [])), 30, what="shadows up")
+        t0 = cpu_settled(pid) if pid else 0
+        tp = run_load(a.slabtap, target, wl_tp)
+        t1 = cpu_settled(pid) if pid else 0
+        lat = run_load(a.slabtap, target, wl_lat, ["--rate", str(a.rate)])
+        row = {"ops_s": tp["ops_s"], "p99": lat["p99"], "errors": tp["errors"] + lat["errors"]}
+        if pid:
+            hz = os.sysconf("SC_CLK_TCK")
+            row["cpu_us"] = (t1 - t0) / hz * 1e6 / (tp["gets"] + tp["fills"])
+            row["rss"] = status_kb(pid, "VmRSS")
+            row["hwm"] = status_kb(pid, "VmHWM")
+            row["shadow_rss"] = [status_kb(c, "VmRSS") for c in sorted(children(pid))]
+            if shadows:
+                sh = mctest.health(px.http_port).get("shadows", [])
+                row["dropped"] = sum(x["dropped"] for x in sh)
+        return row
+    finally:
+        if px:
+            px.stop()
+            px.kill_group()  # its shadows, should it not have stopped them
+        mc.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--slabtap", default=os.environ.get("SLABTAP") or
@@ -124,6 +166,7 @@ def main():
     ap.add_argument("--ops", type=int, default=200000)
     ap.add_argument("--rate", type=int, default=4000)
     ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", default="")
     a = ap.parse_args()
     a.slabtap = os.path.abspath(a.slabtap)
@@ -138,73 +181,52 @@ def main():
     with open(wl_lat, "w") as f:
         f.write(WORKLOAD % int(a.rate * a.seconds))
     only = [s.strip() for s in a.only.split(",") if s.strip()]
-    rows = []
-    direct_p99 = None
-    for name, shadows, extra in CONFIGS:
-        if only and name not in only and name != "direct":
-            continue
-        mc = mctest.Memcached(work, extra=["-m", "64"], name="mc")
-        px = None
-        try:
-            if shadows is None:
-                target, pid = "127.0.0.1:%d" % mc.port, None
-            else:
-                args = []
-                for s in shadows:
-                    args += ["--shadow", s]
-                px = mctest.Proxy(work, mc.port, db=os.path.join(work, "bench-%d.db" % len(rows)),
-                                  http=True, extra=args + ["--shadow-queue", "64m"], name="proxy")
-                target, pid = "127.0.0.1:%d" % px.port, px.pid
-                if shadows:
-                    mctest.wait_for(lambda: (lambda sh: len(sh) == len(shadows) and all(
-                        x["state"] == "up" for x in sh))(mctest.health(px.http_port).get(
-                            "shadows", [])), 30, what="shadows up")
-            t0 = cpu_settled(pid) if pid else 0
-            tp = run_load(a.slabtap, target, wl_tp)
-            t1 = cpu_settled(pid) if pid else 0
-            lat = run_load(a.slabtap, target, wl_lat, ["--rate", str(a.rate)])
-            row = {"name": name, "ops_s": tp["ops_s"], "p99": lat["p99"],
-                   "errors": tp["errors"] + lat["errors"],
-                   "hit": tp["hits"] / tp["gets"] if tp["gets"] else 0}
-            if pid:
-                hz = os.sysconf("SC_CLK_TCK")
-                reqs = tp["gets"] + tp["fills"]
-                row["cpu_us"] = (t1 - t0) / hz * 1e6 / reqs
-                row["rss"] = status_kb(pid, "VmRSS")
-                row["hwm"] = status_kb(pid, "VmHWM")
-                row["shadow_rss"] = [status_kb(c, "VmRSS") for c in sorted(children(pid))]
-                if shadows:
-                    sh = mctest.health(px.http_port).get("shadows", [])
-                    row["dropped"] = sum(x["dropped"] for x in sh)
+    configs = [c for c in CONFIGS if not only or c[0] in only or c[0] == "direct"]
+    runs = {name: [] for name, _, _ in configs}
+    for rnd in range(a.repeat):
+        direct_p99 = None
+        for name, shadows, extra in configs:
+            row = measure(a, mctest, work, wl_tp, wl_lat, name, shadows, extra,
+                          "%d-%d" % (rnd, len(runs[name])))
             if name == "direct":
-                direct_p99 = lat["p99"]
-            rows.append(row)
-            print("# %s: %s" % (name, row), file=sys.stderr)
-        finally:
-            if px:
-                px.stop()
-                px.kill_group()  # its shadows, should it not have stopped them
-            mc.stop()
+                direct_p99 = row["p99"]
+            elif row["p99"] is not None and direct_p99 is not None:
+                row["added"] = row["p99"] - direct_p99
+            runs[name].append(row)
+            print("# round %d, %s: %s" % (rnd + 1, name, row), file=sys.stderr)
+    rows = []
+    for name, _, _ in configs:
+        rs = runs[name]
+        row = {"name": name}
+        for k in ("ops_s", "p99", "added", "cpu_us", "rss", "hwm"):
+            vals = [r[k] for r in rs if r.get(k) is not None]
+            row[k] = statistics.median(vals) if vals else None
+        if rs[0].get("shadow_rss"):
+            row["shadow_rss"] = [statistics.median(r["shadow_rss"][i] for r in rs
+                                                   if len(r["shadow_rss"]) > i)
+                                 for i in range(len(rs[0]["shadow_rss"]))]
+        row["dropped"] = sum(r["dropped"] for r in rs) if "dropped" in rs[0] else None
+        row["errors"] = sum(r["errors"] for r in rs)
+        rows.append(row)
 
-    print("`/usr/bin/python3 bench/shadow_bench.py --ops %d --rate %d --seconds %g` "
-          "(primary memcached -m 64; shadows %s; Zipf 1.0 get-or-set over 200,000 keys, "
-          "100..1,000 B; 4 connections x pipeline 32)\n" % (a.ops, a.rate, a.seconds,
-                                                         ", ".join("`%s`" % s for s in SHADOWS3)))
+    print("`/usr/bin/python3 bench/shadow_bench.py --ops %d --rate %d --seconds %g --repeat %d` "
+          "(primary memcached -m 64; shadows %s, sampled: `1/8 ` before each; Zipf 1.0 "
+          "get-or-set over 200,000 keys, 100..1,000 B; 4 connections x pipeline 32; "
+          "medians of %d rounds)\n" % (a.ops, a.rate, a.seconds, a.repeat,
+                                       ", ".join("`%s`" % s for s in SHADOWS3), a.repeat))
     print("| configuration | ops/s (closed loop) | proxy CPU per request | get p99 at %d/s "
           "| p99 added vs direct | proxy RSS (peak) | shadow memcacheds' RSS | dropped | errors |"
           % a.rate)
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        added = ("%+.0f us" % (r["p99"] - direct_p99)) if r["p99"] is not None and \
-            direct_p99 is not None and r["name"] != "direct" else ""
         print("| %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (
             r["name"], "{:,.0f}".format(r["ops_s"]),
-            ("%.1f us" % r["cpu_us"]) if "cpu_us" in r else "",
+            ("%.1f us" % r["cpu_us"]) if r["cpu_us"] is not None else "",
             ("%.0f us" % r["p99"]) if r["p99"] is not None else "",
-            added,
-            ("%.1f MB (%.1f)" % (r["rss"] / 1024, r["hwm"] / 1024)) if "rss" in r else "",
-            " + ".join("%.1f MB" % (k / 1024) for k in r.get("shadow_rss", [])) or "",
-            r.get("dropped", ""), r["errors"]))
+            ("%+.0f us" % r["added"]) if r["added"] is not None else "",
+            ("%.1f MB (%.1f)" % (r["rss"] / 1024, r["hwm"] / 1024)) if r["rss"] else "",
+            " + ".join("%.1f MB" % (k / 1024) for k in r.get("shadow_rss", [])),
+            "" if r["dropped"] is None else r["dropped"], r["errors"]))
     return 0
 
 

@@ -359,11 +359,13 @@ class ShadowTest(mctest.ServerTestCase):
         for p in procs:
             u = UnixMc(p["sock"])
             final.append((u.stats(), layout(u.classes())))
+        primary = layout(mctest.mc_classes(mc.port))
+        primary_st = mctest.mc_stats(mc.port)
         time.sleep(0.6)  # a stats sample of each shadow after the last read
         self.stop_clean(px)
-        self.check_sql(px.db, specs, final)
+        self.check_sql(px.db, specs, final, primary, primary_st)
 
-    def check_sql(self, db, specs, final):
+    def check_sql(self, db, specs, final, primary, primary_st):
         runs = mctest.db_rows(db, "SELECT run_id FROM runs ORDER BY run_id")
         run = runs[-1]["run_id"]
         targets = {r["target"]: r for r in mctest.db_rows(
@@ -382,6 +384,10 @@ class ShadowTest(mctest.ServerTestCase):
             db, "SELECT * FROM target_totals WHERE run_id = ?", (run,))}
         print("[sql] target_totals: %s" % totals)
         self.assertEqual(set(totals), {"primary"} | set(specs))
+        # the primary's: deltas since the run's first sample (the memcached
+        # was fresh: its whole counts)
+        for f in ("get_hits", "get_misses", "evictions", "curr_items"):
+            self.assertEqual(totals["primary"][f], int(primary_st[f]), (f, totals["primary"]))
         for spec, (st, lay) in zip(specs, final):
             t = totals[spec]
             self.assertEqual(t["get_hits"], int(st["get_hits"]), (spec, t))
@@ -393,13 +399,19 @@ class ShadowTest(mctest.ServerTestCase):
         cmp_rows = mctest.db_rows(db, "SELECT * FROM target_compare WHERE run_id = ?", (run,))
         print("[sql] target_compare: %d rows; columns %s" % (
             len(cmp_rows), sorted(cmp_rows[0]) if cmp_rows else None))
+        names = {"total_pages": "pages", "used_chunks": "used_chunks",
+                 "mem_requested": "mem_requested", "evicted": "evicted"}
         for spec, (st, lay) in zip(specs, final):
             rows = {r["class_id"]: r for r in cmp_rows if r["target"] == spec}
-            # one row per class present in the primary or the shadow
-            self.assertTrue(set(lay) <= set(rows), (spec, sorted(lay), sorted(rows)))
-            for c, v in lay.items():
-                vals = [rows[c][k] for k in rows[c] if re.match(r"(shadow_)?(total_)?pages$|.*shadow.*pages", k)]
-                self.assertIn(v["total_pages"], vals, (spec, c, rows[c]))
+            # one row per class present in the primary or the shadow, the
+            # two side by side as each memcached said
+            self.assertEqual(set(rows), set(lay) | set(primary), (spec, sorted(lay), sorted(rows)))
+            for c, row in rows.items():
+                for f, col in names.items():
+                    self.assertEqual(row["shadow_" + col] or 0, lay.get(c, {}).get(f, 0),
+                                     (spec, c, col, row))
+                    self.assertEqual(row["primary_" + col] or 0, primary.get(c, {}).get(f, 0),
+                                     (spec, c, col, row))
         classes = mctest.db_rows(db, "SELECT * FROM target_class_latest WHERE run_id = ? AND target = ?",
                                  (run, specs[0]))
         got = {r["class_id"]: r for r in classes if r["total_pages"]}
@@ -530,6 +542,7 @@ class ShadowTest(mctest.ServerTestCase):
         s = summary(out)
         self.assertEqual(s["errors"], "0", out)
         print("[sigstop] client: %s" % s.get("latency set"))
+        self.assertIn("(%d answers)" % n, s.get("latency set", ""), out)
         sh = wait_drained(px)[0]
         self.assertEqual(sh["restarts"], 0, sh)
         self.assertEqual(sh["state"], "up", sh)
