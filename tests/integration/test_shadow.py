@@ -31,7 +31,9 @@ memcacheds, through `slabtap proxy --shadow`.
    adjusted for the hot keys that fell in or out of the sample (SHARDS_adj),
    within the error stated in docs/shadow.md (SAMPLE_ERR, measured over 7
    samples of the keys); the raw, adjusted and full ratios printed.
-6. Bad flags: five shadows, a sample too small for the primary's memory, a
+6. --shadow-upstream: an operator's memcached gets the same copy, its
+   counters are its memcached's, slabtap never stops it.
+7. Bad flags: five shadows, a sample too small for the primary's memory, a
    bad --shadow-upstream, a bad --shadow-sample: exit 2 with one line (and
    the help hint for flag errors).
 
@@ -599,6 +601,35 @@ class ShadowTest(mctest.ServerTestCase):
         self.assertLessEqual(abs(hr_adj - hr_full), SAMPLE_ERR)
 
     # 6 ---------------------------------------------------------------------
+    def test_upstream_shadow(self):
+        """--shadow-upstream: an operator's own memcached, fed the same copy,
+        never stopped by slabtap; its counters are its memcached's."""
+        mc = self.mc(extra=["-m", "64"])
+        own = self.mc(extra=["-m", "32", "-f", "1.08"], name="own")
+        addr = "127.0.0.1:%d" % own.port
+        px = self.proxy(mc.port, http=True,
+                        extra=["--shadow-upstream", addr, "--stats-interval", "200ms"])
+        self.addCleanup(px.kill_group)
+        wait_up(px, 1)
+        self.assertEqual([a for _, a in children(px.pid) if "memcached" in a[0]], [])
+        load(px.port, GETSET % 5000, self.w.path, "up")
+        sh = wait_drained(px)[0]
+        st = mctest.mc_stats(own.port)
+        print("\n[upstream] %s; memcached get_hits %s get_misses %s cmd_set %s"
+              % (counts(sh), st["get_hits"], st["get_misses"], st["cmd_set"]))
+        self.assertEqual(sh["target"], addr)
+        self.assertEqual(sh["reads"], 5000)
+        self.assertEqual(sh["hits"], int(st["get_hits"]))
+        self.assertEqual(sh["misses"], int(st["get_misses"]))
+        self.assertEqual(sh["writes"], int(st["cmd_set"]))
+        self.assertEqual(sh["dropped"], 0)
+        self.stop_clean(px)
+        self.assertTrue(own.alive(), "slabtap stopped an upstream shadow")
+        t = mctest.db_rows(px.db, "SELECT * FROM targets WHERE target = ?", (addr,))
+        self.assertEqual(len(t), 1, t)
+        self.assertEqual(t[0]["kind"], "upstream", t)
+
+    # 7 ---------------------------------------------------------------------
     def bad(self, args):
         rc, out, err = mctest.run_slabtap(
             ["proxy", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--db",
