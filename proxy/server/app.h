@@ -150,7 +150,7 @@ struct app {
     bool shadows_tried, shadows_open, shadows_refused;
     uv_timer_t shadow_timer; /* closing: asks each shadow's final sample once it is drained */
     bool shadow_timer_open;
-    bool primary_final;          /* the primary's final sample is in */
+    bool primary_final; /* the primary's final sample is in */
     bool shadow_final_asked[SHADOW_MAX], shadow_final_got[SHADOW_MAX];
 };
 

@@ -142,8 +142,9 @@ static void routes_health_shadows(const struct app *a, struct buf *b)
                    (unsigned long long)sh->memory_mb, (unsigned long long)sh->restarts,
                    (unsigned long long)sh->disconnects, (long long)sh->up_since_ns,
                    sh->queued_bytes, sh->inflight,
-                   sh->last_sample_ns ? (long long)((clock_wall_ns() - sh->last_sample_ns) / 1000000)
-                                      : -1LL);
+                   sh->last_sample_ns
+                       ? (long long)((clock_wall_ns() - sh->last_sample_ns) / 1000000)
+                       : -1LL);
 #define SHADOW_JSON(f, label, help) buf_printf(b, ",\"%s\":%llu", #f, (unsigned long long)sh->c.f);
         SHADOW_COUNTERS(SHADOW_JSON)
 #undef SHADOW_JSON
@@ -269,8 +270,9 @@ static void routes_metrics(const struct admin_http_request *req, struct admin_ht
         return;
     struct app *a = req->ud;
     struct prom_writer w;
-    struct scrape_sources src = { &a->px, &a->rec, &a->poller, a->sink.kind,
-                                  a->have_last ? &a->last : NULL, &a->shadows };
+    struct scrape_sources src = {
+        &a->px, &a->rec, &a->poller, a->sink.kind, a->have_last ? &a->last : NULL, &a->shadows
+    };
     admin_http_set_status(resp, 200, PROM_CONTENT_TYPE);
     prom_writer_init(&w, admin_http_body_sink, resp);
     if (scrape_write(&w, &src) != PROM_OK)

@@ -237,8 +237,10 @@ static void sh_disconnect(struct shadow *sh, const char *why)
                         : SHADOW_S_DOWN;
     if (was_up) {
         sh->disconnects++;
-        log_throttled(&sh->throttle, LOG_LEVEL_WARN, NULL, "shadow '%s': connection lost (%s)",
-                      sh->name, why);
+        /* a started one's exit says more, on its own line */
+        log_throttled(&sh->lost_throttle,
+                      sh->spec.kind == SHADOW_STARTED ? LOG_LEVEL_INFO : LOG_LEVEL_WARN, NULL,
+                      "shadow '%s': connection lost (%s)", sh->name, why);
         sh_event(sh, "lost", why);
         if (sh->spec.kind == SHADOW_UPSTREAM && sh->backoff_ms < SHADOW_RESTART_MIN_MS)
             sh->backoff_ms = SHADOW_RESTART_MIN_MS;
@@ -1069,10 +1071,14 @@ void shadow_set_close(struct shadow_set *set, void (*on_closed)(struct shadow_se
             on_closed(set);
         return;
     }
-    /* the last partial second's counts */
+    /* the last partial second's counts; what was mirrored and never
+     * answered is dropped */
     int64_t second = clock_wall_ns() / 1000000000;
-    for (unsigned i = 0; i < set->n; i++)
+    for (unsigned i = 0; i < set->n; i++) {
+        set->sh[i].c.dropped += set->sh[i].inflight;
+        set->sh[i].inflight = 0;
         sh_second(&set->sh[i], second);
+    }
     set->closing = true;
     /* one extra count while closing so that nothing reaches zero early */
     set->open_handles++;

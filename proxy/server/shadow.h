@@ -165,8 +165,8 @@ struct shadow {
     bool proc_handle_open; /* proc initialised and not yet closed */
     bool connecting;       /* connect_req outstanding */
     bool timer_open;
-    bool exited_logged; /* a line about its exits was written */
-    struct log_throttle throttle;
+    bool exited_logged;                          /* a line about its exits was written */
+    struct log_throttle throttle, lost_throttle; /* exits and start failures; lost connections */
     char sock_path[ADDR_UNIX_PATH_MAX + 1];
     char base[SHADOW_NAME_MAX]; /* the name before a " #2" */
 };
