@@ -7,7 +7,7 @@
 -- id is a place in each one's ladder: with other -f its chunk size differs.
 -- A 1/N-sampled shadow ("1/N FLAGS") holds 1/N of the keys in 1/N of the
 -- memory. The run: `.parameter set @run NAME_OR_ID` in sqlite3, latest run
--- when unset; a run not found gets a row that says so.
+-- when unset; a run not found, or without shadows, gets a row that says so.
 --   sqlite3 -header -column runs.db < schema/queries/shadows.sql
 WITH chosen AS (
   SELECT run_id FROM runs
@@ -29,6 +29,11 @@ FROM (
          NULL
   FROM tot s JOIN tot p ON p.target = 'primary'
   WHERE s.target <> 'primary'
+  UNION ALL  -- a run without shadows says so
+  SELECT 'run ' || CAST(chosen.run_id AS TEXT) || ' has no shadows (slabtap proxy --shadow "FLAGS")',
+         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, -1
+  FROM chosen
+  WHERE NOT EXISTS (SELECT 1 FROM targets t WHERE t.run_id = chosen.run_id)
   UNION ALL  -- no such run says so
   SELECT CASE WHEN @run IS NULL THEN 'no runs in this database'
               ELSE 'no run ' || @run || ' in this database (a name or id: SELECT run_id, name FROM runs lists them)' END,
