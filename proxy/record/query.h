@@ -81,9 +81,12 @@ enum query_kind {
     QUERY_EVICTIONS, /* item_events: evictions per class over time (points
                         buckets of whole minutes), per class, the top key
                         prefixes, deletions */
-    QUERY_SNAPSHOT   /* a snapshot (snap, 0: the latest): the run's snapshots,
+    QUERY_SNAPSHOT,  /* a snapshot (snap, 0: the latest): the run's snapshots,
                         per class resident items, sizes and waste, idle and
                         age histograms per class, the top prefixes by bytes */
+    /* issue 23: the primary and its shadow memcacheds side by side, with a
+     * verdict per shadow (record/query_targets.h, /api/run/targets) */
+    QUERY_TARGETS
 };
 
 /* What is asked: validated by the caller (server/webapi.c), checked again
