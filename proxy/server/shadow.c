@@ -926,7 +926,8 @@ static int sh_init(struct shadow_set *set, unsigned i, const struct shadow_spec 
         dup += !strcmp(set->sh[k].base, name);
     snprintf(sh->base, sizeof sh->base, "%s", name);
     if (dup > 1)
-        snprintf(sh->name, sizeof sh->name, "%.*s #%u", (int)sizeof sh->name - 8, name, dup);
+        snprintf(sh->name, sizeof sh->name, "%.*s #%u", (int)sizeof sh->name - 8, name,
+                 dup % 100); /* dup <= SHADOW_MAX: says so to -Wformat-truncation */
     if (shadow_memory(spec, set->primary_mb, classes_in_use, &sh->memory_mb, err, errlen))
         return -1;
     stats_sample_init(&sh->last);
