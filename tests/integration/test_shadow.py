@@ -21,7 +21,7 @@ memcacheds, through `slabtap proxy --shadow`.
    shadows' memcacheds said.
 3. kill -9 of the shadow's memcached mid-load: the client sees no error and
    exactly the answers memcached gives without any proxy, the drops are
-   counted, /health says restarts 1, shadow_events has "restarted", and
+   counted (/health and /metrics), restarts 1, shadow_events has "restarted", and
    mirroring resumes (a later load is mirrored whole into the new process).
 4. SIGSTOP of the shadow for 4 s during load: the proxy's RSS grows by at most its
    --shadow-queue plus slack (while several times that was mirrored), every
@@ -463,6 +463,13 @@ class ShadowTest(mctest.ServerTestCase):
         self.assertGreater(sh["dropped"], 0, sh)
         self.assertEqual(sh["restarts"], 1, sh)
         self.assertEqual(sh["errors"], 0, sh)
+        m = mctest.proxy_metrics(px)
+        lab = '{shadow="-f 1.08"}'
+        print("[kill9] /metrics: %s" % {k: v for k, v in m.items() if k.startswith("slabtap_shadow")})
+        self.assertEqual(m["slabtap_shadow_restarts_total" + lab], 1)
+        self.assertEqual(m["slabtap_shadow_requests_dropped_total" + lab], sh["dropped"])
+        self.assertEqual(m["slabtap_shadow_up" + lab], 1)
+        self.assertEqual(m['slabtap_shadow_requests_total{shadow="-f 1.08",result="hit"}'], sh["hits"])
         new = shadow_procs(px, 1)[0]
         self.assertNotEqual(new["pid"], victim["pid"])
         # mirroring resumed: a further load goes whole into the new process
