@@ -109,12 +109,12 @@ def run_load(slabtap, target, wl, extra=()):
     ops = float(re.search(r"^ops/s:\s+([\d.]+)", out, re.M).group(1))
     m = re.search(r"^reads:\s+(\d+) gets, (\d+) hits, (\d+) misses, .*?(\d+) fills", out, re.M)
     gets, hits, misses, fills = (int(x) for x in m.groups())
-    p99 = None
-    m = re.search(r"^latency get:.*?p99 ([\d.]+) us", out, re.M)
+    p50 = p99 = None
+    m = re.search(r"^latency get:\s+p50 ([\d.]+) us\s+p99 ([\d.]+) us", out, re.M)
     if m:
-        p99 = float(m.group(1))
+        p50, p99 = float(m.group(1)), float(m.group(2))
     errors = int(re.search(r"^errors:\s+(\d+)", out, re.M).group(1))
-    return {"ops_s": ops, "gets": gets, "hits": hits, "fills": fills, "p99": p99,
+    return {"ops_s": ops, "gets": gets, "hits": hits, "fills": fills, "p50": p50, "p99": p99,
             "errors": errors}
 
 
@@ -141,7 +141,8 @@ def measure(a, mctest, work, wl_tp, wl_lat, name, shadows, extra, tag):
         tp = run_load(a.slabtap, target, wl_tp)
         t1 = cpu_settled(pid) if pid else 0
         lat = run_load(a.slabtap, target, wl_lat, ["--rate", str(a.rate)])
-        row = {"ops_s": tp["ops_s"], "p99": lat["p99"], "errors": tp["errors"] + lat["errors"]}
+        row = {"ops_s": tp["ops_s"], "p50": lat["p50"], "p99": lat["p99"],
+               "errors": tp["errors"] + lat["errors"]}
         if pid:
             hz = os.sysconf("SC_CLK_TCK")
             row["cpu_us"] = (t1 - t0) / hz * 1e6 / (tp["gets"] + tp["fills"])
@@ -184,21 +185,22 @@ def main():
     configs = [c for c in CONFIGS if not only or c[0] in only or c[0] == "direct"]
     runs = {name: [] for name, _, _ in configs}
     for rnd in range(a.repeat):
-        direct_p99 = None
+        direct = {}
         for name, shadows, extra in configs:
             row = measure(a, mctest, work, wl_tp, wl_lat, name, shadows, extra,
                           "%d-%d" % (rnd, len(runs[name])))
             if name == "direct":
-                direct_p99 = row["p99"]
-            elif row["p99"] is not None and direct_p99 is not None:
-                row["added"] = row["p99"] - direct_p99
+                direct = row
+            elif row["p99"] is not None and direct["p99"] is not None:
+                row["added"] = row["p99"] - direct["p99"]
+                row["added50"] = row["p50"] - direct["p50"]
             runs[name].append(row)
             print("# round %d, %s: %s" % (rnd + 1, name, row), file=sys.stderr)
     rows = []
     for name, _, _ in configs:
         rs = runs[name]
         row = {"name": name}
-        for k in ("ops_s", "p99", "added", "cpu_us", "rss", "hwm"):
+        for k in ("ops_s", "p50", "p99", "added50", "added", "cpu_us", "rss", "hwm"):
             vals = [r[k] for r in rs if r.get(k) is not None]
             row[k] = statistics.median(vals) if vals else None
         if rs[0].get("shadow_rss"):
@@ -214,16 +216,16 @@ def main():
           "get-or-set over 200,000 keys, 100..1,000 B; 4 connections x pipeline 32; "
           "medians of %d rounds)\n" % (a.ops, a.rate, a.seconds, a.repeat,
                                        ", ".join("`%s`" % s for s in SHADOWS3), a.repeat))
-    print("| configuration | ops/s (closed loop) | proxy CPU per request | get p99 at %d/s "
-          "| p99 added vs direct | proxy RSS (peak) | shadow memcacheds' RSS | dropped | errors |"
-          % a.rate)
+    print("| configuration | ops/s (closed loop) | proxy CPU per request | get p50 / p99 at %d/s "
+          "| added vs direct: p50 / p99 | proxy RSS (peak) | shadow memcacheds' RSS | dropped "
+          "| errors |" % a.rate)
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print("| %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (
             r["name"], "{:,.0f}".format(r["ops_s"]),
             ("%.1f us" % r["cpu_us"]) if r["cpu_us"] is not None else "",
-            ("%.0f us" % r["p99"]) if r["p99"] is not None else "",
-            ("%+.0f us" % r["added"]) if r["added"] is not None else "",
+            ("%.0f / %.0f us" % (r["p50"], r["p99"])) if r["p99"] is not None else "",
+            ("%+.0f / %+.0f us" % (r["added50"], r["added"])) if r["added"] is not None else "",
             ("%.1f MB (%.1f)" % (r["rss"] / 1024, r["hwm"] / 1024)) if r["rss"] else "",
             " + ".join("%.1f MB" % (k / 1024) for k in r.get("shadow_rss", [])),
             "" if r["dropped"] is None else r["dropped"], r["errors"]))
