@@ -16,6 +16,10 @@ memcacheds, through `slabtap proxy --shadow`.
    197..1139 of 3,600 large sets). Then reads: each shadow's hit/miss
    counters (/health "shadows") equal its memcached's get_hits/get_misses
    read on its own socket, its writes counter its cmd_set.
+   A shadow with the primary's own flags ends with the primary's items,
+   class for class, after every kind of mirrored command (add/replace
+   stored or not, append/prepend, cas right and wrong, incr/decr, touch,
+   gat, delete, noreply, meta) and a flush_all pipelined between writes.
 2. The SQL: after that run the targets, target_totals and target_compare
    views have the shadows' rows (SQLite), the totals equal to what the
    shadows' memcacheds said.
@@ -606,6 +610,75 @@ class ShadowTest(mctest.ServerTestCase):
         self.assertLess(hr_full, 0.95)
         self.assertGreater(evictions, 0)
         self.assertLessEqual(abs(hr_adj - hr_full), SAMPLE_ERR)
+
+    # 1b --------------------------------------------------------------------
+    def test_identity_mirror(self):
+        """A shadow with the primary's own settings ends with the primary's
+        items, class for class, after every kind of mirrored command: sets
+        of many sizes, add/replace (stored or not), append/prepend, cas
+        (right and wrong unique), incr/decr, touch, gat, delete, noreply,
+        meta commands, and a pipelined flush_all between writes."""
+        mc = self.mc(extra=["-m", "64"])
+        px = self.shadow_proxy(mc, ["-f 1.25"])
+        wait_up(px, 1)
+        proc = shadow_procs(px, 1)[0]
+        u = UnixMc(proc["sock"])
+
+        def same(what):
+            sh = wait_drained(px)[0]
+            p, q = layout(mctest.mc_classes(mc.port)), layout(u.classes())
+            pc = {c: (v["used_chunks"], v["mem_requested"]) for c, v in p.items() if v["used_chunks"]}
+            qc = {c: (v["used_chunks"], v["mem_requested"]) for c, v in q.items() if v["used_chunks"]}
+            self.assertEqual(qc, pc, "%s: shadow (used_chunks, mem_requested) per class vs the "
+                             "primary's; counters %s" % (what, counts(sh)))
+            self.assertEqual(int(u.stats()["curr_items"]), int(mctest.mc_stats(mc.port)["curr_items"]),
+                             what)
+            self.assertEqual(sh["dropped"], 0, sh)
+            self.assertEqual(sh["errors"], 0, sh)
+            return sh
+
+        with mctest.connect(px.port) as s:
+            items = [(b"id:%d" % i, b"v" * (10 + (i * 37) % 3000)) for i in range(600)]
+            mctest.set_items(s, items)
+            payload = b"".join([
+                b"add id:1 0 0 5\r\naaaaa\r\n",          # NOT_STORED: mirrored, refused too
+                b"add new:1 0 0 50\r\n" + b"a" * 50 + b"\r\n",
+                b"replace id:2 0 0 700\r\n" + b"r" * 700 + b"\r\n",
+                b"replace none:1 0 0 7\r\nrrrrrrr\r\n",   # NOT_STORED
+                b"append id:3 0 0 900\r\n" + b"p" * 900 + b"\r\n",
+                b"prepend id:4 0 0 100\r\n" + b"q" * 100 + b"\r\n",
+                b"delete id:5\r\ndelete none:2\r\n",
+                b"set n:1 0 0 1\r\n5\r\nincr n:1 1\r\ndecr n:1 1\r\n",
+                b"touch id:6 100\r\ngat 200 id:7 id:8 none:3\r\n",
+                b"set q:1 0 0 3 noreply\r\nabc\r\n",
+                b"ms m:1 40\r\n" + b"m" * 40 + b"\r\nmg id:9 v\r\nmd id:10\r\n",
+                b"get id:11 id:12 none:4\r\n",
+            ])
+            mctest.exchange(px.port, payload)
+            s.sendall(b"gets id:20\r\n")
+            line = mctest.recv_line(s)
+            cas = int(line.split()[4])
+            mctest.recv_until(s, b"END\r\n")
+            s.sendall(b"cas id:20 0 0 2000 %d\r\n%s\r\ncas id:21 0 0 2500 1\r\n%s\r\n"
+                      % (cas, b"c" * 2000, b"d" * 2500))
+            self.assertEqual(mctest.recv_exact(s, len(b"STORED\r\nEXISTS\r\n")),
+                             b"STORED\r\nEXISTS\r\n")
+        sh = same("after every command")
+        self.assertGreater(sh["not_stored"], 0, sh)
+        self.assertGreater(sh["others"], 0, sh)
+        self.assertEqual(sh["fills"], 0, sh)
+
+        # flush_all between writes in one pipeline: what was set before it is
+        # gone on both, what after it stays on both
+        before = [(b"fb:%d" % i, b"x" * 300) for i in range(200)]
+        after = [(b"fa:%d" % i, b"y" * 300) for i in range(50)]
+        payload = (b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v) for k, v in before)
+                   + b"flush_all\r\n"
+                   + b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v) for k, v in after))
+        mctest.exchange(px.port, payload)
+        time.sleep(1.1)  # flush_all marks items older than its second
+        same("after set, flush_all, set in one pipeline")
+        self.stop_clean(px)
 
     # 6 ---------------------------------------------------------------------
     def test_upstream_shadow(self):
