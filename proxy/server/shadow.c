@@ -688,7 +688,8 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int sig)
 }
 
 /* argv of a started shadow into args (strings in store). */
-static int sh_argv(struct shadow *sh, const char *binary, char *store, size_t storelen, char **argv)
+static int sh_argv(struct shadow *sh, const char *binary, char *store, size_t storelen, char **argv,
+                   char *mbuf, size_t mlen)
 {
     int n = 0;
     bool has_t = false, skip_next = false;
@@ -714,10 +715,9 @@ static int sh_argv(struct shadow *sh, const char *binary, char *store, size_t st
             return -1;
         argv[n++] = t;
     }
-    static char mbuf[SHADOW_MAX][24];
-    snprintf(mbuf[sh->index], sizeof mbuf[0], "%" PRIu64, sh->memory_mb);
+    snprintf(mbuf, mlen, "%" PRIu64, sh->memory_mb);
     argv[n++] = "-m";
-    argv[n++] = mbuf[sh->index];
+    argv[n++] = mbuf;
     if (!has_t) {
         argv[n++] = "-t";
         argv[n++] = "1";
@@ -743,9 +743,9 @@ static void sh_spawn(struct shadow *sh)
         sh_arm(sh, T_RESTART, 20);
         return;
     }
-    char store[SHADOW_FLAGS_MAX], *argv[SHADOW_ARGS_MAX];
+    char store[SHADOW_FLAGS_MAX], *argv[SHADOW_ARGS_MAX], mbuf[24];
     const char *binary = set->memcached && *set->memcached ? set->memcached : "memcached";
-    if (sh_argv(sh, binary, store, sizeof store, argv) < 0) {
+    if (sh_argv(sh, binary, store, sizeof store, argv, mbuf, sizeof mbuf) < 0) {
         log_error("shadow '%s': too many flags", sh->name);
         return;
     }
@@ -956,6 +956,27 @@ static int sh_init(struct shadow_set *set, unsigned i, const struct shadow_spec 
     return 0;
 }
 
+/* The binary a started shadow runs exists and is executable (a path, or
+ * a name found on PATH). */
+static bool shadow_binary_found(const char *memcached)
+{
+    const char *bin = memcached && *memcached ? memcached : "memcached";
+    if (strchr(bin, '/'))
+        return access(bin, X_OK) == 0;
+    const char *path = getenv("PATH");
+    char dir[4096];
+    for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+        size_t len = strcspn(p, ":");
+        snprintf(dir, sizeof dir, "%.*s/%s", (int)len, len ? p : ".", bin);
+        if (access(dir, X_OK) == 0)
+            return true;
+        p += len;
+        if (*p == ':')
+            p++;
+    }
+    return false;
+}
+
 int shadow_set_open(struct shadow_set *set, uv_loop_t *loop, const struct shadow_spec *specs,
                     unsigned n, const char *memcached, uint64_t primary_mb, unsigned classes_in_use,
                     size_t queue_bytes, unsigned stats_interval_ms,
@@ -977,6 +998,12 @@ int shadow_set_open(struct shadow_set *set, uv_loop_t *loop, const struct shadow
     bool any_started = false;
     for (unsigned i = 0; i < n; i++)
         any_started |= specs[i].kind == SHADOW_STARTED;
+    if (any_started && !shadow_binary_found(memcached)) {
+        snprintf(err, errlen, "--shadow: %s is not an executable file%s (give --memcached PATH)",
+                 memcached && *memcached ? memcached : "memcached",
+                 memcached && strchr(memcached, '/') ? "" : " on PATH");
+        return -1;
+    }
     if (any_started) {
         const char *tmp = getenv("TMPDIR");
         snprintf(set->dir, sizeof set->dir, "%s/slabtap-shadow-XXXXXX", tmp && *tmp ? tmp : "/tmp");
