@@ -60,8 +60,8 @@ TAP_VIEWS = {"item_event_keys", "snapshot_item_keys", "evictions", "evictions_pe
              "snapshot_prefixes"}
 # issue 23's views over the shadows (test_shadow_store.py checks them on both)
 SHADOW_VIEWS = {"shadow_starts", "targets", "target_samples", "target_sample_classes",
-                "target_class_latest", "target_totals", "target_compare",
-                "target_reads_per_second"}
+                "target_latest", "target_span", "target_class_latest", "target_totals",
+                "target_compare", "target_reads_per_second"}
 FLEET_VIEWS = {"fleet_runs", "fleet_waste", "fleet_pages", "fleet_sizes", "fleet_settings_diff",
                "fleet_sizes_agg", "fleet_waste_agg", "fleet_evictions"}
 
