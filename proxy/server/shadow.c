@@ -604,6 +604,7 @@ static void on_connect(uv_connect_t *req, int status)
         return;
     }
     sh->state = SHADOW_S_UP;
+    sh->ever_up = true;
     sh->rlen = 0;
     sh->backoff_ms = 0;
     if (sh->logged_down)
