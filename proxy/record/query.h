@@ -81,9 +81,10 @@ enum query_kind {
     QUERY_EVICTIONS, /* item_events: evictions per class over time (points
                         buckets of whole minutes), per class, the top key
                         prefixes, deletions */
-    QUERY_SNAPSHOT   /* a snapshot (snap, 0: the latest): the run's snapshots,
+    QUERY_SNAPSHOT,  /* a snapshot (snap, 0: the latest): the run's snapshots,
                         per class resident items, sizes and waste, idle and
                         age histograms per class, the top prefixes by bytes */
+    QUERY_TARGETS    /* issue 23: the primary and its shadows (query_targets_json) */
 };
 
 /* What is asked: validated by the caller (server/webapi.c), checked again
