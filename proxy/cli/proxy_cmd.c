@@ -11,10 +11,12 @@
 #include "cli/recopts.h"
 #include "core/addr.h"
 #include "core/opt.h"
+#include "core/sample.h"
 #include "core/units.h"
 #include "record/sink.h"
 #include "server/app.h"
 #include "server/proxy.h"
+#include "server/shadow.h"
 
 static void proxy_usage(FILE *out)
 {
@@ -75,11 +77,31 @@ static void proxy_usage(FILE *out)
         "                       connection of its own for its next requests, so no one\n"
         "                       waits behind its answers (default %um; 0: never)\n"
         "\n"
+        "Shadows (docs/shadow.md): memcacheds with candidate settings fed a copy of\n"
+        "the traffic; their answers are counted, never sent to a client:\n"
+        "  --shadow \"FLAGS\"     start a memcached with these flags (\"-f 1.08\",\n"
+        "                       \"-o slab_automove=2\", \"-m 32 -o slab_sizes=...\") on a\n"
+        "                       private unix socket once the primary's first stats\n"
+        "                       sample is in (its -m is the default -m), restarted\n"
+        "                       when it dies, stopped at exit; \"1/N FLAGS\": only the\n"
+        "                       keys of a 1/N sample, in 1/N of the memory (refused\n"
+        "                       when that is too few pages per slab class in use).\n"
+        "                       Repeatable; at most %d with --shadow-upstream\n"
+        "  --shadow-upstream ADDR\n"
+        "                       mirror into an operator's own memcached (HOST:PORT or\n"
+        "                       unix:PATH; never started or stopped). Repeatable\n"
+        "  --shadow-sample 1/N  the sample of every shadow without its own (default 1/1)\n"
+        "  --shadow-queue SIZE  mirrored bytes buffered per shadow before its requests\n"
+        "                       are dropped and counted (default %um)\n"
+        "  --memcached PATH     the memcached binary shadows run (default: memcached\n"
+        "                       on PATH)\n"
+        "\n"
         "Recording (the same flags as `slabtap watch`):\n",
         PROXY_DEFAULT_MAX_PENDING, PROXY_DEFAULT_DRAIN_MS, PROXY_DEFAULT_UPSTREAM_CONNS,
         PROXY_UPSTREAM_CONNS_MAX, PROXY_DEFAULT_MAX_REQUEST / 1024,
         PROXY_DEFAULT_MAX_ASSEMBLY / (1024 * 1024), PROXY_DEFAULT_MAX_MEMORY / (1024 * 1024),
-        PROXY_DEFAULT_BIG_ANSWER / (1024 * 1024));
+        PROXY_DEFAULT_BIG_ANSWER / (1024 * 1024), SHADOW_MAX,
+        SHADOW_DEFAULT_QUEUE / (1024 * 1024));
     cli_rec_usage(out);
 }
 
@@ -103,6 +125,64 @@ static int parse_upstream_conns(void *dest, const char *value, char *err, size_t
     return 0;
 }
 
+/* --shadow "FLAGS" / --shadow-upstream ADDR, repeatable: into cfg's list. */
+static int parse_shadow(void *dest, const char *value, char *err, size_t errlen)
+{
+    struct app_config *cfg = dest;
+    if (cfg->n_shadows >= SHADOW_MAX) {
+        snprintf(err, errlen, "at most %d shadows (--shadow and --shadow-upstream together)",
+                 SHADOW_MAX);
+        return -1;
+    }
+    struct shadow_spec *s = &cfg->shadows[cfg->n_shadows];
+    char why[384];
+    if (shadow_spec_parse(s, value, why, sizeof why)) {
+        /* the reason names the flag already: drop that prefix */
+        const char *w = strncmp(why, "--shadow ", 9) ? why : why + 9;
+        snprintf(err, errlen, "%s", w);
+        return -1;
+    }
+    cfg->n_shadows++;
+    return 0;
+}
+
+static int parse_shadow_upstream(void *dest, const char *value, char *err, size_t errlen)
+{
+    struct app_config *cfg = dest;
+    struct addr_spec as;
+    char why[256];
+    if (cfg->n_shadows >= SHADOW_MAX) {
+        snprintf(err, errlen, "at most %d shadows (--shadow and --shadow-upstream together)",
+                 SHADOW_MAX);
+        return -1;
+    }
+    if (addr_split(value, &as, why, sizeof why)) {
+        snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    if (strlen(value) >= ADDR_TEXT_MAX) {
+        snprintf(err, errlen, "\"%s\" is too long", value);
+        return -1;
+    }
+    struct shadow_spec *s = &cfg->shadows[cfg->n_shadows++];
+    memset(s, 0, sizeof *s);
+    s->kind = SHADOW_UPSTREAM;
+    s->sample = 1;
+    snprintf(s->upstream, sizeof s->upstream, "%s", value);
+    snprintf(s->text, sizeof s->text, "%s", value);
+    return 0;
+}
+
+static int parse_shadow_sample(void *dest, const char *value, char *err, size_t errlen)
+{
+    uint32_t *n = dest;
+    if (sample_parse(value, n) || *n == SAMPLE_NONE) {
+        snprintf(err, errlen, "\"%s\" is not 1/N (N from 1 to %u)", value, SAMPLE_MAX_N);
+        return -1;
+    }
+    return 0;
+}
+
 /* What the proxy's own rows write before it goes into app_config. */
 struct proxy_args {
     struct cli_rec_args rec; /* the recording flags (cli/recopts.h) */
@@ -110,6 +190,8 @@ struct proxy_args {
     uint64_t max_pending, drain, max_request, max_assembly, max_memory, big_answer;
     int reads;
     bool watch_evictions;
+    uint32_t shadow_sample; /* --shadow-sample: of the shadows without their own */
+    uint64_t shadow_queue;
 };
 
 /* Required flags and addresses, after the table; err set on a mistake. */
@@ -131,7 +213,7 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
                                         struct proxy_args *a, char *err, size_t errlen)
 {
     static const struct opt_word onoff[] = { { "on", 1 }, { "off", 0 }, { NULL, 0 } };
-    struct opt_spec table[12 + CLI_REC_OPTS] = {
+    struct opt_spec table[17 + CLI_REC_OPTS] = {
         { "listen", 0, OPT_STRING, .dest = &a->listen },
         { "upstream", 0, OPT_STRING, .dest = &a->upstream },
         { "reads", 0, OPT_ENUM, .dest = &a->reads, .words = onoff },
@@ -146,8 +228,13 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
         { "big-answer", 0, OPT_SIZE, .dest = &a->big_answer, .min = 0, .max = SIZE_MAX },
         { "max-conns", 0, OPT_UINT, .dest = &cfg->proxy.max_conns, .min = 1, .max = UINT32_MAX },
         { "watch-evictions", 0, OPT_FLAG, .dest = &a->watch_evictions },
+        { "shadow", 0, OPT_CALL, .dest = cfg, .call = parse_shadow },
+        { "shadow-upstream", 0, OPT_CALL, .dest = cfg, .call = parse_shadow_upstream },
+        { "shadow-sample", 0, OPT_CALL, .dest = &a->shadow_sample, .call = parse_shadow_sample },
+        { "shadow-queue", 0, OPT_SIZE, .dest = &a->shadow_queue, .min = 4096, .max = 1ull << 34 },
+        { "memcached", 0, OPT_STRING, .dest = &cfg->shadow_memcached },
     };
-    cli_rec_opts(table + 12, &a->rec, cfg);
+    cli_rec_opts(table + 17, &a->rec, cfg);
     enum opt_result r =
         opt_parse("proxy", table, sizeof table / sizeof table[0], argc, argv, NULL, err, errlen);
     if (r != OPT_OK)
@@ -162,6 +249,13 @@ static enum opt_result proxy_parse_args(int argc, char **argv, struct app_config
     cfg->proxy.max_memory = (size_t)a->max_memory;
     cfg->proxy.big_answer = (size_t)a->big_answer;
     cfg->watch = a->watch_evictions ? TAP_WATCH_EVICTIONS | TAP_WATCH_DELETIONS : 0;
+    cfg->shadow_queue = (size_t)a->shadow_queue;
+    /* the default sample: every shadow that did not say "1/N" itself */
+    for (unsigned i = 0; i < cfg->n_shadows; i++) {
+        struct shadow_spec *s = &cfg->shadows[i];
+        if (s->kind == SHADOW_UPSTREAM || strncmp(s->text, "1/", 2))
+            s->sample = a->shadow_sample > 1 ? a->shadow_sample : 1;
+    }
     return proxy_check_args(a, cfg, err, errlen);
 }
 
@@ -178,7 +272,9 @@ static enum opt_result proxy_read_args(int argc, char **argv, struct app_config 
                               .max_request = cfg->proxy.max_request,
                               .max_assembly = cfg->proxy.max_assembly,
                               .max_memory = cfg->proxy.max_memory,
-                              .big_answer = cfg->proxy.big_answer };
+                              .big_answer = cfg->proxy.big_answer,
+                              .shadow_sample = 1,
+                              .shadow_queue = SHADOW_DEFAULT_QUEUE };
     cli_rec_defaults(&a->rec, cfg, "proxy");
     enum opt_result r = proxy_parse_args(argc, argv, cfg, a, err, errlen);
     if (r != OPT_OK)
@@ -187,6 +283,13 @@ static enum opt_result proxy_read_args(int argc, char **argv, struct app_config 
     cli_rec_join_args(argc, argv, options, options_len);
     cfg->options_text = options;
     return OPT_OK;
+}
+
+/* Shadows that cannot start (the reason is logged): exit 2. */
+static void proxy_shadow_refused(void *ud, const char *why)
+{
+    (void)why;
+    cli_app_stop(ud, 2);
 }
 
 int cli_proxy_main(int argc, char **argv)
@@ -208,6 +311,8 @@ int cli_proxy_main(int argc, char **argv)
     case OPT_OK: break;
     }
     rc = 1;
+    cfg.on_shadow_refused = proxy_shadow_refused;
+    cfg.shadow_ud = pa;
     if (cli_app_open(pa, &cfg))
         goto out;
     /* the addresses bound, for scripts: `--listen 127.0.0.1:0` gives the port here */

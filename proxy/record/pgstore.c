@@ -493,6 +493,8 @@ static const char *const upgrade_steps[PGSTORE_SCHEMA_VERSION] = {
     [1] = NULL,
     /* 2 -> 3: what recorded the run (issue 22: watch, snapshot) */
     [2] = "ALTER TABLE runs ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'proxy';",
+    /* 3 -> 4: the shadows (issue 23): new tables and views only */
+    [3] = NULL,
 };
 
 static int apply_schema(struct pgstore *s, char *err, size_t errlen)
@@ -604,6 +606,36 @@ static const struct {
     { "phase", "INSERT INTO phases (phase_id, run_id, name, started_ns) VALUES ($1, $2, $3, $4)",
       4 },
     { "partition", "SELECT slabtap_writes_partition($1)", 1 },
+    /* issue 23: the shadows' samples (as "sample"), settings, events and counts */
+    { "shadow_sample",
+      "WITH s AS (INSERT INTO shadow_samples (run_id, target, t_ns, final, stats)"
+      " VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING sample_id)"
+      " INSERT INTO shadow_sample_classes (sample_id, class_id, fields)"
+      " SELECT s.sample_id, c.key::integer, c.value FROM s, jsonb_each($6::jsonb) c",
+      6 },
+    { "shadow_settings",
+      "INSERT INTO shadow_settings (run_id, target, t_ns, version, settings)"
+      " VALUES ($1, $2, $3, $4, $5::jsonb) ON CONFLICT (run_id, target, t_ns) DO UPDATE SET"
+      " version = excluded.version, settings = excluded.settings",
+      5 },
+    { "shadow_event",
+      "INSERT INTO shadow_events (run_id, target, t_ns, event, detail) VALUES ($1, $2, $3, $4, $5)",
+      5 },
+    { "shadow_counts",
+      "INSERT INTO shadow_counts (run_id, target, second, reads, hits, misses, fills, writes,"
+      " stored, not_stored, others, errors, dropped)"
+      " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+      " ON CONFLICT (run_id, target, second) DO UPDATE SET"
+      " reads = shadow_counts.reads + excluded.reads, hits = shadow_counts.hits + excluded.hits,"
+      " misses = shadow_counts.misses + excluded.misses,"
+      " fills = shadow_counts.fills + excluded.fills,"
+      " writes = shadow_counts.writes + excluded.writes,"
+      " stored = shadow_counts.stored + excluded.stored,"
+      " not_stored = shadow_counts.not_stored + excluded.not_stored,"
+      " others = shadow_counts.others + excluded.others,"
+      " errors = shadow_counts.errors + excluded.errors,"
+      " dropped = shadow_counts.dropped + excluded.dropped",
+      13 },
     /* issue 22: a snapshot's header, written when it starts and when it ends */
     { "snapshot",
       "INSERT INTO snapshots (run_id, snap, t_ns, ended_ns, items, bytes, complete, header)"
@@ -1402,8 +1434,8 @@ int pgstore_put_row(struct pgstore *s, int64_t run_id, const struct rec_row *row
     return pend(s, &st->pending, &st->npending, &st->pending_cap, run_id, row, err, errlen);
 }
 
-static int put_sample(struct pgstore *s, const char *id, const struct rec_job *j, char *err,
-                      size_t errlen)
+static int put_sample(struct pgstore *s, const char *id, const char *target,
+                      const struct rec_job *j, char *err, size_t errlen)
 {
     struct pgstore_state *st = s->st;
     char t[32], phase[32];
@@ -1429,9 +1461,67 @@ static int put_sample(struct pgstore *s, const char *id, const struct rec_job *j
         snprintf(err, errlen, "%s: a stats sample: too large or out of memory", s->shown);
         return -1;
     }
+    if (target) { /* a shadow's (issue 23) */
+        const char *params[6] = { id, target, t, j->final ? "1" : "0", stats, o->data };
+        return run_prepared(s, "shadow_sample", 6, params, "inserting a shadow's stats sample", err,
+                            errlen);
+    }
     const char *params[6] = { id,    t,      j->phase_id > 0 ? phase : NULL, j->final ? "1" : "0",
                               stats, o->data };
     return run_prepared(s, "sample", 6, params, "inserting a stats sample", err, errlen);
+}
+
+/* A shadow's job (issue 23): its settings, event or one second's counts
+ * (its samples: put_sample). target: the shadow's name, cleaned. */
+_Static_assert(REC_SHADOW_NCOUNTS == 10, "the statement shadow_counts has 10 counts");
+static int put_shadow_job(struct pgstore *s, const char *id, const char *target,
+                          const struct rec_job *j, char *err, size_t errlen)
+{
+    struct pgstore_state *st = s->st;
+    char t[32], small[256];
+    snprintf(t, sizeof t, "%lld", (long long)j->t_ns);
+    switch (j->kind) {
+    case REC_JOB_SETTINGS: {
+        const char *text = job_clean(&st->job_text, j->text ? j->text : "{}", true);
+        if (!text)
+            break;
+        size_t vn = j->version ? strlen(j->version) : 0;
+        if (vn > (sizeof small - 1) / 3)
+            vn = (sizeof small - 1) / 3;
+        small[utf8_clean(small, j->version ? j->version : "", vn)] = '\0';
+        const char *params[5] = { id, target, t, j->version ? small : NULL, text };
+        return run_prepared(s, "shadow_settings", 5, params, "inserting a shadow's settings", err,
+                            errlen);
+    }
+    case REC_JOB_SHADOW_EVENT: {
+        size_t en = j->text ? strlen(j->text) : 0;
+        if (en > (sizeof small - 1) / 3)
+            en = (sizeof small - 1) / 3;
+        small[utf8_clean(small, j->text ? j->text : "", en)] = '\0';
+        const char *detail = j->version ? job_clean(&st->job_text, j->version, false) : NULL;
+        if (j->version && !detail)
+            break;
+        const char *params[5] = { id, target, t, small, detail };
+        return run_prepared(s, "shadow_event", 5, params, "inserting a shadow's event", err,
+                            errlen);
+    }
+    case REC_JOB_SHADOW_COUNTS: {
+        char v[REC_SHADOW_NCOUNTS + 1][24];
+        const char *params[REC_SHADOW_NCOUNTS + 3] = { id, target, v[0] };
+        snprintf(v[0], sizeof v[0], "%lld", (long long)(j->t_ns / 1000000000));
+        for (int i = 0; i < REC_SHADOW_NCOUNTS; i++) {
+            snprintf(v[i + 1], sizeof v[i + 1], "%lld", (long long)j->counts[i]);
+            params[3 + i] = v[i + 1];
+        }
+        return run_prepared(s, "shadow_counts", REC_SHADOW_NCOUNTS + 3, params,
+                            "inserting a shadow's counts", err, errlen);
+    }
+    default:
+        snprintf(err, errlen, "%s: job kind %d has no shadow table", s->shown, (int)j->kind);
+        return -1;
+    }
+    snprintf(err, errlen, "%s: a shadow job's text is too large or out of memory", s->shown);
+    return -1;
 }
 
 int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, char *err,
@@ -1444,8 +1534,22 @@ int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, 
     snprintf(phase, sizeof phase, "%lld", (long long)j->phase_id);
     const char *text;
     char small[256];
+    if (j->target || j->kind == REC_JOB_SHADOW_EVENT || j->kind == REC_JOB_SHADOW_COUNTS) {
+        char target[3 * 128 + 1];
+        if (!j->target) {
+            snprintf(err, errlen, "%s: a shadow's job without its target", s->shown);
+            return -1;
+        }
+        size_t tn = strlen(j->target);
+        if (tn > (sizeof target - 1) / 3)
+            tn = (sizeof target - 1) / 3;
+        target[utf8_clean(target, j->target, tn)] = '\0';
+        if (j->kind == REC_JOB_SAMPLE)
+            return put_sample(s, id, target, j, err, errlen);
+        return put_shadow_job(s, id, target, j, err, errlen);
+    }
     switch (j->kind) {
-    case REC_JOB_SAMPLE: return put_sample(s, id, j, err, errlen);
+    case REC_JOB_SAMPLE: return put_sample(s, id, NULL, j, err, errlen);
     case REC_JOB_SETTINGS: {
         text = job_clean(&st->job_text, j->text ? j->text : "{}", true);
         if (!text)

@@ -36,7 +36,7 @@
 struct rec_row;
 struct rec_job;
 
-#define PGSTORE_SCHEMA_VERSION 3
+#define PGSTORE_SCHEMA_VERSION 4
 
 /* The COPY data of a batch is sent in pieces of at most this many bytes;
  * one encoded row takes at most PGSTORE_ROW_MAX. */

@@ -41,6 +41,7 @@ void rec_job_free(struct rec_job *j)
     free(j->class_ids);
     free(j->text);
     free(j->version);
+    free(j->target);
     free(j);
 }
 

@@ -64,6 +64,10 @@ static void w_job(struct buf *b, const struct rec_job *j)
         w_u32(b, j->class_ids[i]);
         w_text(b, j->class_json[i]);
     }
+    /* format 2: a shadow's target and counts (issue 23) */
+    w_text(b, j->target);
+    for (int i = 0; i < REC_SHADOW_NCOUNTS; i++)
+        w_i64(b, j->counts[i]);
 }
 
 /* --- reading ------------------------------------------------------------------ */
@@ -161,6 +165,9 @@ static struct rec_job *r_job(struct rbuf *b)
     } else if (n) {
         b->bad = true;
     }
+    j->target = r_text(b);
+    for (int i = 0; i < REC_SHADOW_NCOUNTS; i++)
+        j->counts[i] = r_i64(b);
     if (b->bad) {
         rec_job_free(j);
         return NULL;

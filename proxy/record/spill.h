@@ -21,7 +21,7 @@ struct rec_row;
 struct rec_job;
 
 #define SPILL_DEFAULT_MAX_BYTES (256ull * 1024 * 1024)
-#define SPILL_FORMAT 1
+#define SPILL_FORMAT 2 /* 2: jobs carry a shadow's target and counts (issue 23) */
 
 enum spill_put_result { SPILL_OK = 0, SPILL_FULL = 1, SPILL_ERROR = -1 };
 

@@ -801,6 +801,9 @@ static const char *const upgrade_steps[STORE_SCHEMA_VERSION] = {
     [4] = "ALTER TABLE runs ADD COLUMN crashed INTEGER NOT NULL DEFAULT 0;",
     /* 5 -> 6: what recorded the run (issue 22: watch, snapshot) */
     [5] = "ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'proxy';",
+    /* 6 -> 7: the shadows (issue 23): new tables and views only, which
+     * schema.sql creates */
+    [6] = NULL,
 };
 
 /* A run without an end when the file is opened was cut short (killed, or
@@ -1251,8 +1254,10 @@ static void finalize(sqlite3_stmt **st)
 void store_close(struct store *s)
 {
     struct store_writes *w = s->w;
-    sqlite3_stmt **stmts[] = { &s->ins_gets,     &s->ins_sample, &s->ins_class,
-                               &s->ins_settings, &s->ins_phase,  &s->end_phase };
+    sqlite3_stmt **stmts[] = { &s->ins_gets,      &s->ins_sample,   &s->ins_class,
+                               &s->ins_settings,  &s->ins_phase,    &s->end_phase,
+                               &s->shadow_sample, &s->shadow_class, &s->shadow_settings,
+                               &s->shadow_event,  &s->shadow_counts };
     for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++)
         finalize(stmts[i]);
     if (w) {
@@ -2014,10 +2019,118 @@ static int put_sample(struct store *s, int64_t run_id, const struct rec_job *j, 
     return 0;
 }
 
+/* --- shadows (issue 23) ---------------------------------------------------------------- */
+
+/* *st prepared (once) from sql and reset: 0, or -1 with SQLite's reason */
+static int shadow_stmt(struct store *s, sqlite3_stmt **st, const char *sql, char *err,
+                       size_t errlen)
+{
+    if (!*st && prepare(s, sql, st))
+        return store_fail(s, "preparing a shadow insert", err, errlen);
+    sqlite3_reset(*st);
+    sqlite3_clear_bindings(*st);
+    return 0;
+}
+
+static int put_shadow_job(struct store *s, int64_t run_id, const struct rec_job *j, char *err,
+                          size_t errlen)
+{
+    sqlite3_stmt *st;
+    switch (j->kind) {
+    case REC_JOB_SAMPLE:
+        if (shadow_stmt(s, &s->shadow_sample,
+                        "INSERT INTO shadow_samples (run_id, target, t_ns, final, stats)"
+                        " VALUES (?1,?2,?3,?4,?5)",
+                        err, errlen))
+            return -1;
+        st = s->shadow_sample;
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_text(st, 2, j->target, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, j->t_ns);
+        sqlite3_bind_int(st, 4, j->final);
+        sqlite3_bind_text(st, 5, j->text ? j->text : "{}", -1, SQLITE_STATIC);
+        if (step_done(s, st, "inserting a shadow's stats sample", err, errlen))
+            return -1;
+        int64_t sample_id = sqlite3_last_insert_rowid(s->db);
+        for (size_t i = 0; i < j->nclasses; i++) {
+            if (shadow_stmt(s, &s->shadow_class,
+                            "INSERT INTO shadow_sample_classes (sample_id, class_id, fields)"
+                            " VALUES (?1,?2,?3)",
+                            err, errlen))
+                return -1;
+            st = s->shadow_class;
+            sqlite3_bind_int64(st, 1, sample_id);
+            sqlite3_bind_int64(st, 2, j->class_ids[i]);
+            sqlite3_bind_text(st, 3, j->class_json[i], -1, SQLITE_STATIC);
+            if (step_done(s, st, "inserting a shadow sample's class", err, errlen))
+                return -1;
+        }
+        return 0;
+    case REC_JOB_SETTINGS:
+        if (shadow_stmt(s, &s->shadow_settings,
+                        "INSERT OR REPLACE INTO shadow_settings (run_id, target, t_ns, version,"
+                        " settings) VALUES (?1,?2,?3,?4,?5)",
+                        err, errlen))
+            return -1;
+        st = s->shadow_settings;
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_text(st, 2, j->target, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, j->t_ns);
+        sqlite3_bind_text(st, 4, j->version, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, j->text ? j->text : "{}", -1, SQLITE_STATIC);
+        return step_done(s, st, "inserting a shadow's settings", err, errlen);
+    case REC_JOB_SHADOW_EVENT:
+        if (shadow_stmt(s, &s->shadow_event,
+                        "INSERT INTO shadow_events (run_id, target, t_ns, event, detail)"
+                        " VALUES (?1,?2,?3,?4,?5)",
+                        err, errlen))
+            return -1;
+        st = s->shadow_event;
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_text(st, 2, j->target, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, j->t_ns);
+        sqlite3_bind_text(st, 4, j->text ? j->text : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, j->version, -1, SQLITE_STATIC);
+        return step_done(s, st, "inserting a shadow's event", err, errlen);
+    case REC_JOB_SHADOW_COUNTS:
+        /* the same second twice is added up */
+        if (shadow_stmt(s, &s->shadow_counts,
+                        "INSERT INTO shadow_counts (run_id, target, second, reads, hits, misses,"
+                        " fills, writes, stored, not_stored, others, errors, dropped)"
+                        " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
+                        " ON CONFLICT (run_id, target, second) DO UPDATE SET"
+                        " reads = reads + excluded.reads, hits = hits + excluded.hits,"
+                        " misses = misses + excluded.misses, fills = fills + excluded.fills,"
+                        " writes = writes + excluded.writes, stored = stored + excluded.stored,"
+                        " not_stored = not_stored + excluded.not_stored,"
+                        " others = others + excluded.others, errors = errors + excluded.errors,"
+                        " dropped = dropped + excluded.dropped",
+                        err, errlen))
+            return -1;
+        st = s->shadow_counts;
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_text(st, 2, j->target, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, j->t_ns / 1000000000);
+        for (int i = 0; i < REC_SHADOW_NCOUNTS; i++)
+            sqlite3_bind_int64(st, 4 + i, j->counts[i]);
+        return step_done(s, st, "inserting a shadow's counts", err, errlen);
+    default: break;
+    }
+    snprintf(err, errlen, "%s: job kind %d has no shadow table", s->path, (int)j->kind);
+    return -1;
+}
+
 int store_put_job(struct store *s, int64_t run_id, const struct rec_job *j, char *err,
                   size_t errlen)
 {
     sqlite3_stmt *st;
+    if (j->target || j->kind == REC_JOB_SHADOW_EVENT || j->kind == REC_JOB_SHADOW_COUNTS) {
+        if (!j->target) {
+            snprintf(err, errlen, "%s: a shadow's job without its target", s->path);
+            return -1;
+        }
+        return put_shadow_job(s, run_id, j, err, errlen);
+    }
     switch (j->kind) {
     case REC_JOB_SAMPLE: return put_sample(s, run_id, j, err, errlen);
     case REC_JOB_SETTINGS:
@@ -2059,6 +2172,8 @@ int store_put_job(struct store *s, int64_t run_id, const struct rec_job *j, char
         sqlite3_bind_int64(st, 4, j->t_ns);
         return step_done(s, st, "inserting a phase", err, errlen);
     case REC_JOB_SNAPSHOT: return put_tap_snapshot(s, run_id, j, err, errlen);
+    case REC_JOB_SHADOW_EVENT:
+    case REC_JOB_SHADOW_COUNTS: break; /* above */
     }
     snprintf(err, errlen, "%s: unknown job kind %d", s->path, (int)j->kind);
     return -1;

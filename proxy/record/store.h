@@ -29,7 +29,7 @@
 
 struct rec_row;
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 struct store_writes; /* the encoder's statements, dictionaries and run state */
 
@@ -37,6 +37,8 @@ struct store {
     sqlite3 *db;
     sqlite3_stmt *ins_gets;
     sqlite3_stmt *ins_sample, *ins_class, *ins_settings, *ins_phase, *end_phase;
+    /* the shadows' (issue 23), prepared when first needed */
+    sqlite3_stmt *shadow_sample, *shadow_class, *shadow_settings, *shadow_event, *shadow_counts;
     struct store_writes *w;
     char path[1024];
     /* the file and the WAL the connection writes (store_file_check) */

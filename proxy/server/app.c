@@ -58,6 +58,106 @@ static bool app_final_sample(struct app *a, const struct stats_sample *s)
     return false;
 }
 
+/* --- shadows (server/shadow.h) ------------------------------------------------ */
+
+static void app_maybe_final(struct app *a);
+
+static void app_shadow_sample(void *ud, struct shadow *sh, const struct stats_sample *s)
+{
+    struct app *a = ud;
+    bool final = a->closing && a->shadow_final_asked[sh->index] &&
+                 !a->shadow_final_got[sh->index] && s->requested;
+    jobs_shadow_sample(&a->jobs, sh->name, s, final);
+    if (final) {
+        a->shadow_final_got[sh->index] = true;
+        app_maybe_final(a);
+    }
+}
+
+static void app_shadow_second(void *ud, struct shadow *sh, int64_t second,
+                              const struct shadow_counters *d)
+{
+    struct app *a = ud;
+    int64_t counts[REC_SHADOW_NCOUNTS];
+    int k = 0;
+#define SHADOW_COUNT(f, label, help) counts[k++] = (int64_t)d->f;
+    SHADOW_COUNTERS(SHADOW_COUNT)
+#undef SHADOW_COUNT
+    jobs_shadow_counts(&a->jobs, sh->name, second, counts);
+}
+
+static void app_shadow_event(void *ud, struct shadow *sh, const char *event, const char *detail)
+{
+    struct app *a = ud;
+    jobs_shadow_event(&a->jobs, sh->name, clock_wall_ns(), event, detail);
+}
+
+/* Shadows that cannot start (too small a sample): logged, recorded, and
+ * the caller told (the proxy exits 2: it must not run half-configured). */
+static void app_shadows_refused(struct app *a, const char *why)
+{
+    a->shadows_refused = true;
+    log_error("%s", why);
+    if (a->cfg.on_shadow_refused)
+        a->cfg.on_shadow_refused(a->cfg.shadow_ud, why);
+}
+
+/* After the primary's first sample: its -m (limit_maxbytes) is a shadow's
+ * default, the classes with pages decide whether a sample is too small. */
+static void app_open_shadows(struct app *a, const struct stats_sample *s)
+{
+    char err[768];
+    int64_t maxbytes = 0, pages;
+    a->shadows_tried = true;
+    if (!stats_sample_global(s, "limit_maxbytes", &maxbytes))
+        stats_sample_setting(s, "maxbytes", &maxbytes);
+    uint64_t mb = maxbytes > 0 ? ((uint64_t)maxbytes + (1u << 20) - 1) >> 20 : 64;
+    unsigned classes = 0;
+    for (unsigned id = 0; id <= s->max_class_id; id++)
+        classes += stats_sample_get(s, id, "total_pages", &pages) && pages > 0;
+    for (unsigned i = 0; i < a->cfg.n_shadows; i++) {
+        uint64_t m;
+        if (shadow_memory(&a->cfg.shadows[i], mb, classes, &m, err, sizeof err)) {
+            jobs_shadow_event(&a->jobs, a->cfg.shadows[i].text, clock_wall_ns(), "too_small", err);
+            app_shadows_refused(a, err);
+            return;
+        }
+    }
+    struct shadow_hooks hooks = { app_shadow_sample, app_shadow_second, app_shadow_event, a };
+    if (shadow_set_open(&a->shadows, a->loop, a->cfg.shadows, a->cfg.n_shadows,
+                        a->cfg.shadow_memcached, mb, classes, a->cfg.shadow_queue,
+                        a->cfg.stats_interval_ms, &hooks, err, sizeof err)) {
+        app_shadows_refused(a, err);
+        return;
+    }
+    a->shadows_open = true;
+    uv_timer_init(a->loop, &a->shadow_timer);
+    a->shadow_timer.data = a;
+    a->shadow_timer_open = true;
+    a->px.shadows = &a->shadows;
+    log_info("%u shadow%s started (primary -m %llu MB, %u slab classes in use)", a->shadows.n,
+             a->shadows.n == 1 ? "" : "s", (unsigned long long)mb, classes);
+}
+
+/* Closing: each shadow's final sample once what was mirrored to it is
+ * answered (one that is down or not polled has none to give). */
+static void on_shadow_timer(uv_timer_t *t)
+{
+    struct app *a = t->data;
+    for (unsigned i = 0; i < a->shadows.n; i++) {
+        struct shadow *sh = &a->shadows.sh[i];
+        if (a->shadow_final_asked[i] || a->shadow_final_got[i])
+            continue;
+        if (sh->state != SHADOW_S_UP || !sh->poller_open || !sh->poller.connected) {
+            a->shadow_final_got[i] = true;
+        } else if (sh->inflight == 0) {
+            a->shadow_final_asked[i] = true;
+            poller_sample_now(&sh->poller);
+        }
+    }
+    app_maybe_final(a);
+}
+
 static void on_sample(void *ud, const struct stats_sample *s)
 {
     struct app *a = ud;
@@ -68,8 +168,12 @@ static void on_sample(void *ud, const struct stats_sample *s)
     if (stats_sample_copy(&a->last, s) == 0)
         a->have_last = true;
     a->last_sample_ns = clock_wall_ns();
-    if (final)
-        app_final_done(a);
+    if (!a->shadows_tried && a->cfg.n_shadows && !a->cfg.tap_mode && !a->closing)
+        app_open_shadows(a, s);
+    if (final) {
+        a->primary_final = true;
+        app_maybe_final(a);
+    }
 }
 
 /* --- phases ------------------------------------------------------------------ */
@@ -505,6 +609,11 @@ static void on_tap_closed(struct tap *t)
     app_component_closed((struct app *)((char *)t - offsetof(struct app, tap)));
 }
 
+static void on_shadows_closed(struct shadow_set *set)
+{
+    app_component_closed((struct app *)((char *)set - offsetof(struct app, shadows)));
+}
+
 static void app_final_done(struct app *a)
 {
     if (a->final_done)
@@ -512,7 +621,17 @@ static void app_final_done(struct app *a)
     a->final_done = true;
     uv_timer_stop(&a->final_timer);
     uv_timer_stop(&a->settle_timer);
-    a->closing_handles = 2 + a->poller_open + a->http_open + a->tap_open;
+    a->closing_handles =
+        2 + a->poller_open + a->http_open + a->tap_open + a->shadows_open + a->shadow_timer_open;
+    if (a->shadow_timer_open) {
+        a->shadow_timer_open = false;
+        uv_timer_stop(&a->shadow_timer);
+        uv_close((uv_handle_t *)&a->shadow_timer, on_final_timer_closed);
+    }
+    if (a->shadows_open) { /* the children stopped, their last counts given */
+        a->px.shadows = NULL;
+        shadow_set_close(&a->shadows, on_shadows_closed);
+    }
     uv_close((uv_handle_t *)&a->final_timer, on_final_timer_closed);
     uv_close((uv_handle_t *)&a->settle_timer, on_final_timer_closed);
     if (a->tap_open) /* after the final sample: its drop counters are counted */
@@ -523,11 +642,26 @@ static void app_final_done(struct app *a)
         admin_http_close(&a->http, on_http_closed);
 }
 
+/* The primary's final sample is in, and each shadow's (or it has none). */
+static void app_maybe_final(struct app *a)
+{
+    if (!a->primary_final || a->final_done)
+        return;
+    for (unsigned i = 0; a->shadows_open && i < a->shadows.n; i++)
+        if (!a->shadow_final_got[i])
+            return;
+    app_final_done(a);
+}
+
 static void on_final_timeout(uv_timer_t *t)
 {
     struct app *a = t->data;
-    log_warn("no final stats sample within %d ms (memcached unreachable?)",
-             APP_FINAL_SAMPLE_WAIT_MS);
+    if (a->primary_final)
+        log_warn("no final stats sample from every shadow within %d ms (frozen or slow?)",
+                 APP_FINAL_SAMPLE_WAIT_MS);
+    else
+        log_warn("no final stats sample within %d ms (memcached unreachable?)",
+                 APP_FINAL_SAMPLE_WAIT_MS);
     app_final_done(a);
 }
 
@@ -537,6 +671,8 @@ static void on_proxy_stopped(struct proxy *px)
     /* every forwarded request is answered: the final sample sees them all */
     poller_sample_now(&a->poller);
     uv_timer_start(&a->final_timer, on_final_timeout, APP_FINAL_SAMPLE_WAIT_MS, 0);
+    if (a->shadow_timer_open) /* each shadow's, once drained */
+        uv_timer_start(&a->shadow_timer, on_shadow_timer, 0, 10);
 }
 
 void app_close(struct app *a, void (*on_closed)(struct app *a))

@@ -41,6 +41,7 @@
 #include "server/jobs.h"
 #include "server/poller.h"
 #include "server/proxy.h"
+#include "server/shadow.h"
 #include "server/tap.h"
 #include "server/webapi.h"
 
@@ -100,6 +101,16 @@ struct app_config {
     unsigned watch;
     void (*on_watch_stop)(void *ud, enum tap_stop why, const char *words);
     void *watch_ud;
+    /* shadows (server/shadow.h; proxy only): started after the primary's
+     * first stats sample; on_shadow_refused (NULL: the app closes itself)
+     * is told, with the one-line reason already logged, when they cannot
+     * be (too small a sample): the caller exits 2 */
+    struct shadow_spec shadows[SHADOW_MAX];
+    unsigned n_shadows;
+    const char *shadow_memcached; /* --memcached PATH (NULL: memcached on PATH) */
+    size_t shadow_queue;          /* --shadow-queue (0: SHADOW_DEFAULT_QUEUE) */
+    void (*on_shadow_refused)(void *ud, const char *why);
+    void *shadow_ud;
 };
 
 struct app {
@@ -133,6 +144,14 @@ struct app {
     int teardown_pending; /* a failed start: components still closing */
     void (*on_closed)(struct app *a);
     char db_file[1024]; /* --db PATTERN expanded at start (rotation) */
+    /* shadows: n == 0 until the primary's first sample started them (and
+     * without --shadow); each one's latest sample: shadows.sh[i].last */
+    struct shadow_set shadows;
+    bool shadows_tried, shadows_open, shadows_refused;
+    uv_timer_t shadow_timer; /* closing: asks each shadow's final sample once it is drained */
+    bool shadow_timer_open;
+    bool primary_final;          /* the primary's final sample is in */
+    bool shadow_final_asked[SHADOW_MAX], shadow_final_got[SHADOW_MAX];
 };
 
 /* Opens the database, starts the run and every component. 0, or -1 with

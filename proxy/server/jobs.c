@@ -2,6 +2,7 @@
  * jobs; the ladder writes are tagged with. */
 #include "server/jobs.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,12 +59,16 @@ fail:
     return NULL;
 }
 
-static void jobs_settings(struct jobs *jobs, const struct stats_sample *s)
+static void jobs_settings(struct jobs *jobs, const struct stats_sample *s, const char *target)
 {
     struct rec_job *j = jobs_new(REC_JOB_SETTINGS, s->t_ns);
     struct buf b;
     if (!j)
         return;
+    if (target && !(j->target = strdup(target))) {
+        rec_job_free(j);
+        return;
+    }
     buf_init(&b, JSONB_MAX);
     stats_json_object(&b, &s->settings);
     j->text = buf_take(&b);
@@ -216,8 +221,71 @@ void jobs_sample(struct jobs *j, const struct stats_sample *s, int64_t phase_id,
     struct rec_job *job;
     bool new_settings = s->has_settings && (s->settings_changed || !j->have_reported);
     if (new_settings)
-        jobs_settings(j, s);
+        jobs_settings(j, s, NULL);
     jobs_ladder_update(j, s, new_settings);
     if ((job = jobs_sample_job(s, phase_id, final)))
         rec_push_job(j->rec, job);
+}
+
+/* --- shadows (issue 23) --------------------------------------------------- */
+
+/* true the first time target is seen here (its settings not yet queued) */
+static bool jobs_shadow_first(struct jobs *j, const char *target)
+{
+    for (unsigned i = 0; i < j->n_shadow_settled; i++)
+        if (!strcmp(j->shadow_settled[i], target))
+            return false;
+    if (j->n_shadow_settled < JOBS_SHADOW_TARGETS) {
+        snprintf(j->shadow_settled[j->n_shadow_settled++], JOBS_TARGET_MAX, "%s", target);
+        return true;
+    }
+    return false;
+}
+
+void jobs_shadow_sample(struct jobs *j, const char *target, const struct stats_sample *s,
+                        bool final)
+{
+    struct rec_job *job;
+    if (s->has_settings) {
+        bool first = jobs_shadow_first(j, target);
+        if (first || s->settings_changed)
+            jobs_settings(j, s, target);
+    }
+    if (!(job = jobs_sample_job(s, 0, final)))
+        return;
+    if (!(job->target = strdup(target))) {
+        rec_job_free(job);
+        return;
+    }
+    rec_push_job(j->rec, job);
+}
+
+void jobs_shadow_event(struct jobs *j, const char *target, int64_t t_ns, const char *event,
+                       const char *detail)
+{
+    struct rec_job *job = jobs_new(REC_JOB_SHADOW_EVENT, t_ns);
+    if (!job)
+        return;
+    job->target = strdup(target);
+    job->text = strdup(event);
+    job->version = detail ? strdup(detail) : NULL;
+    if (!job->target || !job->text || (detail && !job->version)) {
+        rec_job_free(job);
+        return;
+    }
+    rec_push_job(j->rec, job);
+}
+
+void jobs_shadow_counts(struct jobs *j, const char *target, int64_t second,
+                        const int64_t counts[REC_SHADOW_NCOUNTS])
+{
+    struct rec_job *job = jobs_new(REC_JOB_SHADOW_COUNTS, second * 1000000000LL);
+    if (!job)
+        return;
+    if (!(job->target = strdup(target))) {
+        rec_job_free(job);
+        return;
+    }
+    memcpy(job->counts, counts, sizeof job->counts);
+    rec_push_job(j->rec, job);
 }

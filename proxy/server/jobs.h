@@ -4,7 +4,7 @@
  * samples show more of memcached.
  *
  * Owns: turning a stats sample into its jobs (sample, settings, run_meta
- * 'ladder'), the ladder state (memcached's `stats settings`, the chunk
+ * 'ladder'; a shadow's sample, settings, events and per-second counts), the ladder state (memcached's `stats settings`, the chunk
  * sizes seen, the choice of model/ladder_source.h) and the proxy's ladder
  * pointer (px->ladder: NULL while writes stay untagged), and logging a
  * ladder that changes or disagrees with memcached.
@@ -24,6 +24,11 @@
 #include "record/recorder.h"
 #include "server/proxy.h"
 
+/* shadows whose settings are followed (shadow.h SHADOW_MAX is 4) and the
+ * longest target name kept for that (SHADOW_NAME_MAX) */
+#define JOBS_SHADOW_TARGETS 8
+#define JOBS_TARGET_MAX 128
+
 struct jobs {
     struct recorder *rec;
     struct proxy *px;            /* its ladder is set here */
@@ -35,6 +40,9 @@ struct jobs {
     bool have_reported;
     struct ladder_observed seen;
     struct ladder_choice choice;
+    /* the shadows (server/shadow.h) whose settings were queued once */
+    char shadow_settled[JOBS_SHADOW_TARGETS][JOBS_TARGET_MAX];
+    unsigned n_shadow_settled;
 };
 
 void jobs_init(struct jobs *j, struct recorder *rec, struct proxy *px, const char *memcached_flags);
@@ -49,6 +57,20 @@ void jobs_meta(struct jobs *j, int64_t t_ns, const char *key, char *value);
 /* Phase id named name (at most name_max bytes of it) starts at t_ns. true
  * when queued: only then may the caller confirm it. */
 bool jobs_phase(struct jobs *j, int64_t id, int64_t t_ns, const char *name, size_t name_max);
+/* A shadow's stats sample (issue 23, server/shadow.h), target its name:
+ * its settings the first time they come and when they change, then the
+ * sample (REC_JOB_SAMPLE / REC_JOB_SETTINGS with target; no ladder, no
+ * phase). */
+void jobs_shadow_sample(struct jobs *j, const char *target, const struct stats_sample *s,
+                        bool final);
+/* A shadow's event ("started", "restarted", "exited", "connected", "lost",
+ * "too_small") at t_ns with its detail (NULL: none), into shadow_events. */
+void jobs_shadow_event(struct jobs *j, const char *target, int64_t t_ns, const char *event,
+                       const char *detail);
+/* One second (unix s) of a shadow's counters in enum rec_shadow_count
+ * order, into shadow_counts. */
+void jobs_shadow_counts(struct jobs *j, const char *target, int64_t second,
+                        const int64_t counts[REC_SHADOW_NCOUNTS]);
 /* memcached's reported settings, NULL until a sample carried them. */
 const struct slab_settings *jobs_reported(const struct jobs *j);
 

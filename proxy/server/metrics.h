@@ -105,6 +105,18 @@ struct metrics {
 #undef METRIC_FIELD
 };
 
+/* Per shadow (server/shadow.h), labelled shadow="NAME", beside
+ * slabtap_shadow_requests_total{shadow,result} whose results are
+ * SHADOW_COUNTERS's labels. X(name, type, help) */
+#define SLABTAP_SHADOW_METRICS(X) \
+    X(slabtap_shadow_requests_dropped_total, counter, \
+      "Requests not mirrored to the shadow: it was slow, full, frozen or down") \
+    X(slabtap_shadow_restarts_total, counter, \
+      "Times a started shadow memcached was started again after it died") \
+    X(slabtap_shadow_up, gauge, "1 while the shadow's connection is up (requests are mirrored)") \
+    X(slabtap_shadow_queued_bytes, gauge, "Mirrored bytes waiting to be written to the shadow") \
+    X(slabtap_shadow_inflight, gauge, "Requests mirrored to the shadow and not yet answered")
+
 /* memcached-wide families from the latest `stats` sample, as the official
  * memcached_exporter (github.com/prometheus/memcached_exporter,
  * pkg/exporter/exporter.go) names them, so its dashboards and alerts read

@@ -36,6 +36,7 @@
 #include "server/binrec.h"
 #include "server/conn.h"
 #include "server/readrec.h"
+#include "server/shadow.h"
 
 void proxy_config_defaults(struct proxy_config *cfg)
 {
@@ -141,6 +142,26 @@ void proxy_count_read(struct proxy *px, const struct pending_entry *e, const str
     g->bytes += bytes;
 }
 
+/* A recorded command with the primary's answer, to the shadows: writes as
+ * shadow_write decides, the others unless memcached refused them or never
+ * saw them. */
+static void proxy_shadow(struct proxy *px, const struct mc_request *r, const char *answer,
+                         size_t len)
+{
+    if (r->is_write) {
+        shadow_write(px->shadows, r, answer, len);
+        return;
+    }
+    static const char *const skip[] = { "ERROR", "CLIENT_ERROR", "SERVER_ERROR", "upstream_error",
+                                        "no_answer" };
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) {
+        size_t w = strlen(skip[i]);
+        if (len >= w && !memcmp(answer, skip[i], w) && (len == w || answer[w] == ' '))
+            return;
+    }
+    shadow_other(px->shadows, r);
+}
+
 /* answer_len SIZE_MAX: answer is a NUL-terminated label of slabtap's own. */
 void proxy_record(struct proxy *px, const struct pending_entry *e, const char *answer,
                   size_t answer_len, int64_t latency_ns)
@@ -154,6 +175,8 @@ void proxy_record(struct proxy *px, const struct pending_entry *e, const char *a
         return;
     if (answer_len == SIZE_MAX)
         answer_len = strlen(answer);
+    if (shadow_active(px->shadows))
+        proxy_shadow(px, r, answer, answer_len);
     memset(&row, 0, offsetof(struct rec_row, answer));
     row.kind = REC_ROW_WRITE;
     row.cmd = (uint8_t)r->cmd;
@@ -597,6 +620,8 @@ static bool conn_request(struct conn *c, const struct mc_request *r, uint64_t no
     if (cmd_is_recorded(r->cmd))
         e->seq = ++c->px->next_seq;
     readrec_capture(c->px, e, &c->rq);
+    if (r->cmd == MC_CMD_FLUSH_ALL && shadow_active(c->px->shadows))
+        shadow_other(c->px->shadows, r); /* not recorded: mirrored as it is forwarded */
     if (r->reply != MC_REPLY_SILENT)
         up->loud++;
     if (r->reply == MC_REPLY_CLOSE || r->reply == MC_REPLY_STREAM)

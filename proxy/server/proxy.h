@@ -30,6 +30,7 @@
 
 struct conn;
 struct upconn;
+struct shadow_set;
 
 struct proxy_config {
     struct addr_list listen_addrs;   /* the first that binds (an IPv6 wildcard
@@ -132,6 +133,7 @@ struct proxy {
     struct proxy_get_counter gets[MC_CMD_COUNT];
     uint64_t requests_by_cmd[MC_CMD_COUNT];
     const struct slab_ladder *ladder;  /* tags writes with a class; NULL: untagged */
+    struct shadow_set *shadows;        /* mirrors of the traffic (server/shadow.h); NULL: none */
     bool all_paused;                   /* paused everything for the recorder */
     bool memory_paused;                /* over cfg.max_memory: no client is read */
     bool answers_paused;               /* ... and answers pin most of it: no

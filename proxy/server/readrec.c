@@ -8,6 +8,7 @@
 #include "core/sample.h"
 #include "server/conn.h"
 #include "server/proxy.h"
+#include "server/shadow.h"
 
 size_t readrec_split(const char *line, size_t len, enum mc_cmd cmd,
                      void (*fn)(void *ud, const char *key, size_t key_len), void *ud)
@@ -35,6 +36,7 @@ size_t readrec_split(const char *line, size_t len, enum mc_cmd cmd,
 struct fill {
     struct readrec_keys *k;
     enum keyfmt_mode mode;
+    bool full; /* shadows: the whole key is kept (the text is made at emit) */
     size_t text_len, max;
 };
 
@@ -48,7 +50,10 @@ static void fill_key(void *ud, const char *key, size_t len)
     char text[MC_KEY_MAX + 1];
     x->hash = keyfmt_hash(key, len);
     x->len = len > UINT16_MAX ? UINT16_MAX : (uint16_t)len;
-    int tl = keyfmt_text(f->mode, key, len, text, sizeof text);
+    int tl = f->full ? (int)(len > MC_KEY_MAX ? MC_KEY_MAX : len)
+                     : keyfmt_text(f->mode, key, len, text, sizeof text);
+    if (f->full)
+        memcpy(text, key, (size_t)tl);
     x->text_len = (int16_t)(tl < 0 ? -1 : tl);
     x->text_off = (uint32_t)f->text_len;
     if (tl > 0) {
@@ -63,7 +68,7 @@ void readrec_capture(struct proxy *px, struct pending_entry *e, const struct mc_
     e->rseq = 0;
     e->rkeys = NULL;
     e->rk_n = e->rk_next = 0;
-    if (!px->cfg.record_reads || !proxy_cmd_is_read(r->cmd))
+    if ((!px->cfg.record_reads && !shadow_active(px->shadows)) || !proxy_cmd_is_read(r->cmd))
         return;
     e->after_write = px->next_seq;
     uint32_t n = r->cmd == MC_CMD_MG ? 1 : r->nkeys;
@@ -99,7 +104,9 @@ void readrec_capture(struct proxy *px, struct pending_entry *e, const struct mc_
     k->n = 0;
     k->keys = (struct readrec_key *)(void *)(mem + keys_at);
     k->text = mem + text_at;
-    struct fill f = { .k = k, .mode = px->cfg.key_mode, .max = kept };
+    struct fill f = {
+        .k = k, .mode = px->cfg.key_mode, .full = shadow_active(px->shadows), .max = kept
+    };
     readrec_split(p->line, len, r->cmd, fill_key, &f);
     e->rkeys = k;
     e->rk_n = k->n;
@@ -139,6 +146,19 @@ static void readrec_emit(struct proxy *px, const struct pending_entry *e, uint32
     row.has_exptime = r->cmd == MC_CMD_GAT || r->cmd == MC_CMD_GATS;
     row.exptime = row.has_exptime ? r->exptime : 0;
     row.answer[0] = '\0';
+    if (shadow_active(px->shadows)) { /* the whole key: in the block, or the request's */
+        if (e->rkeys) {
+            const struct readrec_key *k = &e->rkeys->keys[i];
+            if (k->text_len > 0)
+                shadow_read(px->shadows, e->rkeys->text + k->text_off, (size_t)k->text_len, false,
+                            hit, value_len, row.flags, row.has_exptime, row.exptime);
+        } else {
+            shadow_read(px->shadows, r->key, r->key_len_raw, r->key_b64, hit, value_len, row.flags,
+                        row.has_exptime, row.exptime);
+        }
+    }
+    if (!px->cfg.record_reads)
+        return;
     if (px->cfg.sample_keys > 1 && !sample_keep(hash, px->cfg.sample_keys)) {
         if (px->cfg.sample_aggregate) { /* counted in the aggregates, no row */
             row.sampled_out = true;
@@ -153,7 +173,12 @@ static void readrec_emit(struct proxy *px, const struct pending_entry *e, uint32
         }
         return;
     }
-    if (e->rkeys) {
+    if (e->rkeys && shadow_active(px->shadows)) { /* the block holds the whole key */
+        const struct readrec_key *k = &e->rkeys->keys[i];
+        row.key_text_len = (int16_t)keyfmt_text(px->cfg.key_mode, e->rkeys->text + k->text_off,
+                                                (size_t)(k->text_len > 0 ? k->text_len : 0),
+                                                row.key_text, sizeof row.key_text);
+    } else if (e->rkeys) {
         const struct readrec_key *k = &e->rkeys->keys[i];
         row.key_text_len = k->text_len;
         if (k->text_len > 0)

@@ -113,6 +113,46 @@ static bool routes_admit(const struct admin_http_request *req, struct admin_http
     return true;
 }
 
+static const char *routes_shadow_state(enum shadow_state s)
+{
+    switch (s) {
+    case SHADOW_S_UP: return "up";
+    case SHADOW_S_STARTING: return "starting";
+    case SHADOW_S_TOO_SMALL: return "too_small";
+    case SHADOW_S_CLOSED: return "closed";
+    default: return "down";
+    }
+}
+
+/* "shadows":[...] (server/shadow.h): each shadow's state and counters;
+ * [] without shadows, or before the primary's first sample started them. */
+static void routes_health_shadows(const struct app *a, struct buf *b)
+{
+    buf_puts(b, "\"shadows\":[");
+    for (unsigned i = 0; i < a->shadows.n; i++) {
+        const struct shadow *sh = &a->shadows.sh[i];
+        buf_puts(b, i ? ",{\"target\":" : "{\"target\":");
+        jsonb_string(b, sh->name, strlen(sh->name));
+        buf_printf(b,
+                   ",\"kind\":\"%s\",\"state\":\"%s\",\"sample\":%u,\"memory_mb\":%llu,"
+                   "\"restarts\":%llu,\"disconnects\":%llu,\"up_since_ns\":%lld,"
+                   "\"queued_bytes\":%zu,\"inflight\":%zu,\"last_sample_age_ms\":%lld",
+                   sh->spec.kind == SHADOW_UPSTREAM ? "upstream" : "started",
+                   routes_shadow_state(sh->state), sh->spec.sample > 1 ? sh->spec.sample : 1,
+                   (unsigned long long)sh->memory_mb, (unsigned long long)sh->restarts,
+                   (unsigned long long)sh->disconnects, (long long)sh->up_since_ns,
+                   sh->queued_bytes, sh->inflight,
+                   sh->last_sample_ns
+                       ? (long long)((clock_wall_ns() - sh->last_sample_ns) / 1000000)
+                       : -1LL);
+#define SHADOW_JSON(f, label, help) buf_printf(b, ",\"%s\":%llu", #f, (unsigned long long)sh->c.f);
+        SHADOW_COUNTERS(SHADOW_JSON)
+#undef SHADOW_JSON
+        buf_puts(b, "}");
+    }
+    buf_puts(b, "],");
+}
+
 static void routes_health(const struct admin_http_request *req, struct admin_http_response *resp)
 {
     if (!routes_admit(req, resp))
@@ -217,6 +257,7 @@ static void routes_health(const struct admin_http_request *req, struct admin_htt
             (unsigned long long)a->tap.c.deletions, (unsigned long long)a->tap.c.lost_counted,
             (unsigned long long)a->tap.c.skipped_reported, (unsigned long long)a->tap.c.reconnects,
             (unsigned long long)a->tap.c.restarts, (unsigned long long)a->tap.c.paused);
+    routes_health_shadows(a, &b);
     buf_printf(&b, "\"connections\":%llu,\"samples\":%llu}\n",
                (unsigned long long)a->px.m.connections_open,
                (unsigned long long)a->poller.counters.samples);

@@ -3,6 +3,7 @@
 #include "server/scrape.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "record/retain.h"
 #include "server/metrics.h"
@@ -91,6 +92,20 @@ static void scrape_losses(struct prom_writer *w, struct recorder *rec,
     }
 }
 
+/* The value of one SLABTAP_SHADOW_METRICS family for sh. */
+static uint64_t scrape_shadow_value(const struct shadow *sh, const char *name)
+{
+    if (!strcmp(name, "slabtap_shadow_requests_dropped_total"))
+        return sh->c.dropped;
+    if (!strcmp(name, "slabtap_shadow_restarts_total"))
+        return sh->restarts;
+    if (!strcmp(name, "slabtap_shadow_up"))
+        return sh->state == SHADOW_S_UP;
+    if (!strcmp(name, "slabtap_shadow_queued_bytes"))
+        return sh->queued_bytes;
+    return sh->inflight;
+}
+
 /* slabtap_*: the proxy's and the recorder's families. */
 static void scrape_proxy(struct prom_writer *w, const struct scrape_sources *src)
 {
@@ -151,7 +166,8 @@ static size_t scrape_targets(const struct scrape_sources *src, struct scrape_tar
 {
     size_t n = 0;
     t[n++] = (struct scrape_target){ "primary", src->last, src->poller->connected && src->last };
-    for (unsigned i = 0; src->shadows && i < src->shadows->n && i < SHADOW_MAX; i++) {
+    unsigned nsh = src->shadows && !src->shadows->closing ? src->shadows->n : 0;
+    for (unsigned i = 0; i < nsh && i < SHADOW_MAX; i++) {
         const struct shadow *sh = &src->shadows->sh[i];
         bool up = sh->state == SHADOW_S_UP && sh->have_last;
         t[n++] = (struct scrape_target){ sh->name, sh->have_last ? &sh->last : NULL, up };
@@ -250,11 +266,40 @@ static void scrape_classes(struct prom_writer *w, const struct scrape_sources *s
     }
 }
 
+/* slabtap_shadow_*: each shadow's counters (server/shadow.h), labelled
+ * shadow="NAME"; the families are declared with or without shadows. */
+static void scrape_shadows(struct prom_writer *w, const struct shadow_set *set)
+{
+    unsigned n = set && !set->closing ? set->n : 0;
+    prom_declare(w, "slabtap_shadow_requests_total", PROM_COUNTER,
+                 "Requests mirrored to a shadow memcached, by result");
+    for (unsigned i = 0; i < n; i++) {
+        const struct shadow *sh = &set->sh[i];
+#define SHADOW_SAMPLE(f, label, help) \
+    { \
+        struct prom_label l[2] = { { "shadow", sh->name }, { "result", label } }; \
+        prom_sample_u64(w, l, 2, sh->c.f); \
+    }
+        SHADOW_COUNTERS(SHADOW_SAMPLE)
+#undef SHADOW_SAMPLE
+    }
+#define SHADOW_FAMILY(family, type, help) \
+    prom_declare(w, #family, PROM_##type, help); \
+    for (unsigned i = 0; i < n; i++) { \
+        const struct shadow *sh = &set->sh[i]; \
+        struct prom_label l = { "shadow", sh->name }; \
+        prom_sample_u64(w, &l, 1, scrape_shadow_value(sh, #family)); \
+    }
+    SLABTAP_SHADOW_METRICS(SHADOW_FAMILY)
+#undef SHADOW_FAMILY
+}
+
 enum prom_err scrape_write(struct prom_writer *w, const struct scrape_sources *src)
 {
     scrape_refresh(src);
     scrape_proxy(w, src);
     scrape_memcached(w, src);
     scrape_classes(w, src);
+    scrape_shadows(w, src->shadows);
     return prom_writer_finish(w);
 }

@@ -34,9 +34,10 @@ struct scrape_sources {
     const struct poller *poller;
     enum sink_kind store;
     const struct stats_sample *last;
-    /* the shadows (NULL or none: the primary's samples unlabelled, as
-     * before issue 23); with any, each memcached_* family has a sample per
-     * target, labelled target="primary" / target="NAME" */
+    /* the shadows (NULL or none: no slabtap_shadow_* samples, and the
+     * primary's memcached_* samples unlabelled, as before issue 23); with
+     * any, each memcached_* family has a sample per target, labelled
+     * target="primary" / target="NAME" */
     const struct shadow_set *shadows;
 };
 

@@ -42,6 +42,7 @@
 #include "core/addr.h"
 #include "core/buf.h"
 #include "core/dial.h"
+#include "core/log.h"
 #include "protocol/mc_parse.h"
 #include "protocol/stats_parse.h"
 #include "server/poller.h"
@@ -89,11 +90,27 @@ struct shadow_spec {
     char flags[SHADOW_FLAGS_MAX]; /* STARTED: memcached's flags, the "1/N " prefix removed */
     char upstream[ADDR_TEXT_MAX]; /* UPSTREAM: HOST:PORT or unix:PATH */
     uint32_t sample;              /* 1/N of the keys (0, 1: every key) */
+    char text[SHADOW_NAME_MAX];   /* the value as given (trimmed): the target's name */
 };
 
 /* Parses one --shadow value: "FLAGS" or "1/N FLAGS" (a sample of its own).
  * 0, or -1 with the reason in err. */
 int shadow_spec_parse(struct shadow_spec *s, const char *value, char *err, size_t errlen);
+
+/* What one answer line of a shadow says (pure; the line without \r\n). */
+enum shadow_answer {
+    SHADOW_A_HIT,        /* HD (and STORED, DELETED, TOUCHED, OK: done) */
+    SHADOW_A_MISS,       /* EN */
+    SHADOW_A_NOT_STORED, /* NS, EX, NF (and NOT_STORED, EXISTS, NOT_FOUND) */
+    SHADOW_A_ERROR,      /* ERROR, CLIENT_ERROR, SERVER_ERROR */
+    SHADOW_A_OTHER       /* anything else (counted as an error) */
+};
+enum shadow_answer shadow_answer_classify(const char *line, size_t len);
+/* The -m a started shadow runs with: FLAGS's -m (else primary_mb), divided
+ * by the sample (rounded up), at least 1; and whether a sampled one is too
+ * small (0, or -1 with the reason in err, naming the shadow). Pure. */
+int shadow_memory(const struct shadow_spec *s, uint64_t primary_mb, unsigned classes_in_use,
+                  uint64_t *memory_mb, char *err, size_t errlen);
 
 enum shadow_state {
     SHADOW_S_STARTING,  /* the child is spawned, its socket not yet answering */
@@ -144,6 +161,14 @@ struct shadow {
     unsigned open_handles;
     int64_t second; /* the per-second counts being gathered */
     struct shadow_counters at_second;
+    int timer_what;        /* what timer is armed for (shadow.c) */
+    bool proc_handle_open; /* proc initialised and not yet closed */
+    bool connecting;       /* connect_req outstanding */
+    bool timer_open;
+    bool exited_logged; /* a line about its exits was written */
+    struct log_throttle throttle;
+    char sock_path[ADDR_UNIX_PATH_MAX + 1];
+    char base[SHADOW_NAME_MAX]; /* the name before a " #2" */
 };
 
 /* Called with each stats sample of a shadow (the sample is the poller's:
@@ -163,13 +188,17 @@ struct shadow_set {
     uv_loop_t *loop;
     struct shadow sh[SHADOW_MAX];
     unsigned n;
-    size_t queue_bytes; /* --shadow-queue */
-    char dir[256];      /* private directory of the sockets (mkdtemp) */
+    size_t queue_bytes;    /* --shadow-queue */
+    char dir[256];         /* private directory of the sockets (mkdtemp) */
     const char *memcached; /* --memcached PATH (NULL: memcached on PATH) */
     uint64_t primary_mb;   /* the primary's -m, the default of a shadow's */
     struct shadow_hooks hooks;
     uv_timer_t tick; /* once a second: counts, restarts */
     bool tick_open, closing;
+    uv_check_t flusher; /* writes what was mirrored in this loop iteration */
+    bool flusher_open;
+    unsigned open_handles; /* handles of the set and its shadows still open */
+    unsigned stats_interval_ms;
     void (*on_closed)(struct shadow_set *set);
 };
 
@@ -181,8 +210,8 @@ struct shadow_set {
  * reason in err, nothing started). Connecting is asynchronous and retried;
  * nothing here waits for a shadow. */
 int shadow_set_open(struct shadow_set *set, uv_loop_t *loop, const struct shadow_spec *specs,
-                    unsigned n, const char *memcached, uint64_t primary_mb,
-                    unsigned classes_in_use, size_t queue_bytes, unsigned stats_interval_ms,
+                    unsigned n, const char *memcached, uint64_t primary_mb, unsigned classes_in_use,
+                    size_t queue_bytes, unsigned stats_interval_ms,
                     const struct shadow_hooks *hooks, char *err, size_t errlen);
 /* SIGTERMs the started memcacheds, closes everything; on_closed (may be
  * NULL) once every handle is closed and the child has exited. */

@@ -215,7 +215,7 @@ class PgStoreTest(unittest.TestCase):
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
         before = self.pg.psql("SELECT version, sha256 FROM schema_version")
-        self.assertEqual(before[0][0], "3")
+        self.assertEqual(before[0][0], "4")
         oid = self.pg.scalar("SELECT 'sets'::regclass::oid")
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
@@ -225,17 +225,19 @@ class PgStoreTest(unittest.TestCase):
         try:
             rc, out, err = bench(self.pg.uri(), 10)
             self.assertEqual(rc, 1, out + err)
-            self.assertIn("schema version 99 is newer than this slabtap (3)", err)
+            self.assertIn("schema version 99 is newer than this slabtap (4)", err)
         finally:
-            self.pg.psql("UPDATE schema_version SET version = 3")
+            self.pg.psql("UPDATE schema_version SET version = 4")
         # a changed text (same version) is applied again
         self.pg.psql("UPDATE schema_version SET sha256 = 'x'")
         rc, out, err = bench(self.pg.uri(), 10)
         self.ok(rc, out, err)
         self.assertEqual(self.pg.psql("SELECT version, sha256 FROM schema_version"), before)
         # a version 1 database (no aggregates, issue 21; no runs.kind, issue
-        # 22) is brought up to 3
+        # 22; no shadows, issue 23) is brought up to 4
         self.pg.psql("DROP TABLE agg_sizes, agg_items, agg_reads CASCADE;"
+                     " DROP TABLE shadow_sample_classes, shadow_samples, shadow_settings,"
+                     " shadow_counts, shadow_events CASCADE;"
                      " ALTER TABLE runs DROP COLUMN kind CASCADE;"
                      " UPDATE schema_version SET version = 1")
         rc, out, err = bench(self.pg.uri(), 10)

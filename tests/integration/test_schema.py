@@ -53,7 +53,7 @@ import mctest  # noqa: E402
 
 SRC = mctest.SRC
 HOST = mctest.HOST
-SCHEMA_VERSION = 6  # STORE_SCHEMA_VERSION in proxy/record/store.h
+SCHEMA_VERSION = 7  # STORE_SCHEMA_VERSION in proxy/record/store.h
 
 # The schema as slabtap 1 wrote it (schema/schema.sql at user_version 1).
 V1_DDL = """
