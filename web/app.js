@@ -481,7 +481,7 @@
         this.reports ? Promise.resolve(null) : this.fetch('/api/run/reports?run=' + id, "the model's reports", ['mrc']),
         readsDue ? this.fetch('/api/run/evictions?run=' + id + '&points=60&top=10', 'the evictions', ['evlog']) : Promise.resolve(null),
         readsDue && snapRun ? this.fetch('/api/run/snapshot?run=' + id + '&top=10', 'the snapshot', ['snapshot']) : Promise.resolve(null),
-        snapRun ? Promise.resolve(null) : this.fetch('/api/run/targets?run=' + id + '&points=300', 'the shadows', ['shadows']),
+        snapRun ? Promise.resolve(null) : this.fetch('/api/run/targets?run=' + id, 'the shadows', ['shadows']),
       ]);
       if (this.stopped) return;
       if (reads && reads.status === 200) this.readsAt = Date.now();

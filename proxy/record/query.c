@@ -15,6 +15,7 @@
 #include "model/predict.h"
 #include "record/advice.h"
 #include "record/pgstore.h"
+#include "record/query_targets.h"
 #include "record/rowseq.h"
 #include "record/runs.h"
 
@@ -496,10 +497,10 @@ static bool params_ok(const struct query_params *p)
     case QUERY_READS:
     case QUERY_EVICTIONS: return pts && p->top >= 1 && p->top <= QUERY_TOP_MAX;
     case QUERY_SNAPSHOT: return p->top >= 1 && p->top <= QUERY_TOP_MAX && p->snap >= 0;
-    case QUERY_TARGETS: return pts;
     case QUERY_CLASSES:
     case QUERY_ADVICE:
-    case QUERY_REPORTS: return true;
+    case QUERY_REPORTS:
+    case QUERY_TARGETS: return true;
     }
     return false;
 }
@@ -2243,15 +2244,6 @@ static bool tap_step(struct query_queue *q, struct qsql_db *db, struct query_job
     return true;
 }
 
-/* The primary and its shadows (issue 23): record/query's
- * query_targets_json (w-store) once merged. */
-static void answer_targets(struct query_queue *q, struct qsql_db *db, struct query_job *j)
-{
-    (void)q;
-    (void)db;
-    set_error(j, QUERY_FAILED, "targets: not in this build yet");
-}
-
 /* One step of j; true when j is answered. */
 static bool job_step(struct query_queue *q, struct qsql_db *db, struct query_job *j)
 {
@@ -2320,11 +2312,6 @@ static bool job_step(struct query_queue *q, struct qsql_db *db, struct query_job
         answer_reports(q, db, j);
         budget_end(db);
         break;
-    case QUERY_TARGETS:
-        budget_start(q, db, q->budget_ms);
-        answer_targets(q, db, j);
-        budget_end(db);
-        break;
     case QUERY_EVICTIONS:
     case QUERY_SNAPSHOT: {
         budget_start(q, db, q->budget_ms);
@@ -2332,6 +2319,24 @@ static bool job_step(struct query_queue *q, struct qsql_db *db, struct query_job
         budget_end(db);
         if (!done)
             return false;
+        break;
+    }
+    case QUERY_TARGETS: {
+        struct buf b;
+        char err[QSQL_ERR_MAX];
+        buf_init(&b, JSONB_MAX);
+        budget_start(q, db, q->budget_ms);
+        enum query_targets_rc rc = query_targets_json(db, j->run_id, &b, err, sizeof err);
+        budget_end(db);
+        if (rc == QT_OK) {
+            json_finish(j, &b);
+        } else {
+            buf_free(&b);
+            if (rc == QT_TIMEOUT || q->interrupted)
+                set_error(j, QUERY_BUSY, "the query went over its time budget");
+            else
+                set_error(j, QUERY_FAILED, err);
+        }
         break;
     }
     }

@@ -84,7 +84,9 @@ enum query_kind {
     QUERY_SNAPSHOT,  /* a snapshot (snap, 0: the latest): the run's snapshots,
                         per class resident items, sizes and waste, idle and
                         age histograms per class, the top prefixes by bytes */
-    QUERY_TARGETS    /* issue 23: the primary and its shadows (query_targets_json) */
+    /* issue 23: the primary and its shadow memcacheds side by side, with a
+     * verdict per shadow (record/query_targets.h, /api/run/targets) */
+    QUERY_TARGETS
 };
 
 /* What is asked: validated by the caller (server/webapi.c), checked again

@@ -295,17 +295,28 @@ static void rec_retain_run(struct recorder *r, size_t rows_in)
 }
 
 /* The newest settings, the run's run_meta and its open phase, read from
- * the file being left: the next file's run starts with them, so `slabtap
- * model` reads one day's file alone. Best effort: NULL when none. */
+ * the file being left, and each shadow's (issue 23) newest settings and
+ * latest start and restart: the next file's run starts with them, so
+ * `slabtap model` and the targets view read one day's file alone. Best
+ * effort: NULL when none. */
 static struct rec_job *rec_carry_jobs(sqlite3 *db, int64_t run_id)
 {
     static const char *const sql[] = {
-        "SELECT 0, t_ns, version, settings FROM settings WHERE run_id = ?1"
+        "SELECT 0, t_ns, version, settings, NULL FROM settings WHERE run_id = ?1"
         " ORDER BY t_ns DESC LIMIT 1",
-        "SELECT 1, 0, key, value FROM run_meta WHERE run_id = ?1 AND key != '" SINK_BATCH_KEY "'",
-        "SELECT 2, started_ns, phase_id, name FROM phases WHERE run_id = ?1 AND ended_ns IS NULL"
-        " ORDER BY phase_id DESC LIMIT 1",
+        "SELECT 1, 0, key, value, NULL FROM run_meta WHERE run_id = ?1 AND key != '" SINK_BATCH_KEY
+        "'",
+        "SELECT 2, started_ns, phase_id, name, NULL FROM phases WHERE run_id = ?1 AND ended_ns IS"
+        " NULL ORDER BY phase_id DESC LIMIT 1",
+        "SELECT 3, t_ns, version, settings, target FROM shadow_settings s WHERE run_id = ?1"
+        " AND t_ns = (SELECT max(t_ns) FROM shadow_settings s2 WHERE s2.run_id = s.run_id"
+        " AND s2.target = s.target)",
+        "SELECT 4, t_ns, event, detail, target FROM shadow_events e WHERE run_id = ?1"
+        " AND event IN ('started', 'restarted') AND t_ns = (SELECT max(t_ns) FROM shadow_events"
+        " e2 WHERE e2.run_id = e.run_id AND e2.target = e.target AND e2.event = e.event)",
     };
+    static const enum rec_job_kind kinds[] = { REC_JOB_SETTINGS, REC_JOB_META, REC_JOB_PHASE,
+                                               REC_JOB_SETTINGS, REC_JOB_SHADOW_EVENT };
     struct rec_job *head = NULL, **tail = &head;
     for (size_t q = 0; q < sizeof sql / sizeof sql[0]; q++) {
         sqlite3_stmt *st;
@@ -316,16 +327,24 @@ static struct rec_job *rec_carry_jobs(sqlite3 *db, int64_t run_id)
             struct rec_job *j = calloc(1, sizeof *j);
             const char *a = (const char *)sqlite3_column_text(st, 2);
             const char *b = (const char *)sqlite3_column_text(st, 3);
+            const char *target = (const char *)sqlite3_column_text(st, 4);
             if (!j)
                 break;
             j->t_ns = sqlite3_column_int64(st, 1);
-            j->kind = q == 0 ? REC_JOB_SETTINGS : q == 1 ? REC_JOB_META : REC_JOB_PHASE;
+            j->kind = kinds[q];
             if (q == 2) {
                 j->phase_id = sqlite3_column_int64(st, 2);
                 j->text = strdup(b ? b : "");
+            } else if (q == 4) { /* text the event, version its detail */
+                j->text = strdup(a ? a : "");
+                j->version = b ? strdup(b) : NULL;
             } else {
                 j->version = a ? strdup(a) : NULL;
                 j->text = strdup(b ? b : "");
+            }
+            if (target && !(j->target = strdup(target))) {
+                rec_job_free(j);
+                break;
             }
             *tail = j;
             tail = &j->next;

@@ -76,9 +76,6 @@ int webapi_parse(enum webapi_route route, const char *query, struct query_params
         ps[np++] = (struct webapi_param){ "top", 1, QUERY_TOP_MAX, false, WEBAPI_DEFAULT_TOP };
         break;
     case WEBAPI_TARGETS:
-        ps[np++] = (struct webapi_param){ "points", QUERY_POINTS_MIN, QUERY_POINTS_MAX, false,
-                                          WEBAPI_DEFAULT_POINTS };
-        break;
     case WEBAPI_CLASSES:
     case WEBAPI_ADVICE:
     case WEBAPI_REPORTS: break;

@@ -39,7 +39,7 @@ enum webapi_route {
     WEBAPI_REPORTS = QUERY_REPORTS,
     WEBAPI_EVICTIONS = QUERY_EVICTIONS, /* ?points=&top= */
     WEBAPI_SNAPSHOT = QUERY_SNAPSHOT,   /* ?snap=&top= */
-    WEBAPI_TARGETS = QUERY_TARGETS      /* ?points=: the primary and its shadows (issue 23) */
+    WEBAPI_TARGETS = QUERY_TARGETS      /* the primary and its shadows (issue 23) */
 };
 
 /* Pure: the raw query string of a request to route into *out (defaults

@@ -23,6 +23,15 @@
  * sample whose classes give their chunk sizes, keys as --keys says and
  * --sample keeps, in batches as above.
  *
+ * --shadows (issue 23): then the shadows' run of tests/unit/shadow_gen.h
+ * (the primary's samples, settings and read counts, three shadows' events,
+ * samples, settings and counts), in batches as above.
+ *
+ *   sink_twin DB --targets RUN
+ *
+ * Prints record/query_targets.h's JSON of run RUN: the same from either
+ * store.
+ *
  *   sink_twin DB --dump RUN
  *
  * Prints what record/reader.h reads of run RUN's snapshots, snapshot items
@@ -32,11 +41,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonb.h"
 #include "core/keyfmt.h"
 #include "core/sample.h"
+#include "record/qsql.h"
+#include "record/query_targets.h"
 #include "record/reader.h"
 #include "record/row.h"
 #include "record/sink.h"
+#include "shadow_gen.h"
 
 #define BATCH 1000
 #define T0 INT64_C(1764633600000000000) /* 2025-12-02 00:00 UTC */
@@ -296,6 +309,32 @@ static int dump(const char *db, const char *run)
     return rc ? 1 : 0;
 }
 
+static int targets(const char *db, const char *run)
+{
+    struct qsql_db q = { 0 };
+    char err[1024];
+    struct buf b;
+    if (sink_is_remote(db)
+            ? qsql_open_pg(&q, db, err, sizeof err)
+            : sqlite3_open_v2(db, &q.lite, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        fprintf(stderr, "sink_twin: cannot open %s: %s\n", db,
+                q.lite ? sqlite3_errmsg(q.lite) : err);
+        return 1;
+    }
+    buf_init(&b, JSONB_MAX);
+    enum query_targets_rc rc = query_targets_json(&q, strtoll(run, NULL, 10), &b, err, sizeof err);
+    if (rc == QT_OK && !b.failed)
+        fwrite(b.data, 1, b.len, stdout);
+    else
+        fprintf(stderr, "sink_twin: targets: %s\n", rc ? err : "too large");
+    buf_free(&b);
+    if (q.lite)
+        sqlite3_close(q.lite);
+    else
+        qsql_close_pg(&q);
+    return rc == QT_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     struct twin tw = { .sample = 1, .keys = KEYFMT_FULL };
@@ -303,13 +342,24 @@ int main(int argc, char **argv)
     char err[1536];
     if (argc < 3) {
         fprintf(stderr, "usage: sink_twin DB ROWS [--sample 1/N|none] [--node NAME]"
-                        " [--keys full|prefix|hash] [--taps N]\n       sink_twin DB --dump RUN\n");
+                        " [--keys full|prefix|hash] [--taps N] [--shadows]\n"
+                        "       sink_twin DB --dump RUN\n       sink_twin DB --targets RUN\n");
         return 2;
     }
     if (argc == 4 && !strcmp(argv[2], "--dump"))
         return dump(argv[1], argv[3]);
+    if (argc == 4 && !strcmp(argv[2], "--targets"))
+        return targets(argv[1], argv[3]);
     uint64_t rows = strtoull(argv[2], NULL, 10), taps = 0;
-    for (int i = 3; i + 1 < argc; i += 2) {
+    bool shadows = false;
+    for (int i = 3; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--shadows")) {
+            shadows = true;
+            i--;
+            continue;
+        }
+        if (i + 1 >= argc)
+            break;
         if (!strcmp(argv[i], "--taps")) {
             taps = strtoull(argv[i + 1], NULL, 10);
             continue;
@@ -350,6 +400,8 @@ int main(int argc, char **argv)
     }
     if (!rc && taps)
         rc = put_taps(&k, &tw, id, taps, (int64_t)no, err, sizeof err);
+    if (!rc && shadows)
+        rc = shadow_gen_run(&k, id, (int64_t)no + 1000000, err, sizeof err);
     if (!rc && sink_run_end(&k, id, recorded, 0, err, sizeof err))
         rc = -1;
     if (rc)
