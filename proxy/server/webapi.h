@@ -1,7 +1,8 @@
 /* webapi: the JSON API of the live page -- GET /api/run/sizes, classes,
  * series, traffic, advice, reads, reports, evictions and snapshot (issue
- * 22), targets (issue 23: the primary and its shadow memcacheds) -- answered asynchronously from queries the recorder's writer thread
- * runs on SQLite, a query thread on PostgreSQL (record/query.h).
+ * 22), targets (issue 23: the primary and its shadow memcacheds) --
+ * answered asynchronously from queries the recorder's writer thread runs
+ * on SQLite, a query thread on PostgreSQL (record/query.h).
  *
  * Owns the query queue of the running proxy, the parameters of each route
  * (webapi_parse: pure, every parameter an integer in its range, no
