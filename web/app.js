@@ -327,6 +327,7 @@
   const END_LABELS = { endLabels: { on: true } };
   const END_PAD = { padding: { right: 52 } }; // room for "22 other" at 10 px
   const READS_EVERY_MS = 10000;
+  const TARGETS_EVERY_MS = 2000; // /api/run/targets of a live run
   const TIME_CHARTS = ['pages', 'evictions', 'memory', 'rates', 'hits', 'latency', 'classhits', 'thits', 'tevictions']; // /api/run/reads of a live run: per-minute counts
 
   function secondsAxis(title, range) {
@@ -360,6 +361,7 @@
       this.classRows = [];
       this.reports = null;
       this.readsAt = 0;
+      this.targetsAt = 0;
       this.stopped = false;
       root.dataset.runId = String(run.run_id);
       root.dataset.side = side;
@@ -476,15 +478,19 @@
       // the file): read once
       const readsDue = !this.readsAt || Date.now() - this.readsAt >= READS_EVERY_MS;
       const snapRun = this.run.kind === 'snapshot';
+      // the shadows (a query over every target's samples): every
+      // TARGETS_EVERY_MS at most, never for a snapshot run
+      const targetsDue = !snapRun && (!this.targetsAt || Date.now() - this.targetsAt >= TARGETS_EVERY_MS);
       const [reads, reports, evlog, snap, targets] = await Promise.all([
         readsDue ? this.fetch('/api/run/reads?run=' + id + '&points=300&top=7', 'the reads', ['classhits', 'readclasses']) : Promise.resolve(null),
         this.reports ? Promise.resolve(null) : this.fetch('/api/run/reports?run=' + id, "the model's reports", ['mrc']),
         readsDue ? this.fetch('/api/run/evictions?run=' + id + '&points=60&top=10', 'the evictions', ['evlog']) : Promise.resolve(null),
         readsDue && snapRun ? this.fetch('/api/run/snapshot?run=' + id + '&top=10', 'the snapshot', ['snapshot']) : Promise.resolve(null),
-        snapRun ? Promise.resolve(null) : this.fetch('/api/run/targets?run=' + id, 'the shadows', ['shadows']),
+        targetsDue ? this.fetch('/api/run/targets?run=' + id, 'the shadows', ['shadows']) : Promise.resolve(null),
       ]);
       if (this.stopped) return;
       if (reads && reads.status === 200) this.readsAt = Date.now();
+      if (targets && targets.status === 200) this.targetsAt = Date.now();
       this.drawSizes(sizes);
       this.drawClasses(classes);
       this.drawSeries(series);
@@ -965,7 +971,8 @@
     const ul = sec.querySelector('ul.verdicts');
     ul.replaceChildren.apply(ul, ts.filter((t) => t.kind !== 'primary').map((t) => {
       const li = el('li', { class: 'verdict-line', 'data-target': t.target });
-      li.append(el('span', { class: 'badge' }, t.state || t.kind), ' ', el('span', { class: 'verdict-text' }, t.verdict || t.target + ': no verdict yet'));
+      const badge = t.kind === 'upstream' ? 'upstream' : t.restarts ? 'restarted ' + t.restarts + '×' : t.sample_n > 1 ? '1/' + t.sample_n + ' sample' : 'started';
+      li.append(el('span', { class: 'badge' }, badge), ' ', el('span', { class: 'verdict-text' }, t.verdict || t.target + ': no verdict yet'));
       return li;
     }));
     // memory and waste per class: bars, one series per target
@@ -992,11 +999,18 @@
       pointRadius: ys.length < 60 ? 2 : 0 }, style(i));
     const hitDs = ts.map((t, i) => line(t, i, (t.series || []).filter((p) => p.hit_ratio != null)
       .map((p) => ({ x: p.t - t0, y: 100 * p.hit_ratio }))));
+    // each point's evictions are those since the point before; points in
+    // the same second add up until the next second
     const evDs = ts.map((t, i) => {
       const s = t.series || [], ys = [];
+      let acc = 0, from = s.length ? s[0].t : 0;
       for (let k = 1; k < s.length; k++) {
-        const dt = s[k].t - s[k - 1].t;
-        if (dt > 0 && s[k].evictions != null) ys.push({ x: s[k].t - t0, y: Math.max(0, s[k].evictions) / dt });
+        acc += Math.max(0, s[k].evictions || 0);
+        if (s[k].t > from) {
+          ys.push({ x: s[k].t - t0, y: acc / (s[k].t - from) });
+          acc = 0;
+          from = s[k].t;
+        }
       }
       return line(t, i, ys);
     });
@@ -1026,9 +1040,9 @@
       tr.append(el('td', {}, t.target), el('td', {}, t.kind + (t.sample_n > 1 ? ', 1/' + t.sample_n + ' sample' : '')),
         el('td', {}, t.memory_mb != null ? fmtInt(t.memory_mb) + ' MB' : '–'),
         el('td', { 'data-key': 'hit_ratio', 'data-v': String(x.hit_ratio) }, x.hit_ratio == null ? '–' : fmtPct(x.hit_ratio)),
-        el('td', {}, x.total_malloced == null ? '–' : fmtBytes(x.total_malloced)),
+        el('td', { 'data-key': 'pages', 'data-v': String(x.pages) }, x.pages == null ? '–' : fmtInt(x.pages) + ' pages' + (t.sample_n > 1 ? ' (×' + t.sample_n + ')' : '')),
         el('td', { 'data-key': 'evictions', 'data-v': String(x.evictions) }, fmtInt(x.evictions)),
-        el('td', {}, x.waste_bytes == null ? '–' : fmtBytes(x.waste_bytes)),
+        el('td', { 'data-key': 'waste_bytes', 'data-v': String(x.waste_bytes) }, x.waste_bytes == null ? '–' : fmtBytes(x.waste_bytes)),
         el('td', {}, fmtInt(x.classes)),
         el('td', {}, t.restarts != null ? fmtInt(t.restarts) : fmtInt(restarts)));
       return tr;
