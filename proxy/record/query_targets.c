@@ -20,10 +20,39 @@ static const char SQL_TOTALS[] =
 static const char SQL_CLASSES[] =
     "SELECT target, class_id, chunk_size, total_pages, used_chunks, mem_requested, waste_bytes,"
     " evicted, get_hits FROM target_class_latest WHERE run_id = ?1 ORDER BY target, class_id";
-static const char SQL_SAMPLES[] =
-    "SELECT target, t_ns, json_extract(stats, '$.get_hits'), json_extract(stats, '$.get_misses'),"
-    " json_extract(stats, '$.evictions'), json_extract(stats, '$.bytes')"
-    " FROM target_samples WHERE run_id = ?1 ORDER BY target, t_ns";
+/* Each target's samples, thinned to about ?2 a target (the first and the
+ * latest always): the sample ids numbered over the indexed columns, the
+ * stats read only for those kept. */
+static const char SQL_SERIES_PRIMARY[] =
+    "SELECT 'primary', s.t_ns, json_extract(s.stats, '$.get_hits'),"
+    " json_extract(s.stats, '$.get_misses'), json_extract(s.stats, '$.evictions'),"
+    " json_extract(s.stats, '$.bytes')"
+    " FROM (SELECT sample_id, row_number() OVER (ORDER BY t_ns, sample_id) AS rn,"
+    " count(*) OVER () AS n FROM samples WHERE run_id = ?1) AS k"
+    " JOIN samples s ON s.sample_id = k.sample_id"
+    " WHERE k.rn = 1 OR k.rn = k.n OR k.rn % ((k.n + ?2 - 1) / ?2) = 0 ORDER BY s.t_ns";
+static const char SQL_SERIES_SHADOWS[] =
+    "SELECT s.target, s.t_ns, json_extract(s.stats, '$.get_hits'),"
+    " json_extract(s.stats, '$.get_misses'), json_extract(s.stats, '$.evictions'),"
+    " json_extract(s.stats, '$.bytes')"
+    " FROM (SELECT sample_id, row_number() OVER (PARTITION BY target ORDER BY t_ns, sample_id)"
+    " AS rn, count(*) OVER (PARTITION BY target) AS n FROM shadow_samples WHERE run_id = ?1) AS k"
+    " JOIN shadow_samples s ON s.sample_id = k.sample_id"
+    " WHERE k.rn = 1 OR k.rn = k.n OR k.rn % ((k.n + ?2 - 1) / ?2) = 0"
+    " ORDER BY s.target, s.t_ns";
+/* The primary over [?2, ?3]: its latest sample at or before ?2 (else its
+ * first), and its latest at or before ?3. */
+static const char SQL_PRIMARY_OVER[] =
+    "SELECT f.t_ns, l.t_ns,"
+    " json_extract(l.stats, '$.get_hits') - json_extract(f.stats, '$.get_hits'),"
+    " json_extract(l.stats, '$.get_misses') - json_extract(f.stats, '$.get_misses'),"
+    " json_extract(l.stats, '$.evictions') - json_extract(f.stats, '$.evictions')"
+    " FROM samples f, samples l"
+    " WHERE f.sample_id = coalesce((SELECT sample_id FROM samples WHERE run_id = ?1"
+    " AND t_ns <= ?2 ORDER BY t_ns DESC, sample_id DESC LIMIT 1),"
+    " (SELECT sample_id FROM samples WHERE run_id = ?1 ORDER BY t_ns, sample_id LIMIT 1))"
+    " AND l.sample_id = (SELECT sample_id FROM samples WHERE run_id = ?1 AND t_ns <= ?3"
+    " ORDER BY t_ns DESC, sample_id DESC LIMIT 1)";
 static const char SQL_EVENTS[] = "SELECT target, t_ns, event, detail FROM shadow_events"
                                  " WHERE run_id = ?1 ORDER BY t_ns, event";
 
@@ -41,6 +70,9 @@ struct qt_target {
     struct buf totals, classes, events;
     bool have_totals;
     int64_t waste_bytes, classes_n;
+    int64_t t_first_ns, t_last_ns, hits, misses, evictions; /* of the totals */
+    struct query_targets_side side;                         /* a shadow's verdict: its side */
+    struct query_targets_side primary; /* ... and the primary's over its interval */
     struct qt_sample *s;
     size_t ns, cap;
     size_t nevents;
@@ -75,14 +107,17 @@ static enum query_targets_rc qt_fail(struct qt *q, struct qsql *st, int rc)
 
 typedef int (*qt_row_fn)(struct qt *q, struct qsql *st);
 
-/* Runs sql with ?1 = the run, row() for each row. */
-static enum query_targets_rc qt_each(struct qt *q, const char *sql, qt_row_fn row)
+/* Runs sql with ?1 = the run (and ?2 = p2 when p2 > 0), row() for each
+ * row. */
+static enum query_targets_rc qt_each(struct qt *q, const char *sql, qt_row_fn row, int64_t p2)
 {
     struct qsql st;
     int rc;
     if (qsql_prepare(&st, q->db, sql, NULL))
         return qt_fail(q, NULL, QSQL_ERROR);
     qsql_bind(&st, 1, q->run_id);
+    if (p2 > 0)
+        qsql_bind(&st, 2, p2);
     while ((rc = qsql_step(&st)) == QSQL_ROW)
         if (row(q, &st)) {
             qsql_finalize(&st);
@@ -168,6 +203,11 @@ static int row_totals(struct qt *q, struct qsql *st)
         }
     }
     buf_puts(&t->totals, "}");
+    t->t_first_ns = qsql_int(st, 1);
+    t->t_last_ns = qsql_int(st, 2);
+    t->hits = qsql_int(st, 3);
+    t->misses = qsql_int(st, 4);
+    t->evictions = qsql_int(st, 8);
     t->waste_bytes = qsql_int(st, 11);
     t->classes_n = qsql_int(st, 12);
     return 0;
@@ -261,28 +301,6 @@ static void put_series(struct buf *b, const struct qt_target *t)
     }
 }
 
-/* Hits, misses and evictions t gained over [from, to] (its samples in it),
- * and the seconds between its first and last sample there. false: fewer
- * than two samples in it. */
-static bool over(const struct qt_target *t, int64_t from, int64_t to, int64_t g[S_N], double *secs)
-{
-    size_t a = t->ns, b = 0;
-    for (size_t i = 0; i < t->ns; i++)
-        if (t->s[i].t_ns >= from && t->s[i].t_ns <= to) {
-            if (a == t->ns)
-                a = i;
-            b = i;
-        }
-    memset(g, 0, sizeof(int64_t) * S_N);
-    if (a == t->ns || b <= a)
-        return false;
-    for (size_t k = a + 1; k <= b; k++)
-        for (int f = 0; f < S_BYTES; f++)
-            g[f] += gained(&t->s[k - 1], &t->s[k], f);
-    *secs = (double)(t->s[b].t_ns - t->s[a].t_ns) / 1e9;
-    return true;
-}
-
 void query_targets_verdict(char *out, size_t outlen, const char *name, int64_t sample_n,
                            const struct query_targets_side *s, const struct query_targets_side *p)
 {
@@ -327,35 +345,59 @@ void query_targets_verdict(char *out, size_t outlen, const char *name, int64_t s
 #undef VPUT
 }
 
-/* The verdict of shadow s against the primary p (NULL: none recorded). */
-static void put_verdict(struct buf *b, const struct qt_target *s, const struct qt_target *p)
+/* A shadow's side of its verdict from its totals, and the primary's over
+ * the same interval (SQL_PRIMARY_OVER). */
+static enum query_targets_rc qt_sides(struct qt *q, struct qt_target *s, const struct qt_target *p)
+{
+    struct query_targets_side none = { -1, 0, 0, -1 };
+    s->side = s->primary = none;
+    if (!s->have_totals)
+        return QT_OK;
+    double secs = (double)(s->t_last_ns - s->t_first_ns) / 1e9;
+    s->side.waste_bytes = s->waste_bytes;
+    s->side.classes = s->classes_n;
+    if (s->hits + s->misses > 0 && s->hits >= 0 && s->misses >= 0)
+        s->side.hit_ratio = (double)s->hits / (double)(s->hits + s->misses);
+    if (secs > 0 && s->evictions >= 0)
+        s->side.evictions_per_s = (double)s->evictions / secs;
+    if (!p || !p->have_totals)
+        return QT_OK;
+    s->primary.waste_bytes = p->waste_bytes;
+    s->primary.classes = p->classes_n;
+    struct qsql st;
+    int rc;
+    if (qsql_prepare(&st, q->db, SQL_PRIMARY_OVER, NULL))
+        return qt_fail(q, NULL, QSQL_ERROR);
+    qsql_bind(&st, 1, q->run_id);
+    qsql_bind(&st, 2, s->t_first_ns);
+    qsql_bind(&st, 3, s->t_last_ns);
+    if ((rc = qsql_step(&st)) == QSQL_ROW) {
+        double ps = (double)(qsql_int(&st, 1) - qsql_int(&st, 0)) / 1e9;
+        int64_t h = qsql_int(&st, 2), m = qsql_int(&st, 3), e = qsql_int(&st, 4);
+        /* a primary restarted in between (a counter went down): unknown */
+        if (!qsql_null(&st, 2) && !qsql_null(&st, 3) && h >= 0 && m >= 0 && h + m > 0)
+            s->primary.hit_ratio = (double)h / (double)(h + m);
+        if (!qsql_null(&st, 4) && e >= 0 && ps > 0)
+            s->primary.evictions_per_s = (double)e / ps;
+        rc = qsql_step(&st);
+    }
+    if (rc != QSQL_DONE)
+        return qt_fail(q, &st, rc);
+    qsql_finalize(&st);
+    return QT_OK;
+}
+
+/* The verdict of shadow s (its sides from qt_sides). */
+static void put_verdict(struct buf *b, const struct qt_target *s)
 {
     char line[512];
-    if (s->too_small && !s->ns) {
+    if (s->too_small && !s->ns)
         snprintf(line, sizeof line, "%s: too small%s%s", s->name, *s->too_small ? ": " : "",
                  s->too_small);
-    } else if (!s->ns || !s->have_totals) {
+    else if (!s->ns || !s->have_totals)
         snprintf(line, sizeof line, "%s: no sample yet", s->name);
-    } else {
-        /* the shadow's samples since its data last started */
-        int64_t from = s->data_since_ns, to = s->s[s->ns - 1].t_ns;
-        int64_t gs[S_N], gp[S_N];
-        double ss = 0, sp = 0;
-        bool hs = over(s, from, to, gs, &ss);
-        bool hp = p && over(p, from, to, gp, &sp);
-        struct query_targets_side vs = { -1, s->waste_bytes, s->classes_n, -1 };
-        struct query_targets_side vp = { -1, p && p->have_totals ? p->waste_bytes : 0,
-                                         p && p->have_totals ? p->classes_n : 0, -1 };
-        if (hs && gs[S_HITS] + gs[S_MISSES] > 0)
-            vs.hit_ratio = (double)gs[S_HITS] / (double)(gs[S_HITS] + gs[S_MISSES]);
-        if (hp && gp[S_HITS] + gp[S_MISSES] > 0)
-            vp.hit_ratio = (double)gp[S_HITS] / (double)(gp[S_HITS] + gp[S_MISSES]);
-        if (hs && ss > 0)
-            vs.evictions_per_s = (double)gs[S_EVICTIONS] / ss;
-        if (hp && sp > 0)
-            vp.evictions_per_s = (double)gp[S_EVICTIONS] / sp;
-        query_targets_verdict(line, sizeof line, s->name, s->sample_n, &vs, &vp);
-    }
+    else
+        query_targets_verdict(line, sizeof line, s->name, s->sample_n, &s->side, &s->primary);
     jsonb_string(b, line, strlen(line));
 }
 
@@ -388,11 +430,13 @@ enum query_targets_rc query_targets_json(struct qsql_db *db, int64_t run_id, str
     q->run_id = run_id;
     q->err = err;
     q->errlen = errlen;
-    if ((rc = qt_each(q, SQL_TARGETS, row_target)) ||
-        (q->n &&
-         ((rc = qt_each(q, SQL_TOTALS, row_totals)) || (rc = qt_each(q, SQL_CLASSES, row_class)) ||
-          (rc = qt_each(q, SQL_SAMPLES, row_sample)) ||
-          (rc = qt_each(q, SQL_EVENTS, row_event))))) {
+    const int64_t pts = QUERY_TARGETS_POINTS;
+    if ((rc = qt_each(q, SQL_TARGETS, row_target, 0)) ||
+        (q->n && ((rc = qt_each(q, SQL_TOTALS, row_totals, 0)) ||
+                  (rc = qt_each(q, SQL_CLASSES, row_class, 0)) ||
+                  (rc = qt_each(q, SQL_SERIES_PRIMARY, row_sample, pts)) ||
+                  (rc = qt_each(q, SQL_SERIES_SHADOWS, row_sample, pts)) ||
+                  (rc = qt_each(q, SQL_EVENTS, row_event, 0))))) {
         qt_free(q);
         free(q);
         return rc;
@@ -401,6 +445,12 @@ enum query_targets_rc query_targets_json(struct qsql_db *db, int64_t run_id, str
     for (size_t i = 0; i < q->n; i++)
         if (!strcmp(q->t[i].kind, "primary"))
             primary = &q->t[i];
+    for (size_t i = 0; i < q->n; i++)
+        if (&q->t[i] != primary && (rc = qt_sides(q, &q->t[i], primary))) {
+            qt_free(q);
+            free(q);
+            return rc;
+        }
     buf_printf(out, "{\"run\":%lld,\"targets\":[", (long long)run_id);
     for (size_t i = 0; i < q->n; i++) {
         const struct qt_target *t = &q->t[i];
@@ -440,7 +490,7 @@ enum query_targets_rc query_targets_json(struct qsql_db *db, int64_t run_id, str
         if (is_primary)
             buf_puts(out, "null");
         else
-            put_verdict(out, t, primary);
+            put_verdict(out, t);
         buf_puts(out, "}");
         out->failed |= t->totals.failed || t->classes.failed || t->events.failed;
     }

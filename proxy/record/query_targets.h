@@ -16,10 +16,12 @@
  *     waste, 41 more classes, 0.4 fewer evictions/s"}]}
  *
  * A run without shadows has "targets":[]. Series points are deltas between
- * samples (at most QUERY_TARGETS_POINTS per target; a counter that went
- * down means memcached restarted: its value is the delta). The verdict
- * compares the shadow with the primary over the same interval (the
- * shadow's samples since its data last started): hit ratio in points,
+ * samples, thinned in SQL to about QUERY_TARGETS_POINTS per target (the
+ * first and the latest always; a counter that went down means memcached
+ * restarted: its value is the delta). The verdict compares the shadow
+ * (target_totals: its first sample since its data last started to its
+ * latest) with the primary over the same interval (its latest samples at
+ * or before either end): hit ratio in points,
  * waste (the shadow's times N for a 1/N sample, said so), classes with
  * pages, evictions per second (times N for a sample); "no sample yet" or
  * "too small: ..." when that is all there is to say.

@@ -602,7 +602,8 @@ int retain_step(struct retain *r, sqlite3 *db, int64_t now_ns, uint64_t rows_in,
             !r->logged_kept) {
             r->logged_kept = true;
             r->st.kept_over = true;
-            log_warn("retention: %llu bytes of what is kept (runs, samples, aggregates) are over "
+            log_warn("retention: %llu bytes of what is kept (runs, samples, shadows' samples, "
+                     "aggregates) are over "
                      "--max-db-size %llu with no recorded write left to expire; recording goes on",
                      (unsigned long long)used, (unsigned long long)r->cfg.max_bytes);
         }
