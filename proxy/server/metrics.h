@@ -107,15 +107,18 @@ struct metrics {
 
 /* Per shadow (server/shadow.h), labelled shadow="NAME", beside
  * slabtap_shadow_requests_total{shadow,result} whose results are
- * SHADOW_COUNTERS's labels. X(name, type, help) */
+ * SHADOW_COUNTERS's labels. X(name, type, NULL, help): the memcached
+ * tables' shape (no stats field), served under its own name. */
 #define SLABTAP_SHADOW_METRICS(X) \
-    X(slabtap_shadow_requests_dropped_total, counter, \
+    X(slabtap_shadow_requests_dropped_total, counter, NULL, \
       "Requests not mirrored to the shadow: it was slow, full, frozen or down") \
-    X(slabtap_shadow_restarts_total, counter, \
+    X(slabtap_shadow_restarts_total, counter, NULL, \
       "Times a started shadow memcached was started again after it died") \
-    X(slabtap_shadow_up, gauge, "1 while the shadow's connection is up (requests are mirrored)") \
-    X(slabtap_shadow_queued_bytes, gauge, "Mirrored bytes waiting to be written to the shadow") \
-    X(slabtap_shadow_inflight, gauge, "Requests mirrored to the shadow and not yet answered")
+    X(slabtap_shadow_up, gauge, NULL, \
+      "1 while the shadow's connection is up (requests are mirrored)") \
+    X(slabtap_shadow_queued_bytes, gauge, NULL, \
+      "Mirrored bytes waiting to be written to the shadow") \
+    X(slabtap_shadow_inflight, gauge, NULL, "Requests mirrored to the shadow and not yet answered")
 
 /* memcached-wide families from the latest `stats` sample, as the official
  * memcached_exporter (github.com/prometheus/memcached_exporter,

@@ -171,6 +171,12 @@ void proxy_record(struct proxy *px, const struct pending_entry *e, const char *a
     if (e->rseq) /* a read: the rows of its keys not made yet (misses but mg's) */
         readrec_finish(px, (struct pending_entry *)e, answer,
                        answer_len == SIZE_MAX ? strlen(answer) : answer_len);
+    if (r->cmd == MC_CMD_FLUSH_ALL && shadow_active(px->shadows)) {
+        /* not recorded, but mirrored when answered like the rest: in the
+         * order memcached saw it among the writes around it */
+        proxy_shadow(px, r, answer, answer_len == SIZE_MAX ? strlen(answer) : answer_len);
+        return;
+    }
     if (!e->seq)
         return;
     if (answer_len == SIZE_MAX)
@@ -620,8 +626,6 @@ static bool conn_request(struct conn *c, const struct mc_request *r, uint64_t no
     if (cmd_is_recorded(r->cmd))
         e->seq = ++c->px->next_seq;
     readrec_capture(c->px, e, &c->rq);
-    if (r->cmd == MC_CMD_FLUSH_ALL && shadow_active(c->px->shadows))
-        shadow_other(c->px->shadows, r); /* not recorded: mirrored as it is forwarded */
     if (r->reply != MC_REPLY_SILENT)
         up->loud++;
     if (r->reply == MC_REPLY_CLOSE || r->reply == MC_REPLY_STREAM)

@@ -283,7 +283,7 @@ static void scrape_shadows(struct prom_writer *w, const struct shadow_set *set)
         SHADOW_COUNTERS(SHADOW_SAMPLE)
 #undef SHADOW_SAMPLE
     }
-#define SHADOW_FAMILY(family, type, help) \
+#define SHADOW_FAMILY(family, type, field, help) \
     prom_declare(w, #family, PROM_##type, help); \
     for (unsigned i = 0; i < n; i++) { \
         const struct shadow *sh = &set->sh[i]; \

@@ -237,8 +237,10 @@ static void sh_disconnect(struct shadow *sh, const char *why)
                         : SHADOW_S_DOWN;
     if (was_up) {
         sh->disconnects++;
-        log_throttled(&sh->throttle, LOG_LEVEL_WARN, NULL, "shadow '%s': connection lost (%s)",
-                      sh->name, why);
+        /* a started one's exit says more, on its own line */
+        log_throttled(&sh->lost_throttle,
+                      sh->spec.kind == SHADOW_STARTED ? LOG_LEVEL_INFO : LOG_LEVEL_WARN, NULL,
+                      "shadow '%s': connection lost (%s)", sh->name, why);
         sh_event(sh, "lost", why);
         if (sh->spec.kind == SHADOW_UPSTREAM && sh->backoff_ms < SHADOW_RESTART_MIN_MS)
             sh->backoff_ms = SHADOW_RESTART_MIN_MS;
@@ -602,6 +604,7 @@ static void on_connect(uv_connect_t *req, int status)
         return;
     }
     sh->state = SHADOW_S_UP;
+    sh->ever_up = true;
     sh->rlen = 0;
     sh->backoff_ms = 0;
     if (sh->logged_down)
@@ -686,7 +689,8 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int sig)
 }
 
 /* argv of a started shadow into args (strings in store). */
-static int sh_argv(struct shadow *sh, const char *binary, char *store, size_t storelen, char **argv)
+static int sh_argv(struct shadow *sh, const char *binary, char *store, size_t storelen, char **argv,
+                   char *mbuf, size_t mlen)
 {
     int n = 0;
     bool has_t = false, skip_next = false;
@@ -712,10 +716,9 @@ static int sh_argv(struct shadow *sh, const char *binary, char *store, size_t st
             return -1;
         argv[n++] = t;
     }
-    static char mbuf[SHADOW_MAX][24];
-    snprintf(mbuf[sh->index], sizeof mbuf[0], "%" PRIu64, sh->memory_mb);
+    snprintf(mbuf, mlen, "%" PRIu64, sh->memory_mb);
     argv[n++] = "-m";
-    argv[n++] = mbuf[sh->index];
+    argv[n++] = mbuf;
     if (!has_t) {
         argv[n++] = "-t";
         argv[n++] = "1";
@@ -741,9 +744,9 @@ static void sh_spawn(struct shadow *sh)
         sh_arm(sh, T_RESTART, 20);
         return;
     }
-    char store[SHADOW_FLAGS_MAX], *argv[SHADOW_ARGS_MAX];
+    char store[SHADOW_FLAGS_MAX], *argv[SHADOW_ARGS_MAX], mbuf[24];
     const char *binary = set->memcached && *set->memcached ? set->memcached : "memcached";
-    if (sh_argv(sh, binary, store, sizeof store, argv) < 0) {
+    if (sh_argv(sh, binary, store, sizeof store, argv, mbuf, sizeof mbuf) < 0) {
         log_error("shadow '%s': too many flags", sh->name);
         return;
     }
@@ -924,7 +927,8 @@ static int sh_init(struct shadow_set *set, unsigned i, const struct shadow_spec 
         dup += !strcmp(set->sh[k].base, name);
     snprintf(sh->base, sizeof sh->base, "%s", name);
     if (dup > 1)
-        snprintf(sh->name, sizeof sh->name, "%.*s #%u", (int)sizeof sh->name - 8, name, dup);
+        snprintf(sh->name, sizeof sh->name, "%.*s #%u", (int)sizeof sh->name - 8, name,
+                 dup % 100); /* dup <= SHADOW_MAX: says so to -Wformat-truncation */
     if (shadow_memory(spec, set->primary_mb, classes_in_use, &sh->memory_mb, err, errlen))
         return -1;
     stats_sample_init(&sh->last);
@@ -953,6 +957,27 @@ static int sh_init(struct shadow_set *set, unsigned i, const struct shadow_spec 
     return 0;
 }
 
+/* The binary a started shadow runs exists and is executable (a path, or
+ * a name found on PATH). */
+static bool shadow_binary_found(const char *memcached)
+{
+    const char *bin = memcached && *memcached ? memcached : "memcached";
+    if (strchr(bin, '/'))
+        return access(bin, X_OK) == 0;
+    const char *path = getenv("PATH");
+    char dir[4096];
+    for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+        size_t len = strcspn(p, ":");
+        snprintf(dir, sizeof dir, "%.*s/%s", (int)len, len ? p : ".", bin);
+        if (access(dir, X_OK) == 0)
+            return true;
+        p += len;
+        if (*p == ':')
+            p++;
+    }
+    return false;
+}
+
 int shadow_set_open(struct shadow_set *set, uv_loop_t *loop, const struct shadow_spec *specs,
                     unsigned n, const char *memcached, uint64_t primary_mb, unsigned classes_in_use,
                     size_t queue_bytes, unsigned stats_interval_ms,
@@ -974,6 +999,12 @@ int shadow_set_open(struct shadow_set *set, uv_loop_t *loop, const struct shadow
     bool any_started = false;
     for (unsigned i = 0; i < n; i++)
         any_started |= specs[i].kind == SHADOW_STARTED;
+    if (any_started && !shadow_binary_found(memcached)) {
+        snprintf(err, errlen, "--shadow: %s is not an executable file%s (give --memcached PATH)",
+                 memcached && *memcached ? memcached : "memcached",
+                 memcached && strchr(memcached, '/') ? "" : " on PATH");
+        return -1;
+    }
     if (any_started) {
         const char *tmp = getenv("TMPDIR");
         snprintf(set->dir, sizeof set->dir, "%s/slabtap-shadow-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -1069,10 +1100,14 @@ void shadow_set_close(struct shadow_set *set, void (*on_closed)(struct shadow_se
             on_closed(set);
         return;
     }
-    /* the last partial second's counts */
+    /* the last partial second's counts; what was mirrored and never
+     * answered is dropped */
     int64_t second = clock_wall_ns() / 1000000000;
-    for (unsigned i = 0; i < set->n; i++)
+    for (unsigned i = 0; i < set->n; i++) {
+        set->sh[i].c.dropped += set->sh[i].inflight;
+        set->sh[i].inflight = 0;
         sh_second(&set->sh[i], second);
+    }
     set->closing = true;
     /* one extra count while closing so that nothing reaches zero early */
     set->open_handles++;

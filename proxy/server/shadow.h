@@ -130,6 +130,8 @@ struct shadow {
     struct shadow_counters c;
     uint64_t restarts;        /* times the started memcached was started again */
     uint64_t disconnects;     /* connections lost */
+    bool ever_up;             /* connected at least once (a started one that exits
+                                 before: memcached refused its flags) */
     uint64_t memory_mb;       /* the -m it runs with (STARTED) */
     int64_t up_since_ns;      /* when its data started (last (re)start), unix ns */
     size_t queued_bytes;      /* mirrored bytes not yet written */
@@ -165,8 +167,8 @@ struct shadow {
     bool proc_handle_open; /* proc initialised and not yet closed */
     bool connecting;       /* connect_req outstanding */
     bool timer_open;
-    bool exited_logged; /* a line about its exits was written */
-    struct log_throttle throttle;
+    bool exited_logged;                          /* a line about its exits was written */
+    struct log_throttle throttle, lost_throttle; /* exits and start failures; lost connections */
     char sock_path[ADDR_UNIX_PATH_MAX + 1];
     char base[SHADOW_NAME_MAX]; /* the name before a " #2" */
 };
