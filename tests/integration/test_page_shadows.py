@@ -16,8 +16,11 @@ is killed with SIGKILL, the proxy restarts it, and more load follows.
     totals table has a row per target with /api/run/targets' numbers; no
     error of any kind in the browser or the page; a screenshot is saved in
     the artifact dir;
+  * `slabtap model shadows` on the finished run: both targets measured and
+    predicted, the shadow's prediction from its restart on;
   * a run without shadows (the same page on a proxy without --shadow): the
-    panel stays hidden.
+    panel stays hidden; a run with a shadow and --reads off: model shadows
+    says the prediction needs reads.
 
 Skipped, with a message, when no `chromium` is installed (the API is
 checked all the same). Needs memcached on PATH and $SLABTAP. 127.0.0.1 only,
@@ -118,6 +121,7 @@ class PageShadowsTest(mctest.ServerTestCase):
             time.sleep(0.5)
             br.events.clear()
         self.stop_clean(px)
+        self.check_model(px.db, d)
 
         # a run without shadows: no panel
         px2 = self.started(StartProxy(self.w.path, mc.port, http=True, name="px2",
@@ -136,6 +140,48 @@ class PageShadowsTest(mctest.ServerTestCase):
             self.assertEqual(br.problems(), [])
             self.assertEqual(br.eval("document.body.dataset.errors"), "0")
         self.stop_clean(px2)
+
+        # a run with a shadow and no reads recorded: model shadows says so
+        px3 = self.started(StartProxy(self.w.path, mc.port, http=True, name="px3",
+                                      extra=["--stats-interval", "200", "--reads", "off",
+                                             "--shadow", SHADOW]))
+        mctest.wait_for(lambda: (mctest.health(px3.http_port).get("shadows") or [{}])[0]
+                        .get("state") == "up", 30, interval=0.05, what="px3's shadow up")
+        self.load(px3.port, 30000, 500)
+        self.stop_clean(px3)
+        rc, out, err = mctest.run_slabtap(["model", "shadows", "--db", px3.db])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("not predicted: needs the run's reads, and the run has none", out)
+
+    def check_model(self, db, api):
+        """slabtap model shadows on the finished run: both targets measured
+        as target_totals says (the route's totals), each predicted over the
+        requests since its start -- the shadow's since its restart."""
+        rc, out, err = mctest.run_slabtap(["model", "shadows", "--db", db, "--format", "json"])
+        self.assertEqual(rc, 0, err)
+        m = json.loads(out)
+        self.assertEqual([t["target"] for t in m["targets"]], ["primary", SHADOW])
+        prim, sh = m["targets"]
+        self.assertGreater(m["requests"], 12000)
+        for t in m["targets"]:
+            self.assertIsNotNone(t["measured"], t)
+            self.assertIsNotNone(t["predicted"], t)
+            self.assertGreater(t["predicted"]["reads"], 0, t)
+            self.assertGreater(t["predicted"]["result"]["pages"], 0, t)
+        self.assertEqual(prim["predicted"]["from_request"], 0)
+        # the shadow was restarted after 6,000 sets: its prediction starts there
+        self.assertGreater(sh["predicted"]["from_request"], 6000)
+        self.assertLess(sh["predicted"]["from_request"], m["requests"])
+        self.assertLess(sh["predicted"]["reads"], prim["predicted"]["reads"])
+        for t in m["targets"]:
+            print("test_page_shadows: model shadows %-8s measured hit ratio %s, predicted %.4f "
+                  "(from request %d)" % (t["target"], t["measured"]["hit_ratio"],
+                                         t["predicted"]["result"]["hit_ratio"],
+                                         t["predicted"]["from_request"]))
+        rc, out, err = mctest.run_slabtap(["model", "shadows", "--db", db])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("predicted", out)
+        self.assertIn(SHADOW, out)
 
     def check_browser(self, px):
         if not test_page.CHROMIUM:
