@@ -16,6 +16,9 @@ is killed with SIGKILL, the proxy restarts it, and more load follows.
     totals table has a row per target with /api/run/targets' numbers; no
     error of any kind in the browser or the page; a screenshot is saved in
     the artifact dir;
+  * `slabtap top --proxy --target "-f 1.08" --once`: the header names the
+    target, the rows are the shadow's classes (/api/slabs?target=); the
+    primary's by default; an unknown target refused with the names;
   * `slabtap model shadows` on the finished run: both targets measured and
     predicted, the shadow's prediction from its restart on;
   * a run without shadows (the same page on a proxy without --shadow): the
@@ -115,6 +118,7 @@ class PageShadowsTest(mctest.ServerTestCase):
         self.assertEqual((prim["target"], prim["kind"]), ("primary", "primary"))
         self.assertEqual((sh["target"], sh["kind"]), (SHADOW, "started"))
         self.assertTrue(sh["verdict"].startswith(SHADOW + ": "), sh["verdict"])
+        self.check_top(px)
         br = self.check_browser(px)
         if br:  # off the page before its proxy stops (no failed loads after)
             br.open("about:blank")
@@ -152,6 +156,28 @@ class PageShadowsTest(mctest.ServerTestCase):
         rc, out, err = mctest.run_slabtap(["model", "shadows", "--db", px3.db])
         self.assertEqual(rc, 0, err)
         self.assertIn("not predicted: needs the run's reads, and the run has none", out)
+
+    def check_top(self, px):
+        """slabtap top --proxy --target: the shadow's classes, the header
+        naming it; an unknown target refused with the names."""
+        addr = "%s:%d" % (mctest.HOST, px.http_port)
+        rc, out, err = mctest.run_slabtap(["top", "--proxy", addr, "--target", SHADOW, "--once",
+                                           "--interval", "0"])
+        self.assertEqual(rc, 0, err)
+        lines = out.splitlines()
+        self.assertEqual(lines[1], "target: %s (2 of 2)" % SHADOW, out)
+        sl = mctest.http_json(px.http_port, "GET", "/api/slabs?target=" +
+                              SHADOW.replace(" ", "%20"))
+        rows = [ln.split()[0] for ln in lines[lines.index("") + 2:] if ln.strip()]
+        self.assertEqual(sorted(int(r) for r in rows), sorted(c["class_id"] for c in sl["classes"]))
+        rc, out, err = mctest.run_slabtap(["top", "--proxy", addr, "--once", "--interval", "0"])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.splitlines()[1], "target: primary (1 of 2)", out)
+        rc, out, err = mctest.run_slabtap(["top", "--proxy", addr, "--target", "nope", "--once",
+                                           "--interval", "0"])
+        self.assertEqual(rc, 1)
+        self.assertIn("HTTP 404", err)
+        self.assertIn("-f 1.08", err)
 
     def check_model(self, db, api):
         """slabtap model shadows on the finished run: both targets measured
