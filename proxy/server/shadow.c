@@ -902,6 +902,7 @@ static void set_closed_one(struct shadow_set *set)
         free(sh->fifo);
         sh->fifo = NULL;
         stats_sample_fini(&sh->last);
+        sh->have_last = false;
         sh->state = SHADOW_S_CLOSED;
     }
     sh_remove_files(set);
