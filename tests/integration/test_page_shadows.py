@@ -18,7 +18,8 @@ is killed with SIGKILL, the proxy restarts it, and more load follows.
     the artifact dir;
   * `slabtap top --proxy --target "-f 1.08" --once`: the header names the
     target, the rows are the shadow's classes (/api/slabs?target=); the
-    primary's by default; an unknown target refused with the names;
+    primary's by default; on a terminal the key t switches to the shadow
+    and back; an unknown target refused with the names;
   * `slabtap model shadows` on the finished run: both targets measured and
     predicted, the shadow's prediction from its restart on;
   * a run without shadows (the same page on a proxy without --shadow): the
@@ -40,6 +41,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mctest  # noqa: E402
 import test_page  # noqa: E402  (its headless chromium driver)
+import test_top  # noqa: E402  (its pseudo-terminal driver)
 
 SHADOW = "-f 1.08"
 # one browser run is enough (the page does not depend on the proxy's
@@ -173,6 +175,18 @@ class PageShadowsTest(mctest.ServerTestCase):
         rc, out, err = mctest.run_slabtap(["top", "--proxy", addr, "--once", "--interval", "0"])
         self.assertEqual(rc, 0, err)
         self.assertEqual(out.splitlines()[1], "target: primary (1 of 2)", out)
+        # on a terminal: t switches to the shadow and back
+        t = test_top.Pty([mctest.SLABTAP, "top", "--proxy", addr, "--interval", "200"])
+        self.addCleanup(t.close)
+        t.read_until(lambda o: any(b"target: primary (1 of 2)" in f for f in t.frames()))
+        self.assertIn(b"t target  q quit", t.frames()[-1])
+        os.write(t.fd, b"t")
+        t.read_until(lambda o: ("target: %s (2 of 2)" % SHADOW).encode() in o)
+        mark = len(t.out)
+        os.write(t.fd, b"t")
+        t.read_until(lambda o: b"target: primary (1 of 2)" in o[mark:])
+        os.write(t.fd, b"q")
+        self.assertEqual(t.wait(), 0)
         rc, out, err = mctest.run_slabtap(["top", "--proxy", addr, "--target", "nope", "--once",
                                            "--interval", "0"])
         self.assertEqual(rc, 1)
