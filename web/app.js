@@ -1,6 +1,6 @@
 /* slabtap's page: one or two runs (?run=N&cmp=M), every panel drawn from the
  * admin endpoint's JSON API (/api/runs, /api/run/{sizes,classes,series,
- * traffic,advice,reads,reports}), polled every stats interval while the run is live and
+ * traffic,advice,reads,reports,evictions,snapshot,targets}), polled every stats interval while the run is live and
  * read once for a finished run. No inline script, nothing from another
  * origin (the server's Content-Security-Policy forbids both).
  *
@@ -16,6 +16,10 @@
  *   p.hits-advice[data-hits-advice]  "present" (the line of words from the
  *                           saved report), "absent" (a hint with the command)
  *   canvas[data-chart="mrc"][data-curves]  curves of the saved MRC drawn
+ *   section[data-panel="shadows"][data-targets]  targets shown (primary and
+ *                           shadows; the panel is hidden without a shadow)
+ *   ul.verdicts li.verdict-line[data-target]  one verdict line per shadow
+ *   canvas[data-marks]      events (restarts) marked on a time chart
  *   window.slabtapPage.hitsAdviceLine(report)  the line made of a report
  */
 'use strict';
@@ -290,10 +294,41 @@
     },
   };
   Chart.register(endLabelPlugin);
+
+  // a vertical line at each event (a shadow's start, restart, exit), in
+  // its target's color, labelled with the event
+  const eventsPlugin = {
+    id: 'events',
+    afterDatasetsDraw(chart, args, opts) {
+      const marks = opts && opts.marks;
+      if (!marks || !marks.length) return;
+      const x = chart.scales.x, area = chart.chartArea, g = chart.ctx;
+      g.save();
+      g.font = '10px system-ui, sans-serif';
+      g.setLineDash([3, 3]);
+      g.lineWidth = 1;
+      for (const m of marks) {
+        if (m.x < x.min || m.x > x.max) continue;
+        const px = x.getPixelForValue(m.x);
+        g.strokeStyle = m.color;
+        g.beginPath(); g.moveTo(px, area.top); g.lineTo(px, area.bottom); g.stroke();
+        g.fillStyle = m.color;
+        g.save();
+        g.translate(px + 2, area.top + 2);
+        g.rotate(Math.PI / 2);
+        g.fillText(m.label, 0, 0);
+        g.restore();
+      }
+      g.restore();
+      chart.canvas.dataset.marks = String(marks.length);
+    },
+  };
+  Chart.register(eventsPlugin);
   const END_LABELS = { endLabels: { on: true } };
   const END_PAD = { padding: { right: 52 } }; // room for "22 other" at 10 px
   const READS_EVERY_MS = 10000;
-  const TIME_CHARTS = ['pages', 'evictions', 'memory', 'rates', 'hits', 'latency', 'classhits']; // /api/run/reads of a live run: per-minute counts
+  const TARGETS_EVERY_MS = 2000; // /api/run/targets of a live run
+  const TIME_CHARTS = ['pages', 'evictions', 'memory', 'rates', 'hits', 'latency', 'classhits', 'thits', 'tevictions']; // /api/run/reads of a live run: per-minute counts
 
   function secondsAxis(title, range) {
     const ax = {
@@ -326,6 +361,7 @@
       this.classRows = [];
       this.reports = null;
       this.readsAt = 0;
+      this.targetsAt = 0;
       this.stopped = false;
       root.dataset.runId = String(run.run_id);
       root.dataset.side = side;
@@ -442,14 +478,19 @@
       // the file): read once
       const readsDue = !this.readsAt || Date.now() - this.readsAt >= READS_EVERY_MS;
       const snapRun = this.run.kind === 'snapshot';
-      const [reads, reports, evlog, snap] = await Promise.all([
+      // the shadows (a query over every target's samples): every
+      // TARGETS_EVERY_MS at most, never for a snapshot run
+      const targetsDue = !snapRun && (!this.targetsAt || Date.now() - this.targetsAt >= TARGETS_EVERY_MS);
+      const [reads, reports, evlog, snap, targets] = await Promise.all([
         readsDue ? this.fetch('/api/run/reads?run=' + id + '&points=300&top=7', 'the reads', ['classhits', 'readclasses']) : Promise.resolve(null),
         this.reports ? Promise.resolve(null) : this.fetch('/api/run/reports?run=' + id, "the model's reports", ['mrc']),
         readsDue ? this.fetch('/api/run/evictions?run=' + id + '&points=60&top=10', 'the evictions', ['evlog']) : Promise.resolve(null),
         readsDue && snapRun ? this.fetch('/api/run/snapshot?run=' + id + '&top=10', 'the snapshot', ['snapshot']) : Promise.resolve(null),
+        targetsDue ? this.fetch('/api/run/targets?run=' + id, 'the shadows', ['shadows']) : Promise.resolve(null),
       ]);
       if (this.stopped) return;
       if (reads && reads.status === 200) this.readsAt = Date.now();
+      if (targets && targets.status === 200) this.targetsAt = Date.now();
       this.drawSizes(sizes);
       this.drawClasses(classes);
       this.drawSeries(series);
@@ -458,6 +499,7 @@
       if (reports) this.drawReports(reports);
       if (evlog) this.drawEvictions(evlog);
       if (snap) this.drawSnapshot(snap);
+      if (targets) this.drawTargets(targets);
       // charts drawn at other polls (the reads: every READS_EVERY_MS) get
       // this poll's range too
       const range = this.timeRange();
@@ -905,6 +947,110 @@
       tb.replaceChildren.apply(tb, rows);
     }
   }
+
+  // the shadows (issue 23): /api/run/targets, the primary and each shadow
+  // side by side on the same scales, a verdict line per shadow. The panel
+  // shows only when the run has a target besides the primary.
+  View.prototype.drawTargets = function (r) {
+    const sec = this.q('[data-panel="shadows"]');
+    if (r.status !== 200) {
+      // no shadows table in an older file, or a run without shadows: no panel
+      if (!sec.hidden) this.panelError('shadows', 'shadows: ' + ((r.body && r.body.error) || r.status));
+      return;
+    }
+    const d = r.body, ts = d.targets || [];
+    if (ts.length < 2) { sec.hidden = true; return; }
+    sec.hidden = false;
+    this.panelError('shadows', '');
+    sec.dataset.targets = String(ts.length);
+    const t0 = (this.run.started_ns || 0) / 1e9;
+    const pageBytes = (this.run.settings && this.run.settings.slab_page_size) || 1048576;
+    const scale = (t) => (t.sample_n > 1 ? t.sample_n : 1);
+    const label = (t) => t.target + (t.sample_n > 1 ? ' (×' + t.sample_n + ')' : '');
+    // verdicts: one line per shadow, the words query_targets_json made
+    const ul = sec.querySelector('ul.verdicts');
+    ul.replaceChildren.apply(ul, ts.filter((t) => t.kind !== 'primary').map((t) => {
+      const li = el('li', { class: 'verdict-line', 'data-target': t.target });
+      const badge = t.kind === 'upstream' ? 'upstream' : t.restarts ? 'restarted ' + t.restarts + '×' : t.sample_n > 1 ? '1/' + t.sample_n + ' sample' : 'started';
+      li.append(el('span', { class: 'badge' }, badge), ' ', el('span', { class: 'verdict-text' }, t.verdict || t.target + ': no verdict yet'));
+      return li;
+    }));
+    // memory and waste per class: bars, one series per target
+    const ids = Array.from(new Set([].concat.apply([], ts.map((t) => (t.classes || []).map((c) => c.class_id))))).sort((a, b) => a - b);
+    const perClass = (f) => ts.map((t, i) => {
+      const by = {};
+      for (const c of t.classes || []) by[c.class_id] = c;
+      return Object.assign({ label: label(t), data: ids.map((id) => (by[id] ? f(by[id]) * scale(t) : 0)) }, style(i),
+        { backgroundColor: i ? hatch(OI[i % OI.length], i % 2) : OI[0], borderWidth: 1 });
+    });
+    const barOpts = (title) => ({ scales: { x: { title: { display: true, text: 'slab class' } }, y: bytesAxis(title, 0) } });
+    this.chart('tmemory', {
+      type: 'bar',
+      data: { labels: ids.map((id) => 'c' + id), datasets: perClass((c) => (c.total_pages || 0) * pageBytes) },
+      options: barOpts('memory'),
+    });
+    this.chart('twaste', {
+      type: 'bar',
+      data: { labels: ids.map((id) => 'c' + id), datasets: perClass((c) => Math.max(0, c.waste_bytes || 0)) },
+      options: barOpts('waste'),
+    });
+    // hit ratio and evictions over time; restarts and other events marked
+    const line = (t, i, ys) => Object.assign({ label: label(t), data: ys, fill: false, spanGaps: true,
+      pointRadius: ys.length < 60 ? 2 : 0 }, style(i));
+    const hitDs = ts.map((t, i) => line(t, i, (t.series || []).filter((p) => p.hit_ratio != null)
+      .map((p) => ({ x: p.t - t0, y: 100 * p.hit_ratio }))));
+    // each point's evictions are those since the point before; points in
+    // the same second add up until the next second
+    const evDs = ts.map((t, i) => {
+      const s = t.series || [], ys = [];
+      let acc = 0, from = s.length ? s[0].t : 0;
+      for (let k = 1; k < s.length; k++) {
+        acc += Math.max(0, s[k].evictions || 0);
+        if (s[k].t > from) {
+          ys.push({ x: s[k].t - t0, y: acc / (s[k].t - from) });
+          acc = 0;
+          from = s[k].t;
+        }
+      }
+      return line(t, i, ys);
+    });
+    const marks = [];
+    ts.forEach((t, i) => {
+      for (const e of t.events || []) {
+        if (e.event === 'connected' || e.event === 'lost') continue; // restarts, starts, exits
+        marks.push({ x: e.t_ns / 1e9 - t0, color: OI[i % OI.length], label: e.event + (ts.length > 2 ? ' ' + t.target : '') });
+      }
+    });
+    const xAxis = () => secondsAxis('time since the run started (m:ss)', this.timeRange());
+    this.chart('thits', {
+      type: 'line',
+      data: { datasets: hitDs },
+      options: { parsing: false, scales: { x: xAxis(), y: { min: 0, max: 100, title: { display: true, text: '%' } } }, plugins: { events: { marks: marks } } },
+    });
+    this.chart('tevictions', {
+      type: 'line',
+      data: { datasets: evDs },
+      options: { parsing: false, scales: { x: xAxis(), y: { beginAtZero: true, title: { display: true, text: 'evictions/s' } } }, plugins: { events: { marks: marks } } },
+    });
+    // the totals, one row per target
+    const tb = sec.querySelector('table.targets tbody');
+    tb.replaceChildren.apply(tb, ts.map((t) => {
+      const x = t.totals || {}, tr = el('tr', { 'data-target': t.target });
+      const restarts = (t.events || []).filter((e) => e.event === 'restarted').length;
+      tr.append(el('td', {}, t.target), el('td', {}, t.kind + (t.sample_n > 1 ? ', 1/' + t.sample_n + ' sample' : '')),
+        el('td', {}, t.memory_mb != null ? fmtInt(t.memory_mb) + ' MB' : '–'),
+        el('td', { 'data-key': 'hit_ratio', 'data-v': String(x.hit_ratio) }, x.hit_ratio == null ? '–' : fmtPct(x.hit_ratio)),
+        el('td', { 'data-key': 'pages', 'data-v': String(x.pages) }, x.pages == null ? '–' : fmtInt(x.pages) + ' pages' + (t.sample_n > 1 ? ' (×' + t.sample_n + ')' : '')),
+        el('td', { 'data-key': 'evictions', 'data-v': String(x.evictions) }, fmtInt(x.evictions)),
+        el('td', { 'data-key': 'waste_bytes', 'data-v': String(x.waste_bytes) }, x.waste_bytes == null ? '–' : fmtBytes(x.waste_bytes)),
+        el('td', {}, fmtInt(x.classes)),
+        el('td', {}, t.restarts != null ? fmtInt(t.restarts) : fmtInt(restarts)));
+      return tr;
+    }));
+    const sampled = ts.filter((t) => t.sample_n > 1);
+    sec.querySelector('.shadows-note').textContent = 'hit ratio and evictions of a shadow count from its last (re)start; ' +
+      (sampled.length ? 'a sampled shadow sees 1/N of the keys in 1/N of the memory: its memory and waste are drawn ×N' : 'every shadow sees every key');
+  };
 
   View.prototype.drawEvictions = function (r) {
     if (r.status !== 200) { this.panelError('evlog', 'evictions: ' + (r.body.error || r.status)); return; }

@@ -67,6 +67,12 @@ int cli_model_hits_advise(const struct cli_hits_args *a);
  * -m). 0 or 1. */
 int cli_model_hits_mrc(const struct cli_hits_args *a, size_t points,
                        const struct slab_settings *other, unsigned other_automove);
+/* `slabtap model shadows`: each target of the run (the primary and its
+ * shadows, issue 23) measured (view target_totals: since its last
+ * (re)start) beside the cache model's prediction for its flags over the
+ * recorded requests since that start (a 1/N shadow on the same sample of
+ * keys); a run without reads: said, nothing predicted. 0 or 1. */
+int cli_model_hits_shadows(const struct cli_hits_args *a);
 
 /* -v/--verbose and -q/--quiet: two table rows writing an int log level
  * (start it at log_get_level(); log_set_level() it after parsing). seen

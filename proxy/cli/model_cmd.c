@@ -38,6 +38,7 @@ static int model_ladder(int argc, char **argv);
 static int model_predict(int argc, char **argv);
 static int model_advise(int argc, char **argv);
 static int model_mrc(int argc, char **argv);
+static int model_shadows(int argc, char **argv);
 
 static const struct model_subcommand subcommands[] = {
     { "ladder", "print the chunk ladder, line for line as memcached -vv prints it", model_ladder },
@@ -46,6 +47,8 @@ static const struct model_subcommand subcommands[] = {
     { "advise", "settings that serve more hits or waste less for a recorded run (--verify replays)",
       model_advise },
     { "mrc", "a recorded run's hit ratio at many memory sizes (the miss-ratio curve)", model_mrc },
+    { "shadows", "each shadow memcached of a run measured beside the model's prediction",
+      model_shadows },
 };
 
 static const char settings_usage[] =
@@ -1033,6 +1036,73 @@ static int model_mrc(int argc, char **argv)
     }
     struct cli_hits_args ha = hits_args(&o, src, r);
     rc = cli_model_hits_mrc(&ha, (size_t)o.points, o.flags ? &other : NULL, automove);
+out:
+    if (r)
+        predict_free(r);
+    free(r);
+    reader_close(src);
+    return rc;
+}
+
+static void usage_shadows(FILE *out)
+{
+    fprintf(out,
+            "usage: slabtap model shadows --db FILE|URI [--run NAME_OR_ID] [--format text|json]\n"
+            "                             [-v|-q]\n\n"
+            "The shadow memcacheds of a recorded proxy run (proxy --shadow, issue 23),\n"
+            "each measured -- its hit ratio, evictions, waste, pages and classes with\n"
+            "pages from its stats samples since its last (re)start (view target_totals)\n"
+            "-- beside the cache model's prediction for its flags and -m over the\n"
+            "recorded requests from that start (the hit-ratio simulator of model mrc);\n"
+            "a 1/N shadow is predicted on the same 1/N of the keys in its own memory.\n"
+            "The primary comes first, with its own settings from the run's start: the\n"
+            "model's error on this traffic. The prediction needs the run's reads (proxy\n"
+            "--reads on, the default); a run without them is said and not predicted.\n\n"
+            "  --db FILE|URI       the store (SQLite file or postgresql:// URI)\n"
+            "  --run NAME_OR_ID    the run (default: the newest)\n"
+            "  --format text|json  json: one object, a member per target (for scripts)\n"
+            "  -v, --verbose       debug log lines too\n"
+            "  -q, --quiet         warnings and errors only\n"
+            "  -h, --help          this text\n");
+}
+
+static int model_shadows(int argc, char **argv)
+{
+    struct run_opts o;
+    struct reader *src = NULL;
+    struct prediction *r = calloc(1, sizeof *r);
+    int level = (int)log_get_level(), rc = 1;
+    char err[512];
+    memset(&o, 0, sizeof o);
+    o.mode = 2;
+    const struct opt_spec table[] = {
+        { "db", 0, OPT_STRING, .dest = &o.db },
+        { "run", 0, OPT_STRING, .dest = &o.run },
+        { "format", 0, OPT_STRING, .dest = &o.format },
+        CLI_OPTS_VERBOSITY(&level, NULL),
+    };
+    switch (opt_parse("model shadows", table, sizeof table / sizeof table[0], argc, argv, NULL, err,
+                      sizeof err)) {
+    case OPT_HELP:
+        usage_shadows(stdout);
+        free(r);
+        return 0;
+    case OPT_ERROR: free(r); return cli_usage_error("model shadows", err);
+    case OPT_OK: break;
+    }
+    log_set_level((enum log_level)level);
+    if (!o.db) {
+        free(r);
+        return cli_usage_error("model shadows", "model shadows: --db FILE|URI is required");
+    }
+    if (o.format && strcmp(o.format, "text") && strcmp(o.format, "json")) {
+        free(r);
+        return cli_usage_error("model shadows", "model shadows: --format is text or json");
+    }
+    if (!r || open_src(&o, &src) || open_run(&o, src, -1, r))
+        goto out;
+    struct cli_hits_args ha = hits_args(&o, src, r);
+    rc = cli_model_hits_shadows(&ha);
 out:
     if (r)
         predict_free(r);

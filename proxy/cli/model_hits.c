@@ -1,5 +1,8 @@
-/* model_hits: `slabtap model advise --objective hits` and `slabtap model
- * mrc` -- the printing and the replays around model/hitadvise.
+/* model_hits: `slabtap model advise --objective hits`, `slabtap model
+ * mrc` and `slabtap model shadows` -- the printing and the replays around
+ * model/hitadvise (shadows: each target's measured totals, views targets
+ * and target_totals, beside hitadvise_at over the requests since its
+ * start).
  * Owns: reading the run's request sequence (writes and reads, through
  * load/verify's reader), the run's slab_automove and LRU from its recorded
  * `stats settings`, the text and JSON reports, and --verify's verdicts.
@@ -18,6 +21,8 @@
 #include "load/verify.h"
 #include "model/hitadvise.h"
 #include "model/predict.h"
+#include "record/pgstore.h"
+#include "record/qsql.h"
 #include "record/reader.h"
 #include "record/sink.h"
 
@@ -417,5 +422,332 @@ out:
     capacity_seq_free(&seq);
     free(c);
     free(o);
+    return rc;
+}
+
+/* --- model shadows (issue 23) ----------------------------------------------- */
+
+/* One target of the run as the store has it (views targets, target_totals). */
+struct shadow_row {
+    char target[160], kind[16], flags[512];
+    int64_t sample_n, memory_mb, since_ns;
+    bool have_totals;
+    int64_t hits, misses, evictions, pages, waste, classes;
+    double hit_ratio; /* < 0: no reads measured */
+    int64_t first_ns, last_ns;
+    /* the prediction */
+    bool predicted;
+    char why[160]; /* when not predicted */
+    size_t from;   /* the first request the shadow saw */
+    struct hitadvise_candidate c;
+};
+
+#define SHADOW_ROWS_MAX 16
+
+static const char SQL_SH_TARGETS[] =
+    "SELECT target, kind, coalesce(flags, ''), coalesce(sample_n, 1), coalesce(memory_mb, 0),"
+    " coalesce(data_since_ns, started_ns, 0) FROM targets WHERE run_id = ?1"
+    " ORDER BY kind <> 'primary', target";
+static const char SQL_SH_TOTALS[] =
+    "SELECT target, get_hits, get_misses, evictions, pages, waste_bytes, classes, t_first_ns,"
+    " t_last_ns FROM target_totals WHERE run_id = ?1";
+/* the requests recorded before a time: where a (re)started shadow's data
+ * begins in the replayed sequence (writes, then reads: the sequence is
+ * their merge in time order) */
+static const char SQL_SH_WRITES_BEFORE[] =
+    "SELECT count(*) FROM sets WHERE run_id = ?1 AND t_ns < ?2";
+static const char SQL_SH_READS_BEFORE[] =
+    "SELECT count(*) FROM reads WHERE run_id = ?1 AND t_ns < ?2";
+
+static int64_t sh_count(struct qsql_db *db, const char *sql, int64_t run_id, int64_t t_ns)
+{
+    struct qsql q;
+    int64_t n = -1;
+    if (qsql_prepare(&q, db, sql, NULL))
+        return -1;
+    qsql_bind(&q, 1, run_id);
+    qsql_bind(&q, 2, t_ns);
+    if (qsql_step(&q) == QSQL_ROW)
+        n = qsql_int(&q, 0);
+    qsql_finalize(&q);
+    return n;
+}
+
+static void sh_copy(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src ? src : "");
+}
+
+/* The run's targets and their measured totals; the count, or -1 said. */
+static int sh_read(struct qsql_db *db, int64_t run_id, struct shadow_row *rows)
+{
+    struct qsql q;
+    int n = 0, rc;
+    if (qsql_prepare(&q, db, SQL_SH_TARGETS, NULL)) {
+        fprintf(stderr, "slabtap model shadows: %s (a store from before shadows?)\n",
+                qsql_errmsg(db));
+        return -1;
+    }
+    qsql_bind(&q, 1, run_id);
+    while (n < SHADOW_ROWS_MAX && (rc = qsql_step(&q)) == QSQL_ROW) {
+        struct shadow_row *r = &rows[n++];
+        memset(r, 0, sizeof *r);
+        sh_copy(r->target, sizeof r->target, qsql_text(&q, 0));
+        sh_copy(r->kind, sizeof r->kind, qsql_text(&q, 1));
+        sh_copy(r->flags, sizeof r->flags, qsql_text(&q, 2));
+        r->sample_n = qsql_int(&q, 3);
+        r->memory_mb = qsql_int(&q, 4);
+        r->since_ns = qsql_int(&q, 5);
+        r->hit_ratio = -1;
+    }
+    qsql_finalize(&q);
+    if (qsql_prepare(&q, db, SQL_SH_TOTALS, NULL)) {
+        fprintf(stderr, "slabtap model shadows: %s\n", qsql_errmsg(db));
+        return -1;
+    }
+    qsql_bind(&q, 1, run_id);
+    while (qsql_step(&q) == QSQL_ROW) {
+        const char *t = qsql_text(&q, 0);
+        for (int i = 0; t && i < n; i++) {
+            struct shadow_row *r = &rows[i];
+            if (strcmp(r->target, t))
+                continue;
+            r->have_totals = true;
+            r->hits = qsql_int(&q, 1);
+            r->misses = qsql_int(&q, 2);
+            r->evictions = qsql_int(&q, 3);
+            r->pages = qsql_int(&q, 4);
+            r->waste = qsql_int(&q, 5);
+            r->classes = qsql_int(&q, 6);
+            r->first_ns = qsql_int(&q, 7);
+            r->last_ns = qsql_int(&q, 8);
+            if (r->hits + r->misses > 0)
+                r->hit_ratio = (double)r->hits / (double)(r->hits + r->misses);
+        }
+    }
+    qsql_finalize(&q);
+    return n;
+}
+
+static int sh_open(const char *dbname, struct qsql_db *db)
+{
+    char err[512];
+    memset(db, 0, sizeof *db);
+    if (pgstore_is_uri(dbname)) {
+        if (qsql_open_pg(db, dbname, err, sizeof err) == 0)
+            return 0;
+        fprintf(stderr, "slabtap model shadows: %s\n", err);
+        return -1;
+    }
+    if (sqlite3_open_v2(dbname, &db->lite, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
+        return 0;
+    fprintf(stderr, "slabtap model shadows: %s: %s\n", dbname,
+            db->lite ? sqlite3_errmsg(db->lite) : "cannot open");
+    return -1;
+}
+
+static void sh_close(struct qsql_db *db)
+{
+    if (db->pg)
+        qsql_close_pg(db);
+    if (db->lite)
+        sqlite3_close(db->lite);
+}
+
+/* slab_automove from a target's flags (-o slab_automove=N), else def. */
+static unsigned sh_automove(const char *flags, unsigned def)
+{
+    const char *a = strstr(flags, "slab_automove=");
+    return a && a[14] >= '0' && a[14] <= '2' ? (unsigned)(a[14] - '0') : def;
+}
+
+static void sh_json_side(struct buf *b, double hit_ratio, int64_t evictions, int64_t pages,
+                         int64_t waste, int64_t classes)
+{
+    if (hit_ratio < 0)
+        buf_puts(b, "{\"hit_ratio\":null");
+    else
+        buf_printf(b, "{\"hit_ratio\":%.6f", hit_ratio);
+    buf_printf(b, ",\"evictions\":%lld,\"pages\":%lld,\"waste_bytes\":%lld,\"classes\":%lld}",
+               (long long)evictions, (long long)pages, (long long)waste, (long long)classes);
+}
+
+int cli_model_hits_shadows(const struct cli_hits_args *a)
+{
+    struct shadow_row *rows = calloc(SHADOW_ROWS_MAX, sizeof *rows);
+    struct capacity_seq seq;
+    struct hitadvise_input in;
+    struct qsql_db db;
+    bool have_seq = false, have_db = false;
+    char seq_why[200] = "";
+    int n, rc = 1;
+    capacity_seq_init(&seq);
+    if (!rows) {
+        fprintf(stderr, "slabtap model shadows: out of memory\n");
+        return 1;
+    }
+    if (sh_open(a->db, &db))
+        goto out;
+    have_db = true;
+    if ((n = sh_read(&db, a->run_id, rows)) < 0)
+        goto out;
+    int shadows = 0;
+    for (int i = 0; i < n; i++)
+        shadows += strcmp(rows[i].kind, "primary") != 0;
+    if (!shadows) {
+        if (a->json)
+            printf("{\"run_id\":%lld,\"targets\":[]}\n", (long long)a->run_id);
+        else
+            wrapout_printf("run %lld has no shadows (proxy --shadow FLAGS records them)\n",
+                           (long long)a->run_id);
+        rc = 0;
+        goto out;
+    }
+    /* the prediction replays the run's requests, reads included: without
+     * reads there is no hit ratio to predict */
+    int64_t nreads = reader_reads_count(a->reader, a->run_id);
+    if (nreads <= 0) {
+        snprintf(seq_why, sizeof seq_why,
+                 "needs the run's reads, and the run has none recorded (proxy --reads on)");
+    } else {
+        char err[512];
+        if (verify_read_sequence(a->db, a->run_id, true, &seq, err, sizeof err)) {
+            snprintf(seq_why, sizeof seq_why, "the requests could not be read: %.150s", err);
+        } else {
+            have_seq = true;
+            memset(&in, 0, sizeof in);
+            in.current = &a->r->settings;
+            run_lru_settings(a->reader, a->run_id, &in.current_automove, &in.lru);
+            in.seq = &seq;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        struct shadow_row *r = &rows[i];
+        bool primary = !strcmp(r->kind, "primary");
+        struct slab_settings s;
+        unsigned given = 0, automove = in.current_automove;
+        char err[256];
+        if (!have_seq) {
+            snprintf(r->why, sizeof r->why, "%s", seq_why);
+            continue;
+        }
+        if (!strcmp(r->kind, "upstream")) {
+            snprintf(r->why, sizeof r->why,
+                     "an operator's memcached: its flags are not known to slabtap");
+            continue;
+        }
+        if (primary) {
+            s = a->r->settings;
+            r->from = 0;
+            r->memory_mb = (int64_t)(s.mem_limit / HITADVISE_MB);
+        } else {
+            if (slab_settings_from_flags(&s, &given, r->flags, a->r->version, err, sizeof err) !=
+                SLAB_OK) {
+                snprintf(r->why, sizeof r->why, "its flags: %.140s", err);
+                continue;
+            }
+            automove = sh_automove(r->flags, 1);
+            int64_t w = sh_count(&db, SQL_SH_WRITES_BEFORE, a->run_id, r->since_ns);
+            int64_t rd = sh_count(&db, SQL_SH_READS_BEFORE, a->run_id, r->since_ns);
+            if (w < 0 || rd < 0) {
+                snprintf(r->why, sizeof r->why, "where its data starts: %.130s", qsql_errmsg(&db));
+                continue;
+            }
+            r->from = (size_t)(w + rd) < seq.n ? (size_t)(w + rd) : seq.n;
+        }
+        if (r->memory_mb <= 0) {
+            snprintf(r->why, sizeof r->why, "its memory (-m) is not recorded");
+            continue;
+        }
+        if (hitadvise_at(&in, &s, automove, (uint64_t)r->memory_mb,
+                         r->sample_n > 1 ? (uint32_t)r->sample_n : 1, r->from, &r->c)) {
+            snprintf(r->why, sizeof r->why, "out of memory, or flags that give no ladder");
+            continue;
+        }
+        r->predicted = true;
+    }
+    if (a->json) {
+        struct buf b;
+        buf_init(&b, JSONB_MAX);
+        buf_printf(&b, "{\"run_id\":%lld,\"requests\":%zu,\"targets\":[", (long long)a->run_id,
+                   seq.n);
+        for (int i = 0; i < n; i++) {
+            struct shadow_row *r = &rows[i];
+            buf_puts(&b, i ? ",{\"target\":" : "{\"target\":");
+            jsonb_string(&b, r->target, strlen(r->target));
+            buf_puts(&b, ",\"kind\":");
+            jsonb_string(&b, r->kind, strlen(r->kind));
+            buf_puts(&b, ",\"flags\":");
+            jsonb_string(&b, r->flags, strlen(r->flags));
+            buf_printf(&b, ",\"sample_n\":%lld,\"memory_mb\":%lld,\"since_ns\":%lld,\"measured\":",
+                       (long long)r->sample_n, (long long)r->memory_mb, (long long)r->since_ns);
+            if (r->have_totals)
+                sh_json_side(&b, r->hit_ratio, r->evictions, r->pages, r->waste, r->classes);
+            else
+                buf_puts(&b, "null");
+            buf_puts(&b, ",\"predicted\":");
+            if (r->predicted) {
+                const struct capacity_result *k = &r->c.res;
+                buf_printf(&b, "{\"from_request\":%zu,\"reads\":%llu,\"result\":", r->from,
+                           (unsigned long long)k->measured_gets);
+                sh_json_side(&b, k->measured_gets ? r->c.hit_ratio : -1, (int64_t)k->evictions,
+                             (int64_t)k->pages, (int64_t)k->chunk_waste, (int64_t)k->classes_used);
+                buf_puts(&b, "}");
+            } else {
+                buf_puts(&b, "null,\"why\":");
+                jsonb_string(&b, r->why, strlen(r->why));
+            }
+            buf_puts(&b, "}");
+        }
+        buf_puts(&b, "]}\n");
+        if (b.failed) {
+            fprintf(stderr, "slabtap model shadows: out of memory\n");
+            buf_free(&b);
+            goto out;
+        }
+        fwrite(b.data, 1, b.len, stdout);
+        buf_free(&b);
+    } else {
+        wrapout_printf("run %lld: each target measured (its stats samples since its last "
+                       "(re)start) beside the model's prediction for its flags over the "
+                       "recorded requests from that start (%zu requests in all); a 1/N "
+                       "shadow: its own keys and memory, not scaled\n",
+                       (long long)a->run_id, seq.n);
+        wrapout_printf("  %-28s %-9s %9s %9s %10s %6s %10s %7s\n", "target", "", "hit ratio",
+                       "evictions", "waste MB", "pages", "classes", "-m");
+        for (int i = 0; i < n; i++) {
+            struct shadow_row *r = &rows[i];
+            char hr[32];
+            if (r->have_totals && r->hit_ratio >= 0)
+                snprintf(hr, sizeof hr, "%7.2f %%", 100 * r->hit_ratio);
+            else
+                snprintf(hr, sizeof hr, "%9s", "-");
+            if (r->have_totals)
+                wrapout_printf("  %-28.28s %-9s %9s %9lld %10.1f %6lld %10lld %7lld\n", r->target,
+                               "measured", hr, (long long)r->evictions, mb((uint64_t)r->waste),
+                               (long long)r->pages, (long long)r->classes, (long long)r->memory_mb);
+            else
+                wrapout_printf("  %-28.28s %-9s no sample yet\n", r->target, "measured");
+            if (r->predicted) {
+                const struct capacity_result *k = &r->c.res;
+                if (k->measured_gets)
+                    snprintf(hr, sizeof hr, "%7.2f %%", 100 * r->c.hit_ratio);
+                else
+                    snprintf(hr, sizeof hr, "%9s", "-");
+                wrapout_printf("  %-28s %-9s %9s %9llu %10.1f %6llu %10u %7lld\n", "", "predicted",
+                               hr, (unsigned long long)k->evictions, mb(k->chunk_waste),
+                               (unsigned long long)k->pages, k->classes_used,
+                               (long long)r->memory_mb);
+            } else {
+                wrapout_printf("  %-28s %-9s not predicted: %s\n", "", "predicted", r->why);
+            }
+        }
+    }
+    rc = 0;
+out:
+    if (have_db)
+        sh_close(&db);
+    capacity_seq_free(&seq);
+    free(rows);
     return rc;
 }

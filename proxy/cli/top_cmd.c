@@ -44,7 +44,7 @@ static struct termios top_orig;
 static volatile sig_atomic_t top_raw_on;
 
 struct top_args {
-    const char *memcached, *proxy, *token;
+    const char *memcached, *proxy, *token, *target;
     uint64_t interval, timeout, width;
     int sort, level;
     bool reverse, once, width_set;
@@ -58,7 +58,8 @@ struct top_source {
     struct stats_sample sample;
     char *http; /* TOP_FETCH_HTTP_MAX + 1 bytes, --proxy only */
     char name[TOP_SOURCE_MAX];
-    bool run_known; /* --proxy: the running slabtap's run said in name */
+    bool run_known;              /* --proxy: the running slabtap's run said in name */
+    char target[TOP_TARGET_MAX]; /* --proxy: the target asked for ("": the primary) */
 };
 
 static struct top_snapshot top_snaps[3];
@@ -84,6 +85,9 @@ static void top_usage(FILE *out)
             "                         three replies (taken every --stats-interval of the\n"
             "                         proxy; rates need two different samples)\n"
             "  --http-token TOKEN     the proxy's --http-token, when it has one\n"
+            "  --target NAME          --proxy with shadows (its --shadow): the memcached\n"
+            "                         shown, \"primary\" (default) or a shadow's name as\n"
+            "                         /api/slabs' \"targets\" lists it (key t: the next)\n"
             "\n"
             "options (MS: a duration, 250ms 2s '1 minute'; a number alone: milliseconds):\n"
             "  --interval MS          refresh every MS (default %d, at least %d; with\n"
@@ -104,7 +108,7 @@ static void top_usage(FILE *out)
             "\n"
             "keys on a terminal: c class, k chunk, i items, p pages, u used%%, w waste%%,\n"
             "e evictions/s, s sets/s (each its own way round), r reverse the current\n"
-            "sort, space refresh now, q quit.\n"
+            "sort, t the next target (--proxy with shadows), space refresh now, q quit.\n"
             "Without a terminal and without --once a snapshot is printed every interval.\n",
             TOP_INTERVAL_DEFAULT_MS, TOP_INTERVAL_LIVE_MIN_MS, TOP_TIMEOUT_DEFAULT_MS);
 }
@@ -123,6 +127,7 @@ static enum opt_result top_parse(int argc, char **argv, struct top_args *a, char
         { "memcached", 0, OPT_STRING, .dest = &a->memcached },
         { "proxy", 0, OPT_STRING, .dest = &a->proxy },
         { "http-token", 0, OPT_STRING, .dest = &a->token },
+        { "target", 0, OPT_STRING, .dest = &a->target },
         { "interval", 0, OPT_DURATION, .dest = &a->interval, .unit = UNITS_MS, .min = 0,
           .max = 3600000, .text = &interval_text },
         { "timeout", 0, OPT_DURATION, .dest = &a->timeout, .unit = UNITS_MS, .min = 10,
@@ -148,6 +153,11 @@ static enum opt_result top_parse(int argc, char **argv, struct top_args *a, char
         return opt_error(err, errlen, "top", "give exactly one of --memcached and --proxy");
     if (a->token && !a->proxy)
         return opt_error(err, errlen, "top", "--http-token goes with --proxy");
+    if (a->target && !a->proxy)
+        return opt_error(err, errlen, "top", "--target goes with --proxy");
+    if (a->target && (!*a->target || strlen(a->target) >= TOP_TARGET_MAX))
+        return opt_error(err, errlen, "top", "--target: a name of 1 to %d bytes",
+                         TOP_TARGET_MAX - 1);
     if (!a->once && a->interval < TOP_INTERVAL_LIVE_MIN_MS)
         return opt_error(err, errlen, "top",
                          "--interval: %s is below %dms (below only with --once)", interval_text,
@@ -163,6 +173,8 @@ static int top_source_open(struct top_source *s, const struct top_args *a, char 
     s->proxy = a->proxy != NULL;
     s->text = s->proxy ? a->proxy : a->memcached;
     s->token = a->token;
+    if (a->target)
+        snprintf(s->target, sizeof s->target, "%s", a->target);
     s->ctl.timeout_ms = (unsigned)a->timeout;
     s->ctl.cancel = &top_stop;
     stats_sample_init(&s->sample);
@@ -230,6 +242,24 @@ static void top_take_run(struct top_source *s, struct top_snapshot *out)
     snprintf(out->source, sizeof out->source, "%s", s->name);
 }
 
+/* GET /api/slabs, with ?target=NAME (percent-encoded) when one is asked. */
+static void top_slabs_path(const char *target, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = (size_t)snprintf(out, cap, "/api/slabs%s", *target ? "?target=" : "");
+    for (const unsigned char *p = (const unsigned char *)target; *p && n + 4 < cap; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+            out[n++] = (char)*p;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        }
+    }
+    out[n] = '\0';
+}
+
 /* A snapshot now. 0, or -1 with err. */
 static int top_take(struct top_source *s, struct top_snapshot *out, char *err, size_t errlen)
 {
@@ -242,7 +272,9 @@ static int top_take(struct top_source *s, struct top_snapshot *out, char *err, s
         top_snapshot_from_sample(out, &s->sample, t, s->name);
         return 0;
     }
-    if (top_fetch_http_get(&s->addr, s->text, "/api/slabs", s->token, &s->ctl, s->http,
+    char path[32 + 3 * TOP_TARGET_MAX];
+    top_slabs_path(s->target, path, sizeof path);
+    if (top_fetch_http_get(&s->addr, s->text, path, s->token, &s->ctl, s->http,
                            TOP_FETCH_HTTP_MAX + 1, &r, err, errlen))
         return -1;
     const char *body = s->http + r.body_off;
@@ -252,7 +284,7 @@ static int top_take(struct top_source *s, struct top_snapshot *out, char *err, s
         return -1;
     }
     if (r.status != 200) {
-        snprintf(err, errlen, "%s: GET /api/slabs: HTTP %d: %.160s", s->text, r.status, body);
+        snprintf(err, errlen, "%.100s: GET %.120s: HTTP %d: %.160s", s->text, path, r.status, body);
         err[strcspn(err, "\r\n")] = '\0';
         return -1;
     }
@@ -507,7 +539,16 @@ static int top_live(struct top_source *src, const struct top_args *a, struct top
                     int r = top_view_key(opts, (unsigned char)keys[i]);
                     if (r < 0)
                         top_stop = 1;
-                    redraw |= r > 0;
+                    /* t: the next target, fetched now; rates start again
+                     * (another memcached's counters) */
+                    const char *nt =
+                        r == TOP_KEY_TARGET && src->proxy ? top_next_target(&top_snaps[cur]) : NULL;
+                    if (nt) {
+                        snprintf(src->target, sizeof src->target, "%s", nt);
+                        prev = -1;
+                        due = clock_mono_ns();
+                    }
+                    redraw |= r == 1;
                 }
                 if (n == 0) /* the terminal went away */
                     top_stop = 1;
@@ -527,7 +568,10 @@ static int top_live(struct top_source *src, const struct top_args *a, struct top
         opts->note = NULL;
         /* the proxy samples on its own clock: the same t_ns is the same
          * sample, and would make every rate unknown */
-        if (!(src->proxy && top_snaps[next].t_ns == top_snaps[cur].t_ns)) {
+        if (strcmp(top_snaps[next].target, top_snaps[cur].target)) {
+            prev = -1; /* another target: no rate against the last one's */
+            cur = next;
+        } else if (!(src->proxy && top_snaps[next].t_ns == top_snaps[cur].t_ns)) {
             prev = cur;
             cur = next;
         }

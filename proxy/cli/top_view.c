@@ -44,6 +44,8 @@ int top_view_key(struct top_view_opts *o, int c)
         o->reverse = !o->reverse;
         return 1;
     }
+    if (c == 't' || c == 'T')
+        return TOP_KEY_TARGET;
     if (k < 0)
         return 0;
     /* a new sort starts its own way round: reverse was for the last one */
@@ -69,6 +71,18 @@ void top_snapshot_init(struct top_snapshot *s)
     s->get_hits = s->get_misses = s->cmd_get = s->cmd_set = s->evictions = TOP_UNKNOWN;
     s->ops = TOP_UNKNOWN;
     s->n_classes = 0;
+    s->target[0] = '\0';
+    s->n_targets = 0;
+}
+
+const char *top_next_target(const struct top_snapshot *s)
+{
+    if (s->n_targets < 2)
+        return NULL;
+    for (unsigned i = 0; i < s->n_targets; i++)
+        if (!strcmp(s->targets[i], s->target))
+            return s->targets[(i + 1) % s->n_targets];
+    return s->targets[0];
 }
 
 static void top_copy_text(char *dst, size_t cap, const char *src)
@@ -500,6 +514,21 @@ static bool tj_stats_member(struct tj *j, const char *name, bool fits, void *ud)
     return true;
 }
 
+/* One name of "targets": kept when it fits and there is room. */
+static bool tj_target_element(struct tj *j, void *ud)
+{
+    struct top_snapshot *s = ((struct tj_top *)ud)->s;
+    char name[TOP_TARGET_MAX];
+    bool fits;
+    if (!tj_peek(j, '"'))
+        return tj_value_skip(j);
+    if (!tj_string(j, name, sizeof name, &fits))
+        return false;
+    if (fits && s->n_targets < TOP_TARGETS_MAX)
+        memcpy(s->targets[s->n_targets++], name, sizeof name);
+    return true;
+}
+
 static bool tj_top_member(struct tj *j, const char *name, bool fits, void *ud)
 {
     struct tj_top *t = ud;
@@ -509,6 +538,15 @@ static bool tj_top_member(struct tj *j, const char *name, bool fits, void *ud)
         return tj_value_skip(j);
     if (!strcmp(name, "classes"))
         return tj_array(j, tj_class_element, t);
+    if (!strcmp(name, "targets") && tj_peek(j, '['))
+        return tj_array(j, tj_target_element, t);
+    if (!strcmp(name, "target") && tj_peek(j, '"')) {
+        if (!tj_string(j, t->s->target, sizeof t->s->target, &sfits))
+            return false;
+        if (!sfits)
+            t->s->target[0] = '\0';
+        return true;
+    }
     if (!strcmp(name, "stats") || !strcmp(name, "slab_globals")) {
         if (!tj_peek(j, '{'))
             return tj_value_skip(j);
@@ -801,6 +839,15 @@ static void top_render_header(struct top_out *o, const struct top_snapshot *cur,
     if (cur->uptime >= 0)
         top_line(o, "  up %s", top_fmt_uptime(a, cur->uptime));
     top_line_end(o);
+    /* a proxy with shadows: which memcached this is (t: the next) */
+    if (cur->n_targets > 1) {
+        unsigned at = 0;
+        while (at < cur->n_targets && strcmp(cur->targets[at], cur->target))
+            at++;
+        top_line(o, "target: %s (%u of %u)", cur->target[0] ? cur->target : "primary",
+                 at < cur->n_targets ? at + 1 : 1, cur->n_targets);
+        top_line_end(o);
+    }
 
     top_line(o, "mem: malloced %s / limit %s", top_fmt_bytes(a, cur->total_malloced),
              top_fmt_bytes(b, cur->limit_maxbytes));
@@ -839,7 +886,8 @@ static void top_render_header(struct top_out *o, const struct top_snapshot *cur,
     bool ascending = (k == TOP_SORT_class) != opts->reverse;
     top_line(o, "sort: %s %s", top_sorts[k].title, ascending ? "ascending" : "descending");
     if (opts->keys_help)
-        top_line(o, "   keys: c k i p u w e s sort  r reverse it  q quit");
+        top_line(o, "   keys: c k i p u w e s sort  r reverse it  %sq quit",
+                 cur->n_targets > 1 ? "t target  " : "");
     top_line_end(o);
     if (opts->note) {
         top_line(o, "! %s", opts->note);

@@ -32,9 +32,13 @@
 #define TOP_WIDTH_MAX 512
 #define TOP_JSON_DEPTH_MAX 16
 #define TOP_JSON_NAME_MAX 64
+/* /api/slabs' targets (issue 23: the primary and its shadows) kept, and
+ * the bytes of a target's name */
+#define TOP_TARGETS_MAX 8
+#define TOP_TARGET_MAX 128
 /* Header lines + column titles + one line per class, each <= TOP_WIDTH_MAX
  * and its \n: the most top_view_render ever writes, NUL included. */
-#define TOP_VIEW_HEAD_LINES 8
+#define TOP_VIEW_HEAD_LINES 9
 #define TOP_VIEW_RENDER_MAX ((TOP_VIEW_HEAD_LINES + TOP_CLASSES_MAX) * (TOP_WIDTH_MAX + 1) + 1)
 
 /* An unknown number (a field the source did not give) is TOP_UNKNOWN:
@@ -57,6 +61,12 @@ struct top_snapshot {
     int64_t ops; /* cmd_get + cmd_set + cmd_touch + deletes + incr/decr */
     unsigned n_classes;
     struct top_class classes[TOP_CLASSES_MAX]; /* n_classes of them, id ascending */
+    /* /api/slabs' "target" (the memcached shown: "primary" or a shadow's
+     * name; "" when not said) and "targets" (every one, the primary first;
+     * a name longer than TOP_TARGET_MAX - 1 bytes is left out) */
+    char target[TOP_TARGET_MAX];
+    unsigned n_targets;
+    char targets[TOP_TARGETS_MAX][TOP_TARGET_MAX];
 };
 
 /* The sort keys, X(name, letter, title): the letter is the interactive key
@@ -96,10 +106,15 @@ struct top_view_opts {
 
 /* An interactive key applied to o: a sort letter chooses that sort its
  * own way round (largest first; class ascending) and clears reverse, r
- * reverses the current sort, q (or ^C) quits. 1: o changed, redraw; 0:
- * not a key; -1: quit. */
+ * reverses the current sort, q (or ^C) quits, t asks for the next target
+ * (TOP_KEY_TARGET: the caller fetches it, top_next_target). 1: o changed,
+ * redraw; 0: not a key; -1: quit. */
+#define TOP_KEY_TARGET 2
 int top_view_key(struct top_view_opts *o, int c);
 
+/* The target after s's own in s's targets (wrapping; the first when s
+ * names none), or NULL when s has fewer than two. */
+const char *top_next_target(const struct top_snapshot *s);
 /* Every number TOP_UNKNOWN, no classes. */
 void top_snapshot_init(struct top_snapshot *s);
 /* From a complete `stats` + `stats slabs` + `stats items` sample. A class
@@ -112,6 +127,7 @@ void top_snapshot_from_sample(struct top_snapshot *s, const struct stats_sample 
  * "stats":{<memcached's `stats` of the same sample>},"slab_globals":{...}};
  * the same names flat in a class object (chunk_size, pages, total_chunks,
  * ...) and top-level total_malloced / limit_maxbytes are taken too. The
+ * "target" and "targets" (the proxy's shadows, issue 23) are kept. The
  * totals come from "stats"/"slab_globals" as from a sample (and, as
  * there, a class without `stats items` fields holds 0 items); without them
  * (an older slabtap) cmd_set, evictions and items are the sums of the

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/buf.h"
+#include "core/sample.h"
 
 #define NONE UINT32_MAX
 
@@ -130,6 +131,42 @@ int capacity_seq_add(struct capacity_seq *s, uint64_t key_hash, enum capacity_ki
         .kind = kind, .key_len = key_len, .flags = flags, .value_len = value_len
     };
     return capacity_seq_add_req(s, key_hash, &r);
+}
+
+int capacity_seq_sample(const struct capacity_seq *in, size_t from, uint32_t n,
+                        struct capacity_seq *out)
+{
+    bool *keep = calloc(in->n_keys ? in->n_keys : 1, sizeof *keep);
+    int rc = 0;
+    if (!keep)
+        return -1;
+    for (size_t j = 0; j < in->hcap; j++)
+        if (in->hidx[j])
+            keep[in->hidx[j] - 1] = n <= 1 || sample_keep(in->hkey[j], n);
+    uint64_t *hash = calloc(in->n_keys ? in->n_keys : 1, sizeof *hash);
+    if (!hash) {
+        free(keep);
+        return -1;
+    }
+    for (size_t j = 0; j < in->hcap; j++)
+        if (in->hidx[j])
+            hash[in->hidx[j] - 1] = in->hkey[j];
+    for (size_t i = from; i < in->n && rc == 0; i++) {
+        const struct capacity_op *op = &in->ops[i];
+        if (!keep[op->key])
+            continue;
+        struct capacity_req r = { .kind = (enum capacity_kind)op->kind,
+                                  .key_len = op->key_len,
+                                  .flags = op->has_flags,
+                                  .value_len = op->value_len,
+                                  .t = op->t,
+                                  .exptime = op->exptime,
+                                  .fill = op->fill };
+        rc = capacity_seq_add_req(out, hash[op->key], &r);
+    }
+    free(hash);
+    free(keep);
+    return rc;
 }
 
 /* --- the simulation ----------------------------------------------------- */

@@ -222,6 +222,12 @@ void capacity_seq_free(struct capacity_seq *s);
  * of range (key_len 0 or over 250, value_len over 1 GiB, a kind not in the
  * list, fill on a kind other than GET/GAT). */
 int capacity_seq_add_req(struct capacity_seq *s, uint64_t key_hash, const struct capacity_req *r);
+/* The ops of in from op `from` on whose key core/sample.h keeps at 1/n
+ * (sample_keep on the key's hash: what a `--shadow "1/N ..."` memcached
+ * and --sample-keys see; n <= 1: every key) appended to out. 0, or -1
+ * when out of memory. */
+int capacity_seq_sample(const struct capacity_seq *in, size_t from, uint32_t n,
+                        struct capacity_seq *out);
 /* A write at t = 0 with no exptime (capacity_seq_add_req). */
 int capacity_seq_add(struct capacity_seq *s, uint64_t key_hash, enum capacity_kind kind,
                      uint32_t key_len, uint32_t flags, uint64_t value_len);

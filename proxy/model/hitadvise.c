@@ -328,6 +328,39 @@ int hitadvise_mrc_sampled(const struct hitadvise_input *in, const struct slab_se
     return 0;
 }
 
+int hitadvise_at(const struct hitadvise_input *in, const struct slab_settings *s, unsigned automove,
+                 uint64_t mem_mb, uint32_t sample, size_t from, struct hitadvise_candidate *out)
+{
+    struct slab_ladder l;
+    struct capacity_config cfg;
+    struct capacity_seq sub;
+    const struct capacity_seq *seq = in->seq;
+    int rc = -1;
+    memset(out, 0, sizeof *out);
+    if (slab_ladder_build(s, &l, NULL, 0) != SLAB_OK)
+        return -1;
+    capacity_seq_init(&sub);
+    if (sample > 1) { /* the shadow's keys only, from its start */
+        if (capacity_seq_sample(in->seq, from, sample, &sub))
+            goto out;
+        seq = &sub;
+        from = 0;
+    }
+    memset(&cfg, 0, sizeof cfg);
+    cfg.mem_limit = mem_mb * HITADVISE_MB;
+    cfg.lru = in->lru;
+    cfg.automove = automove;
+    cfg.measure_from = from;
+    cfg.use_cas = l.use_cas;
+    if (capacity_run(&l, &cfg, seq, from, seq->n, &out->res))
+        goto out;
+    fill_candidate(out, sample > 1 ? "shadow, sampled" : "shadow", s, automove, mem_mb, &l);
+    rc = 0;
+out:
+    capacity_seq_free(&sub);
+    return rc;
+}
+
 size_t hitadvise_mrc_points(uint64_t lo, uint64_t hi, size_t n, uint64_t *mem)
 {
     size_t k = 0;

@@ -106,6 +106,14 @@ int hitadvise_mrc_sampled(const struct hitadvise_input *in, const struct slab_se
                           unsigned automove, uint32_t sample, const uint64_t *mem, size_t n,
                           struct hitadvise_candidate *out);
 
+/* Settings s with automove at -m mem_mb, an empty cache from op `from`
+ * on, hits counted from there: what a shadow memcached (issue 23) started
+ * at op `from` with those flags would do with the requests; sample > 1:
+ * the shadow of 1/sample of the keys (capacity_seq_sample: the same key
+ * sampler) at mem_mb itself, its own counts (not scaled). 0, or -1 (out
+ * of memory, or settings that give no ladder). */
+int hitadvise_at(const struct hitadvise_input *in, const struct slab_settings *s, unsigned automove,
+                 uint64_t mem_mb, uint32_t sample, size_t from, struct hitadvise_candidate *out);
 /* n budgets spread geometrically from lo to hi bytes (whole MB, distinct,
  * ascending) into mem[n]; returns how many. */
 size_t hitadvise_mrc_points(uint64_t lo, uint64_t hi, size_t n, uint64_t *mem);

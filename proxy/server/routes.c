@@ -321,28 +321,65 @@ static void routes_runs(const struct admin_http_request *req, struct admin_http_
     routes_json(resp, 200, &b);
 }
 
+/* GET /api/slabs[?target=NAME]: a target's latest sample (the primary's
+ * by default, a shadow's by its name), and "targets": every target's name,
+ * the primary first. */
 static void routes_slabs(const struct admin_http_request *req, struct admin_http_response *resp)
 {
     if (!routes_admit(req, resp))
         return;
     struct app *a = req->ud;
+    const struct shadow_set *set = &a->shadows;
+    char target[SHADOW_NAME_MAX + 1];
+    const struct stats_sample *last = a->have_last ? &a->last : NULL;
+    const char *name = "primary";
     struct buf b;
-    if (!a->have_last) {
+    int n = admin_http_query_param(req, "target", target, sizeof target);
+    if (n == 0 || (n < 0 && n != -ADMIN_HTTP_ERR_NO_PARAM)) {
+        routes_error(resp, 400, "{\"error\":\"?target= must name a target (see targets)\"}\n");
+        return;
+    }
+    if (n > 0 && strcmp(target, "primary")) {
+        unsigned i = 0;
+        while (i < set->n && strcmp(set->sh[i].name, target))
+            i++;
+        if (i == set->n) {
+            buf_init(&b, JSONB_MAX);
+            buf_puts(&b, "{\"error\":\"no such target\",\"targets\":[\"primary\"");
+            for (unsigned k = 0; k < set->n; k++) {
+                buf_puts(&b, ",");
+                jsonb_string(&b, set->sh[k].name, strlen(set->sh[k].name));
+            }
+            buf_puts(&b, "]}\n");
+            routes_json(resp, 404, &b);
+            return;
+        }
+        name = set->sh[i].name;
+        last = set->sh[i].have_last ? &set->sh[i].last : NULL;
+    }
+    if (!last) {
         routes_error(resp, 503, "{\"error\":\"no stats sample yet\"}\n");
         return;
     }
     buf_init(&b, JSONB_MAX);
-    buf_printf(&b, "{\"run_id\":%lld,\"t_ns\":%lld,\"classes\":[", (long long)a->run_id,
-               (long long)a->last.t_ns);
+    buf_printf(&b, "{\"run_id\":%lld,\"t_ns\":%lld,\"target\":", (long long)a->run_id,
+               (long long)last->t_ns);
+    jsonb_string(&b, name, strlen(name));
+    buf_puts(&b, ",\"targets\":[\"primary\"");
+    for (unsigned k = 0; k < set->n; k++) {
+        buf_puts(&b, ",");
+        jsonb_string(&b, set->sh[k].name, strlen(set->sh[k].name));
+    }
+    buf_puts(&b, "],\"classes\":[");
     bool first = true;
-    for (unsigned id = 0; id <= a->last.max_class_id; id++) {
-        const struct stats_kv_list *kv = stats_sample_class(&a->last, id);
+    for (unsigned id = 0; id <= last->max_class_id; id++) {
+        const struct stats_kv_list *kv = stats_sample_class(last, id);
         int64_t allocated, waste;
         if (!kv)
             continue;
         buf_printf(&b, "%s{\"class_id\":%u", first ? "" : ",", id);
         first = false;
-        if (stats_sample_class_waste(&a->last, id, &allocated, &waste))
+        if (stats_sample_class_waste(last, id, &allocated, &waste))
             buf_printf(&b, ",\"allocated\":%lld,\"waste_bytes\":%lld", (long long)allocated,
                        (long long)waste);
         buf_puts(&b, ",\"fields\":");
@@ -352,9 +389,9 @@ static void routes_slabs(const struct admin_http_request *req, struct admin_http
     /* memcached's totals of the same sample: what `slabtap top --proxy`
      * shows in its header (ops/s, get/s, hit ratio, uptime) */
     buf_puts(&b, "],\"stats\":");
-    stats_json_object(&b, &a->last.stats);
+    stats_json_object(&b, &last->stats);
     buf_puts(&b, ",\"slab_globals\":");
-    stats_json_object(&b, &a->last.slab_globals);
+    stats_json_object(&b, &last->slab_globals);
     buf_puts(&b, "}\n");
     routes_json(resp, 200, &b);
 }
@@ -416,6 +453,7 @@ ROUTES_WEBAPI(routes_run_reads, WEBAPI_READS)
 ROUTES_WEBAPI(routes_run_reports, WEBAPI_REPORTS)
 ROUTES_WEBAPI(routes_run_evictions, WEBAPI_EVICTIONS)
 ROUTES_WEBAPI(routes_run_snapshot, WEBAPI_SNAPSHOT)
+ROUTES_WEBAPI(routes_run_targets, WEBAPI_TARGETS)
 
 const struct admin_http_route routes_table[] = {
     // clang-format off: one entry per path of the page
@@ -435,6 +473,7 @@ const struct admin_http_route routes_table[] = {
     { "GET", "/api/run/reports", routes_run_reports },
     { "GET", "/api/run/evictions", routes_run_evictions },
     { "GET", "/api/run/snapshot", routes_run_snapshot },
+    { "GET", "/api/run/targets", routes_run_targets },
 };
 
 const size_t routes_count = sizeof routes_table / sizeof routes_table[0];

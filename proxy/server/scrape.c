@@ -154,58 +154,114 @@ static void scrape_proxy(struct prom_writer *w, const struct scrape_sources *src
     prom_sample_u64(w, NULL, 0, src->poller->counters.samples);
 }
 
+/* The targets of a scrape: the primary (index 0), then each shadow. */
+struct scrape_target {
+    const char *name;                /* "primary", or the shadow's */
+    const struct stats_sample *last; /* NULL: nothing to show */
+    bool up;
+};
+
+/* Fills t (SHADOW_MAX + 1): the primary, then the shadows; the count. */
+static size_t scrape_targets(const struct scrape_sources *src, struct scrape_target *t)
+{
+    size_t n = 0;
+    t[n++] = (struct scrape_target){ "primary", src->last, src->poller->connected && src->last };
+    unsigned nsh = src->shadows && !src->shadows->closing ? src->shadows->n : 0;
+    for (unsigned i = 0; i < nsh && i < SHADOW_MAX; i++) {
+        const struct shadow *sh = &src->shadows->sh[i];
+        bool up = sh->state == SHADOW_S_UP && sh->have_last;
+        t[n++] = (struct scrape_target){ sh->name, sh->have_last ? &sh->last : NULL, up };
+    }
+    return n;
+}
+
+/* l[0] the target label (when there are shadows), then extra; the count. */
+static size_t scrape_labels(struct prom_label *l, size_t ntargets, const struct scrape_target *t,
+                            const struct prom_label *extra, size_t nextra)
+{
+    size_t n = 0;
+    if (ntargets > 1)
+        l[n++] = (struct prom_label){ "target", t->name };
+    for (size_t i = 0; i < nextra; i++)
+        l[n++] = extra[i];
+    return n;
+}
+
 /* memcached-wide families from the latest sample, as memcached_exporter
  * exports them. memcached_up is 1 while the stats poller's connection is
  * up and a sample has arrived; the other families have samples only then
  * (the exporter writes none when it cannot reach memcached either), so a
- * graph shows a gap, never a stale value as if it were current. */
+ * graph shows a gap, never a stale value as if it were current. With
+ * shadows (issue 23) every family has a sample per target, labelled
+ * target="primary" or target="NAME" (the shadow's: up while connected
+ * with a sample); without them the primary's samples carry no label. */
 static void scrape_memcached(struct prom_writer *w, const struct scrape_sources *src)
 {
-    const struct stats_sample *last = src->last;
-    bool up = src->poller->connected && last;
+    struct scrape_target ts[SHADOW_MAX + 1];
+    size_t nt = scrape_targets(src, ts);
+    struct prom_label l[3];
     int64_t v, set, hits, misses, badval;
 
     prom_declare(w, "memcached_up", PROM_GAUGE,
                  "Could the memcached server be reached (slabtap's stats poller is connected "
                  "and has a sample).");
-    prom_sample_u64(w, NULL, 0, up);
+    for (size_t t = 0; t < nt; t++)
+        prom_sample_u64(w, l, scrape_labels(l, nt, &ts[t], NULL, 0), ts[t].up);
     for (size_t i = 0; i < sizeof memcached_families / sizeof memcached_families[0]; i++) {
         prom_declare(w, memcached_families[i].name, memcached_families[i].type,
                      memcached_families[i].help);
-        if (up && stats_sample_global(last, memcached_families[i].field, &v))
-            prom_sample_i64(w, NULL, 0, v);
+        for (size_t t = 0; t < nt; t++)
+            if (ts[t].up && stats_sample_global(ts[t].last, memcached_families[i].field, &v))
+                prom_sample_i64(w, l, scrape_labels(l, nt, &ts[t], NULL, 0), v);
     }
     prom_declare(w, "memcached_commands_total", PROM_COUNTER, MEMCACHED_COMMANDS_HELP);
-    for (size_t i = 0; up && i < sizeof memcached_commands / sizeof memcached_commands[0]; i++) {
-        struct prom_label l[2] = { { "command", memcached_commands[i].command },
-                                   { "status", memcached_commands[i].status } };
-        if (stats_sample_global(last, memcached_commands[i].field, &v))
-            prom_sample_i64(w, l, 2, v);
-    }
-    if (up && stats_sample_global(last, "cmd_set", &set) &&
-        stats_sample_global(last, "cas_hits", &hits) &&
-        stats_sample_global(last, "cas_misses", &misses) &&
-        stats_sample_global(last, "cas_badval", &badval)) {
-        struct prom_label l[2] = { { "command", "set" }, { "status", "hit" } };
-        prom_sample_i64(w, l, 2, set - (hits + misses + badval));
+    for (size_t t = 0; t < nt; t++) {
+        const struct stats_sample *last = ts[t].last;
+        if (!ts[t].up)
+            continue;
+        for (size_t i = 0; i < sizeof memcached_commands / sizeof memcached_commands[0]; i++) {
+            struct prom_label cs[2] = { { "command", memcached_commands[i].command },
+                                        { "status", memcached_commands[i].status } };
+            if (stats_sample_global(last, memcached_commands[i].field, &v))
+                prom_sample_i64(w, l, scrape_labels(l, nt, &ts[t], cs, 2), v);
+        }
+        if (stats_sample_global(last, "cmd_set", &set) &&
+            stats_sample_global(last, "cas_hits", &hits) &&
+            stats_sample_global(last, "cas_misses", &misses) &&
+            stats_sample_global(last, "cas_badval", &badval)) {
+            struct prom_label cs[2] = { { "command", "set" }, { "status", "hit" } };
+            prom_sample_i64(w, l, scrape_labels(l, nt, &ts[t], cs, 2),
+                            set - (hits + misses + badval));
+        }
     }
 }
 
-static void scrape_classes(struct prom_writer *w, const struct stats_sample *last)
+/* Per class of each target's latest sample (the primary's whether its
+ * poller is connected or not, as before shadows; a shadow's while up). */
+static void scrape_classes(struct prom_writer *w, const struct scrape_sources *src)
 {
+    struct scrape_target ts[SHADOW_MAX + 1];
+    size_t nt = scrape_targets(src, ts);
+    struct prom_label l[2];
     for (size_t g = 0; g < sizeof class_families / sizeof class_families[0]; g++) {
         prom_declare(w, class_families[g].name, class_families[g].type, class_families[g].help);
-        for (unsigned id = 0; last && id <= last->max_class_id; id++) {
-            int64_t v, allocated;
-            char label[16];
-            if (!stats_sample_class(last, id))
+        for (size_t t = 0; t < nt; t++) {
+            const struct stats_sample *last = ts[t].last;
+            if (t > 0 && !ts[t].up)
                 continue;
-            if (class_families[g].field ? !stats_sample_get(last, id, class_families[g].field, &v)
-                                        : !stats_sample_class_waste(last, id, &allocated, &v))
-                continue;
-            snprintf(label, sizeof label, "%u", id);
-            struct prom_label l = { "slab", label };
-            prom_sample_i64(w, &l, 1, v);
+            for (unsigned id = 0; last && id <= last->max_class_id; id++) {
+                int64_t v, allocated;
+                char label[16];
+                if (!stats_sample_class(last, id))
+                    continue;
+                if (class_families[g].field
+                        ? !stats_sample_get(last, id, class_families[g].field, &v)
+                        : !stats_sample_class_waste(last, id, &allocated, &v))
+                    continue;
+                snprintf(label, sizeof label, "%u", id);
+                struct prom_label slab = { "slab", label };
+                prom_sample_i64(w, l, scrape_labels(l, nt, &ts[t], &slab, 1), v);
+            }
         }
     }
 }
@@ -243,7 +299,7 @@ enum prom_err scrape_write(struct prom_writer *w, const struct scrape_sources *s
     scrape_refresh(src);
     scrape_proxy(w, src);
     scrape_memcached(w, src);
-    scrape_classes(w, src->last);
+    scrape_classes(w, src);
     scrape_shadows(w, src->shadows);
     return prom_writer_finish(w);
 }

@@ -7,6 +7,9 @@
  * scrape), the families built from a state rather than a field (requests by
  * command, rows lost by reason, memcached's set hits), and the rule "no
  * memcached sample, no memcached samples" (a gap, never a stale value).
+ * The memcached_* families are written per target when the proxy has
+ * shadows (issue 23): the label target="primary" on the primary's and
+ * target="NAME" (struct shadow's name) on each shadow's.
  * Must never: declare a metric outside server/metrics.h's tables (but the
  * labelled families above), frame the HTTP answer (the caller's route does),
  * block, or touch the store (the recorder's counters, and the SQLite
@@ -31,7 +34,11 @@ struct scrape_sources {
     const struct poller *poller;
     enum sink_kind store;
     const struct stats_sample *last;
-    const struct shadow_set *shadows; /* NULL or none open: no slabtap_shadow_* samples */
+    /* the shadows (NULL or none: no slabtap_shadow_* samples, and the
+     * primary's memcached_* samples unlabelled, as before issue 23); with
+     * any, each memcached_* family has a sample per target, labelled
+     * target="primary" / target="NAME" */
+    const struct shadow_set *shadows;
 };
 
 /* Loop thread: every family into w; the first error of the exposition

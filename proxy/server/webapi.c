@@ -75,6 +75,7 @@ int webapi_parse(enum webapi_route route, const char *query, struct query_params
         ps[np++] = (struct webapi_param){ "snap", 0, INT64_MAX, false, 0 };
         ps[np++] = (struct webapi_param){ "top", 1, QUERY_TOP_MAX, false, WEBAPI_DEFAULT_TOP };
         break;
+    case WEBAPI_TARGETS:
     case WEBAPI_CLASSES:
     case WEBAPI_ADVICE:
     case WEBAPI_REPORTS: break;

@@ -1,7 +1,8 @@
 /* webapi: the JSON API of the live page -- GET /api/run/sizes, classes,
  * series, traffic, advice, reads, reports, evictions and snapshot (issue
- * 22) -- answered asynchronously from queries the recorder's writer thread
- * runs on SQLite, a query thread on PostgreSQL (record/query.h).
+ * 22), targets (issue 23: the primary and its shadow memcacheds) --
+ * answered asynchronously from queries the recorder's writer thread runs
+ * on SQLite, a query thread on PostgreSQL (record/query.h).
  *
  * Owns the query queue of the running proxy, the parameters of each route
  * (webapi_parse: pure, every parameter an integer in its range, no
@@ -38,7 +39,8 @@ enum webapi_route {
     WEBAPI_READS = QUERY_READS,
     WEBAPI_REPORTS = QUERY_REPORTS,
     WEBAPI_EVICTIONS = QUERY_EVICTIONS, /* ?points=&top= */
-    WEBAPI_SNAPSHOT = QUERY_SNAPSHOT    /* ?snap=&top= */
+    WEBAPI_SNAPSHOT = QUERY_SNAPSHOT,   /* ?snap=&top= */
+    WEBAPI_TARGETS = QUERY_TARGETS      /* the primary and its shadows (issue 23) */
 };
 
 /* Pure: the raw query string of a request to route into *out (defaults

@@ -238,7 +238,9 @@ STATE_JS = r"""(() => {
   const b = document.body;
   const views = [...document.querySelectorAll('.view')].map((v) => ({
     run_id: Number(v.dataset.runId), ready: v.dataset.ready === '1', polls: Number(v.dataset.polls || 0),
-    charts: Object.fromEntries([...v.querySelectorAll('canvas[data-chart]')].map(
+    // the charts of the panels shown (the Shadows panel is hidden without shadows)
+    shadows_hidden: v.querySelector('[data-panel="shadows"]').hidden,
+    charts: Object.fromEntries([...v.querySelectorAll('section:not([hidden]) canvas[data-chart]')].map(
       (c) => [c.dataset.chart, Number(c.dataset.points || 0)])),
     classes: Object.fromEntries([...v.querySelectorAll('table.classes tbody tr')].map((tr) => [
       tr.dataset.classId, Object.fromEntries([...tr.querySelectorAll('td')].map(
@@ -362,6 +364,8 @@ class PageTest(mctest.ServerTestCase):
         self.assertEqual((state["errors"], state["error_text"]), (0, ""), "%s: the page caught errors" % what)
 
     def assert_charts(self, view, what, empty_ok=()):
+        # these runs have no shadows: no Shadows panel (test_page_shadows has one)
+        self.assertTrue(view["shadows_hidden"], "%s: a Shadows panel without shadows" % what)
         self.assertEqual(sorted(view["charts"]), sorted(["sizes", "pages", "evictions", "memory", "rates", "hits",
                                                          "classhits", "latency", "mrc"]), view["charts"])
         empty = [k for k, n in view["charts"].items() if n <= 0 and k not in empty_ok]

@@ -894,6 +894,72 @@ class StatsHttp(mctest.ServerTestCase):
         self.stop_clean(px)
 
 
+    def test_promtool_with_a_shadow(self):
+        """A proxy with a shadow (--shadow "-f 1.08", issue 23): promtool
+        accepts the scrape; every memcached_* family has a sample per
+        target, target="primary" equal to memcached's own `stats` as the
+        exporter maps it, target="-f 1.08" with the shadow's items (every
+        set mirrored); the shadow's per-class pages equal its last sample
+        (GET /api/slabs?target=), which differs from the primary's classes
+        (another growth factor)."""
+        promtool = shutil.which("promtool")
+        self.assertIsNotNone(promtool, "promtool missing: apt-get install prometheus")
+        mc = self.mc(name="mc-shadow", extra=["-m", "16"])
+        px = self.proxy(mc.port, interval=100, name="proxy-shadow",
+                        extra=["--shadow", "-f 1.08"])
+        mctest.wait_for(lambda: self.health(px)["shadows"] and
+                        self.health(px)["shadows"][0]["state"] == "up", 30, interval=0.05,
+                        what="the shadow up")
+        n = 400
+        with mctest.connect(px.port) as s:
+            mctest.set_items(s, [(b"s:%d" % i, b"v" * (50 + 7 * i)) for i in range(n)])
+        tgt = frozenset({("target", "-f 1.08")})
+
+        def scraped():
+            st, _, body = http_request(px.http_port, "GET", "/metrics")
+            self.assertEqual(st, 200)
+            f = parse_metrics(body.decode("utf-8"))
+            stats = mctest.mc_stats(mc.port)
+            prim = {(k[0], k[1] | {("target", "primary")}): v
+                    for k, v in exporter_families(stats).items()}
+            got = {(name, key): value for name in EXPORTER_FAMILIES
+                   for key, value in f[name]["samples"].items() if ("target", "primary") in key}
+            ok = (f["memcached_current_items"]["samples"].get(tgt) == n and got == prim)
+            return (f, body) if ok else None
+        fams, body = mctest.wait_for(scraped, 30, interval=0.1,
+                                     what="both targets' samples caught up")
+        p = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True,
+                           timeout=60)
+        self.assertEqual((p.returncode, p.stdout + p.stderr), (0, b""))
+        self.assertEqual(fams["memcached_up"]["samples"],
+                         {frozenset({("target", "primary")}): 1, tgt: 1})
+        # every family labelled: no sample without a target
+        for name, fam in fams.items():
+            if name.startswith("memcached_"):
+                for key in fam["samples"]:
+                    self.assertIn("target", dict(key), (name, key))
+
+        def same_sample():
+            a = mctest.http_json(px.http_port, "GET", "/api/slabs?target=-f%201.08")
+            st, _, body = http_request(px.http_port, "GET", "/metrics")
+            b = mctest.http_json(px.http_port, "GET", "/api/slabs?target=-f%201.08")
+            return (a, parse_metrics(body.decode("utf-8"))) if a["t_ns"] == b["t_ns"] else None
+        sl, fams = mctest.wait_for(same_sample, 30, interval=0.01, what="one shadow sample")
+        self.assertEqual(sl["target"], "-f 1.08")
+        self.assertEqual(sl["targets"], ["primary", "-f 1.08"])
+        pages = {int(dict(k)["slab"]): v
+                 for k, v in fams["memcached_slab_current_pages"]["samples"].items()
+                 if ("target", "-f 1.08") in k}
+        self.assertEqual(pages, {c["class_id"]: c["fields"]["total_pages"] for c in sl["classes"]
+                                 if "total_pages" in c["fields"]})
+        prim = {int(dict(k)["slab"]) for k in fams["memcached_slab_current_pages"]["samples"]
+                if ("target", "primary") in k}
+        self.assertNotEqual(set(pages), prim)
+        st, _, _ = http_request(px.http_port, "GET", "/api/slabs?target=nope")
+        self.assertEqual(st, 404)
+        self.stop_clean(px)
+
+
 class AdminGuard(mctest.ServerTestCase):
     """The admin endpoint answers only its own address (a page that renamed
     itself via DNS to point at us is refused), takes no cross-origin

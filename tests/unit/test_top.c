@@ -565,6 +565,37 @@ static void test_current_run(void)
     }
 }
 
+/* /api/slabs of a proxy with shadows (issue 23): "target" and "targets"
+ * kept, the header names the target, t asks for the next one. */
+static void test_targets(void)
+{
+    static struct top_snapshot s;
+    static char out[TOP_VIEW_RENDER_MAX];
+    static const char body[] =
+        "{\"run_id\":1,\"t_ns\":5,\"target\":\"-f 1.08\",\"targets\":[\"primary\","
+        "\"-f 1.08\",\"1/4 -o slab_automove=2\"],\"classes\":[],\"stats\":{},"
+        "\"slab_globals\":{}}";
+    char err[256] = "";
+    struct top_view_opts o = { .sort = TOP_SORT_class, .keys_help = true };
+    CHECK_INT(top_snapshot_from_json(&s, body, sizeof body - 1, "x", err, sizeof err), 0);
+    CHECK_STR(s.target, "-f 1.08");
+    CHECK_INT(s.n_targets, 3);
+    CHECK_STR(top_next_target(&s), "1/4 -o slab_automove=2");
+    top_view_render(&s, NULL, &o, out, sizeof out);
+    CHECK_TRUE(strstr(out, "\ntarget: -f 1.08 (2 of 3)\n") != NULL);
+    CHECK_TRUE(strstr(out, "t target  q quit") != NULL);
+    CHECK_INT(top_view_key(&o, 't'), TOP_KEY_TARGET);
+    snprintf(s.target, sizeof s.target, "1/4 -o slab_automove=2");
+    CHECK_STR(top_next_target(&s), "primary");
+    /* without shadows: no target line, no key */
+    static const char plain[] = "{\"t_ns\":5,\"targets\":[\"primary\"],\"classes\":[]}";
+    CHECK_INT(top_snapshot_from_json(&s, plain, sizeof plain - 1, "x", err, sizeof err), 0);
+    CHECK_TRUE(top_next_target(&s) == NULL);
+    top_view_render(&s, NULL, &o, out, sizeof out);
+    CHECK_TRUE(strstr(out, "target:") == NULL);
+    CHECK_TRUE(strstr(out, "t target") == NULL);
+}
+
 int main(void)
 {
     stats_sample_init(&sample);
@@ -579,6 +610,7 @@ int main(void)
     test_zero_pages();
     test_http_parse();
     test_current_run();
+    test_targets();
     stats_sample_fini(&sample);
     return check_done("test_top");
 }

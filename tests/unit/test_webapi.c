@@ -57,6 +57,10 @@ static const struct parse_case cases[] = {
     OK(WEBAPI_REPORTS, "run=12", 12, 0, 0, 0, 0, 0),
     OK(WEBAPI_SIZES, "run=1&&buckets=9&", 1, 0, 0, 0, 9, 0), /* empty pieces skipped */
     /* out of range */
+    /* issue 23: the primary and its shadows, run only */
+    OK(WEBAPI_TARGETS, "", 0, 0, 0, 0, 0, 0),
+    OK(WEBAPI_TARGETS, "run=4", 4, 0, 0, 0, 0, 0),
+    BAD(WEBAPI_TARGETS, "points=300", "unknown parameter 'points'"),
     BAD(WEBAPI_SIZES, "run=0", "'run' must be an integer from 1"),
     BAD(WEBAPI_SIZES, "buckets=7", "'buckets' must be an integer from 8 to 512"),
     BAD(WEBAPI_SIZES, "buckets=513", "'buckets'"),
