@@ -4,7 +4,8 @@ memcacheds, through `slabtap proxy --shadow`.
 
 1. Exactness: experiment 3's calcification workload (experiments/
    exp3_calcify.wl, scaled to -m 8 and sent by `slabtap load` over one
-   connection, one request in flight) through a proxy with two shadows,
+   connection, so memcached and the shadows see one order; pipelined 16
+   deep to keep the test short) through a proxy with two shadows,
    `-f 1.08` and `-o slab_automove=2`, then the same workload sent directly
    to two memcacheds started with the same flags (and `-t 1`, as shadows
    run): per slab class total_pages, used_chunks, mem_requested and evicted
@@ -21,15 +22,17 @@ memcacheds, through `slabtap proxy --shadow`.
    stored or not, append/prepend, cas right and wrong, incr/decr, touch,
    gat, delete, noreply, meta) and a flush_all pipelined between writes.
 2. The SQL: after that run the targets, target_totals and target_compare
-   views have the shadows' rows (SQLite), the totals equal to what the
-   shadows' memcacheds said.
+   views have the shadows' rows (SQLite): kind, flags, memory; the totals
+   equal to what each memcached said; target_compare's primary and shadow
+   columns equal to the two memcacheds' classes; target_class_latest too.
 3. kill -9 of the shadow's memcached mid-load: the client sees no error and
    exactly the answers memcached gives without any proxy, the drops are
    counted (/health and /metrics), restarts 1, shadow_events has "restarted", and
    mirroring resumes (a later load is mirrored whole into the new process).
-4. SIGSTOP of the shadow for 4 s during load: the proxy's RSS grows by at most its
-   --shadow-queue plus slack (while several times that was mirrored), every
-   request is answered, drops are counted; after SIGCONT mirroring resumes.
+4. SIGSTOP of the shadow for 4 s during a 16 MB/s load: the proxy's RSS
+   grows by at most 4x its --shadow-queue (two doubling buffers) plus the
+   FIFO and slack, while several times that was dropped; every request is
+   answered, drops are counted; after SIGCONT mirroring resumes.
 5. A 1/8 sampled shadow (`1/8 -m 64 -f 1.08`) beside the full-size one
    (`-m 64 -f 1.08`) on a Zipf get-or-set load: the sampled hit ratio,
    adjusted for the hot keys that fell in or out of the sample (SHARDS_adj),
