@@ -86,10 +86,24 @@ static void app_shadow_second(void *ud, struct shadow *sh, int64_t second,
     jobs_shadow_counts(&a->jobs, sh->name, second, counts);
 }
 
+static void app_shadows_refused(struct app *a, const char *why);
+
 static void app_shadow_event(void *ud, struct shadow *sh, const char *event, const char *detail)
 {
     struct app *a = ud;
     jobs_shadow_event(&a->jobs, sh->name, clock_wall_ns(), event, detail);
+    /* a started memcached that exits before it ever answered refused its
+     * flags (memcached's own line says why): the proxy must not run on
+     * without the shadow it was asked for */
+    if (!strcmp(event, "exited") && sh->spec.kind == SHADOW_STARTED && !sh->ever_up &&
+        !sh->restarts && !a->closing && !a->shadows_refused) {
+        char why[1536];
+        snprintf(why, sizeof why,
+                 "--shadow '%s': memcached exited before it answered (%s): see its message "
+                 "above; command: %s",
+                 sh->name, detail, sh->command);
+        app_shadows_refused(a, why);
+    }
 }
 
 /* Shadows that cannot start (too small a sample): logged, recorded, and

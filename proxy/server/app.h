@@ -19,6 +19,16 @@
  * mode with a watcher of mutations, evictions and deletions; `slabtap
  * proxy --watch-evictions` a proxy with one of evictions and deletions.
  *
+ * Shadows (cfg.shadows, server/shadow.h; a proxy only): opened after the
+ * primary's first stats sample (its limit_maxbytes is a shadow's default
+ * -m, its classes with pages decide whether a sample is too small); a
+ * refusal (too small, no binary, a memcached that exits before it ever
+ * answered) is logged as one line and told to cfg.on_shadow_refused (the
+ * proxy exits 2). Their samples, per-second counts and events go to the
+ * store through server/jobs.h; at close each gets a final sample once what
+ * was mirrored to it is answered (bounded by APP_FINAL_SAMPLE_WAIT_MS),
+ * then they are stopped before the poller closes.
+ *
  * Owns the run: its row, its phase ids, the last stats sample (and when the
  * final one has settled), the order components start and stop in, and
  * logging what its components return as errors. What a sample becomes in

@@ -87,7 +87,7 @@ void readrec_capture(struct proxy *px, struct pending_entry *e, const struct mc_
         kept = found ? found - 1 : 0;
     if (kept > n)
         kept = n;
-    if (n > kept)
+    if (n > kept && px->cfg.record_reads) /* rows lost (a shadow just misses the keys) */
         rec_count_lost(px->rec, REC_LOST_READ_KEY_CUT, n - kept);
     if (!kept)
         return;
@@ -97,7 +97,8 @@ void readrec_capture(struct proxy *px, struct pending_entry *e, const struct mc_
     size_t text_at = keys_at + kept * sizeof(struct readrec_key);
     char *mem = malloc(text_at + len + 1);
     if (!mem) {
-        rec_count_lost(px->rec, REC_LOST_READ_KEY_NOMEM, kept);
+        if (px->cfg.record_reads)
+            rec_count_lost(px->rec, REC_LOST_READ_KEY_NOMEM, kept);
         return;
     }
     struct readrec_keys *k = (struct readrec_keys *)(void *)mem;

@@ -6,8 +6,11 @@
  * read.
  *
  * Owns each multiget's key block (the hash, length and recorded text of
- * every key past the first, one allocation held by the pending entry from
- * readrec_capture until readrec_finish frees it). Must never keep a
+ * every key past the first -- the whole key when shadows are mirrored to,
+ * server/shadow.h, its recorded text then made at emit -- one allocation
+ * held by the pending entry from readrec_capture until readrec_finish
+ * frees it). With shadows every key read goes to shadow_read, whether or
+ * not reads are recorded (--reads off: no row) or its key is sampled. Must never keep a
  * pointer into a client's buffer, nor lose a key silently: a key the
  * parser did not keep whole (past MC_LINE_MAX of the line) or that memory
  * did not allow to keep is counted lost (REC_LOST_READ_KEY_CUT /

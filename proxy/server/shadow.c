@@ -604,6 +604,7 @@ static void on_connect(uv_connect_t *req, int status)
         return;
     }
     sh->state = SHADOW_S_UP;
+    sh->ever_up = true;
     sh->rlen = 0;
     sh->backoff_ms = 0;
     if (sh->logged_down)
@@ -901,6 +902,7 @@ static void set_closed_one(struct shadow_set *set)
         free(sh->fifo);
         sh->fifo = NULL;
         stats_sample_fini(&sh->last);
+        sh->have_last = false;
         sh->state = SHADOW_S_CLOSED;
     }
     sh_remove_files(set);

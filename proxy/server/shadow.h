@@ -130,6 +130,8 @@ struct shadow {
     struct shadow_counters c;
     uint64_t restarts;        /* times the started memcached was started again */
     uint64_t disconnects;     /* connections lost */
+    bool ever_up;             /* connected at least once (a started one that exits
+                                 before: memcached refused its flags) */
     uint64_t memory_mb;       /* the -m it runs with (STARTED) */
     int64_t up_since_ns;      /* when its data started (last (re)start), unix ns */
     size_t queued_bytes;      /* mirrored bytes not yet written */
