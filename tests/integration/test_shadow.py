@@ -41,8 +41,9 @@ memcacheds, through `slabtap proxy --shadow`.
 6. --shadow-upstream: an operator's memcached gets the same copy, its
    counters are its memcached's, slabtap never stops it.
 7. Bad flags: five shadows, a sample too small for the primary's memory, a
-   bad --shadow-upstream, a bad --shadow-sample: exit 2 with one line (and
-   the help hint for flag errors).
+   bad --shadow-upstream, a bad --shadow-sample, flags memcached refuses, a
+   --memcached that is not there: exit 2 with one line (and the help hint
+   for flag errors).
 
 Needs memcached on PATH and $SLABTAP. Binds 127.0.0.1 only (shadows run on
 unix sockets in the proxy's private directory); every wait is bounded.
@@ -776,6 +777,28 @@ class ShadowTest(mctest.ServerTestCase):
         self.assertEqual(len(lines), 1, err)
         self.assertIn("64 MB", lines[0])
         self.assertIn("larger sample", lines[0])
+
+    def test_flags_memcached_refuses(self):
+        """Flags memcached itself refuses (its shadow exits before it ever
+        answers), or a --memcached that is not there: exit 2, one error line
+        naming the shadow (or the binary)."""
+        mc = self.mc(extra=["-m", "64"])
+        for name, args in (("'-f 0.5'", ["--shadow", "-f 0.5"]),
+                           ("'-o no_such_option'", ["--shadow", "-f 1.08", "--shadow",
+                                                    "-o no_such_option"]),
+                           ("no-such-memcached", ["--shadow", "-f 1.08", "--memcached",
+                                                  self.path("no-such-memcached")])):
+            with self.subTest(args=args):
+                with mctest.reserve_port() as r:
+                    rc, out, err = mctest.run_slabtap(
+                        ["proxy", "--listen", "127.0.0.1:%d" % r.port, "--upstream",
+                         "127.0.0.1:%d" % mc.port, "--db", self.path("refused.db"),
+                         "--http", "off"] + args, timeout=60)
+                print("\n[refused] %r" % err[-600:])
+                self.assertEqual(rc, 2, err)
+                lines = [line for line in err.splitlines() if " ERROR " in line]
+                self.assertEqual(len(lines), 1, err)
+                self.assertIn(name, lines[0])
 
 
 if __name__ == "__main__":
