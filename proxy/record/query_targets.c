@@ -375,8 +375,17 @@ static enum query_targets_rc qt_sides(struct qt *q, struct qt_target *s, const s
         double ps = (double)(qsql_int(&st, 1) - qsql_int(&st, 0)) / 1e9;
         int64_t h = qsql_int(&st, 2), m = qsql_int(&st, 3), e = qsql_int(&st, 4);
         /* a primary restarted in between (a counter went down): unknown */
-        if (!qsql_null(&st, 2) && !qsql_null(&st, 3) && h >= 0 && m >= 0 && h + m > 0)
+        if (!qsql_null(&st, 2) && !qsql_null(&st, 3) && h >= 0 && m >= 0 && h + m > 0) {
             s->primary.hit_ratio = (double)h / (double)(h + m);
+            /* a 1/N shadow: its raw ratio swings with whether the hottest
+             * keys fell in its sample (up to 11 points measured); scaled
+             * as SHARDS does, 1 - N x its misses / every read, it came
+             * within 0.69 points of the full-size shadow (docs/shadow.md) */
+            if (s->sample_n > 1 && s->misses >= 0) {
+                double adj = 1.0 - (double)s->sample_n * (double)s->misses / (double)(h + m);
+                s->side.hit_ratio = adj < 0 ? 0 : adj > 1 ? 1 : adj;
+            }
+        }
         if (!qsql_null(&st, 4) && e >= 0 && ps > 0)
             s->primary.evictions_per_s = (double)e / ps;
         rc = qsql_step(&st);

@@ -21,7 +21,8 @@
  * restarted: its value is the delta). The verdict compares the shadow
  * (target_totals: its first sample since its data last started to its
  * latest) with the primary over the same interval (its latest samples at
- * or before either end): hit ratio in points,
+ * or before either end): hit ratio in points (a 1/N shadow's adjusted
+ * as SHARDS does: 1 - N x its misses / the primary's reads),
  * waste (the shadow's times N for a 1/N sample, said so), classes with
  * pages, evictions per second (times N for a sample); "no sample yet" or
  * "too small: ..." when that is all there is to say.

@@ -129,7 +129,7 @@ struct rec_job {
     size_t nclasses;  /* SAMPLE: per-class JSON objects */
     unsigned *class_ids;
     char **class_json;
-    char *target; /* SAMPLE, SETTINGS: NULL the primary, else the shadow's
+    char *target;                       /* SAMPLE, SETTINGS: NULL the primary, else the shadow's
                      name; SHADOW_*: the shadow's name (heap, freed with it) */
     int64_t counts[REC_SHADOW_NCOUNTS]; /* SHADOW_COUNTS */
 };

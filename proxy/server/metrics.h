@@ -112,6 +112,8 @@ struct metrics {
 #define SLABTAP_SHADOW_METRICS(X) \
     X(slabtap_shadow_requests_dropped_total, counter, NULL, \
       "Requests not mirrored to the shadow: it was slow, full, frozen or down") \
+    X(slabtap_shadow_fills_total, counter, NULL, \
+      "Demand-fill sets sent to the shadow after it missed a key the primary hit") \
     X(slabtap_shadow_restarts_total, counter, NULL, \
       "Times a started shadow memcached was started again after it died") \
     X(slabtap_shadow_up, gauge, NULL, \

@@ -103,11 +103,10 @@ void readrec_capture(struct proxy *px, struct pending_entry *e, const struct mc_
     }
     struct readrec_keys *k = (struct readrec_keys *)(void *)mem;
     k->n = 0;
+    k->full = shadow_active(px->shadows);
     k->keys = (struct readrec_key *)(void *)(mem + keys_at);
     k->text = mem + text_at;
-    struct fill f = {
-        .k = k, .mode = px->cfg.key_mode, .full = shadow_active(px->shadows), .max = kept
-    };
+    struct fill f = { .k = k, .mode = px->cfg.key_mode, .full = k->full, .max = kept };
     readrec_split(p->line, len, r->cmd, fill_key, &f);
     e->rkeys = k;
     e->rk_n = k->n;
@@ -148,9 +147,9 @@ static void readrec_emit(struct proxy *px, const struct pending_entry *e, uint32
     row.exptime = row.has_exptime ? r->exptime : 0;
     row.answer[0] = '\0';
     if (shadow_active(px->shadows)) { /* the whole key: in the block, or the request's */
-        if (e->rkeys) {
+        if (e->rkeys) {               /* a block captured before the shadows opened: not theirs */
             const struct readrec_key *k = &e->rkeys->keys[i];
-            if (k->text_len > 0)
+            if (e->rkeys->full && k->text_len > 0)
                 shadow_read(px->shadows, e->rkeys->text + k->text_off, (size_t)k->text_len, false,
                             hit, value_len, row.flags, row.has_exptime, row.exptime);
         } else {
@@ -174,7 +173,7 @@ static void readrec_emit(struct proxy *px, const struct pending_entry *e, uint32
         }
         return;
     }
-    if (e->rkeys && shadow_active(px->shadows)) { /* the block holds the whole key */
+    if (e->rkeys && e->rkeys->full) { /* the block holds the whole key */
         const struct readrec_key *k = &e->rkeys->keys[i];
         row.key_text_len = (int16_t)keyfmt_text(px->cfg.key_mode, e->rkeys->text + k->text_off,
                                                 (size_t)(k->text_len > 0 ? k->text_len : 0),

@@ -37,6 +37,8 @@ struct readrec_key {
 
 struct readrec_keys {
     uint32_t n;
+    bool full;                /* text holds whole keys (shadows were mirrored to when it
+                  was captured), else the --keys text */
     struct readrec_key *keys; /* n, in the order asked */
     char *text;
 };

@@ -97,6 +97,8 @@ static uint64_t scrape_shadow_value(const struct shadow *sh, const char *name)
 {
     if (!strcmp(name, "slabtap_shadow_requests_dropped_total"))
         return sh->c.dropped;
+    if (!strcmp(name, "slabtap_shadow_fills_total"))
+        return sh->c.fills;
     if (!strcmp(name, "slabtap_shadow_restarts_total"))
         return sh->restarts;
     if (!strcmp(name, "slabtap_shadow_up"))
@@ -272,11 +274,17 @@ static void scrape_shadows(struct prom_writer *w, const struct shadow_set *set)
 {
     unsigned n = set && !set->closing ? set->n : 0;
     prom_declare(w, "slabtap_shadow_requests_total", PROM_COUNTER,
-                 "Requests mirrored to a shadow memcached, by result");
+                 "Requests mirrored to a shadow memcached and answered, by result (the "
+                 "results add up to the answered requests; fills are among stored and "
+                 "not_stored)");
     for (unsigned i = 0; i < n; i++) {
         const struct shadow *sh = &set->sh[i];
+        /* read = hit + miss + read errors, write = stored + not_stored + write
+         * errors, fill is counted in those, dropped has its own family: a
+         * sum over result must not count a request twice */
 #define SHADOW_SAMPLE(f, label, help) \
-    { \
+    if (strcmp(label, "read") && strcmp(label, "write") && strcmp(label, "fill") && \
+        strcmp(label, "dropped")) { \
         struct prom_label l[2] = { { "shadow", sh->name }, { "result", label } }; \
         prom_sample_u64(w, l, 2, sh->c.f); \
     }

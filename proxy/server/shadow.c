@@ -387,13 +387,11 @@ void shadow_write(struct shadow_set *set, const struct mc_request *r, const char
         answer_len = strlen(answer);
     bool stored = answer_is(answer, answer_len, "STORED") || answer_is(answer, answer_len, "HD") ||
                   answer_is(answer, answer_len, "quiet");
-    struct mc_line l = { .text = answer, .len = answer_len };
     if (answer_is(answer, answer_len, "ERROR") || answer_is(answer, answer_len, "CLIENT_ERROR") ||
         answer_is(answer, answer_len, "SERVER_ERROR") ||
         answer_is(answer, answer_len, "upstream_error") ||
         answer_is(answer, answer_len, "no_answer"))
         return;
-    (void)l;
     char mode = 'S';
     bool cas = r->cmd == MC_CMD_CAS;
     switch (r->cmd) {
@@ -528,7 +526,7 @@ static void sh_answer(struct shadow *sh, const char *line, size_t len)
         sh->c.stored += a == SHADOW_A_HIT;
         sh->c.not_stored += a == SHADOW_A_NOT_STORED;
         break;
-    default: sh->c.others++; break;
+    default: sh->c.others += !err; break;
     }
 }
 
@@ -761,9 +759,26 @@ static void sh_spawn(struct shadow *sh)
     stdio[1].data.fd = 2;
     stdio[2].flags = UV_INHERIT_FD;
     stdio[2].data.fd = 2;
+    /* util-linux's setpriv (Debian: always there) execs memcached with a
+     * parent-death signal: a proxy killed with -9 takes its shadows along */
+    static const char setpriv[] = "/usr/bin/setpriv";
+    char *wrapped[SHADOW_ARGS_MAX + 4];
+    char **args = argv;
+    if (access(setpriv, X_OK) == 0) {
+        wrapped[0] = (char *)setpriv;
+        wrapped[1] = "--pdeathsig";
+        wrapped[2] = "KILL";
+        wrapped[3] = "--";
+        for (int i = 0;; i++) {
+            wrapped[4 + i] = argv[i];
+            if (!argv[i])
+                break;
+        }
+        args = wrapped;
+    }
     uv_process_options_t opt = { 0 };
-    opt.file = argv[0];
-    opt.args = argv;
+    opt.file = args[0];
+    opt.args = args;
     opt.exit_cb = on_exit_cb;
     opt.stdio = stdio;
     opt.stdio_count = 3;

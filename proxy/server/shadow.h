@@ -30,7 +30,8 @@
  * Must never: make a client wait (a shadow that is slow, full, frozen or
  * dead has its requests dropped and counted), block the loop (no blocking
  * spawn or connect), send a client a shadow's byte, or leave a started
- * memcached running after shadow_set_close. Loop thread only. */
+ * memcached running after shadow_set_close (nor after the proxy is killed:
+ * started through `setpriv --pdeathsig KILL`). Loop thread only. */
 #ifndef SLABTAP_SHADOW_H
 #define SLABTAP_SHADOW_H
 
@@ -72,7 +73,8 @@
     X(writes, "write", "Writes (and fills) mirrored and answered") \
     X(stored, "stored", "Mirrored writes the shadow stored") \
     X(not_stored, "not_stored", "Mirrored writes the shadow refused (NS, EX, NF)") \
-    X(others, "other", "Deletes, touches, incr/decr and flush_all mirrored and answered") \
+    X(others, "other", \
+      "Deletes, touches, incr/decr and flush_all mirrored and answered (no error)") \
     X(errors, "error", "Mirrored requests answered with an error line") \
     X(dropped, "dropped", "Requests not mirrored: the shadow was slow, full, frozen or down")
 
