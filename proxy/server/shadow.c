@@ -250,6 +250,20 @@ static void sh_disconnect(struct shadow *sh, const char *why)
 /* --- output ------------------------------------------------------------------- */
 
 static void on_flusher(uv_check_t *c);
+static void on_batch(uv_timer_t *t);
+
+/* sh has requests waiting: written at once past SHADOW_BATCH_BYTES, else
+ * when the batch timer fires */
+static void sh_want_flush(struct shadow *sh)
+{
+    struct shadow_set *set = sh->set;
+    if (set->closing)
+        return;
+    if (sh->out.len >= SHADOW_BATCH_BYTES)
+        uv_check_start(&set->flusher, on_flusher);
+    else if (!uv_is_active((uv_handle_t *)&set->batch))
+        uv_timer_start(&set->batch, on_batch, SHADOW_BATCH_MS, 0);
+}
 
 static void on_write(uv_write_t *req, int status)
 {
@@ -262,8 +276,8 @@ static void on_write(uv_write_t *req, int status)
             sh_disconnect(sh, uv_strerror(status));
         return;
     }
-    if (sh->out.len && !sh->set->closing)
-        uv_check_start(&sh->set->flusher, on_flusher);
+    if (sh->out.len)
+        sh_want_flush(sh);
 }
 
 static void sh_flush(struct shadow *sh)
@@ -285,16 +299,25 @@ static void sh_flush(struct shadow *sh)
     sh->writing = true;
 }
 
-static void on_flusher(uv_check_t *c)
+static void flush_set(struct shadow_set *set)
 {
-    struct shadow_set *set = c->data;
     bool more = false;
     for (unsigned i = 0; i < set->n; i++) {
         sh_flush(&set->sh[i]);
         more |= set->sh[i].out.len > 0 && !set->sh[i].writing && set->sh[i].state == SHADOW_S_UP;
     }
     if (!more)
-        uv_check_stop(c);
+        uv_check_stop(&set->flusher);
+}
+
+static void on_flusher(uv_check_t *c)
+{
+    flush_set(c->data);
+}
+
+static void on_batch(uv_timer_t *t)
+{
+    flush_set(t->data);
 }
 
 /* Room for one request of len bytes (and its FIFO entry, and a fill's if
@@ -318,7 +341,7 @@ static void sh_push(struct shadow *sh, const struct shadow_inflight *e)
     sh->fifo[at] = *e;
     sh->inflight++;
     sh->queued_bytes = sh->out.len + (sh->writing ? sh->sending.len : 0);
-    uv_check_start(&sh->set->flusher, on_flusher);
+    sh_want_flush(sh);
 }
 
 static void append_filler(struct buf *b, int64_t n)
@@ -1056,6 +1079,10 @@ int shadow_set_open(struct shadow_set *set, uv_loop_t *loop, const struct shadow
     set->flusher.data = set;
     set->flusher_open = true;
     set->open_handles++;
+    uv_timer_init(loop, &set->batch);
+    set->batch.data = set;
+    set->batch_open = true;
+    set->open_handles++;
     int64_t second = clock_wall_ns() / 1000000000;
     for (unsigned i = 0; i < n; i++) {
         struct shadow *sh = &set->sh[i];
@@ -1133,6 +1160,9 @@ void shadow_set_close(struct shadow_set *set, void (*on_closed)(struct shadow_se
     uv_check_stop(&set->flusher);
     set->flusher_open = false;
     uv_close((uv_handle_t *)&set->flusher, on_set_handle_closed);
+    uv_timer_stop(&set->batch);
+    set->batch_open = false;
+    uv_close((uv_handle_t *)&set->batch, on_set_handle_closed);
     for (unsigned i = 0; i < set->n; i++) {
         struct shadow *sh = &set->sh[i];
         sh->state = SHADOW_S_CLOSED;

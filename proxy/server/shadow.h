@@ -55,6 +55,12 @@
 #define SHADOW_DEFAULT_QUEUE (8u * 1024 * 1024)
 /* requests sent to one shadow and not yet answered */
 #define SHADOW_INFLIGHT_MAX 65536
+/* Mirrored requests are written in batches: at SHADOW_BATCH_BYTES, or
+ * SHADOW_BATCH_MS after the first one waiting (no client waits for a
+ * shadow; a write and a wake-up of the shadow per loop iteration cost the
+ * proxy more than the mirroring itself) */
+#define SHADOW_BATCH_BYTES (64u * 1024)
+#define SHADOW_BATCH_MS 2
 #define SHADOW_RESTART_MIN_MS 200
 #define SHADOW_RESTART_MAX_MS 5000
 /* a sampled shadow needs at least this many 1 MB pages per slab class the
@@ -199,8 +205,10 @@ struct shadow_set {
     struct shadow_hooks hooks;
     uv_timer_t tick; /* once a second: counts, restarts */
     bool tick_open, closing;
-    uv_check_t flusher; /* writes what was mirrored in this loop iteration */
+    uv_check_t flusher; /* writes what was mirrored, once SHADOW_BATCH_BYTES wait */
     bool flusher_open;
+    uv_timer_t batch; /* ... or SHADOW_BATCH_MS after the first of a batch */
+    bool batch_open;
     unsigned open_handles; /* handles of the set and its shadows still open */
     unsigned stats_interval_ms;
     void (*on_closed)(struct shadow_set *set);
