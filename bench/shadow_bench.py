@@ -84,21 +84,6 @@ def status_kb(pid, field):
     return 0
 
 
-def children(pid):
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-            if int(st[st.rindex(")") + 2:].split()[1]) == pid:
-                out.append(int(d))
-        except (OSError, ValueError):
-            pass
-    return out
-
-
 def run_load(slabtap, target, wl, extra=()):
     p = subprocess.run([slabtap, "load", "--target", target, "--workload", wl, "-q"] + list(extra),
                        capture_output=True, text=True, timeout=600)
@@ -148,7 +133,7 @@ def measure(a, mctest, work, wl_tp, wl_lat, name, shadows, extra, tag):
             row["cpu_us"] = (t1 - t0) / hz * 1e6 / (tp["gets"] + tp["fills"])
             row["rss"] = status_kb(pid, "VmRSS")
             row["hwm"] = status_kb(pid, "VmHWM")
-            row["shadow_rss"] = [status_kb(c, "VmRSS") for c in sorted(children(pid))]
+            row["shadow_rss"] = [status_kb(c, "VmRSS") for c, _ in sorted(mctest.children(pid))]
             if shadows:
                 sh = mctest.health(px.http_port).get("shadows", [])
                 row["dropped"] = sum(x["dropped"] for x in sh)

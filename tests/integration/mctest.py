@@ -630,18 +630,42 @@ def run_slabtap(args, timeout=300):
     return p.returncode, out, err
 
 
-def mc_stats(port, what="", timeout=20):
-    """{name: value} of memcached's `stats [what]`, read directly."""
-    cmd = ("stats %s" % what).strip().encode() + b"\r\n"
-    with connect(port, timeout=timeout) as s:
-        s.sendall(cmd)
-        data = recv_until(s, b"END\r\n", timeout=timeout).decode()
+def parse_stats(data):
+    """{name: value} of the STAT lines of a `stats` answer (text)."""
     d = {}
     for line in data.splitlines():
         if line.startswith("STAT "):
             _, k, v = line.split(" ", 2)
             d[k] = v
     return d
+
+
+def mc_stats(port, what="", timeout=20):
+    """{name: value} of memcached's `stats [what]`, read directly."""
+    cmd = ("stats %s" % what).strip().encode() + b"\r\n"
+    with connect(port, timeout=timeout) as s:
+        s.sendall(cmd)
+        data = recv_until(s, b"END\r\n", timeout=timeout).decode()
+    return parse_stats(data)
+
+
+def children(pid):
+    """[(pid, argv)] of the processes whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+            if int(st[st.rindex(")") + 2:].split()[1]) != pid:
+                continue
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = [a.decode() for a in f.read().split(b"\0") if a]
+        except (OSError, ValueError):
+            continue
+        out.append((int(d), argv))
+    return out
 
 
 def mc_classes(port, timeout=20):

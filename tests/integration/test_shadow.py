@@ -204,32 +204,12 @@ def wait_drained(px, timeout=60):
     return mctest.wait_for(settled, timeout, interval=0.3, what="shadows drained")
 
 
-def children(pid):
-    """[(pid, argv)] of the processes whose parent is pid."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-            ppid = int(st[st.rindex(")") + 2:].split()[1])
-            if ppid != pid:
-                continue
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                argv = [a.decode() for a in f.read().split(b"\0") if a]
-        except (OSError, ValueError):
-            continue
-        out.append((int(d), argv))
-    return out
-
-
 def shadow_procs(px, n, timeout=20):
     """The n memcacheds proxy px started, in the order of their sockets
     (-s DIR/shadowK.sock, K the shadow's index): [{pid, sock, argv}]."""
     def find():
         got = []
-        for pid, argv in children(px.pid):
+        for pid, argv in mctest.children(px.pid):
             if "-s" in argv and os.path.basename(argv[0]).startswith("memcached"):
                 sock = argv[argv.index("-s") + 1]
                 got.append({"pid": pid, "sock": sock, "argv": argv})
@@ -255,12 +235,7 @@ class UnixMc:
             data = mctest.recv_until(s, b"END\r\n", timeout=10).decode()
         finally:
             s.close()
-        d = {}
-        for line in data.splitlines():
-            if line.startswith("STAT "):
-                _, k, v = line.split(" ", 2)
-                d[k] = v
-        return d
+        return mctest.parse_stats(data)
 
     def classes(self):
         out = {}
@@ -714,7 +689,7 @@ class ShadowTest(mctest.ServerTestCase):
                         extra=["--shadow-upstream", addr, "--stats-interval", "200ms"])
         self.addCleanup(px.kill_group)
         wait_up(px, 1)
-        self.assertEqual([a for _, a in children(px.pid) if "memcached" in a[0]], [])
+        self.assertEqual([a for _, a in mctest.children(px.pid) if "memcached" in a[0]], [])
         load(px.port, GETSET % 5000, self.w.path, "up")
         sh = wait_drained(px)[0]
         st = mctest.mc_stats(own.port)
