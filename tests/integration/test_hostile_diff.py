@@ -711,6 +711,16 @@ def run_trial(direct_port, proxy_port, index, t, stream, pieces, want_sentinel):
             short, long_, shortclose = (np_, nd, rp.eof) if len(np_) < len(nd) else (nd, np_, ra.eof)
             if not (shortclose == "reset" and long_.startswith(short) and ra.eof and rp.eof):
                 why = "answers differ"
+            # memcached 1.6.18 leaves the bytes it read behind an `lru_crawler
+            # metadump` unprocessed until more bytes arrive (one write of
+            # "lru_crawler metadump 1\r\nma k v\r\nmn\r\n": no answer after
+            # END in 300 of 300 tries); whether slabtap's private upstream
+            # got them in the dump's read or a later one is timing. Up to
+            # the dump's END both must agree; what one side answered after
+            # it and the other did not is memcached's stall, not slabtap's
+            if (why and b"lru_crawler metadump" in stream and short.endswith(b"END\r\n")
+                    and long_.startswith(short) and not (ra.eof or rp.eof)):
+                why = None
         if why is None and bool(ra.eof) != bool(rp.eof):
             why = ("memcached closed the connection, slabtap did not" if ra.eof
                    else "slabtap closed the connection, memcached did not")
