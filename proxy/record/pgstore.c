@@ -1474,6 +1474,19 @@ static int put_sample(struct pgstore *s, const char *id, const char *target,
 /* A shadow's job (issue 23): its settings, event or one second's counts
  * (its samples: put_sample). target: the shadow's name, cleaned. */
 _Static_assert(REC_SHADOW_NCOUNTS == 10, "the statement shadow_counts has 10 counts");
+/* A settings job's memcached version, cleaned to UTF-8 into small (each
+ * byte may become three), or NULL when it has none. */
+static const char *job_version(const struct rec_job *j, char *small, size_t cap)
+{
+    if (!j->version)
+        return NULL;
+    size_t vn = strlen(j->version);
+    if (vn > (cap - 1) / 3)
+        vn = (cap - 1) / 3;
+    small[utf8_clean(small, j->version, vn)] = '\0';
+    return small;
+}
+
 static int put_shadow_job(struct pgstore *s, const char *id, const char *target,
                           const struct rec_job *j, char *err, size_t errlen)
 {
@@ -1485,11 +1498,7 @@ static int put_shadow_job(struct pgstore *s, const char *id, const char *target,
         const char *text = job_clean(&st->job_text, j->text ? j->text : "{}", true);
         if (!text)
             break;
-        size_t vn = j->version ? strlen(j->version) : 0;
-        if (vn > (sizeof small - 1) / 3)
-            vn = (sizeof small - 1) / 3;
-        small[utf8_clean(small, j->version ? j->version : "", vn)] = '\0';
-        const char *params[5] = { id, target, t, j->version ? small : NULL, text };
+        const char *params[5] = { id, target, t, job_version(j, small, sizeof small), text };
         return run_prepared(s, "shadow_settings", 5, params, "inserting a shadow's settings", err,
                             errlen);
     }
@@ -1554,11 +1563,7 @@ int pgstore_put_job(struct pgstore *s, int64_t run_id, const struct rec_job *j, 
         text = job_clean(&st->job_text, j->text ? j->text : "{}", true);
         if (!text)
             break;
-        size_t vn = j->version ? strlen(j->version) : 0;
-        if (vn > (sizeof small - 1) / 3)
-            vn = (sizeof small - 1) / 3;
-        small[utf8_clean(small, j->version ? j->version : "", vn)] = '\0';
-        const char *params[4] = { id, t, j->version ? small : NULL, text };
+        const char *params[4] = { id, t, job_version(j, small, sizeof small), text };
         return run_prepared(s, "settings", 4, params, "inserting settings", err, errlen);
     }
     case REC_JOB_META: {
