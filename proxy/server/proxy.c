@@ -142,26 +142,6 @@ void proxy_count_read(struct proxy *px, const struct pending_entry *e, const str
     g->bytes += bytes;
 }
 
-/* A recorded command with the primary's answer, to the shadows: writes as
- * shadow_write decides, the others unless memcached refused them or never
- * saw them. */
-static void proxy_shadow(struct proxy *px, const struct mc_request *r, const char *answer,
-                         size_t len)
-{
-    if (r->is_write) {
-        shadow_write(px->shadows, r, answer, len);
-        return;
-    }
-    static const char *const skip[] = { "ERROR", "CLIENT_ERROR", "SERVER_ERROR", "upstream_error",
-                                        "no_answer" };
-    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++) {
-        size_t w = strlen(skip[i]);
-        if (len >= w && !memcmp(answer, skip[i], w) && (len == w || answer[w] == ' '))
-            return;
-    }
-    shadow_other(px->shadows, r);
-}
-
 /* answer_len SIZE_MAX: answer is a NUL-terminated label of slabtap's own. */
 void proxy_record(struct proxy *px, const struct pending_entry *e, const char *answer,
                   size_t answer_len, int64_t latency_ns)
@@ -174,7 +154,7 @@ void proxy_record(struct proxy *px, const struct pending_entry *e, const char *a
     if (r->cmd == MC_CMD_FLUSH_ALL && shadow_active(px->shadows)) {
         /* not recorded, but mirrored when answered like the rest: in the
          * order memcached saw it among the writes around it */
-        proxy_shadow(px, r, answer, answer_len == SIZE_MAX ? strlen(answer) : answer_len);
+        shadow_answered(px->shadows, r, answer, answer_len);
         return;
     }
     if (!e->seq)
@@ -182,7 +162,7 @@ void proxy_record(struct proxy *px, const struct pending_entry *e, const char *a
     if (answer_len == SIZE_MAX)
         answer_len = strlen(answer);
     if (shadow_active(px->shadows))
-        proxy_shadow(px, r, answer, answer_len);
+        shadow_answered(px->shadows, r, answer, answer_len);
     memset(&row, 0, offsetof(struct rec_row, answer));
     row.kind = REC_ROW_WRITE;
     row.cmd = (uint8_t)r->cmd;

@@ -401,20 +401,13 @@ static bool answer_is(const char *a, size_t len, const char *word)
     return len >= w && !memcmp(a, word, w) && (len == w || a[w] == ' ');
 }
 
-void shadow_write(struct shadow_set *set, const struct mc_request *r, const char *answer,
-                  size_t answer_len)
+static void shadow_write(struct shadow_set *set, const struct mc_request *r, const char *answer,
+                         size_t answer_len)
 {
-    if (!shadow_active(set) || !r->is_write || r->bad_data || r->value_len < 0)
+    if (r->bad_data || r->value_len < 0)
         return;
-    if (answer_len == SIZE_MAX)
-        answer_len = strlen(answer);
     bool stored = answer_is(answer, answer_len, "STORED") || answer_is(answer, answer_len, "HD") ||
                   answer_is(answer, answer_len, "quiet");
-    if (answer_is(answer, answer_len, "ERROR") || answer_is(answer, answer_len, "CLIENT_ERROR") ||
-        answer_is(answer, answer_len, "SERVER_ERROR") ||
-        answer_is(answer, answer_len, "upstream_error") ||
-        answer_is(answer, answer_len, "no_answer"))
-        return;
     char mode = 'S';
     bool cas = r->cmd == MC_CMD_CAS;
     switch (r->cmd) {
@@ -464,10 +457,8 @@ void shadow_read(struct shadow_set *set, const char *key, size_t key_len, bool b
     }
 }
 
-void shadow_other(struct shadow_set *set, const struct mc_request *r)
+static void shadow_other(struct shadow_set *set, const struct mc_request *r)
 {
-    if (!shadow_active(set))
-        return;
     char line[MC_KEY_MAX + 64];
     const char *b = r->key_b64 ? " b" : "";
     int kl = r->key_len_raw;
@@ -496,6 +487,25 @@ void shadow_other(struct shadow_set *set, const struct mc_request *r)
         if (r->cmd == MC_CMD_FLUSH_ALL || sh_keeps(sh, h))
             sh_send_line(sh, line, (size_t)n, &e);
     }
+}
+
+void shadow_answered(struct shadow_set *set, const struct mc_request *r, const char *answer,
+                     size_t answer_len)
+{
+    if (!shadow_active(set))
+        return;
+    if (answer_len == SIZE_MAX)
+        answer_len = strlen(answer);
+    /* memcached refused it, or never saw it: nothing to mirror */
+    static const char *const refused[] = { "ERROR", "CLIENT_ERROR", "SERVER_ERROR",
+                                           "upstream_error", "no_answer" };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (answer_is(answer, answer_len, refused[i]))
+            return;
+    if (r->is_write)
+        shadow_write(set, r, answer, answer_len);
+    else
+        shadow_other(set, r);
 }
 
 /* --- answers ----------------------------------------------------------------- */

@@ -230,16 +230,16 @@ int shadow_set_open(struct shadow_set *set, uv_loop_t *loop, const struct shadow
 void shadow_set_close(struct shadow_set *set, void (*on_closed)(struct shadow_set *set));
 
 /* The mirror, called by the proxy when the primary's answer is known. */
-/* A recorded write r (set add replace append prepend cas ms) the primary
- * answered with answer (a label of slabtap's own for noreply). */
-void shadow_write(struct shadow_set *set, const struct mc_request *r, const char *answer,
-                  size_t answer_len);
+/* A recorded command r (a write: set add replace append prepend cas ms;
+ * else delete md touch incr decr ma, or flush_all) the primary answered
+ * with answer (a label of slabtap's own for noreply; answer_len SIZE_MAX:
+ * NUL-terminated): mirrored unless the primary refused it or never saw it. */
+void shadow_answered(struct shadow_set *set, const struct mc_request *r, const char *answer,
+                     size_t answer_len);
 /* One key of a read: the primary hit it (value_len -1: size unknown) with
  * flags; exptime for gat/gats (has_exptime). key as sent (b64: base64). */
 void shadow_read(struct shadow_set *set, const char *key, size_t key_len, bool b64, bool hit,
                  int64_t value_len, uint32_t flags, bool has_exptime, int64_t exptime);
-/* delete, md, touch, incr, decr, ma, flush_all as the request r says. */
-void shadow_other(struct shadow_set *set, const struct mc_request *r);
 /* Any shadow to mirror to (cheap: the proxy's test before any work). */
 static inline bool shadow_active(const struct shadow_set *set)
 {
